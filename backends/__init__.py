@@ -1,0 +1,36 @@
+"""The lazy registry of backends: names map to ``module:Class`` strings, imported only when chosen.
+
+The vLLM and SGLang environments pin different torch versions, so nothing here imports an
+engine; :func:`load` does, inside the child process that runs that backend.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from backends.base import Backend, BackendUnavailable
+
+REGISTRY: dict[str, str] = {
+    "hf": "backends.hf:HFBackend",
+    "hf-graphs": "backends.hf:HFGraphsBackend",
+    "vllm": "backends.vllm:VLLMBackend",
+    "sglang": "backends.sglang:SGLangBackend",
+    "openai": "backends.openai:OpenAIBackend",
+    "vllm-server": "backends.openai.servers:VLLMServerBackend",
+    "sglang-server": "backends.openai.servers:SGLangServerBackend",
+}
+
+# What ``--backend all`` means: the in-process engines, one column each.
+ALL: tuple[str, ...] = ("hf", "hf-graphs", "vllm", "sglang")
+
+
+def load(name: str) -> type[Backend]:
+    """Import and return the adapter class; :class:`BackendUnavailable` if it cannot be imported."""
+    if name not in REGISTRY:
+        raise KeyError(name)
+    module_name, class_name = REGISTRY[name].split(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise BackendUnavailable(f"{name} is not installed here ({exc.name or exc})") from exc
+    return getattr(module, class_name)

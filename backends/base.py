@@ -1,0 +1,215 @@
+"""The small interface every backend adapter implements, and the one timing loop.
+
+An adapter (``backends/<name>/``) subclasses :class:`Backend`, declares what it can do as
+typed :class:`Capabilities`, and implements :meth:`Backend._generate`: run one request and
+return a :class:`RawOutput`. It never times anything itself beyond what its engine reports;
+:meth:`Backend.generate` is the only place where wall-clock timing happens:
+
+    with SomeBackend(settings) as backend:          # start() ... close()
+        result = backend.generate(Request(prompt_ids=[...], max_new_tokens=64))
+        result.ttft_ms, result.decode_ms_per_token, result.timing_source
+
+Timing sources, best first:
+- ``engine-metrics``: the engine's own per-request timestamps (vLLM, SGLang, server /metrics).
+- a clock the adapter ticks as tokens arrive (``cuda-sync`` for HF on a GPU: the device is
+  synchronized at each tick; ``wall-clock`` on a CPU; ``client-stream`` for HTTP streaming).
+- ``max_tokens-differential``: the request run once with one new token and once in full;
+  TTFT = e2e(1), decode = (e2e(n) - e2e(1)) / (n - 1).
+"""
+
+from __future__ import annotations
+
+import time
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a backend can do; a workload that needs a missing one records ``skipped``."""
+
+    prefix_cache: bool = False  # reuses the KV of a shared prompt prefix
+    reports_cached_tokens: bool = False  # says how many prompt tokens it served from cache
+    resets_cache: bool = False  # can drop every cached prefix on demand
+    grammar: bool = False  # JSON-schema constrained decoding
+    logprobs: bool = False  # step-0 top-k candidates
+    attentions: bool = False  # per-layer attention weights (eager attention in process)
+
+
+@dataclass(frozen=True)
+class BackendSettings:
+    """Everything an adapter may need from the command line; each reads only its own part."""
+
+    model_path: str  # a local directory (tiny and shape models are materialised by the harness)
+    model_label: str  # what the user passed (``tiny``, ``Qwen/Qwen3-8B``...), for records
+    dtype: str = "bfloat16"
+    device: str = "cuda"
+    random_weights: bool = False
+    attn: str = "eager"  # HF attention implementation
+    tp: int = 1
+    max_model_len: int = 4096
+    run_dir: str | None = None  # where server logs go
+    base_url: str | None = None
+    api_key_env: str | None = None
+    request_timeout_s: float = 300.0
+    options: dict[str, Any] = field(default_factory=dict)  # backend-specific extras
+
+
+@dataclass(frozen=True)
+class Request:
+    """One generation request, always as token ids (rendered once by the harness)."""
+
+    prompt_ids: list[int]
+    max_new_tokens: int
+    temperature: float = 0.0
+    top_p: float = 1.0
+    ignore_eos: bool = False
+    json_schema: dict[str, Any] | None = None
+    top_logprobs: int = 0  # >0: return the step-0 top-k candidates
+    reuse_prefix: bool = False  # False: the cache is reset before the request (not timed)
+    seed: int | None = None
+    want_attentions: bool = False
+
+
+@dataclass
+class TokenCandidate:
+    token_id: int
+    text: str
+    logprob: float | None = None
+    logit: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"token_id": self.token_id, "text": self.text, "logprob": self.logprob, "logit": self.logit}
+
+
+@dataclass
+class RawOutput:
+    """What an adapter returns for one request; ``None`` means "not reported", never zero."""
+
+    token_ids: list[int]
+    text: str
+    finish_reason: str | None = None  # "stop" | "length"
+    cached_tokens: int | None = None
+    prompt_ids_used: list[int] | None = None  # the ids the engine saw, when it tells
+    engine_ttft_ms: float | None = None
+    engine_decode_ms_per_token: float | None = None
+    top_candidates: list[TokenCandidate] | None = None
+    attention_special_share: list[float] | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Result:
+    """A timed request: the adapter's output plus the figures of the one timing loop."""
+
+    output: RawOutput
+    ttft_ms: float | None
+    decode_ms_per_token: float | None
+    e2e_ms: float
+    timing_source: str
+    cache_state: str
+
+
+class TokenClock:
+    """Stamps token arrivals; adapters call :meth:`tick` as tokens come out of the engine."""
+
+    def __init__(self, synchronize) -> None:
+        self._synchronize = synchronize
+        self.start = time.perf_counter()
+        self.stamps: list[tuple[float, int]] = []  # (time, number of new tokens)
+
+    def tick(self, new_tokens: int = 1) -> None:
+        self._synchronize()
+        self.stamps.append((time.perf_counter(), new_tokens))
+
+    def ttft_ms(self) -> float | None:
+        return (self.stamps[0][0] - self.start) * 1e3 if self.stamps else None
+
+    def decode_ms_per_token(self) -> float | None:
+        """Time after the first token divided by the tokens that came after it."""
+        if len(self.stamps) < 2:
+            return None
+        later = sum(n for _, n in self.stamps[1:])
+        return (self.stamps[-1][0] - self.stamps[0][0]) * 1e3 / later if later else None
+
+
+class Backend(ABC):
+    """Lifecycle: ``start()`` -> ``generate()``... -> ``close()`` (or use it as a context manager)."""
+
+    name: str = "base"
+    capabilities: Capabilities = Capabilities()
+    clock_source: str = "wall-clock"  # what TokenClock ticks mean for this backend
+    differential_timing: bool = False  # no engine metrics and no token clock: time twice
+
+    def __init__(self, settings: BackendSettings) -> None:
+        self.settings = settings
+
+    # -- lifecycle ------------------------------------------------------------------------
+    def start(self) -> None:  # noqa: B027 - optional hook
+        """Load the model / start the engine. Not timed."""
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        """Free the device."""
+
+    def __enter__(self) -> Backend:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- what adapters implement ---------------------------------------------------------
+    @abstractmethod
+    def _generate(self, request: Request, clock: TokenClock) -> RawOutput:
+        """Run one request. Tick ``clock`` as tokens arrive if the engine streams them."""
+
+    def reset_cache(self) -> None:  # noqa: B027 - optional hook
+        """Drop every reusable prefix (no-op where there is no cache)."""
+
+    def synchronize(self) -> None:  # noqa: B027 - optional hook
+        """Wait for the device (HF on CUDA); engines that return finished requests need nothing."""
+
+    def version(self) -> str | None:
+        return None
+
+    def environment(self) -> dict[str, Any]:
+        """Engine facts for env.json (versions, effective engine config)."""
+        return {}
+
+    # -- the one timing loop --------------------------------------------------------------
+    def generate(self, request: Request) -> Result:
+        cache_state = "reuse-allowed" if request.reuse_prefix else "reset-before-request"
+        if not request.reuse_prefix:
+            self.reset_cache()  # outside the timed region
+        output, clock, e2e_ms = self._timed(request)
+
+        if output.engine_ttft_ms is not None:
+            ttft, decode, source = output.engine_ttft_ms, output.engine_decode_ms_per_token, "engine-metrics"
+        elif clock.stamps:
+            ttft, decode, source = clock.ttft_ms(), clock.decode_ms_per_token(), self.clock_source
+        elif self.differential_timing and not request.reuse_prefix:
+            ttft, decode = self._differential(request, e2e_ms, len(output.token_ids))
+            source = "max_tokens-differential"
+        else:
+            ttft, decode, source = None, None, "e2e-only"
+        return Result(output, ttft, decode, e2e_ms, source, cache_state)
+
+    def _timed(self, request: Request) -> tuple[RawOutput, TokenClock, float]:
+        self.synchronize()
+        clock = TokenClock(self.synchronize)
+        output = self._generate(request, clock)
+        self.synchronize()
+        e2e_ms = (time.perf_counter() - clock.start) * 1e3
+        return output, clock, e2e_ms
+
+    def _differential(self, request: Request, e2e_ms: float, n_tokens: int) -> tuple[float, float | None]:
+        self.reset_cache()
+        probe = Request(**{**request.__dict__, "max_new_tokens": 1, "top_logprobs": 0})
+        _, _, first_ms = self._timed(probe)
+        decode = (e2e_ms - first_ms) / (n_tokens - 1) if n_tokens > 1 else None
+        return first_ms, decode
+
+
+class BackendUnavailable(RuntimeError):
+    """Raised by an adapter's import or start when it cannot run here; becomes a ``skipped`` record."""

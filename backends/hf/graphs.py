@@ -1,0 +1,80 @@
+"""``hf-graphs``: the HF adapter with kernel-launch overhead taken away (static cache + CUDA graphs).
+
+Tests the seed's explanation of HF eager's decode floor. transformers' own compile path for
+``generate`` is used: ``cache_implementation="static"`` plus a ``CompileConfig`` in
+``reduce-overhead`` mode (CUDA graphs), which compiles the one-token decode forward; prefill
+runs as in ``hf``. Compilation happens in :meth:`start` (warm-up, not timed; its duration goes
+to env.json). A static cache cannot be cropped to a shared prefix, so ``cached`` conversation
+mode is declared unsupported and recorded as skipped. Needs a CUDA device.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import torch
+
+from backends.base import BackendUnavailable, Capabilities, RawOutput, Request, TokenClock
+from backends.hf.backend import HFBackend
+
+WARMUP_PROMPT_TOKENS = (64, 512)  # prompt lengths used to trigger compilation before timing
+WARMUP_ROUNDS = 3
+
+
+class HFGraphsBackend(HFBackend):
+    name = "hf-graphs"
+
+    def __init__(self, settings) -> None:
+        super().__init__(settings)
+        self.capabilities = Capabilities(grammar=self.capabilities.grammar, logprobs=True)
+        self.compile_seconds: float | None = None
+
+    def start(self) -> None:
+        if self.device.type != "cuda" or not torch.cuda.is_available():
+            raise BackendUnavailable("hf-graphs captures CUDA graphs: it needs a CUDA device (this run is on the CPU)")
+        super().start()
+        from transformers import CompileConfig
+
+        self.model.generation_config.compile_config = CompileConfig(fullgraph=True, mode="reduce-overhead")
+        started = time.perf_counter()
+        for _ in range(WARMUP_ROUNDS):
+            for n in WARMUP_PROMPT_TOKENS:
+                ids = torch.randint(0, 1000, (1, n), device=self.device)
+                self._run(ids, max_new_tokens=16, streamer=None)
+        torch.cuda.synchronize()
+        self.compile_seconds = time.perf_counter() - started
+
+    def environment(self) -> dict[str, Any]:
+        return {
+            **super().environment(),
+            "cache": "StaticCache (cache_implementation='static')",
+            "compile": "CompileConfig(fullgraph=True, mode='reduce-overhead') through generate",
+            "compile_warmup_s": self.compile_seconds,
+        }
+
+    def _run(self, input_ids: torch.Tensor, max_new_tokens: int, streamer, **kwargs: Any):
+        with torch.inference_mode():
+            return self.model.generate(
+                input_ids,
+                attention_mask=torch.ones_like(input_ids),
+                max_new_tokens=max_new_tokens,
+                min_new_tokens=max_new_tokens,
+                do_sample=False,
+                temperature=None,
+                top_p=None,
+                top_k=None,
+                cache_implementation="static",
+                streamer=streamer,
+                return_dict_in_generate=True,
+                pad_token_id=next(iter(self.eos_ids), None),
+                **kwargs,
+            )
+
+    def _generate(self, request: Request, clock: TokenClock) -> RawOutput:
+        if request.reuse_prefix:
+            raise BackendUnavailable("a static cache cannot be cropped to a shared prefix")
+        return super()._generate(request, clock)
+
+    def _fresh_cache(self) -> None:
+        return None  # generate builds the static cache (cache_implementation="static")

@@ -1,0 +1,1 @@
+"""The harness: CLI, run planning, child processes, records and the models it builds itself."""

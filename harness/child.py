@@ -1,0 +1,73 @@
+"""One backend's share of a run, in its own process: ``python -m harness.child RUN_DIR BACKEND``.
+
+The parent (``compare.py``) wrote ``run.json`` (settings) and ``plan.json`` (every request as
+token ids) into RUN_DIR. This process imports only the chosen backend, starts it, replays the
+plan, and writes records and ``env/<backend>.json``. A backend that cannot be imported or
+started writes one ``skipped`` record per workload with the reason and exits 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import backends
+from backends.base import BackendSettings, BackendUnavailable
+from harness.env import device_facts, package_versions, write_json
+from harness.records import Record, RecordWriter
+from harness.runner import Runner, console
+from workloads.plan import Plan
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("run_dir", type=Path)
+    parser.add_argument("backend")
+    args = parser.parse_args(argv)
+    run = json.loads((args.run_dir / "run.json").read_text())
+    plan = Plan.from_json((args.run_dir / "plan.json").read_text())
+    settings = BackendSettings(**{**run["settings"], "run_dir": str(args.run_dir)})
+    base = {
+        "run_id": run["run_id"],
+        "backend": args.backend,
+        "model": settings.model_label,
+        "random_weights": settings.random_weights,
+    }
+    env_path = args.run_dir / "env" / f"{args.backend}.json"
+    env = {"process": device_facts(), "packages": package_versions()}
+
+    started = time.perf_counter()
+    try:
+        backend = backends.load(args.backend)(settings)
+        backend.start()
+    except BackendUnavailable as exc:
+        return skip_all(args.run_dir, plan, base, env_path, env, str(exc))
+    except Exception as exc:  # noqa: BLE001 - a failed start is reported, not raised
+        return skip_all(args.run_dir, plan, base, env_path, env, f"failed to start: {type(exc).__name__}: {exc}")
+    startup_s = time.perf_counter() - started
+    base["backend_version"] = backend.version()
+    write_json(env_path, {**env, "engine": backend.environment(), "startup_s": startup_s})
+    console.print(f"{args.backend}: started in {startup_s:.1f} s")
+    try:
+        Runner(backend, plan, args.run_dir, base, resume=run["resume"]).run()
+    finally:
+        backend.close()
+    write_json(env_path, {**env, "engine": backend.environment(), "startup_s": startup_s,
+                          "wall_s": time.perf_counter() - started})
+    return 0
+
+
+def skip_all(run_dir: Path, plan: Plan, base: dict, env_path: Path, env: dict, reason: str) -> int:
+    console.print(f"[yellow]{base['backend']}: skipped: {reason}[/]")
+    with RecordWriter(run_dir) as writer:
+        for workload in plan.workloads():
+            writer.write(Record(**base, workload=workload, skipped=reason))
+    write_json(env_path, {**env, "skipped": reason})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

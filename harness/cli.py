@@ -1,0 +1,265 @@
+"""The command line: check the arguments, plan the run, run each backend in its own process, report.
+
+    python compare.py --backend all --model tiny --out runs/demo
+
+The parent process renders every prompt once (tokenizer only) into ``plan.json`` and starts one
+child process per backend (``python -m harness.child``), one after another: they each take the
+GPU, and vLLM and SGLang may live in different virtual environments (``--python vllm=PATH``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import backends
+from harness import models
+from harness.env import git_commit, merge_env, sha, write_json
+from harness.records import RECORDS, read_records
+
+ROOT = Path(__file__).resolve().parent.parent
+
+EPILOG = """\
+backends: hf (transformers, eager attention), hf-graphs (static cache + CUDA graphs), vllm
+(offline engine, automatic prefix caching), sglang (offline engine, RadixAttention, XGrammar),
+openai (any OpenAI-compatible server: --base-url), vllm-server / sglang-server (the harness
+launches the engine's own server). "all" = hf,hf-graphs,vllm,sglang.
+
+workloads: conversation (10-turn chat, full re-prefill vs prefix reuse), sweep (prefill and
+decode vs prompt length), json (JSON extraction: free / strict / grammar-constrained prompts at
+five temperatures), template (short answers in three prompt formats).
+
+examples:
+  python compare.py                                    # tiny random model, CPU, all backends
+  python compare.py --backend hf,vllm --model Qwen/Qwen3-8B --out runs/a100
+  python compare.py --backend all --model qwen3-8b-shape --random-weights --out runs/h200
+  python -m reports runs/a100 runs/h200 -o report.html # rebuild / merge reports
+"""
+
+
+class UsageError(ValueError):
+    """Bad input: reported as one line, exit code 2."""
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="compare.py",
+        description="Replay one LLM workload through several serving stacks and compare them side by side.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--backend", default="all", help="comma-separated backends, or 'all' (default: all)")
+    p.add_argument("--model", default=models.TINY,
+                   help="'tiny' (default: built locally, random weights), 'qwen3-8b-shape' (needs --random-weights), "
+                        "a local directory or a hub id such as Qwen/Qwen3-8B")
+    p.add_argument("--workloads", default=None,
+                   help="comma-separated built-in workloads (default: all four unless --workload-file is given)")
+    p.add_argument("--workload-file", action="append", default=[], metavar="YAML",
+                   help="a workload file (repeatable); see README 'Bring your own workload'")
+    p.add_argument("--out", type=Path, default=None, help="run directory (default: runs/<date-time>)")
+    p.add_argument("--repeats", type=int, default=5, help="timed repeats per case (default: 5)")
+    p.add_argument("--json-calls", type=int, default=None, metavar="N",
+                   help="override calls per temperature of json workloads (default: the file's, 16)")
+    p.add_argument("--random-weights", action="store_true",
+                   help="load config + tokenizer only and initialise weights randomly (latency studies)")
+    p.add_argument("--device", choices=["auto", "cuda", "cpu"], default="auto")
+    p.add_argument("--dtype", choices=["auto", "bfloat16", "float16", "float32"], default="auto",
+                   help="default: bfloat16 on a GPU, float32 on a CPU")
+    p.add_argument("--attn", choices=["eager", "sdpa"], default="eager", help="HF attention (default: eager, the seed's)")
+    p.add_argument("--tp", type=int, default=1, help="tensor parallel size for vLLM / SGLang")
+    p.add_argument("--max-model-len", type=int, default=4096)
+    p.add_argument("--python", action="append", default=[], metavar="BACKEND=PATH",
+                   help="run a backend under another interpreter, e.g. vllm=/opt/vllm/bin/python (repeatable)")
+    p.add_argument("--base-url", default=None, help="OpenAI-compatible server for --backend openai")
+    p.add_argument("--api-key-env", default=None, metavar="VAR", help="environment variable holding the API key")
+    p.add_argument("--request-timeout", type=float, default=300.0, help="seconds before a request is abandoned")
+    p.add_argument("--resume", action="store_true", help="continue a run in --out, skipping recorded cases")
+    p.add_argument("--no-report", action="store_true", help="do not build report.html at the end")
+    return p
+
+
+# --- checking ---------------------------------------------------------------------------------
+def parse_backends(text: str) -> list[str]:
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    out: list[str] = []
+    for name in names:
+        if name == "all":
+            out += backends.ALL
+        elif name in backends.REGISTRY:
+            out.append(name)
+        else:
+            raise UsageError(f"unknown backend {name!r} (choose from: all, {', '.join(backends.REGISTRY)})")
+    if not out:
+        raise UsageError("--backend names no backend")
+    return list(dict.fromkeys(out))
+
+
+def parse_pythons(items: list[str]) -> dict[str, str]:
+    pythons = {}
+    for item in items:
+        name, sep, path = item.partition("=")
+        if not sep or name not in backends.REGISTRY:
+            raise UsageError(f"--python {item!r}: expected BACKEND=PATH with a known backend")
+        if not Path(path).is_file():
+            raise UsageError(f"--python {item!r}: no such interpreter")
+        pythons[name] = path
+    return pythons
+
+
+def check_out(out: Path, resume: bool) -> None:
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out {out}: exists and is not a directory")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        probe = out / ".write-test"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as exc:
+        raise UsageError(f"--out {out}: not writable ({exc.strerror})") from exc
+    if (out / RECORDS).exists() and not resume:
+        raise UsageError(f"--out {out} already holds a run: pass --resume to continue it, or choose another --out")
+
+
+def resolve_device(device: str, dtype: str) -> tuple[str, str]:
+    if device == "auto":
+        import torch
+
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    if dtype == "auto":
+        dtype = "bfloat16" if device == "cuda" else "float32"
+    return device, dtype
+
+
+# --- running ----------------------------------------------------------------------------------
+def run_child(run_dir: Path, backend: str, python: str) -> int:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    proc = subprocess.Popen([python, "-m", "harness.child", str(run_dir), backend], cwd=ROOT, env=env)
+    try:
+        return proc.wait()
+    except KeyboardInterrupt:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        raise
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        return _main(args)
+    except (UsageError, models.ModelError) as exc:
+        print(f"compare.py: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("\ninterrupted: the records written so far are kept; rerun with --resume to finish", file=sys.stderr)
+        return 130
+
+
+def _main(args: argparse.Namespace) -> int:
+    from workloads import WorkloadFileError, build_plan, file_hash, load_builtin, load_file
+
+    names = parse_backends(args.backend)
+    pythons = parse_pythons(args.python)
+    if args.repeats < 1:
+        raise UsageError(f"--repeats must be at least 1 (got {args.repeats})")
+    if args.json_calls is not None and args.json_calls < 1:
+        raise UsageError(f"--json-calls must be at least 1 (got {args.json_calls})")
+    workload_names = args.workloads.split(",") if args.workloads else ([] if args.workload_file else None)
+    try:
+        specs = load_builtin(workload_names if workload_names is not None else ("conversation", "sweep", "json", "template"))
+        for path in args.workload_file:
+            specs += load_file(path)
+    except WorkloadFileError as exc:
+        raise UsageError(str(exc)) from exc
+    if args.json_calls is not None:
+        specs = [s.model_copy(update={"calls_per_temperature": args.json_calls}) if s.kind == "json" else s for s in specs]
+    out = args.out or Path("runs") / dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    check_out(out, args.resume)
+
+    if args.model == models.TINY:
+        print("model 'tiny': a tiny Qwen3-architecture model with random weights, built here: latency plumbing only, "
+              "its answers are noise. Pass --model Qwen/Qwen3-8B (or a local directory) for a real model.")
+    model = models.resolve(args.model, args.random_weights)
+    device, dtype = resolve_device(args.device, args.dtype)
+
+    from transformers import AutoTokenizer
+
+    from harness.chat import Renderer
+
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(model.path)
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"--model {args.model}: cannot load its tokenizer ({str(exc).splitlines()[0]})") from exc
+    plan_json = build_plan(specs, Renderer(tokenizer), args.repeats).to_json()
+    plan_path = out / "plan.json"
+    if args.resume and plan_path.exists() and sha(plan_path.read_text()) != sha(plan_json):
+        raise UsageError(f"--resume: the plan in {out} differs from this command's (workloads, repeats or model changed)")
+    plan_path.write_text(plan_json)
+
+    settings = {
+        "model_path": model.path, "model_label": model.label, "dtype": dtype, "device": device,
+        "random_weights": args.random_weights or not model.has_weights, "attn": args.attn, "tp": args.tp,
+        "max_model_len": args.max_model_len, "base_url": args.base_url, "api_key_env": args.api_key_env,
+        "request_timeout_s": args.request_timeout,
+    }
+    run_env = {
+        "run_id": out.name,
+        "started": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "argv": sys.argv[1:] if argv_is_cli() else None,
+        "args": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
+        "git_commit": git_commit(ROOT),
+        "model": {"label": model.label, "path": model.path, "builtin": model.builtin,
+                  "config_hash": models.config_hash(model.path), "random_weights": settings["random_weights"]},
+        "chat_template_hash": sha(tokenizer.chat_template or ""),
+        "workloads": [s.name for s in specs],
+        "workload_files": {str(p): file_hash(p) for p in args.workload_file},
+        "plan_hash": sha(plan_json),
+        "dtype": dtype,
+        "device": device,
+    }
+    write_json(out / "run.json", {"run_id": out.name, "settings": settings, "resume": args.resume})
+    merge_env(out, run_env)
+
+    timings: dict[str, float] = {}
+    for name in names:
+        print(f"== {name} ==", flush=True)
+        started = time.perf_counter()
+        code = run_child(out, name, pythons.get(name, sys.executable))
+        timings[name] = round(time.perf_counter() - started, 1)
+        if code != 0:
+            print(f"{name}: its process exited with code {code}; records written so far are kept "
+                  f"(rerun with --resume to finish)", file=sys.stderr)
+        merge_env(out, {**run_env, "wall_s": timings})
+
+    rows = read_records(out)
+    print(f"{len(rows)} records in {out / RECORDS}")
+    if not args.no_report:
+        build_report(out)
+    return 0
+
+
+def argv_is_cli() -> bool:
+    return Path(sys.argv[0]).name in ("compare.py", "cli.py")
+
+
+def build_report(run_dir: Path) -> None:
+    try:
+        from reports import build
+    except ImportError as exc:
+        print(f"report not built: {exc}", file=sys.stderr)
+        return
+    path = build([run_dir], run_dir / "report.html")
+    print(f"report: {path}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,164 @@
+"""Resolve ``--model`` to a local directory every backend can load.
+
+- ``tiny``: a tiny random-weight Qwen3-architecture model the project builds on first use
+  (deterministic seed, cached): its own trained tokenizer, the Qwen3-style chat template and
+  real safetensors weights. Latency plumbing only; its answers are noise.
+- ``qwen3-8b-shape``: the Qwen3-8B config (``configs/qwen3-8b.json``) with the project's
+  tokenizer laid out over all 151,936 ids; no weights, so it needs ``--random-weights``.
+- anything else: a local directory, or a hub id (``Qwen/Qwen3-8B``) resolved by transformers.
+
+Built models live under ``$LCA_CACHE`` (default ``~/.cache/llm-call-anatomy``), one folder per
+content hash, written to a temporary folder and renamed into place (safe under parallel tests).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+HERE = Path(__file__).parent
+TINY = "tiny"
+SHAPE = "qwen3-8b-shape"
+BUILTIN_MODELS = (TINY, SHAPE)
+CHAT_TEMPLATE = (HERE / "chat_template.jinja").read_text()
+BUILDER_VERSION = "1"
+HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
+
+TINY_CONFIG = {
+    "architectures": ["Qwen3ForCausalLM"],
+    "model_type": "qwen3",
+    "hidden_size": 64,
+    "intermediate_size": 128,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "head_dim": 16,
+    "hidden_act": "silu",
+    "max_position_embeddings": 8192,
+    "rms_norm_eps": 1e-6,
+    "rope_theta": 1000000,
+    "tie_word_embeddings": False,
+    "attention_bias": False,
+    "use_cache": True,
+    "torch_dtype": "float32",
+    "initializer_range": 0.02,
+}
+TINY_BPE = 2048  # trained entries; the 26 Qwen3 added tokens follow, then fillers to a multiple of 64
+
+
+class ModelError(ValueError):
+    """``--model`` names nothing usable."""
+
+
+@dataclass(frozen=True)
+class ResolvedModel:
+    label: str  # what the user passed
+    path: str  # a local directory, or a hub id transformers will resolve
+    builtin: bool
+    has_weights: bool
+
+
+def cache_root() -> Path:
+    return Path(os.environ.get("LCA_CACHE", Path.home() / ".cache" / "llm-call-anatomy"))
+
+
+def resolve(model: str, random_weights: bool) -> ResolvedModel:
+    """Check ``model`` and materialise the built-in ones; raise :class:`ModelError` with one clear line."""
+    if model == TINY:
+        return ResolvedModel(model, str(build_tiny()), builtin=True, has_weights=True)
+    if model == SHAPE:
+        if not random_weights:
+            raise ModelError(f"--model {SHAPE} has no weights: add --random-weights")
+        return ResolvedModel(model, str(build_shape()), builtin=True, has_weights=False)
+    path = Path(model).expanduser()
+    if path.exists():
+        if not (path / "config.json").is_file():
+            raise ModelError(f"--model {model}: directory has no config.json")
+        return ResolvedModel(model, str(path.resolve()), builtin=False, has_weights=True)
+    if HUB_ID.match(model) and not model.startswith((".", "/", "~")):
+        return ResolvedModel(model, model, builtin=False, has_weights=True)
+    raise ModelError(f"--model {model}: no such directory, and not a hub id (owner/name) or a built-in ({', '.join(BUILTIN_MODELS)})")
+
+
+# --- building -----------------------------------------------------------------------------
+def _corpus() -> list[str]:
+    from workloads import corpus_texts
+
+    return corpus_texts()
+
+
+def _key(*parts: object) -> str:
+    return hashlib.sha256(json.dumps([BUILDER_VERSION, *parts], sort_keys=True, default=str).encode()).hexdigest()[:12]
+
+
+def _build_once(name: str, key: str, fill) -> Path:
+    final = cache_root() / f"{name}-{key}"
+    if (final / "config.json").is_file():
+        return final
+    final.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=final.parent))
+    try:
+        fill(tmp)
+        try:
+            tmp.rename(final)
+        except OSError:  # another process finished first
+            if not (final / "config.json").is_file():
+                raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return final
+
+
+def _generation_config(eos: list[int], pad: int) -> dict:
+    return {"eos_token_id": eos, "pad_token_id": pad, "do_sample": False}
+
+
+def build_tiny() -> Path:
+    """The tiny model: trained tokenizer, Qwen3 layout, deterministic random weights."""
+    from harness.tokenizer import QWEN3_ADDED_TOKENS, write_tokenizer
+
+    corpus = _corpus()
+    special_base = TINY_BPE
+    vocab = -(-(special_base + len(QWEN3_ADDED_TOKENS)) // 64) * 64
+    config = {**TINY_CONFIG, "vocab_size": vocab, "bos_token_id": special_base, "eos_token_id": special_base + 2}
+
+    def fill(d: Path) -> None:
+        import torch
+        from transformers import AutoConfig, AutoModelForCausalLM
+
+        write_tokenizer(d, corpus, bpe_size=TINY_BPE, special_base=special_base, vocab_size=vocab, chat_template=CHAT_TEMPLATE)
+        (d / "config.json").write_text(json.dumps(config, indent=1))
+        torch.manual_seed(0)
+        model = AutoModelForCausalLM.from_config(AutoConfig.from_pretrained(d), dtype=torch.float32)
+        model.save_pretrained(d)
+        (d / "config.json").write_text(json.dumps(config, indent=1))  # keep our exact config
+        gen = _generation_config([special_base + 2, special_base], special_base)
+        (d / "generation_config.json").write_text(json.dumps(gen, indent=1))
+
+    return _build_once("tiny", _key(config, corpus, CHAT_TEMPLATE, "weights-seed-0"), fill)
+
+
+def build_shape() -> Path:
+    """The Qwen3-8B shape: its config and a tokenizer covering all 151,936 ids; no weights."""
+    from harness.tokenizer import write_tokenizer
+
+    config = json.loads((HERE / "configs" / "qwen3-8b.json").read_text())
+    corpus = _corpus()
+
+    def fill(d: Path) -> None:
+        write_tokenizer(d, corpus, bpe_size=TINY_BPE, special_base=151643, vocab_size=config["vocab_size"], chat_template=CHAT_TEMPLATE)
+        (d / "config.json").write_text(json.dumps(config, indent=1))
+        (d / "generation_config.json").write_text(json.dumps(_generation_config([151645, 151643], 151643), indent=1))
+
+    return _build_once("qwen3-8b-shape", _key(config, corpus, CHAT_TEMPLATE), fill)
+
+
+def config_hash(model_path: str) -> str | None:
+    path = Path(model_path) / "config.json"
+    return hashlib.sha256(path.read_bytes()).hexdigest()[:16] if path.is_file() else None

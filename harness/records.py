@@ -1,0 +1,113 @@
+"""Records: one JSON object per request, appended to ``runs/<id>/records.jsonl`` and flushed.
+
+This is the contract between measuring and the report. A crash loses nothing already written;
+``--resume`` reads the file back and skips what is done. When a case was run twice (a resumed
+conversation repeat), the last record of a key wins.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+RECORDS = "records.jsonl"
+
+
+@dataclass
+class Record:
+    # -- the contract fields (keep these names) --
+    run_id: str
+    backend: str
+    backend_version: str | None = None
+    model: str | None = None
+    workload: str | None = None
+    mode: str | None = None
+    case: str | None = None
+    rep: int | None = None
+    turn: int | None = None
+    temperature: float | None = None
+    prompt_tokens: int | None = None
+    shared_prefix_tokens: int | None = None
+    cached_tokens: int | None = None
+    computed_tokens: int | None = None
+    ttft_ms: float | None = None
+    decode_ms_per_token: float | None = None
+    output_tokens: int | None = None
+    first_token_id: int | None = None
+    output_text: str | None = None
+    valid_json: bool | None = None
+    clean: bool | None = None
+    timing_source: str | None = None
+    error: str | None = None
+    skipped: str | None = None
+    # -- more raw facts the analysis uses --
+    kind: str | None = None
+    e2e_ms: float | None = None
+    cache_state: str | None = None
+    finish_reason: str | None = None
+    output_token_ids: list[int] | None = None
+    prompt_ids_match: bool | None = None
+    correct: bool | None = None
+    top_candidates: list[dict[str, Any]] | None = None
+    attention_special_share: list[float] | None = None
+    prefix_break: dict[str, Any] | None = None
+    random_weights: bool | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def key(self) -> tuple:
+        return (self.backend, self.workload, self.mode, self.case, self.rep, self.turn, self.temperature)
+
+
+FIELD_NAMES = {f.name for f in fields(Record)}
+
+
+class RecordWriter:
+    """Appends records to a JSONL file, flushing and fsyncing each one."""
+
+    def __init__(self, run_dir: str | Path) -> None:
+        self.path = Path(run_dir) / RECORDS
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._file = self.path.open("a", encoding="utf-8")
+
+    def write(self, record: Record) -> None:
+        self._file.write(json.dumps(asdict(record), ensure_ascii=False) + "\n")
+        self._file.flush()
+        os.fsync(self._file.fileno())
+
+    def close(self) -> None:
+        self._file.close()
+
+    def __enter__(self) -> RecordWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def read_records(run_dir: str | Path) -> list[dict[str, Any]]:
+    """All records of a run as dicts, the last one per key kept (a torn last line is ignored)."""
+    path = Path(run_dir) / RECORDS
+    if not path.exists():
+        return []
+    latest: dict[tuple, dict[str, Any]] = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError:
+            continue  # a line cut short by a crash
+        key = tuple(row.get(k) for k in ("backend", "workload", "mode", "case", "rep", "turn", "temperature"))
+        latest.pop(key, None)
+        latest[key] = row
+    return list(latest.values())
+
+
+def done_keys(run_dir: str | Path, backend: str) -> set[tuple]:
+    """Keys of the cases this backend already measured (not skipped, not failed)."""
+    return {
+        (r["workload"], r["mode"], r["case"], r["rep"], r["turn"], r["temperature"])
+        for r in read_records(run_dir)
+        if r["backend"] == backend and not r.get("skipped") and not r.get("error")
+    }

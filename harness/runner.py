@@ -1,0 +1,192 @@
+"""Replay a plan on one backend and write one record per request (runs inside the child process).
+
+For every block of the plan (a workload mode, a sweep length...) the runner skips what
+``--resume`` finds done, runs the block's warm-up untimed, then each group in order. A step
+that needs a capability the backend lacks becomes a ``skipped`` record with the reason; an
+exception becomes an ``error`` record (the rest of a conversation repeat is then abandoned,
+since its cache state is unknown) and the run goes on.
+"""
+
+from __future__ import annotations
+
+import traceback
+from collections import defaultdict
+from dataclasses import fields
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from backends.base import Backend, Capabilities, Request, Result
+from harness.records import Record, RecordWriter, done_keys
+from workloads import json_extraction, template
+from workloads.plan import Group, Plan, Step
+
+console = Console(stderr=True, highlight=False)
+CAPABILITY_NAMES = {f.name for f in fields(Capabilities)}
+
+
+def request_for(step: Step, plan: Plan) -> Request:
+    return Request(
+        prompt_ids=plan.prompts[step.prompt],
+        max_new_tokens=step.max_new_tokens,
+        temperature=step.temperature or 0.0,
+        top_p=step.top_p,
+        ignore_eos=step.ignore_eos,
+        json_schema=step.json_schema if step.grammar else None,
+        top_logprobs=step.top_logprobs,
+        reuse_prefix=step.reuse_prefix,
+        seed=step.seed,
+        want_attentions=step.want_attentions,
+    )
+
+
+def missing_capability(step: Step, caps: Capabilities) -> str | None:
+    for need in step.needs:
+        if need in CAPABILITY_NAMES and not getattr(caps, need):
+            return need
+    return None
+
+
+class Runner:
+    def __init__(self, backend: Backend, plan: Plan, run_dir: Path, base: dict, resume: bool) -> None:
+        self.backend = backend
+        self.plan = plan
+        self.base = base  # run_id, backend, backend_version, model, random_weights
+        self.done = done_keys(run_dir, backend.name) if resume else set()
+        self.writer = RecordWriter(run_dir)
+
+    # -- records ---------------------------------------------------------------------------
+    def _record(self, step: Step, **kw) -> Record:
+        values = {
+            "workload": step.workload,
+            "kind": step.kind,
+            "mode": step.mode,
+            "case": step.case,
+            "rep": step.rep,
+            "turn": step.turn,
+            "temperature": step.temperature,
+            "prompt_tokens": len(self.plan.prompts[step.prompt]),
+            "shared_prefix_tokens": step.shared_prefix_tokens,
+            "prefix_break": step.prefix_break,
+        }
+        return Record(**self.base, **{**values, **kw})
+
+    def _measured(self, step: Step, result: Result) -> Record:
+        out = result.output
+        prompt = self.plan.prompts[step.prompt]
+        valid = correct = clean = None
+        if step.kind == "json":
+            valid, correct = json_extraction.score(out.text, step.json_schema or {}, step.expected)
+        elif step.kind == "template" and step.answer is not None:
+            clean = template.score(out.text, step.answer, out.finish_reason)
+        cached = out.cached_tokens
+        return self._record(
+            step,
+            cached_tokens=cached,
+            computed_tokens=None if cached is None else len(prompt) - cached,
+            ttft_ms=result.ttft_ms,
+            decode_ms_per_token=result.decode_ms_per_token,
+            e2e_ms=result.e2e_ms,
+            output_tokens=len(out.token_ids),
+            first_token_id=out.token_ids[0] if out.token_ids else None,
+            output_token_ids=out.token_ids,
+            output_text=out.text,
+            finish_reason=out.finish_reason,
+            valid_json=valid,
+            correct=correct,
+            clean=clean,
+            timing_source=result.timing_source,
+            cache_state=result.cache_state,
+            prompt_ids_match=None if out.prompt_ids_used is None else out.prompt_ids_used == prompt,
+            top_candidates=[c.to_dict() for c in out.top_candidates] if out.top_candidates else None,
+            attention_special_share=out.attention_special_share,
+            extra=out.extra,
+        )
+
+    # -- running ---------------------------------------------------------------------------
+    def run(self) -> None:
+        blocks: dict[str, list[Group]] = defaultdict(list)
+        for group in self.plan.groups:
+            blocks[group.block].append(group)
+        total = sum(len(g.steps) for g in self.plan.groups if not g.warmup)
+        columns = (TextColumn(f"[bold]{self.backend.name}[/]"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+        with Progress(*columns, console=console, transient=False) as progress:
+            task = progress.add_task("requests", total=total)
+            for block, groups in blocks.items():
+                self._run_block(block, groups, progress, task)
+        self.writer.close()
+
+    def _todo(self, group: Group) -> bool:
+        return not all(s.key() in self.done for s in group.steps)
+
+    def _run_block(self, block: str, groups: list[Group], progress: Progress, task) -> None:
+        timed = [g for g in groups if not g.warmup]
+        todo = [g for g in timed if self._todo(g)]
+        progress.advance(task, sum(len(g.steps) for g in timed if g not in todo))
+        if not todo:
+            return
+        missing = missing_capability(todo[0].steps[0], self.backend.capabilities)
+        if missing:
+            reason = f"{self.backend.name} does not support {missing.replace('_', ' ')}"
+            self.writer.write(self._record(todo[0].steps[0], skipped=reason, case=None, rep=None, turn=None))
+            progress.console.print(f"  {block}: skipped ({reason})")
+            progress.advance(task, sum(len(g.steps) for g in todo))
+            return
+        for group in (g for g in groups if g.warmup):
+            self._run_group(group, record=False)
+        for group in todo:
+            records = self._run_group(group, record=True)
+            progress.advance(task, len(group.steps))
+            progress.console.print(f"  {block} {summary(records)}")
+
+    def _run_group(self, group: Group, record: bool) -> list[Record]:
+        records = []
+        if group.reset_cache:
+            self.backend.reset_cache()
+        for i, step in enumerate(group.steps):
+            try:
+                result = self.backend.generate(request_for(step, self.plan))
+            except Exception as exc:  # noqa: BLE001 - any engine failure becomes an error record
+                detail = f"{type(exc).__name__}: {exc}"
+                console.print(f"[red]  {step.workload} {step.mode} {step.case}: {detail}[/]")
+                console.print(traceback.format_exc(limit=4), markup=False)
+                if record:
+                    for later in group.steps[i:]:
+                        rec = self._record(later, error=detail)
+                        self.writer.write(rec)
+                        records.append(rec)
+                return records
+            if record:
+                rec = self._measured(step, result)
+                self.writer.write(rec)
+                records.append(rec)
+        return records
+
+
+def summary(records: list[Record]) -> str:
+    """One line for a finished case: what it was and its headline figures."""
+    if not records:
+        return ""
+    r = records[0]
+    head = f"{r.mode} {r.case if len(records) == 1 else f'{len(records)} steps'} rep={r.rep}"
+    if r.temperature:
+        head += f" T={r.temperature}"
+    errors = [x.error for x in records if x.error]
+    if errors:
+        return f"{head}: error {errors[0]}"
+    ttfts = [x.ttft_ms for x in records if x.ttft_ms is not None]
+    parts = [head]
+    if ttfts:
+        parts.append(f"ttft {sum(ttfts) / len(ttfts):.1f} ms" + (" (mean)" if len(ttfts) > 1 else ""))
+    decodes = [x.decode_ms_per_token for x in records if x.decode_ms_per_token is not None]
+    if decodes:
+        parts.append(f"decode {sum(decodes) / len(decodes):.2f} ms/tok")
+    cached = [x.cached_tokens for x in records if x.cached_tokens]
+    if cached:
+        parts.append(f"cached {sum(cached)} tok")
+    if r.valid_json is not None:
+        parts.append("valid" if r.valid_json else "invalid")
+    if r.clean is not None:
+        parts.append("clean" if r.clean else "not clean")
+    return ", ".join(parts)

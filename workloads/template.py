@@ -1,0 +1,60 @@
+"""Template formats: short questions asked in several prompt formats, greedy, scored for a clean answer.
+
+``clean``: the reply, stripped of surrounding whitespace, is exactly the short answer and the
+model stopped on its own (finish reason ``stop``). The attention probe (HF eager only) records,
+for one prompt, the share of the last position's attention that lands on special tokens.
+"""
+
+from __future__ import annotations
+
+from harness.chat import Renderer
+from workloads.plan import Group, Plan, Step
+from workloads.spec import TemplateFormat, TemplateSpec
+
+
+def score(text: str, answer: str, finish_reason: str | None) -> bool:
+    return text.strip() == answer and finish_reason == "stop"
+
+
+def render(fmt: TemplateFormat, system: str, question: str, renderer: Renderer) -> list[int]:
+    if fmt.text is None:
+        messages = [{"role": "system", "content": system}, {"role": "user", "content": question}]
+        return renderer.chat_ids(messages)
+    return renderer.text_ids(fmt.text.replace("{system}", system).replace("{question}", question))
+
+
+def plan(spec: TemplateSpec, renderer: Renderer, out: Plan, repeats: int) -> None:  # noqa: ARG001 - greedy, one call each
+    steps = []
+    for fmt in spec.formats:
+        for qi, q in enumerate(spec.questions):
+            key = out.add_prompt(render(fmt, spec.system, q.question, renderer))
+            steps.append(
+                Step(
+                    workload=spec.name,
+                    kind="template",
+                    mode=fmt.name,
+                    case=f"q={qi}",
+                    prompt=key,
+                    max_new_tokens=spec.max_new_tokens,
+                    temperature=0.0,
+                    answer=q.answer,
+                )
+            )
+    block = spec.name
+    out.groups.append(Group(block=block, steps=[steps[0]], warmup=True))
+    out.groups.extend(Group(block=block, steps=[s]) for s in steps)
+    if spec.attention_probe:
+        chat = next((f for f in spec.formats if f.text is None), TemplateFormat(name="chat_template"))
+        key = out.add_prompt(render(chat, spec.system, spec.questions[0].question, renderer))
+        probe = Step(
+            workload=spec.name,
+            kind="template",
+            mode="attention",
+            case="q=0",
+            prompt=key,
+            max_new_tokens=1,
+            temperature=0.0,
+            want_attentions=True,
+            needs=["attentions"],
+        )
+        out.groups.append(Group(block=f"{spec.name}/attention", steps=[probe]))
