@@ -40,9 +40,6 @@ class Renderer:
     def token_texts(self, ids: list[int]) -> list[str]:
         return [self.tokenizer.decode([i]) for i in ids]
 
-    def special_ids(self) -> set[int]:
-        return {int(i) for i in self.tokenizer.added_tokens_decoder}
-
     def prefix_break(self, previous: list[int], current: list[int], context: int = 4) -> dict[str, Any] | None:
         """Where ``current`` stops extending ``previous``: position and the tokens around it."""
         shared = common_prefix_len(previous, current)

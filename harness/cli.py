@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import json
 import os
 import signal
 import subprocess
@@ -42,6 +41,9 @@ examples:
   python compare.py --backend all --model qwen3-8b-shape --random-weights --out runs/h200
   python -m reports runs/a100 runs/h200 -o report.html # rebuild / merge reports
 """
+
+
+DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "float32": 4}
 
 
 class UsageError(ValueError):
@@ -213,12 +215,13 @@ def _main(args: argparse.Namespace) -> int:
     }
     run_env = {
         "run_id": out.name,
-        "started": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "started": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "argv": sys.argv[1:] if argv_is_cli() else None,
         "args": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
         "git_commit": git_commit(ROOT),
         "model": {"label": model.label, "path": model.path, "builtin": model.builtin,
-                  "config_hash": models.config_hash(model.path), "random_weights": settings["random_weights"]},
+                  "config_hash": models.config_hash(model.path), "random_weights": settings["random_weights"],
+                  "params": models.param_count(model.path), "dtype_bytes": DTYPE_BYTES[dtype]},
         "chat_template_hash": sha(tokenizer.chat_template or ""),
         "workloads": [s.name for s in specs],
         "workload_files": {str(p): file_hash(p) for p in args.workload_file},

@@ -27,7 +27,7 @@ TINY = "tiny"
 SHAPE = "qwen3-8b-shape"
 BUILTIN_MODELS = (TINY, SHAPE)
 CHAT_TEMPLATE = (HERE / "chat_template.jinja").read_text()
-BUILDER_VERSION = "1"
+BUILDER_VERSION = "2"
 HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 
 TINY_CONFIG = {
@@ -38,7 +38,7 @@ TINY_CONFIG = {
     "num_hidden_layers": 2,
     "num_attention_heads": 4,
     "num_key_value_heads": 2,
-    "head_dim": 16,
+    "head_dim": 32,  # vLLM's CPU attention supports head sizes 32..512, not 16
     "hidden_act": "silu",
     "max_position_embeddings": 8192,
     "rms_norm_eps": 1e-6,
@@ -48,6 +48,7 @@ TINY_CONFIG = {
     "use_cache": True,
     "torch_dtype": "float32",
     "initializer_range": 0.02,
+    "transformers_version": "4.51.0",  # as in Qwen3's own config (transformers reads it to pick fixes)
 }
 TINY_BPE = 2048  # trained entries; the 26 Qwen3 added tokens follow, then fillers to a multiple of 64
 
@@ -162,3 +163,17 @@ def build_shape() -> Path:
 def config_hash(model_path: str) -> str | None:
     path = Path(model_path) / "config.json"
     return hashlib.sha256(path.read_bytes()).hexdigest()[:16] if path.is_file() else None
+
+
+def param_count(model_path: str) -> int | None:
+    """Total parameters from the config alone (a model built on the meta device: no memory, no weights)."""
+    try:
+        import torch
+        from transformers import AutoConfig, AutoModelForCausalLM
+
+        config = AutoConfig.from_pretrained(model_path)
+        with torch.device("meta"):
+            model = AutoModelForCausalLM.from_config(config)
+        return sum(p.numel() for p in model.parameters())
+    except Exception:  # noqa: BLE001 - a fact for the report, never a reason to stop the run
+        return None

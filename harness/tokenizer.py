@@ -5,7 +5,7 @@ project trains itself with the ``tokenizers`` library, on the text of the built-
 The id layout copies Qwen3's: BPE entries from 0, then the 26 Qwen3 added tokens from
 ``special_base`` (151643 for the 8B shape), and *filler* entries everywhere else up to the
 model's vocabulary size, so that every id a random-weight model can sample decodes to text
-(fillers are vocabulary entries no merge can produce, so encoding never yields them).
+(fillers are entries no merge can produce and no real text contains, so encoding never yields them).
 """
 
 from __future__ import annotations
@@ -68,15 +68,21 @@ def train_bpe_json(texts: list[str], bpe_size: int) -> dict:
 
 
 def layout_vocab(bpe: dict, special_base: int, vocab_size: int) -> dict:
-    """Place the added tokens at ``special_base`` and fill every other unused id up to ``vocab_size``."""
+    """Fill the BPE vocabulary up to ``special_base``, then the 26 added tokens, then fillers to ``vocab_size``.
+
+    ``tokenizers`` numbers added tokens sequentially after the model's vocabulary, so the ids
+    after ``special_base`` are all added tokens: Qwen3's 26, then fillers (not special, so they
+    stay visible in decoded text).
+    """
     vocab: dict[str, int] = bpe["model"]["vocab"]
     if len(vocab) > special_base:
         raise ValueError(f"trained vocabulary ({len(vocab)}) does not fit below id {special_base}")
-    end_of_added = special_base + len(QWEN3_ADDED_TOKENS)
-    if end_of_added > vocab_size:
+    if special_base + len(QWEN3_ADDED_TOKENS) > vocab_size:
         raise ValueError(f"vocab_size {vocab_size} is too small for the added tokens at {special_base}")
-    for token_id in [*range(len(vocab), special_base), *range(end_of_added, vocab_size)]:
+    for token_id in range(len(vocab), special_base):
         vocab[filler(token_id)] = token_id
+    added = list(QWEN3_ADDED_TOKENS)
+    added += [(filler(i), False) for i in range(special_base + len(added), vocab_size)]
     bpe["added_tokens"] = [
         {
             "id": special_base + i,
@@ -87,7 +93,7 @@ def layout_vocab(bpe: dict, special_base: int, vocab_size: int) -> dict:
             "normalized": False,
             "special": special,
         }
-        for i, (content, special) in enumerate(QWEN3_ADDED_TOKENS)
+        for i, (content, special) in enumerate(added)
     ]
     return bpe
 
@@ -101,7 +107,7 @@ def write_tokenizer(
     (out_dir / "tokenizer.json").write_text(json.dumps(spec, ensure_ascii=False))
     added_decoder = {
         str(t["id"]): {k: t[k] for k in ("content", "lstrip", "normalized", "rstrip", "single_word", "special")}
-        for t in spec["added_tokens"]
+        for t in spec["added_tokens"][: len(QWEN3_ADDED_TOKENS)]
     }
     config = {
         "tokenizer_class": "PreTrainedTokenizerFast",

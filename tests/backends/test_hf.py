@@ -1,0 +1,129 @@
+"""The real HF adapter on the tiny model (CPU): every workload, the cache trap, grammar, timing."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+
+import pytest
+from transformers import AutoTokenizer
+
+from tests.conftest import compare, records
+
+CONTRACT = ("run_id", "backend", "backend_version", "model", "workload", "mode", "case", "rep", "turn",
+            "temperature", "prompt_tokens", "shared_prefix_tokens", "cached_tokens", "computed_tokens", "ttft_ms",
+            "decode_ms_per_token", "output_tokens", "first_token_id", "output_text", "valid_json", "clean",
+            "timing_source", "error", "skipped")
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("hf") / "run"
+    compare("--backend", "hf", "--repeats", "2", "--json-calls", "2", "--out", str(out), "--no-report")
+    return out, records(out)
+
+
+def test_every_workload_writes_records_with_the_contract_fields(run):
+    _, rows = run
+    assert {r["workload"] for r in rows} == {"conversation", "sweep", "json", "template"}
+    for r in rows:
+        assert set(CONTRACT) <= set(r)
+        assert r["error"] is None and r["skipped"] is None
+        assert r["backend"] == "hf" and r["model"] == "tiny" and r["backend_version"]
+        assert r["timing_source"] == "wall-clock"
+        assert r["prompt_ids_match"] is True
+    assert all(r["ttft_ms"] > 0 for r in rows)
+
+
+def test_shared_prefix_matches_an_independent_count_and_reveals_the_rewrite(run, tiny_model_dir):
+    from workloads import load_builtin
+
+    spec = load_builtin(["conversation"])[0]
+    tok = AutoTokenizer.from_pretrained(tiny_model_dir)
+    prompts, history = [], [{"role": "system", "content": spec.system}]
+    for turn in spec.turns:
+        history.append({"role": "user", "content": turn.user})
+        text = tok.apply_chat_template(history, tokenize=False, add_generation_prompt=True, enable_thinking=False)
+        prompts.append(tok(text, add_special_tokens=False)["input_ids"])
+        history.append({"role": "assistant", "content": turn.assistant})
+    _, rows = run
+    conv = [r for r in rows if r["workload"] == "conversation" and r["mode"] == "cached" and r["rep"] == 0]
+    by_turn = {r["turn"]: r for r in conv}
+    assert sorted(by_turn) == list(range(1, 11))
+    for k in range(2, 11):
+        prev, cur = prompts[k - 2], prompts[k - 1]
+        shared = 0
+        while shared < min(len(prev), len(cur)) and prev[shared] == cur[shared]:
+            shared += 1
+        r = by_turn[k]
+        assert r["prompt_tokens"] == len(cur)
+        assert r["shared_prefix_tokens"] == shared
+        assert shared < len(prev)  # the template rewrote the previous turn: the break is before its end
+        assert "<think>" in r["prefix_break"]["previous"]
+
+
+def test_cached_mode_reuses_exactly_the_shared_prefix(run):
+    _, rows = run
+    for r in rows:
+        if r["workload"] != "conversation":
+            continue
+        if r["mode"] == "full" or r["turn"] == 1:
+            assert r["cached_tokens"] == 0 and r["computed_tokens"] == r["prompt_tokens"]
+        else:
+            assert r["cached_tokens"] == r["shared_prefix_tokens"]
+            assert r["computed_tokens"] == r["prompt_tokens"] - r["shared_prefix_tokens"]
+
+
+def test_cached_and_full_pick_the_same_first_token(run):
+    _, rows = run
+    first = defaultdict(set)
+    for r in rows:
+        if r["workload"] == "conversation":
+            first[r["turn"]].add(r["first_token_id"])
+    assert len(first) == 10 and all(len(ids) == 1 for ids in first.values())
+
+
+def test_sweep_prompts_have_exact_lengths_and_decode_64_tokens(run):
+    _, rows = run
+    sweep = [r for r in rows if r["workload"] == "sweep"]
+    assert sorted({r["prompt_tokens"] for r in sweep}) == [64, 256, 512, 1024, 2048]
+    for r in sweep:
+        assert r["case"] == f"N={r['prompt_tokens']}"
+        assert r["output_tokens"] == 64 and r["decode_ms_per_token"] > 0
+        assert r["cached_tokens"] == 0 and r["cache_state"] == "reset-before-request"
+    assert sorted({r["rep"] for r in sweep}) == [0, 1]
+
+
+def test_constrained_json_is_valid_at_every_temperature(run):
+    _, rows = run
+    constrained = [r for r in rows if r["workload"] == "json" and r["mode"] == "constrained"]
+    assert sorted({r["temperature"] for r in constrained}) == [0.0, 0.3, 0.7, 1.0, 1.3]
+    assert len(constrained) == 10
+    for r in constrained:
+        assert r["valid_json"] is True, r["output_text"]
+        value = json.loads(r["output_text"])
+        assert 1 <= value["port"] <= 65535
+        assert r["correct"] in (True, False)
+
+
+def test_step0_candidates_once_per_mode_with_raw_logits(run):
+    _, rows = run
+    with_top = [r for r in rows if r.get("top_candidates")]
+    assert sorted(r["mode"] for r in with_top) == ["constrained", "free", "strict"]
+    for r in with_top:
+        top = r["top_candidates"]
+        assert len(top) == 10
+        logits = [c["logit"] for c in top]
+        assert logits == sorted(logits, reverse=True)
+        assert all(c["logprob"] is not None and c["logprob"] > float("-inf") for c in top)  # raw, not masked
+
+
+def test_template_scores_and_attention_probe(run):
+    _, rows = run
+    tmpl = [r for r in rows if r["workload"] == "template" and r["mode"] != "attention"]
+    assert {r["mode"] for r in tmpl} == {"chat_template", "plain", "llama3_tags"}
+    assert len(tmpl) == 15 and all(isinstance(r["clean"], bool) for r in tmpl)
+    probe = [r for r in rows if r["mode"] == "attention"]
+    assert len(probe) == 1
+    shares = probe[0]["attention_special_share"]
+    assert len(shares) == 2 and all(0.0 <= s <= 1.0 for s in shares)  # one per layer of the tiny model

@@ -1,0 +1,36 @@
+"""Shared test helpers: run the real CLI in a subprocess, read a run's records."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+os.environ.setdefault("LCA_CACHE", str(ROOT / ".cache" / "models"))
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+
+def compare(*args: str, timeout: float = 900, check: bool = True) -> subprocess.CompletedProcess:
+    """Run ``python compare.py ARGS`` from the repo root and return the finished process."""
+    proc = subprocess.run(
+        [sys.executable, "compare.py", *args], cwd=ROOT, capture_output=True, text=True, timeout=timeout
+    )
+    if check and proc.returncode != 0:
+        raise AssertionError(f"compare.py {' '.join(args)} exited {proc.returncode}:\n{proc.stderr[-4000:]}")
+    return proc
+
+
+def records(run_dir: Path) -> list[dict]:
+    return [json.loads(line) for line in (Path(run_dir) / "records.jsonl").read_text().splitlines()]
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dir() -> Path:
+    from harness.models import build_tiny
+
+    return build_tiny()

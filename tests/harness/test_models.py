@@ -1,0 +1,57 @@
+"""The models the project builds itself: tiny weights, the 8B-shape tokenizer, the chat template."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from transformers import AutoTokenizer
+
+from harness import models
+from harness.tokenizer import QWEN3_ADDED_TOKENS
+
+
+def test_tiny_is_built_once_and_deterministic(tiny_model_dir):
+    assert models.build_tiny() == tiny_model_dir
+    assert (tiny_model_dir / "model.safetensors").is_file()
+    config = json.loads((tiny_model_dir / "config.json").read_text())
+    assert config["architectures"] == ["Qwen3ForCausalLM"]
+
+
+def test_template_renders_generation_prompt_and_rewrites_history(tiny_model_dir):
+    tok = AutoTokenizer.from_pretrained(tiny_model_dir)
+    first = [{"role": "user", "content": "hi"}]
+    text = tok.apply_chat_template(first, tokenize=False, add_generation_prompt=True, enable_thinking=False)
+    assert text.endswith("<|im_start|>assistant\n<think>\n\n</think>\n\n")
+    second = [*first, {"role": "assistant", "content": "hello"}, {"role": "user", "content": "again"}]
+    text2 = tok.apply_chat_template(second, tokenize=False, add_generation_prompt=True, enable_thinking=False)
+    assert "<|im_start|>assistant\nhello<|im_end|>" in text2
+    assert not text2.startswith(text)  # the past turn is written without its think block
+
+
+def test_shape_tokenizer_covers_every_id_with_qwen3_specials():
+    path = models.resolve(models.SHAPE, random_weights=True).path
+    tok = AutoTokenizer.from_pretrained(path)
+    assert len(tok) == 151936
+    for token_id, (content, _) in enumerate(QWEN3_ADDED_TOKENS, start=151643):
+        assert tok.convert_ids_to_tokens(token_id) == content
+    assert tok.convert_tokens_to_ids("<think>") == 151667
+    for token_id in (0, 5000, 151642, 151669, 151935):
+        assert tok.decode([token_id]) != ""
+    assert max(tok("any text at all, even ünïcödé")["input_ids"]) < 151643  # fillers are unreachable
+
+
+def test_shape_needs_random_weights():
+    with pytest.raises(models.ModelError, match="--random-weights"):
+        models.resolve(models.SHAPE, random_weights=False)
+
+
+def test_param_count_of_the_8b_shape():
+    path = models.resolve(models.SHAPE, random_weights=True).path
+    assert models.param_count(path) == 8_190_735_360
+
+
+@pytest.mark.parametrize("bad", ["./no/such/dir", "/no/such/dir", "not a model"])
+def test_missing_model_is_a_clear_error(bad):
+    with pytest.raises(models.ModelError, match="no such directory"):
+        models.resolve(bad, random_weights=False)

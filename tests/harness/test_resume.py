@@ -1,0 +1,67 @@
+"""A crash mid-run keeps every record written; --resume completes the run without redoing cases."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from harness.records import read_records
+from tests.conftest import ROOT, compare, records
+
+ARGS = ("--backend", "hf", "--workloads", "sweep,template", "--repeats", "2", "--no-report")
+
+
+def child_pids(run_dir: Path) -> list[int]:
+    pids = []
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            try:
+                cmd = (proc / "cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if b"harness.child" in cmd and str(run_dir).encode() in cmd:
+                pids.append(int(proc.name))
+    return pids
+
+
+def test_kill_the_child_then_resume(tmp_path):
+    out = tmp_path / "run"
+    parent = subprocess.Popen([sys.executable, "compare.py", *ARGS, "--out", str(out)], cwd=ROOT,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    path = out / "records.jsonl"
+    deadline = time.time() + 300
+    while time.time() < deadline and (not path.exists() or len(path.read_text().splitlines()) < 4):
+        time.sleep(0.2)
+    pids = child_pids(out)
+    assert pids, "the child process was not found"
+    for pid in pids:
+        os.kill(pid, signal.SIGKILL)
+    _, err = parent.communicate(timeout=120)
+    assert "exited with code" in err
+
+    before = path.read_text().splitlines()
+    assert 4 <= len(before) < 25  # 10 sweep + 15 template + 1 probe would be complete
+    for line in before:
+        json.loads(line)  # every line written is whole
+
+    compare(*ARGS, "--out", str(out), "--resume")
+    rows = read_records(out)
+    assert len(rows) == 10 + 15 + 1
+    assert all(not r["error"] and not r["skipped"] for r in rows)
+    # what was done before the crash was not measured again
+    raw = records(out)
+    first_key = (raw[0]["workload"], raw[0]["mode"], raw[0]["case"], raw[0]["rep"])
+    assert sum((r["workload"], r["mode"], r["case"], r["rep"]) == first_key for r in raw) == 1
+
+
+def test_resume_refuses_a_different_plan(tmp_path):
+    out = tmp_path / "run"
+    compare("--backend", "hf", "--workloads", "template", "--repeats", "1", "--no-report", "--out", str(out))
+    proc = compare("--backend", "hf", "--workloads", "sweep", "--repeats", "1", "--no-report", "--out", str(out),
+                   "--resume", check=False)
+    assert proc.returncode == 2 and "differs" in proc.stderr
