@@ -51,12 +51,15 @@ def main(argv: list[str] | None = None) -> int:
     base["backend_version"] = backend.version()
     write_json(env_path, {**env, "engine": backend.environment(), "startup_s": startup_s})
     console.print(f"{args.backend}: started in {startup_s:.1f} s")
+    runner = Runner(backend, plan, args.run_dir, base, resume=run["resume"])
     try:
-        Runner(backend, plan, args.run_dir, base, resume=run["resume"]).run()
+        runner.run()
+        engine = backend.environment()  # read before close(): some engines forget their config then
     finally:
         backend.close()
-    write_json(env_path, {**env, "engine": backend.environment(), "startup_s": startup_s,
-                          "wall_s": time.perf_counter() - started})
+    write_json(env_path, {**env, "engine": engine, "startup_s": startup_s,
+                          "wall_s": time.perf_counter() - started,
+                          "workload_wall_s": {k: round(v, 2) for k, v in runner.wall_s.items()}})
     return 0
 
 

@@ -9,6 +9,7 @@ since its cache state is unknown) and the run goes on.
 
 from __future__ import annotations
 
+import time
 import traceback
 from collections import defaultdict
 from dataclasses import fields
@@ -55,6 +56,7 @@ class Runner:
         self.base = base  # run_id, backend, backend_version, model, random_weights
         self.done = done_keys(run_dir, backend.name) if resume else set()
         self.writer = RecordWriter(run_dir)
+        self.wall_s: dict[str, float] = defaultdict(float)  # per workload, warm-ups included
 
     # -- records ---------------------------------------------------------------------------
     def _record(self, step: Step, **kw) -> Record:
@@ -114,7 +116,9 @@ class Runner:
         with Progress(*columns, console=console, transient=False) as progress:
             task = progress.add_task("requests", total=total)
             for block, groups in blocks.items():
+                started = time.perf_counter()
                 self._run_block(block, groups, progress, task)
+                self.wall_s[groups[0].steps[0].workload] += time.perf_counter() - started
         self.writer.close()
 
     def _todo(self, group: Group) -> bool:
