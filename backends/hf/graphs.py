@@ -4,7 +4,8 @@ Tests the seed's explanation of HF eager's decode floor. transformers' own compi
 ``generate`` is used: ``cache_implementation="static"`` plus a ``CompileConfig`` in
 ``reduce-overhead`` mode (CUDA graphs), which compiles the one-token decode forward; prefill
 runs as in ``hf``. Compilation happens in :meth:`start` (warm-up, not timed; its duration goes
-to env.json). A static cache cannot be cropped to a shared prefix, so ``cached`` conversation
+to env.json). The static cache is sized once to ``--max-model-len`` (attention then spans the
+whole cache, masked: a small extra cost per decode step, recorded in env.json). A static cache cannot be cropped to a shared prefix, so ``cached`` conversation
 mode is declared unsupported and recorded as skipped. Needs a CUDA device.
 """
 
@@ -18,7 +19,7 @@ import torch
 from backends.base import BackendUnavailable, Capabilities, RawOutput, Request, TokenClock
 from backends.hf.backend import HFBackend
 
-WARMUP_PROMPT_TOKENS = (64, 512)  # prompt lengths used to trigger compilation before timing
+WARMUP_NEW_TOKENS = 16
 WARMUP_ROUNDS = 3
 
 
@@ -32,16 +33,22 @@ class HFGraphsBackend(HFBackend):
 
     def start(self) -> None:
         if self.device.type != "cuda" or not torch.cuda.is_available():
-            raise BackendUnavailable("hf-graphs captures CUDA graphs: it needs a CUDA device (this run is on the CPU)")
+            raise BackendUnavailable(
+                "hf-graphs captures CUDA graphs: it needs a CUDA device (on a CPU, torch.compile would measure "
+                "compiled kernels, not the launch overhead this variant is about)"
+            )
         super().start()
         from transformers import CompileConfig
 
         self.model.generation_config.compile_config = CompileConfig(fullgraph=True, mode="reduce-overhead")
+        # generate keeps one static cache and reuses it while it is long enough: size it once to
+        # --max-model-len with the first warm-up, so no later request re-allocates or recompiles
         started = time.perf_counter()
+        longest = self.settings.max_model_len - WARMUP_NEW_TOKENS
         for _ in range(WARMUP_ROUNDS):
-            for n in WARMUP_PROMPT_TOKENS:
+            for n in (longest, 64):
                 ids = torch.randint(0, 1000, (1, n), device=self.device)
-                self._run(ids, max_new_tokens=16, streamer=None)
+                self._run(ids, max_new_tokens=WARMUP_NEW_TOKENS, streamer=None)
         torch.cuda.synchronize()
         self.compile_seconds = time.perf_counter() - started
 
@@ -51,6 +58,7 @@ class HFGraphsBackend(HFBackend):
             "cache": "StaticCache (cache_implementation='static')",
             "compile": "CompileConfig(fullgraph=True, mode='reduce-overhead') through generate",
             "compile_warmup_s": self.compile_seconds,
+            "static_cache_len": self.settings.max_model_len,
         }
 
     def _run(self, input_ids: torch.Tensor, max_new_tokens: int, streamer, **kwargs: Any):
