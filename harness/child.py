@@ -69,7 +69,7 @@ def skip_all(run_dir: Path, plan: Plan, base: dict, env_path: Path, env: dict, r
     with RecordWriter(run_dir) as writer:
         for workload in plan.workloads():
             writer.write(Record(**base, workload=workload, skipped=reason))
-    write_json(env_path, {**env, "skipped": reason})
+    write_json(env_path, {**env, "process": device_facts(), "skipped": reason})
     return 0
 
 
