@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -55,6 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     runner = Runner(backend, plan, args.run_dir, base, resume=run["resume"])
     try:
         runner.run()
+        overhead_benchmark(backend, plan)
         engine = backend.environment()  # read before close(): some engines forget their config then
     finally:
         backend.close()
@@ -62,6 +64,19 @@ def main(argv: list[str] | None = None) -> int:
                           "wall_s": time.perf_counter() - started,
                           "workload_wall_s": {k: round(v, 2) for k, v in runner.wall_s.items()}})
     return 0
+
+
+def overhead_benchmark(backend, plan: Plan) -> None:
+    """benchmarks/overhead.py on this process's engine, when LCA_OVERHEAD_DIR asks for it."""
+    out_dir = os.environ.get("LCA_OVERHEAD_DIR")
+    if not out_dir:
+        return
+    from benchmarks.overhead import measure_into
+
+    prompts = {s.case: plan.prompts[s.prompt] for g in plan.groups for s in g.steps if s.kind == "sweep"}
+    Path(out_dir).mkdir(parents=True, exist_ok=True)
+    measure_into(backend, prompts, Path(out_dir) / f"overhead-{backend.name}.json")
+    console.print(f"{backend.name}: overhead benchmark written to {out_dir}")
 
 
 def skip_all(run_dir: Path, plan: Plan, base: dict, env_path: Path, env: dict, reason: str) -> int:

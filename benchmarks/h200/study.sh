@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# One study run on the H200 (Qwen3-8B shape, random weights): bash study.sh NAME BACKENDS [compare.py args]
+# Leaves $OUT/NAME.tgz with the run directory and its log.
+set -uo pipefail
+name=${1:?usage: study.sh NAME BACKENDS [args]}; backends=${2:?}; shift 2
+mkdir -p /tmp/runs
+export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 LCA_CACHE=/tmp/lca-cache
+export PYTHONPATH="$(pwd):/tmp/site" VLLM_USE_FLASHINFER_SAMPLER=0 VLLM_NO_USAGE_STATS=1
+timeout "${STUDY_TIMEOUT:-560}" python3 compare.py --backend "$backends" --model qwen3-8b-shape --random-weights \
+  --max-model-len 3072 --out "/tmp/runs/$name" --python vllm=/tmp/py-vllm --python sglang=/tmp/py-sgl \
+  --no-report "$@" 2>&1 | tee "/tmp/runs/$name.log" | grep -vE '^\s+(json|template)' | tail -c 20000
+echo "exit: ${PIPESTATUS[0]}"
+rm -f "/tmp/runs/$name/plan.json"   # regenerable; keeps the archive small
+tar czf "$OUT/$name.tgz" -C /tmp/runs "$name" "$name.log"
+ls -la "$OUT"

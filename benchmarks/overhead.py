@@ -1,0 +1,155 @@
+"""Benchmark 1: harness overhead — the adapter against the raw engine call, same process, same prompts.
+
+For each prompt (the sweep's N=256 and N=1024 prompts, 64 greedy tokens, EOS ignored, cache
+reset before each call) it alternates ``backend.generate(Request)`` with the engine called
+directly and timed the same way:
+
+- hf: a hand-written prefill + decode loop of ``model(...)`` forward passes (argmax), the device
+  synchronized at every token, as the adapter's streamer does;
+- vllm: ``LLM.generate`` on the same ``TokensPrompt``, TTFT/decode from ``RequestOutput.metrics``;
+- sglang: ``Engine.generate`` on the same ``input_ids``, timed like the adapter times it.
+
+It runs inside a study's child process, after the study (no second engine start), when the
+child finds ``LCA_OVERHEAD_DIR`` in its environment (it writes ``overhead-<backend>.json``
+there), and prints a table from such files:
+
+    LCA_OVERHEAD_DIR=/tmp/oh python compare.py --backend hf,vllm --workloads sweep ...
+    python -m benchmarks.overhead /tmp/oh/overhead-*.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from backends.base import Backend, Request
+
+NEW_TOKENS = 64
+LENGTHS = (256, 1024)
+
+
+# --- raw engine calls ---------------------------------------------------------------------------
+def raw_hf(backend: Any, ids: list[int], new_tokens: int) -> tuple[float, float, float]:
+    import torch
+    from transformers import DynamicCache
+
+    model, sync = backend.model, backend.synchronize
+    sync()
+    t0 = time.perf_counter()
+    with torch.inference_mode():
+        cache = DynamicCache()
+        out = model(torch.tensor([ids], device=backend.device), past_key_values=cache, use_cache=True)
+        token = out.logits[:, -1:].argmax(-1)
+        sync()
+        stamps = [time.perf_counter()]
+        for _ in range(new_tokens - 1):
+            out = model(token, past_key_values=cache, use_cache=True)
+            token = out.logits[:, -1:].argmax(-1)
+            sync()
+            stamps.append(time.perf_counter())
+    ttft = (stamps[0] - t0) * 1e3
+    return ttft, (stamps[-1] - stamps[0]) * 1e3 / (new_tokens - 1), (stamps[-1] - t0) * 1e3
+
+
+def raw_vllm(backend: Any, ids: list[int], new_tokens: int) -> tuple[float, float, float]:
+    from backends.vllm.backend import engine_timing
+
+    params = backend._SamplingParams(max_tokens=new_tokens, temperature=0.0, ignore_eos=True)
+    t0 = time.perf_counter()
+    out = backend.llm.generate([backend._TokensPrompt(prompt_token_ids=ids)], params, use_tqdm=False)[0]
+    e2e = (time.perf_counter() - t0) * 1e3
+    ttft, decode, _ = engine_timing(out.metrics)
+    return ttft, decode, e2e
+
+
+RAW: dict[str, Callable[[Any, list[int], int], tuple[float, float, float]]] = {
+    "hf": raw_hf,
+    "hf-graphs": raw_hf,
+    "vllm": raw_vllm,
+}
+
+
+def register_sglang() -> None:
+    try:
+        from backends.sglang.backend import raw_generate_timed  # the adapter's own timing, minus the adapter
+    except ImportError:
+        return
+    RAW["sglang"] = raw_generate_timed
+
+
+# --- measuring ----------------------------------------------------------------------------------
+def measure(backend: Backend, prompts: dict[int, list[int]], reps: int = 5) -> list[dict[str, Any]]:
+    register_sglang()
+    raw = RAW.get(backend.name)
+    if raw is None:
+        return [{"backend": backend.name, "skipped": "no raw engine call defined for this backend"}]
+    rows = []
+    for n, ids in prompts.items():
+        request = Request(prompt_ids=ids, max_new_tokens=NEW_TOKENS, ignore_eos=True)
+        backend.generate(request)  # warm-up of this shape for both paths
+        adapter, direct = [], []
+        for _ in range(reps):
+            r = backend.generate(request)
+            adapter.append((r.ttft_ms, r.decode_ms_per_token, r.e2e_ms))
+            backend.reset_cache()
+            direct.append(raw(backend, ids, NEW_TOKENS))
+        rows.append({"backend": backend.name, "N": n, "reps": reps, "adapter": adapter, "raw": direct})
+    return rows
+
+
+def measure_into(backend: Backend, prompts_by_case: dict[str, list[int]], path: Path) -> None:
+    prompts = {int(c.split("=")[1]): ids for c, ids in prompts_by_case.items() if c.split("=")[1].isdigit()}
+    prompts = {n: prompts[n] for n in LENGTHS if n in prompts}
+    path.write_text(json.dumps(measure(backend, prompts), indent=1))
+
+
+# --- the table ------------------------------------------------------------------------------------
+def summarise(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    out = []
+    for row in rows:
+        if "skipped" in row:
+            out.append(row)
+            continue
+        entry = {"backend": row["backend"], "N": row["N"], "reps": row["reps"]}
+        for i, name in enumerate(("ttft_ms", "decode_ms_per_token", "e2e_ms")):
+            a = statistics.median(x[i] for x in row["adapter"] if x[i] is not None)
+            r = statistics.median(x[i] for x in row["raw"] if x[i] is not None)
+            entry[name] = (a, r)
+        out.append(entry)
+    return out
+
+
+def within_target(adapter: float, raw: float) -> bool:
+    """Target: at most 2 % or 0.2 ms above the raw call, whichever is larger."""
+    return adapter - raw <= max(0.02 * raw, 0.2)
+
+
+def table(rows: list[dict[str, Any]]) -> str:
+    lines = [
+        "| backend | N | TTFT adapter / raw ms | decode adapter / raw ms/tok | e2e adapter / raw ms | within target |",
+        "|---|---|---|---|---|---|",
+    ]
+    for s in summarise(rows):
+        if "skipped" in s:
+            lines.append(f"| {s['backend']} | - | skipped: {s['skipped']} | | | |")
+            continue
+        ok = all(within_target(*s[k]) for k in ("ttft_ms", "decode_ms_per_token"))
+        cells = [f"{s[k][0]:.2f} / {s[k][1]:.2f}" for k in ("ttft_ms", "decode_ms_per_token", "e2e_ms")]
+        lines.append(f"| {s['backend']} | {s['N']} | " + " | ".join(cells) + f" | {'yes' if ok else 'no'} |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("files", nargs="+", type=Path, help="JSON files written through LCA_OVERHEAD_DIR")
+    rows = [row for f in parser.parse_args().files for row in json.loads(f.read_text())]
+    print(table(rows))
+
+
+if __name__ == "__main__":
+    main()
