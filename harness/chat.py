@@ -29,9 +29,11 @@ class Renderer:
         text = self.chat_text(messages, tools)
         return self.text_ids(text)
 
-    def chat_text(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None) -> str:
+    def chat_text(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None, *, generation_prompt: bool = True
+    ) -> str:
         return self.tokenizer.apply_chat_template(
-            messages, tools=tools, tokenize=False, add_generation_prompt=True, enable_thinking=False
+            messages, tools=tools, tokenize=False, add_generation_prompt=generation_prompt, enable_thinking=False
         )
 
     def text_ids(self, text: str) -> list[int]:

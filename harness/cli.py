@@ -39,6 +39,8 @@ examples:
   python compare.py                                    # tiny random model, CPU, all backends
   python compare.py --backend hf,vllm --model Qwen/Qwen3-8B --out runs/a100
   python compare.py --backend all --model qwen3-8b-shape --random-weights --out runs/h200
+  python compare.py --workload-file my_study.yaml --backend hf,vllm   # your own workloads
+  python compare.py --lint-only --workload-file my_study.yaml         # check them (seconds, no weights)
   python -m reports runs/a100 runs/h200 -o report.html # rebuild / merge reports
 """
 
@@ -65,6 +67,12 @@ def parser() -> argparse.ArgumentParser:
                    help="comma-separated built-in workloads (default: all four unless --workload-file is given)")
     p.add_argument("--workload-file", action="append", default=[], metavar="YAML",
                    help="a workload file (repeatable); see README 'Bring your own workload'")
+    p.add_argument("--lint-only", action="store_true",
+                   help="only check the workloads: validate the files, then the prefix-stability lint on every "
+                        "conversation (tokenizer only: no weights, no --out, seconds). Exit 0: every turn's prompt "
+                        "extends the previous one (apart from the chat template's generation-prompt rewrite, "
+                        "reported as info); 1: a turn breaks the prefix (turn, token position, tokens around it); "
+                        "2: a mistake in a file")
     p.add_argument("--out", type=Path, default=None, help="run directory (default: runs/<date-time>)")
     p.add_argument("--repeats", type=int, default=5, help="timed repeats per case (default: 5)")
     p.add_argument("--json-calls", type=int, default=None, metavar="N",
@@ -167,7 +175,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(args: argparse.Namespace) -> int:
-    from workloads import WorkloadFileError, build_plan, file_hash, load_builtin, load_file
+    from workloads import BUILTIN, WorkloadFileError, build_plan, hashes, load_workloads
+    from workloads import lint as prefix_lint
 
     names = parse_backends(args.backend)
     pythons = parse_pythons(args.python)
@@ -177,13 +186,13 @@ def _main(args: argparse.Namespace) -> int:
         raise UsageError(f"--json-calls must be at least 1 (got {args.json_calls})")
     workload_names = args.workloads.split(",") if args.workloads else ([] if args.workload_file else None)
     try:
-        specs = load_builtin(workload_names if workload_names is not None else ("conversation", "sweep", "json", "template"))
-        for path in args.workload_file:
-            specs += load_file(path)
+        specs = load_workloads(workload_names if workload_names is not None else BUILTIN, args.workload_file)
     except WorkloadFileError as exc:
         raise UsageError(str(exc)) from exc
     if args.json_calls is not None:
         specs = [s.model_copy(update={"calls_per_temperature": args.json_calls}) if s.kind == "json" else s for s in specs]
+    if args.lint_only:
+        return lint_only(args, specs)
     out = args.out or Path("runs") / dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     check_out(out, args.resume)
 
@@ -202,6 +211,10 @@ def _main(args: argparse.Namespace) -> int:
     except (OSError, ValueError) as exc:
         raise UsageError(f"--model {args.model}: cannot load its tokenizer ({str(exc).splitlines()[0]})") from exc
     plan_json = build_plan(specs, Renderer(tokenizer), args.repeats).to_json()
+    stability = prefix_lint.check_all(specs, Renderer(tokenizer))
+    lint_lines, unstable = prefix_lint.report(specs, stability)
+    if unstable:
+        print("\n".join(lint_lines), file=sys.stderr)
     plan_path = out / "plan.json"
     if args.resume and plan_path.exists() and sha(plan_path.read_text()) != sha(plan_json):
         raise UsageError(f"--resume: the plan in {out} differs from this command's (workloads, repeats or model changed)")
@@ -224,7 +237,8 @@ def _main(args: argparse.Namespace) -> int:
                   "params": models.param_count(model.path), "dtype_bytes": DTYPE_BYTES[dtype]},
         "chat_template_hash": sha(tokenizer.chat_template or ""),
         "workloads": [s.name for s in specs],
-        "workload_files": {str(p): file_hash(p) for p in args.workload_file},
+        "workload_files": hashes(args.workload_file),
+        "prefix_stability": {name: [vars(f) for f in fs] for name, fs in stability.items()},
         "plan_hash": sha(plan_json),
         "dtype": dtype,
         "device": device,
@@ -252,6 +266,25 @@ def _main(args: argparse.Namespace) -> int:
 
 def argv_is_cli() -> bool:
     return Path(sys.argv[0]).name in ("compare.py", "cli.py")
+
+
+def lint_only(args: argparse.Namespace, specs: list) -> int:
+    """--lint-only: the prefix-stability lint with the model's tokenizer and chat template; no weights, no run."""
+    from transformers import AutoTokenizer
+
+    from harness.chat import Renderer
+    from workloads import lint as prefix_lint
+
+    model = models.resolve(args.model, random_weights=True)
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(model.path)
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"--model {args.model}: cannot load its tokenizer ({str(exc).splitlines()[0]})") from exc
+    renderer = Renderer(tokenizer)
+    print(f"{len(specs)} workload(s) valid: {', '.join(s.name for s in specs)}")
+    lines, code = prefix_lint.report(specs, prefix_lint.check_all(specs, renderer))
+    print("\n".join(lines))
+    return code
 
 
 def build_report(run_dir: Path) -> None:

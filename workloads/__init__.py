@@ -1,22 +1,27 @@
 """Workloads: the four built-in studies (files in ``builtin/``) and user files in the same format.
 
-    specs = load_builtin(["conversation", "sweep"]) + load_file("my_study.yaml")
+    specs = load_workloads(["conversation", "sweep"], ["my_study.yaml"])   # checked, or WorkloadFileError
     plan = build_plan(specs, renderer, repeats=5)      # every request, as token ids
+
+The file format is ``spec.py`` (pydantic), read by ``loader.py`` (line numbers, transcripts);
+``lint.py`` checks that each conversation turn's prompt extends the previous one.
 """
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-import yaml
-from pydantic import ValidationError
-
 from harness.chat import Renderer
 from workloads import conversation, json_extraction, sweep, template
+from workloads.loader import WorkloadFileError, file_hash, hashes, load_file
 from workloads.plan import Plan
-from workloads.spec import WorkloadFile, WorkloadSpec
+from workloads.spec import WorkloadSpec
+
+__all__ = [
+    "BUILTIN", "WorkloadFileError", "build_plan", "corpus_texts", "file_hash", "hashes", "load_builtin",
+    "load_file", "load_workloads",
+]
 
 BUILTIN_DIR = Path(__file__).parent / "builtin"
 BUILTIN: tuple[str, ...] = ("conversation", "sweep", "json", "template")
@@ -29,36 +34,29 @@ PLANNERS: dict[str, Callable[..., None]] = {
 }
 
 
-class WorkloadFileError(ValueError):
-    """A workload file that cannot be used; the message names the file and the field."""
-
-
-def file_hash(path: str | Path) -> str:
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
-
-
-def load_file(path: str | Path) -> list[WorkloadSpec]:
-    path = Path(path)
-    try:
-        data = yaml.safe_load(path.read_text())
-    except OSError as exc:
-        raise WorkloadFileError(f"{path}: cannot read ({exc.strerror})") from exc
-    except yaml.YAMLError as exc:
-        raise WorkloadFileError(f"{path}: not valid YAML ({exc})") from exc
-    try:
-        return list(WorkloadFile.model_validate(data).workloads)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        raise WorkloadFileError(f"{path}: {where}: {first['msg']}") from exc
-
-
 def load_builtin(names: Iterable[str]) -> list[WorkloadSpec]:
     specs: list[WorkloadSpec] = []
     for name in names:
         if name not in BUILTIN:
             raise WorkloadFileError(f"unknown workload {name!r} (built-in: {', '.join(BUILTIN)})")
         specs += load_file(BUILTIN_DIR / f"{name}.yaml")
+    return specs
+
+
+def load_workloads(builtin: Iterable[str], files: Iterable[str | Path]) -> list[WorkloadSpec]:
+    """Built-ins by name, then every file; one WorkloadFileError listing the mistakes of all files."""
+    specs, errors = load_builtin(builtin), []
+    for path in files:
+        try:
+            specs += load_file(path)
+        except WorkloadFileError as exc:
+            errors.append(str(exc))
+    if errors:
+        raise WorkloadFileError("\n".join(errors))
+    names = [s.name for s in specs]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise WorkloadFileError(f"workload name(s) declared twice: {', '.join(twice)} (records are keyed by the name)")
     return specs
 
 

@@ -1,12 +1,15 @@
 """Conversation workload: a multi-turn chat replayed with a full re-prefill and with prefix reuse.
 
-Each turn's prompt is the whole history (fixed assistant replies) rendered by the chat
-template. The plan records, per turn, how many tokens it shares with the previous turn's prompt
-(token by token) and where the prefix breaks: with a Qwen3-style template the previous prompt
-ends in ``<think>\\n\\n</think>\\n\\n`` and the history rewrites that turn without it.
+Each turn's prompt is the whole history (fixed or recorded assistant replies, tool calls and
+tool results) rendered by the chat template. The plan records, per turn, how many tokens it
+shares with the previous turn's prompt (token by token) and where the prefix breaks: with a
+Qwen3-style template the previous prompt ends in ``<think>\\n\\n</think>\\n\\n`` and the
+history rewrites that turn without it (``workloads.lint`` tells this from a real break).
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from harness.chat import Renderer, common_prefix_len
 from workloads.plan import Group, Plan, Step
@@ -15,15 +18,36 @@ from workloads.spec import ConversationSpec
 MODES = ("full", "cached")
 
 
+def turn_messages(spec: ConversationSpec) -> list[list[dict[str, Any]]]:
+    """The messages of every turn's request.
+
+    Inline ``turns``: the history of fixed replies plus the turn's user message, under the
+    system prompt in force at that turn (a turn's ``system`` replaces it from then on).
+    ``messages`` (inline or one loaded transcript): a request before every assistant message,
+    with the recorded messages before it as history, and one more at the end if the transcript
+    ends with a user or tool message. The workload's ``system`` applies when the transcript has none.
+    """
+    if spec.turns is not None:
+        system, history, requests = spec.system, [], []
+        for turn in spec.turns:
+            system = turn.system if turn.system is not None else system
+            head = [{"role": "system", "content": system}] if system else []
+            history = [*history, {"role": "user", "content": turn.user}]
+            requests.append(head + history)
+            history = [*history, {"role": "assistant", "content": turn.assistant}]
+        return requests
+    if spec.messages is None:
+        raise ValueError(f"conversation {spec.name!r}: transcripts not loaded (read the file with workloads.load_file)")
+    msgs = [m.chat() for m in spec.messages]
+    if spec.system and msgs[0]["role"] != "system":
+        msgs = [{"role": "system", "content": spec.system}, *msgs]
+    requests = [msgs[:j] for j, m in enumerate(msgs) if m["role"] == "assistant"]
+    return requests + ([msgs] if msgs[-1]["role"] != "assistant" else [])
+
+
 def render_turns(spec: ConversationSpec, renderer: Renderer) -> list[list[int]]:
     """The prompt of every turn as token ids."""
-    history = [{"role": "system", "content": spec.system}] if spec.system else []
-    prompts = []
-    for turn in spec.turns:
-        history = [*history, {"role": "user", "content": turn.user}]
-        prompts.append(renderer.chat_ids(history, spec.tools))
-        history = [*history, {"role": "assistant", "content": turn.assistant}]
-    return prompts
+    return [renderer.chat_ids(messages, spec.tools) for messages in turn_messages(spec)]
 
 
 def plan(spec: ConversationSpec, renderer: Renderer, out: Plan, repeats: int) -> None:

@@ -39,7 +39,9 @@ def plan(spec: JsonSpec, renderer: Renderer, out: Plan, repeats: int) -> None:  
         block = f"{spec.name}/{mode.name}"
         needs = ["grammar"] if mode.grammar else []
 
-        def step(i: int, t: float, rep: int, *, top_logprobs: int = 0, mode_name: str = mode.name, **kw: Any) -> Step:
+        def step(
+            i: int, t: float, rep: int, *, top_logprobs: int = 0, mode_name: str = mode.name, keys: list[str] = keys, **kw: Any
+        ) -> Step:
             c = i % len(spec.cases)
             return Step(
                 workload=spec.name,

@@ -1,4 +1,4 @@
-"""Length sweep: prompts of exactly N tokens (cut from a filler text), prefill then greedy decode.
+"""Length sweep: prompts of exactly N tokens (cut from a filler text or file), prefill then greedy decode.
 
 EOS is ignored so every call decodes the same number of tokens. Every request starts from an
 empty prefix cache: sweep prompts share prefixes with each other and with their own warm-up.
@@ -21,6 +21,8 @@ def filler_ids(text: str, renderer: Renderer, length: int) -> list[int]:
 
 
 def plan(spec: SweepSpec, renderer: Renderer, out: Plan, repeats: int) -> None:
+    if spec.filler is None:
+        raise ValueError(f"sweep {spec.name!r}: filler_file not loaded (read the file with workloads.load_file)")
     ids = filler_ids(spec.filler, renderer, max(spec.lengths))
     for n in spec.lengths:
         key = out.add_prompt(ids[:n])

@@ -1,0 +1,95 @@
+"""The built-in workloads, read from their files, plan exactly what they planned before the file format.
+
+``builtin_plans.json`` holds sha256 digests of ``build_plan(...).to_json()`` (repeats=2) per
+built-in workload, computed with the code as it was before workloads became files of this
+format (commit eac27f2 plus the tokenizer of 85ef160). The plan is every prompt as token ids and
+every step's settings, i.e. everything a record is made from, so equal digests mean equal records.
+
+Two renderings: ``bytes`` (the chat template's text, one id per UTF-8 byte: independent of the
+tiny tokenizer's training, so it always runs) and ``tiny`` (the tiny model's real tokenizer: run
+while that tokenizer is the one the digests were made with). After an intended change of a
+built-in file, the chat template or the planners, regenerate with
+``python -m tests.workloads.test_builtin > tests/workloads/builtin_plans.json``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+
+from harness.chat import Renderer
+from harness.models import CHAT_TEMPLATE
+from workloads import BUILTIN, BUILTIN_DIR, build_plan, load_builtin, load_file
+
+GOLDEN = Path(__file__).with_name("builtin_plans.json")
+REPEATS = 2
+
+
+class ByteRenderer(Renderer):
+    """The real chat template, but one token per UTF-8 byte."""
+
+    def text_ids(self, text: str) -> list[int]:
+        return list(text.encode("utf-8"))
+
+    def token_texts(self, ids: list[int]) -> list[str]:
+        return [bytes([i]).decode("latin-1") for i in ids]
+
+
+def sha(data: str | bytes) -> str:
+    return hashlib.sha256(data.encode() if isinstance(data, str) else data).hexdigest()
+
+
+def digests(tokenizer) -> dict:
+    out: dict = {
+        "repeats": REPEATS,
+        "chat_template_sha256": sha(CHAT_TEMPLATE),
+        "builtin_file_sha256": {n: sha((BUILTIN_DIR / f"{n}.yaml").read_bytes()) for n in BUILTIN},
+        "tiny_tokenizer_sha256": sha(tokenizer.backend_tokenizer.to_str()),
+    }
+    for label, r in (("bytes", ByteRenderer(tokenizer)), ("tiny", Renderer(tokenizer))):
+        out[f"plan_sha256_{label}"] = {n: sha(build_plan(load_builtin([n]), r, REPEATS).to_json()) for n in BUILTIN}
+    return out
+
+
+@pytest.fixture(scope="module")
+def now(renderer: Renderer) -> dict:
+    return digests(renderer.tokenizer)
+
+
+@pytest.fixture(scope="module")
+def golden() -> dict:
+    return json.loads(GOLDEN.read_text())
+
+
+def test_builtin_files_and_template_unchanged(now, golden):
+    assert now["builtin_file_sha256"] == golden["builtin_file_sha256"], "a built-in workload file changed"
+    assert now["chat_template_sha256"] == golden["chat_template_sha256"], "harness/chat_template.jinja changed"
+
+
+@pytest.mark.parametrize("name", BUILTIN)
+def test_builtin_plan_is_unchanged_bytes(name, now, golden):
+    assert now["plan_sha256_bytes"][name] == golden["plan_sha256_bytes"][name], f"the {name} plan changed"
+
+
+@pytest.mark.parametrize("name", BUILTIN)
+def test_builtin_plan_is_unchanged_tiny_tokenizer(name, now, golden):
+    if now["tiny_tokenizer_sha256"] != golden["tiny_tokenizer_sha256"]:
+        pytest.skip("the tiny tokenizer changed since the digests were made (the bytes digests still apply)")
+    assert now["plan_sha256_tiny"][name] == golden["plan_sha256_tiny"][name], f"the {name} plan changed"
+
+
+def test_builtins_go_through_the_user_file_path():
+    for name in BUILTIN:
+        assert load_builtin([name]) == load_file(BUILTIN_DIR / f"{name}.yaml")
+        assert [s.name for s in load_builtin([name])] == [name]
+
+
+if __name__ == "__main__":
+    from transformers import AutoTokenizer
+
+    from harness.models import build_tiny
+
+    print(json.dumps(digests(AutoTokenizer.from_pretrained(build_tiny())), indent=1))

@@ -1,0 +1,84 @@
+"""The shipped examples: study.yaml uses every field of the format and runs on the tiny model; the README's loads."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+from pydantic import BaseModel
+
+from harness.cli import main
+from tests.conftest import compare, records
+from workloads import file_hash, load_file
+from workloads import spec as S
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+STUDY = EXAMPLES / "study.yaml"
+NESTED = {  # list- or object-valued fields whose items are models themselves
+    "turns": S.Turn, "transcripts": S.TranscriptSource, "messages": S.Message, "tool_calls": S.ToolCall,
+    "function": S.FunctionCall, "modes": S.JsonMode, "cases": S.JsonCase, "questions": S.Question,
+    "formats": S.TemplateFormat,
+}
+KIND_MODELS = {"conversation": S.ConversationSpec, "sweep": S.SweepSpec, "json": S.JsonSpec, "template": S.TemplateSpec}
+
+
+def fields_of(model: type[BaseModel]) -> set[str]:
+    return {f.alias or name for name, f in model.model_fields.items()}
+
+
+def used(model: type[BaseModel], value, seen: dict[type, set[str]]) -> None:
+    """Record which fields of ``model`` (and of the models nested in it) ``value`` sets."""
+    for item in value if isinstance(value, list) else [value]:
+        seen.setdefault(model, set()).update(item)
+        for key, sub in item.items():
+            if key in NESTED and key in fields_of(model) and sub is not None:
+                used(NESTED[key], sub, seen)
+
+
+def test_study_uses_every_field_of_every_kind():
+    seen: dict[type, set[str]] = {}
+    for w in yaml.safe_load(STUDY.read_text())["workloads"]:
+        used(KIND_MODELS[w["kind"]], w, seen)
+    for line in (EXAMPLES / "transcripts.jsonl").read_text().splitlines():
+        value = json.loads(line)
+        used(S.Message, value["messages"] if isinstance(value, dict) else value, seen)
+    for model in [*KIND_MODELS.values(), *NESTED.values()]:
+        missing = fields_of(model) - seen.get(model, set())
+        assert not missing, f"examples/study.yaml does not use {model.__name__}.{sorted(missing)}"
+
+
+def readme_example(tmp_path: Path) -> Path:
+    text = (EXAMPLES / "README-section.md").read_text()
+    [block] = re.findall(r"```yaml\n(.*?)```", text, flags=re.S)
+    path = tmp_path / "my_study.yaml"
+    path.write_text(block)
+    return path
+
+
+def test_readme_example_is_valid_and_stable(tmp_path, tiny_model_dir, capsys):
+    path = readme_example(tmp_path)
+    assert [s.kind for s in load_file(path)] == ["conversation", "sweep", "json", "template"]
+    assert main(["--lint-only", "--workload-file", str(path)]) == 0
+    assert "support-agent: 2 turns, stable" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_study_runs_on_the_tiny_model(tmp_path):
+    out = tmp_path / "run"
+    compare("--workload-file", str(STUDY), "--backend", "hf", "--repeats", "1", "--out", str(out), "--no-report")
+    rows = records(out)
+    names = [s.name for s in load_file(STUDY)]
+    assert sorted({r["workload"] for r in rows}) == sorted(names)
+    assert not [r for r in rows if r["error"] or r["skipped"]]
+    assert {r["workload"] for r in rows if r["turn"] == 3} >= {"support-agent", "support-chat/1", "support-chat/2"}
+    json_rows = [r for r in rows if r["kind"] == "json"]
+    assert all(isinstance(r["valid_json"], bool) for r in json_rows)
+    assert {r["correct"] is None for r in json_rows} == {True, False}  # case 2 has no expected values
+    env = json.loads((out / "env.json").read_text())
+    assert env["workload_files"] == {
+        str(p): file_hash(p) for p in (STUDY, EXAMPLES / "transcripts.jsonl", EXAMPLES / "filler.txt")
+    }
+    assert [f["turn"] for f in env["prefix_stability"]["support-agent-clock"] if not f["expected"]] == [2]
