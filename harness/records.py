@@ -51,6 +51,7 @@ class Record:
     output_token_ids: list[int] | None = None
     prompt_ids_match: bool | None = None
     correct: bool | None = None
+    grammar: bool | None = None  # json: decoding was constrained to the schema
     top_candidates: list[dict[str, Any]] | None = None
     attention_special_share: list[float] | None = None
     prefix_break: dict[str, Any] | None = None

@@ -97,6 +97,7 @@ class Runner:
             finish_reason=out.finish_reason,
             valid_json=valid,
             correct=correct,
+            grammar=step.grammar if step.kind == "json" else None,
             clean=clean,
             timing_source=result.timing_source,
             cache_state=result.cache_state,

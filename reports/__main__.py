@@ -1,0 +1,41 @@
+"""``python -m reports RUN_DIR [RUN_DIR ...] [-o report.html]``: rebuild or merge reports offline."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from reports import build
+from reports.load import ReportError
+
+
+def positive(text: str) -> float:
+    value = float(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be positive (got {text})")
+    return value
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m reports", description=(
+        "Build one offline HTML report from run directories (records.jsonl + env.json); several runs are merged."))
+    p.add_argument("run_dirs", nargs="+", type=Path, metavar="RUN_DIR")
+    p.add_argument("-o", "--out", type=Path, default=None, help="output file (default: RUN_DIR/report.html for one run, "
+                   "report.html for several)")
+    p.add_argument("--bandwidth-gbps", type=positive, default=None, help="GPU memory bandwidth for the roofline (GB/s), "
+                   "instead of the datasheet value for the GPU in env.json")
+    p.add_argument("--tflops", type=positive, default=None, help="peak dense TFLOP/s for the roofline, instead of the datasheet value")
+    args = p.parse_args(argv)
+    out = args.out or (args.run_dirs[0] / "report.html" if len(args.run_dirs) == 1 else Path("report.html"))
+    try:
+        path = build(args.run_dirs, out, bandwidth_gbps=args.bandwidth_gbps, tflops=args.tflops)
+    except ReportError as exc:
+        print(f"python -m reports: error: {exc}", file=sys.stderr)
+        return 2
+    print(f"report: {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,80 @@
+"""Who ran, who was skipped and why, who failed: so no backend goes silently missing.
+
+A backend that could not start writes one ``skipped`` record per workload; a block it cannot
+run (a missing capability) writes one ``skipped`` record with the mode; a request that raised
+writes an ``error`` record. Server-side timings (``extra.server_ttft_ms`` from an OpenAI-compatible
+server's /metrics) are collected here too, next to the client's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+from reports.stats import num
+
+
+@dataclass
+class BackendStatus:
+    backend: str
+    measured: int = 0
+    errors: int = 0
+    skipped: list[tuple[str, str | None, str]] = field(default_factory=list)  # (workload, mode, reason)
+    first_error: str | None = None
+
+    @property
+    def state(self) -> str:
+        if self.measured == 0 and self.errors == 0:
+            return "skipped" if self.skipped else "no records"
+        if self.measured == 0:
+            return "failed"
+        return "partly" if self.errors or self.skipped else "ran"
+
+    def reasons(self) -> list[str]:
+        return list(dict.fromkeys(reason for _, _, reason in self.skipped))
+
+
+def backend_status(df: pd.DataFrame, backends: list[str]) -> list[BackendStatus]:
+    out = []
+    for backend in backends:
+        g = df[df["backend"] == backend]
+        s = BackendStatus(backend)
+        s.measured = int((g["skipped"].isna() & g["error"].isna()).sum())
+        errs = g[g["error"].notna()]
+        s.errors = len(errs)
+        s.first_error = str(errs.iloc[0]["error"]) if len(errs) else None
+        s.skipped = [(str(r["workload"]), r["mode"] if isinstance(r["mode"], str) else None, str(r["skipped"]))
+                     for r in g[g["skipped"].notna()].to_dict("records")]
+        out.append(s)
+    return out
+
+
+def workload_notes(df: pd.DataFrame, workload: str) -> list[str]:
+    """One line per backend that skipped (part of) this workload or had failed requests in it."""
+    g = df[df["workload"] == workload]
+    notes = []
+    for r in g[g["skipped"].notna()].to_dict("records"):
+        what = f"mode {r['mode']}" if isinstance(r["mode"], str) else "the whole workload"
+        notes.append(f"{r['backend']}: {what} skipped: {r['skipped']}")
+    for backend, errs in g[g["error"].notna()].groupby("backend", sort=False):
+        notes.append(f"{backend}: {len(errs)} of {int((g['backend'] == backend).sum())} requests failed: {errs.iloc[0]['error']}")
+    return notes
+
+
+def server_timings(df: pd.DataFrame) -> pd.DataFrame:
+    """Per request with a server-side TTFT: the client's and the server's figures and their difference."""
+    rows = []
+    for r in df.to_dict("records"):
+        extra = r.get("extra") if isinstance(r.get("extra"), dict) else {}
+        server = num(extra.get("server_ttft_ms"))
+        if server is None:
+            continue
+        client = num(r.get("ttft_ms"))
+        rows.append({"backend": r["backend"], "workload": r["workload"], "mode": r["mode"], "case": r["case"],
+                     "rep": r["rep"], "turn": r["turn"], "client_ttft_ms": client, "server_ttft_ms": server,
+                     "difference_ms": None if client is None else client - server,
+                     "server_prefill_ms": num(extra.get("server_prefill_ms")),
+                     "server_decode_ms_per_token": num(extra.get("server_decode_ms_per_token")),
+                     "client_decode_ms_per_token": num(r.get("decode_ms_per_token"))})
+    return pd.DataFrame(rows)

@@ -1,0 +1,45 @@
+"""Template workload: clean-answer rate per backend × format, one sample reply each, and the attention probe.
+
+``clean`` means the reply is exactly the short answer and the model stopped on its own. The
+``attention`` mode is not a format: it is one forward pass (HF eager) that records, per layer,
+the share of the last position's attention landing on special tokens.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+PROBE = "attention"
+
+
+def clean_rates(df: pd.DataFrame) -> pd.DataFrame:
+    """Per backend and format: n, clean answers and their rate."""
+    answers = df[(df["mode"] != PROBE) & df["clean"].notna()]
+    rows = []
+    for (backend, fmt), g in answers.groupby(["backend", "mode"], sort=False):
+        clean = g["clean"].astype(bool)
+        rows.append({"backend": backend, "format": fmt, "n": len(clean), "clean": int(clean.sum()), "rate": float(clean.mean())})
+    return pd.DataFrame(rows, columns=["backend", "format", "n", "clean", "rate"])
+
+
+def samples(df: pd.DataFrame) -> pd.DataFrame:
+    """One reply per backend × format (the first question), so a reader sees what came back."""
+    answers = df[df["mode"] != PROBE]
+    rows = []
+    for (backend, fmt), g in answers.groupby(["backend", "mode"], sort=False):
+        r = g.iloc[0]
+        rows.append({"backend": backend, "format": fmt, "case": r["case"], "text": r["output_text"] or "",
+                     "clean": r["clean"], "finish_reason": r["finish_reason"]})
+    return pd.DataFrame(rows)
+
+
+def attention(df: pd.DataFrame) -> pd.DataFrame:
+    """Per backend and layer: share of the last position's attention on special tokens."""
+    rows = []
+    for r in df[df["mode"] == PROBE].to_dict("records"):
+        shares = r.get("attention_special_share")
+        if isinstance(shares, list):
+            special = (r.get("extra") or {}).get("special_positions")
+            rows += [{"backend": r["backend"], "layer": i, "share": float(s), "special_positions": special,
+                      "prompt_tokens": r.get("prompt_tokens")} for i, s in enumerate(shares)]
+    return pd.DataFrame(rows, columns=["backend", "layer", "share", "special_positions", "prompt_tokens"])

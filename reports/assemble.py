@@ -1,0 +1,140 @@
+"""Assemble the report: run every analysis over a :class:`~reports.load.Dataset`, per workload.
+
+The result (:class:`Report`) is plain data the page renders; workloads are labelled by their
+name and analysed by their kind, so user workload files get the same sections as built-ins,
+and a report works with any subset of workloads.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from reports.analysis import agreement, caveats, status, summary
+from reports.analysis import conversation as conv
+from reports.analysis import json_extraction as jx
+from reports.analysis import sweep as sw
+from reports.analysis import template as tpl
+from reports.load import Dataset
+
+
+@dataclass
+class Section:
+    name: str  # the workload's name, from its file
+    kind: str | None  # conversation | sweep | json | template (None: every backend skipped it)
+    backends: list[str]  # backends with measurements in it, in column order
+    notes: list[str]  # skipped / failed backends, with reasons
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Report:
+    ds: Dataset
+    status: list[status.BackendStatus]
+    sections: list[Section]
+    agreement_cases: pd.DataFrame
+    agreement_summary: pd.DataFrame
+    server: pd.DataFrame
+    roofs: dict[str, sw.Roof]
+    random_weights: str | None
+    caveats: list[caveats.Caveat]
+    jobs: list[summary.Job]
+
+
+def block_size(engine: dict[str, Any]) -> int | None:
+    """The engine's KV block (vLLM ``block_size``, SGLang ``page_size``); None: reuses to the token."""
+    for key in ("block_size", "page_size"):
+        value = engine.get(key)
+        if isinstance(value, int | float) and value > 0:
+            return int(value)
+    return None
+
+
+def random_weights_note(ds: Dataset) -> str | None:
+    """Why quality figures do not hold, when the weights are random (env.json or the records say so)."""
+    for run_id, env in ds.envs.items():
+        model = env.get("model") or {}
+        if model.get("random_weights"):
+            return f"run {run_id}: the weights of {model.get('label') or 'the model'} are random"
+        if model.get("builtin") and model.get("label") == "tiny":
+            return f"run {run_id}: the built-in tiny model has random weights"
+    if ds.records["random_weights"].eq(True).any():
+        return "the records say the weights are random"
+    return None
+
+
+def _kinds(df: pd.DataFrame) -> dict[str, str | None]:
+    kinds: dict[str, str | None] = {}
+    for wl, kind in zip(df["workload"], df["kind"], strict=True):
+        if not isinstance(wl, str):
+            continue
+        if kinds.get(wl) is None:
+            kinds[wl] = kind if isinstance(kind, str) else None
+    return kinds
+
+
+def assemble(ds: Dataset, bandwidth_gbps: float | None = None, tflops: float | None = None) -> Report:
+    df, measured = ds.records, ds.measured()
+    roofs = {}
+    for b in ds.backends:
+        process = ds.env_of(b).get("process") or {}
+        roofs[b] = sw.roof_for(b, process.get("gpu"), ds.run_env_of(b), bandwidth_gbps, tflops, known="gpu" in process)
+    blocks = {b: block_size(ds.env_of(b).get("engine") or {}) for b in ds.backends}
+    sections = []
+    for name, kind in _kinds(df).items():
+        rows = measured[measured["workload"] == name]
+        present = [b for b in ds.backends if b in set(rows["backend"])]
+        section = Section(name, kind, present, status.workload_notes(df, name))
+        if kind == "conversation":
+            section.data = conversation_data(rows, blocks, stability(ds, name))
+        elif kind == "sweep":
+            section.data = sweep_data(rows, roofs)
+        elif kind == "json":
+            section.data = json_data(rows)
+        elif kind == "template":
+            section.data = template_data(rows)
+        sections.append(section)
+    cases = agreement.per_case(measured, ds.backends)
+    report = Report(ds, status.backend_status(df, ds.backends), sections, cases, agreement.summary(cases),
+                    status.server_timings(measured), roofs, random_weights_note(ds), [], [])
+    report.caveats = caveats.derive(report)
+    report.jobs = summary.jobs(report)
+    return report
+
+
+def stability(ds: Dataset, workload: str) -> dict[int, dict[str, Any]]:
+    """Per turn, the harness's verdict on a prefix break (env.json ``prefix_stability``), when a run has it."""
+    out: dict[int, dict[str, Any]] = {}
+    for env in ds.envs.values():
+        for entry in (env.get("prefix_stability") or {}).get(workload) or []:
+            if isinstance(entry, dict) and isinstance(entry.get("turn"), int):
+                out.setdefault(entry["turn"], entry)
+    return out
+
+
+def conversation_data(rows: pd.DataFrame, blocks: dict[str, int | None], verdicts: dict[int, dict[str, Any]]) -> dict[str, Any]:
+    turns = conv.per_turn(rows)
+    totals = conv.totals(rows)
+    breaks = conv.prefix_breaks(rows)
+    return {"turns": turns, "totals": totals, "ratios": conv.mode_ratios(totals), "reuse": conv.reuse(turns, blocks),
+            "first_tokens": conv.first_tokens(rows), "breaks": breaks, "break_summary": conv.break_summary(breaks),
+            "blocks": blocks, "verdicts": verdicts}
+
+
+def sweep_data(rows: pd.DataFrame, roofs: dict[str, sw.Roof]) -> dict[str, Any]:
+    lengths = sw.per_length(rows)
+    notes = list(dict.fromkeys(roofs[b].note for b in dict.fromkeys(rows["backend"]) if b in roofs and roofs[b].note))
+    return {"lengths": lengths, "fits": sw.fits(rows), "roof_notes": notes,
+            "vs_roof": sw.against_roof(lengths, roofs) if not lengths.empty else pd.DataFrame()}
+
+
+def json_data(rows: pd.DataFrame) -> dict[str, Any]:
+    return {"rates": jx.pass_rates(rows), "candidates": jx.candidates(rows), "overhead": jx.grammar_overhead(rows),
+            "failures": jx.failing_replies(rows), "failure_counts": jx.failure_counts(rows),
+            "modes": list(dict.fromkeys(rows["mode"]))}
+
+
+def template_data(rows: pd.DataFrame) -> dict[str, Any]:
+    return {"rates": tpl.clean_rates(rows), "samples": tpl.samples(rows), "attention": tpl.attention(rows)}

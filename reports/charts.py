@@ -1,0 +1,137 @@
+"""Altair charts of the analysis results, returned as Vega-Lite specs (dicts) for the page to embed.
+
+Every chart is built from small pre-aggregated tables (medians with their IQR), so the specs
+stay a few kilobytes. Backends keep one colour across charts (the column order).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import altair as alt
+import pandas as pd
+
+from reports.analysis.sweep import Roof
+
+WIDTH, HEIGHT = 230, 170
+
+
+PALETTE = ["#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac"]
+GREYS = ["#444444", "#888888", "#bbbbbb"]
+
+
+def _colors(backends: list[str], present: list[str]) -> alt.Scale:
+    """Only the series present, each backend in its own colour on every chart (roofline lines in grey)."""
+    shown = [b for b in backends if b in present] + [s for s in present if s not in backends]
+    extra = [s for s in shown if s not in backends]
+    colors = [PALETTE[backends.index(b) % len(PALETTE)] if b in backends else GREYS[extra.index(b) % len(GREYS)] for b in shown]
+    return alt.Scale(domain=shown, range=colors)
+
+
+def _spec(chart: alt.TopLevelMixin) -> dict[str, Any]:
+    return chart.configure_view(stroke=None).configure_axis(labelFontSize=11, titleFontSize=11).to_dict()
+
+
+def conversation_ttft(turns: pd.DataFrame) -> dict[str, Any] | None:
+    """TTFT per turn, cached vs full, one panel per backend (median, IQR as error bars)."""
+    if turns.empty:
+        return None
+    data = turns[["backend", "mode", "turn", "ttft_med", "ttft_q1", "ttft_q3", "ttft_n", "prompt_tokens"]].dropna(subset=["ttft_med"])
+    base = alt.Chart(data).encode(
+        x=alt.X("turn:O", title="turn"),
+        color=alt.Color("mode:N", title="mode", scale=alt.Scale(domain=["full", "cached"], range=["#e15759", "#4e79a7"])),
+    )
+    line = base.mark_line(point=True).encode(
+        y=alt.Y("ttft_med:Q", title="TTFT (ms, median)"),
+        tooltip=["backend", "mode", "turn", "prompt_tokens", alt.Tooltip("ttft_med:Q", format=".1f"), "ttft_n"])
+    bars = base.mark_errorbar().encode(y=alt.Y("ttft_q1:Q", title="TTFT (ms, median)"), y2="ttft_q3:Q")
+    return _spec(alt.layer(line, bars, data=data).properties(width=WIDTH, height=HEIGHT)
+                 .facet(column=alt.Column("backend:N", title=None, sort=list(dict.fromkeys(data["backend"])))))
+
+
+def _sweep_long(lengths: pd.DataFrame, roofs: dict[str, Roof], phase: str) -> pd.DataFrame:
+    rows = []
+    for r in lengths.to_dict("records"):
+        med, q1, q3 = r[f"{phase}_med"], r[f"{phase}_q1"], r[f"{phase}_q3"]
+        if med is not None and med == med:
+            rows.append({"series": r["backend"], "kind": "measured", "N": r["N"], "ms": med, "q1": q1, "q3": q3})
+    floors: dict[str, list[tuple[int, float]]] = {}
+    for backend, roof in roofs.items():
+        if not roof.ok or backend not in set(lengths["backend"]):
+            continue
+        label = f"roofline {roof.peak.label}"  # type: ignore[union-attr]
+        for n in sorted(set(lengths["N"])):
+            ms = roof.decode_floor_ms() if phase == "decode" else roof.prefill_floor_ms(n)
+            floors.setdefault(label, []).append((n, ms))  # type: ignore[arg-type]
+    for label, points in floors.items():
+        rows += [{"series": label, "kind": "roofline", "N": n, "ms": ms, "q1": None, "q3": None} for n, ms in dict(points).items()]
+    return pd.DataFrame(rows)
+
+
+def sweep_phase(lengths: pd.DataFrame, roofs: dict[str, Roof], phase: str, backends: list[str]) -> dict[str, Any] | None:
+    """Prefill ms (or decode ms/token) vs N on log axes, with the roofline floor dashed."""
+    if lengths.empty:
+        return None
+    data = _sweep_long(lengths, roofs, phase)
+    if data.empty:
+        return None
+    title = "prefill (ms, median)" if phase == "prefill" else "decode (ms/token, median)"
+    y = alt.Y("ms:Q", scale=alt.Scale(type="log"), title=f"{title} (log)")
+    base = alt.Chart(data).encode(
+        x=alt.X("N:Q", scale=alt.Scale(type="log", base=2), title="prompt tokens N (log)"),
+        color=alt.Color("series:N", title=None, scale=_colors(backends, list(dict.fromkeys(data["series"])))),
+    )
+    enc: dict[str, Any] = {"y": y, "tooltip": ["series", "N", alt.Tooltip("ms:Q", format=".3g")]}
+    if (data["kind"] == "roofline").any():
+        enc["strokeDash"] = alt.StrokeDash("kind:N", legend=None, scale=alt.Scale(domain=["measured", "roofline"], range=[[1, 0], [5, 4]]))
+    line = base.mark_line(point=True).encode(**enc)
+    bars = base.transform_filter("isValid(datum.q1)").mark_errorbar().encode(y=alt.Y("q1:Q", title=f"{title} (log)"), y2="q3:Q")
+    return _spec(alt.layer(line, bars).properties(width=WIDTH + 90, height=HEIGHT + 30, title=title))
+
+
+def json_pass(rates: pd.DataFrame) -> dict[str, Any] | None:
+    """JSON pass rate vs temperature per mode, one panel per backend (modes nudged apart so equal rates stay visible)."""
+    if rates.empty:
+        return None
+    data = rates[["backend", "mode", "temperature", "pass_rate", "n", "valid"]].dropna(subset=["pass_rate"])
+    modes = list(dict.fromkeys(data["mode"]))
+    temps = sorted(set(data["temperature"]))
+    step = (min(b - a for a, b in zip(temps, temps[1:], strict=False)) if len(temps) > 1 else 1.0) * 0.12
+    data = data.assign(x=[t + (modes.index(m) - (len(modes) - 1) / 2) * step / max(1, len(modes) - 1)
+                          for t, m in zip(data["temperature"], data["mode"], strict=True)])
+    chart = alt.Chart(data).mark_line(point=True).encode(
+        x=alt.X("x:Q", title="temperature"),
+        y=alt.Y("pass_rate:Q", title="valid JSON", scale=alt.Scale(domain=[0, 1]), axis=alt.Axis(format="%")),
+        color=alt.Color("mode:N", title="mode", sort=modes),
+        strokeDash=alt.StrokeDash("mode:N", sort=modes, legend=None),
+        tooltip=["backend", "mode", "temperature", "valid", "n", alt.Tooltip("pass_rate:Q", format=".0%")],
+    ).properties(width=WIDTH, height=HEIGHT)
+    return _spec(chart.facet(column=alt.Column("backend:N", title=None, sort=list(dict.fromkeys(data["backend"])))))
+
+
+def agreement(summary: pd.DataFrame, backends: list[str]) -> dict[str, Any] | None:
+    """Share of T=0 calls with identical tokens, per workload and backend (vs the reference)."""
+    if summary.empty:
+        return None
+    data = summary.assign(pair=summary["backend"] + " vs " + summary["reference"])
+    chart = alt.Chart(data).mark_bar().encode(
+        y=alt.Y("workload:N", title=None, sort=list(dict.fromkeys(data["workload"]))),
+        yOffset=alt.YOffset("backend:N", sort=backends),
+        x=alt.X("share:Q", title="identical token ids at T=0", scale=alt.Scale(domain=[0, 1]), axis=alt.Axis(format="%")),
+        color=alt.Color("backend:N", title=None, scale=_colors(backends, list(dict.fromkeys(data["backend"])))),
+        tooltip=["pair", "workload", "identical", "cases", alt.Tooltip("median_divergence:Q", title="median first divergence")],
+    ).properties(width=WIDTH + 120, height=alt.Step(14))
+    return _spec(chart)
+
+
+def attention(shares: pd.DataFrame, backends: list[str]) -> dict[str, Any] | None:
+    """Per layer: share of the last position's attention that lands on special tokens."""
+    if shares.empty:
+        return None
+    chart = alt.Chart(shares).mark_line(point=True).encode(
+        x=alt.X("layer:O", title="layer"),
+        y=alt.Y("share:Q", title="attention on special tokens", axis=alt.Axis(format="%")),
+        color=alt.Color("backend:N", title=None, scale=_colors(backends, list(dict.fromkeys(shares["backend"])))),
+        tooltip=["backend", "layer", alt.Tooltip("share:Q", format=".1%")],
+    ).properties(width=WIDTH + 90, height=HEIGHT)
+    return _spec(chart)

@@ -1,0 +1,108 @@
+"""Render a :class:`~reports.assemble.Report` as one self-contained HTML file (works offline).
+
+Jinja2 templates (``reports/templates/``) with autoescaping: everything that came from a model
+or a workload file is escaped. Charts are Vega-Lite specs in ``<script type="application/json">``
+blocks (with ``<``, ``>`` and ``&`` escaped inside the JSON), drawn by the Vega libraries inlined
+from ``vl-convert-python``'s bundle; a Content-Security-Policy forbids every network request.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import functools
+import json
+from pathlib import Path
+from typing import Any
+
+import jinja2
+from markupsafe import Markup
+
+from reports import charts, fmt, reference
+from reports.assemble import Report
+from reports.views import Block, common, conversation, json_extraction, sweep, template
+
+TEMPLATES = Path(__file__).parent / "templates"
+
+
+@functools.cache
+def vega_bundle() -> str:
+    """Vega, Vega-Lite and vega-embed as one script (no network), matching altair's Vega-Lite version."""
+    import vl_convert
+    from altair.utils.html import vl_version_for_vl_convert
+
+    bundle = vl_convert.javascript_bundle(vl_version=vl_version_for_vl_convert())
+    return bundle.replace("</script", "<\\/script")
+
+
+def json_script(data: Any) -> Markup:
+    """JSON that is safe inside a ``<script>`` element whatever its strings hold."""
+    text = json.dumps(data, ensure_ascii=False, default=str)
+    return Markup(text.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e"))
+
+
+class Charts:
+    """Collects chart specs; ``slot(spec)`` returns the container the page script fills."""
+
+    def __init__(self) -> None:
+        self.specs: list[tuple[str, Markup]] = []
+
+    def slot(self, spec: dict[str, Any] | None, label: str) -> Markup:
+        if spec is None:
+            return Markup("")
+        cid = f"spec-{len(self.specs)}"
+        self.specs.append((cid, json_script(spec)))
+        return Markup('<div class="chart" data-spec="{}" role="img" aria-label="{}"></div>').format(cid, label)
+
+
+def environment() -> jinja2.Environment:
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True, undefined=jinja2.StrictUndefined,
+                             trim_blocks=True, lstrip_blocks=True)
+    env.filters.update(n=fmt.n, count=fmt.count)
+    env.globals.update(ref=reference)
+    return env
+
+
+VIEWS = {"conversation": conversation, "sweep": sweep, "json": json_extraction, "template": template}
+
+
+def section_blocks(report: Report, c: Charts) -> list[list[Block]]:
+    """Each workload section's blocks, its charts registered with ``c`` in page order."""
+    backends = report.ds.backends
+    out = []
+    for s in report.sections:
+        d, slots = s.data, {}
+        if s.kind == "conversation" and d:
+            slots["ttft"] = c.slot(charts.conversation_ttft(d["turns"]), f"TTFT per turn, {s.name}")
+        elif s.kind == "sweep" and d:
+            slots["prefill"] = c.slot(charts.sweep_phase(d["lengths"], report.roofs, "prefill", backends), "prefill vs N")
+            slots["decode"] = c.slot(charts.sweep_phase(d["lengths"], report.roofs, "decode", backends), "decode vs N")
+        elif s.kind == "json" and d:
+            slots["pass"] = c.slot(charts.json_pass(d["rates"]), f"JSON pass rate vs temperature, {s.name}")
+        elif s.kind == "template" and d:
+            slots["attention"] = c.slot(charts.attention(d["attention"], backends), "attention on special tokens")
+        view = VIEWS.get(s.kind or "")
+        out.append(view.blocks(s, slots) if view and d and s.backends else [])
+    return out
+
+
+def render(report: Report) -> str:
+    c = Charts()
+    blocks = section_blocks(report, c)
+    agreement_slot = c.slot(charts.agreement(report.agreement_summary, report.ds.backends), "agreement at T=0")
+    models = list(dict.fromkeys(str((e.get("model") or {}).get("label") or "?") for e in report.ds.envs.values()))
+    df = report.ds.records
+    versions = {b: next(iter(df[df["backend"] == b]["backend_version"].dropna()), None) for b in report.ds.backends}
+    return environment().get_template("report.html.jinja").render(
+        r=report,
+        runs=report.ds.envs,
+        models=models,
+        versions=versions,
+        generated=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        summary_blocks=common.summary(report),
+        section_blocks=blocks,
+        agreement_blocks=common.agreement(report, agreement_slot),
+        server_blocks=common.server(report),
+        caveat_blocks=common.caveats(report),
+        specs=c.specs,
+        bundle=Markup(vega_bundle()),
+    )

@@ -1,0 +1,130 @@
+"""The roofline: how fast a batch-1 forward pass could be on this GPU, from datasheet figures.
+
+Decode floor = weight bytes / memory bandwidth (every step streams every weight once).
+Prefill floor = 2 · params · N / peak FLOP/s (two FLOPs per weight per prompt token).
+The parameter count comes from env.json (``model.params``) or, when absent, from the model's
+``config.json`` (Qwen3-style dense decoder formula); bandwidth and FLOP/s from :data:`GPUS`,
+keyed by the GPU name torch reported, unless the user overrides them.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+# Datasheet values: peak memory bandwidth (GB/s) and dense BF16 tensor-core TFLOP/s (no sparsity).
+# Sources: NVIDIA A100 datasheet (2021: 40GB SXM 1,555 GB/s, 80GB SXM 2,039 GB/s, 80GB PCIe
+# 1,935 GB/s; 312 TFLOPS BF16), H100 datasheet (SXM 3.35 TB/s, 989 TFLOPS; PCIe 2 TB/s,
+# 756 TFLOPS; NVL 3.9 TB/s, 835 TFLOPS), H200 datasheet (SXM 4.8 TB/s, 989 TFLOPS; NVL 4.8 TB/s,
+# 835 TFLOPS), B200 (HGX B200 per GPU: 8 TB/s, 2.25 PFLOPS dense BF16), L4 datasheet (300 GB/s,
+# 121 TFLOPS), L40S datasheet (864 GB/s, 362 TFLOPS), A10 datasheet (600 GB/s, 125 TFLOPS),
+# Ada Lovelace whitepaper for the RTX 4090 (1,008 GB/s, 165.2 TFLOPS BF16 with FP32 accumulate).
+# First match wins, so the more specific names come first.
+GPUS: list[tuple[str, str, float, float]] = [
+    (r"H200.*NVL", "H200 NVL", 4800.0, 835.0),
+    (r"H200", "H200 SXM", 4800.0, 989.0),
+    (r"H100.*NVL", "H100 NVL", 3900.0, 835.0),
+    (r"H100.*PCIe", "H100 PCIe", 2000.0, 756.0),
+    (r"H100", "H100 SXM", 3350.0, 989.0),
+    (r"A100.*80GB.*PCIe|A100.*PCIE.*80GB", "A100 80GB PCIe", 1935.0, 312.0),
+    (r"A100.*80GB", "A100 80GB SXM", 2039.0, 312.0),
+    (r"A100", "A100 40GB", 1555.0, 312.0),
+    (r"B200", "B200", 8000.0, 2250.0),
+    (r"L40S", "L40S", 864.0, 362.0),
+    (r"\bL4\b", "L4", 300.0, 121.0),
+    (r"RTX 4090", "RTX 4090", 1008.0, 165.2),
+    (r"\bA10\b", "A10", 600.0, 125.0),
+]
+
+DTYPE_BYTES = {"float32": 4, "float": 4, "bfloat16": 2, "float16": 2, "half": 2, "fp8": 1, "float8": 1}
+
+
+@dataclass(frozen=True)
+class Peak:
+    label: str  # "H200 SXM", or "command line"
+    bandwidth_gbps: float
+    tflops: float
+    source: str  # "datasheet" | "command line"
+
+
+def gpu_peak(gpu: str | None, bandwidth_gbps: float | None = None, tflops: float | None = None) -> Peak | None:
+    """Peak figures for a GPU name, overrides first; None without a GPU or when a figure is unknown."""
+    if gpu is None:
+        return None
+    known = next(((label, bw, tf) for pattern, label, bw, tf in GPUS if re.search(pattern, gpu, re.I)), None)
+    bw = bandwidth_gbps if bandwidth_gbps is not None else (known[1] if known else None)
+    tf = tflops if tflops is not None else (known[2] if known else None)
+    if bw is None or tf is None:
+        return None
+    overridden = bandwidth_gbps is not None or tflops is not None
+    if not overridden:
+        source = "datasheet"
+    elif known is None or (bandwidth_gbps is not None and tflops is not None):
+        source = "command line"
+    else:
+        source = "datasheet + command line"
+    return Peak(known[0] if known else gpu, bw, tf, source)
+
+
+def qwen3_params(config: dict[str, Any]) -> int:
+    """Total parameters of a Qwen3-style dense decoder (embedding and an untied lm_head included)."""
+    h = config["hidden_size"]
+    vocab = config["vocab_size"]
+    heads = config["num_attention_heads"]
+    kv = config.get("num_key_value_heads", heads)
+    head_dim = config.get("head_dim") or h // heads
+    inter = config["intermediate_size"]
+    q, k = heads * head_dim, kv * head_dim
+    attn = h * q + 2 * h * k + q * h
+    if config.get("attention_bias"):
+        attn += q + 2 * k + h
+    qk_norm = 2 * head_dim if config.get("model_type", "qwen3") == "qwen3" else 0
+    layer = attn + 3 * h * inter + 2 * h + qk_norm
+    embed = vocab * h
+    head = 0 if config.get("tie_word_embeddings") else vocab * h
+    return embed + head + config["num_hidden_layers"] * layer + h
+
+
+@dataclass(frozen=True)
+class ModelSize:
+    params: int | None
+    dtype_bytes: int | None
+    source: str  # where the figures came from, or why they are missing
+
+    @property
+    def weight_bytes(self) -> float | None:
+        return None if self.params is None or self.dtype_bytes is None else float(self.params * self.dtype_bytes)
+
+
+def model_size(env: dict[str, Any]) -> ModelSize:
+    """Parameters and bytes per parameter of a run's model: env.json first, then config.json."""
+    model = env.get("model") or {}
+    dtype_bytes = model.get("dtype_bytes") or DTYPE_BYTES.get(str(env.get("dtype") or "").lower())
+    if model.get("params"):
+        return ModelSize(int(model["params"]), dtype_bytes, "env.json")
+    path = Path(str(model.get("path") or "")) / "config.json"
+    if not model.get("path") or not path.is_file():
+        return ModelSize(None, dtype_bytes, "parameter count not available (no model.params in env.json, config.json not readable)")
+    try:
+        config = json.loads(path.read_text())
+        params = qwen3_params(config)
+    except (OSError, ValueError, KeyError) as exc:
+        return ModelSize(None, dtype_bytes, f"parameter count not available ({type(exc).__name__} reading {path})")
+    if dtype_bytes is None:
+        dtype_bytes = DTYPE_BYTES.get(str(config.get("torch_dtype") or config.get("dtype") or ""))
+    return ModelSize(params, dtype_bytes, f"computed from {path}")
+
+
+def decode_floor_ms(weight_bytes: float, peak: Peak) -> float:
+    return weight_bytes / (peak.bandwidth_gbps * 1e9) * 1e3
+
+
+def prefill_floor_ms(params: float, n_tokens: float, peak: Peak) -> float:
+    return 2.0 * params * n_tokens / (peak.tflops * 1e12) * 1e3
+
+
+def effective_bandwidth_gbps(weight_bytes: float, decode_ms: float) -> float:
+    return weight_bytes / (decode_ms / 1e3) / 1e9

@@ -1,0 +1,84 @@
+"""Sections that span workloads: the summary, backend status, agreement, client vs server TTFT, caveats."""
+
+from __future__ import annotations
+
+from markupsafe import Markup
+
+from reports import fmt
+from reports.stats import spread
+from reports.views import Block, Table, bullets, chart, compact, details, h3, p, table
+
+
+def jobs_table(report) -> Table:
+    t = Table(["job", "figure compared", "best", "all backends (best first)"])
+    for j in report.jobs:
+        alone = "one backend: nothing to choose" if len(j.values) == 1 else "a tie"
+        best = Markup("<b>{}</b>").format(j.best) if j.best else Markup('<span class="muted">{}</span>').format(alone)
+        values = " · ".join(f"{b} {v}" for b, v in j.values)
+        cell = Markup("{}<br><span class=\"warn\">{}</span>").format(values, j.caution) if j.caution else values
+        t.add([j.job, j.figure, best, cell])
+    return t
+
+
+def status_table(report) -> Table:
+    t = Table(["backend", "status", "requests measured", "failed", "skipped, with the reason"], numeric={2})
+    for st in report.status:
+        by_reason: dict[str, list[str]] = {}
+        for wl, mode, reason in st.skipped:
+            by_reason.setdefault(reason, []).append(f"{wl} / {mode}" if mode else wl)
+        skipped = Markup("<br>").join(f"{reason} ({', '.join(where)})" for reason, where in by_reason.items())
+        failed = f"{st.errors}: {st.first_error}" if st.first_error else str(st.errors)
+        t.add([st.backend, st.state, st.measured, failed, skipped], f"state-{st.state.replace(' ', '-')}")
+    return t
+
+
+def summary(report) -> list[Block]:
+    out: list[Block | None] = [h3("Which stack for which job")]
+    out.append(table(jobs_table(report)) if report.jobs else p("No backend produced measurements.", muted=True))
+    out += [h3("Backends"), table(status_table(report))]
+    return compact(out)
+
+
+def agreement(report, slot: Markup) -> list[Block]:
+    summ, cases = report.agreement_summary, report.agreement_cases
+    if summ.empty:
+        ran = [st.backend for st in report.status if st.measured]
+        return [p(f"Needs at least two backends with greedy (T=0) replies; {', '.join(ran) or 'none'} produced them.", muted=True)]
+    t = Table(["workload", "backend", "vs", "identical", "median first divergence"], numeric={3, 4})
+    for a in summ.to_dict("records"):
+        t.add([a["workload"], a["backend"], a["reference"], f"{a['identical']} of {a['cases']} ({fmt.pct(a['share'])})",
+               fmt.n(a["median_divergence"])])
+    per = Table(["workload", "mode", "case", "turn", "rep", "backend", "identical", "first divergence", "tokens"], numeric={3, 4, 7, 8})
+    for a in cases.to_dict("records"):
+        per.add([a["workload"], a["mode"], a["case"], fmt.n(a["turn"]), fmt.n(a["rep"]), a["backend"],
+                 "yes" if a["identical"] else "no", fmt.n(a["first_divergence"]), a["tokens"]])
+    return compact([
+        p(f"Each backend's token ids compared with {summ['reference'].iloc[0]}'s for the same prompt at T=0; the first "
+          "divergence is the number of leading tokens they share."),
+        chart(slot), table(t), details("per call", [table(per)]),
+    ])
+
+
+def server(report) -> list[Block]:
+    df = report.server
+    if df.empty:
+        return []
+    summary = Table(["backend", "workload", "requests", "client TTFT ms", "server TTFT ms", "client − server ms"], numeric={2, 3, 4, 5})
+    for (backend, workload), g in df.groupby(["backend", "workload"], sort=False):
+        summary.add([backend, workload, len(g), fmt.stat(spread(g["client_ttft_ms"])), fmt.stat(spread(g["server_ttft_ms"])),
+                     fmt.stat(spread(g["difference_ms"]))])
+    t = Table(["backend", "workload", "mode", "case", "rep", "client TTFT ms", "server TTFT ms", "difference ms",
+               "server prefill ms", "decode ms/token client / server"], numeric={4, 5, 6, 7, 8, 9})
+    for r in df.to_dict("records"):
+        t.add([r["backend"], r["workload"], r["mode"], r["case"], fmt.n(r["rep"]), fmt.n(r["client_ttft_ms"]),
+               fmt.n(r["server_ttft_ms"]), fmt.n(r["difference_ms"]), fmt.n(r["server_prefill_ms"]),
+               f"{fmt.n(r['client_decode_ms_per_token'])} / {fmt.n(r['server_decode_ms_per_token'])}"])
+    return [h3("Client vs server TTFT"),
+            p("Where the server exposes /metrics, its own figures are shown next to the client's."),
+            table(summary), details("per request", [table(t)])]
+
+
+def caveats(report) -> list[Block]:
+    items: list[Markup | str] = [Markup('<span class="topic">{}</span> {}').format(c.topic, c.text) for c in report.caveats]
+    return [p("Derived from these runs' numbers; each cites the figures it rests on.", muted=True),
+            bullets(items or ["None derived."])]

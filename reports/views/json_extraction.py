@@ -1,0 +1,77 @@
+"""JSON section: valid JSON vs temperature, per-backend tables, grammar overhead, step-0 candidates, failures."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from markupsafe import Markup
+
+from reports import fmt
+from reports.stats import stat_of
+from reports.views import Block, Table, chart, compact, details, h3, p, reply, side, table, tokens
+
+
+def rate_table(rates, backend: str) -> Table:
+    t = Table(["mode", "T", "valid", "correct", "latency per call ms", "decode ms/token"], numeric={1, 2, 3, 4, 5})
+    for x in rates[rates["backend"] == backend].to_dict("records"):
+        t.add([x["mode"], fmt.n(x["temperature"], 1), f"{x['valid']}/{x['n']} ({fmt.pct(x['pass_rate'])})",
+               f"{x['correct']}/{x['correct_n']}" if x["correct_n"] else "–",
+               fmt.stat(stat_of(x, "latency")), fmt.stat(stat_of(x, "decode"))])
+    return t
+
+
+def overhead_table(overhead) -> Table:
+    t = Table(["backend", "grammar mode", "decode ms/token", "same prompts, no grammar", "decode ms/token", "difference"],
+              numeric={2, 4, 5})
+    for o in overhead.to_dict("records"):
+        t.add([o["backend"], o["mode"], fmt.stat(o["constrained"]), o["base"], fmt.stat(o["unconstrained"]),
+               f"{fmt.n(o['extra_ms'])} ms ({fmt.times(o['ratio'])})"])
+    return t
+
+
+def candidate_table(c) -> Table:
+    t = Table(["#", "token", "logit", "p"], numeric={0, 2, 3})
+    for r in c.rows:
+        t.add([r["rank"], tokens([r["text"]], 0 if r["fence"] else None), fmt.n(r["logit"], 2), fmt.n(r["prob"])])
+    return t
+
+
+def failures(d: dict[str, Any], backends: list[str]) -> list[Block]:
+    out: list[Block] = []
+    fails, counts = d["failures"], d["failure_counts"]
+    for b in backends:
+        for mode in d["modes"]:
+            rows = fails[(fails["backend"] == b) & (fails["mode"] == mode)] if not fails.empty else fails
+            if not len(rows):
+                continue
+            kinds = counts[(counts["backend"] == b) & (counts["mode"] == mode)]
+            how = ", ".join(f"{k['why']} {k['count']}" for k in kinds.to_dict("records"))
+            children: list[Block] = []
+            for f in rows.to_dict("records"):
+                children += [p(f"T={fmt.n(f['temperature'], 1)} · {f['case']} · finish {f['finish_reason'] or '?'} · {f['why']}",
+                               muted=True), reply(f["text"])]
+            out.append(details(f"{b} · {mode}: {int(kinds['count'].sum())} failed ({how}); up to 4 shown", children))
+    return out
+
+
+def blocks(section, slots: dict[str, Markup]) -> list[Block]:
+    d = section.data
+    out: list[Block | None] = [
+        h3("Valid JSON vs temperature"),
+        chart(slots.get("pass", Markup(""))),
+        side([(b, [table(rate_table(d["rates"], b))]) for b in section.backends]),
+        p("Valid = parses with json.loads as it is (no fence stripping) and validates against the workload's schema; "
+          "correct = valid and equal to the expected values. Latency per call is end to end.", muted=True),
+    ]
+    if not d["overhead"].empty:
+        out += [h3("Grammar overhead"), table(overhead_table(d["overhead"]))]
+    if d["candidates"]:
+        out += [h3("Step-0 candidates"),
+                p("The model's own top candidates for the first token (before any grammar mask), per mode; a Markdown "
+                  "fence or backtick is highlighted."),
+                side([(f"{c.backend} · {c.mode}" + (f" · fence at rank {c.fence_rank}" if c.fence_rank else ""),
+                       [table(candidate_table(c))]) for c in d["candidates"]])]
+    out.append(h3("Failing replies"))
+    fail_blocks = failures(d, section.backends)
+    out += fail_blocks or [p("No reply failed validation.", muted=True)]
+    return compact(out)

@@ -1,0 +1,49 @@
+"""Template section: clean answers per backend × format, one reply per format, attention on special tokens."""
+
+from __future__ import annotations
+
+from markupsafe import Markup
+
+from reports import fmt
+from reports.views import Block, Table, chart, compact, h3, p, reply, side, table
+
+
+def rate_table(rates, backends: list[str]) -> Table:
+    t = Table(["format", *backends], numeric=set(range(1, len(backends) + 1)))
+    for f in dict.fromkeys(rates["format"]):
+        row: list = [f]
+        for b in backends:
+            x = rates[(rates["backend"] == b) & (rates["format"] == f)]
+            row.append(f"{x['clean'].iloc[0]}/{x['n'].iloc[0]} ({fmt.pct(x['rate'].iloc[0])})" if len(x) else "–")
+        t.add(row)
+    return t
+
+
+def blocks(section, slots: dict[str, Markup]) -> list[Block]:
+    d = section.data
+    out: list[Block | None] = [h3("Clean answers per format")]
+    if d["rates"].empty:
+        out.append(p("No scored answers.", muted=True))
+    else:
+        out += [table(rate_table(d["rates"], section.backends)),
+                p("Clean = the reply, stripped of surrounding whitespace, is exactly the short answer and the model "
+                  "stopped on its own.", muted=True)]
+    samples = d["samples"]
+    if not samples.empty:
+        panels = []
+        for b in section.backends:
+            children: list[Block] = []
+            for x in samples[samples["backend"] == b].to_dict("records"):
+                state = {True: "clean", False: "not clean"}.get(x["clean"], "not scored")
+                children += [p(f"{x['format']} · {x['case']} · {state} · finish {x['finish_reason'] or '?'}", muted=True),
+                             reply(x["text"])]
+            panels.append((b, children))
+        out += [h3("One reply per format"), side(panels)]
+    att = d["attention"]
+    if not att.empty:
+        out += [h3("Attention on special tokens, per layer"),
+                p(f"One forward pass over the chat-template prompt ({fmt.n(att['prompt_tokens'].iloc[0])} tokens, "
+                  f"{fmt.n(att['special_positions'].iloc[0])} of them special): the share of the last position's "
+                  "attention, averaged over heads, that lands on special tokens."),
+                chart(slots.get("attention", Markup("")))]
+    return compact(out)

@@ -1,0 +1,84 @@
+"""JSON analysis: pass rates, step-0 candidates, grammar overhead, failure kinds."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+
+from reports.analysis import json_extraction as jx
+from tests.reports.records import record
+
+GOOD = '{"service": "nginx", "port": 443, "healthy": true}'
+
+
+def calls() -> pd.DataFrame:
+    rows = []
+    texts = {"free": ["```json\n" + GOOD + "\n```", GOOD], "strict": [GOOD, "Sure, here it is"], "constrained": [GOOD, GOOD]}
+    decode = {"free": 10.0, "strict": 10.0, "constrained": 13.0}
+    prompts = {"free": 40, "strict": 55, "constrained": 55}
+    for backend in ("hf", "vllm"):
+        for mode, replies in texts.items():
+            for t in (0.0, 1.0):
+                for i, text in enumerate(replies):
+                    top = None
+                    if t == 0.0 and i == 0:
+                        top = [{"token_id": 1, "text": "{", "logprob": math.log(0.6), "logit": 3.0},
+                               {"token_id": 2, "text": "```", "logprob": math.log(0.3), "logit": 2.3},
+                               {"token_id": 3, "text": "Sure", "logprob": math.log(0.1), "logit": 1.2}]
+                    rows.append(record(backend=backend, workload="json", kind="json", mode=mode, case=f"case={i}", rep=0,
+                                       temperature=t, prompt_tokens=prompts[mode] + i, valid_json=text == GOOD,
+                                       correct=text == GOOD, output_text=text, finish_reason="stop", e2e_ms=100.0 + i,
+                                       decode_ms_per_token=decode[mode] + i * 0.1, top_candidates=top))
+    return pd.DataFrame(rows)
+
+
+def test_pass_rates():
+    rates = jx.pass_rates(calls())
+    row = rates[(rates.backend == "hf") & (rates["mode"] == "strict") & (rates.temperature == 1.0)].iloc[0]
+    assert (row.n, row.valid, row.pass_rate, row.correct_n, row.correct) == (2, 1, 0.5, 2, 1)
+    assert row.latency_med == 100.5 and row.latency_n == 2
+    assert len(rates) == 2 * 3 * 2
+
+
+def test_candidates_and_fence_rank():
+    cands = {(c.backend, c.mode): c for c in jx.candidates(calls())}
+    c = cands[("hf", "free")]
+    assert [r["text"] for r in c.rows] == ["{", "```", "Sure"]
+    assert c.fence_rank == 2 and c.rows[1]["prob"] == pytest.approx(0.3) and c.rows[0]["logit"] == 3.0
+
+
+def test_grammar_pairs_by_name_and_same_prompts():
+    df = calls()
+    assert jx.grammar_pairs(df) == [("constrained", "strict")]
+    over = jx.grammar_overhead(df).set_index("backend")
+    assert over.loc["hf", "extra_ms"] == pytest.approx(3.0)
+    assert over.loc["hf", "ratio"] == pytest.approx(13.05 / 10.05)
+    renamed = df.replace({"mode": {"strict": "terse"}})
+    assert jx.grammar_pairs(renamed) == [("constrained", "terse")]
+    no_partner = df[df["mode"] != "strict"]
+    assert jx.grammar_pairs(no_partner) == []  # free has other prompts: not the same requests
+
+
+@pytest.mark.parametrize(("text", "finish", "kind"), [
+    ("```json\n" + GOOD + "\n```", "stop", "Markdown fence"),
+    ("Here is the JSON: " + GOOD, "stop", "prose"),
+    ("The service is", "length", "prose (cut off)"),
+    ('{"service": "nginx", "po', "length", "cut off at the token limit"),
+    (GOOD + "\nHope this helps", "stop", "extra text after the JSON"),
+    ('{"service": "nginx"}', "stop", "parses, but breaks the schema"),
+    ('{"service": nginx}', "stop", "malformed JSON"),
+    ("   ", "stop", "empty reply"),
+])
+def test_failure_kinds(text, finish, kind):
+    assert jx.failure_kind(text, finish) == kind
+
+
+def test_failing_replies_and_counts():
+    df = calls()
+    fails = jx.failing_replies(df, limit=4)
+    assert set(zip(fails.backend, fails["mode"], strict=True)) == {("hf", "free"), ("hf", "strict"), ("vllm", "free"), ("vllm", "strict")}
+    assert len(fails[(fails.backend == "hf") & (fails["mode"] == "free")]) == 1  # two failures, one distinct text
+    counts = jx.failure_counts(df)
+    assert counts[(counts.backend == "hf") & (counts["mode"] == "free")]["count"].tolist() == [2]
