@@ -57,6 +57,7 @@ class Runner:
         self.done = done_keys(run_dir, backend.name) if resume else set()
         self.writer = RecordWriter(run_dir)
         self.wall_s: dict[str, float] = defaultdict(float)  # per workload, warm-ups included
+        self.errors_seen: set[str] = set()
 
     # -- records ---------------------------------------------------------------------------
     def _record(self, step: Step, **kw) -> Record:
@@ -155,7 +156,9 @@ class Runner:
             except Exception as exc:  # noqa: BLE001 - any engine failure becomes an error record
                 detail = f"{type(exc).__name__}: {exc}"
                 console.print(f"[red]  {step.workload} {step.mode} {step.case}: {detail}[/]")
-                console.print(traceback.format_exc(limit=4), markup=False)
+                if detail not in self.errors_seen:  # the traceback once per distinct error
+                    self.errors_seen.add(detail)
+                    console.print(traceback.format_exc(limit=4), markup=False)
                 if record:
                     for later in group.steps[i:]:
                         rec = self._record(later, error=detail)

@@ -1,0 +1,289 @@
+"""``openai``: any OpenAI-compatible server, through the ``openai`` client, streaming.
+
+Requests go to the **completions** endpoint with the plan's token ids as the prompt
+(``prompt=[ids...]``), so the server sees exactly the tokens every other backend sees;
+chat/completions would render the messages again with the server's own chat template. A
+generic server that rejects token-id prompts gets the ids decoded to text instead (recorded
+as ``extra.prompt_sent_as = "text"``).
+
+Per request: ``stream=True`` with ``stream_options={"include_usage": True}``; the token clock
+ticks at every chunk that carries tokens (TTFT and decode ms/token seen by the client,
+``timing_source = "client-stream"``); ``cached_tokens`` from
+``usage.prompt_tokens_details.cached_tokens`` (None when the server does not say);
+``response_format={"type": "json_schema", ...}`` for constrained decoding; ``logprobs=k`` for
+the step-0 candidates. vLLM and SGLang also get ``return_token_ids`` (the generated ids and
+the prompt ids the server saw) and ``ignore_eos``. Where the server exports Prometheus
+``/metrics``, its own TTFT / prefill / decode for the same request go into ``extra``
+(``server_*`` fields, see metrics.py). A server whose prefix cache cannot be dropped
+(``resets_cache`` False) records ``cache_state = "not-controllable"``.
+
+The API key is read from the variable named by ``--api-key-env`` and lives only in the
+client: it is never written to records, env.json, logs or the report.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+import urllib.error
+import urllib.request
+from dataclasses import replace
+from typing import Any
+
+import openai
+
+from backends.base import (
+    Backend,
+    BackendUnavailable,
+    Capabilities,
+    RawOutput,
+    Request,
+    Result,
+    TokenClock,
+)
+from backends.openai.metrics import FLAVORS, MetricsProbe, flavor_of
+from backends.openai.stream import read_stream
+
+# How prompts are sent, best first; a generic server is moved down on its first rejection.
+FORMS = ("token-ids+extensions", "token-ids", "text")
+RESET_PATHS = {"vllm": "/reset_prefix_cache", "sglang": "/flush_cache"}
+
+
+class RequestTimeout(RuntimeError):
+    """A request got no (further) answer within ``--request-timeout``."""
+
+
+def root_url(base_url: str) -> str:
+    """``http://host:port/v1`` -> ``http://host:port`` (where /health, /metrics, /version live)."""
+    url = base_url.rstrip("/")
+    return url[: -len("/v1")] if url.endswith("/v1") else url
+
+
+class OpenAIBackend(Backend):
+    name = "openai"
+    clock_source = "client-stream"
+    flavor: str | None = None  # "vllm" / "sglang" when known (launched servers); else detected
+
+    def __init__(self, settings) -> None:
+        super().__init__(settings)
+        self.capabilities = Capabilities(prefix_cache=True, reports_cached_tokens=True, grammar=True, logprobs=True)
+        self.base_url = settings.base_url
+        self.client: openai.OpenAI | None = None
+        self.served_model: str | None = None
+        self.server_version: str | None = None
+        self.metrics: MetricsProbe | None = None
+        self.form = 0
+        self._form_locked = False  # set once a request succeeded in the current form
+        self._reset_ok = False
+        self._headers: dict[str, str] = {}
+        self.notes: list[str] = []
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    def start(self) -> None:
+        if not self.base_url:
+            raise BackendUnavailable("--backend openai needs --base-url (e.g. http://127.0.0.1:8000/v1)")
+        self._connect()
+
+    def _connect(self) -> None:
+        """Client, tokenizer, served model, server kind, /metrics and cache control."""
+        from transformers import AutoTokenizer
+
+        key = self._api_key()
+        self._headers = {"Authorization": f"Bearer {key}"} if key != "EMPTY" else {}
+        self.root = root_url(self.base_url)
+        timeout = self.settings.request_timeout_s
+        self.client = openai.OpenAI(base_url=self.base_url, api_key=key, timeout=timeout, max_retries=0)
+        self.tokenizer = AutoTokenizer.from_pretrained(self.settings.model_path)
+        self.served_model = self._served_model()
+        metrics_flavor = self._setup_metrics()
+        self.flavor = self.flavor or metrics_flavor or self._flavor_from_endpoints()
+        self.server_version = self._server_version()
+        self._form_locked = self.flavor in FLAVORS  # vLLM and SGLang take token ids and the extensions
+        self._reset_ok = self._reset()
+        self.capabilities = replace(self.capabilities, resets_cache=self._reset_ok)
+
+    def _api_key(self) -> str:
+        var = self.settings.api_key_env
+        if not var:
+            return "EMPTY"
+        key = os.environ.get(var)
+        if not key:
+            raise BackendUnavailable(f"--api-key-env {var}: that environment variable is not set")
+        return key
+
+    def _served_model(self) -> str:
+        wanted = self.settings.options.get("served_model")
+        if wanted:
+            return wanted
+        try:
+            ids = [m.id for m in self.client.models.list().data]
+        except openai.APIError as exc:
+            raise RuntimeError(f"cannot list the models at {self.base_url}: {type(exc).__name__}: {exc}") from exc
+        for candidate in (self.settings.model_label, self.settings.model_path):
+            if candidate in ids:
+                return candidate
+        if not ids:
+            raise RuntimeError(f"{self.base_url}/models lists no model")
+        return ids[0]
+
+    def _setup_metrics(self) -> str | None:
+        """Find the engine's latency histograms at /metrics; returns whose they are (None: none there)."""
+        probe = MetricsProbe(self.root + "/metrics", FLAVORS["vllm"], self._headers)
+        flavor = flavor_of(probe.scrape() or {})
+        if flavor is None or (self.flavor is not None and flavor != self.flavor):
+            self.notes.append("no engine latency histograms at /metrics: server-side timing not recorded")
+            return None
+        probe.names = FLAVORS[flavor]
+        self.metrics = probe
+        return flavor
+
+    def _flavor_from_endpoints(self) -> str | None:
+        if self._http("GET", "/get_server_info")[0] == 200:
+            return "sglang"
+        if self._http("GET", "/version")[0] == 200:
+            return "vllm"
+        return None
+
+    def _server_version(self) -> str | None:
+        paths = {"vllm": ("/version",), "sglang": ("/get_server_info", "/server_info")}.get(self.flavor or "", ())
+        for path in paths:
+            status, body = self._http("GET", path)
+            if status == 200:
+                try:
+                    return str(json.loads(body)["version"])
+                except (ValueError, KeyError, TypeError):
+                    return None
+        return None
+
+    def _http(self, method: str, path: str, timeout_s: float = 10.0) -> tuple[int | None, str]:
+        req = urllib.request.Request(self.root + path, method=method, headers=self._headers)
+        try:
+            with urllib.request.urlopen(req, timeout=timeout_s) as resp:  # noqa: S310 - the server's own URL
+                return resp.status, resp.read().decode("utf-8", "replace")
+        except urllib.error.HTTPError as exc:
+            return exc.code, ""
+        except (OSError, ValueError) as exc:
+            return None, str(exc)
+
+    def close(self) -> None:
+        if self.client is not None:
+            self.client.close()
+
+    def version(self) -> str | None:
+        return self.server_version
+
+    def environment(self) -> dict[str, Any]:
+        return {
+            "base_url": self.base_url,
+            "endpoint": "completions, streamed, prompt as token ids",
+            "served_model": self.served_model,
+            "server_kind": self.flavor,
+            "server_version": self.server_version,
+            "request_form": FORMS[self.form],
+            "server_metrics": self.metrics.url if self.metrics else None,
+            "resets_cache": self.capabilities.resets_cache,
+            "request_timeout_s": self.settings.request_timeout_s,
+            "api_key_env": self.settings.api_key_env,  # the variable's name, never its value
+            "openai_client": openai.__version__,
+            "notes": self.notes,
+        }
+
+    # -- cache control -----------------------------------------------------------------------
+    def reset_cache(self) -> None:
+        if self.capabilities.resets_cache:
+            self._reset_ok = self._reset()
+
+    def _reset(self) -> bool:
+        """Drop the server's prefix cache; vLLM refuses while blocks are held, so retry briefly."""
+        path = RESET_PATHS.get(self.flavor or "")
+        if path is None:
+            return False
+        for _ in range(20):
+            status, body = self._http("POST", path)
+            if status == 200 and '"success":false' not in body.replace(" ", ""):
+                return True
+            if status in (None, 404, 405):
+                return False
+            time.sleep(0.05)
+        print(f"{self.name}: the server did not drop its prefix cache", file=sys.stderr)
+        return False
+
+    # -- one request ---------------------------------------------------------------------------
+    def generate(self, request: Request) -> Result:
+        """The base timing loop, plus the server's own figures (scraped outside the timed region)."""
+        self._check_server()
+        while True:
+            before = self.metrics.scrape() if self.metrics else None
+            try:
+                result = super().generate(request)
+                break
+            except openai.BadRequestError as exc:
+                if not self._downgrade(request, exc):
+                    raise
+        self._form_locked = True
+        if before is not None:
+            timing = self.metrics.request_timing(before, len(result.output.token_ids))
+            if timing["server_timing_source"] is None:
+                self._check_server(wait_s=1.0)  # a scrape that fails may mean the server just died
+            result.output.extra.update(timing)
+        if not request.reuse_prefix and not self._reset_ok:
+            result.cache_state = "not-controllable"
+        return result
+
+    def _check_server(self, wait_s: float = 0.0) -> None:
+        """Raise a clear error when the server is known to be gone (launched servers override this)."""
+
+    def _downgrade(self, request: Request, exc: Exception) -> bool:
+        if self._form_locked or self.form == len(FORMS) - 1 or request.json_schema or request.top_logprobs:
+            return False
+        self.notes.append(f"{FORMS[self.form]} rejected ({str(exc)[:200]}); now sending {FORMS[self.form + 1]}")
+        self.form += 1
+        return True
+
+    def _generate(self, request: Request, clock: TokenClock) -> RawOutput:
+        body = self._body(request, FORMS[self.form])
+        try:
+            out = read_stream(self.client.completions.create(**body), clock, self.tokenizer, request.top_logprobs)
+        except openai.APITimeoutError as exc:
+            raise RequestTimeout(f"no answer within {self.settings.request_timeout_s:g} s (--request-timeout)") from exc
+        except (openai.APIConnectionError, openai.InternalServerError):
+            self._check_server(wait_s=3.0)
+            raise
+        out.extra["prompt_sent_as"] = "text" if FORMS[self.form] == "text" else "token_ids"
+        out.extra["request_form"] = FORMS[self.form]
+        return out
+
+    def _body(self, request: Request, form: str) -> dict[str, Any]:
+        ids = request.prompt_ids
+        prompt = self.tokenizer.decode(ids, skip_special_tokens=False) if form == "text" else ids
+        body: dict[str, Any] = {
+            "model": self.served_model,
+            "prompt": prompt,
+            "max_tokens": request.max_new_tokens,
+            "temperature": request.temperature,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
+        if request.temperature > 0:
+            body["top_p"] = request.top_p
+        if request.seed is not None:
+            body["seed"] = request.seed
+        if request.top_logprobs:
+            body["logprobs"] = request.top_logprobs
+        extra: dict[str, Any] = {}
+        if request.json_schema is not None:
+            extra["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": "output", "schema": request.json_schema, "strict": True},
+            }
+        if form == FORMS[0]:
+            extra["return_token_ids"] = True
+            if request.ignore_eos:
+                extra["ignore_eos"] = True
+            if request.top_logprobs and self.flavor == "vllm":
+                extra["return_tokens_as_token_ids"] = True  # top_logprobs keyed "token_id:N"
+        if extra:
+            body["extra_body"] = extra
+        return body

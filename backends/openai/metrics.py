@@ -1,0 +1,141 @@
+"""Server-side timing of one request, read from the server's Prometheus ``/metrics``.
+
+Requests run one at a time, so the server's latency histograms change by exactly one request
+between a scrape taken before it and one taken after it: the difference of a histogram's
+``_sum`` is that request's value (``_count`` must have moved by one, else the figure is not
+attributable and stays ``None``). The server records some histograms only after the last
+chunk went out, so the second scrape is retried until the per-request "finished" histogram
+has moved (or ``wait_s`` passes). Scrapes happen outside the timed region.
+
+Histograms read (names as the engines export them):
+
+- vLLM: ``vllm:time_to_first_token_seconds`` (arrival to first token),
+  ``vllm:request_prefill_time_seconds`` (scheduled to first token),
+  ``vllm:request_decode_time_seconds`` (first to last token; divided by tokens - 1),
+  ``vllm:request_queue_time_seconds``, ``vllm:e2e_request_latency_seconds`` (finished).
+- SGLang: ``sglang:time_to_first_token_seconds``, ``sglang:inter_token_latency_seconds``
+  (sum of intervals, count of tokens), ``sglang:e2e_request_latency_seconds`` (finished);
+  SGLang exports no per-request prefill histogram.
+"""
+
+from __future__ import annotations
+
+import time
+import urllib.request
+from dataclasses import dataclass
+from typing import Any
+
+from prometheus_client.parser import text_string_to_metric_families
+
+SOURCE = "prometheus-histogram-diff"
+
+
+@dataclass(frozen=True)
+class MetricNames:
+    finished: str  # observed once per finished request: the sign the scrape is complete
+    ttft: str
+    prefill: str | None = None
+    decode: str | None = None  # per-request decode time (first to last token)
+    itl: str | None = None  # inter-token latency: sum of intervals, count of tokens
+    queue: str | None = None
+
+
+FLAVORS: dict[str, MetricNames] = {
+    "vllm": MetricNames(
+        finished="vllm:e2e_request_latency_seconds",
+        ttft="vllm:time_to_first_token_seconds",
+        prefill="vllm:request_prefill_time_seconds",
+        decode="vllm:request_decode_time_seconds",
+        queue="vllm:request_queue_time_seconds",
+    ),
+    "sglang": MetricNames(
+        finished="sglang:e2e_request_latency_seconds",
+        ttft="sglang:time_to_first_token_seconds",
+        itl="sglang:inter_token_latency_seconds",
+    ),
+}
+
+Histograms = dict[str, tuple[float, float]]  # name -> (sum, count), added up over label sets
+
+
+def parse_histograms(text: str) -> Histograms:
+    out: dict[str, list[float]] = {}
+    for family in text_string_to_metric_families(text):
+        if family.type != "histogram":
+            continue
+        acc = out.setdefault(family.name, [0.0, 0.0])
+        for sample in family.samples:
+            if sample.name == family.name + "_sum":
+                acc[0] += sample.value
+            elif sample.name == family.name + "_count":
+                acc[1] += sample.value
+    return {name: (s, c) for name, (s, c) in out.items()}
+
+
+def flavor_of(histograms: Histograms) -> str | None:
+    """Which engine's metrics these are (``vllm`` / ``sglang``), None if neither's are there."""
+    for flavor, names in FLAVORS.items():
+        if names.ttft in histograms:
+            return flavor
+    return None
+
+
+class MetricsProbe:
+    """Scrapes ``url`` around each request and turns histogram differences into per-request figures."""
+
+    def __init__(self, url: str, names: MetricNames, headers: dict[str, str], timeout_s: float = 10.0) -> None:
+        self.url = url
+        self.names = names
+        self.headers = headers
+        self.timeout_s = timeout_s
+
+    def scrape(self) -> Histograms | None:
+        try:
+            req = urllib.request.Request(self.url, headers=self.headers)
+            with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:  # noqa: S310 - the server's own URL
+                return parse_histograms(resp.read().decode("utf-8", "replace"))
+        except (OSError, ValueError):
+            return None
+
+    def request_timing(self, before: Histograms, output_tokens: int, wait_s: float = 2.0) -> dict[str, Any]:
+        """Server-side TTFT / prefill / decode of the one request run since ``before`` (None where unknown)."""
+        deadline = time.monotonic() + wait_s
+        after = self.scrape()
+        while after is not None and _moved(before, after, self.names.finished) < 1 and time.monotonic() < deadline:
+            time.sleep(0.02)
+            after = self.scrape()
+        if after is None:
+            return {"server_timing_source": None, "server_timing_note": "metrics scrape failed"}
+        finished = _moved(before, after, self.names.finished)
+        figures: dict[str, Any] = {
+            "server_ttft_ms": _one(before, after, self.names.ttft),
+            "server_prefill_ms": _one(before, after, self.names.prefill),
+            "server_decode_ms_per_token": self._decode(before, after, output_tokens),
+            "server_queue_ms": _one(before, after, self.names.queue),
+            "server_timing_source": SOURCE,
+        }
+        if finished != 1:
+            figures["server_timing_note"] = f"{finished:g} requests finished between the scrapes: not attributable"
+            figures.update(server_ttft_ms=None, server_prefill_ms=None, server_decode_ms_per_token=None, server_queue_ms=None)
+        return figures
+
+    def _decode(self, before: Histograms, after: Histograms, output_tokens: int) -> float | None:
+        if self.names.decode is not None:
+            total = _one(before, after, self.names.decode)
+            return total / (output_tokens - 1) if total is not None and output_tokens > 1 else None
+        if self.names.itl is not None and self.names.itl in after:
+            d_sum = after[self.names.itl][0] - before.get(self.names.itl, (0.0, 0.0))[0]
+            d_count = _moved(before, after, self.names.itl)
+            return d_sum * 1e3 / d_count if d_count > 0 else None
+        return None
+
+
+def _moved(before: Histograms, after: Histograms, name: str) -> float:
+    return after.get(name, (0.0, 0.0))[1] - before.get(name, (0.0, 0.0))[1]
+
+
+def _one(before: Histograms, after: Histograms, name: str | None) -> float | None:
+    """The one observation added to histogram ``name`` between the scrapes, in ms (None unless exactly one)."""
+    if name is None or name not in after or _moved(before, after, name) != 1:
+        return None
+    return (after[name][0] - before.get(name, (0.0, 0.0))[0]) * 1e3

@@ -1,0 +1,195 @@
+"""``vllm-server`` / ``sglang-server``: the harness launches the engine's own OpenAI server and
+measures through it with the ``openai`` backend (the serving view of the in-process engines).
+
+:meth:`start` picks a free port on 127.0.0.1, starts the server with this interpreter (so
+``--python vllm-server=PATH`` selects the engine's environment), writes its output to
+``RUN_DIR/logs/<backend>.log``, waits for ``GET /health`` (``LCA_SERVER_START_TIMEOUT``
+seconds, default 900) and then connects like ``--backend openai``. The server is stopped by
+its process group in :meth:`close` (the child process calls it in a ``finally``), at exit,
+on SIGTERM, and when the harness process dies (see process.py). A server that exits mid-run
+turns that request and every later one into a short error naming its exit code and log.
+
+The commands (``--enforce-eager`` on a CPU only; ``--load-format dummy`` with random weights)::
+
+    python -m vllm.entrypoints.openai.api_server --host 127.0.0.1 --port P --model DIR \\
+        --dtype D --max-model-len N --tensor-parallel-size TP --enable-prefix-caching \\
+        --enable-prompt-tokens-details \\
+        --structured-outputs-config '{"backend": "xgrammar", "disable_any_whitespace": true}' \\
+        --disable-uvicorn-access-log
+    python -m sglang.launch_server --model-path DIR --host 127.0.0.1 --port P --dtype D \\
+        --context-length N --tp-size TP --grammar-backend xgrammar \\
+        --constrained-json-disable-any-whitespace --enable-cache-report --enable-metrics
+
+vLLM runs with ``VLLM_SERVER_DEV_MODE=1`` so that ``POST /reset_prefix_cache`` exists; SGLang
+has ``POST /flush_cache``. The API key (``--api-key-env``) is not given to the servers: they
+listen on 127.0.0.1 only.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shlex
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from backends.base import BackendUnavailable
+from backends.openai.backend import OpenAIBackend
+from backends.openai.process import ServerFailed, ServerProcess, describe_exit, exit_on_sigterm, free_port
+
+DEFAULT_START_TIMEOUT_S = 900.0  # a large model's first load (and CUDA graph capture) takes minutes
+
+
+class ServerExited(RuntimeError):
+    """The launched server is gone: this request and every later one fail fast with this."""
+
+
+class LaunchedServerBackend(OpenAIBackend):
+    """Start the engine's server, measure through it, stop it."""
+
+    engine_module = ""  # what must be importable in this interpreter
+    health_path = "/health"
+    forced_env: tuple[str, ...] = ()  # variables set even when the user's environment has them
+
+    def __init__(self, settings) -> None:
+        super().__init__(settings)
+        self.server: ServerProcess | None = None
+        self.port: int | None = None
+        self.command: list[str] = []
+        self.env_set: dict[str, str] = {}  # only what the harness set, never the whole environment
+
+    # -- what each engine defines --------------------------------------------------------
+    def server_argv(self, port: int) -> list[str]:
+        raise NotImplementedError
+
+    def server_env(self) -> dict[str, str]:
+        """Variables to set for the server."""
+        env: dict[str, str] = {}
+        if Path(self.settings.model_path).is_dir():
+            env["HF_HUB_OFFLINE"] = "1"
+        return env
+
+    # -- lifecycle -------------------------------------------------------------------------
+    def start(self) -> None:
+        if importlib.util.find_spec(self.engine_module) is None:
+            raise BackendUnavailable(
+                f"{self.engine_module} is not installed in {sys.executable}: pass --python {self.name}=PATH "
+                f"(an interpreter of the engine's environment) or use docker/{self.engine_module}"
+            )
+        self.port = free_port()
+        self.base_url = f"http://127.0.0.1:{self.port}/v1"
+        self.command = self.server_argv(self.port)
+        wanted = self.server_env()  # the user's own values win, except for what the harness relies on
+        self.env_set = {k: v for k, v in wanted.items() if k in self.forced_env or k not in os.environ}
+        env = {**os.environ, **self.env_set}
+        self.server = ServerProcess(self.name, self.command, env, self._log_path())
+        exit_on_sigterm()
+        self.server.start()
+        try:
+            self.server.wait_healthy(f"http://127.0.0.1:{self.port}{self.health_path}", self._start_timeout())
+            self._connect()
+        except BaseException:
+            self.server.stop()
+            raise
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            if self.server is not None:
+                self.server.stop()
+
+    def _log_path(self) -> Path:
+        run_dir = self.settings.run_dir or tempfile.mkdtemp(prefix="lca-server-")
+        return Path(run_dir) / "logs" / f"{self.name}.log"
+
+    def _start_timeout(self) -> float:
+        value = self.settings.options.get("server_start_timeout_s") or os.environ.get("LCA_SERVER_START_TIMEOUT")
+        return float(value) if value else DEFAULT_START_TIMEOUT_S
+
+    def _check_server(self, wait_s: float = 0.0) -> None:
+        code = self.server.exit_code(wait_s) if self.server is not None else None
+        if code is not None:
+            raise ServerExited(f"{self.name}: the server exited with {describe_exit(code)}; see {self._log_name()}")
+
+    def _log_name(self) -> str:
+        if self.server is None:
+            return "its log"
+        run_dir = self.settings.run_dir
+        path = self.server.log_path
+        return str(path.relative_to(run_dir)) if run_dir and path.is_relative_to(run_dir) else str(path)
+
+    def environment(self) -> dict[str, Any]:
+        return {
+            **super().environment(),
+            "server_command": shlex.join(self.command),
+            "server_env": self.env_set,
+            "server_pid": self.server.pid if self.server else None,
+            "server_port": self.port,
+            "server_log": self._log_name(),
+        }
+
+
+class VLLMServerBackend(LaunchedServerBackend):
+    name = "vllm-server"
+    flavor = "vllm"
+    engine_module = "vllm"
+    forced_env = ("VLLM_SERVER_DEV_MODE",)  # POST /reset_prefix_cache exists only in dev mode
+
+    def server_argv(self, port: int) -> list[str]:
+        s = self.settings
+        argv = [
+            sys.executable, "-m", "vllm.entrypoints.openai.api_server",
+            "--host", "127.0.0.1", "--port", str(port),
+            "--model", s.model_path,
+            "--dtype", s.dtype,
+            "--max-model-len", str(s.max_model_len),
+            "--tensor-parallel-size", str(s.tp),
+            "--enable-prefix-caching",
+            "--enable-prompt-tokens-details",
+            "--structured-outputs-config", json.dumps({"backend": "xgrammar", "disable_any_whitespace": True}),
+            "--disable-uvicorn-access-log",
+        ]  # fmt: skip
+        if s.device == "cpu":
+            argv.append("--enforce-eager")  # torch.compile costs a minute on a CPU and buys nothing here
+        if s.random_weights:
+            argv += ["--load-format", "dummy"]
+        return argv
+
+    def server_env(self) -> dict[str, str]:
+        env = {**super().server_env(), "VLLM_SERVER_DEV_MODE": "1", "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1"}
+        if self.settings.device == "cpu":
+            env.update(VLLM_CPU_KVCACHE_SPACE="1", OMP_NUM_THREADS="1")
+        return env
+
+
+class SGLangServerBackend(LaunchedServerBackend):
+    name = "sglang-server"
+    flavor = "sglang"
+    engine_module = "sglang"
+
+    def server_argv(self, port: int) -> list[str]:
+        s = self.settings
+        argv = [
+            sys.executable, "-m", "sglang.launch_server",
+            "--model-path", s.model_path,
+            "--host", "127.0.0.1", "--port", str(port),
+            "--dtype", s.dtype,
+            "--context-length", str(s.max_model_len),
+            "--tp-size", str(s.tp),
+            "--grammar-backend", "xgrammar",
+            "--constrained-json-disable-any-whitespace",
+            "--enable-cache-report",
+            "--enable-metrics",
+        ]  # fmt: skip
+        if s.device == "cpu":
+            argv += ["--device", "cpu"]
+        if s.random_weights:
+            argv += ["--load-format", "dummy"]
+        return argv
+
+
+__all__ = ["LaunchedServerBackend", "SGLangServerBackend", "ServerExited", "ServerFailed", "VLLMServerBackend"]

@@ -1,0 +1,76 @@
+"""Reading one streamed completion: tick the token clock per chunk, collect ids, text, usage, top-k.
+
+A chunk "carries tokens" when vLLM / SGLang send its ``token_ids`` (``return_token_ids``: a
+chunk may hold several tokens when the server's frontend falls behind, so the clock ticks with
+their number), or, from a generic server, when it has text (one token per chunk assumed, and the
+output ids are the text tokenized again: ``extra.output_ids_from = "retokenized-text"``).
+The usage chunk (``stream_options.include_usage``) gives ``prompt_tokens_details.cached_tokens``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from backends.base import RawOutput, TokenCandidate, TokenClock
+
+
+def read_stream(stream, clock: TokenClock, tokenizer, top_logprobs: int = 0) -> RawOutput:
+    ids: list[int] = []
+    texts: list[str] = []
+    server_ids = False
+    prompt_used = finish = usage = top = None
+    with stream:
+        for chunk in stream:
+            for choice in chunk.choices:
+                new = getattr(choice, "token_ids", None)
+                text = choice.text or ""
+                n = len(new) if new is not None else (1 if text else 0)
+                if n:
+                    clock.tick(n)
+                if new is not None:
+                    server_ids = True
+                    ids.extend(int(i) for i in new)
+                texts.append(text)
+                if prompt_used is None and getattr(choice, "prompt_token_ids", None):
+                    prompt_used = [int(i) for i in choice.prompt_token_ids]
+                if top_logprobs and top is None and n:
+                    top = candidates(choice.logprobs, top_logprobs, tokenizer)
+                finish = choice.finish_reason or finish
+            if chunk.usage is not None:
+                usage = chunk.usage
+    text = "".join(texts)
+    extra: dict[str, Any] = {"server_prompt_tokens": getattr(usage, "prompt_tokens", None)}
+    if not server_ids:
+        ids = tokenizer.encode(text, add_special_tokens=False)
+        extra["output_ids_from"] = "retokenized-text"
+    details = getattr(usage, "prompt_tokens_details", None)
+    return RawOutput(
+        token_ids=ids,
+        text=text,
+        finish_reason=finish,
+        cached_tokens=getattr(details, "cached_tokens", None),  # None: the server did not say
+        prompt_ids_used=prompt_used,
+        top_candidates=top,
+        extra=extra,
+    )
+
+
+def candidates(logprobs, k: int, tokenizer) -> list[TokenCandidate] | None:
+    """Step 0's top-k from ``logprobs.top_logprobs[0]`` ({token: logprob}); there are no logits over HTTP."""
+    if logprobs is None or not logprobs.top_logprobs or not logprobs.top_logprobs[0]:
+        return None
+    ranked = sorted(logprobs.top_logprobs[0].items(), key=lambda kv: kv[1], reverse=True)[:k]
+    out = []
+    for key, logprob in ranked:
+        token_id = _token_id(key, tokenizer)
+        text = tokenizer.decode([token_id]) if token_id is not None else key
+        out.append(TokenCandidate(token_id, text, float(logprob), None))  # type: ignore[arg-type]
+    return out
+
+
+def _token_id(key: str, tokenizer) -> int | None:
+    """vLLM keys are ``token_id:N`` (``return_tokens_as_token_ids``); others are the token's text."""
+    if key.startswith("token_id:"):
+        return int(key.split(":", 1)[1])
+    ids = tokenizer.encode(key, add_special_tokens=False)
+    return ids[0] if len(ids) == 1 else None  # None: the text does not name exactly one token
