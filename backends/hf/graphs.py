@@ -20,7 +20,7 @@ from backends.base import BackendUnavailable, Capabilities, RawOutput, Request, 
 from backends.hf.backend import HFBackend
 
 WARMUP_NEW_TOKENS = 16
-WARMUP_ROUNDS = 3
+WARMUP_ROUNDS = 2
 
 
 class HFGraphsBackend(HFBackend):
