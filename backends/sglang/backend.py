@@ -1,0 +1,298 @@
+"""SGLang adapter: one in-process ``sglang.Engine`` (RadixAttention, XGrammar), requests as token ids.
+
+One engine per process (it takes minutes to start on the GPU), radix cache on, page size 1:
+- ``full`` mode: ``flush_cache()`` before every request (the base class calls
+  :meth:`reset_cache` outside the timed region); a flush the scheduler refuses is retried until
+  it succeeds, else the request fails: a silently warm cache would corrupt the figures.
+- ``cached`` conversation: flushed once per repeat by the runner, then the radix tree serves the
+  shared prefix. It matches token by token, at most ``len(prompt) - 1`` tokens (the last prompt
+  token is always computed, ``Req._compute_max_prefix_len``), so ``cached_tokens`` should equal
+  ``min(shared_prefix_tokens, prompt_tokens - 1)``. It can differ when ``page_size`` > 1 (matches
+  round down to pages), when the previous turn's generated tokens happen to continue the shared
+  prefix, or after an eviction under memory pressure.
+- ``flush_cache()`` also drops SGLang's compiled grammars (``GrammarManager.clear`` -> xgrammar
+  ``clear_cache``), which HF and vLLM keep: after a flush a constrained request compiles its schema
+  again, between its arrival and its queue entry, so that compile is part of its TTFT (on the H200
+  this was within the noise for the built-in schema; a large user schema may show it).
+- :meth:`start` sends one request down each path the study takes (greedy, sampled, top-k
+  logprobs, grammar, prefix reuse), then flushes: SGLang compiles kernels on first use, and the
+  plan's warm-ups (greedy, no logprobs) do not reach every path.
+
+Timing: SGLang 0.5.17 puts the scheduler's per-request timestamps into ``meta_info`` when
+``enable_metrics`` is on (see :mod:`backends.sglang.meta`): TTFT = request received by the
+tokenizer manager -> first token sampled on the scheduler, decode = first token -> request
+finished, over the tokens after the first. These are the engine's own clocks, so they are used
+(``engine-metrics``) and the request is not streamed (streaming sends every token through the
+detokenizer process and the event loop, which the default non-streamed path does every 50
+tokens). ``enable_metrics`` needs ``prometheus_client``; without it the request is streamed
+instead and the clock ticks at each chunk (``in-process-stream``: tokens as this process receives
+them, one IPC hop later). ``settings.options["timing"] = "engine" | "stream"`` forces either; the
+``max_tokens-differential`` is a last resort if the timestamps are missing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from backends.base import Backend, BackendUnavailable, Capabilities, RawOutput, Request, TokenClock
+from backends.sglang.config import (
+    build_sampling_params,
+    effective_config,
+    engine_kwargs,
+    grammar_enabled,
+    logprob_kwargs,
+    plain,
+)
+from backends.sglang.meta import engine_timing, flush_succeeded, to_raw_output
+
+FLUSH_TIMEOUT_S = 30.0  # the scheduler refuses to flush until it is fully idle
+WARMUP_IDS = list(range(100, 164))  # any ids a vocabulary has; the answers are thrown away
+WARMUP_SCHEMA = '{"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}'
+
+
+def fa3_missing() -> bool:
+    """True when sgl_kernel is installed without its FlashAttention-3 library (the offline bundle's
+    first part alone), where SGLang's default attention backend on Hopper would fail to load."""
+    spec = importlib.util.find_spec("sgl_kernel")
+    places = list(spec.submodule_search_locations or []) if spec else []
+    return bool(places) and not any(Path(p, "flash_ops.abi3.so").exists() for p in places)
+
+
+def import_sglang() -> Any:
+    try:
+        import sglang
+    except ImportError as exc:
+        raise BackendUnavailable(f"sglang is not installed here ({exc.name or exc})") from exc
+    return sglang
+
+
+class SGLangBackend(Backend):
+    name = "sglang"
+    capabilities = Capabilities(
+        prefix_cache=True, reports_cached_tokens=True, resets_cache=True, grammar=True, logprobs=True
+    )
+    clock_source = "in-process-stream"
+    differential_timing = True  # used only when neither the engine's stamps nor stream ticks exist
+
+    def __init__(self, settings) -> None:
+        super().__init__(settings)
+        self.sglang = import_sglang()
+        if settings.device != "cuda":
+            raise BackendUnavailable(
+                f"sglang runs on a CUDA GPU in this study (this run is on {settings.device})"
+            )
+        timing = settings.options.get("timing", "auto")
+        has_prometheus = importlib.util.find_spec("prometheus_client") is not None
+        self.use_metrics = timing == "engine" or (timing == "auto" and has_prometheus)
+        self.kwargs = engine_kwargs(settings, enable_metrics=self.use_metrics)
+        self.notes: list[str] = []
+        if "attention_backend" not in self.kwargs and fa3_missing():
+            self.kwargs["attention_backend"] = "triton"
+            self.notes.append("sgl_kernel has no FlashAttention-3 here: attention_backend='triton'")
+        self.engine: Any = None
+        self.effective: dict[str, Any] = {}
+        self.config_source: str | None = None
+        self.direct = True  # submit GenerateReqInput ourselves: the prompt ids are echoed back
+        self.last_response: dict[str, Any] | None = None  # the raw answer, for fixtures and debugging
+        self.flushes = 0
+        self.warmup_s: float | None = None
+        self.flush_refusals = 0  # flush_cache() answers "not idle yet", retried
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    def start(self) -> None:
+        self.engine = self.sglang.Engine(**self.kwargs)
+        self.effective, self.config_source = self._read_config()
+        if not grammar_enabled(self.effective):
+            self.capabilities = dataclasses.replace(self.capabilities, grammar=False)
+        started = time.perf_counter()
+        self._warm_up()
+        self.warmup_s = time.perf_counter() - started
+
+    def _warm_up(self) -> None:
+        """One request down each path (see the module docstring); on the H200 the first sampled and
+        the first logprobs request were 0.1-0.2 s slower than the next ones without it."""
+        greedy = {"max_new_tokens": 4, "temperature": 0.0}
+        sampled = {"max_new_tokens": 4, "temperature": 0.7, "top_p": 0.95}
+        paths = [
+            {"sampling_params": greedy},
+            {"sampling_params": sampled},
+            {
+                "sampling_params": greedy,
+                "return_logprob": True,
+                "top_logprobs_num": 10,
+                "logprob_start_len": -1,
+            },
+            {"input_ids": WARMUP_IDS + WARMUP_IDS[:8], "sampling_params": greedy},  # reuses the prefix
+        ]
+        if self.capabilities.grammar:
+            paths += [{"sampling_params": {**greedy, "max_new_tokens": 8, "json_schema": WARMUP_SCHEMA}}]
+            paths += [{"sampling_params": {**sampled, "max_new_tokens": 8, "json_schema": WARMUP_SCHEMA}}]
+        for fields in paths:
+            for _ in self._submit({"input_ids": WARMUP_IDS, **fields}, stream=not self.use_metrics):
+                pass
+        self.reset_cache()
+        self.flushes = 0
+
+    def close(self) -> None:
+        engine, self.engine = self.engine, None
+        if engine is not None:
+            engine.shutdown()
+
+    def version(self) -> str | None:
+        return getattr(self.sglang, "__version__", None)
+
+    def _read_config(self) -> tuple[dict[str, Any], str]:
+        """Effective settings: the scheduler's resolved config first, then what we constructed."""
+        sources: list[Any] = []
+        source = "engine.server_args"
+        try:
+            info = self.engine.get_server_info()
+            states = info.get("internal_states") if isinstance(info, dict) else None
+            if isinstance(states, list) and states and isinstance(states[0], dict):
+                sources.append(states[0])
+                source = "get_server_info() internal_states"
+            sources.append(info)
+        except Exception as exc:  # noqa: BLE001 - a read-back failure must not stop the run
+            self.notes.append(f"get_server_info() failed: {type(exc).__name__}: {exc}")
+        sources.append(getattr(self.engine, "server_args", None))
+        return effective_config(sources), source
+
+    def environment(self) -> dict[str, Any]:
+        e = self.effective
+        return {
+            "sglang": self.version(),
+            **e,
+            "radix_cache": not e.get("disable_radix_cache", self.kwargs["disable_radix_cache"]),
+            "json_whitespace": "constrained_json_disable_any_whitespace="
+            f"{e.get('constrained_json_disable_any_whitespace', self.kwargs['constrained_json_disable_any_whitespace'])}",
+            "full_mode": "flush_cache() before every request",
+            "cached_mode": "flush_cache() once per conversation repeat, then radix-cache reuse",
+            "grammar_after_flush": "flush_cache() drops compiled grammars: the next constrained request "
+            "compiles its schema again, inside its TTFT",
+            "timing": "engine-metrics: meta_info prefill_finished_time - request_received_ts; decode to request_finished_ts"
+            if self.use_metrics
+            else "in-process-stream: stream=True, the clock ticks per chunk received",
+            "sampling_seed": "sent; SGLang applies it only with enable_deterministic_inference",
+            "request_path": "tokenizer_manager.generate_request(GenerateReqInput(return_prompt_token_ids=True))"
+            if self.direct
+            else "Engine.generate",
+            "config_source": self.config_source,
+            "warmup_s": self.warmup_s,
+            "engine_kwargs": plain(self.kwargs),
+            "flushes": self.flushes,
+            "flush_refusals": self.flush_refusals,
+            "notes": self.notes,
+        }
+
+    # -- cache ---------------------------------------------------------------------------------
+    def reset_cache(self) -> None:
+        if self.engine is None:
+            return
+        deadline = time.monotonic() + FLUSH_TIMEOUT_S
+        while True:
+            ok, why = flush_succeeded(self.engine.flush_cache())
+            if ok:
+                break
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"sglang flush_cache() did not empty the radix cache: {why}")
+            self.flush_refusals += 1
+            time.sleep(0.005)
+        self.flushes += 1
+
+    # -- one request ---------------------------------------------------------------------------
+    def _generate(self, request: Request, clock: TokenClock) -> RawOutput:
+        if request.want_attentions:
+            raise BackendUnavailable("sglang does not return attention weights")
+        params = build_sampling_params(request)
+        fields = {"input_ids": list(request.prompt_ids), "sampling_params": params, **logprob_kwargs(request)}
+        response = (
+            self._collect(fields, clock) if not self.use_metrics else next(self._submit(fields, stream=False))
+        )
+        self.last_response = response
+        return to_raw_output(
+            response,
+            request.prompt_ids,
+            top_k=request.top_logprobs,
+            decode=self._decode,
+            constrained=request.json_schema is not None,
+        )
+
+    def _collect(self, fields: dict[str, Any], clock: TokenClock) -> dict[str, Any]:
+        """Stream one request, ticking the clock per chunk (chunks carry all output ids so far)."""
+        seen, last = 0, None
+        for chunk in self._submit(fields, stream=True):
+            n = len(chunk.get("output_ids") or [])
+            if n > seen:
+                clock.tick(n - seen)
+                seen = n
+            last = chunk
+        if last is None:
+            raise RuntimeError("sglang streamed no output")
+        return {**last, "output_ids": list(last.get("output_ids") or [])}
+
+    def _submit(self, fields: dict[str, Any], stream: bool) -> Iterator[dict[str, Any]]:
+        """Run ``fields`` as ``Engine.generate`` does, with the prompt echo and candidate texts on;
+        falls back to the public ``Engine.generate`` if this SGLang's request type differs."""
+        if self.direct:
+            try:
+                from sglang.srt.managers.io_struct import GenerateReqInput
+
+                obj = GenerateReqInput(
+                    **fields, stream=stream, return_prompt_token_ids=True, return_text_in_logprobs=True
+                )
+                agen = self.engine.tokenizer_manager.generate_request(obj, None)
+            except (ImportError, TypeError, AttributeError) as exc:
+                self.direct = False
+                self.notes.append(f"GenerateReqInput path unavailable, using Engine.generate: {exc}")
+            else:
+                return self._drain(agen, stream)
+        out = self.engine.generate(**fields, stream=stream)
+        return out if stream else iter([out])
+
+    def _drain(self, agen: Any, stream: bool) -> Iterator[dict[str, Any]]:
+        loop = self.engine.loop
+        if not stream:
+            return iter([loop.run_until_complete(agen.__anext__())])
+
+        def chunks() -> Iterator[dict[str, Any]]:
+            while True:
+                try:
+                    yield loop.run_until_complete(agen.__anext__())
+                except StopAsyncIteration:
+                    return
+
+        return chunks()
+
+    def _decode(self, ids: list[int]) -> str:
+        tokenizer = getattr(getattr(self.engine, "tokenizer_manager", None), "tokenizer", None)
+        if tokenizer is None:
+            return ""
+        try:
+            return tokenizer.decode(ids)
+        except Exception:  # noqa: BLE001 - a candidate's text is informative only
+            return ""
+
+
+def raw_generate_timed(backend: SGLangBackend, ids: list[int], new_tokens: int) -> tuple[Any, Any, float]:
+    """The public ``Engine.generate`` on ``ids`` (greedy, EOS ignored), timed as the adapter times
+    it: (TTFT ms, decode ms per token, wall-clock e2e ms). For ``benchmarks/overhead.py``."""
+    params = {"max_new_tokens": new_tokens, "temperature": 0.0, "ignore_eos": True}
+    clock = TokenClock(lambda: None)
+    if backend.use_metrics:
+        out = backend.engine.generate(input_ids=ids, sampling_params=params)
+        e2e = (time.perf_counter() - clock.start) * 1e3
+        meta = out.get("meta_info") or {}
+        ttft, decode, _ = engine_timing(meta, meta.get("completion_tokens"))
+        return ttft, decode, e2e
+    seen = 0
+    for chunk in backend.engine.generate(input_ids=ids, sampling_params=params, stream=True):
+        n = len(chunk.get("output_ids") or [])
+        if n > seen:
+            clock.tick(n - seen)
+            seen = n
+    return clock.ttft_ms(), clock.decode_ms_per_token(), (time.perf_counter() - clock.start) * 1e3
