@@ -49,7 +49,7 @@ DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "float32": 4}
 
 
 class UsageError(ValueError):
-    """Bad input: reported as one line, exit code 2."""
+    """Bad input: reported after ``compare.py: error:`` (one line; a workload file lists each mistake), exit code 2."""
 
 
 def parser() -> argparse.ArgumentParser:
@@ -202,14 +202,9 @@ def _main(args: argparse.Namespace) -> int:
     model = models.resolve(args.model, args.random_weights)
     device, dtype = resolve_device(args.device, args.dtype)
 
-    from transformers import AutoTokenizer
-
     from harness.chat import Renderer
 
-    try:
-        tokenizer = AutoTokenizer.from_pretrained(model.path)
-    except (OSError, ValueError) as exc:
-        raise UsageError(f"--model {args.model}: cannot load its tokenizer ({str(exc).splitlines()[0]})") from exc
+    tokenizer = load_tokenizer(args.model, model.path)
     plan_json = build_plan(specs, Renderer(tokenizer), args.repeats).to_json()
     stability = prefix_lint.check_all(specs, Renderer(tokenizer))
     lint_lines, unstable = prefix_lint.report(specs, stability)
@@ -264,23 +259,27 @@ def _main(args: argparse.Namespace) -> int:
     return 0
 
 
+def load_tokenizer(label: str, path: str):
+    """The model's tokenizer (with its chat template), or one clear line about why not."""
+    from transformers import AutoTokenizer
+
+    try:
+        return AutoTokenizer.from_pretrained(path)
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"--model {label}: cannot load its tokenizer ({str(exc).splitlines()[0]})") from exc
+
+
 def argv_is_cli() -> bool:
     return Path(sys.argv[0]).name in ("compare.py", "cli.py")
 
 
 def lint_only(args: argparse.Namespace, specs: list) -> int:
     """--lint-only: the prefix-stability lint with the model's tokenizer and chat template; no weights, no run."""
-    from transformers import AutoTokenizer
-
     from harness.chat import Renderer
     from workloads import lint as prefix_lint
 
     model = models.resolve(args.model, random_weights=True)
-    try:
-        tokenizer = AutoTokenizer.from_pretrained(model.path)
-    except (OSError, ValueError) as exc:
-        raise UsageError(f"--model {args.model}: cannot load its tokenizer ({str(exc).splitlines()[0]})") from exc
-    renderer = Renderer(tokenizer)
+    renderer = Renderer(load_tokenizer(args.model, model.path))
     print(f"{len(specs)} workload(s) valid: {', '.join(s.name for s in specs)}")
     lines, code = prefix_lint.report(specs, prefix_lint.check_all(specs, renderer))
     print("\n".join(lines))
