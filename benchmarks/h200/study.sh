@@ -6,6 +6,7 @@ name=${1:?usage: study.sh NAME BACKENDS [args]}; backends=${2:?}; shift 2
 mkdir -p /tmp/runs
 export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 LCA_CACHE=/tmp/lca-cache
 export PYTHONPATH="$(pwd):/tmp/site" VLLM_USE_FLASHINFER_SAMPLER=0 VLLM_NO_USAGE_STATS=1
+export LCA_OVERHEAD_DIR="/tmp/runs/$name"   # benchmark 1 after the study, on the same engine
 timeout "${STUDY_TIMEOUT:-560}" python3 compare.py --backend "$backends" --model qwen3-8b-shape --random-weights \
   --max-model-len 3072 --out "/tmp/runs/$name" --python vllm=/tmp/py-vllm --python sglang=/tmp/py-sgl \
   --no-report "$@" 2>&1 | tee "/tmp/runs/$name.log" | grep -vE '^\s+(json|template)' | tail -c 20000
