@@ -51,8 +51,10 @@ def test_study_uses_every_field_of_every_kind():
 
 
 def readme_example(tmp_path: Path) -> Path:
-    text = (EXAMPLES / "README-section.md").read_text()
-    [block] = re.findall(r"```yaml\n(.*?)```", text, flags=re.S)
+    """The YAML block of the README's section "Bring your own workload"."""
+    text = (EXAMPLES.parent / "README.md").read_text()
+    section = text.split("## Bring your own workload", 1)[1].split("\n## ", 1)[0]
+    [block] = re.findall(r"```yaml\n(.*?)```", section, flags=re.S)
     path = tmp_path / "my_study.yaml"
     path.write_text(block)
     return path
