@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import time
 from abc import ABC, abstractmethod
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 
@@ -205,7 +205,7 @@ class Backend(ABC):
 
     def _differential(self, request: Request, e2e_ms: float, n_tokens: int) -> tuple[float, float | None]:
         self.reset_cache()
-        probe = Request(**{**request.__dict__, "max_new_tokens": 1, "top_logprobs": 0})
+        probe = replace(request, max_new_tokens=1, top_logprobs=0)
         _, _, first_ms = self._timed(probe)
         decode = (e2e_ms - first_ms) / (n_tokens - 1) if n_tokens > 1 else None
         return first_ms, decode

@@ -1,0 +1,68 @@
+"""The one timing loop: which timing source wins, the differential, and the cache reset rule."""
+
+from __future__ import annotations
+
+import time
+
+from backends.base import Backend, BackendSettings, RawOutput, Request, TokenClock
+
+SETTINGS = BackendSettings(model_path="unused", model_label="unused")
+
+
+class Scripted(Backend):
+    """Sleeps 10 ms per token; reports engine timing or ticks the clock as told."""
+
+    def __init__(self, *, engine: bool = False, ticks: bool = False, differential: bool = False) -> None:
+        super().__init__(SETTINGS)
+        self.engine, self.ticks, self.differential_timing = engine, ticks, differential
+        self.resets = 0
+        self.calls: list[int] = []
+
+    def reset_cache(self) -> None:
+        self.resets += 1
+
+    def _generate(self, request: Request, clock: TokenClock) -> RawOutput:
+        self.calls.append(request.max_new_tokens)
+        for _ in range(request.max_new_tokens):
+            time.sleep(0.01)
+            if self.ticks:
+                clock.tick()
+        out = RawOutput(token_ids=list(range(request.max_new_tokens)), text="")
+        if self.engine:
+            out.engine_ttft_ms, out.engine_decode_ms_per_token = 1.5, 0.5
+        return out
+
+
+def test_engine_metrics_win_over_the_clock():
+    r = Scripted(engine=True, ticks=True).generate(Request([1], max_new_tokens=4))
+    assert (r.ttft_ms, r.decode_ms_per_token, r.timing_source) == (1.5, 0.5, "engine-metrics")
+    assert r.e2e_ms >= 40
+
+
+def test_clock_ticks_give_ttft_and_decode_over_the_later_tokens():
+    b = Scripted(ticks=True)
+    b.clock_source = "cuda-sync"
+    r = b.generate(Request([1], max_new_tokens=5))
+    assert r.timing_source == "cuda-sync"
+    assert 9 <= r.ttft_ms < 30 and 9 <= r.decode_ms_per_token < 30
+    assert r.ttft_ms + 4 * r.decode_ms_per_token <= r.e2e_ms + 1
+
+
+def test_differential_times_a_one_token_probe():
+    b = Scripted(differential=True)
+    r = b.generate(Request([1], max_new_tokens=5, top_logprobs=3))
+    assert b.calls == [5, 1] and r.timing_source == "max_tokens-differential"
+    assert 9 <= r.ttft_ms < 30 and 9 <= r.decode_ms_per_token < 30
+
+
+def test_no_timing_at_all_is_said_not_invented():
+    r = Scripted().generate(Request([1], max_new_tokens=2))
+    assert (r.ttft_ms, r.decode_ms_per_token, r.timing_source) == (None, None, "e2e-only")
+
+
+def test_cache_is_reset_unless_the_request_may_reuse_a_prefix():
+    b = Scripted(engine=True)
+    assert b.generate(Request([1], max_new_tokens=1)).cache_state == "reset-before-request"
+    assert b.resets == 1
+    assert b.generate(Request([1], max_new_tokens=1, reuse_prefix=True)).cache_state == "reuse-allowed"
+    assert b.resets == 1
