@@ -25,6 +25,8 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 from workloads import transcripts
 from workloads.spec import KINDS, ConversationSpec, SweepSpec, WorkloadFile, WorkloadSpec, error_loc
 
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+
 
 class WorkloadFileError(ValueError):
     """A workload file that cannot be used; the message lists every mistake with file and line."""
@@ -193,6 +195,14 @@ def _read_refs(path: Path, data: Any, root: Node | None, mistakes: list[Mistake]
     return loaded
 
 
+def _shown(path: Path) -> str:
+    """A path for messages: relative to the project for its own files, else as given."""
+    try:
+        return str(path.resolve().relative_to(PROJECT_ROOT))
+    except ValueError:
+        return str(path)
+
+
 def _expand(specs: list[WorkloadSpec], loaded: dict[int, Any], root: Node | None, path: Path) -> list[WorkloadSpec]:
     out: list[WorkloadSpec] = []
     for i, spec in enumerate(specs):
@@ -202,13 +212,13 @@ def _expand(specs: list[WorkloadSpec], loaded: dict[int, Any], root: Node | None
             ref = path.parent / spec.transcripts.path
             for k, (line, messages) in enumerate(loaded[i], start=1):
                 one = spec.model_copy(update={"name": f"{spec.name}/{k}", "messages": messages, "transcripts": None})
-                one._origins = [f"{ref}:{line}"]
+                one._origins = [f"{_shown(ref)}:{line}"]
                 out.append(one)
         else:
             if isinstance(spec, ConversationSpec) and spec.turns is not None:
-                spec._origins = [f"{path}:{locate(root, ('workloads', i, 'turns', t))[0]}" for t in range(len(spec.turns))]
+                spec._origins = [f"{_shown(path)}:{locate(root, ('workloads', i, 'turns', t))[0]}" for t in range(len(spec.turns))]
             elif isinstance(spec, ConversationSpec):
-                spec._origins = [f"{path}:{locate(root, ('workloads', i, 'messages'))[0]}"]
+                spec._origins = [f"{_shown(path)}:{locate(root, ('workloads', i, 'messages'))[0]}"]
             out.append(spec)
     names = [s.name for s in out]
     clash = sorted({n for n in names if names.count(n) > 1})

@@ -50,6 +50,7 @@ class Candidates:
     mode: str
     rows: list[dict[str, Any]]  # rank, token_id, text, logit, prob, fence
     fence_rank: int | None  # rank of the first Markdown fence among the candidates, None if none
+    after_mask: bool = False  # a grammar mode whose backend reports sampler log-probs (no raw logits)
 
 
 def candidates(df: pd.DataFrame) -> list[Candidates]:
@@ -57,7 +58,8 @@ def candidates(df: pd.DataFrame) -> list[Candidates]:
     out = []
     with_top = df[df["top_candidates"].map(lambda c: isinstance(c, list) and len(c) > 0)]
     for (backend, mode), g in with_top.groupby(["backend", "mode"], sort=False):
-        top = g.sort_values(["temperature", "rep"]).iloc[0]["top_candidates"]
+        first = g.sort_values(["temperature", "rep"]).iloc[0]
+        top = first["top_candidates"]
         rows = []
         for rank, c in enumerate(top, start=1):
             lp = num(c.get("logprob"))
@@ -65,7 +67,8 @@ def candidates(df: pd.DataFrame) -> list[Candidates]:
             rows.append({"rank": rank, "token_id": c.get("token_id"), "text": text, "logit": num(c.get("logit")),
                          "prob": math.exp(lp) if lp is not None else None, "fence": is_fence(text)})
         fence = next((r["rank"] for r in rows if r["fence"]), None)
-        out.append(Candidates(backend, mode, rows, fence))
+        after_mask = bool(first.get("grammar")) and all(r["logit"] is None for r in rows)
+        out.append(Candidates(backend, mode, rows, fence, after_mask))
     return out
 
 

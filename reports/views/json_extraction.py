@@ -67,9 +67,12 @@ def blocks(section, slots: dict[str, Markup]) -> list[Block]:
         out += [h3("Grammar overhead"), table(overhead_table(d["overhead"]))]
     if d["candidates"]:
         out += [h3("Step-0 candidates"),
-                p("The model's own top candidates for the first token (before any grammar mask), per mode; a Markdown "
-                  "fence or backtick is highlighted."),
-                side([(f"{c.backend} · {c.mode}" + (f" · fence at rank {c.fence_rank}" if c.fence_rank else ""),
+                p("Top candidates for the first token, per mode; a Markdown fence or backtick is highlighted. Where "
+                  "a logit is shown (HF) they are the model's own preference, before any grammar mask; backends "
+                  "that report their sampler's log-probabilities (vLLM, SGLang) show them after the mask in a "
+                  "grammar mode, marked below."),
+                side([(f"{c.backend} · {c.mode}" + (f" · fence at rank {c.fence_rank}" if c.fence_rank else "")
+                       + (" · after the grammar mask" if c.after_mask else ""),
                        [table(candidate_table(c))]) for c in d["candidates"]])]
     out.append(h3("Failing replies"))
     fail_blocks = failures(d, section.backends)

@@ -82,3 +82,16 @@ def test_failing_replies_and_counts():
     assert len(fails[(fails.backend == "hf") & (fails["mode"] == "free")]) == 1  # two failures, one distinct text
     counts = jx.failure_counts(df)
     assert counts[(counts.backend == "hf") & (counts["mode"] == "free")]["count"].tolist() == [2]
+
+
+def test_grammar_flag_names_the_constrained_mode_and_marks_masked_candidates():
+    df = calls().replace({"mode": {"constrained": "bound", "strict": "terse"}})
+    df["grammar"] = df["mode"] == "bound"
+    assert jx.grammar_pairs(df) == [("bound", "terse")]
+    no_logits = df["backend"] == "vllm"
+    df.loc[no_logits, "top_candidates"] = df.loc[no_logits, "top_candidates"].map(
+        lambda top: [{**c, "logit": None} for c in top] if isinstance(top, list) else top)
+    masked = {(c.backend, c.mode): c.after_mask for c in jx.candidates(df)}
+    assert masked[("vllm", "bound")] is True  # sampler log-probs in a grammar mode
+    assert masked[("hf", "bound")] is False  # raw logits: before the mask
+    assert masked[("vllm", "terse")] is False  # no grammar there
