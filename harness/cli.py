@@ -45,9 +45,6 @@ examples:
 """
 
 
-DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "float32": 4}
-
-
 class UsageError(ValueError):
     """Bad input: reported after ``compare.py: error:`` (one line; a workload file lists each mistake), exit code 2."""
 
@@ -205,8 +202,9 @@ def _main(args: argparse.Namespace) -> int:
     from harness.chat import Renderer
 
     tokenizer = load_tokenizer(args.model, model.path)
-    plan_json = build_plan(specs, Renderer(tokenizer), args.repeats).to_json()
-    stability = prefix_lint.check_all(specs, Renderer(tokenizer))
+    renderer = Renderer(tokenizer)
+    plan_json = build_plan(specs, renderer, args.repeats).to_json()
+    stability = prefix_lint.check_all(specs, renderer)
     lint_lines, unstable = prefix_lint.report(specs, stability)
     if unstable:
         print("\n".join(lint_lines), file=sys.stderr)
@@ -229,7 +227,7 @@ def _main(args: argparse.Namespace) -> int:
         "git_commit": git_commit(ROOT),
         "model": {"label": model.label, "path": model.path, "builtin": model.builtin,
                   "config_hash": models.config_hash(model.path), "random_weights": settings["random_weights"],
-                  "params": models.param_count(model.path), "dtype_bytes": DTYPE_BYTES[dtype]},
+                  "params": models.param_count(model.path), "dtype_bytes": models.DTYPE_BYTES[dtype]},
         "chat_template_hash": sha(tokenizer.chat_template or ""),
         "workloads": [s.name for s in specs],
         "workload_files": hashes(args.workload_file),

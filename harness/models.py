@@ -28,6 +28,9 @@ SHAPE = "qwen3-8b-shape"
 BUILTIN_MODELS = (TINY, SHAPE)
 CHAT_TEMPLATE = (HERE / "chat_template.jinja").read_text()
 BUILDER_VERSION = "2"
+# Bytes per weight by dtype name (the names of --dtype and of configs' torch_dtype); the
+# report's roofline uses the same table for runs whose env.json does not say.
+DTYPE_BYTES = {"float32": 4, "float": 4, "bfloat16": 2, "float16": 2, "half": 2, "fp8": 1, "float8": 1}
 HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 
 TINY_CONFIG = {

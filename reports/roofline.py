@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness.models import DTYPE_BYTES
+
 # Datasheet values: peak memory bandwidth (GB/s) and dense BF16 tensor-core TFLOP/s (no sparsity).
 # Sources: NVIDIA A100 datasheet (2021: 40GB SXM 1,555 GB/s, 80GB SXM 2,039 GB/s, 80GB PCIe
 # 1,935 GB/s; 312 TFLOPS BF16), H100 datasheet (SXM 3.35 TB/s, 989 TFLOPS; PCIe 2 TB/s,
@@ -39,7 +41,6 @@ GPUS: list[tuple[str, str, float, float]] = [
     (r"\bA10\b", "A10", 600.0, 125.0),
 ]
 
-DTYPE_BYTES = {"float32": 4, "float": 4, "bfloat16": 2, "float16": 2, "half": 2, "fp8": 1, "float8": 1}
 
 
 @dataclass(frozen=True)
