@@ -17,6 +17,13 @@ def positive(text: str) -> float:
     return value
 
 
+def run_backend(text: str) -> tuple[str, str]:
+    run, sep, backend = text.rpartition(":")
+    if not sep or not run or not backend:
+        raise argparse.ArgumentTypeError(f"expected RUN:BACKEND, e.g. h200-hf:hf (got {text!r})")
+    return run, backend
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m reports", description=(
         "Build one offline HTML report from run directories (records.jsonl + env.json); several runs are merged."))
@@ -26,10 +33,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--bandwidth-gbps", type=positive, default=None, help="GPU memory bandwidth for the roofline (GB/s), "
                    "instead of the datasheet value for the GPU in env.json")
     p.add_argument("--tflops", type=positive, default=None, help="peak dense TFLOP/s for the roofline, instead of the datasheet value")
+    p.add_argument("--drop", type=run_backend, action="append", default=[], metavar="RUN:BACKEND",
+                   help="leave out one run's records of one backend, e.g. a column a later run superseded "
+                   "(RUN: the run directory's name); repeatable")
     args = p.parse_args(argv)
     out = args.out or (args.run_dirs[0] / "report.html" if len(args.run_dirs) == 1 else Path("report.html"))
     try:
-        path = build(args.run_dirs, out, bandwidth_gbps=args.bandwidth_gbps, tflops=args.tflops)
+        path = build(args.run_dirs, out, bandwidth_gbps=args.bandwidth_gbps, tflops=args.tflops,
+                     drop=args.drop)
     except ReportError as exc:
         print(f"python -m reports: error: {exc}", file=sys.stderr)
         return 2

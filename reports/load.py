@@ -2,7 +2,8 @@
 
 Runs made in different environments can be merged: each run keeps its own env.json, and a
 backend name that appears in more than one run is labelled ``name (run_id)`` so its columns
-stay apart. Backends are ordered as they first appear. Nothing here talks to a backend.
+stay apart. Backends are ordered as they first appear. ``drop`` leaves one run's records of one
+backend out (``("h200-hf", "hf")``: superseded by a later run). Nothing here talks to a backend.
 """
 
 from __future__ import annotations
@@ -56,20 +57,30 @@ def read_env(run_dir: Path) -> dict[str, Any]:
         raise ReportError(f"{path}: not valid JSON ({exc.msg})") from exc
 
 
-def load(run_dirs: list[str | Path]) -> Dataset:
+def load(run_dirs: list[str | Path], drop: list[tuple[str, str]] | tuple = ()) -> Dataset:
     rows: list[dict[str, Any]] = []
     envs: dict[str, dict[str, Any]] = {}
+    dropped: set[tuple[str, str]] = set()
     for raw in run_dirs:
         run_dir = Path(raw)
         if not (run_dir / RECORDS).is_file():
             raise ReportError(f"{run_dir}: no {RECORDS} (is this a run directory?)")
         env = read_env(run_dir)
         run_id = str(env.get("run_id") or run_dir.name)
-        while run_id in envs:  # two runs with the same name: keep them apart
+        if run_id in envs:  # two runs with the same id (e.g. one renamed after the fact): its folder's name
+            run_id = run_dir.name
+        while run_id in envs:  # ... or, failing that, a prime
             run_id += "'"
         envs[run_id] = env
         for row in read_records(run_dir):
+            if (run_id, row.get("backend")) in drop or (run_dir.name, row.get("backend")) in drop:
+                dropped.add((run_id, row.get("backend")))
+                dropped.add((run_dir.name, row.get("backend")))
+                continue
             rows.append({**{c: row.get(c) for c in COLUMNS}, "run_id": run_id, "backend_name": row.get("backend")})
+    unmatched = [f"{run}:{name}" for run, name in drop if (run, name) not in dropped]
+    if unmatched:
+        raise ReportError(f"--drop {', '.join(unmatched)}: no such records (RUN is a run directory's name)")
     if not rows:
         raise ReportError("the run directories hold no records")
     df = pd.DataFrame(rows, columns=[*COLUMNS, "backend_name"])

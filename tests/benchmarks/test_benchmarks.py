@@ -21,7 +21,19 @@ def test_overhead_table_uses_medians():
              "raw": [(10.0, 1.0, 99.0), (10.5, 1.0, 100.0), (10.2, 1.0, 101.0)]}]
     (s,) = overhead.summarise(rows)
     assert s["ttft_ms"] == (11.0, 10.2) and s["decode_ms_per_token"] == (1.1, 1.0)
-    assert "| x | 256 | 11.00 / 10.20 |" in overhead.table(rows)
+    assert s["ttft_ms_raw_iqr"] == 0.25 and s["decode_ms_per_token_raw_iqr"] == 0.0  # q3 10.35 - q1 10.1
+    assert "| x | 256 | 11.00 / 10.20 (0.25) | 1.10 / 1.00 (0.00) |" in overhead.table(rows)
+    assert overhead.verdict(s) == "no"  # decode 0.1 ms above (10 %), outside the raw calls' spread of 0
+
+
+def test_overhead_verdict_separates_a_gap_from_noise():
+    entry = {"ttft_ms": (10.1, 10.0), "ttft_ms_raw_iqr": 0.5, "decode_ms_per_token": (1.0, 1.0),
+             "decode_ms_per_token_raw_iqr": 0.0}
+    assert overhead.verdict(entry) == "yes"
+    entry["ttft_ms"] = (11.0, 10.0)  # 1 ms above: over target, but the raw calls alone spread 0.5
+    assert overhead.verdict(entry) == "no"
+    entry["ttft_ms_raw_iqr"] = 2.0
+    assert overhead.verdict(entry) == "within noise"
 
 
 def test_overhead_benchmark_runs_inside_the_hf_study(tmp_path, monkeypatch):
@@ -31,5 +43,19 @@ def test_overhead_benchmark_runs_inside_the_hf_study(tmp_path, monkeypatch):
     rows = json.loads((tmp_path / "oh" / "overhead-hf.json").read_text())
     assert [r["N"] for r in rows] == [256, 1024]
     assert all(len(r["adapter"]) == len(r["raw"]) == r["reps"] for r in rows)
-    table = study_time.table(study_time.rows([out]))
-    assert "| hf | run |" in table and "sweep s" in table
+    (row,) = study_time.rows([out])
+    assert 0 < row["overhead_benchmark_s"] < row["process_s"]
+    assert row["study_s"] == row["process_s"] - row["overhead_benchmark_s"]  # benchmark 1 is not study time
+    table = study_time.table([row])
+    assert "| hf | run |" in table and "sweep s" in table and "benchmark 1 s" in table
+
+
+def test_bandwidth_on_cpu_writes_median_and_spread(tmp_path, capsys):
+    from benchmarks import bandwidth
+
+    out = tmp_path / "bw.json"
+    assert bandwidth.main(["--device", "cpu", "--gib", "0.01", "--repeats", "3", "-o", str(out)]) == 0
+    result = json.loads(out.read_text())
+    assert result == json.loads(capsys.readouterr().out)
+    assert result["repeats"] == 3 and result["bytes"] == int(0.01 * 2**30)
+    assert 0 < result["copy_gbps_min"] <= result["copy_gbps_median"] <= result["copy_gbps_max"]

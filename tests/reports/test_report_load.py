@@ -1,0 +1,45 @@
+"""Merging runs: labels for a backend that two runs hold, and ``drop`` for a superseded column."""
+
+from __future__ import annotations
+
+import pytest
+
+from reports.__main__ import main
+from reports.load import ReportError, load
+
+
+def test_same_backend_in_two_runs_gets_two_labels(recorded_runs):
+    ds = load(recorded_runs)
+    eager, sdpa = (r.name for r in recorded_runs)
+    assert f"hf ({eager})" in ds.backends and f"hf ({sdpa})" in ds.backends
+    assert ds.sources[f"hf ({sdpa})"] == (sdpa, "hf")
+
+
+def test_drop_leaves_one_runs_backend_out(recorded_runs):
+    eager, sdpa = (r.name for r in recorded_runs)
+    ds = load(recorded_runs, drop=[(eager, "hf")])
+    assert "hf" in ds.backends and "hf-graphs" in ds.backends  # one hf left: no run suffix
+    assert set(ds.records.loc[ds.records["backend"] == "hf", "run_id"]) == {sdpa}
+    assert len(ds.records[ds.records["run_id"] == eager]) == 8  # hf-graphs' and sglang's rows stay
+
+
+def test_drop_that_matches_nothing_is_an_error(recorded_runs, tmp_path, capsys):
+    with pytest.raises(ReportError, match="no-such-run:hf"):
+        load(recorded_runs, drop=[("no-such-run", "hf")])
+    out = str(tmp_path / "r.html")
+    assert main([*map(str, recorded_runs), "-o", out, "--drop", f"{recorded_runs[0].name}:vllm"]) == 2
+    assert "no such records" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main([str(recorded_runs[0]), "--drop", "hf"])  # not RUN:BACKEND
+    assert main([*map(str, recorded_runs), "-o", out, "--drop", f"{recorded_runs[0].name}:hf"]) == 0
+
+
+def test_two_runs_with_one_id_are_told_apart_by_their_folders(recorded_runs, tmp_path):
+    import json
+    import shutil
+
+    renamed = tmp_path / "renamed-copy"
+    shutil.copytree(recorded_runs[0], renamed)  # same run_id inside env.json
+    run_id = json.loads((renamed / "env.json").read_text())["run_id"]
+    ds = load([recorded_runs[0], renamed, recorded_runs[0]])
+    assert list(ds.envs) == [run_id, "renamed-copy", f"{recorded_runs[0].name}'"]
