@@ -196,6 +196,15 @@ def attention_backends(vllm_config: Any) -> list[str]:
     return names
 
 
+def attention_backend_fact(names: list[str], in_process: bool) -> str | None:
+    """What env.json says of the attention backend: the layers' backend names, or why there are none."""
+    if names:
+        return ", ".join(names)
+    if not in_process:  # the layers live in the engine-core process (the default on a GPU)
+        return "not visible from this process (engine core in its own process); vLLM's log names it"
+    return None
+
+
 def describe(llm: Any, kwargs: dict[str, Any], env: dict[str, str], version: str) -> dict[str, Any]:
     """The effective engine configuration, for env.json."""
     import torch
@@ -221,7 +230,7 @@ def describe(llm: Any, kwargs: dict[str, Any], env: dict[str, str], version: str
         "block_size": getattr(cache, "effective_attention_block_size", None) or cache.block_size,
         "kv_cache_blocks": getattr(cache, "num_gpu_blocks", None),
         "prefix_caching": bool(cache.enable_prefix_caching),
-        "attention_backend": ", ".join(backends) if backends else None,
+        "attention_backend": attention_backend_fact(backends, in_process),
         "attention_backend_configured": getattr(configured_attn, "name", None) or "auto",
         "enforce_eager": bool(model.enforce_eager),
         "compilation_mode": getattr(getattr(comp, "mode", None), "name", None),

@@ -16,7 +16,7 @@ import pytest
 
 from backends.base import BackendSettings
 from backends.vllm import config
-from backends.vllm.backend import engine_timing
+from backends.vllm.backend import attention_backend_fact, engine_timing
 from tests.conftest import compare, records
 from workloads import load_builtin
 
@@ -228,3 +228,10 @@ def test_engine_timing_from_request_stats():
     assert engine_timing(one)[1] is None  # one token: no decode figure
     assert engine_timing(None) == (None, None, {})  # stats off: not reported, never zero
     assert engine_timing(SimpleNamespace(first_token_latency=0.0))[0] is None
+
+
+def test_attention_backend_says_why_it_is_missing():
+    assert attention_backend_fact(["FLASH_ATTN"], in_process=False) == "FLASH_ATTN"
+    assert attention_backend_fact(["CPU_ATTN", "X"], in_process=True) == "CPU_ATTN, X"
+    assert "engine core in its own process" in attention_backend_fact([], in_process=False)
+    assert attention_backend_fact([], in_process=True) is None
