@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -109,15 +108,11 @@ def measure_into(backend: Backend, prompts_by_case: dict[str, list[int]], path: 
 
 
 # --- the table ------------------------------------------------------------------------------------
-def spread(xs: list[float]) -> float:
-    """Interquartile range (q3 - q1) of the call-to-call values; 0 for fewer than two."""
-    if len(xs) < 2:
-        return 0.0
-    q1, _, q3 = statistics.quantiles(xs, n=4, method="inclusive")
-    return q3 - q1
-
-
 def summarise(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Median of the adapter's and the raw calls' figures, and the raw calls' IQR (``reports.stats``:
+    the report's one way of summarising repeats)."""
+    from reports.stats import spread  # here, not at the top: the GPU child that measures needs no pandas
+
     out = []
     for row in rows:
         if "skipped" in row:
@@ -125,10 +120,9 @@ def summarise(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
             continue
         entry = {"backend": row["backend"], "N": row["N"], "reps": row["reps"]}
         for i, name in enumerate(("ttft_ms", "decode_ms_per_token", "e2e_ms")):
-            a = [x[i] for x in row["adapter"] if x[i] is not None]
-            r = [x[i] for x in row["raw"] if x[i] is not None]
-            entry[name] = (statistics.median(a), statistics.median(r))
-            entry[name + "_raw_iqr"] = spread(r)
+            adapter, raw = spread(x[i] for x in row["adapter"]), spread(x[i] for x in row["raw"])
+            entry[name] = (adapter.median, raw.median)
+            entry[name + "_raw_iqr"] = raw.q3 - raw.q1
         out.append(entry)
     return out
 

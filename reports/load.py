@@ -3,7 +3,7 @@
 Runs made in different environments can be merged: each run keeps its own env.json, and a
 backend name that appears in more than one run is labelled ``name (run_id)`` so its columns
 stay apart. Backends are ordered as they first appear. ``drop`` leaves one run's records of one
-backend out (``("h200-hf", "hf")``: superseded by a later run). Nothing here talks to a backend.
+backend out (``("h200-hf", "hf")``: run directory name, backend; superseded by a later run). Nothing here talks to a backend.
 """
 
 from __future__ import annotations
@@ -73,9 +73,9 @@ def load(run_dirs: list[str | Path], drop: list[tuple[str, str]] | tuple = ()) -
             run_id += "'"
         envs[run_id] = env
         for row in read_records(run_dir):
-            if (run_id, row.get("backend")) in drop or (run_dir.name, row.get("backend")) in drop:
-                dropped.add((run_id, row.get("backend")))
-                dropped.add((run_dir.name, row.get("backend")))
+            key = (run_dir.name, row.get("backend"))
+            if key in drop:
+                dropped.add(key)
                 continue
             rows.append({**{c: row.get(c) for c in COLUMNS}, "run_id": run_id, "backend_name": row.get("backend")})
     unmatched = [f"{run}:{name}" for run, name in drop if (run, name) not in dropped]
