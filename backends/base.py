@@ -2,19 +2,24 @@
 
 An adapter (``backends/<name>/``) subclasses :class:`Backend`, declares what it can do as
 typed :class:`Capabilities`, and implements :meth:`Backend._generate`: run one request and
-return a :class:`RawOutput`. It never times anything itself beyond what its engine reports;
-:meth:`Backend.generate` is the only place where wall-clock timing happens:
+return a :class:`RawOutput`. It never times anything itself: it ticks the :class:`TokenClock`
+it is handed as tokens become available to it, and :meth:`Backend.generate` is the only place
+where wall-clock timing happens:
 
     with SomeBackend(settings) as backend:          # start() ... close()
         result = backend.generate(Request(prompt_ids=[...], max_new_tokens=64))
         result.ttft_ms, result.decode_ms_per_token, result.timing_source
 
-Timing sources, best first:
-- ``engine-metrics``: the engine's own per-request timestamps (vLLM, SGLang, server /metrics).
-- a clock the adapter ticks as tokens arrive (``cuda-sync`` for HF on a GPU: the device is
-  synchronized at each tick; ``wall-clock`` on a CPU; ``client-stream`` for HTTP streaming).
-- ``max_tokens-differential``: the request run once with one new token and once in full;
-  TTFT = e2e(1), decode = (e2e(n) - e2e(1)) / (n - 1).
+One TTFT for all backends (:data:`TTFT_DEFINITION`): taken at the caller, from the clock's ticks.
+What a tick means per backend (``clock_source``): ``cuda-sync`` (HF on a GPU: device synchronized
+at each tick), ``wall-clock`` (HF on a CPU), ``engine-step`` (vLLM: the adapter drives the engine
+step by step), ``in-process-stream`` (SGLang ``stream=True``), ``client-stream`` (HTTP streaming).
+Where no token is ticked, ``max_tokens-differential``: the request run once with one new token and
+once in full; TTFT = e2e(1), decode = (e2e(n) - e2e(1)) / (n - 1).
+
+The engine's own per-request figures (vLLM's and SGLang's timestamps, a server's /metrics) are
+kept beside the common ones as ``engine_ttft_ms`` / ``engine_decode_ms_per_token``; they never
+stand in for them.
 """
 
 from __future__ import annotations
@@ -23,6 +28,29 @@ import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field, replace
 from typing import Any
+
+
+TTFT_DEFINITION = (
+    "TTFT at the caller: from submitting the request (after the untimed cache reset and a device "
+    "synchronization) to the first generated token being available to the calling code, the device "
+    "synchronized where it applies; the same definition for every backend"
+)
+DECODE_DEFINITION = (
+    "decode at the caller: (time the last token is available - time the first token is available) "
+    "/ (output tokens - 1)"
+)
+ENGINE_TTFT_DEFINITION = (
+    "the engine's own TTFT for the same request, by its internal clocks (vLLM: arrival in the engine "
+    "to the first token out of the engine core; SGLang: request received by the tokenizer manager to "
+    "the first token sampled; a server's /metrics); not comparable across engines"
+)
+ENGINE_DECODE_DEFINITION = "the engine's own decode ms/token for the same request, by its internal clocks"
+TIMING_DEFINITIONS = {
+    "ttft_ms": TTFT_DEFINITION,
+    "decode_ms_per_token": DECODE_DEFINITION,
+    "engine_ttft_ms": ENGINE_TTFT_DEFINITION,
+    "engine_decode_ms_per_token": ENGINE_DECODE_DEFINITION,
+}
 
 
 @dataclass(frozen=True)
@@ -104,11 +132,19 @@ class Result:
     """A timed request: the adapter's output plus the figures of the one timing loop."""
 
     output: RawOutput
-    ttft_ms: float | None
-    decode_ms_per_token: float | None
+    ttft_ms: float | None  # TTFT_DEFINITION
+    decode_ms_per_token: float | None  # DECODE_DEFINITION
     e2e_ms: float
     timing_source: str
     cache_state: str
+
+    @property
+    def engine_ttft_ms(self) -> float | None:
+        return self.output.engine_ttft_ms
+
+    @property
+    def engine_decode_ms_per_token(self) -> float | None:
+        return self.output.engine_decode_ms_per_token
 
 
 class TokenClock:
@@ -184,9 +220,7 @@ class Backend(ABC):
             self.reset_cache()  # outside the timed region
         output, clock, e2e_ms = self._timed(request)
 
-        if output.engine_ttft_ms is not None:
-            ttft, decode, source = output.engine_ttft_ms, output.engine_decode_ms_per_token, "engine-metrics"
-        elif clock.stamps:
+        if clock.stamps:
             ttft, decode, source = clock.ttft_ms(), clock.decode_ms_per_token(), self.clock_source
         elif self.differential_timing and not request.reuse_prefix:
             ttft, decode = self._differential(request, e2e_ms, len(output.token_ids))

@@ -21,6 +21,7 @@ class Record:
     # -- the contract fields (keep these names) --
     run_id: str
     backend: str
+    engine_start: int = 0  # which engine start (a fresh child process, --starts K) made it; part of the key
     backend_version: str | None = None
     model: str | None = None
     workload: str | None = None
@@ -40,7 +41,9 @@ class Record:
     output_text: str | None = None
     valid_json: bool | None = None
     clean: bool | None = None
-    timing_source: str | None = None
+    timing_source: str | None = None  # how ttft_ms / decode_ms_per_token were taken (the caller's clock)
+    engine_ttft_ms: float | None = None  # the engine's own TTFT for the request, beside the common one
+    engine_decode_ms_per_token: float | None = None  # the engine's own decode figure
     error: str | None = None
     skipped: str | None = None
     # -- more raw facts the analysis uses --
@@ -59,7 +62,16 @@ class Record:
     extra: dict[str, Any] = field(default_factory=dict)
 
     def key(self) -> tuple:
-        return (self.backend, self.workload, self.mode, self.case, self.rep, self.turn, self.temperature)
+        return tuple(getattr(self, k) for k in KEY_FIELDS)
+
+
+# What identifies one measurement; old runs without engine_start read as start 0.
+KEY_FIELDS = ("backend", "engine_start", "workload", "mode", "case", "rep", "turn", "temperature")
+
+
+def row_key(row: dict[str, Any]) -> tuple:
+    """The key of a record read back as a dict (see KEY_FIELDS)."""
+    return tuple((row.get(k) or 0) if k == "engine_start" else row.get(k) for k in KEY_FIELDS)
 
 
 FIELD_NAMES = {f.name for f in fields(Record)}
@@ -99,7 +111,7 @@ def read_records(run_dir: str | Path) -> list[dict[str, Any]]:
             row = json.loads(line)
         except json.JSONDecodeError:
             continue  # a line cut short by a crash
-        key = tuple(row.get(k) for k in ("backend", "workload", "mode", "case", "rep", "turn", "temperature"))
+        key = row_key(row)
         latest.pop(key, None)
         latest[key] = row
     return list(latest.values())
@@ -108,7 +120,7 @@ def read_records(run_dir: str | Path) -> list[dict[str, Any]]:
 def done_keys(run_dir: str | Path, backend: str) -> set[tuple]:
     """Keys of the cases this backend already measured (not skipped, not failed)."""
     return {
-        (r["workload"], r["mode"], r["case"], r["rep"], r["turn"], r["temperature"])
+        row_key(r)[1:]  # (engine_start, workload, mode, case, rep, turn, temperature) = Step.key()
         for r in read_records(run_dir)
         if r["backend"] == backend and not r.get("skipped") and not r.get("error")
     }

@@ -62,6 +62,7 @@ class Runner:
     # -- records ---------------------------------------------------------------------------
     def _record(self, step: Step, **kw) -> Record:
         values = {
+            "engine_start": step.engine_start,
             "workload": step.workload,
             "kind": step.kind,
             "mode": step.mode,
@@ -90,6 +91,8 @@ class Runner:
             computed_tokens=None if cached is None else len(prompt) - cached,
             ttft_ms=result.ttft_ms,
             decode_ms_per_token=result.decode_ms_per_token,
+            engine_ttft_ms=result.engine_ttft_ms,
+            engine_decode_ms_per_token=result.engine_decode_ms_per_token,
             e2e_ms=result.e2e_ms,
             output_tokens=len(out.token_ids),
             first_token_id=out.token_ids[0] if out.token_ids else None,

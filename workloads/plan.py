@@ -38,9 +38,10 @@ class Step:
     answer: str | None = None
     needs: list[str] = field(default_factory=list)  # Capabilities flags the step requires
     seed: int | None = None
+    engine_start: int = 0  # which engine start (child process) runs it: --starts K
 
     def key(self) -> tuple:
-        return (self.workload, self.mode, self.case, self.rep, self.turn, self.temperature)
+        return (self.engine_start, self.workload, self.mode, self.case, self.rep, self.turn, self.temperature)
 
 
 @dataclass
