@@ -29,7 +29,6 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-
 TTFT_DEFINITION = (
     "TTFT at the caller: from submitting the request (after the untimed cache reset and a device "
     "synchronization) to the first generated token being available to the calling code, the device "
@@ -212,6 +211,10 @@ class Backend(ABC):
     def environment(self) -> dict[str, Any]:
         """Engine facts for env.json (versions, effective engine config)."""
         return {}
+
+    def kv_cache_tokens(self) -> tuple[int | None, str]:
+        """KV-cache capacity in tokens for env.json, and where it came from (or why None)."""
+        return None, "not reported by this backend"
 
     # -- the one timing loop --------------------------------------------------------------
     def generate(self, request: Request) -> Result:

@@ -1,9 +1,11 @@
-"""One backend's share of a run, in its own process: ``python -m harness.child RUN_DIR BACKEND``.
+"""One engine start of one backend, in its own process: ``python -m harness.child RUN_DIR BACKEND [--start K]``.
 
 The parent (``compare.py``) wrote ``run.json`` (settings) and ``plan.json`` (every request as
 token ids) into RUN_DIR. This process imports only the chosen backend, starts it, replays the
-plan, and writes records and ``env/<backend>.json``. A backend that cannot be imported or
-started writes one ``skipped`` record per workload with the reason and exits 0.
+plan's steps of engine start K, and writes records and ``env/<backend>.json``: start 0 writes the
+whole file (packages, device, engine config), every start its entry in ``starts`` (start-up
+seconds, KV-cache capacity, peak device memory, wall time). A backend that cannot be imported or
+started writes one ``skipped`` record per workload of that start with the reason and exits 0.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from pathlib import Path
 
 import backends
 from backends.base import BackendSettings, BackendUnavailable
-from harness.env import device_facts, package_versions, write_json
+from harness.env import MemoryWatch, device_facts, package_versions, torch_peak_allocated_bytes, write_json
 from harness.records import Record, RecordWriter
 from harness.runner import Runner, console
 from workloads.plan import Plan
@@ -27,6 +29,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("run_dir", type=Path)
     parser.add_argument("backend")
+    parser.add_argument("--start", type=int, default=0, help="which engine start this process is (0-based)")
     args = parser.parse_args(argv)
     run = json.loads((args.run_dir / "run.json").read_text())
     plan = Plan.from_json((args.run_dir / "plan.json").read_text())
@@ -34,36 +37,70 @@ def main(argv: list[str] | None = None) -> int:
     base = {
         "run_id": run["run_id"],
         "backend": args.backend,
+        "engine_start": args.start,
         "model": settings.model_label,
         "random_weights": settings.random_weights,
     }
     env_path = args.run_dir / "env" / f"{args.backend}.json"
     env = {"packages": package_versions()}  # device facts after start(): they initialise CUDA
+    start = StartFacts(env_path, args.start)
 
+    memory = MemoryWatch()  # before anything touches the device
     started = time.perf_counter()
     try:
         backend = backends.load(args.backend)(settings)
         backend.start()
     except BackendUnavailable as exc:
-        return skip_all(args.run_dir, plan, base, env_path, env, str(exc))
+        return skip_all(args.run_dir, plan, base, env_path, env, str(exc), start)
     except Exception as exc:  # noqa: BLE001 - a failed start is reported, not raised
-        return skip_all(args.run_dir, plan, base, env_path, env, f"failed to start: {type(exc).__name__}: {exc}")
+        return skip_all(args.run_dir, plan, base, env_path, env, f"failed to start: {type(exc).__name__}: {exc}", start)
     startup_s = time.perf_counter() - started
-    env["process"] = device_facts()
+    memory.sample()
+    kv_tokens, kv_source = backend.kv_cache_tokens()
+    start.update(startup_s=startup_s, kv_cache_tokens=kv_tokens, kv_cache_tokens_source=kv_source)
+    if args.start == 0:
+        env["process"] = device_facts()
+        write_json(env_path, {**env, "engine": backend.environment(), "startup_s": startup_s, "starts": start.all()})
     base["backend_version"] = backend.version()
-    write_json(env_path, {**env, "engine": backend.environment(), "startup_s": startup_s})
-    console.print(f"{args.backend}: started in {startup_s:.1f} s")
-    runner = Runner(backend, plan, args.run_dir, base, resume=run["resume"])
+    console.print(f"{args.backend}: engine start {args.start} ready in {startup_s:.1f} s")
+    runner = Runner(backend, plan, args.run_dir, base, resume=run["resume"], engine_start=args.start)
+    runner.after_workload = memory.sample
+    overhead_s = None
     try:
         runner.run()
-        overhead_s = overhead_benchmark(backend, plan)
+        memory.sample()
+        if args.start == 0:
+            overhead_s = overhead_benchmark(backend, plan)
         engine = backend.environment()  # read before close(): some engines forget their config then
     finally:
+        start.update(**memory.facts(), torch_peak_allocated_bytes=torch_peak_allocated_bytes(),
+                     wall_s=time.perf_counter() - started,
+                     workload_wall_s={k: round(v, 2) for k, v in runner.wall_s.items()})
         backend.close()
-    write_json(env_path, {**env, "engine": engine, "startup_s": startup_s,
-                          "wall_s": time.perf_counter() - started, "overhead_benchmark_s": overhead_s,
-                          "workload_wall_s": {k: round(v, 2) for k, v in runner.wall_s.items()}})
+    if args.start == 0:
+        write_json(env_path, {**env, "engine": engine, "startup_s": startup_s,
+                              "wall_s": time.perf_counter() - started, "overhead_benchmark_s": overhead_s,
+                              "workload_wall_s": {k: round(v, 2) for k, v in runner.wall_s.items()},
+                              "starts": start.all()})
     return 0
+
+
+class StartFacts:
+    """This engine start's entry in ``env/<backend>.json`` ``starts`` (a list ordered by start),
+    written into the file at once so that a crash keeps what was known."""
+
+    def __init__(self, env_path: Path, engine_start: int) -> None:
+        self.path, self.facts = env_path, {"engine_start": engine_start}
+
+    def all(self) -> list[dict]:
+        doc = json.loads(self.path.read_text()) if self.path.exists() else {}
+        others = [s for s in doc.get("starts", []) if s.get("engine_start") != self.facts["engine_start"]]
+        return sorted([*others, self.facts], key=lambda s: s["engine_start"])
+
+    def update(self, **facts) -> None:
+        self.facts.update(facts)
+        doc = json.loads(self.path.read_text()) if self.path.exists() else {}
+        write_json(self.path, {**doc, "starts": self.all()})
 
 
 def overhead_benchmark(backend, plan: Plan) -> float | None:
@@ -82,12 +119,14 @@ def overhead_benchmark(backend, plan: Plan) -> float | None:
     return time.perf_counter() - started
 
 
-def skip_all(run_dir: Path, plan: Plan, base: dict, env_path: Path, env: dict, reason: str) -> int:
+def skip_all(run_dir: Path, plan: Plan, base: dict, env_path: Path, env: dict, reason: str, start: StartFacts) -> int:
     console.print(f"[yellow]{base['backend']}: skipped: {reason}[/]")
     with RecordWriter(run_dir) as writer:
-        for workload in plan.workloads():
+        for workload in plan.workloads(base["engine_start"]):
             writer.write(Record(**base, workload=workload, skipped=reason))
-    write_json(env_path, {**env, "process": device_facts(), "skipped": reason})
+    start.update(skipped=reason)
+    if base["engine_start"] == 0:
+        write_json(env_path, {**env, "process": device_facts(), "skipped": reason, "starts": start.all()})
     return 0
 
 

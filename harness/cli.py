@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import json
 import os
 import signal
 import subprocess
@@ -19,9 +20,10 @@ import time
 from pathlib import Path
 
 import backends
+from backends.base import TIMING_DEFINITIONS
 from harness import models
-from harness.env import git_commit, merge_env, sha, write_json
-from harness.records import RECORDS, read_records
+from harness.env import commit_provenance, merge_env, sha, write_json
+from harness.records import RECORDS, done_keys, read_records
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -72,6 +74,10 @@ def parser() -> argparse.ArgumentParser:
                         "2: a mistake in a file")
     p.add_argument("--out", type=Path, default=None, help="run directory (default: runs/<date-time>)")
     p.add_argument("--repeats", type=int, default=5, help="timed repeats per case (default: 5)")
+    p.add_argument("--starts", type=int, default=1, metavar="K",
+                   help="start each backend's engine K times, a fresh process each (default: 1): start 0 runs "
+                        "every workload, starts 1..K-1 the sweep and the conversation again, so the report can "
+                        "show the spread across engine starts beside the spread within one")
     p.add_argument("--json-calls", type=int, default=None, metavar="N",
                    help="override calls per temperature of json workloads (default: the file's, 16)")
     p.add_argument("--random-weights", action="store_true",
@@ -145,9 +151,22 @@ def resolve_device(device: str, dtype: str) -> tuple[str, str]:
 
 
 # --- running ----------------------------------------------------------------------------------
-def run_child(run_dir: Path, backend: str, python: str) -> int:
+def all_recorded(run_dir: Path, backend: str, plan, start: int) -> bool:
+    """True when every timed request of this engine start is recorded (``--resume``: no engine start needed)."""
+    done = done_keys(run_dir, backend)
+    steps = [s for g in plan.groups if not g.warmup for s in g.steps if s.engine_start == start]
+    return bool(steps) and all(s.key() in done for s in steps)
+
+
+def backend_skipped(run_dir: Path, backend: str) -> bool:
+    path = run_dir / "env" / f"{backend}.json"
+    return path.exists() and "skipped" in json.loads(path.read_text())
+
+
+def run_child(run_dir: Path, backend: str, python: str, start: int = 0) -> int:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
-    proc = subprocess.Popen([python, "-m", "harness.child", str(run_dir), backend], cwd=ROOT, env=env)
+    command = [python, "-m", "harness.child", str(run_dir), backend, "--start", str(start)]
+    proc = subprocess.Popen(command, cwd=ROOT, env=env)
     try:
         return proc.wait()
     except KeyboardInterrupt:
@@ -174,11 +193,14 @@ def main(argv: list[str] | None = None) -> int:
 def _main(args: argparse.Namespace) -> int:
     from workloads import BUILTIN, WorkloadFileError, build_plan, hashes, load_workloads
     from workloads import lint as prefix_lint
+    from workloads.plan import ORDER_DESCRIPTION
 
     names = parse_backends(args.backend)
     pythons = parse_pythons(args.python)
     if args.repeats < 1:
         raise UsageError(f"--repeats must be at least 1 (got {args.repeats})")
+    if args.starts < 1:
+        raise UsageError(f"--starts must be at least 1 (got {args.starts})")
     if args.json_calls is not None and args.json_calls < 1:
         raise UsageError(f"--json-calls must be at least 1 (got {args.json_calls})")
     workload_names = args.workloads.split(",") if args.workloads else ([] if args.workload_file else None)
@@ -203,14 +225,17 @@ def _main(args: argparse.Namespace) -> int:
 
     tokenizer = load_tokenizer(args.model, model.path)
     renderer = Renderer(tokenizer)
-    plan_json = build_plan(specs, renderer, args.repeats).to_json()
+    plan = build_plan(specs, renderer, args.repeats, args.starts)
+    plan_json = plan.to_json()
     stability = prefix_lint.check_all(specs, renderer)
     lint_lines, unstable = prefix_lint.report(specs, stability)
     if unstable:
         print("\n".join(lint_lines), file=sys.stderr)
     plan_path = out / "plan.json"
     if args.resume and plan_path.exists() and sha(plan_path.read_text()) != sha(plan_json):
-        raise UsageError(f"--resume: the plan in {out} differs from this command's (workloads, repeats or model changed)")
+        raise UsageError(
+            f"--resume: the plan in {out} differs from this command's (workloads, repeats, starts or model changed)"
+        )
     plan_path.write_text(plan_json)
 
     settings = {
@@ -219,12 +244,17 @@ def _main(args: argparse.Namespace) -> int:
         "max_model_len": args.max_model_len, "base_url": args.base_url, "api_key_env": args.api_key_env,
         "request_timeout_s": args.request_timeout,
     }
+    commit, commit_source = commit_provenance(ROOT)
     run_env = {
         "run_id": out.name,
         "started": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "argv": sys.argv[1:] if argv_is_cli() else None,
         "args": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
-        "git_commit": git_commit(ROOT),
+        "git_commit": commit,
+        "git_commit_source": commit_source,
+        "timing_definitions": TIMING_DEFINITIONS,
+        "order": ORDER_DESCRIPTION,
+        "starts": args.starts,
         "model": {"label": model.label, "path": model.path, "builtin": model.builtin,
                   "config_hash": models.config_hash(model.path), "random_weights": settings["random_weights"],
                   "params": models.param_count(model.path), "dtype_bytes": models.DTYPE_BYTES[dtype]},
@@ -241,13 +271,20 @@ def _main(args: argparse.Namespace) -> int:
 
     timings: dict[str, float] = {}
     for name in names:
-        print(f"== {name} ==", flush=True)
         started = time.perf_counter()
-        code = run_child(out, name, pythons.get(name, sys.executable))
+        for start in range(args.starts):
+            print(f"== {name}" + (f" (engine start {start + 1} of {args.starts})" if args.starts > 1 else "") + " ==",
+                  flush=True)
+            if args.resume and all_recorded(out, name, plan, start):
+                print(f"{name}: engine start {start}: every request already recorded", flush=True)
+                continue
+            code = run_child(out, name, pythons.get(name, sys.executable), start)
+            if code != 0:
+                print(f"{name}: its process exited with code {code}; records written so far are kept "
+                      f"(rerun with --resume to finish)", file=sys.stderr)
+            if start == 0 and backend_skipped(out, name):
+                break  # not installed / failed to start: another start would say the same
         timings[name] = round(time.perf_counter() - started, 1)
-        if code != 0:
-            print(f"{name}: its process exited with code {code}; records written so far are kept "
-                  f"(rerun with --resume to finish)", file=sys.stderr)
         merge_env(out, {**run_env, "wall_s": timings})
 
     rows = read_records(out)

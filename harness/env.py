@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import platform
 import subprocess
 import sys
@@ -27,6 +28,27 @@ def package_versions() -> dict[str, str | None]:
         except metadata.PackageNotFoundError:
             versions[name] = None
     return versions
+
+
+COMMIT_FILE = ".lca-commit"  # written next to compare.py where a copy of the tree has no .git (the device)
+
+
+def commit_provenance(repo: Path) -> tuple[str | None, str | None]:
+    """(commit, where it came from): ``git`` where the tree is a checkout; else the ``LCA_GIT_COMMIT``
+    variable, else the first line of ``.lca-commit`` at the root (both set by whoever copied the tree
+    to a machine without .git, e.g. benchmarks/h200/study.sh); else (None, None)."""
+    commit = git_commit(repo)
+    if commit:
+        return commit, "git"
+    passed = os.environ.get("LCA_GIT_COMMIT", "").strip()
+    if passed:
+        return passed, "LCA_GIT_COMMIT"
+    path = repo / COMMIT_FILE
+    if path.is_file():
+        lines = path.read_text(encoding="utf-8").strip().splitlines()
+        if lines and lines[0].strip():
+            return lines[0].strip(), COMMIT_FILE
+    return None, None
 
 
 def git_commit(repo: Path) -> str | None:
@@ -72,6 +94,61 @@ def _driver_version() -> str | None:
     except (OSError, subprocess.TimeoutExpired):
         return None
     return out.stdout.strip().splitlines()[0] if out.returncode == 0 and out.stdout.strip() else None
+
+
+def gpu_memory_used_bytes() -> int | None:
+    """Device memory in use on GPU 0, all processes (``nvidia-smi memory.used``); None without one.
+    Read without initialising CUDA in this process, so it can be read before an engine starts."""
+    try:
+        out = subprocess.run(
+            ["nvidia-smi", "--query-gpu=memory.used", "--format=csv,noheader,nounits", "--id=0"],
+            capture_output=True, text=True, timeout=20,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    try:
+        return int(float(out.stdout.strip().splitlines()[0])) * 2**20 if out.returncode == 0 else None
+    except (ValueError, IndexError):
+        return None
+
+
+class MemoryWatch:
+    """Peak device memory of one engine start: ``memory.used`` sampled at the points the child asks
+    (after start, after every workload, after the run) minus what was in use before the start."""
+
+    SOURCE = ("nvidia-smi memory.used on GPU 0 (all processes), the most of the samples after start, after every "
+              "workload and after the run, minus the memory in use before the engine started")
+
+    def __init__(self) -> None:
+        self.before = gpu_memory_used_bytes()
+        self.samples: list[int] = []
+
+    def sample(self) -> None:
+        used = gpu_memory_used_bytes()
+        if used is not None:
+            self.samples.append(used)
+
+    def facts(self) -> dict[str, Any]:
+        if self.before is None or not self.samples:
+            return {"peak_gpu_memory_bytes": None, "peak_gpu_memory_source": "no GPU memory reading (no nvidia-smi)"}
+        peak = max(self.samples) - self.before
+        if peak <= 0:
+            return {"peak_gpu_memory_bytes": None,
+                    "peak_gpu_memory_source": "memory.used did not rise above its value before the start"}
+        return {"peak_gpu_memory_bytes": peak, "peak_gpu_memory_source": self.SOURCE,
+                "gpu_memory_before_start_bytes": self.before}
+
+
+def torch_peak_allocated_bytes() -> int | None:
+    """``torch.cuda.max_memory_allocated()`` of this process, where torch has CUDA initialised here."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    if not torch.cuda.is_available() or not torch.cuda.is_initialized():
+        return None
+    peak = torch.cuda.max_memory_allocated()
+    return peak or None
 
 
 def write_json(path: Path, data: dict[str, Any]) -> None:

@@ -1,7 +1,9 @@
 """Replay a plan on one backend and write one record per request (runs inside the child process).
 
-For every block of the plan (a workload mode, a sweep length...) the runner skips what
-``--resume`` finds done, runs the block's warm-up untimed, then each group in order. A step
+The runner replays the groups of its engine start in plan order (N and modes interleaved
+within a repeat, see ``workloads.plan``), skips what ``--resume`` finds done, and runs a
+block's warm-ups (a workload mode, a sweep length...) untimed before the block's first group
+that still has to run. A step
 that needs a capability the backend lacks becomes a ``skipped`` record with the reason; an
 exception becomes an ``error`` record (the rest of a conversation repeat is then abandoned,
 since its cache state is unknown) and the run goes on.
@@ -12,6 +14,7 @@ from __future__ import annotations
 import time
 import traceback
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import fields
 from pathlib import Path
 
@@ -50,9 +53,13 @@ def missing_capability(step: Step, caps: Capabilities) -> str | None:
 
 
 class Runner:
-    def __init__(self, backend: Backend, plan: Plan, run_dir: Path, base: dict, resume: bool) -> None:
+    def __init__(
+        self, backend: Backend, plan: Plan, run_dir: Path, base: dict, resume: bool, engine_start: int = 0
+    ) -> None:
         self.backend = backend
         self.plan = plan
+        self.engine_start = engine_start
+        self.after_workload: Callable[[], None] = lambda: None  # e.g. sample device memory
         self.base = base  # run_id, backend, backend_version, model, random_weights
         self.done = done_keys(run_dir, backend.name) if resume else set()
         self.writer = RecordWriter(run_dir)
@@ -74,7 +81,7 @@ class Runner:
             "shared_prefix_tokens": step.shared_prefix_tokens,
             "prefix_break": step.prefix_break,
         }
-        return Record(**self.base, **{**values, **kw})
+        return Record(**{**self.base, **values, **kw})
 
     def _measured(self, step: Step, result: Result) -> Record:
         out = result.output
@@ -113,41 +120,52 @@ class Runner:
 
     # -- running ---------------------------------------------------------------------------
     def run(self) -> None:
-        blocks: dict[str, list[Group]] = defaultdict(list)
-        for group in self.plan.groups:
-            blocks[group.block].append(group)
-        total = sum(len(g.steps) for g in self.plan.groups if not g.warmup)
-        columns = (TextColumn(f"[bold]{self.backend.name}[/]"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+        """The groups of this engine start in plan order (the plan interleaves N and modes within a
+        repeat); a block's warm-ups run once, untimed, before its first group that still has to run."""
+        groups = [g for g in self.plan.groups if g.steps[0].engine_start == self.engine_start]
+        todo_blocks = {g.block for g in groups if not g.warmup and self._todo(g)}
+        total = sum(len(g.steps) for g in groups if not g.warmup)
+        columns = (TextColumn(f"[bold]{self.label}[/]"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+        skipped: set[str] = set()
         with Progress(*columns, console=console, transient=False) as progress:
             task = progress.add_task("requests", total=total)
-            for block, groups in blocks.items():
+            for i, group in enumerate(groups):
                 started = time.perf_counter()
-                self._run_block(block, groups, progress, task)
-                self.wall_s[groups[0].steps[0].workload] += time.perf_counter() - started
+                if group.block not in todo_blocks or group.block in skipped:
+                    progress.advance(task, 0 if group.warmup else len(group.steps))
+                elif self._skip_block(group, progress):
+                    skipped.add(group.block)
+                    progress.advance(task, 0 if group.warmup else len(group.steps))
+                elif group.warmup:
+                    self._run_group(group, record=False)
+                elif self._todo(group):
+                    records = self._run_group(group, record=True)
+                    progress.console.print(f"  {group.block} {summary(records)}")
+                    progress.advance(task, len(group.steps))
+                else:
+                    progress.advance(task, len(group.steps))
+                workload = group.steps[0].workload
+                self.wall_s[workload] += time.perf_counter() - started
+                if i + 1 == len(groups) or groups[i + 1].steps[0].workload != workload:
+                    self.after_workload()
         self.writer.close()
+
+    @property
+    def label(self) -> str:
+        return self.backend.name + (f" #{self.engine_start}" if self.engine_start else "")
 
     def _todo(self, group: Group) -> bool:
         return not all(s.key() in self.done for s in group.steps)
 
-    def _run_block(self, block: str, groups: list[Group], progress: Progress, task) -> None:
-        timed = [g for g in groups if not g.warmup]
-        todo = [g for g in timed if self._todo(g)]
-        progress.advance(task, sum(len(g.steps) for g in timed if g not in todo))
-        if not todo:
-            return
-        missing = missing_capability(todo[0].steps[0], self.backend.capabilities)
-        if missing:
-            reason = f"{self.backend.name} does not support {missing.replace('_', ' ')}"
-            self.writer.write(self._record(todo[0].steps[0], skipped=reason, case=None, rep=None, turn=None))
-            progress.console.print(f"  {block}: skipped ({reason})")
-            progress.advance(task, sum(len(g.steps) for g in todo))
-            return
-        for group in (g for g in groups if g.warmup):
-            self._run_group(group, record=False)
-        for group in todo:
-            records = self._run_group(group, record=True)
-            progress.advance(task, len(group.steps))
-            progress.console.print(f"  {block} {summary(records)}")
+    def _skip_block(self, group: Group, progress: Progress) -> bool:
+        """True (and one ``skipped`` record for the block) when the backend lacks what the block needs."""
+        missing = missing_capability(group.steps[0], self.backend.capabilities)
+        if not missing:
+            return False
+        reason = f"{self.backend.name} does not support {missing.replace('_', ' ')}"
+        self.writer.write(self._record(group.steps[0], skipped=reason, case=None, rep=None, turn=None))
+        progress.console.print(f"  {group.block}: skipped ({reason})")
+        return True
 
     def _run_group(self, group: Group, record: bool) -> list[Record]:
         records = []

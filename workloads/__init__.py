@@ -1,7 +1,7 @@
 """Workloads: the four built-in studies (files in ``builtin/``) and user files in the same format.
 
     specs = load_workloads(["conversation", "sweep"], ["my_study.yaml"])   # checked, or WorkloadFileError
-    plan = build_plan(specs, renderer, repeats=5)      # every request, as token ids
+    plan = build_plan(specs, renderer, repeats=5, starts=2)   # every request, as token ids
 
 The file format is ``spec.py`` (pydantic), read by ``loader.py`` (line numbers, transcripts);
 ``lint.py`` checks that each conversation turn's prompt extends the previous one.
@@ -15,7 +15,7 @@ from pathlib import Path
 from harness.chat import Renderer
 from workloads import conversation, json_extraction, sweep, template
 from workloads.loader import WorkloadFileError, file_hash, hashes, load_file
-from workloads.plan import Plan
+from workloads.plan import REPEATED_KINDS, Plan
 from workloads.spec import WorkloadSpec
 
 __all__ = [
@@ -60,10 +60,20 @@ def load_workloads(builtin: Iterable[str], files: Iterable[str | Path]) -> list[
     return specs
 
 
-def build_plan(specs: Iterable[WorkloadSpec], renderer: Renderer, repeats: int) -> Plan:
+def build_plan(specs: Iterable[WorkloadSpec], renderer: Renderer, repeats: int, starts: int = 1) -> Plan:
+    """Every request of every engine start: start 0 runs every workload, later starts the kinds in
+    ``REPEATED_KINDS`` (each step says its start in ``Step.engine_start``)."""
+    specs = list(specs)
     plan = Plan()
-    for spec in specs:
-        PLANNERS[spec.kind](spec, renderer, plan, repeats)
+    for start in range(starts):
+        for spec in specs:
+            if start and spec.kind not in REPEATED_KINDS:
+                continue
+            first = len(plan.groups)
+            PLANNERS[spec.kind](spec, renderer, plan, repeats, start=start)
+            for group in plan.groups[first:]:
+                for step in group.steps:
+                    step.engine_start = start
     return plan
 
 

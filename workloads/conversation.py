@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from harness.chat import Renderer, common_prefix_len
-from workloads.plan import Group, Plan, Step
+from workloads.plan import Group, Plan, Step, rotated
 from workloads.spec import ConversationSpec
 
 MODES = ("full", "cached")
@@ -50,7 +50,9 @@ def render_turns(spec: ConversationSpec, renderer: Renderer) -> list[list[int]]:
     return [renderer.chat_ids(messages, spec.tools) for messages in turn_messages(spec)]
 
 
-def plan(spec: ConversationSpec, renderer: Renderer, out: Plan, repeats: int) -> None:
+def plan(spec: ConversationSpec, renderer: Renderer, out: Plan, repeats: int, start: int = 0) -> None:
+    """Warm-ups of both modes first; then each repeat runs ``full`` and ``cached`` once, the order
+    alternating from repeat to repeat. Every group starts from an empty cache."""
     prompts = render_turns(spec, renderer)
     keys = [out.add_prompt(p) for p in prompts]
     shared = [None] + [common_prefix_len(a, b) for a, b in zip(prompts, prompts[1:], strict=False)]
@@ -77,6 +79,7 @@ def plan(spec: ConversationSpec, renderer: Renderer, out: Plan, repeats: int) ->
         ]
 
     for mode in MODES:
-        block = f"{spec.name}/{mode}"
-        out.groups.append(Group(block=block, steps=turn_steps(mode, rep=-1), warmup=True, reset_cache=True))
-        out.groups.extend(Group(block=block, steps=turn_steps(mode, rep), reset_cache=True) for rep in range(repeats))
+        out.groups.append(Group(block=f"{spec.name}/{mode}", steps=turn_steps(mode, rep=-1), warmup=True, reset_cache=True))
+    for rep in range(repeats):
+        for mode in rotated(MODES, rep + start):
+            out.groups.append(Group(block=f"{spec.name}/{mode}", steps=turn_steps(mode, rep), reset_cache=True))

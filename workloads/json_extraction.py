@@ -12,7 +12,7 @@ import json
 from typing import Any
 
 from harness.chat import Renderer
-from workloads.plan import Group, Plan, Step, call_seed
+from workloads.plan import Group, Plan, Step, call_seed, rotated
 from workloads.spec import JsonSpec
 
 
@@ -30,17 +30,21 @@ def score(text: str, schema: dict[str, Any], expected: dict[str, Any] | None) ->
     return valid, correct
 
 
-def plan(spec: JsonSpec, renderer: Renderer, out: Plan, repeats: int) -> None:  # noqa: ARG001 - calls are fixed
+def plan(spec: JsonSpec, renderer: Renderer, out: Plan, repeats: int, start: int = 0) -> None:  # noqa: ARG001 - calls are fixed
+    """Warm-ups of every mode first; then, per temperature and call, every mode once, in an order
+    rotated from call to call (the grammar cost is a difference between modes: drift must not
+    land on one of them)."""
+    steps_of: dict[str, Any] = {}
     for mode in spec.modes:
         keys = [
             out.add_prompt(renderer.chat_ids([{"role": "user", "content": mode.prompt.replace("{input}", c.input)}]))
             for c in spec.cases
         ]
-        block = f"{spec.name}/{mode.name}"
         needs = ["grammar"] if mode.grammar else []
 
         def step(
-            i: int, t: float, rep: int, *, top_logprobs: int = 0, mode_name: str = mode.name, keys: list[str] = keys, **kw: Any
+            i: int, t: float, rep: int, *, top_logprobs: int = 0, mode_name: str = mode.name, keys: list[str] = keys,
+            grammar: bool = mode.grammar, needs: list[str] = needs,
         ) -> Step:
             c = i % len(spec.cases)
             return Step(
@@ -57,19 +61,23 @@ def plan(spec: JsonSpec, renderer: Renderer, out: Plan, repeats: int) -> None:  
                 top_logprobs=top_logprobs,
                 expected=spec.cases[c].expected,
                 seed=call_seed(spec.name, mode_name, c, rep, t),
-                **kw,
+                grammar=grammar,
+                needs=list(needs),
             )
 
-        grammar = {"grammar": mode.grammar, "needs": needs}
+        steps_of[mode.name] = step
         # Warm-up in the shapes the timed calls take: step-0 top-k logprobs and a sampled call; an engine
         # compiles a kernel on the first of each (vLLM 0.26 on an H200: +260 ms and +115 ms, once).
-        warm = [step(0, 0.0, -1, top_logprobs=spec.top_logprobs, **grammar)]
+        warm = [step(0, 0.0, -1, top_logprobs=spec.top_logprobs)]
         sampled = [t for t in spec.temperatures if t > 0]
         if sampled:
-            warm.append(step(1, sampled[0], -1, **grammar))
-        out.groups.append(Group(block=block, steps=warm, warmup=True))
-        for t_index, t in enumerate(spec.temperatures):
-            for i in range(spec.calls_per_temperature):
-                first = t_index == 0 and i == 0  # one call per mode records the step-0 candidates
-                s = step(i, t, i // len(spec.cases), top_logprobs=spec.top_logprobs if first else 0, **grammar)
-                out.groups.append(Group(block=block, steps=[s]))
+            warm.append(step(1, sampled[0], -1))
+        out.groups.append(Group(block=f"{spec.name}/{mode.name}", steps=warm, warmup=True))
+    call = 0
+    for t_index, t in enumerate(spec.temperatures):
+        for i in range(spec.calls_per_temperature):
+            first = t_index == 0 and i == 0  # one call per mode records the step-0 candidates
+            for name in rotated([m.name for m in spec.modes], call + start):
+                s = steps_of[name](i, t, i // len(spec.cases), top_logprobs=spec.top_logprobs if first else 0)
+                out.groups.append(Group(block=f"{spec.name}/{name}", steps=[s]))
+            call += 1

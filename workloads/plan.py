@@ -4,6 +4,12 @@ The harness builds the plan once (tokenizer only, no weights) and every backend'
 process replays it, so all backends see the same prompts in the same order. Steps are grouped:
 a group runs as a unit (a conversation repeat keeps its cache from turn to turn), and warm-up
 groups run untimed before the groups of their block, only when one of those still has to run.
+
+Order (:data:`ORDER_DESCRIPTION`): each workload lists its warm-ups first, then its repeats; within
+a repeat every variant (sweep length N, conversation mode, JSON mode, template format) runs once,
+in an order rotated by one place from repeat to repeat (:func:`rotated`), so drift during a run
+shows up as spread across repeats rather than as an effect of N or of the mode. With ``--starts
+K``, every step carries the engine start (a fresh child process) that runs it (:data:`REPEATED_KINDS`).
 """
 
 from __future__ import annotations
@@ -74,8 +80,34 @@ class Plan:
         ]
         return cls(prompts={k: list(v) for k, v in data["prompts"].items()}, groups=groups)
 
-    def workloads(self) -> list[str]:
-        return list(dict.fromkeys(s.workload for g in self.groups for s in g.steps))
+    def workloads(self, engine_start: int | None = None) -> list[str]:
+        return list(dict.fromkeys(
+            s.workload for g in self.groups for s in g.steps if engine_start in (None, s.engine_start)
+        ))
+
+    def starts(self) -> int:
+        """How many engine starts the plan asks for."""
+        return 1 + max((g.steps[0].engine_start for g in self.groups), default=0)
+
+
+ORDER_DESCRIPTION = (
+    "within a repeat each variant (sweep length, conversation mode, JSON mode, template format) runs once, "
+    "in an order rotated by one place from repeat to repeat (and from engine start to engine start), "
+    "so drift during a run shows as spread, not as an effect of N or of the mode"
+)
+# Kinds measured again in every engine start after the first (--starts K): the latency figures the
+# summary compares. JSON and template record validity and answers, which a restart does not change,
+# and they are the long ones: start 0 alone runs them.
+REPEATED_KINDS = ("sweep", "conversation")
+
+
+def rotated(items: list | tuple, turn: int) -> list:
+    """``items`` rotated left by ``turn`` places: repeat r runs the variants in the order r, r+1, ..."""
+    items = list(items)
+    if not items:
+        return items
+    k = turn % len(items)
+    return items[k:] + items[:k]
 
 
 def call_seed(*parts: object) -> int:

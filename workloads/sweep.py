@@ -2,12 +2,13 @@
 
 EOS is ignored so every call decodes the same number of tokens. Every request starts from an
 empty prefix cache: sweep prompts share prefixes with each other and with their own warm-up.
+The warm-ups of every N come first; then each repeat runs every N once, in a rotated order.
 """
 
 from __future__ import annotations
 
 from harness.chat import Renderer
-from workloads.plan import Group, Plan, Step
+from workloads.plan import Group, Plan, Step, rotated
 from workloads.spec import SweepSpec
 
 
@@ -20,27 +21,27 @@ def filler_ids(text: str, renderer: Renderer, length: int) -> list[int]:
     return ids
 
 
-def plan(spec: SweepSpec, renderer: Renderer, out: Plan, repeats: int) -> None:
+def plan(spec: SweepSpec, renderer: Renderer, out: Plan, repeats: int, start: int = 0) -> None:
     if spec.filler is None:
         raise ValueError(f"sweep {spec.name!r}: filler_file not loaded (read the file with workloads.load_file)")
     ids = filler_ids(spec.filler, renderer, max(spec.lengths))
-    for n in spec.lengths:
-        key = out.add_prompt(ids[:n])
-        block = f"{spec.name}/N={n}"
+    keys = {n: out.add_prompt(ids[:n]) for n in spec.lengths}
 
-        def step(rep: int, n: int = n, key: str = key) -> Step:
-            return Step(
-                workload=spec.name,
-                kind="sweep",
-                mode="greedy",
-                case=f"N={n}",
-                prompt=key,
-                max_new_tokens=spec.decode_tokens,
-                rep=rep,
-                temperature=0.0,
-                ignore_eos=True,
-            )
+    def step(n: int, rep: int) -> Step:
+        return Step(
+            workload=spec.name,
+            kind="sweep",
+            mode="greedy",
+            case=f"N={n}",
+            prompt=keys[n],
+            max_new_tokens=spec.decode_tokens,
+            rep=rep,
+            temperature=0.0,
+            ignore_eos=True,
+        )
 
-        if spec.warmup:
-            out.groups.append(Group(block=block, steps=[step(-1) for _ in range(spec.warmup)], warmup=True))
-        out.groups.extend(Group(block=block, steps=[step(rep)]) for rep in range(repeats))
+    if spec.warmup:
+        for n in spec.lengths:
+            out.groups.append(Group(block=f"{spec.name}/N={n}", steps=[step(n, -1) for _ in range(spec.warmup)], warmup=True))
+    for rep in range(repeats):
+        out.groups.extend(Group(block=f"{spec.name}/N={n}", steps=[step(n, rep)]) for n in rotated(spec.lengths, rep + start))

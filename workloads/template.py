@@ -8,7 +8,7 @@ for one prompt, the share of the last position's attention that lands on special
 from __future__ import annotations
 
 from harness.chat import Renderer
-from workloads.plan import Group, Plan, Step
+from workloads.plan import Group, Plan, Step, rotated
 from workloads.spec import TemplateFormat, TemplateSpec
 
 
@@ -23,10 +23,11 @@ def render(fmt: TemplateFormat, system: str, question: str, renderer: Renderer) 
     return renderer.text_ids(fmt.text.replace("{system}", system).replace("{question}", question))
 
 
-def plan(spec: TemplateSpec, renderer: Renderer, out: Plan, repeats: int) -> None:  # noqa: ARG001 - greedy, one call each
+def plan(spec: TemplateSpec, renderer: Renderer, out: Plan, repeats: int, start: int = 0) -> None:  # noqa: ARG001 - greedy, one call each
+    """Per question every format once, the order of the formats rotated from question to question."""
     steps = []
-    for fmt in spec.formats:
-        for qi, q in enumerate(spec.questions):
+    for qi, q in enumerate(spec.questions):
+        for fmt in rotated(spec.formats, qi + start):
             key = out.add_prompt(render(fmt, spec.system, q.question, renderer))
             steps.append(
                 Step(

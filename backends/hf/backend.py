@@ -123,6 +123,9 @@ class HFBackend(Backend):
             "grammar": "xgrammar.contrib.hf.LogitsProcessor" if self.capabilities.grammar else None,
         }
 
+    def kv_cache_tokens(self) -> tuple[int | None, str]:
+        return None, "no fixed KV pool: transformers grows a DynamicCache per request, up to free device memory"
+
     # -- one request ---------------------------------------------------------------------------
     def _generate(self, request: Request, clock: TokenClock) -> RawOutput:
         if request.want_attentions:

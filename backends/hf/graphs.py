@@ -61,6 +61,9 @@ class HFGraphsBackend(HFBackend):
             "static_cache_len": self.settings.max_model_len,
         }
 
+    def kv_cache_tokens(self) -> tuple[int | None, str]:
+        return self.settings.max_model_len, "StaticCache of one sequence, sized to --max-model-len"
+
     def _run(self, input_ids: torch.Tensor, max_new_tokens: int, streamer, **kwargs: Any):
         with torch.inference_mode():
             return self.model.generate(

@@ -18,16 +18,17 @@ One engine per process (it takes minutes to start on the GPU), radix cache on, p
   logprobs, grammar, prefix reuse), then flushes: SGLang compiles kernels on first use, and the
   plan's warm-ups (greedy, no logprobs) do not reach every path.
 
-Timing: SGLang 0.5.17 puts the scheduler's per-request timestamps into ``meta_info`` when
-``enable_metrics`` is on (see :mod:`backends.sglang.meta`): TTFT = request received by the
-tokenizer manager -> first token sampled on the scheduler, decode = first token -> request
-finished, over the tokens after the first. These are the engine's own clocks, so they are used
-(``engine-metrics``) and the request is not streamed (streaming sends every token through the
-detokenizer process and the event loop, which the default non-streamed path does every 50
-tokens). ``enable_metrics`` needs ``prometheus_client``; without it the request is streamed
-instead and the clock ticks at each chunk (``in-process-stream``: tokens as this process receives
-them, one IPC hop later). ``settings.options["timing"] = "engine" | "stream"`` forces either; the
-``max_tokens-differential`` is a last resort if the timestamps are missing.
+Timing: every request is streamed (``stream=True``, as ``Engine.generate(..., stream=True)`` does)
+and the clock ticks as each chunk reaches this process (``in-process-stream``): TTFT and decode at
+the caller, the definition every backend shares (``backends.base.TTFT_DEFINITION``). SGLang 0.5.17
+streams one chunk per token, each carrying all output ids so far (recorded on the H200:
+``tests/fixtures/sglang/meta_info.json``, case ``stream``). With ``enable_metrics`` (needs
+``prometheus_client``) the last chunk's ``meta_info`` also carries the scheduler's per-request
+timestamps (see :mod:`backends.sglang.meta`), kept beside as the engine's own figures: engine TTFT =
+request received by the tokenizer manager -> first token sampled on the scheduler, engine decode =
+first token -> request finished, over the tokens after the first.
+``settings.options["timing"] = "engine"`` forces ``enable_metrics`` on, ``"stream"`` off; the
+``max_tokens-differential`` is a last resort if no chunk arrives with tokens.
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ from backends.sglang.config import (
     logprob_kwargs,
     plain,
 )
-from backends.sglang.meta import engine_timing, flush_succeeded, to_raw_output
+from backends.sglang.meta import flush_succeeded, to_raw_output
 
 FLUSH_TIMEOUT_S = 30.0  # the scheduler refuses to flush until it is fully idle
 WARMUP_IDS = list(range(100, 164))  # any ids a vocabulary has; the answers are thrown away
@@ -133,7 +134,7 @@ class SGLangBackend(Backend):
             paths += [{"sampling_params": {**greedy, "max_new_tokens": 8, "json_schema": WARMUP_SCHEMA}}]
             paths += [{"sampling_params": {**sampled, "max_new_tokens": 8, "json_schema": WARMUP_SCHEMA}}]
         for fields in paths:
-            for _ in self._submit({"input_ids": WARMUP_IDS, **fields}, stream=not self.use_metrics):
+            for _ in self._submit({"input_ids": WARMUP_IDS, **fields}, stream=True):  # as the timed requests
                 pass
         self.reset_cache()
         self.flushes = 0
@@ -145,6 +146,12 @@ class SGLangBackend(Backend):
 
     def version(self) -> str | None:
         return getattr(self.sglang, "__version__", None)
+
+    def kv_cache_tokens(self) -> tuple[int | None, str]:
+        tokens = self.effective.get("max_total_num_tokens")
+        if isinstance(tokens, int) and not isinstance(tokens, bool):
+            return tokens, f"max_total_num_tokens ({self.config_source})"
+        return None, "max_total_num_tokens not in the server info"
 
     def _read_config(self) -> tuple[dict[str, Any], str]:
         """Effective settings: the scheduler's resolved config first, then what we constructed."""
@@ -174,9 +181,9 @@ class SGLangBackend(Backend):
             "cached_mode": "flush_cache() once per conversation repeat, then radix-cache reuse",
             "grammar_after_flush": "flush_cache() drops compiled grammars: the next constrained request "
             "compiles its schema again, inside its TTFT",
-            "timing": "engine-metrics: meta_info prefill_finished_time - request_received_ts; decode to request_finished_ts"
-            if self.use_metrics
-            else "in-process-stream: stream=True, the clock ticks per chunk received",
+            "timing": "in-process-stream: stream=True, the clock ticks per chunk received; "
+            + ("engine_ttft_ms = meta_info prefill_finished_time - request_received_ts, engine decode to "
+               "request_finished_ts" if self.use_metrics else "no engine figures (enable_metrics off)"),
             "sampling_seed": "sent; SGLang applies it only with enable_deterministic_inference",
             "request_path": "tokenizer_manager.generate_request(GenerateReqInput(return_prompt_token_ids=True))"
             if self.direct
@@ -210,9 +217,7 @@ class SGLangBackend(Backend):
             raise BackendUnavailable("sglang does not return attention weights")
         params = build_sampling_params(request)
         fields = {"input_ids": list(request.prompt_ids), "sampling_params": params, **logprob_kwargs(request)}
-        response = (
-            self._collect(fields, clock) if not self.use_metrics else next(self._submit(fields, stream=False))
-        )
+        response = self._collect(fields, clock)
         self.last_response = response
         return to_raw_output(
             response,
@@ -223,17 +228,25 @@ class SGLangBackend(Backend):
         )
 
     def _collect(self, fields: dict[str, Any], clock: TokenClock) -> dict[str, Any]:
-        """Stream one request, ticking the clock per chunk (chunks carry all output ids so far)."""
-        seen, last = 0, None
+        """Stream one request, ticking the clock per chunk (chunks carry all output ids so far).
+        The step-0 candidates are taken from the first chunk that has any, so they are position 0
+        whether a chunk's ``output_top_logprobs`` holds all positions so far or only its own."""
+        seen, last, first_top = 0, None, None
         for chunk in self._submit(fields, stream=True):
             n = len(chunk.get("output_ids") or [])
             if n > seen:
                 clock.tick(n - seen)
                 seen = n
+            top = (chunk.get("meta_info") or {}).get("output_top_logprobs")
+            if first_top is None and top:
+                first_top = top
             last = chunk
         if last is None:
             raise RuntimeError("sglang streamed no output")
-        return {**last, "output_ids": list(last.get("output_ids") or [])}
+        meta = dict(last.get("meta_info") or {})
+        if first_top is not None:
+            meta["output_top_logprobs"] = first_top
+        return {**last, "meta_info": meta, "output_ids": list(last.get("output_ids") or [])}
 
     def _submit(self, fields: dict[str, Any], stream: bool) -> Iterator[dict[str, Any]]:
         """Run ``fields`` as ``Engine.generate`` does, with the prompt echo and candidate texts on;
@@ -279,16 +292,11 @@ class SGLangBackend(Backend):
 
 
 def raw_generate_timed(backend: SGLangBackend, ids: list[int], new_tokens: int) -> tuple[Any, Any, float]:
-    """The public ``Engine.generate`` on ``ids`` (greedy, EOS ignored), timed as the adapter times
-    it: (TTFT ms, decode ms per token, wall-clock e2e ms). For ``benchmarks/overhead.py``."""
+    """The public ``Engine.generate(..., stream=True)`` on ``ids`` (greedy, EOS ignored), timed as the
+    adapter times it: (TTFT ms, decode ms per token, wall-clock e2e ms), all at the caller. For
+    ``benchmarks/overhead.py``."""
     params = {"max_new_tokens": new_tokens, "temperature": 0.0, "ignore_eos": True}
     clock = TokenClock(lambda: None)
-    if backend.use_metrics:
-        out = backend.engine.generate(input_ids=ids, sampling_params=params)
-        e2e = (time.perf_counter() - clock.start) * 1e3
-        meta = out.get("meta_info") or {}
-        ttft, decode, _ = engine_timing(meta, meta.get("completion_tokens"))
-        return ttft, decode, e2e
     seen = 0
     for chunk in backend.engine.generate(input_ids=ids, sampling_params=params, stream=True):
         n = len(chunk.get("output_ids") or [])

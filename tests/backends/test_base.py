@@ -1,4 +1,5 @@
-"""The one timing loop: which timing source wins, the differential, and the cache reset rule."""
+"""The one timing loop: the caller's clock (one TTFT for all), the engine's figures beside it, the
+differential, and the cache reset rule."""
 
 from __future__ import annotations
 
@@ -33,10 +34,19 @@ class Scripted(Backend):
         return out
 
 
-def test_engine_metrics_win_over_the_clock():
-    r = Scripted(engine=True, ticks=True).generate(Request([1], max_new_tokens=4))
-    assert (r.ttft_ms, r.decode_ms_per_token, r.timing_source) == (1.5, 0.5, "engine-metrics")
+def test_the_callers_clock_gives_ttft_and_the_engines_figures_stay_beside_it():
+    b = Scripted(engine=True, ticks=True)
+    b.clock_source = "engine-step"
+    r = b.generate(Request([1], max_new_tokens=4))
+    assert r.timing_source == "engine-step" and 9 <= r.ttft_ms < 30 and 9 <= r.decode_ms_per_token < 30
+    assert (r.engine_ttft_ms, r.engine_decode_ms_per_token) == (1.5, 0.5)
     assert r.e2e_ms >= 40
+
+
+def test_engine_figures_never_stand_in_for_the_common_ttft():
+    r = Scripted(engine=True).generate(Request([1], max_new_tokens=2))
+    assert (r.ttft_ms, r.decode_ms_per_token, r.timing_source) == (None, None, "e2e-only")
+    assert r.engine_ttft_ms == 1.5
 
 
 def test_clock_ticks_give_ttft_and_decode_over_the_later_tokens():

@@ -1,10 +1,11 @@
-"""Records: flushed per line, a torn last line ignored, the last record of a key wins."""
+"""Records: flushed per line, a torn last line ignored, the last record of a key wins, engine starts apart."""
 
 from __future__ import annotations
 
 import json
 
-from harness.records import Record, RecordWriter, done_keys, read_records
+from harness.records import KEY_FIELDS, Record, RecordWriter, done_keys, read_records
+from workloads.plan import Step
 
 
 def test_writer_flushes_and_reader_dedupes(tmp_path):
@@ -19,7 +20,7 @@ def test_writer_flushes_and_reader_dedupes(tmp_path):
     rows = read_records(tmp_path)
     assert len(rows) == 2
     assert [r["ttft_ms"] for r in rows if r["backend"] == "hf"] == [2.0]
-    assert done_keys(tmp_path, "hf") == {("sweep", "greedy", "N=64", 0, None, None)}
+    assert done_keys(tmp_path, "hf") == {(0, "sweep", "greedy", "N=64", 0, None, None)}
     assert done_keys(tmp_path, "vllm") == set()  # skipped is not done
 
 
@@ -30,3 +31,22 @@ def test_record_has_the_contract_fields():
                  "ttft_ms", "decode_ms_per_token", "output_tokens", "first_token_id", "output_text", "valid_json",
                  "clean", "timing_source", "error", "skipped"):
         assert name in row
+
+
+def test_engine_starts_are_separate_measurements_and_old_runs_read_as_start_0(tmp_path):
+    case = {"run_id": "r", "backend": "vllm", "workload": "sweep", "mode": "greedy", "case": "N=64", "rep": 0}
+    with RecordWriter(tmp_path) as w:
+        w.write(Record(**case, ttft_ms=1.0))
+        w.write(Record(**case, engine_start=1, ttft_ms=2.0))
+    with (tmp_path / "records.jsonl").open("a") as f:
+        f.write(json.dumps({**case, "ttft_ms": 3.0}) + "\n")  # a record of a run made before engine_start
+    rows = read_records(tmp_path)
+    assert sorted((r.get("engine_start") or 0, r["ttft_ms"]) for r in rows) == [(0, 3.0), (1, 2.0)]
+    assert "engine_start" in KEY_FIELDS and Record(**case, engine_start=1).key()[1] == 1
+    step = Step(workload="sweep", kind="sweep", mode="greedy", case="N=64", prompt="p", max_new_tokens=1, rep=0)
+    assert done_keys(tmp_path, "vllm") == {step.key(), Step(**{**step.__dict__, "engine_start": 1}).key()}
+
+
+def test_record_carries_the_engines_own_figures_beside_the_common_ones():
+    row = Record(run_id="r", backend="vllm").__dict__
+    assert {"engine_start", "engine_ttft_ms", "engine_decode_ms_per_token"} <= set(row)
