@@ -6,8 +6,11 @@ directly and timed the same way:
 
 - hf: a hand-written prefill + decode loop of ``model(...)`` forward passes (argmax), the device
   synchronized at every token, as the adapter's streamer does;
-- vllm: ``LLM.generate`` on the same ``TokensPrompt``, TTFT/decode from ``RequestOutput.metrics``;
-- sglang: ``Engine.generate`` on the same ``input_ids``, timed like the adapter times it.
+- vllm: the engine's own loop, ``LLMEngine.add_request`` + ``step()`` (what ``LLM.generate`` runs),
+  with cumulative outputs, stamped at the caller as tokens arrive, as the adapter does;
+- sglang: ``Engine.generate(..., stream=True)`` on the same ``input_ids``, stamped per chunk.
+
+All three are timed at the caller, as the study's ``ttft_ms`` is (``backends.base.TTFT_DEFINITION``).
 
 It runs inside a study's child process, after the study (no second engine start), when the
 child finds ``LCA_OVERHEAD_DIR`` in its environment (it writes ``overhead-<backend>.json``
@@ -56,14 +59,21 @@ def raw_hf(backend: Any, ids: list[int], new_tokens: int) -> tuple[float, float,
 
 
 def raw_vllm(backend: Any, ids: list[int], new_tokens: int) -> tuple[float, float, float]:
-    from backends.vllm.backend import engine_timing
+    from vllm.sampling_params import RequestOutputKind
 
+    engine = backend.llm.llm_engine
     params = backend._SamplingParams(max_tokens=new_tokens, temperature=0.0, ignore_eos=True)
+    params.output_kind = RequestOutputKind.CUMULATIVE
     t0 = time.perf_counter()
-    out = backend.llm.generate([backend._TokensPrompt(prompt_token_ids=ids)], params, use_tqdm=False)[0]
-    e2e = (time.perf_counter() - t0) * 1e3
-    ttft, decode, _ = engine_timing(out.metrics)
-    return ttft, decode, e2e
+    engine.add_request(f"raw-{t0}", backend._TokensPrompt(prompt_token_ids=ids), params)
+    stamps, seen = [], 0
+    while engine.has_unfinished_requests():
+        for out in engine.step():
+            n = len(out.outputs[0].token_ids)
+            stamps += [time.perf_counter()] * (n - seen)
+            seen = max(seen, n)
+    ttft = (stamps[0] - t0) * 1e3
+    return ttft, (stamps[-1] - stamps[0]) * 1e3 / (len(stamps) - 1), (stamps[-1] - t0) * 1e3
 
 
 RAW: dict[str, Callable[[Any, list[int], int], tuple[float, float, float]]] = {

@@ -54,7 +54,8 @@ def commit_provenance(repo: Path) -> tuple[str | None, str | None]:
 def git_commit(repo: Path) -> str | None:
     try:
         out = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10)
-        dirty = subprocess.run(["git", "-C", str(repo), "status", "--porcelain"], capture_output=True, text=True, timeout=10)
+        dirty = subprocess.run(["git", "-C", str(repo), "status", "--porcelain", "--", ".", f":!{COMMIT_FILE}"],
+                               capture_output=True, text=True, timeout=10)
     except (OSError, subprocess.TimeoutExpired):
         return None
     if out.returncode != 0:

@@ -269,6 +269,49 @@ def test_recorded_public_generate_stream_and_flush():
     assert "success=True" in doc["cases"]["flush_cache"]["raw"]
 
 
+class StreamingEngine:
+    """Stands in for ``sglang.Engine`` in the adapter's streamed request path: replays a response
+    recorded on the H200 as the chunks SGLang 0.5.17 streams (one per token, all output ids so far),
+    ``output_top_logprobs`` either cumulative or per chunk."""
+
+    def __init__(self, response: dict, incremental_logprobs: bool = False) -> None:
+        self.response, self.incremental = response, incremental_logprobs
+        self.calls: list[dict] = []
+
+    def flush_cache(self):
+        return {"success": True, "message": ""}
+
+    def generate(self, stream: bool = False, **fields):
+        self.calls.append({**fields, "stream": stream})
+        ids, meta = self.response["output_ids"], self.response["meta_info"]
+        rows = meta.get("output_top_logprobs") or []
+        for n in range(1, len(ids) + 1):
+            top = rows[n - 1 : n] if self.incremental else rows[:n]
+            yield {**self.response, "output_ids": ids[:n], "meta_info": {**meta, "output_top_logprobs": top}}
+
+
+def streaming_backend(engine: StreamingEngine) -> SGLangBackend:
+    backend = object.__new__(SGLangBackend)  # no sglang here: the adapter around a recorded engine
+    backend.settings, backend.engine, backend.direct = settings(), engine, False
+    backend.use_metrics, backend.flushes, backend.flush_refusals, backend.notes = True, 0, 0, []
+    return backend
+
+
+@pytest.mark.parametrize("incremental", [False, True])
+def test_every_request_is_streamed_and_timed_at_the_caller_with_the_engine_figures_beside(incremental):
+    case = load_fixture("meta_info.json")["cases"]["logprobs"]
+    engine = StreamingEngine(case["response"], incremental_logprobs=incremental)
+    backend = streaming_backend(engine)
+    req = case["request"]
+    result = backend.generate(Request(prompt_ids=req["prompt_ids"], max_new_tokens=4, top_logprobs=10))
+    assert engine.calls[0]["stream"] is True and engine.calls[0]["return_logprob"] is True
+    assert result.timing_source == "in-process-stream" and result.ttft_ms > 0 and result.decode_ms_per_token >= 0
+    expected = to_raw_output(case["response"], req["prompt_ids"], top_k=10)
+    assert result.engine_ttft_ms == expected.engine_ttft_ms and result.engine_ttft_ms > 0
+    assert result.output.token_ids == expected.token_ids and len(result.output.token_ids) == 4
+    assert [c.token_id for c in result.output.top_candidates] == [c.token_id for c in expected.top_candidates]
+
+
 def test_recorded_end_to_end_run_on_the_h200():
     path = FIXTURES / "e2e_records.jsonl"
     if not path.exists():
@@ -331,8 +374,8 @@ def test_engine_on_gpu_reuses_the_shared_prefix_and_flushes(tmp_path):
     compare("--backend", "sglang", "--model", "qwen3-8b-shape", "--random-weights", "--repeats", "1",
             "--json-calls", "1", "--workloads", "conversation,json", "--no-report", "--out", str(out))  # fmt: skip
     rows = [r for r in records(out) if not r["skipped"]]
-    assert rows and all(r["error"] is None and r["timing_source"] == "engine-metrics" for r in rows)
-    assert all(r["prompt_ids_match"] is True and r["ttft_ms"] > 0 for r in rows)
+    assert rows and all(r["error"] is None and r["timing_source"] == "in-process-stream" for r in rows)
+    assert all(r["prompt_ids_match"] is True and r["ttft_ms"] > 0 and r["engine_ttft_ms"] > 0 for r in rows)
     for r in rows:
         if r["mode"] == "cached":
             assert r["cached_tokens"] == min(r["shared_prefix_tokens"] or 0, r["prompt_tokens"] - 1), r

@@ -40,14 +40,20 @@ def run_cli(out, *args: str) -> tuple[list[dict], dict]:
 
 
 @pytest.fixture(scope="module")
-def run(tmp_path_factory):
+def started_twice(tmp_path_factory):
+    """One CLI run with two engine starts: (records of every start, env.json, plan.json)."""
     if VLLM_MISSING:
         pytest.skip("vllm is not installed")
     out = tmp_path_factory.mktemp("vllm") / "run"
-    rows, env = run_cli(out, "--backend", "vllm", "--repeats", "1", "--json-calls", "2")
-    engine = json.loads((out / "env" / "vllm.json").read_text())["engine"]
-    plan = json.loads((out / "plan.json").read_text())
-    return rows, env, engine, plan
+    rows, env = run_cli(out, "--backend", "vllm", "--repeats", "1", "--json-calls", "2", "--starts", "2")
+    return rows, env, json.loads((out / "plan.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def run(started_twice):
+    """The first engine start's records (every workload), env.json, its engine facts, plan.json."""
+    rows, env, plan = started_twice
+    return [r for r in rows if r["engine_start"] == 0], env, env["backends"]["vllm"]["engine"], plan
 
 
 def measured(rows: list[dict], workload: str | None = None, mode: str | None = None) -> list[dict]:
@@ -73,7 +79,9 @@ def test_every_workload_writes_records_timed_by_the_engine(run):
         assert r["error"] is None
         assert r["backend"] == "vllm" and r["backend_version"] == engine["vllm"]
         assert r["prompt_ids_match"] is True  # the ids vLLM saw are the plan's
-        assert r["timing_source"] == "engine-metrics" and r["ttft_ms"] > 0
+        assert r["timing_source"] == "engine-step" and r["ttft_ms"] > 0
+        # the caller's TTFT spans the engine's own (arrival in the engine -> first token out of it)
+        assert 0 < r["engine_ttft_ms"] <= r["ttft_ms"] + 0.5, r
         assert r["finish_reason"] in ("stop", "length")
         if r["output_tokens"] > 1:
             assert r["decode_ms_per_token"] > 0
@@ -161,6 +169,25 @@ def test_env_records_the_engine_configuration(run):
     assert engine["enforce_eager"] is True and engine["cuda_graphs"] is False
     assert engine["attention_backend"]  # visible when the engine core runs in process
     assert engine["engine_kwargs"]["enable_prefix_caching"] is True
+
+
+@engine_test
+def test_a_second_engine_start_measures_the_sweep_and_the_conversation_again(started_twice):
+    rows, env, plan = started_twice
+    later = measured([r for r in rows if r["engine_start"] == 1])
+    assert {r["workload"] for r in later} == {"sweep", "conversation"}
+    assert len(later) == len(measured([r for r in rows if r["engine_start"] == 0 and r["workload"] in ("sweep", "conversation")]))
+    assert all(r["error"] is None and r["timing_source"] == "engine-step" for r in later)
+    lengths = load_builtin(["sweep"])[0].lengths
+    assert [int(r["case"][2:]) for r in later if r["workload"] == "sweep"] == lengths[1:] + lengths[:1]  # rotated
+    for r in measured(rows, "sweep"):  # stepping the engine leaves its decode as it is
+        assert abs(r["decode_ms_per_token"] - r["engine_decode_ms_per_token"]) <= 0.1 * r["engine_decode_ms_per_token"] + 0.5, r
+    starts = env["backends"]["vllm"]["starts"]
+    engine = env["backends"]["vllm"]["engine"]
+    assert [s["engine_start"] for s in starts] == [0, 1]
+    for s in starts:
+        assert s["startup_s"] > 0 and s["kv_cache_tokens"] == engine["kv_cache_blocks"] * engine["block_size"] > 0
+        assert s["peak_gpu_memory_bytes"] is None and s["peak_gpu_memory_source"]  # a CPU: not measured, not 0
 
 
 @engine_test
