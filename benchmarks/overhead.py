@@ -64,8 +64,9 @@ def raw_vllm(backend: Any, ids: list[int], new_tokens: int) -> tuple[float, floa
     engine = backend.llm.llm_engine
     params = backend._SamplingParams(max_tokens=new_tokens, temperature=0.0, ignore_eos=True)
     params.output_kind = RequestOutputKind.CUMULATIVE
+    render = getattr(backend.llm, "_preprocess_cmpl_one", lambda p: p)  # as LLM.generate renders a prompt
     t0 = time.perf_counter()
-    engine.add_request(f"raw-{t0}", backend._TokensPrompt(prompt_token_ids=ids), params)
+    engine.add_request(f"raw-{t0}", render(backend._TokensPrompt(prompt_token_ids=ids)), params)
     stamps, seen = [], 0
     while engine.has_unfinished_requests():
         for out in engine.step():

@@ -64,6 +64,8 @@ def result_summary(result: Any) -> dict[str, Any]:
         "decode_ms_per_token": result.decode_ms_per_token,
         "e2e_ms": result.e2e_ms,
         "timing_source": result.timing_source,
+        "engine_ttft_ms": result.engine_ttft_ms,
+        "engine_decode_ms_per_token": result.engine_decode_ms_per_token,
         "cache_state": result.cache_state,
         "cached_tokens": out.cached_tokens,
         "finish_reason": out.finish_reason,
@@ -127,7 +129,8 @@ def main(argv: list[str]) -> int:
     doc["startup_s"] = time.perf_counter() - started
     doc["environment"] = backend.environment()
     say(
-        f"started in {doc['startup_s']:.0f} s; timing={'engine-metrics' if backend.use_metrics else 'stream'}"
+        f"started in {doc['startup_s']:.0f} s; timing=in-process-stream, engine figures "
+        f"{'on (enable_metrics)' if backend.use_metrics else 'off'}"
     )
     save()
 

@@ -1,8 +1,9 @@
 """Benchmark 2: study wall time per backend and per workload, engine start-ups included.
 
 Reads the ``env.json`` of one or more runs (a run split per backend is merged here). A backend's
-"study s" is its process's wall time less the overhead benchmark (benchmark 1), when that ran in
-the same process (``overhead_benchmark_s``):
+"study s" is its processes' wall time (every engine start, ``--starts K``) less the overhead
+benchmark (benchmark 1), when that ran in the same process (``overhead_benchmark_s``); start-up and
+workload seconds are summed over the starts:
 
     python benchmarks/study_time.py runs/h200-hf runs/h200-vllm runs/h200-sglang
 """
@@ -30,9 +31,24 @@ def rows(run_dirs: list[Path]) -> list[dict]:
                 "process_s": process_s,
                 "study_s": None if process_s is None else process_s - overhead_s,
                 "overhead_benchmark_s": facts.get("overhead_benchmark_s"),
-                "startup_s": facts.get("startup_s"),
-                "workloads_s": facts.get("workload_wall_s", {}),
+                "startup_s": summed([s.get("startup_s") for s in facts.get("starts", [])]) or facts.get("startup_s"),
+                "workloads_s": workload_seconds(facts),
+                "starts": len(facts.get("starts", [])) or 1,
             })
+    return out
+
+
+def summed(values: list) -> float | None:
+    return sum(values) if values and all(isinstance(v, int | float) for v in values) else None
+
+
+def workload_seconds(facts: dict) -> dict[str, float]:
+    """Seconds per workload over every engine start (``starts``; older runs: the one process's)."""
+    starts = facts.get("starts") or [facts]
+    out: dict[str, float] = {}
+    for start in starts:
+        for workload, seconds in (start.get("workload_wall_s") or {}).items():
+            out[workload] = out.get(workload, 0.0) + seconds
     return out
 
 

@@ -3,10 +3,9 @@
 The runner replays the groups of its engine start in plan order (N and modes interleaved
 within a repeat, see ``workloads.plan``), skips what ``--resume`` finds done, and runs a
 block's warm-ups (a workload mode, a sweep length...) untimed before the block's first group
-that still has to run. A step
-that needs a capability the backend lacks becomes a ``skipped`` record with the reason; an
-exception becomes an ``error`` record (the rest of a conversation repeat is then abandoned,
-since its cache state is unknown) and the run goes on.
+that still has to run. A step that needs a capability the backend lacks becomes a ``skipped``
+record with the reason; an exception becomes an ``error`` record (the rest of a conversation
+repeat is then abandoned, since its cache state is unknown) and the run goes on.
 """
 
 from __future__ import annotations

@@ -228,6 +228,9 @@ class OpenAIBackend(Backend):
             if timing["server_timing_source"] is None:
                 self._check_server(wait_s=1.0)  # a scrape that fails may mean the server just died
             result.output.extra.update(timing)
+            # the server's own figures for this request, beside the client's (the record's engine_* fields)
+            result.output.engine_ttft_ms = timing.get("server_ttft_ms")
+            result.output.engine_decode_ms_per_token = timing.get("server_decode_ms_per_token")
         if not request.reuse_prefix and not self._reset_ok:
             result.cache_state = "not-controllable"
         return result

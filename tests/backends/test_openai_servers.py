@@ -146,6 +146,7 @@ def test_streaming_ttft_and_server_ttft_for_every_request(runs) -> None:
             assert extra["server_timing_source"] == "prometheus-histogram-diff"
             assert 0 < extra["server_ttft_ms"] <= r["ttft_ms"]  # the client's adds HTTP and scheduling
             assert 0 < extra["server_prefill_ms"] <= extra["server_ttft_ms"]
+            assert r["engine_ttft_ms"] == extra["server_ttft_ms"]  # the server's own figure, beside the client's
     assert {r["output_tokens"] for r in _measured(runs, "sweep")} == {64}  # ignore_eos reached the server
 
 

@@ -59,3 +59,12 @@ def test_bandwidth_on_cpu_writes_median_and_spread(tmp_path, capsys):
     assert result == json.loads(capsys.readouterr().out)
     assert result["repeats"] == 3 and result["bytes"] == int(0.01 * 2**30)
     assert 0 < result["copy_gbps_min"] <= result["copy_gbps_median"] <= result["copy_gbps_max"]
+
+
+def test_study_time_sums_every_engine_start(tmp_path):
+    starts = [{"engine_start": 0, "startup_s": 100.0, "workload_wall_s": {"sweep": 10.0, "json": 50.0}},
+              {"engine_start": 1, "startup_s": 90.0, "workload_wall_s": {"sweep": 11.0}}]
+    env = {"wall_s": {"vllm": 300.0}, "backends": {"vllm": {"startup_s": 100.0, "starts": starts}}}
+    (tmp_path / "env.json").write_text(json.dumps(env))
+    (row,) = study_time.rows([tmp_path])
+    assert row["startup_s"] == 190.0 and row["workloads_s"] == {"sweep": 21.0, "json": 50.0} and row["starts"] == 2
