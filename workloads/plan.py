@@ -85,10 +85,6 @@ class Plan:
             s.workload for g in self.groups for s in g.steps if engine_start in (None, s.engine_start)
         ))
 
-    def starts(self) -> int:
-        """How many engine starts the plan asks for."""
-        return 1 + max((g.steps[0].engine_start for g in self.groups), default=0)
-
 
 ORDER_DESCRIPTION = (
     "within a repeat each variant (sweep length, conversation mode, JSON mode, template format) runs once, "
