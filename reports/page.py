@@ -19,7 +19,7 @@ from markupsafe import Markup
 
 from reports import charts, fmt, reference
 from reports.assemble import Report
-from reports.views import Block, common, conversation, json_extraction, sweep, template
+from reports.views import Block, claims, common, conversation, json_extraction, sweep, template
 
 TEMPLATES = Path(__file__).parent / "templates"
 
@@ -103,6 +103,7 @@ def render(report: Report) -> str:
         agreement_blocks=common.agreement(report, agreement_slot),
         server_blocks=common.server(report),
         caveat_blocks=common.caveats(report),
+        claim_blocks=claims.blocks(report.claims, report.ds.backends),
         specs=c.specs,
         bundle=Markup(vega_bundle()),
     )

@@ -153,8 +153,8 @@ def sweep(s: Section, report: Report) -> list[Caveat]:
             decode = lengths[(lengths["backend"] == backend) & (lengths["N"] == lo["N"])].iloc[0]
             out.append(Caveat(s.name, f"{backend}: decode is {fmt.times(lo['decode_x'])} the roofline at N={lo['N']}: "
                                       f"{fmt.n(decode['decode_med'])} ms/token vs a floor of {fmt.n(lo['decode_floor_ms'])} ms "
-                                      f"({fmt.n(roof.size.weight_bytes / 1e9)} GB of weights / {fmt.n(roof.peak.bandwidth_gbps)} GB/s, "
-                                      f"{roof.peak.label}); effective bandwidth {fmt.n(lo['effective_gbps'])} GB/s = "
+                                      f"({fmt.n(lo['step_bytes'] / 1e9)} GB read per step / {fmt.n(roof.peak.bandwidth_gbps)} GB/s, "
+                                      f"{roof.peak.label} datasheet); effective bandwidth {fmt.n(lo['effective_gbps'])} GB/s = "
                                       f"{fmt.pct(lo['bandwidth_share'])} of peak. Prefill at N={hi['N']} is "
                                       f"{fmt.times(hi['prefill_x'])} its compute floor ({fmt.n(hi['prefill_floor_ms'])} ms at "
                                       f"{fmt.n(roof.peak.tflops)} TFLOP/s)."))

@@ -6,15 +6,17 @@ from markupsafe import Markup
 
 from reports import fmt
 from reports.stats import spread
-from reports.views import Block, Table, bullets, chart, compact, details, h3, p, table
+from reports.views import Block, Table, bullets, chart, compact, details, h3, note, p, table
 
 
 def jobs_table(report) -> Table:
-    t = Table(["job", "figure compared", "best", "all backends (best first)"])
+    t = Table(["job", "figure compared", "best, and the margin to the next", "every backend (best first): median ±spread within a start (starts ±spread across them, n)"])
     for j in report.jobs:
-        alone = "one backend: nothing to choose" if len(j.values) == 1 else "a tie"
-        best = Markup("<b>{}</b>").format(j.best) if j.best else Markup('<span class="muted">{}</span>').format(alone)
-        values = " · ".join(f"{b} {v}" for b, v in j.values)
+        if j.best:
+            best = Markup("<b>{}</b> {}").format(j.best, j.verdict)
+        else:
+            best = Markup('<span class="muted">{}</span>').format(j.verdict)
+        values = Markup("<br>").join(Markup("<b>{}</b> {}").format(b, v) for b, v in j.values)
         cell = Markup("{}<br><span class=\"warn\">{}</span>").format(values, j.caution) if j.caution else values
         t.add([j.job, j.figure, best, cell])
     return t
@@ -32,8 +34,27 @@ def status_table(report) -> Table:
     return t
 
 
+CALLER_TTFT = ("TTFT is measured at the caller for every backend: from submitting the request (after the untimed "
+               "cache reset and a device sync) to the first generated token being available to the caller")
+
+
+def ttft_definition(report) -> list[Block]:
+    """The one TTFT definition the page compares on, and which columns do not meet it (old runs)."""
+    defs = [((e.get("timing_definitions") or {}).get("ttft_ms")) for e in report.ds.envs.values()]
+    text = next((d for d in defs if d), None)
+    out = [p(Markup("<b>TTFT</b>: {}.").format(text.rstrip(".") if text else CALLER_TTFT))]
+    df = report.ds.measured()
+    old = [b for b, g in df.groupby("backend", sort=False) if g["ttft_ms"].notna().any() and not g["ttft_common"].all()]
+    if old:
+        out.append(note(f"{', '.join(old)}: these runs predate the common definition; their ttft_ms is the engine's own "
+                        "internal figure (timing_source engine-metrics: from the request's arrival in the engine to the first "
+                        "token leaving it, without the way to and from the caller). They are shown, but not ranked against "
+                        "caller-measured TTFTs."))
+    return out
+
+
 def summary(report) -> list[Block]:
-    out: list[Block | None] = [h3("Which stack for which job")]
+    out: list[Block | None] = [h3("Which stack for which job"), *ttft_definition(report)]
     out.append(table(jobs_table(report)) if report.jobs else p("No backend produced measurements.", muted=True))
     out += [h3("Backends"), table(status_table(report))]
     return compact(out)
