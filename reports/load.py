@@ -110,7 +110,7 @@ def load(run_dirs: list[str | Path], drop: list[tuple[str, str]] | tuple = (), m
         raise ReportError("the run directories hold no records")
     df = pd.DataFrame(rows, columns=[*COLUMNS, *[c for c in NEW_FIELDS if c not in COLUMNS], "backend_name"])
     df["extra"] = df["extra"].map(lambda e: e if isinstance(e, dict) else {})
-    df["engine_start"] = [int(s) if isinstance(s, int | float) and s == s else 0 for s in df["engine_start"]]
+    df["engine_start"] = [int(s) if pd.notna(s) else 0 for s in pd.to_numeric(df["engine_start"], errors="coerce")]
     df["start"] = [f"{r}#{s}" for r, s in zip(df["run_id"], df["engine_start"], strict=True)]
     df["ttft_common"] = df["timing_source"] != ENGINE_INTERNAL
     pairs = list(dict.fromkeys(zip(df["run_id"], df["backend_name"], strict=True)))

@@ -76,12 +76,14 @@ def section_blocks(report: Report, c: Charts) -> list[list[Block]]:
         elif s.kind == "sweep" and d:
             slots["prefill"] = c.slot(charts.sweep_phase(d["lengths"], report.roofs, "prefill", backends), "prefill vs N")
             slots["decode"] = c.slot(charts.sweep_phase(d["lengths"], report.roofs, "decode", backends), "decode vs N")
+            slots["decode_x"] = c.slot(charts.decode_vs_floor(d["lengths"], d["vs_roof"], backends), "decode as a multiple of the floor")
         elif s.kind == "json" and d:
             slots["pass"] = c.slot(charts.json_pass(d["rates"]), f"JSON pass rate vs temperature, {s.name}")
         elif s.kind == "template" and d:
             slots["attention"] = c.slot(charts.attention(d["attention"], backends), "attention on special tokens")
         view = VIEWS.get(s.kind or "")
-        out.append(view.blocks(s, slots) if view and d and s.backends else [])
+        extra = {"roofs": report.roofs} if s.kind == "sweep" else {}
+        out.append(view.blocks(s, slots, **extra) if view and d and s.backends else [])
     return out
 
 

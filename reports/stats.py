@@ -142,11 +142,16 @@ class Ranking:
     order: list[str]  # best first
     margin: float | None  # relative gap from the best to the next
     noise: float  # the larger relative half-spread of the two (within or across starts)
-    winner: str | None  # None: one backend, or the gap is within the noise
+    winner: str | None  # None: one backend, the gap is within the noise, or a spread across starts is unmeasured
+    one_start: tuple[str, ...] = ()  # of the top two, those with a single engine start (spread across starts unknown)
 
 
 def rank(values: dict[str, StartStat], higher: bool = False) -> Ranking:
-    """Rank backends on their medians; a winner only where the gap exceeds both backends' spreads added."""
+    """Rank backends on their medians; a winner only where the gap exceeds both backends' spreads added.
+
+    Within a start and across starts are compared separately (the gap must beat each sum). A backend
+    with one start has no measured spread across starts, which is not zero: no winner is named then.
+    """
     have = {b: v for b, v in values.items() if v.median is not None}
     order = sorted(have, key=lambda b: -have[b].median if higher else have[b].median)  # type: ignore[operator]
     if len(order) < 2:
@@ -156,5 +161,6 @@ def rank(values: dict[str, StartStat], higher: bool = False) -> Ranking:
     noise = max(best.noise, second.noise)
     within = (best.within or 0.0) + (second.within or 0.0)
     across = (best.across or 0.0) + (second.across or 0.0)
-    wins = margin is not None and margin > 0 and margin > within and margin > across
-    return Ranking(order, margin, noise, order[0] if wins else None)
+    one_start = tuple(b for b in order[:2] if have[b].starts < 2)
+    wins = margin is not None and margin > 0 and margin > within and margin > across and not one_start
+    return Ranking(order, margin, noise, order[0] if wins else None, one_start)

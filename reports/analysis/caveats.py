@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from reports import fmt
+from reports.analysis.sweep import R2_FLOOR
 from reports.stats import num, spread
 
 if TYPE_CHECKING:
@@ -126,7 +127,12 @@ def sweep(s: Section, report: Report) -> list[Caveat]:
     for f in s.data["fits"]:
         knee = f.knee()
         law = f"TTFT ≈ {fmt.n(f.a_ms)} ms + {fmt.n(f.b_ms_per_token * 1e3)} µs × N, r² = {fmt.n(f.r2, 3)}, {f.points} calls"
-        if f.a_ms <= 0:
+        if f.note:
+            law += f", {f.note}"
+        if not f.holds:
+            out.append(Caveat(s.name, f"{f.backend}: TTFT is not a straight line in N ({law}, below {R2_FLOOR}); its a is "
+                                      "not a per-call floor."))
+        elif f.a_ms <= 0:
             out.append(Caveat(s.name, f"{f.backend}: TTFT grows faster than linearly with the prompt, so the straight-line fit "
                                       f"has no positive per-call floor ({law}): attention's quadratic cost shows at these lengths."))
         elif knee is None:

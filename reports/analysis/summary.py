@@ -36,8 +36,8 @@ class Job:
 
 def stat_text(s: StartStat, unit: str, digits: int | None = None) -> str:
     """``14.0 ms ±9 % (2 starts ±3 %, n=10)``: the within-start spread first, then across starts."""
-    within = f" ±{fmt.n(100 * s.within, 0)} %" if s.within is not None else ""
-    starts = f"{s.starts} starts ±{fmt.n(100 * s.across, 0)} %" if s.across is not None else "1 start"
+    within = f" ±{fmt.rel(s.within)}" if s.within is not None else ""
+    starts = f"{s.starts} starts ±{fmt.rel(s.across)}" if s.across is not None else "1 start"
     return f"{fmt.n(s.median, digits)} {unit}{within} ({starts}, n={s.n})".replace("  ", " ")
 
 
@@ -48,7 +48,7 @@ def _latency_job(job: str, figure: str, stats: dict[str, StartStat], unit: str, 
         return None
     engine_internal = [b for b, common in (ttft or {}).items() if b in stats and not common]
     r = rank(stats)
-    shown = [(b, stat_text(stats[b], unit) + (" — the engine's own TTFT (old run)" if b in engine_internal else ""))
+    shown = [(b, stat_text(stats[b], unit) + (" (engine's own TTFT, old run)" if b in engine_internal else ""))
              for b in r.order]
     if len(r.order) < 2:
         return Job(job, figure, shown, None, "one backend: nothing to choose", caution)
@@ -57,9 +57,13 @@ def _latency_job(job: str, figure: str, stats: dict[str, StartStat], unit: str, 
                "engine-metrics), the others the caller's")
         return Job(job, figure, shown, None, why, caution)
     second = r.order[1]
+    if r.one_start and r.margin is not None and r.margin > r.noise:
+        return Job(job, figure, shown, None, f"{r.order[0]} leads by {fmt.rel(r.margin)} over {second}, beyond the noise "
+                   f"within a start (±{fmt.rel(r.noise)}); not decided: one engine start of {', '.join(r.one_start)}, "
+                   "so the spread across starts is unmeasured", caution)
     if r.winner:
-        return Job(job, figure, shown, r.winner, f"by {fmt.pct(r.margin)} over {second} (noise ±{fmt.pct(r.noise)})", caution)
-    return Job(job, figure, shown, None, f"within noise (±{fmt.pct(r.noise)}; gap to {second} {fmt.pct(r.margin)})", caution)
+        return Job(job, figure, shown, r.winner, f"by {fmt.rel(r.margin)} over {second} (noise ±{fmt.rel(r.noise)})", caution)
+    return Job(job, figure, shown, None, f"within noise (±{fmt.rel(r.noise)}; gap to {second} {fmt.rel(r.margin)})", caution)
 
 
 def _by_backend(rows: pd.DataFrame, value: pd.Series | str) -> dict[str, StartStat]:
@@ -130,7 +134,7 @@ def json_jobs(s, quality: str | None) -> list[Job | None]:
             c, u = r["constrained"], r["unconstrained"]
             noise = ((c.q3 - c.q1) + (u.q3 - u.q1)) / 2
             sign = "+" if r["extra_ms"] >= 0 else "−"
-            text = f"{sign}{fmt.n(abs(r['extra_ms']))} ms/token ({sign}{fmt.pct(abs(r['extra_ms']) / u.median)})"
+            text = f"{sign}{fmt.n(abs(r['extra_ms']))} ms/token ({sign}{fmt.rel(abs(r['extra_ms']) / u.median)})"
             shown.append((r["backend"], text if abs(r["extra_ms"]) > noise else f"not resolved ({text}, inside ±{fmt.n(noise)} ms)"))
         out.append(Job(f"Grammar cost ({s.name})", f"decode ms/token, '{over['mode'].iloc[0]}' − '{over['base'].iloc[0]}' on "
                        "the same prompts", shown, None, "a cost, not ranked"))
