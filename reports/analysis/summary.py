@@ -153,7 +153,7 @@ def template_job(s, quality: str | None) -> Job | None:
                None if tie else order[0], "one backend" if len(order) < 2 else ("a tie" if tie else ""), quality)
 
 
-def _kv_tokens(start: dict[str, Any]) -> float | None:
+def kv_tokens(start: dict[str, Any]) -> float | None:
     if start.get("kv_cache_tokens") is not None:
         return num(start["kv_cache_tokens"])
     engine = start.get("engine") or {}
@@ -170,7 +170,7 @@ def deployment_jobs(report: Report) -> list[Job]:
     for b in report.ds.backends:
         starts = report.ds.start_envs(b)
         up = spread(s.get("startup_s") for s in starts)
-        kv = spread(_kv_tokens(s) for s in starts)
+        kv = spread(kv_tokens(s) for s in starts)
         mem = spread(num(s.get("peak_gpu_memory_bytes")) / 2**30 if num(s.get("peak_gpu_memory_bytes")) else None for s in starts)
         for key, st, unit in (("startup", up, "s"), ("kv", kv, "tokens"), ("mem", mem, "GiB")):
             if st.ok:
