@@ -97,6 +97,7 @@ def render(report: Report) -> str:
     return environment().get_template("report.html.jinja").render(
         r=report,
         runs=report.ds.envs,
+        orders=list(dict.fromkeys(str(e["order"]) for e in report.ds.envs.values() if e.get("order"))),
         models=models,
         versions=versions,
         generated=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from reports import roofline
-from reports.stats import agg, num, ratio
+from reports.stats import agg, num, over_starts, ratio
 
 REPLY_TOKENS = 64  # "decode share of a call with a 64-token reply"
 
@@ -27,6 +27,13 @@ def per_length(df: pd.DataFrame, reply_tokens: int = REPLY_TOKENS) -> pd.DataFra
     out = agg(df, ["backend", "N"], "ttft_ms", "prefill").merge(
         agg(df, ["backend", "N"], "decode_ms_per_token", "decode"), on=["backend", "N"])
     out["N"] = out["N"].astype(int)
+    if "start" in df:  # the spread across engine starts, beside the IQR within (pooled over starts)
+        across = []
+        for (b, n), g in df.groupby(["backend", "N"], sort=False):
+            p, d = over_starts(g["ttft_ms"], g["start"]), over_starts(g["decode_ms_per_token"], g["start"])
+            across.append({"backend": b, "N": int(n), "starts": max(p.starts, d.starts), "prefill_across": p.across,
+                           "decode_across": d.across})
+        out = out.merge(pd.DataFrame(across), on=["backend", "N"], how="left")
     out["prefill_tps"] = [ratio(n, p / 1e3) if num(p) else None for n, p in zip(out["N"], out["prefill_med"], strict=True)]
     out["decode_tps"] = [ratio(1e3, d) for d in out["decode_med"].map(num)]
     out["tps_ratio"] = [ratio(num(p), num(d)) for p, d in zip(out["prefill_tps"], out["decode_tps"], strict=True)]

@@ -84,18 +84,20 @@ def server(report) -> list[Block]:
     df = report.server
     if df.empty:
         return []
-    summary = Table(["backend", "workload", "requests", "client TTFT ms", "server TTFT ms", "client − server ms"], numeric={2, 3, 4, 5})
+    summary = Table(["backend", "workload", "requests", "caller TTFT ms (the common one)", "engine's own TTFT ms", "caller − engine ms"],
+                    numeric={2, 3, 4, 5})
     for (backend, workload), g in df.groupby(["backend", "workload"], sort=False):
         summary.add([backend, workload, len(g), fmt.stat(spread(g["client_ttft_ms"])), fmt.stat(spread(g["server_ttft_ms"])),
                      fmt.stat(spread(g["difference_ms"]))])
-    t = Table(["backend", "workload", "mode", "case", "rep", "client TTFT ms", "server TTFT ms", "difference ms",
-               "server prefill ms", "decode ms/token client / server"], numeric={4, 5, 6, 7, 8, 9})
+    t = Table(["backend", "workload", "mode", "case", "rep", "caller TTFT ms", "engine TTFT ms", "difference ms",
+               "server prefill ms", "decode ms/token caller / engine"], numeric={4, 5, 6, 7, 8, 9})
     for r in df.to_dict("records"):
         t.add([r["backend"], r["workload"], r["mode"], r["case"], fmt.n(r["rep"]), fmt.n(r["client_ttft_ms"]),
                fmt.n(r["server_ttft_ms"]), fmt.n(r["difference_ms"]), fmt.n(r["server_prefill_ms"]),
                f"{fmt.n(r['client_decode_ms_per_token'])} / {fmt.n(r['server_decode_ms_per_token'])}"])
-    return [h3("Client vs server TTFT"),
-            p("Where the server exposes /metrics, its own figures are shown next to the client's."),
+    return [h3("Caller vs engine TTFT"),
+            p("Where the engine (or the server's /metrics) reports its own TTFT, it is shown next to the caller's, under its "
+              "own name: the difference is the way to and from the engine (scheduling, IPC, HTTP)."),
             table(summary), details("per request", [table(t)])]
 
 

@@ -20,10 +20,17 @@ def length_table(d: dict[str, Any], backend: str) -> Table:
     if len(roof):
         cols += ["prefill ÷ compute floor", "decode ÷ floor (datasheet)"] + (["decode ÷ floor (measured copy)"] if copy else [])
         cols += ["effective GB/s (of datasheet" + (" / of copy)" if copy else ")")]
-    t = Table(cols, numeric=set(range(len(cols))))
     lengths = d["lengths"]
+    starts = "starts" in lengths and (lengths["starts"] > 1).any()
+    if starts:
+        cols[3:3] = ["starts: prefill / decode ± across"]
+    t = Table(cols, numeric=set(range(len(cols))))
     for x in lengths[lengths["backend"] == backend].to_dict("records"):
-        row = [fmt.n(x["N"]), fmt.stat(stat_of(x, "prefill")), fmt.stat(stat_of(x, "decode")), fmt.n(x["prefill_tps"], 0),
+        row = [fmt.n(x["N"]), fmt.stat(stat_of(x, "prefill")), fmt.stat(stat_of(x, "decode"))]
+        if starts:
+            row.append(f"{fmt.n(x['starts'])}: ±{fmt.rel(x['prefill_across'])} / ±{fmt.rel(x['decode_across'])}"
+                       if x.get("starts", 0) > 1 else "1: –")
+        row += [fmt.n(x["prefill_tps"], 0),
                fmt.n(x["decode_tps"], 1), fmt.times(x["tps_ratio"]), fmt.pct(x["decode_share"])]
         if len(roof):
             rf = roof[roof["N"] == x["N"]]
@@ -32,7 +39,7 @@ def length_table(d: dict[str, Any], backend: str) -> Table:
             share = fmt.pct(r.get("bandwidth_share")) + (f" / {fmt.pct(r.get('copy_share'))}" if copy else "")
             row += [f"{fmt.n(r.get('effective_gbps'))} ({share})" if r else "–"]
         t.add(row)
-    ref = [fmt.n(reference.SWEEP["N"]), reference.LABEL, f"≈ {fmt.n(reference.DECODE['ms_per_token'])}", "", "",
+    ref = [fmt.n(reference.SWEEP["N"]), reference.LABEL, f"≈ {fmt.n(reference.DECODE['ms_per_token'])}"] + ([""] if starts else []) + ["", "",
            fmt.times(reference.SWEEP["tps_ratio"]), ""]
     if len(roof):
         ref += ["", ""] + ([""] if copy else []) + [f"({fmt.pct(reference.DECODE['bandwidth_share'])} of the A100's)"]
@@ -70,7 +77,8 @@ def blocks(section, slots: dict[str, Markup], roofs: dict | None = None) -> list
         side([("", compact([chart(slots.get("prefill", Markup(""))), chart(slots.get("decode", Markup(""))),
                             chart(slots.get("decode_x", Markup("")))]))]),
         side([(b, [table(length_table(d, b))]) for b in section.backends]),
-        p(f"Ratio = prefill tokens/s ÷ decode tokens/s. Decode share = ({REPLY_TOKENS - 1} × decode) ÷ (prefill + "
+        p("Medians and IQRs pool every call of every engine start; with several starts, '± across' is half the range of "
+          f"the per-start medians, relative to the median. Ratio = prefill tokens/s ÷ decode tokens/s. Decode share = ({REPLY_TOKENS - 1} × decode) ÷ (prefill + "
           f"{REPLY_TOKENS - 1} × decode): the first of {REPLY_TOKENS} tokens comes from the prefill. {floors}", muted=True),
     ]
     if d["fits"]:

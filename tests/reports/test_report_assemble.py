@@ -91,7 +91,11 @@ def test_summary_winner_survives_both_spreads_or_is_within_noise(tmp_path):
     vllm, sglang = sweep_records("vllm", 10.0, 0.01, 5.0), sweep_records("sglang", 9.0, 0.01, 5.3)
     rows = starts(vllm, 0) + starts(vllm, 1, 0.30) + starts(sglang, 0) + starts(sglang, 1, -0.02)
     run = write_run(tmp_path / "h200", rows, gpu_env(["vllm", "sglang"]))
-    jobs = {j.job: j for j in assemble(load([run])).jobs}
+    report = assemble(load([run]))
+    jobs = {j.job: j for j in report.jobs}
+    lengths = report.sections[0].data["lengths"]
+    row = lengths[(lengths.backend == "vllm") & (lengths.N == 256)].iloc[0]
+    assert row.starts == 2 and row.decode_across == pytest.approx(0.15 / 1.15)  # start medians 5.0 and 6.5
     short = jobs["Many short calls (sweep)"]  # N=64: vllm 10.64 / 13.83 ms, sglang 9.64 / 9.45 ms
     assert short.best == "sglang" and short.verdict.startswith("by ")
     assert "(2 starts ±" in short.values[0][1]
@@ -159,5 +163,5 @@ def test_page_renders_server_timings_and_gpu_roofline(report):
     from reports.page import render
 
     html = render(report)
-    assert "Client vs server TTFT" in html and "H200 SXM: 4,800 GB/s, 989 TFLOP/s (datasheet)" in html
+    assert "Caller vs engine TTFT" in html and "H200 SXM: 4,800 GB/s, 989 TFLOP/s (datasheet)" in html
     assert "decode ÷ floor" in html
