@@ -34,15 +34,16 @@ def status_table(report) -> Table:
     return t
 
 
-CALLER_TTFT = ("TTFT is measured at the caller for every backend: from submitting the request (after the untimed "
-               "cache reset and a device sync) to the first generated token being available to the caller")
+CALLER_TTFT = ("TTFT at the caller: from submitting the request (after the untimed cache reset and a device "
+               "synchronization) to the first generated token being available to the calling code, the device "
+               "synchronized where it applies; the same definition for every backend")  # as backends.base.TTFT_DEFINITION
 
 
 def ttft_definition(report) -> list[Block]:
     """The one TTFT definition the page compares on, and which columns do not meet it (old runs)."""
     defs = [((e.get("timing_definitions") or {}).get("ttft_ms")) for e in report.ds.envs.values()]
     text = next((d for d in defs if d), None)
-    out = [p(Markup("<b>TTFT</b>: {}.").format(text.rstrip(".") if text else CALLER_TTFT))]
+    out = [p(Markup("<b>How TTFT is compared</b> — {}.").format(text.rstrip(".") if text else CALLER_TTFT))]
     df = report.ds.measured()
     old = [b for b, g in df.groupby("backend", sort=False) if g["ttft_ms"].notna().any() and not g["ttft_common"].all()]
     if old:

@@ -12,14 +12,14 @@ from reports import readme_tables
 ROOT = Path(__file__).parents[2]
 
 
-def test_readme_table_is_the_scripts_output(monkeypatch):
+@pytest.mark.parametrize("readme", ["README.md", "reports/examples/h200-qwen3-8b-shape/README.md"])
+def test_readme_table_is_the_scripts_output(monkeypatch, readme):
     monkeypatch.chdir(ROOT)  # the block's arguments are paths from the repository root
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    match = readme_tables.BLOCK.search(readme)
-    assert match, "README.md has no <!-- readme-tables: ... --> block"
+    match = readme_tables.BLOCK.search((ROOT / readme).read_text(encoding="utf-8"))
+    assert match, f"{readme} has no <!-- readme-tables: ... --> block"
     args = readme_tables.parser().parse_args(shlex.split(match["args"]))
     expected = f"<!-- readme-tables: {match['args']} -->\n{readme_tables.generate(args)}<!-- /readme-tables -->"
-    assert match.group(0) == expected, "README.md's table is stale: rerun python -m reports.readme_tables ... --write README.md"
+    assert match.group(0) == expected, f"{readme}'s table is stale: rerun python -m reports.readme_tables ARGS --write {readme}"
 
 
 def test_write_replaces_only_the_block(tmp_path, capsys):
