@@ -174,7 +174,7 @@ def deployment_jobs(report: Report) -> list[Job]:
         mem = spread(num(s.get("peak_gpu_memory_bytes")) / 2**30 if num(s.get("peak_gpu_memory_bytes")) else None for s in starts)
         for key, st, unit in (("startup", up, "s"), ("kv", kv, "tokens"), ("mem", mem, "GiB")):
             if st.ok:
-                rng = f" [{fmt.n(st.lo)}–{fmt.n(st.hi)}]" if st.n > 1 else ""
+                rng = f" [{fmt.n(st.lo)}–{fmt.n(st.hi)}]" if st.n > 1 and st.lo != st.hi else ""
                 facts[key].append((b, f"{fmt.n(st.median)} {unit}{rng} ({st.n} start{'s' if st.n > 1 else ''})"))
     labels = {"startup": ("Engine start-up", "seconds from constructing the backend to ready (load, compile, warm-up)"),
               "kv": ("KV-cache capacity", "tokens the engine's KV pool holds (HF: no fixed pool)"),

@@ -165,3 +165,18 @@ def test_page_renders_server_timings_and_gpu_roofline(report):
     html = render(report)
     assert "Caller vs engine TTFT" in html and "H200 SXM: 4,800 GB/s, 989 TFLOP/s (datasheet)" in html
     assert "decode ÷ floor" in html
+
+
+def test_deployment_facts_per_engine_start(tmp_path):
+    env = gpu_env(["vllm", "hf"])
+    env["backends"]["vllm"]["starts"] = [
+        {"engine_start": 0, "startup_s": 100.0, "kv_cache_tokens": 800_000, "peak_gpu_memory_bytes": 120 * 2**30},
+        {"engine_start": 1, "startup_s": 110.0, "kv_cache_tokens": 800_000, "peak_gpu_memory_bytes": 122 * 2**30}]
+    env["backends"]["hf"]["starts"] = [{"engine_start": 0, "startup_s": 10.0, "kv_cache_tokens": None,
+                                        "peak_gpu_memory_bytes": None}]
+    rows = starts(sweep_records("vllm", 5.0, 0.01, 5.0), 0) + starts(sweep_records("vllm", 5.0, 0.01, 5.0), 1)
+    rows += sweep_records("hf", 30.0, 0.05, 20.0)
+    jobs = {j.job: j for j in assemble(load([write_run(tmp_path / "r", rows, env)])).jobs}
+    assert dict(jobs["Engine start-up"].values) == {"vllm": "105 s [100–110] (2 starts)", "hf": "10 s (1 start)"}
+    assert dict(jobs["KV-cache capacity"].values) == {"vllm": "800,000 tokens (2 starts)"}
+    assert dict(jobs["Peak GPU memory"].values) == {"vllm": "121 GiB [120–122] (2 starts)"}
