@@ -1,6 +1,6 @@
 """Agreement: at temperature 0, do the backends produce the same tokens for the same prompt?
 
-Every T=0 call is matched across backends by (workload, mode, case, turn, repeat); each backend
+Every T=0 call is matched across backends by (workload, mode, case, turn, engine start, repeat); each backend
 is compared with the first one in column order (the reference), token id by token id. The first
 divergence index is the number of leading tokens they share (``None`` when identical).
 """
@@ -11,7 +11,7 @@ import pandas as pd
 
 from harness.chat import common_prefix_len
 
-KEY = ["workload", "mode", "case", "turn", "rep"]
+KEY = ["workload", "mode", "case", "turn", "engine_start", "rep"]
 
 
 def _ids(value: object) -> list[int] | None:
@@ -21,6 +21,8 @@ def _ids(value: object) -> list[int] | None:
 def per_case(df: pd.DataFrame, backends: list[str]) -> pd.DataFrame:
     """One row per (case, backend other than the reference): identical?, first divergence index."""
     greedy = df[df["temperature"].eq(0) & df["output_token_ids"].map(lambda v: isinstance(v, list))]
+    if "engine_start" not in greedy:
+        greedy = greedy.assign(engine_start=0)
     present = [b for b in backends if b in set(greedy["backend"])]
     if len(present) < 2:
         return pd.DataFrame(columns=[*KEY, "backend", "reference", "identical", "first_divergence", "tokens"])
