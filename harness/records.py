@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
+
+from harness.rundir import cut_torn_tail
 
 RECORDS = "records.jsonl"
 
@@ -78,11 +81,19 @@ FIELD_NAMES = {f.name for f in fields(Record)}
 
 
 class RecordWriter:
-    """Appends records to a JSONL file, flushing and fsyncing each one."""
+    """Appends records to a JSONL file, flushing and fsyncing each one.
+
+    A torn last line (a crash in the middle of a write) is cut off, with a warning, before the
+    first record is appended: otherwise the new record would be glued to it and lost too.
+    """
 
     def __init__(self, run_dir: str | Path) -> None:
         self.path = Path(run_dir) / RECORDS
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        cut = cut_torn_tail(self.path)
+        if cut:
+            print(f"{self.path}: cut a torn last line ({cut} bytes, a record a crash left half-written; "
+                  "its case is run again)", file=sys.stderr)
         self._file = self.path.open("a", encoding="utf-8")
 
     def write(self, record: Record) -> None:

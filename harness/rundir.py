@@ -1,0 +1,100 @@
+"""The run directory's safety: one writer at a time, whole files, whole lines, same settings on resume.
+
+- :func:`lock`: an exclusive ``fcntl.flock`` on ``RUN_DIR/.lock``, taken by ``compare.py`` and
+  passed to its child processes, so a second ``compare.py`` (a ``--resume`` started too early,
+  a second terminal) is refused with one line instead of interleaving records. The lock lives
+  as long as any process holding the descriptor: a child that outlives a killed parent keeps it.
+- :func:`atomic_write_text`: ``plan.json``, ``run.json`` and ``env.json`` are written to a
+  temporary file in the same folder, fsynced and renamed over the old one, so a full disk or a
+  crash leaves the previous file or the new one, never half of one.
+- :func:`cut_torn_tail`: a crash (or a full disk) can leave a last line without its newline;
+  it is cut off before anything is appended, so the next record starts on a line of its own.
+- :func:`settings_diff`: what differs between the settings a run was made with and a resume's.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+LOCK = ".lock"
+# Settings that change what is measured; a resume must match them (``run.json`` ``settings``).
+RESUME_SETTINGS = ("model_label", "model_path", "model_config_hash", "dtype", "device", "random_weights", "attn",
+                   "tp", "max_model_len", "base_url")
+
+
+class RunDirBusy(RuntimeError):
+    """Another process holds the run directory's lock."""
+
+
+def lock(run_dir: Path) -> int:
+    """Take the run directory's lock; the open descriptor (inheritable) holds it. RunDirBusy if taken."""
+    fd = os.open(run_dir / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError as exc:
+        holder = os.pread(fd, 32, 0).decode(errors="replace").strip()
+        os.close(fd)
+        raise RunDirBusy(f"another process{f' (pid {holder})' if holder else ''} is writing into {run_dir}: "
+                         "wait for it to finish, or stop it") from exc
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+    os.set_inheritable(fd, True)
+    return fd
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` whole or not at all (temporary file in the same folder, fsync, rename)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def cut_torn_tail(path: Path) -> int:
+    """Cut a last line that has no newline (a write cut short); the number of bytes cut."""
+    try:
+        with path.open("rb+") as f:
+            size = f.seek(0, os.SEEK_END)
+            if size == 0:
+                return 0
+            f.seek(size - 1)
+            if f.read(1) == b"\n":
+                return 0
+            keep, pos = 0, size
+            while pos > 0:  # back to the last newline, in blocks
+                step = min(65536, pos)
+                pos -= step
+                f.seek(pos)
+                block = f.read(step)
+                nl = block.rfind(b"\n")
+                if nl >= 0:
+                    keep = pos + nl + 1
+                    break
+            f.truncate(keep)
+            f.flush()
+            os.fsync(f.fileno())
+            return size - keep
+    except FileNotFoundError:
+        return 0
+
+
+def settings_diff(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    """``name was X, now Y`` for each measuring setting that differs between a run and its resume."""
+    return [f"{k.replace('_', '-')} was {old.get(k)!r}, now {new.get(k)!r}"
+            for k in RESUME_SETTINGS if old.get(k) != new.get(k)]
+
+
+def is_disk_full(exc: BaseException) -> bool:
+    return isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT)
