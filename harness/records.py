@@ -94,15 +94,26 @@ class RecordWriter:
         if cut:
             print(f"{self.path}: cut a torn last line ({cut} bytes, a record a crash left half-written; "
                   "its case is run again)", file=sys.stderr)
-        self._file = self.path.open("a", encoding="utf-8")
+        self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
 
     def write(self, record: Record) -> None:
-        self._file.write(json.dumps(asdict(record), ensure_ascii=False) + "\n")
-        self._file.flush()
-        os.fsync(self._file.fileno())
+        """One ``write`` of the complete line, then fsync; on failure (a full disk) the file is cut
+        back to where it was, so a record is on disk whole or not at all, and the error is raised."""
+        data = (json.dumps(asdict(record), ensure_ascii=False) + "\n").encode("utf-8")
+        start = os.fstat(self._fd).st_size
+        try:
+            done = 0
+            while done < len(data):
+                done += os.write(self._fd, data[done:])
+            os.fsync(self._fd)
+        except OSError:
+            os.ftruncate(self._fd, start)
+            raise
 
     def close(self) -> None:
-        self._file.close()
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
 
     def __enter__(self) -> RecordWriter:
         return self

@@ -1,0 +1,108 @@
+"""Helpers for the failure-path tests: a small workload file and a fake OpenAI-compatible server.
+
+The fake server lists one model and answers every completion with HTTP 500; its error message
+carries Rich markup (``[/bold]``) and echoes the request's Authorization header, as careless
+servers do, so tests can check that neither kills a run nor lands in a file.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+SMALL = """\
+workloads:
+  - name: chat
+    kind: conversation
+    system: You answer in one short line.
+    turns:
+      - {user: "First question?", assistant: "First answer."}
+      - {user: "Second question?", assistant: "Second answer."}
+      - {user: "Third question?", assistant: "Third answer."}
+  - name: lengths
+    kind: sweep
+    lengths: [16, 32]
+    decode_tokens: 4
+    warmup: 0
+    filler: The on-call engineer opened the dashboard at three in the morning.
+"""
+
+
+def small_workload(folder: Path, text: str = SMALL) -> Path:
+    path = folder / "small.yaml"
+    path.write_text(text)
+    return path
+
+
+class _Failing(BaseHTTPRequestHandler):
+    def log_message(self, *args) -> None:
+        pass
+
+    def _json(self, code: int, body: dict) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self) -> None:
+        if self.path == "/v1/models":
+            self._json(200, {"object": "list", "data": [{"id": "fake-model", "object": "model", "owned_by": "x"}]})
+        else:
+            self._json(404, {"error": "not found"})
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        message = f"[/bold] engine crashed [red]hard; request headers: Authorization={self.headers.get('Authorization')}"
+        self._json(500, {"error": {"message": message, "type": "internal_error"}})
+
+
+@contextmanager
+def failing_server() -> Iterator[str]:
+    """An OpenAI-compatible server on 127.0.0.1 that answers 500 to every completion; yields its /v1 URL."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Failing)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}/v1"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+# --- a fake backend for in-process runs of harness.child ----------------------------------------
+def echo_backend_class():
+    """A backend that answers every request with the prompt's last token, instantly (no engine)."""
+    from backends.base import Backend, Capabilities, RawOutput
+
+    class EchoBackend(Backend):
+        name = "echo"
+        capabilities = Capabilities(prefix_cache=True, resets_cache=True, grammar=True, logprobs=True, attentions=True)
+
+        def _generate(self, request, clock):
+            clock.tick()
+            ids = [request.prompt_ids[-1]] * request.max_new_tokens
+            return RawOutput(token_ids=ids, text="{}", finish_reason="length")
+
+    return EchoBackend
+
+
+def prepare_run(run_dir: Path, workload_file: Path, model_dir: Path, repeats: int = 1) -> None:
+    """plan.json + run.json as compare.py writes them, for running ``harness.child`` in-process."""
+    from transformers import AutoTokenizer
+
+    from harness.chat import Renderer
+    from workloads import build_plan, load_workloads
+
+    specs = load_workloads([], [str(workload_file)])
+    plan = build_plan(specs, Renderer(AutoTokenizer.from_pretrained(model_dir)), repeats)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / "plan.json").write_text(plan.to_json())
+    settings = {"model_path": str(model_dir), "model_label": "tiny", "dtype": "float32", "device": "cpu"}
+    (run_dir / "run.json").write_text(json.dumps({"run_id": run_dir.name, "settings": settings, "resume": False}))
