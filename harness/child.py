@@ -132,7 +132,7 @@ def overhead_benchmark(backend, plan: Plan) -> float | None:
 
 
 def skip_all(run_dir: Path, plan: Plan, base: dict, env_path: Path, env: dict, reason: str, start: StartFacts) -> int:
-    console.print(f"[yellow]{base['backend']}: skipped: {reason}[/]")
+    console.print(f"{base['backend']}: skipped: {reason}", style="yellow")
     with RecordWriter(run_dir) as writer:
         for workload in plan.workloads(base["engine_start"]):
             writer.write(Record(**base, workload=workload, skipped=reason))

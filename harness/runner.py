@@ -18,6 +18,7 @@ from dataclasses import fields
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from backends.base import Backend, Capabilities, Request, Result
@@ -25,7 +26,9 @@ from harness.records import Record, RecordWriter, done_keys
 from workloads import json_extraction, template
 from workloads.plan import Group, Plan, Step
 
-console = Console(stderr=True, highlight=False)
+# markup off: workload names, cases and server error messages are user text and may hold "[/...]",
+# which Rich would read as a (broken) tag and raise MarkupError mid-run. Colours go through style=.
+console = Console(stderr=True, highlight=False, markup=False)
 CAPABILITY_NAMES = {f.name for f in fields(Capabilities)}
 
 
@@ -124,7 +127,7 @@ class Runner:
         groups = [g for g in self.plan.groups if g.steps[0].engine_start == self.engine_start]
         todo_blocks = {g.block for g in groups if not g.warmup and self._todo(g)}
         total = sum(len(g.steps) for g in groups if not g.warmup)
-        columns = (TextColumn(f"[bold]{self.label}[/]"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+        columns = (TextColumn(escape(self.label), style="bold"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
         skipped: set[str] = set()
         with Progress(*columns, console=console, transient=False) as progress:
             task = progress.add_task("requests", total=total)
@@ -175,10 +178,10 @@ class Runner:
                 result = self.backend.generate(request_for(step, self.plan))
             except Exception as exc:  # noqa: BLE001 - any engine failure becomes an error record
                 detail = f"{type(exc).__name__}: {exc}"
-                console.print(f"[red]  {step.workload} {step.mode} {step.case}: {detail}[/]")
+                console.print(f"  {step.workload} {step.mode} {step.case}: {detail}", style="red")
                 if detail not in self.errors_seen:  # the traceback once per distinct error
                     self.errors_seen.add(detail)
-                    console.print(traceback.format_exc(limit=4), markup=False)
+                    console.print(traceback.format_exc(limit=4))
                 if record:
                     for later in group.steps[i:]:
                         rec = self._record(later, error=detail)
