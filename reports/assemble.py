@@ -90,7 +90,9 @@ def assemble(ds: Dataset, bandwidth_gbps: float | None = None, tflops: float | N
         rows = measured[measured["workload"] == name]
         present = [b for b in ds.backends if b in set(rows["backend"])]
         section = Section(name, kind, present, status.workload_notes(df, name))
-        if kind == "conversation":
+        if not present:  # every request failed or was skipped: the notes say why, there is nothing to analyse
+            pass
+        elif kind == "conversation":
             section.data = conversation_data(rows, blocks, stability(ds, name))
         elif kind == "sweep":
             section.data = sweep_data(rows, roofs)
