@@ -331,10 +331,15 @@ def lint_only(args: argparse.Namespace, specs: list) -> int:
 def build_report(run_dir: Path) -> None:
     try:
         from reports import build
+        from reports.load import ReportError
     except ImportError as exc:
         print(f"report not built: {exc}", file=sys.stderr)
         return
-    path = build([run_dir], run_dir / "report.html")
+    try:
+        path = build([run_dir], run_dir / "report.html")
+    except ReportError as exc:
+        print(f"report not built: {exc}", file=sys.stderr)
+        return
     print(f"report: {path}")
 
 

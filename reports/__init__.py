@@ -12,6 +12,7 @@ functions, unit-tested), ``assemble`` runs them per workload, ``charts`` and ``p
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 __all__ = ["build"]
@@ -22,12 +23,17 @@ def build(run_dirs: list[str | Path], out_path: str | Path, *, bandwidth_gbps: f
           merge_starts: bool = False) -> Path:
     """Write the report for ``run_dirs`` to ``out_path`` and return its path."""
     from reports.assemble import assemble
-    from reports.load import load
+    from reports.load import ReportError, load
     from reports.page import render
 
-    report = assemble(load(list(run_dirs), drop=drop, merge_starts=merge_starts), bandwidth_gbps=bandwidth_gbps,
-                      tflops=tflops, copy_gbps=copy_gbps)
+    ds = load(list(run_dirs), drop=drop, merge_starts=merge_starts)
+    for problem in ds.problems:
+        print(f"warning: {problem}", file=sys.stderr)
+    html = render(assemble(ds, bandwidth_gbps=bandwidth_gbps, tflops=tflops, copy_gbps=copy_gbps))
     out = Path(out_path)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(render(report), encoding="utf-8")
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(html, encoding="utf-8")
+    except OSError as exc:
+        raise ReportError(f"cannot write {out}: {exc.strerror or exc}") from exc
     return out

@@ -20,11 +20,14 @@ from typing import Any
 
 import pandas as pd
 
-from harness.records import RECORDS, Record, read_records
+from harness.records import RECORDS, Record, row_key
 
 COLUMNS = [f.name for f in fields(Record)]
 NEW_FIELDS = ("engine_start", "engine_ttft_ms", "engine_decode_ms_per_token")  # issue 14; absent from old runs
 ENGINE_INTERNAL = "engine-metrics"  # old runs: ttft_ms was the engine's own figure
+# The JSON types each record field may hold (besides null), from the Record dataclass's annotations.
+_TYPES = {"str": (str,), "int": (int,), "float": (int, float), "bool": (bool,), "list": (list,), "dict": (dict,)}
+FIELD_TYPES = {f.name: _TYPES[str(f.type).split("[")[0].split(" ")[0]] for f in fields(Record)}
 
 
 class ReportError(ValueError):
@@ -38,6 +41,7 @@ class Dataset:
     backends: list[str]  # column labels, in order of appearance
     sources: dict[str, tuple[str, str]] = field(default_factory=dict)  # label -> (run_id, backend name)
     members: dict[str, list[tuple[str, str]]] = field(default_factory=dict)  # label -> every (run_id, name) merged in it
+    problems: list[str] = field(default_factory=list)  # bad lines left out, one line per file (stderr and the page)
 
     def start_envs(self, label: str) -> list[dict[str, Any]]:
         """One dict per engine start of a column: env.json's ``starts`` entries, or the backend block (old runs)."""
@@ -74,6 +78,44 @@ def read_env(run_dir: Path) -> dict[str, Any]:
         raise ReportError(f"{path}: not valid JSON ({exc.msg})") from exc
 
 
+def _wrong_type(row: dict[str, Any]) -> bool:
+    for name, value in row.items():
+        types = FIELD_TYPES.get(name)
+        if value is None or types is None:
+            continue
+        if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
+            return True
+    return not isinstance(row.get("backend"), str)
+
+
+def read_checked(path: Path) -> tuple[list[dict[str, Any]], list[int]]:
+    """The records of a records.jsonl (the last one per key kept) and the numbers of the lines left out:
+    not UTF-8, not JSON, not an object, no backend, or a field of the wrong type. Blank lines are skipped."""
+    latest: dict[tuple, dict[str, Any]] = {}
+    bad: list[int] = []
+    for n, raw in enumerate(path.read_bytes().split(b"\n"), start=1):
+        if not raw.strip():
+            continue
+        try:
+            row = json.loads(raw.decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError):
+            bad.append(n)
+            continue
+        if not isinstance(row, dict) or _wrong_type(row):
+            bad.append(n)
+            continue
+        key = row_key(row)
+        latest.pop(key, None)
+        latest[key] = row
+    return list(latest.values()), bad
+
+
+def bad_lines_note(path: Path, bad: list[int]) -> str:
+    shown = ", ".join(map(str, bad[:20])) + (f" and {len(bad) - 20} more" if len(bad) > 20 else "")
+    return (f"{path}: {len(bad)} bad line{'s' if len(bad) > 1 else ''} left out (not a whole record, or a field of "
+            f"the wrong type): line{'s' if len(bad) > 1 else ''} {shown}")
+
+
 def setup_of(env: dict[str, Any], name: str) -> tuple:
     """What must match for two runs of a backend to count as starts of one setup."""
     block = (env.get("backends") or {}).get(name) or {}
@@ -85,6 +127,7 @@ def load(run_dirs: list[str | Path], drop: list[tuple[str, str]] | tuple = (), m
     rows: list[dict[str, Any]] = []
     envs: dict[str, dict[str, Any]] = {}
     dropped: set[tuple[str, str]] = set()
+    problems: list[str] = []
     for raw in run_dirs:
         run_dir = Path(raw)
         if not (run_dir / RECORDS).is_file():
@@ -96,7 +139,10 @@ def load(run_dirs: list[str | Path], drop: list[tuple[str, str]] | tuple = (), m
         while run_id in envs:  # ... or, failing that, a prime
             run_id += "'"
         envs[run_id] = env
-        for row in read_records(run_dir):
+        found, bad = read_checked(run_dir / RECORDS)
+        if bad:
+            problems.append(bad_lines_note(run_dir / RECORDS, bad))
+        for row in found:
             key = (run_dir.name, row.get("backend"))
             if key in drop:
                 dropped.add(key)
@@ -107,7 +153,7 @@ def load(run_dirs: list[str | Path], drop: list[tuple[str, str]] | tuple = (), m
     if unmatched:
         raise ReportError(f"--drop {', '.join(unmatched)}: no such records (RUN is a run directory's name)")
     if not rows:
-        raise ReportError("the run directories hold no records")
+        raise ReportError("the run directories hold no records" + (f" ({'; '.join(problems)})" if problems else ""))
     df = pd.DataFrame(rows, columns=[*COLUMNS, *[c for c in NEW_FIELDS if c not in COLUMNS], "backend_name"])
     df["extra"] = df["extra"].map(lambda e: e if isinstance(e, dict) else {})
     df["engine_start"] = [int(s) if pd.notna(s) else 0 for s in pd.to_numeric(df["engine_start"], errors="coerce")]
@@ -131,4 +177,5 @@ def load(run_dirs: list[str | Path], drop: list[tuple[str, str]] | tuple = (), m
     for key, label in labels.items():
         sources.setdefault(label, key)  # merged starts: the first run's env.json describes the column
         members.setdefault(label, []).append(key)
-    return Dataset(records=df, envs=envs, backends=list(dict.fromkeys(labels.values())), sources=sources, members=members)
+    return Dataset(records=df, envs=envs, backends=list(dict.fromkeys(labels.values())), sources=sources, members=members,
+                   problems=problems)

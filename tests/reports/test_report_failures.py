@@ -32,7 +32,7 @@ def test_a_run_where_everything_failed_is_reported(tmp_path, how):  # 15.1
 
 
 def bad_run(tmp_path):
-    good = json.dumps(record(workload="lengths", kind="sweep", mode="greedy", case="N=16", ttft_ms=3.0,
+    good = json.dumps(record(workload="lengths", kind="sweep", mode="greedy", case="N=16", prompt_tokens=16, ttft_ms=3.0,
                              decode_ms_per_token=1.0, output_tokens=4))
     lines = [
         good.encode(),
