@@ -55,6 +55,18 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+def no_repeats(values: Sequence[Any], field: str, attr: str | None = None) -> None:
+    """A value listed twice (a length, a temperature, a mode's name) would give two records one key,
+    and the second would replace the first: refuse it, pointing at the second."""
+    seen: set[Any] = set()
+    for i, item in enumerate(values):
+        value = getattr(item, attr) if attr else item
+        if value in seen:
+            what = f"{value!r} is used twice" if attr else f"{value!r} is listed twice"
+            raise mistake(what, [field, i, *([attr] if attr else [])])
+        seen.add(value)
+
+
 # --- messages (inline, or one transcript per line of a JSONL file) ------------------------
 class FunctionCall(BaseModel):
     name: str = Field(min_length=1)
@@ -187,6 +199,7 @@ class SweepSpec(_Strict):
     def _one_filler(self) -> SweepSpec:
         if (self.filler is None) == (self.filler_file is None):
             raise mistake("a sweep needs exactly one of filler, filler_file")
+        no_repeats(self.lengths, "lengths")
         return self
 
 
@@ -222,6 +235,12 @@ class JsonSpec(_Strict):
     cases: list[JsonCase] = Field(min_length=1)
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    @model_validator(mode="after")
+    def _no_repeats(self) -> JsonSpec:
+        no_repeats(self.temperatures, "temperatures")
+        no_repeats(self.modes, "modes", "name")
+        return self
 
     @model_validator(mode="after")
     def _expected_fits_schema(self) -> JsonSpec:
@@ -262,6 +281,11 @@ class TemplateSpec(_Strict):
     attention_probe: bool = True
     questions: list[Question] = Field(min_length=1)
     formats: list[TemplateFormat] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _no_repeats(self) -> TemplateSpec:
+        no_repeats(self.formats, "formats", "name")
+        return self
 
 
 WorkloadSpec = Annotated[
