@@ -44,7 +44,7 @@ class Mistake:
 
 
 def file_hash(path: str | Path) -> str:
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
+    return hashlib.sha256(transcripts.read_capped(Path(path))).hexdigest()[:16]
 
 
 def raise_mistakes(mistakes: list[Mistake], what: str) -> None:
@@ -58,8 +58,8 @@ def raise_mistakes(mistakes: list[Mistake], what: str) -> None:
 def read_yaml(path: Path) -> tuple[Any, Node | None]:
     """The document and its node tree (for line numbers); WorkloadFileError if unreadable."""
     try:
-        text = path.read_text()
-    except (OSError, UnicodeDecodeError) as exc:
+        text = transcripts.read_capped(path).decode("utf-8")
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise WorkloadFileError(f"{path}: cannot read the workload file ({getattr(exc, 'strerror', None) or exc})") from exc
     loader = yaml.SafeLoader(text)
     try:
@@ -165,7 +165,7 @@ def referenced_files(path: str | Path, data: Any = None) -> dict[int, tuple[str,
 
 
 def _read_filler(ref: Path) -> str:
-    text = ref.read_text()
+    text = transcripts.read_capped(ref).decode("utf-8")
     if not text.strip():
         raise ValueError("the file is empty")
     return text

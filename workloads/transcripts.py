@@ -15,6 +15,7 @@ Blank lines are skipped; line numbers count them.
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 
@@ -23,6 +24,22 @@ from pydantic import TypeAdapter, ValidationError
 from workloads.spec import Message, Messages, error_loc
 
 MESSAGES: TypeAdapter[list[Message]] = TypeAdapter(Messages)
+# A workload file may name any path (/dev/zero, a log that never ends): what is read from a file it
+# names is capped, so a wrong path is a clear mistake instead of a run that never starts.
+MAX_FILE_BYTES = 64 * 2**20
+
+
+def too_large() -> ValueError:
+    return ValueError(f"larger than {MAX_FILE_BYTES // 2**20} MiB (a workload names text files, not this)")
+
+
+def read_capped(path: Path) -> bytes:
+    """The file's bytes; ValueError when it holds more than MAX_FILE_BYTES (it is not read further)."""
+    with path.open("rb") as f:
+        data = f.read(MAX_FILE_BYTES + 1)
+    if len(data) > MAX_FILE_BYTES:
+        raise too_large()
+    return data
 
 
 def _field(loc: tuple | list) -> str:
@@ -34,7 +51,7 @@ def parse_line(text: str) -> list[Message]:
     try:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise ValueError(f"not JSON: {exc.msg} at column {exc.colno}") from exc
+        raise ValueError(f"not JSON: {exc.msg} (column {exc.colno})") from exc
     if isinstance(value, dict) and "messages" in value:
         value = value["messages"]
     if not isinstance(value, list):
@@ -55,10 +72,17 @@ def read(path: Path, first: int | None = None) -> tuple[list[tuple[int, list[Mes
     """
     found: list[tuple[int, list[Message]]] = []
     bad: list[tuple[int, str]] = []
-    with path.open() as f:
-        for n, text in enumerate(f, start=1):
+    budget = MAX_FILE_BYTES
+    with path.open(encoding="utf-8") as f:
+        for n in itertools.count(1):
             if first is not None and len(found) + len(bad) >= first:
                 break
+            text = f.readline(budget + 1)
+            if not text:
+                break
+            budget -= len(text)
+            if budget < 0:
+                raise too_large()
             if not text.strip():
                 continue
             try:

@@ -90,3 +90,10 @@ def test_json_errors_in_transcripts_read_well(write):  # 15.13: "at at column"
         """)
     [line] = mistakes(path)
     assert "at at" not in line and "column" in line
+
+
+def test_a_workload_file_that_never_ends_is_refused():  # 15.13
+    from pathlib import Path
+
+    with pytest.raises(WorkloadFileError, match="larger than"):
+        load_file(Path("/dev/zero"))
