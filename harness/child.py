@@ -5,7 +5,9 @@ token ids) into RUN_DIR. This process imports only the chosen backend, starts it
 plan's steps of engine start K, and writes records and ``env/<backend>.json``: start 0 writes the
 whole file (packages, device, engine config), every start its entry in ``starts`` (start-up
 seconds, KV-cache capacity, peak device memory, wall time). A backend that cannot be imported or
-started writes one ``skipped`` record per workload of that start with the reason and exits 0.
+started writes one ``skipped`` record per workload of that start with the reason; it exits 0 when the
+backend is not installed here (``BackendUnavailable``) and 1 when it failed to start, as it does when a
+request errored (the parent turns that into its own exit 1).
 """
 
 from __future__ import annotations
@@ -65,7 +67,8 @@ def _main(argv: list[str] | None = None) -> int:
     except BackendUnavailable as exc:
         return skip_all(args.run_dir, plan, base, env_path, env, str(exc), start)
     except Exception as exc:  # noqa: BLE001 - a failed start is reported, not raised
-        return skip_all(args.run_dir, plan, base, env_path, env, f"failed to start: {type(exc).__name__}: {exc}", start)
+        skip_all(args.run_dir, plan, base, env_path, env, f"failed to start: {type(exc).__name__}: {exc}", start)
+        return 1
     startup_s = time.perf_counter() - started
     memory.sample()
     kv_tokens, kv_source = backend.kv_cache_tokens()
@@ -94,7 +97,7 @@ def _main(argv: list[str] | None = None) -> int:
                               "wall_s": time.perf_counter() - started, "overhead_benchmark_s": overhead_s,
                               "workload_wall_s": {k: round(v, 2) for k, v in runner.wall_s.items()},
                               "starts": start.all()})
-    return 0
+    return 1 if runner.errors_seen else 0
 
 
 class StartFacts:

@@ -17,6 +17,7 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.parse
 from pathlib import Path
 
 import backends
@@ -45,6 +46,15 @@ examples:
   python compare.py --workload-file my_study.yaml --backend hf,vllm   # your own workloads
   python compare.py --lint-only --workload-file my_study.yaml         # check them (seconds, no weights)
   python -m reports runs/a100 runs/h200 -o report.html # rebuild / merge reports
+
+exit codes:
+  0    every backend ran (one that is not installed here is recorded as skipped and counts as ran)
+  1    a backend failed: its process crashed, it failed to start, a request errored (its error
+       records and the report are still written; --resume redoes them); the disk filled up;
+       --lint-only: a turn breaks the prefix
+  2    bad arguments or a mistake in a workload file: one line on stderr, nothing was run
+  130  interrupted by Ctrl-C (SIGINT); 143: stopped by SIGTERM. What was recorded is kept whole:
+       rerun with --resume to finish
 """
 
 
@@ -113,6 +123,25 @@ def parse_backends(text: str) -> list[str]:
     if not out:
         raise UsageError("--backend names no backend")
     return list(dict.fromkeys(out))
+
+
+def check_numbers(args: argparse.Namespace) -> None:
+    for flag, value, least in (("--repeats", args.repeats, 1), ("--starts", args.starts, 1), ("--json-calls", args.json_calls, 1),
+                               ("--tp", args.tp, 1), ("--max-model-len", args.max_model_len, 2)):
+        if value is not None and value < least:
+            raise UsageError(f"{flag} must be at least {least} (got {value})")
+    if not args.request_timeout > 0:
+        raise UsageError(f"--request-timeout must be a positive number of seconds (got {args.request_timeout:g})")
+
+
+def check_server_args(args: argparse.Namespace, names: list[str]) -> None:
+    """--base-url and --api-key-env: checked before anything runs (a backend that needs them errs in its child)."""
+    if "openai" in names and not args.base_url:
+        raise UsageError("--backend openai needs --base-url, e.g. http://127.0.0.1:8000/v1")
+    if args.base_url:
+        url = urllib.parse.urlsplit(args.base_url)
+        if url.scheme not in ("http", "https") or not url.hostname:
+            raise UsageError("--base-url must be an http:// or https:// URL with a host, e.g. http://127.0.0.1:8000/v1")
 
 
 def parse_pythons(items: list[str]) -> dict[str, str]:
@@ -204,12 +233,8 @@ def _main(args: argparse.Namespace) -> int:
 
     names = parse_backends(args.backend)
     pythons = parse_pythons(args.python)
-    if args.repeats < 1:
-        raise UsageError(f"--repeats must be at least 1 (got {args.repeats})")
-    if args.starts < 1:
-        raise UsageError(f"--starts must be at least 1 (got {args.starts})")
-    if args.json_calls is not None and args.json_calls < 1:
-        raise UsageError(f"--json-calls must be at least 1 (got {args.json_calls})")
+    check_numbers(args)
+    check_server_args(args, names)
     workload_names = args.workloads.split(",") if args.workloads else ([] if args.workload_file else None)
     try:
         specs = load_workloads(workload_names if workload_names is not None else BUILTIN, args.workload_file)
@@ -277,6 +302,7 @@ def _main(args: argparse.Namespace) -> int:
     merge_env(out, run_env)
 
     timings: dict[str, float] = {}
+    failed: list[str] = []
     for name in names:
         started = time.perf_counter()
         for start in range(args.starts):
@@ -287,8 +313,10 @@ def _main(args: argparse.Namespace) -> int:
                 continue
             code = run_child(out, name, pythons.get(name, sys.executable), start)
             if code != 0:
-                print(f"{name}: its process exited with code {code}; records written so far are kept "
-                      f"(rerun with --resume to finish)", file=sys.stderr)
+                failed.append(name)
+                what = "had failed requests or could not start" if code == 1 else f"exited with code {code}"
+                print(f"{name}: {what}; records written so far are kept (rerun with --resume to redo what failed)",
+                      file=sys.stderr)
             if start == 0 and backend_skipped(out, name):
                 break  # not installed / failed to start: another start would say the same
         timings[name] = round(time.perf_counter() - started, 1)
@@ -298,6 +326,9 @@ def _main(args: argparse.Namespace) -> int:
     print(f"{len(rows)} records in {out / RECORDS}")
     if not args.no_report:
         build_report(out)
+    if failed:
+        print(f"compare.py: {', '.join(dict.fromkeys(failed))} failed (exit 1)", file=sys.stderr)
+        return 1
     return 0
 
 
