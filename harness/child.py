@@ -21,6 +21,7 @@ from pathlib import Path
 
 import backends
 from backends.base import BackendSettings, BackendUnavailable
+from harness import secrets
 from harness.env import MemoryWatch, device_facts, package_versions, torch_peak_allocated_bytes, write_json
 from harness.records import Record, RecordWriter
 from harness.rundir import is_disk_full
@@ -48,6 +49,8 @@ def _main(argv: list[str] | None = None) -> int:
     run = json.loads((args.run_dir / "run.json").read_text())
     plan = Plan.from_json((args.run_dir / "plan.json").read_text())
     settings = BackendSettings(**{**run["settings"], "run_dir": str(args.run_dir)})
+    if settings.api_key_env:  # whatever the server echoes, the key is written nowhere
+        secrets.register(os.environ.get(settings.api_key_env))
     base = {
         "run_id": run["run_id"],
         "backend": args.backend,
@@ -135,7 +138,7 @@ def overhead_benchmark(backend, plan: Plan) -> float | None:
 
 
 def skip_all(run_dir: Path, plan: Plan, base: dict, env_path: Path, env: dict, reason: str, start: StartFacts) -> int:
-    console.print(f"{base['backend']}: skipped: {reason}", style="yellow")
+    console.print(secrets.redact(f"{base['backend']}: skipped: {reason}"), style="yellow")
     with RecordWriter(run_dir) as writer:
         for workload in plan.workloads(base["engine_start"]):
             writer.write(Record(**base, workload=workload, skipped=reason))

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import backends
 from backends.base import TIMING_DEFINITIONS
-from harness import models
+from harness import models, secrets
 from harness.env import commit_provenance, merge_env, sha, write_json
 from harness.records import RECORDS, done_keys, read_records
 from harness.rundir import atomic_write_text, is_disk_full
@@ -138,7 +138,16 @@ def check_server_args(args: argparse.Namespace, names: list[str]) -> None:
     """--base-url and --api-key-env: checked before anything runs (a backend that needs them errs in its child)."""
     if "openai" in names and not args.base_url:
         raise UsageError("--backend openai needs --base-url, e.g. http://127.0.0.1:8000/v1")
+    if args.api_key_env is not None:
+        problem = secrets.check_key_var(args.api_key_env)
+        if problem:
+            raise UsageError(problem)
+        if "openai" in names and not os.environ.get(args.api_key_env):
+            raise UsageError(f"--api-key-env {args.api_key_env}: that environment variable is not set")
     if args.base_url:
+        problem = secrets.check_url(args.base_url)
+        if problem:
+            raise UsageError(problem)
         url = urllib.parse.urlsplit(args.base_url)
         if url.scheme not in ("http", "https") or not url.hostname:
             raise UsageError("--base-url must be an http:// or https:// URL with a host, e.g. http://127.0.0.1:8000/v1")

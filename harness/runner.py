@@ -23,6 +23,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from backends.base import Backend, Capabilities, Request, Result
 from harness.records import Record, RecordWriter, done_keys
+from harness.secrets import redact
 from workloads import json_extraction, template
 from workloads.plan import Group, Plan, Step
 
@@ -177,11 +178,11 @@ class Runner:
             try:
                 result = self.backend.generate(request_for(step, self.plan))
             except Exception as exc:  # noqa: BLE001 - any engine failure becomes an error record
-                detail = f"{type(exc).__name__}: {exc}"
+                detail = redact(f"{type(exc).__name__}: {exc}")
                 console.print(f"  {step.workload} {step.mode} {step.case}: {detail}", style="red")
                 if detail not in self.errors_seen:  # the traceback once per distinct error
                     self.errors_seen.add(detail)
-                    console.print(traceback.format_exc(limit=4))
+                    console.print(redact(traceback.format_exc(limit=4)))
                 if record:
                     for later in group.steps[i:]:
                         rec = self._record(later, error=detail)
