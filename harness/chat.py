@@ -21,6 +21,10 @@ def common_prefix_len(a: list[int], b: list[int]) -> int:
     return n
 
 
+class NoChatTemplate(ValueError):
+    """The tokenizer has no chat template, and a workload renders its prompts with one."""
+
+
 @dataclass
 class Renderer:
     tokenizer: Any  # a transformers tokenizer
@@ -32,6 +36,10 @@ class Renderer:
     def chat_text(
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None, *, generation_prompt: bool = True
     ) -> str:
+        if not getattr(self.tokenizer, "chat_template", None):
+            raise NoChatTemplate("its tokenizer has no chat template, and the conversation, json and template "
+                                 "workloads render their prompts with one (a base model? use its instruction-tuned "
+                                 "version, or add a chat_template to its tokenizer_config.json)")
         return self.tokenizer.apply_chat_template(
             messages, tools=tools, tokenize=False, add_generation_prompt=generation_prompt, enable_thinking=False
         )

@@ -262,13 +262,16 @@ def _main(args: argparse.Namespace) -> int:
     model = models.resolve(args.model, args.random_weights)
     device, dtype = resolve_device(args.device, args.dtype)
 
-    from harness.chat import Renderer
+    from harness.chat import NoChatTemplate, Renderer
 
     tokenizer = load_tokenizer(args.model, model.path)
     renderer = Renderer(tokenizer)
-    plan = build_plan(specs, renderer, args.repeats, args.starts)
+    try:
+        plan = build_plan(specs, renderer, args.repeats, args.starts)
+        stability = prefix_lint.check_all(specs, renderer)
+    except NoChatTemplate as exc:
+        raise UsageError(f"--model {args.model}: {exc}") from exc
     plan_json = plan.to_json()
-    stability = prefix_lint.check_all(specs, renderer)
     lint_lines, unstable = prefix_lint.report(specs, stability)
     if unstable:
         print("\n".join(lint_lines), file=sys.stderr)
@@ -357,13 +360,17 @@ def argv_is_cli() -> bool:
 
 def lint_only(args: argparse.Namespace, specs: list) -> int:
     """--lint-only: the prefix-stability lint with the model's tokenizer and chat template; no weights, no run."""
-    from harness.chat import Renderer
+    from harness.chat import NoChatTemplate, Renderer
     from workloads import lint as prefix_lint
 
     model = models.resolve(args.model, random_weights=True)
     renderer = Renderer(load_tokenizer(args.model, model.path))
+    try:
+        checked = prefix_lint.check_all(specs, renderer)
+    except NoChatTemplate as exc:
+        raise UsageError(f"--model {args.model}: {exc}") from exc
     print(f"{len(specs)} workload(s) valid: {', '.join(s.name for s in specs)}")
-    lines, code = prefix_lint.report(specs, prefix_lint.check_all(specs, renderer))
+    lines, code = prefix_lint.report(specs, checked)
     print("\n".join(lines))
     return code
 
