@@ -22,7 +22,7 @@ from pathlib import Path
 
 import backends
 from backends.base import TIMING_DEFINITIONS
-from harness import models, secrets
+from harness import limits, models, secrets
 from harness.env import commit_provenance, merge_env, sha, write_json
 from harness.records import RECORDS, done_keys, read_records
 from harness.rundir import atomic_write_text, is_disk_full
@@ -98,7 +98,10 @@ def parser() -> argparse.ArgumentParser:
                    help="default: bfloat16 on a GPU, float32 on a CPU")
     p.add_argument("--attn", choices=["eager", "sdpa"], default="eager", help="HF attention (default: eager, the seed's)")
     p.add_argument("--tp", type=int, default=1, help="tensor parallel size for vLLM / SGLang")
-    p.add_argument("--max-model-len", type=int, default=4096)
+    p.add_argument("--max-model-len", type=int, default=4096,
+                   help="context limit (default: 4096): vLLM/SGLang engines and hf-graphs' cache are sized to it, and "
+                        "every prompt plus its new tokens must fit it and the model's positions (checked before "
+                        "anything runs, and by --lint-only)")
     p.add_argument("--python", action="append", default=[], metavar="BACKEND=PATH",
                    help="run a backend under another interpreter, e.g. vllm=/opt/vllm/bin/python (repeatable)")
     p.add_argument("--base-url", default=None, help="OpenAI-compatible server for --backend openai")
@@ -271,6 +274,9 @@ def _main(args: argparse.Namespace) -> int:
         stability = prefix_lint.check_all(specs, renderer)
     except NoChatTemplate as exc:
         raise UsageError(f"--model {args.model}: {exc}") from exc
+    too_long = limits.context_error(plan, args.max_model_len, limits.model_positions(model.path))
+    if too_long:
+        raise UsageError(too_long)
     plan_json = plan.to_json()
     lint_lines, unstable = prefix_lint.report(specs, stability)
     if unstable:
@@ -361,14 +367,19 @@ def argv_is_cli() -> bool:
 def lint_only(args: argparse.Namespace, specs: list) -> int:
     """--lint-only: the prefix-stability lint with the model's tokenizer and chat template; no weights, no run."""
     from harness.chat import NoChatTemplate, Renderer
+    from workloads import build_plan
     from workloads import lint as prefix_lint
 
     model = models.resolve(args.model, random_weights=True)
     renderer = Renderer(load_tokenizer(args.model, model.path))
     try:
         checked = prefix_lint.check_all(specs, renderer)
+        plan = build_plan(specs, renderer, repeats=1)
     except NoChatTemplate as exc:
         raise UsageError(f"--model {args.model}: {exc}") from exc
+    too_long = limits.context_error(plan, args.max_model_len, limits.model_positions(model.path))
+    if too_long:
+        raise UsageError(too_long)
     print(f"{len(specs)} workload(s) valid: {', '.join(s.name for s in specs)}")
     lines, code = prefix_lint.report(specs, checked)
     print("\n".join(lines))
