@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
 import time
 from pathlib import Path
@@ -32,6 +33,8 @@ from workloads.plan import Plan
 def main(argv: list[str] | None = None) -> int:
     try:
         return _main(argv)
+    except KeyboardInterrupt:
+        return 130
     except OSError as exc:
         if not is_disk_full(exc):
             raise
@@ -149,4 +152,7 @@ def skip_all(run_dir: Path, plan: Plan, base: dict, env_path: Path, env: dict, r
 
 
 if __name__ == "__main__":
+    # compare.py stops a run by signalling this process's group: SIGTERM unwinds like Ctrl-C, so the
+    # engine is closed (finally: backend.close()) and the parent alone prints the resume hint.
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     sys.exit(main())

@@ -14,7 +14,6 @@ import datetime as dt
 import json
 import os
 import signal
-import subprocess
 import sys
 import time
 import urllib.parse
@@ -24,8 +23,9 @@ import backends
 from backends.base import TIMING_DEFINITIONS
 from harness import limits, models, secrets
 from harness.env import commit_provenance, merge_env, sha, write_json
+from harness.launch import Interrupted, install_handlers, run_child
 from harness.records import RECORDS, done_keys, read_records
-from harness.rundir import atomic_write_text, is_disk_full
+from harness.rundir import RunDirBusy, atomic_write_text, claim, is_disk_full, settings_diff
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -169,17 +169,28 @@ def parse_pythons(items: list[str]) -> dict[str, str]:
 
 
 def check_out(out: Path, resume: bool) -> None:
+    """What can be said about --out before anything is built (it is created and locked later, in claim_out)."""
     if out.exists() and not out.is_dir():
         raise UsageError(f"--out {out}: exists and is not a directory")
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        probe = out / ".write-test"
-        probe.write_text("")
-        probe.unlink()
-    except OSError as exc:
-        raise UsageError(f"--out {out}: not writable ({exc.strerror})") from exc
     if (out / RECORDS).exists() and not resume:
         raise UsageError(f"--out {out} already holds a run: pass --resume to continue it, or choose another --out")
+
+
+def check_resume(out: Path, plan_json: str, measuring: dict) -> None:
+    """--resume: the same plan and the same measuring settings as the run in ``out``, or one line saying what differs."""
+    plan_path = out / "plan.json"
+    if plan_path.exists() and sha(plan_path.read_text()) != sha(plan_json):
+        raise UsageError(f"--resume: the plan in {out} differs from this command's (workloads, repeats, starts or model changed)")
+    try:
+        old = json.loads((out / "run.json").read_text())
+    except (OSError, ValueError):
+        return  # killed before run.json was written: nothing ran with other settings
+    previous = {**old.get("settings", {}), **({"model_config_hash": old["model_config_hash"]}
+                                              if "model_config_hash" in old else {})}
+    differs = settings_diff(previous, measuring)
+    if differs:
+        raise UsageError(f"--resume: {out} was run with other settings ({'; '.join(differs)}); resume with the same "
+                         "settings, or choose another --out")
 
 
 def resolve_device(device: str, dtype: str) -> tuple[str, str]:
@@ -205,31 +216,20 @@ def backend_skipped(run_dir: Path, backend: str) -> bool:
     return path.exists() and "skipped" in json.loads(path.read_text())
 
 
-def run_child(run_dir: Path, backend: str, python: str, start: int = 0) -> int:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
-    command = [python, "-m", "harness.child", str(run_dir), backend, "--start", str(start)]
-    proc = subprocess.Popen(command, cwd=ROOT, env=env)
-    try:
-        return proc.wait()
-    except KeyboardInterrupt:
-        proc.send_signal(signal.SIGINT)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        raise
-
-
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
+    install_handlers()
     try:
         return _main(args)
     except (UsageError, models.ModelError) as exc:
         print(f"compare.py: error: {exc}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print("\ninterrupted: the records written so far are kept; rerun with --resume to finish", file=sys.stderr)
-        return 130
+    except (KeyboardInterrupt, Interrupted) as exc:
+        signum = exc.signum if isinstance(exc, Interrupted) else signal.SIGINT
+        print(f"\ncompare.py: interrupted ({signal.Signals(signum).name}): every process of the run was stopped and "
+              "the records written so far are kept whole; rerun the same command with --resume to finish",
+              file=sys.stderr)
+        return 128 + signum
     except OSError as exc:
         if not is_disk_full(exc):
             raise
@@ -281,13 +281,6 @@ def _main(args: argparse.Namespace) -> int:
     lint_lines, unstable = prefix_lint.report(specs, stability)
     if unstable:
         print("\n".join(lint_lines), file=sys.stderr)
-    plan_path = out / "plan.json"
-    if args.resume and plan_path.exists() and sha(plan_path.read_text()) != sha(plan_json):
-        raise UsageError(
-            f"--resume: the plan in {out} differs from this command's (workloads, repeats, starts or model changed)"
-        )
-    atomic_write_text(plan_path, plan_json)
-
     settings = {
         "model_path": model.path, "model_label": model.label, "dtype": dtype, "device": device,
         "random_weights": args.random_weights or not model.has_weights, "attn": args.attn, "tp": args.tp,
@@ -316,9 +309,23 @@ def _main(args: argparse.Namespace) -> int:
         "dtype": dtype,
         "device": device,
     }
-    write_json(out / "run.json", {"run_id": out.name, "settings": settings, "resume": args.resume})
-    merge_env(out, run_env)
+    config_hash = run_env["model"]["config_hash"]
+    try:
+        with claim(out) as lock_fd:
+            if args.resume:
+                check_resume(out, plan_json, {**settings, "model_config_hash": config_hash})
+            atomic_write_text(out / "plan.json", plan_json)
+            write_json(out / "run.json", {"run_id": out.name, "settings": settings, "resume": args.resume,
+                                          "model_config_hash": config_hash})
+            merge_env(out, run_env)
+            return run_backends(args, out, names, pythons, run_env, plan, lock_fd)
+    except RunDirBusy as exc:
+        raise UsageError(str(exc)) from exc
 
+
+def run_backends(args: argparse.Namespace, out: Path, names: list[str], pythons: dict[str, str], run_env: dict,
+                 plan, lock_fd: int) -> int:
+    """Each backend's child process in turn, then the report; the exit code (1: a backend failed)."""
     timings: dict[str, float] = {}
     failed: list[str] = []
     for name in names:
@@ -329,7 +336,7 @@ def _main(args: argparse.Namespace) -> int:
             if args.resume and all_recorded(out, name, plan, start):
                 print(f"{name}: engine start {start}: every request already recorded", flush=True)
                 continue
-            code = run_child(out, name, pythons.get(name, sys.executable), start)
+            code = run_child(ROOT, out, name, pythons.get(name, sys.executable), lock_fd, start)
             if code != 0:
                 failed.append(name)
                 what = "had failed requests or could not start" if code == 1 else f"exited with code {code}"

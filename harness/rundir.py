@@ -18,6 +18,8 @@ import errno
 import fcntl
 import os
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +30,7 @@ RESUME_SETTINGS = ("model_label", "model_path", "model_config_hash", "dtype", "d
 
 
 class RunDirBusy(RuntimeError):
-    """Another process holds the run directory's lock."""
+    """Another process holds the run directory's lock (or it cannot be created or locked at all)."""
 
 
 def lock(run_dir: Path) -> int:
@@ -45,6 +47,27 @@ def lock(run_dir: Path) -> int:
     os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
     os.set_inheritable(fd, True)
     return fd
+
+
+@contextmanager
+def claim(run_dir: Path) -> Iterator[int]:
+    """Create (if needed) and lock the run directory for the duration; yields the lock's descriptor.
+    A directory created here that ends up holding nothing but the lock is removed again."""
+    created = not run_dir.exists()
+    try:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        fd = lock(run_dir)
+    except OSError as exc:
+        if is_disk_full(exc):
+            raise
+        raise RunDirBusy(f"--out {run_dir}: not writable ({exc.strerror})") from exc
+    try:
+        yield fd
+    finally:
+        if created and [p.name for p in run_dir.iterdir()] == [LOCK]:
+            (run_dir / LOCK).unlink()
+            run_dir.rmdir()
+        os.close(fd)
 
 
 def atomic_write_text(path: Path, text: str) -> None:

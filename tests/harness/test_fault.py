@@ -1,0 +1,64 @@
+"""Fault test: kill a small run at random points (SIGKILL; once leaving a torn line), resume each time,
+and end with exactly the keys of an uninterrupted run (#15 "Also", #15.2)."""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+
+from harness.records import read_records
+from tests.conftest import ROOT, compare
+from tests.harness.fakes import small_workload
+from tests.harness.test_resume import child_pids
+
+KEY = ("backend", "workload", "mode", "case", "rep", "turn", "temperature")
+
+
+def keys(run_dir) -> set[tuple]:
+    rows = read_records(run_dir)
+    assert all(not r["error"] and not r["skipped"] for r in rows)
+    return {tuple(r[k] for k in KEY) for r in rows}
+
+
+def kill_after(args: list[str], out, n_lines: int) -> None:
+    """Start the run (resuming when records exist) and SIGKILL parent and child once ``n_lines`` lines exist."""
+    path = out / "records.jsonl"
+    resume = ["--resume"] if path.exists() else []
+    parent = subprocess.Popen([sys.executable, "compare.py", *args, "--out", str(out), *resume], cwd=ROOT,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 120
+    while time.time() < deadline and parent.poll() is None:
+        if path.exists() and len(path.read_bytes().splitlines()) >= n_lines:
+            break
+        time.sleep(0.05)
+    assert parent.poll() is None, f"the run ended before it could be killed: {parent.communicate()[1][-2000:]}"
+    for pid in child_pids(out):
+        os.kill(pid, signal.SIGKILL)
+    parent.kill()
+    parent.communicate(timeout=60)
+
+
+def test_killed_runs_resume_to_the_uninterrupted_key_set(tmp_path):
+    args = ["--backend", "hf", "--workload-file", str(small_workload(tmp_path)), "--repeats", "2", "--no-report"]
+    compare(*args, "--out", str(tmp_path / "whole"))
+    expected = keys(tmp_path / "whole")
+    total = len(expected)
+
+    out = tmp_path / "killed"
+    rng = random.Random(15)
+    seen = 0
+    for attempt in range(3):
+        seen = rng.randint(seen + 1, seen + total // 4)
+        kill_after(args, out, seen)
+        if attempt == 1:  # a crash in the middle of a write
+            with (out / "records.jsonl").open("a") as f:
+                f.write('{"run_id": "killed", "backend": "hf", "workload": "len')
+        seen = len((out / "records.jsonl").read_bytes().splitlines())
+    proc = compare(*args, "--out", str(out), "--resume")
+    assert "torn" not in proc.stderr  # the torn line was cut by the resume after it
+    assert keys(out) == expected
+    assert (out / "records.jsonl").read_bytes().endswith(b"\n")
