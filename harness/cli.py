@@ -107,7 +107,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--base-url", default=None, help="OpenAI-compatible server for --backend openai")
     p.add_argument("--api-key-env", default=None, metavar="VAR", help="environment variable holding the API key")
     p.add_argument("--request-timeout", type=float, default=300.0, help="seconds before a request is abandoned")
-    p.add_argument("--resume", action="store_true", help="continue a run in --out, skipping recorded cases")
+    p.add_argument("--resume", action="store_true", help="continue a run in --out, skipping recorded cases "
+                   "(refused if the plan or a measuring setting differs from the run's)")
     p.add_argument("--no-report", action="store_true", help="do not build report.html at the end")
     return p
 
