@@ -43,6 +43,7 @@ def test_kill_the_child_then_resume(tmp_path):
         os.kill(pid, signal.SIGKILL)
     _, err = parent.communicate(timeout=120)
     assert "exited with code" in err
+    assert parent.returncode == 1  # a crashed child is a failed run (#15.5)
 
     before = path.read_text().splitlines()
     assert 4 <= len(before) < 25  # 10 sweep + 15 template + 1 probe would be complete
