@@ -10,18 +10,16 @@ import subprocess
 import sys
 import time
 
-from harness.records import read_records
+from harness.records import read_records, row_key
 from tests.conftest import ROOT, compare
 from tests.harness.fakes import small_workload
 from tests.harness.test_resume import child_pids
-
-KEY = ("backend", "workload", "mode", "case", "rep", "turn", "temperature")
 
 
 def keys(run_dir) -> set[tuple]:
     rows = read_records(run_dir)
     assert all(not r["error"] and not r["skipped"] for r in rows)
-    return {tuple(r[k] for k in KEY) for r in rows}
+    return {row_key(r) for r in rows}
 
 
 def kill_after(args: list[str], out, n_lines: int) -> None:
