@@ -23,7 +23,7 @@ import backends
 from backends.base import TIMING_DEFINITIONS
 from harness import limits, models, secrets
 from harness.env import commit_provenance, merge_env, sha, write_json
-from harness.launch import Interrupted, install_handlers, run_child
+from harness.launch import Interrupted, handlers, run_child
 from harness.records import RECORDS, done_keys, read_records
 from harness.rundir import RunDirBusy, atomic_write_text, claim, is_disk_full, settings_diff
 
@@ -219,7 +219,6 @@ def backend_skipped(run_dir: Path, backend: str) -> bool:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    install_handlers()
     try:
         return _main(args)
     except (UsageError, models.ModelError) as exc:
@@ -312,7 +311,7 @@ def _main(args: argparse.Namespace) -> int:
     }
     config_hash = run_env["model"]["config_hash"]
     try:
-        with claim(out) as lock_fd:
+        with claim(out) as lock_fd, handlers():
             if args.resume:
                 check_resume(out, plan_json, {**settings, "model_config_hash": config_hash})
             atomic_write_text(out / "plan.json", plan_json)

@@ -13,6 +13,8 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 STOP_WAIT_S = 30.0  # how long a child gets to close its engine after the signal
@@ -30,9 +32,15 @@ def _raise_interrupted(signum: int, frame: object) -> None:
     raise Interrupted(signum)
 
 
-def install_handlers() -> None:
-    for sig in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, _raise_interrupted)
+@contextmanager
+def handlers() -> Iterator[None]:
+    """SIGTERM and SIGHUP raise :class:`Interrupted` while the run's children run (then the old handlers return)."""
+    old = {sig: signal.signal(sig, _raise_interrupted) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for sig, handler in old.items():
+            signal.signal(sig, handler)
 
 
 def stop_group(proc: subprocess.Popen, sig: int) -> None:
