@@ -51,6 +51,14 @@ class _OutOfPlace:
         return self.processor(input_ids, scores.clone())
 
 
+def step_top(logits: tuple[torch.Tensor, ...], k: int) -> list[list[list]]:
+    """Per generated step, the top-k [token_id, logprob] of the model's raw logits (before any grammar mask)."""
+    stacked = torch.stack([step[0] for step in logits]).float()
+    top = torch.topk(torch.log_softmax(stacked, dim=-1), k, dim=-1)
+    return [[[int(i), float(v)] for i, v in zip(ids, vals, strict=True)]
+            for ids, vals in zip(top.indices.tolist(), top.values.tolist(), strict=True)]
+
+
 def xgrammar_available() -> bool:
     try:
         import xgrammar  # noqa: F401
@@ -137,7 +145,7 @@ class HFBackend(Backend):
             **({"past_key_values": cache} if cache is not None else {"cache_implementation": "static"}),
             "streamer": _ClockStreamer(clock),
             "return_dict_in_generate": True,
-            "output_logits": request.top_logprobs > 0,
+            "output_logits": request.top_logprobs > 0 or request.step_logprobs > 0,
             "pad_token_id": self.model.generation_config.pad_token_id or next(iter(self.eos_ids), None),
         }
         if request.temperature > 0:
@@ -164,6 +172,7 @@ class HFBackend(Backend):
             cached_tokens=cached,
             prompt_ids_used=prompt,
             top_candidates=self._candidates(out.logits[0][0], request.top_logprobs) if request.top_logprobs else None,
+            step_logprobs=step_top(out.logits, request.step_logprobs) if request.step_logprobs else None,
         )
 
     def _fresh_cache(self) -> DynamicCache | None:
@@ -214,6 +223,8 @@ class HFBackend(Backend):
         clock.tick()
         special = torch.tensor([i in self.special_ids for i in prompt], device=self.device)
         shares = [float(layer[0, :, -1, :][:, special].sum(-1).mean()) for layer in out.attentions]
+        # position 0 is an attention sink in most models: its share is recorded apart (the seed's caveat)
+        first = [float(layer[0, :, -1, 0].mean()) for layer in out.attentions]
         token = int(out.logits[0, -1].argmax())
         return RawOutput(
             token_ids=[token],
@@ -221,5 +232,6 @@ class HFBackend(Backend):
             finish_reason="length",
             prompt_ids_used=prompt,
             attention_special_share=shares,
-            extra={"special_positions": int(special.sum())},
+            extra={"special_positions": int(special.sum()), "position0_share": first,
+                   "position0_special": bool(special[0]) if len(prompt) else None},
         )
