@@ -51,9 +51,10 @@ class _OutOfPlace:
         return self.processor(input_ids, scores.clone())
 
 
-def step_top(logits: tuple[torch.Tensor, ...], k: int) -> list[list[list]]:
-    """Per generated step, the top-k [token_id, logprob] of the model's raw logits (before any grammar mask)."""
-    stacked = torch.stack([step[0] for step in logits]).float()
+def step_top(scores: tuple[torch.Tensor, ...], k: int) -> list[list[list]]:
+    """Per generated step, the top-k [token_id, logprob] of the scores the greedy choice was made on (after the
+    grammar mask, like vLLM's and SGLang's log-probs; with no logits processor they are the raw logits)."""
+    stacked = torch.stack([step[0] for step in scores]).float()
     top = torch.topk(torch.log_softmax(stacked, dim=-1), k, dim=-1)
     return [[[int(i), float(v)] for i, v in zip(ids, vals, strict=True)]
             for ids, vals in zip(top.indices.tolist(), top.values.tolist(), strict=True)]
@@ -145,7 +146,8 @@ class HFBackend(Backend):
             **({"past_key_values": cache} if cache is not None else {"cache_implementation": "static"}),
             "streamer": _ClockStreamer(clock),
             "return_dict_in_generate": True,
-            "output_logits": request.top_logprobs > 0 or request.step_logprobs > 0,
+            "output_logits": request.top_logprobs > 0,
+            "output_scores": request.step_logprobs > 0,
             "pad_token_id": self.model.generation_config.pad_token_id or next(iter(self.eos_ids), None),
         }
         if request.temperature > 0:
@@ -172,7 +174,7 @@ class HFBackend(Backend):
             cached_tokens=cached,
             prompt_ids_used=prompt,
             top_candidates=self._candidates(out.logits[0][0], request.top_logprobs) if request.top_logprobs else None,
-            step_logprobs=step_top(out.logits, request.step_logprobs) if request.step_logprobs else None,
+            step_logprobs=step_top(out.scores, request.step_logprobs) if request.step_logprobs else None,
         )
 
     def _fresh_cache(self) -> DynamicCache | None:
@@ -201,8 +203,9 @@ class HFBackend(Backend):
         if key not in self._grammars:
             info = xgr.TokenizerInfo.from_huggingface(self.tokenizer, vocab_size=self.model.config.vocab_size)
             compiler = xgr.GrammarCompiler(info)
-            # any_whitespace=False: random weights otherwise fill the budget with spaces
-            self._grammars[key] = compiler.compile_json_schema(key, any_whitespace=False)
+            # any_whitespace=False: random weights otherwise fill the budget with spaces. The schema as
+            # written, not the sorted cache key: xgrammar keeps the properties' order, as the engines do.
+            self._grammars[key] = compiler.compile_json_schema(json.dumps(schema), any_whitespace=False)
         return xgr.contrib.hf.LogitsProcessor(self._grammars[key])
 
     def _candidates(self, logits: torch.Tensor, k: int) -> list[TokenCandidate]:
