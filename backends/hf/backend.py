@@ -129,7 +129,8 @@ class HFBackend(Backend):
             "attn_implementation": self.settings.attn,
             "device": str(self.device),
             "cache": "DynamicCache, cropped to the shared prefix in cached mode",
-            "grammar": "xgrammar.contrib.hf.LogitsProcessor" if self.capabilities.grammar else None,
+            "grammar": "xgrammar.contrib.hf.LogitsProcessor, any_whitespace=False, xgrammar's default separators"
+            if self.capabilities.grammar else None,
         }
 
     def kv_cache_tokens(self) -> tuple[int | None, str]:
