@@ -202,6 +202,9 @@ def build_smollm2() -> Path:
     except ImportError as exc:  # transformers asks for accelerate / a newer gguf in one long message
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ModelError(f"--model {SMOLLM2}: cannot dequantize the GGUF ({first}): {smollm2.EXTRA_INSTALL}") from exc
+    except (OSError, ValueError, RuntimeError) as exc:  # nothing is left in the cache: _build_once cleans up
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        raise ModelError(f"--model {SMOLLM2}: building the model folder failed ({type(exc).__name__}: {first[:200]})") from exc
 
 
 def config_hash(model_path: str) -> str | None:

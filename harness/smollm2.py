@@ -21,6 +21,7 @@ be copied into another machine's ``$LCA_CACHE`` (a GPU host without network or `
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 from importlib import metadata, util
@@ -93,6 +94,13 @@ def fill(out: Path, gguf_path: Path) -> None:
     if not tokenizer.chat_template:
         raise Smollm2Error(f"--model {NAME}: {GGUF} carries no chat template (transformers did not read one)")
     model = AutoModelForCausalLM.from_pretrained(folder, gguf_file=name, dtype=torch.float32)
+    # transformers marks a model read from GGUF as quantized and refuses to save it; the weights are
+    # plain dequantized tensors by now, so drop the marker (else every later load would look for the .gguf)
+    for holder in (model.config, getattr(model, "hf_quantizer", None)):
+        if holder is not None and hasattr(holder, "quantization_config"):
+            with contextlib.suppress(AttributeError):
+                delattr(holder, "quantization_config")
+    model.hf_quantizer = None
     model.to(torch.bfloat16)
     model.save_pretrained(out, safe_serialization=True)
     tokenizer.save_pretrained(out)

@@ -22,7 +22,7 @@ import pandas as pd
 from harness.chat import common_prefix_len
 from reports.stats import num
 
-KEY = ["workload", "mode", "case", "turn", "rep"]
+KEY = ["workload", "mode", "case", "turn", "rep", "engine_start"]
 # bf16 keeps 8 significant bits: a logit between 16 and 32 is rounded to a multiple of 0.125, so two
 # candidates closer than about 0.1 nat can swap order by rounding alone.
 NEAR_TIE = 0.1
@@ -75,7 +75,13 @@ def _greedy(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def _key(row: dict, columns: list[str]) -> tuple:
-    return tuple(None if pd.isna(row[c]) else row[c] for c in columns)
+    """The row's values in ``columns`` (None for missing; engine_start 0 for runs from before it existed)."""
+    out = []
+    for c in columns:
+        v = row.get(c)
+        v = None if v is None or (isinstance(v, float) and pd.isna(v)) else v
+        out.append((v or 0) if c == "engine_start" else v)
+    return tuple(out)
 
 
 def per_case(df: pd.DataFrame, backends: list[str]) -> pd.DataFrame:
@@ -98,7 +104,7 @@ def per_case(df: pd.DataFrame, backends: list[str]) -> pd.DataFrame:
 def cached_vs_full(df: pd.DataFrame) -> pd.DataFrame:
     """Per backend, each conversation turn and repeat at T=0: ``cached`` compared with ``full`` (the reference)."""
     greedy = _greedy(df[df["kind"].eq("conversation")])
-    keys = ["workload", "case", "turn", "rep"]
+    keys = ["workload", "case", "turn", "rep", "engine_start"]
     rows = []
     for backend, g in greedy.groupby("backend", sort=False):
         full = {_key(r, keys): r for r in g[g["mode"] == "full"].to_dict("records")}
