@@ -18,13 +18,15 @@ __all__ = ["build"]
 
 
 def build(run_dirs: list[str | Path], out_path: str | Path, *, bandwidth_gbps: float | None = None,
-          tflops: float | None = None, drop: list[tuple[str, str]] | tuple = ()) -> Path:
+          tflops: float | None = None, drop: list[tuple[str, str]] | tuple = (), copy_gbps: float | None = None,
+          merge_starts: bool = False) -> Path:
     """Write the report for ``run_dirs`` to ``out_path`` and return its path."""
     from reports.assemble import assemble
     from reports.load import load
     from reports.page import render
 
-    report = assemble(load(list(run_dirs), drop=drop), bandwidth_gbps=bandwidth_gbps, tflops=tflops)
+    report = assemble(load(list(run_dirs), drop=drop, merge_starts=merge_starts), bandwidth_gbps=bandwidth_gbps,
+                      tflops=tflops, copy_gbps=copy_gbps)
     out = Path(out_path)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(render(report), encoding="utf-8")

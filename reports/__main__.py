@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
@@ -15,6 +16,17 @@ def positive(text: str) -> float:
     if value <= 0:
         raise argparse.ArgumentTypeError(f"must be positive (got {text})")
     return value
+
+
+def copy_bandwidth(text: str) -> float:
+    """GB/s, or a ``benchmarks.bandwidth`` JSON file whose ``copy_gbps_median`` is read."""
+    path = Path(text)
+    if path.suffix == ".json":
+        try:
+            return positive(str(json.loads(path.read_text())["copy_gbps_median"]))
+        except (OSError, ValueError, KeyError) as exc:
+            raise argparse.ArgumentTypeError(f"{text}: no copy_gbps_median in it ({type(exc).__name__})") from exc
+    return positive(text)
 
 
 def run_backend(text: str) -> tuple[str, str]:
@@ -32,6 +44,11 @@ def main(argv: list[str] | None = None) -> int:
                    "report.html for several)")
     p.add_argument("--bandwidth-gbps", type=positive, default=None, help="GPU memory bandwidth for the roofline (GB/s), "
                    "instead of the datasheet value for the GPU in env.json")
+    p.add_argument("--copy-gbps", type=copy_bandwidth, default=None, metavar="GBPS|FILE.json",
+                   help="measured device-to-device copy bandwidth (GB/s, or the JSON python -m benchmarks.bandwidth wrote): "
+                   "drawn as a second decode floor beside the datasheet's")
+    p.add_argument("--merge-starts", action="store_true", help="count runs of the same backend with the same setup (plan, "
+                   "model config, dtype, version) as engine starts of one column, instead of separate columns")
     p.add_argument("--tflops", type=positive, default=None, help="peak dense TFLOP/s for the roofline, instead of the datasheet value")
     p.add_argument("--drop", type=run_backend, action="append", default=[], metavar="RUN:BACKEND",
                    help="leave out one run's records of one backend, e.g. a column a later run superseded "
@@ -40,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     out = args.out or (args.run_dirs[0] / "report.html" if len(args.run_dirs) == 1 else Path("report.html"))
     try:
         path = build(args.run_dirs, out, bandwidth_gbps=args.bandwidth_gbps, tflops=args.tflops,
-                     drop=args.drop)
+                     drop=args.drop, copy_gbps=args.copy_gbps, merge_starts=args.merge_starts)
     except ReportError as exc:
         print(f"python -m reports: error: {exc}", file=sys.stderr)
         return 2

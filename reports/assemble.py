@@ -12,7 +12,7 @@ from typing import Any
 
 import pandas as pd
 
-from reports.analysis import agreement, caveats, status, summary
+from reports.analysis import agreement, caveats, claims, status, summary
 from reports.analysis import conversation as conv
 from reports.analysis import json_extraction as jx
 from reports.analysis import sweep as sw
@@ -42,6 +42,7 @@ class Report:
     random_weights: str | None
     caveats: list[caveats.Caveat]
     jobs: list[summary.Job]
+    claims: list[claims.Claim] = field(default_factory=list)
     agreement_cached: pd.DataFrame = field(default_factory=pd.DataFrame)  # cached vs full, per call
     agreement_cached_summary: pd.DataFrame = field(default_factory=pd.DataFrame)
     flat_logits: dict[str, bool] = field(default_factory=dict)  # per backend with step-0 log-probs
@@ -100,12 +101,14 @@ def _kinds(df: pd.DataFrame) -> dict[str, str | None]:
     return kinds
 
 
-def assemble(ds: Dataset, bandwidth_gbps: float | None = None, tflops: float | None = None) -> Report:
+def assemble(ds: Dataset, bandwidth_gbps: float | None = None, tflops: float | None = None,
+             copy_gbps: float | None = None) -> Report:
     df, measured = ds.records, ds.measured()
     roofs = {}
     for b in ds.backends:
         process = ds.env_of(b).get("process") or {}
-        roofs[b] = sw.roof_for(b, process.get("gpu"), ds.run_env_of(b), bandwidth_gbps, tflops, known="gpu" in process)
+        roofs[b] = sw.roof_for(b, process.get("gpu"), ds.run_env_of(b), bandwidth_gbps, tflops, known="gpu" in process,
+                               copy_gbps=copy_gbps)
     blocks = {b: block_size(ds.env_of(b).get("engine") or {}) for b in ds.backends}
     sections = []
     for name, kind in _kinds(df).items():
@@ -126,9 +129,11 @@ def assemble(ds: Dataset, bandwidth_gbps: float | None = None, tflops: float | N
     cached = agreement.cached_vs_full(measured)
     report = Report(ds, status.backend_status(df, ds.backends), sections, cases, agreement.summary(cases, flat),
                     status.server_timings(measured), roofs, random_weights_note(ds), [], [],
-                    cached, agreement.summary(cached, flat), flat, model_notes(ds))
+                    agreement_cached=cached, agreement_cached_summary=agreement.summary(cached, flat),
+                    flat_logits=flat, model_notes=model_notes(ds))
     report.caveats = caveats.derive(report)
     report.jobs = summary.jobs(report)
+    report.claims = claims.check_all(report)
     return report
 
 

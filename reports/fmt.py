@@ -41,14 +41,22 @@ def count(value: object) -> str:
     return n(x)
 
 
-def times(value: object) -> str:
+def times(value: object, places: int | None = None) -> str:
     x = num(value)
-    return "–" if x is None else f"{x:,.1f}×" if x < 100 else f"{x:,.0f}×"
+    if x is None:
+        return "–"
+    return f"{x:,.{places}f}×" if places is not None else f"{x:,.1f}×" if x < 100 else f"{x:,.0f}×"
 
 
-def pct(value: object) -> str:
+def pct(value: object, places: int = 0) -> str:
     x = num(value)
-    return "–" if x is None else f"{100 * x:.0f}%"
+    return "–" if x is None else f"{100 * x:.{places}f}%"
+
+
+def rel(value: object) -> str:
+    """A relative spread or margin: one decimal below 10 % (``1.9%``), none above (``57%``)."""
+    x = num(value)
+    return "–" if x is None else pct(x, 1 if abs(x) < 0.1 else 0)
 
 
 def stat(s: Stat, unit: str = "") -> str:

@@ -2,7 +2,12 @@
 
 Runs made in different environments can be merged: each run keeps its own env.json, and a
 backend name that appears in more than one run is labelled ``name (run_id)`` so its columns
-stay apart. Backends are ordered as they first appear. ``drop`` leaves one run's records of one
+stay apart, unless ``merge_starts`` is set: then runs of one backend made with the same setup
+(plan, model config, backend version) are one column, each run's engine starts counted as
+starts of it (a run with no ``engine_start`` in its records is one start). Every record gets a
+``start`` label (``run_id#engine_start``) and ``ttft_common``: False where ``ttft_ms`` is the
+engine's internal figure (old runs, ``timing_source`` ``engine-metrics``), not the caller's.
+Backends are ordered as they first appear. ``drop`` leaves one run's records of one
 backend out (``("h200-hf", "hf")``: run directory name, backend; superseded by a later run). Nothing here talks to a backend.
 """
 
@@ -18,6 +23,8 @@ import pandas as pd
 from harness.records import RECORDS, Record, read_records
 
 COLUMNS = [f.name for f in fields(Record)]
+NEW_FIELDS = ("engine_start", "engine_ttft_ms", "engine_decode_ms_per_token")  # issue 14; absent from old runs
+ENGINE_INTERNAL = "engine-metrics"  # old runs: ttft_ms was the engine's own figure
 
 
 class ReportError(ValueError):
@@ -30,6 +37,16 @@ class Dataset:
     envs: dict[str, dict[str, Any]]  # run_id -> env.json
     backends: list[str]  # column labels, in order of appearance
     sources: dict[str, tuple[str, str]] = field(default_factory=dict)  # label -> (run_id, backend name)
+    members: dict[str, list[tuple[str, str]]] = field(default_factory=dict)  # label -> every (run_id, name) merged in it
+
+    def start_envs(self, label: str) -> list[dict[str, Any]]:
+        """One dict per engine start of a column: env.json's ``starts`` entries, or the backend block (old runs)."""
+        out = []
+        for run_id, name in self.members.get(label) or [self.sources.get(label, ("", label))]:
+            block = ((self.envs.get(run_id) or {}).get("backends") or {}).get(name) or {}
+            starts = [s for s in block.get("starts") or [] if isinstance(s, dict)]
+            out += [{**s, "run_id": run_id} for s in starts] or ([{**block, "engine_start": 0, "run_id": run_id}] if block else [])
+        return out
 
     def env_of(self, label: str) -> dict[str, Any]:
         """The backend's block of env.json (``process``, ``engine``, ``packages``... or ``skipped``)."""
@@ -57,7 +74,14 @@ def read_env(run_dir: Path) -> dict[str, Any]:
         raise ReportError(f"{path}: not valid JSON ({exc.msg})") from exc
 
 
-def load(run_dirs: list[str | Path], drop: list[tuple[str, str]] | tuple = ()) -> Dataset:
+def setup_of(env: dict[str, Any], name: str) -> tuple:
+    """What must match for two runs of a backend to count as starts of one setup."""
+    block = (env.get("backends") or {}).get(name) or {}
+    version = (block.get("packages") or {}).get(name.split("-")[0]) or (block.get("engine") or {}).get(name.split("-")[0])
+    return (env.get("plan_hash"), (env.get("model") or {}).get("config_hash"), env.get("dtype"), version)
+
+
+def load(run_dirs: list[str | Path], drop: list[tuple[str, str]] | tuple = (), merge_starts: bool = False) -> Dataset:
     rows: list[dict[str, Any]] = []
     envs: dict[str, dict[str, Any]] = {}
     dropped: set[tuple[str, str]] = set()
@@ -77,17 +101,34 @@ def load(run_dirs: list[str | Path], drop: list[tuple[str, str]] | tuple = ()) -
             if key in drop:
                 dropped.add(key)
                 continue
-            rows.append({**{c: row.get(c) for c in COLUMNS}, "run_id": run_id, "backend_name": row.get("backend")})
+            rows.append({**{c: row.get(c) for c in COLUMNS}, **{c: row.get(c) for c in NEW_FIELDS},
+                         "run_id": run_id, "backend_name": row.get("backend")})
     unmatched = [f"{run}:{name}" for run, name in drop if (run, name) not in dropped]
     if unmatched:
         raise ReportError(f"--drop {', '.join(unmatched)}: no such records (RUN is a run directory's name)")
     if not rows:
         raise ReportError("the run directories hold no records")
-    df = pd.DataFrame(rows, columns=[*COLUMNS, "backend_name"])
+    df = pd.DataFrame(rows, columns=[*COLUMNS, *[c for c in NEW_FIELDS if c not in COLUMNS], "backend_name"])
     df["extra"] = df["extra"].map(lambda e: e if isinstance(e, dict) else {})
+    df["engine_start"] = [int(s) if pd.notna(s) else 0 for s in pd.to_numeric(df["engine_start"], errors="coerce")]
+    df["start"] = [f"{r}#{s}" for r, s in zip(df["run_id"], df["engine_start"], strict=True)]
+    df["ttft_common"] = df["timing_source"] != ENGINE_INTERNAL
     pairs = list(dict.fromkeys(zip(df["run_id"], df["backend_name"], strict=True)))
     names = [name for _, name in pairs]
-    labels = {(run, name): (name if names.count(name) == 1 else f"{name} ({run})") for run, name in pairs}
+    if merge_starts:
+        setups: dict[str, tuple] = {}
+        for run, name in pairs:
+            setup = setup_of(envs[run], name)
+            if setups.setdefault(name, setup) != setup:
+                raise ReportError(f"--merge-starts: the runs of {name} differ in setup (plan hash, model config hash, dtype, "
+                                  f"version: {setups[name]} vs {setup}); merge only runs of the same setup")
+        labels = {(run, name): name for run, name in pairs}
+    else:
+        labels = {(run, name): (name if names.count(name) == 1 else f"{name} ({run})") for run, name in pairs}
     df["backend"] = [labels[(r, n)] for r, n in zip(df["run_id"], df["backend_name"], strict=True)]
-    sources = {label: key for key, label in labels.items()}
-    return Dataset(records=df, envs=envs, backends=list(labels.values()), sources=sources)
+    sources: dict[str, tuple[str, str]] = {}
+    members: dict[str, list[tuple[str, str]]] = {}
+    for key, label in labels.items():
+        sources.setdefault(label, key)  # merged starts: the first run's env.json describes the column
+        members.setdefault(label, []).append(key)
+    return Dataset(records=df, envs=envs, backends=list(dict.fromkeys(labels.values())), sources=sources, members=members)

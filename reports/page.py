@@ -19,7 +19,7 @@ from markupsafe import Markup
 
 from reports import charts, fmt, reference
 from reports.assemble import Report
-from reports.views import Block, common, conversation, json_extraction, note, sweep, template
+from reports.views import Block, claims, common, conversation, json_extraction, note, sweep, template
 
 TEMPLATES = Path(__file__).parent / "templates"
 
@@ -82,12 +82,14 @@ def section_blocks(report: Report, c: Charts) -> list[list[Block]]:
         elif s.kind == "sweep" and d:
             slots["prefill"] = c.slot(charts.sweep_phase(d["lengths"], report.roofs, "prefill", backends), "prefill vs N")
             slots["decode"] = c.slot(charts.sweep_phase(d["lengths"], report.roofs, "decode", backends), "decode vs N")
+            slots["decode_x"] = c.slot(charts.decode_vs_floor(d["lengths"], d["vs_roof"], backends), "decode as a multiple of the floor")
         elif s.kind == "json" and d:
             slots["pass"] = c.slot(charts.json_pass(d["rates"]), f"JSON pass rate vs temperature, {s.name}")
         elif s.kind == "template" and d:
             slots["attention"] = c.slot(charts.attention(d["attention"], backends), "attention on special tokens")
         view = VIEWS.get(s.kind or "")
-        section = view.blocks(s, slots) if view and d and s.backends else []
+        extra = {"roofs": report.roofs} if s.kind == "sweep" else {}
+        section = view.blocks(s, slots, **extra) if view and d and s.backends else []
         if section and report.random_weights and s.kind in QUALITY_NOTES:
             section = [note(QUALITY_NOTES[s.kind]), *section]
         out.append(section)
@@ -104,6 +106,7 @@ def render(report: Report) -> str:
     return environment().get_template("report.html.jinja").render(
         r=report,
         runs=report.ds.envs,
+        orders=list(dict.fromkeys(str(e["order"]) for e in report.ds.envs.values() if e.get("order"))),
         models=models,
         versions=versions,
         generated=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
@@ -112,6 +115,7 @@ def render(report: Report) -> str:
         agreement_blocks=common.agreement(report, agreement_slot),
         server_blocks=common.server(report),
         caveat_blocks=common.caveats(report),
+        claim_blocks=claims.blocks(report.claims, report.ds.backends),
         specs=c.specs,
         bundle=Markup(vega_bundle()),
     )

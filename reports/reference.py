@@ -2,6 +2,7 @@
 
 They are quoted from the study this project grew out of, never computed here, and always
 labelled :data:`LABEL` on the page so nobody mistakes them for a measurement of this run.
+:mod:`reports.analysis.seed_claims` checks each of them against the runs.
 """
 
 from __future__ import annotations
@@ -17,3 +18,11 @@ CONVERSATION = {
 }
 SWEEP = {"N": 1024, "tps_ratio": 494.0}
 DECODE = {"ms_per_token": 64.0, "bandwidth_share": 0.16}
+PREFILL = {"N_lo": 64, "N_hi": 256, "decode_steps": 1.0}  # prefill of 64-256 tokens costs about one decode step
+REPLY_TOKENS = 64
+# Decode's share of a 64-token call follows from the seed's own figures: 63 steps of 64 ms after a
+# prefill of about one step (64 ms) -> 63 / 64 of the call.
+DECODE_SHARE = (REPLY_TOKENS - 1) / REPLY_TOKENS
+JSON_MASK = {"valid": 80, "calls": 80}  # constrained decoding: every reply valid
+REUSE = "prefix reuse stops a few tokens before the end of the previous prompt (the template rewrites it)"
+ATTENTION = "attention concentrates on special-token positions"

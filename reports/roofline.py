@@ -1,9 +1,15 @@
-"""The roofline: how fast a batch-1 forward pass could be on this GPU, from datasheet figures.
+"""The roofline: how fast a batch-1 forward pass could be on this GPU.
 
-Decode floor = weight bytes / memory bandwidth (every step streams every weight once).
-Prefill floor = 2 · params · N / peak FLOP/s (two FLOPs per weight per prompt token).
-The parameter count comes from env.json (``model.params``) or, when absent, from the model's
-``config.json`` (Qwen3-style dense decoder formula); bandwidth and FLOP/s from :data:`GPUS`,
+Decode floor = bytes one decode step reads / memory bandwidth. The bytes are every weight
+*except the input embedding* (a step gathers one row of it, it does not stream it; with tied
+embeddings the same matrix is the lm_head, which is streamed, so nothing is left out), plus the
+KV cache read at that context length (layers × 2 × kv_heads × head_dim × bytes × context).
+Two bandwidths give two floors: the datasheet peak and, where given, a measured device-to-device
+copy (``benchmarks.bandwidth``), the rate a step can actually stream at.
+Prefill floor = 2 · params · N / peak FLOP/s: a compute floor (two FLOPs per weight per token).
+The parameter count comes from env.json (``model.params``) or the model's ``config.json``
+(Qwen3-style dense decoder formula); the shape (vocab, layers, KV heads) from the config of the
+model path, or of the built-in model named in env.json; bandwidth and FLOP/s from :data:`GPUS`,
 keyed by the GPU name torch reported, unless the user overrides them.
 """
 
@@ -119,13 +125,68 @@ def model_size(env: dict[str, Any]) -> ModelSize:
     return ModelSize(params, dtype_bytes, f"computed from {path}")
 
 
-def decode_floor_ms(weight_bytes: float, peak: Peak) -> float:
-    return weight_bytes / (peak.bandwidth_gbps * 1e9) * 1e3
+def model_config(env: dict[str, Any]) -> tuple[dict[str, Any] | None, str]:
+    """The model's config.json: env.json's own copy, the model path, or the built-in config by label."""
+    model = env.get("model") or {}
+    if isinstance(model.get("config"), dict):
+        return model["config"], "env.json"
+    path = Path(str(model.get("path") or "")) / "config.json"
+    if model.get("path") and path.is_file():
+        try:
+            return json.loads(path.read_text()), str(path)
+        except (OSError, ValueError):
+            pass
+    if model.get("builtin"):
+        from harness import models
+
+        if model.get("label") == models.SHAPE:
+            return json.loads((models.HERE / "configs" / "qwen3-8b.json").read_text()), "harness/configs/qwen3-8b.json"
+        if model.get("label") == models.TINY:
+            return dict(models.TINY_CONFIG), "harness.models.TINY_CONFIG"
+    return None, "model config not readable (path gone, not a built-in)"
+
+
+@dataclass(frozen=True)
+class StepBytes:
+    """What one batch-1 decode step reads from memory."""
+
+    weights: float  # streamed weights: all of them less the input embedding (unless tied)
+    embedding_left_out: float  # bytes of the input embedding not counted (0 when tied or unknown)
+    kv_per_token: float | None  # KV-cache bytes per token of context, all layers (None: shape unknown)
+    note: str  # how the figures were derived
+
+    def at(self, context: float) -> float:
+        return self.weights + (self.kv_per_token or 0.0) * context
+
+
+def step_bytes(size: ModelSize, config: dict[str, Any] | None, source: str = "") -> StepBytes | None:
+    """Bytes a decode step streams, from the parameter count and the model's shape (None without a size)."""
+    if size.weight_bytes is None or size.dtype_bytes is None:
+        return None
+    if not config:
+        return StepBytes(size.weight_bytes, 0.0, None, f"all weights ({source or 'no config'}: embedding and KV cache not separable)")
+    try:
+        h, vocab, layers = config["hidden_size"], config["vocab_size"], config["num_hidden_layers"]
+    except KeyError:
+        return StepBytes(size.weight_bytes, 0.0, None, "all weights (config lacks the shape)")
+    heads = config.get("num_attention_heads") or 1
+    kv_heads = config.get("num_key_value_heads") or heads
+    head_dim = config.get("head_dim") or h // heads
+    tied = bool(config.get("tie_word_embeddings"))
+    embed = 0.0 if tied else float(vocab * h * size.dtype_bytes)
+    kv = float(layers * 2 * kv_heads * head_dim * size.dtype_bytes)
+    how = ("weights incl. the embedding, streamed as the tied lm_head" if tied else "weights less the input embedding")
+    return StepBytes(size.weight_bytes - embed, embed, kv, f"{how} + KV cache ({layers} layers × 2 × {kv_heads} KV heads × "
+                     f"{head_dim} × {size.dtype_bytes} B per token of context); shape from {source}")
+
+
+def decode_floor_ms(step_bytes: float, bandwidth_gbps: float) -> float:
+    return step_bytes / (bandwidth_gbps * 1e9) * 1e3
 
 
 def prefill_floor_ms(params: float, n_tokens: float, peak: Peak) -> float:
     return 2.0 * params * n_tokens / (peak.tflops * 1e12) * 1e3
 
 
-def effective_bandwidth_gbps(weight_bytes: float, decode_ms: float) -> float:
-    return weight_bytes / (decode_ms / 1e3) / 1e9
+def effective_bandwidth_gbps(step_bytes: float, decode_ms: float) -> float:
+    return step_bytes / (decode_ms / 1e3) / 1e9

@@ -92,3 +92,75 @@ def ratio(a: float | None, b: float | None) -> float | None:
     if a is None or b is None or b == 0:
         return None
     return a / b
+
+
+# --- spread across engine starts -------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StartStat:
+    """A figure over engine starts: the median of each start's median, and two relative spreads.
+
+    ``within``: half the interquartile range of the repeats inside a start, relative to its
+    median (the median of that over starts); ``across``: half the range of the per-start medians,
+    relative to the figure (None with one start: not measured, which is not zero).
+    """
+
+    median: float | None
+    within: float | None
+    across: float | None
+    starts: int
+    n: int
+    per_start: tuple[float, ...] = ()
+
+    @property
+    def noise(self) -> float:
+        """The larger of the two relative half-spreads (0 when neither is known)."""
+        return max((x for x in (self.within, self.across) if x is not None), default=0.0)
+
+
+def over_starts(values: Iterable[object], starts: Iterable[object]) -> StartStat:
+    """Group ``values`` by their start label and summarise them as a :class:`StartStat`."""
+    groups: dict[object, list[object]] = {}
+    for v, s in zip(values, starts, strict=True):
+        groups.setdefault(s, []).append(v)
+    stats = [s for s in (spread(g) for g in groups.values()) if s.ok]
+    if not stats:
+        return StartStat(None, None, None, 0, 0)
+    medians = [s.median for s in stats]
+    med = float(np.median(medians))
+    within = [(s.q3 - s.q1) / 2 / abs(s.median) for s in stats if s.n > 1 and s.median]  # type: ignore[operator]
+    across = (max(medians) - min(medians)) / 2 / abs(med) if len(stats) > 1 and med else None  # type: ignore[type-var]
+    return StartStat(med, float(np.median(within)) if within else None, across, len(stats), sum(s.n for s in stats),
+                     tuple(medians))  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class Ranking:
+    """Who is best on a figure, and whether the gap to the next survives both spreads."""
+
+    order: list[str]  # best first
+    margin: float | None  # relative gap from the best to the next
+    noise: float  # the larger relative half-spread of the two (within or across starts)
+    winner: str | None  # None: one backend, the gap is within the noise, or a spread across starts is unmeasured
+    one_start: tuple[str, ...] = ()  # of the top two, those with a single engine start (spread across starts unknown)
+
+
+def rank(values: dict[str, StartStat], higher: bool = False) -> Ranking:
+    """Rank backends on their medians; a winner only where the gap exceeds both backends' spreads added.
+
+    Within a start and across starts are compared separately (the gap must beat each sum). A backend
+    with one start has no measured spread across starts, which is not zero: no winner is named then.
+    """
+    have = {b: v for b, v in values.items() if v.median is not None}
+    order = sorted(have, key=lambda b: -have[b].median if higher else have[b].median)  # type: ignore[operator]
+    if len(order) < 2:
+        return Ranking(order, None, have[order[0]].noise if order else 0.0, None)
+    best, second = have[order[0]], have[order[1]]
+    margin = abs(second.median - best.median) / abs(best.median) if best.median else None  # type: ignore[operator]
+    noise = max(best.noise, second.noise)
+    within = (best.within or 0.0) + (second.within or 0.0)
+    across = (best.across or 0.0) + (second.across or 0.0)
+    one_start = tuple(b for b in order[:2] if have[b].starts < 2)
+    wins = margin is not None and margin > 0 and margin > within and margin > across and not one_start
+    return Ranking(order, margin, noise, order[0] if wins else None, one_start)

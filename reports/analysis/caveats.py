@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from reports import fmt
+from reports.analysis.sweep import R2_FLOOR
 from reports.stats import num, spread
 
 if TYPE_CHECKING:
@@ -126,7 +127,12 @@ def sweep(s: Section, report: Report) -> list[Caveat]:
     for f in s.data["fits"]:
         knee = f.knee()
         law = f"TTFT ≈ {fmt.n(f.a_ms)} ms + {fmt.n(f.b_ms_per_token * 1e3)} µs × N, r² = {fmt.n(f.r2, 3)}, {f.points} calls"
-        if f.a_ms <= 0:
+        if f.note:
+            law += f", {f.note}"
+        if not f.holds:
+            out.append(Caveat(s.name, f"{f.backend}: TTFT is not a straight line in N ({law}, below {R2_FLOOR}); its a is "
+                                      "not a per-call floor."))
+        elif f.a_ms <= 0:
             out.append(Caveat(s.name, f"{f.backend}: TTFT grows faster than linearly with the prompt, so the straight-line fit "
                                       f"has no positive per-call floor ({law}): attention's quadratic cost shows at these lengths."))
         elif knee is None:
@@ -153,8 +159,8 @@ def sweep(s: Section, report: Report) -> list[Caveat]:
             decode = lengths[(lengths["backend"] == backend) & (lengths["N"] == lo["N"])].iloc[0]
             out.append(Caveat(s.name, f"{backend}: decode is {fmt.times(lo['decode_x'])} the roofline at N={lo['N']}: "
                                       f"{fmt.n(decode['decode_med'])} ms/token vs a floor of {fmt.n(lo['decode_floor_ms'])} ms "
-                                      f"({fmt.n(roof.size.weight_bytes / 1e9)} GB of weights / {fmt.n(roof.peak.bandwidth_gbps)} GB/s, "
-                                      f"{roof.peak.label}); effective bandwidth {fmt.n(lo['effective_gbps'])} GB/s = "
+                                      f"({fmt.n(lo['step_bytes'] / 1e9)} GB read per step / {fmt.n(roof.peak.bandwidth_gbps)} GB/s, "
+                                      f"{roof.peak.label} datasheet); effective bandwidth {fmt.n(lo['effective_gbps'])} GB/s = "
                                       f"{fmt.pct(lo['bandwidth_share'])} of peak. Prefill at N={hi['N']} is "
                                       f"{fmt.times(hi['prefill_x'])} its compute floor ({fmt.n(hi['prefill_floor_ms'])} ms at "
                                       f"{fmt.n(roof.peak.tflops)} TFLOP/s)."))

@@ -48,8 +48,10 @@ def totals(df: pd.DataFrame) -> pd.DataFrame:
     df = df.assign(processed=df.apply(processed_tokens, axis=1))
     turns = df["turn"].nunique()
     reps = []
-    for (backend, mode, rep), g in df.groupby(["backend", "mode", "rep"], sort=False):
-        complete = g["turn"].nunique() == turns
+    by = ["backend", "mode", *(["start"] if "start" in df else []), "rep"]  # reps restart in every engine start
+    for key, g in df.groupby(by, sort=False):
+        backend, mode, rep = key[0], key[1], key[-1]
+        complete = g["turn"].nunique() == turns and len(g) == turns
         reps.append({
             "backend": backend, "mode": mode, "rep": rep, "complete": complete,
             "tokens": g["processed"].sum() if complete and g["processed"].notna().all() else None,
@@ -136,12 +138,13 @@ def first_tokens(df: pd.DataFrame) -> pd.DataFrame:
     """Per backend: on how many (turn, repeat) pairs ``cached`` and ``full`` chose the same first token."""
     rows = []
     for backend, g in df.groupby("backend", sort=False):
-        full = g[g["mode"] == "full"].set_index(["turn", "rep"])["first_token_id"]
-        cached = g[g["mode"] == "cached"].set_index(["turn", "rep"])["first_token_id"]
+        index = ["turn", *(["start"] if "start" in g else []), "rep"]  # reps restart in every engine start
+        full = g[g["mode"] == "full"].set_index(index)["first_token_id"]
+        cached = g[g["mode"] == "cached"].set_index(index)["first_token_id"]
         both = full.to_frame("full").join(cached.to_frame("cached"), how="inner").dropna()
         if both.empty:
             continue
-        differ = sorted({int(t) for (t, _), row in both.iterrows() if row["full"] != row["cached"]})
+        differ = sorted({int(k[0]) for k, row in both.iterrows() if row["full"] != row["cached"]})
         rows.append({"backend": backend, "compared": len(both), "same": int((both["full"] == both["cached"]).sum()),
                      "differing_turns": differ})
     return pd.DataFrame(rows, columns=["backend", "compared", "same", "differing_turns"])

@@ -63,11 +63,18 @@ def workload_notes(df: pd.DataFrame, workload: str) -> list[str]:
 
 
 def server_timings(df: pd.DataFrame) -> pd.DataFrame:
-    """Per request with a server-side TTFT: the client's and the server's figures and their difference."""
+    """Per request with the engine's (or server's) own TTFT beside the caller's: both figures and their difference.
+
+    The engine's figure is ``engine_ttft_ms`` (issue 14 runs) or ``extra.server_ttft_ms`` (serving mode);
+    old records whose ``ttft_ms`` already is the engine's figure have no caller figure to compare.
+    """
     rows = []
     for r in df.to_dict("records"):
         extra = r.get("extra") if isinstance(r.get("extra"), dict) else {}
-        server = num(extra.get("server_ttft_ms"))
+        if r.get("ttft_common") is False:
+            continue
+        server = num(r.get("engine_ttft_ms"))
+        server = server if server is not None else num(extra.get("server_ttft_ms"))
         if server is None:
             continue
         client = num(r.get("ttft_ms"))
@@ -75,6 +82,7 @@ def server_timings(df: pd.DataFrame) -> pd.DataFrame:
                      "rep": r["rep"], "turn": r["turn"], "client_ttft_ms": client, "server_ttft_ms": server,
                      "difference_ms": None if client is None else client - server,
                      "server_prefill_ms": num(extra.get("server_prefill_ms")),
-                     "server_decode_ms_per_token": num(extra.get("server_decode_ms_per_token")),
+                     "server_decode_ms_per_token": num(r.get("engine_decode_ms_per_token"))
+                     if num(r.get("engine_decode_ms_per_token")) is not None else num(extra.get("server_decode_ms_per_token")),
                      "client_decode_ms_per_token": num(r.get("decode_ms_per_token"))})
     return pd.DataFrame(rows)

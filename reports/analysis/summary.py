@@ -1,17 +1,24 @@
-"""The summary: which stack for which job, read off the figures (lowest latency, highest pass rate).
+"""The summary: which stack for which job, read off the figures, and the facts a deployment needs.
 
-Each job names the figure it compares, every backend's value and the best one; quality jobs
-are flagged when the weights are random. With one backend there is nothing to choose, and the
-line says so while still showing its figure.
+A latency job compares each backend's figure over engine starts (:func:`reports.stats.over_starts`:
+the median of per-start medians, with the spread within a start and across starts); it names
+a winner only where the gap to the next backend exceeds both spreads, else "within noise (±x %)".
+TTFT-based jobs rank only backends whose TTFT has the same definition (the caller's); old runs
+whose ``ttft_ms`` is the engine's internal figure are shown but not ranked against it. Quality
+jobs are flagged when the weights are random. Deployment facts (start-up, KV-cache capacity,
+peak GPU memory, grammar cost) are listed, not ranked.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
 
 from reports import fmt
-from reports.stats import num
+from reports.analysis.sweep import REPLY_TOKENS
+from reports.stats import StartStat, num, over_starts, rank, spread
 
 if TYPE_CHECKING:
     from reports.assemble import Report
@@ -21,67 +28,175 @@ if TYPE_CHECKING:
 class Job:
     job: str
     figure: str  # what is compared
-    values: list[tuple[str, str]]  # (backend, formatted value), best first
-    best: str | None  # None: a single backend, or a tie at the top
+    values: list[tuple[str, str]]  # (backend, formatted value with its spread), best first
+    best: str | None  # None: a single backend, a tie, within noise, or not comparable
+    verdict: str = ""  # "by 57 % over vllm", "within noise (±9 %)", "not ranked: ..."
     caution: str | None = None
 
 
-def _job(job: str, figure: str, values: dict[str, float], unit: str, higher: bool = False, caution: str | None = None,
-         show=None, extra: dict[str, str] | None = None) -> Job | None:
-    values = {b: v for b, v in values.items() if v is not None}
-    if not values:
+def stat_text(s: StartStat, unit: str, digits: int | None = None) -> str:
+    """``14.0 ms ±9 % (2 starts ±3 %, n=10)``: the within-start spread first, then across starts."""
+    within = f" ±{fmt.rel(s.within)}" if s.within is not None else ""
+    starts = f"{s.starts} starts ±{fmt.rel(s.across)}" if s.across is not None else "1 start"
+    return f"{fmt.n(s.median, digits)} {unit}{within} ({starts}, n={s.n})".replace("  ", " ")
+
+
+def _latency_job(job: str, figure: str, stats: dict[str, StartStat], unit: str, ttft: dict[str, bool] | None = None,
+                 caution: str | None = None) -> Job | None:
+    stats = {b: s for b, s in stats.items() if s.median is not None}
+    if not stats:
         return None
-    ranked = sorted(values, key=lambda b: -values[b] if higher else values[b])
-    show = show or (lambda v: f"{fmt.n(v)} {unit}".strip())
-    extra = extra or {}
-    shown = [(b, show(values[b]) + (f" ({extra[b]})" if b in extra else "")) for b in ranked]
-    tie = len(ranked) > 1 and values[ranked[0]] == values[ranked[1]]
-    return Job(job, figure, shown, ranked[0] if len(ranked) > 1 and not tie else None, caution)
+    engine_internal = [b for b, common in (ttft or {}).items() if b in stats and not common]
+    r = rank(stats)
+    shown = [(b, stat_text(stats[b], unit) + (" (engine's own TTFT, old run)" if b in engine_internal else ""))
+             for b in r.order]
+    if len(r.order) < 2:
+        return Job(job, figure, shown, None, "one backend: nothing to choose", caution)
+    if engine_internal and len(engine_internal) < len(stats):
+        why = (f"not ranked: {', '.join(engine_internal)} report the engine's internal TTFT (old runs, timing_source "
+               "engine-metrics), the others the caller's")
+        return Job(job, figure, shown, None, why, caution)
+    second = r.order[1]
+    if r.one_start and r.margin is not None and r.margin > r.noise:
+        return Job(job, figure, shown, None, f"{r.order[0]} leads by {fmt.rel(r.margin)} over {second}, beyond the noise "
+                   f"within a start (±{fmt.rel(r.noise)}); not decided: one engine start of {', '.join(r.one_start)}, "
+                   "so the spread across starts is unmeasured", caution)
+    if r.winner:
+        return Job(job, figure, shown, r.winner, f"by {fmt.rel(r.margin)} over {second} (noise ±{fmt.rel(r.noise)})", caution)
+    return Job(job, figure, shown, None, f"within noise (±{fmt.rel(r.noise)}; gap to {second} {fmt.rel(r.margin)})", caution)
+
+
+def _by_backend(rows: pd.DataFrame, value: pd.Series | str) -> dict[str, StartStat]:
+    vals = rows[value] if isinstance(value, str) else value
+    return {b: over_starts(vals[g.index], g["start"]) for b, g in rows.groupby("backend", sort=False)}
+
+
+def _ttft_common(rows: pd.DataFrame) -> dict[str, bool]:
+    return {b: bool(g["ttft_common"].all()) for b, g in rows.groupby("backend", sort=False)}
+
+
+def conversation_jobs(s, rows: pd.DataFrame) -> list[Job | None]:
+    turns = rows["turn"].nunique()
+    sums = []
+    for (b, mode, start, _rep), g in rows.groupby(["backend", "mode", "start", "rep"], sort=False):
+        if g["turn"].nunique() == turns and g["ttft_ms"].notna().all():
+            sums.append({"backend": b, "mode": mode, "start": start, "ttft": g["ttft_ms"].sum(), "common": g["ttft_common"].all()})
+    if not sums:
+        return []
+    df = pd.DataFrame(sums)
+    pick = {b: ("cached" if (g["mode"] == "cached").any() else "full") for b, g in df.groupby("backend", sort=False)}
+    df = df[[pick[b] == m for b, m in zip(df["backend"], df["mode"], strict=True)]]
+    stats = _by_backend(df, "ttft")
+    common = {b: bool(g["common"].all()) for b, g in df.groupby("backend", sort=False)}
+    return [_latency_job(f"Multi-turn chat ({s.name})", f"summed TTFT over {turns} turns, prefix reuse where the backend "
+                         "has it", stats, "ms", common)]
+
+
+def sweep_jobs(s, rows: pd.DataFrame) -> list[Job | None]:
+    rows = rows.dropna(subset=["prompt_tokens"])
+    if rows.empty:
+        return []
+    common = sorted(set.intersection(*(set(g["prompt_tokens"].astype(int)) for _, g in rows.groupby("backend"))))
+    if not common:
+        return []
+    lo, mid, hi = common[0], common[len(common) // 2], common[-1]
+    at = {n: rows[rows["prompt_tokens"] == n] for n in (lo, mid, hi)}
+    e2e = at[mid]["ttft_ms"] + (REPLY_TOKENS - 1) * at[mid]["decode_ms_per_token"]
+    return [
+        _latency_job(f"Many short calls ({s.name})", f"TTFT at the shortest prompt, N={lo}",
+                     _by_backend(at[lo], "ttft_ms"), "ms", _ttft_common(at[lo])),
+        _latency_job(f"Long prompts ({s.name})", f"prefill time (TTFT) at N={hi}", _by_backend(at[hi], "ttft_ms"), "ms",
+                     _ttft_common(at[hi])),
+        _latency_job(f"Generating tokens ({s.name})", f"decode ms/token at N={mid}",
+                     _by_backend(at[mid], "decode_ms_per_token"), "ms/token"),
+        _latency_job(f"A {REPLY_TOKENS}-token reply ({s.name})", f"end to end at N={mid}: TTFT + {REPLY_TOKENS - 1} × decode",
+                     _by_backend(at[mid], e2e), "ms", _ttft_common(at[mid])),
+    ]
+
+
+def json_jobs(s, quality: str | None) -> list[Job | None]:
+    out: list[Job | None] = []
+    rates = s.data["rates"]
+    for mode in s.data["modes"]:
+        g = rates[rates["mode"] == mode]
+        per = {b: (int(x["valid"].sum()), int(x["n"].sum())) for b, x in g.groupby("backend", sort=False) if x["n"].sum()}
+        if not per:
+            continue
+        order = sorted(per, key=lambda b: -per[b][0] / per[b][1])
+        shown = [(b, f"{fmt.pct(per[b][0] / per[b][1])} ({per[b][0]} of {per[b][1]})") for b in order]
+        tie = len(order) < 2 or per[order[0]][0] / per[order[0]][1] == per[order[1]][0] / per[order[1]][1]
+        out.append(Job(f"JSON output, mode '{mode}' ({s.name})", "valid JSON, all temperatures", shown,
+                       None if tie else order[0], "one backend" if len(order) < 2 else ("a tie" if tie else ""), quality))
+    over = s.data["overhead"]
+    if not over.empty:
+        shown = []
+        for r in over.to_dict("records"):
+            c, u = r["constrained"], r["unconstrained"]
+            noise = ((c.q3 - c.q1) + (u.q3 - u.q1)) / 2
+            sign = "+" if r["extra_ms"] >= 0 else "−"
+            text = f"{sign}{fmt.n(abs(r['extra_ms']))} ms/token ({sign}{fmt.rel(abs(r['extra_ms']) / u.median)})"
+            shown.append((r["backend"], text if abs(r["extra_ms"]) > noise else f"not resolved ({text}, inside ±{fmt.n(noise)} ms)"))
+        out.append(Job(f"Grammar cost ({s.name})", f"decode ms/token, '{over['mode'].iloc[0]}' − '{over['base'].iloc[0]}' on "
+                       "the same prompts", shown, None, "a cost, not ranked"))
+    return out
+
+
+def template_job(s, quality: str | None) -> Job | None:
+    rates = s.data["rates"]
+    if rates.empty:
+        return None
+    best = {b: g.sort_values("rate", ascending=False).iloc[0] for b, g in rates.groupby("backend", sort=False)}
+    order = sorted(best, key=lambda b: -best[b]["rate"])
+    shown = [(b, f"{fmt.pct(best[b]['rate'])} ({best[b]['clean']} of {best[b]['n']}, {best[b]['format']})") for b in order]
+    tie = len(order) < 2 or best[order[0]]["rate"] == best[order[1]]["rate"]
+    return Job(f"Short exact answers ({s.name})", "clean-answer rate of each backend's best format", shown,
+               None if tie else order[0], "one backend" if len(order) < 2 else ("a tie" if tie else ""), quality)
+
+
+def kv_tokens(start: dict[str, Any]) -> float | None:
+    if start.get("kv_cache_tokens") is not None:
+        return num(start["kv_cache_tokens"])
+    engine = start.get("engine") or {}
+    if engine.get("max_total_num_tokens"):
+        return num(engine["max_total_num_tokens"])
+    if engine.get("kv_cache_blocks") and engine.get("block_size"):
+        return float(engine["kv_cache_blocks"] * engine["block_size"])
+    return None
+
+
+def deployment_jobs(report: Report) -> list[Job]:
+    """Start-up seconds, KV-cache capacity and peak GPU memory per backend, over its engine starts (env.json)."""
+    facts: dict[str, list[tuple[str, str]]] = {"startup": [], "kv": [], "mem": []}
+    for b in report.ds.backends:
+        starts = report.ds.start_envs(b)
+        up = spread(s.get("startup_s") for s in starts)
+        kv = spread(kv_tokens(s) for s in starts)
+        mem = spread(num(s.get("peak_gpu_memory_bytes")) / 2**30 if num(s.get("peak_gpu_memory_bytes")) else None for s in starts)
+        for key, st, unit in (("startup", up, "s"), ("kv", kv, "tokens"), ("mem", mem, "GiB")):
+            if st.ok:
+                rng = f" [{fmt.n(st.lo)}–{fmt.n(st.hi)}]" if st.n > 1 and st.lo != st.hi else ""
+                facts[key].append((b, f"{fmt.n(st.median)} {unit}{rng} ({st.n} start{'s' if st.n > 1 else ''})"))
+    labels = {"startup": ("Engine start-up", "seconds from constructing the backend to ready (load, compile, warm-up)"),
+              "kv": ("KV-cache capacity", "tokens the engine's KV pool holds (HF: no fixed pool)"),
+              "mem": ("Peak GPU memory", "whole-GPU memory in use at its peak, less what was in use before the start")}
+    return [Job(labels[k][0], labels[k][1], v, None, "a fact, not ranked") for k, v in facts.items() if v]
 
 
 def jobs(report: Report) -> list[Job]:
     out: list[Job | None] = []
     quality = "weights are random: not a quality figure" if report.random_weights else None
+    measured = report.ds.measured()
     for s in report.sections:
         if not s.data:
             continue
+        rows = measured[measured["workload"] == s.name]
         if s.kind == "conversation":
-            tot = s.data["totals"]
-            cached = {r["backend"]: num(r["ttft_med"]) for r in tot[tot["mode"] == "cached"].to_dict("records")}
-            full = {r["backend"]: num(r["ttft_med"]) for r in tot[tot["mode"] == "full"].to_dict("records")}
-            best = {b: cached.get(b) if cached.get(b) is not None else full.get(b) for b in {**full, **cached}}
-            out.append(_job(f"Multi-turn chat ({s.name})", f"summed TTFT over {int(tot['turns'].iloc[0])} turns, prefix "
-                            "reuse where the backend has it", best, "ms"))
+            out += conversation_jobs(s, rows)
         elif s.kind == "sweep":
-            lengths = s.data["lengths"]
-            if lengths.empty:
-                continue
-            common = set.intersection(*(set(g["N"]) for _, g in lengths.groupby("backend")))
-            if common:
-                n = max(common)
-                rows = lengths[lengths["N"] == n]
-                out.append(_job(f"Long prompts ({s.name})", f"prefill time at N={n}",
-                                dict(zip(rows["backend"], rows["prefill_med"].map(num), strict=True)), "ms"))
-            dec = lengths.groupby("backend", sort=False)["decode_med"].median()
-            out.append(_job(f"Generating tokens ({s.name})", "decode ms/token, median over prompt lengths",
-                            {b: num(v) for b, v in dec.items()}, "ms/token"))
-            n0 = min(common) if common else None
-            if n0 is not None:
-                rows = lengths[lengths["N"] == n0]
-                out.append(_job(f"Many short calls ({s.name})", f"TTFT at the shortest prompt, N={n0}",
-                                dict(zip(rows["backend"], rows["prefill_med"].map(num), strict=True)), "ms"))
+            out += sweep_jobs(s, rows)
         elif s.kind == "json":
-            rates = s.data["rates"]
-            for mode in s.data["modes"]:
-                g = rates[rates["mode"] == mode]
-                per = {b: (x["valid"].sum() / x["n"].sum() if x["n"].sum() else None) for b, x in g.groupby("backend", sort=False)}
-                out.append(_job(f"JSON output, mode '{mode}' ({s.name})", "valid JSON, all temperatures", per, "",
-                                higher=True, caution=quality, show=fmt.pct))
+            out += json_jobs(s, quality)
         elif s.kind == "template":
-            rates = s.data["rates"]
-            if not rates.empty:
-                best_fmt = {b: g.sort_values("rate", ascending=False).iloc[0] for b, g in rates.groupby("backend", sort=False)}
-                out.append(_job(f"Short exact answers ({s.name})", "clean-answer rate of each backend's best format",
-                                {b: r["rate"] for b, r in best_fmt.items()}, "", higher=True, caution=quality,
-                                show=fmt.pct, extra={b: str(r["format"]) for b, r in best_fmt.items()}))
+            out.append(template_job(s, quality))
+    out += deployment_jobs(report)
     return [j for j in out if j is not None]

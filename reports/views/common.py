@@ -11,11 +11,13 @@ from reports.views import Block, Table, bullets, chart, compact, details, h3, no
 
 
 def jobs_table(report) -> Table:
-    t = Table(["job", "figure compared", "best", "all backends (best first)"])
+    t = Table(["job", "figure compared", "best, and the margin to the next", "every backend (best first): median ±spread within a start (starts ±spread across them, n)"])
     for j in report.jobs:
-        alone = "one backend: nothing to choose" if len(j.values) == 1 else "a tie"
-        best = Markup("<b>{}</b>").format(j.best) if j.best else Markup('<span class="muted">{}</span>').format(alone)
-        values = " · ".join(f"{b} {v}" for b, v in j.values)
+        if j.best:
+            best = Markup("<b>{}</b> {}").format(j.best, j.verdict)
+        else:
+            best = Markup('<span class="muted">{}</span>').format(j.verdict)
+        values = Markup("<br>").join(Markup("<b>{}</b> {}").format(b, v) for b, v in j.values)
         cell = Markup("{}<br><span class=\"warn\">{}</span>").format(values, j.caution) if j.caution else values
         t.add([j.job, j.figure, best, cell])
     return t
@@ -33,8 +35,28 @@ def status_table(report) -> Table:
     return t
 
 
+CALLER_TTFT = ("TTFT at the caller: from submitting the request (after the untimed cache reset and a device "
+               "synchronization) to the first generated token being available to the calling code, the device "
+               "synchronized where it applies; the same definition for every backend")  # as backends.base.TTFT_DEFINITION
+
+
+def ttft_definition(report) -> list[Block]:
+    """The one TTFT definition the page compares on, and which columns do not meet it (old runs)."""
+    defs = [((e.get("timing_definitions") or {}).get("ttft_ms")) for e in report.ds.envs.values()]
+    text = next((d for d in defs if d), None)
+    out = [p(Markup("<b>How TTFT is compared</b> — {}.").format(text.rstrip(".") if text else CALLER_TTFT))]
+    df = report.ds.measured()
+    old = [b for b, g in df.groupby("backend", sort=False) if g["ttft_ms"].notna().any() and not g["ttft_common"].all()]
+    if old:
+        out.append(note(f"{', '.join(old)}: these runs predate the common definition; their ttft_ms is the engine's own "
+                        "internal figure (timing_source engine-metrics: from the request's arrival in the engine to the first "
+                        "token leaving it, without the way to and from the caller). They are shown, but not ranked against "
+                        "caller-measured TTFTs."))
+    return out
+
+
 def summary(report) -> list[Block]:
-    out: list[Block | None] = [h3("Which stack for which job")]
+    out: list[Block | None] = [h3("Which stack for which job"), *ttft_definition(report)]
     out.append(table(jobs_table(report)) if report.jobs else p("No backend produced measurements.", muted=True))
     out += [h3("Backends"), table(status_table(report))]
     return compact(out)
@@ -106,18 +128,20 @@ def server(report) -> list[Block]:
     df = report.server
     if df.empty:
         return []
-    summary = Table(["backend", "workload", "requests", "client TTFT ms", "server TTFT ms", "client − server ms"], numeric={2, 3, 4, 5})
+    summary = Table(["backend", "workload", "requests", "caller TTFT ms (the common one)", "engine's own TTFT ms", "caller − engine ms"],
+                    numeric={2, 3, 4, 5})
     for (backend, workload), g in df.groupby(["backend", "workload"], sort=False):
         summary.add([backend, workload, len(g), fmt.stat(spread(g["client_ttft_ms"])), fmt.stat(spread(g["server_ttft_ms"])),
                      fmt.stat(spread(g["difference_ms"]))])
-    t = Table(["backend", "workload", "mode", "case", "rep", "client TTFT ms", "server TTFT ms", "difference ms",
-               "server prefill ms", "decode ms/token client / server"], numeric={4, 5, 6, 7, 8, 9})
+    t = Table(["backend", "workload", "mode", "case", "rep", "caller TTFT ms", "engine TTFT ms", "difference ms",
+               "server prefill ms", "decode ms/token caller / engine"], numeric={4, 5, 6, 7, 8, 9})
     for r in df.to_dict("records"):
         t.add([r["backend"], r["workload"], r["mode"], r["case"], fmt.n(r["rep"]), fmt.n(r["client_ttft_ms"]),
                fmt.n(r["server_ttft_ms"]), fmt.n(r["difference_ms"]), fmt.n(r["server_prefill_ms"]),
                f"{fmt.n(r['client_decode_ms_per_token'])} / {fmt.n(r['server_decode_ms_per_token'])}"])
-    return [h3("Client vs server TTFT"),
-            p("Where the server exposes /metrics, its own figures are shown next to the client's."),
+    return [h3("Caller vs engine TTFT"),
+            p("Where the engine (or the server's /metrics) reports its own TTFT, it is shown next to the caller's, under its "
+              "own name: the difference is the way to and from the engine (scheduling, IPC, HTTP)."),
             table(summary), details("per request", [table(t)])]
 
 

@@ -50,3 +50,30 @@ def test_driver_sees_errors_and_requests(tmp_path):
         errors, requests = problems(browser.drain())
     assert any("boom" in e for e in errors) and any("TypeError" in e for e in errors)
     assert "http://127.0.0.1:9/x.png" in requests
+
+
+H200 = Path(__file__).parents[2] / "reports" / "examples" / "h200-qwen3-8b-shape"
+OVERFLOW = "document.documentElement.scrollWidth - window.innerWidth"
+ORDER = ("['summary', 'wl-1', 'claims', 'agreement', 'caveats', 'environment']"
+         ".map(id => document.getElementById(id).getBoundingClientRect().top + window.scrollY)")
+
+
+def test_layout_results_first_and_no_sideways_scroll(tmp_path):
+    """The committed H200 study (four backends): no page-wide sideways scroll at 1,400 or 800 px; results above the environment."""
+    runs = [H200 / n for n in ("h200-hf", "h200-vllm", "h200-sglang", "h200-hf-graphs")]
+    page = build(runs, tmp_path / "report.html", drop=[("h200-hf-graphs", "hf")], copy_gbps=4245.0)
+    with Chromium(width=1400) as browser:
+        browser.open_page()
+        browser.navigate(page.resolve().as_uri())
+        assert browser.wait_until(ALL_DRAWN, timeout=90)
+        tops = browser.evaluate(ORDER)
+        wide = browser.evaluate(OVERFLOW)
+        browser.screenshot(ARTIFACTS / "report-h200-1400.png", max_height=4000)
+        browser.send("Emulation.setDeviceMetricsOverride", {"width": 800, "height": 1000, "deviceScaleFactor": 1, "mobile": False})
+        browser.wait_until("window.innerWidth === 800", timeout=10)
+        narrow = browser.evaluate(OVERFLOW)
+        clipped = browser.evaluate("Array.from(document.querySelectorAll('table')).filter(t => !t.closest('.scroll')).length")
+    assert tops == sorted(tops) and tops[-1] > tops[0]  # summary, workloads, claims, agreement, caveats, then environment
+    assert wide <= 0, f"the page scrolls sideways at 1,400 px by {wide} px"
+    assert narrow <= 0, f"the page scrolls sideways at 800 px by {narrow} px"
+    assert clipped == 0  # every table wraps or scrolls inside its own box

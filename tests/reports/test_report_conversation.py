@@ -75,3 +75,17 @@ def test_first_tokens_and_prefix_breaks(df):
     assert [b["turn"] for b in breaks] == [2, 3] and breaks[0]["tokens_lost"] == 10
     summary = conv.break_summary(breaks)
     assert summary["first_lost_tokens"] == ["<think>", "\n", "\n", "</think>"] and summary["lost"].median == 10
+
+
+def test_repeats_of_two_engine_starts_stay_apart(tmp_path):
+    from reports.load import load
+    from tests.reports.records import write_run
+
+    rows = conversation_records()
+    again = [{**r, "engine_start": 1} for r in rows]
+    df = load([write_run(tmp_path / "run", rows + again)]).measured()
+    tot = conv.totals(df)
+    full = tot[(tot.backend == "hf") & (tot["mode"] == "full")].iloc[0]
+    assert full.tokens_med == 730 and full.tokens_n == 6  # 100 + 230 + 400 per repeat; 3 repeats x 2 starts
+    first = conv.first_tokens(df)
+    assert first[first.backend == "vllm"].iloc[0].compared == 18 and first[first.backend == "vllm"].iloc[0].same == 16

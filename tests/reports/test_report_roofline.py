@@ -65,7 +65,7 @@ def test_overrides_and_unknown_gpus():
 def test_floors():
     h200 = roofline.gpu_peak("NVIDIA H200")
     weight_bytes = 8_190_735_360 * 2
-    assert roofline.decode_floor_ms(weight_bytes, h200) == pytest.approx(3.4128, rel=1e-4)
+    assert roofline.decode_floor_ms(weight_bytes, h200.bandwidth_gbps) == pytest.approx(3.4128, rel=1e-4)
     assert roofline.prefill_floor_ms(8_190_735_360, 1024, h200) == pytest.approx(16.96, rel=1e-3)
     assert roofline.effective_bandwidth_gbps(weight_bytes, 64.0) == pytest.approx(255.96, rel=1e-3)
 
@@ -77,3 +77,28 @@ def test_model_size_sources(tmp_path):
     assert (size.params, size.dtype_bytes, size.weight_bytes) == (8_190_735_360, 2, 8_190_735_360 * 2.0)
     gone = roofline.model_size({"dtype": "float32", "model": {"path": str(tmp_path / "gone")}})
     assert gone.params is None and gone.dtype_bytes == 4 and "not available" in gone.source
+
+
+def test_step_bytes_leave_out_the_input_embedding_unless_tied():
+    config = json.loads(QWEN3_8B.read_text())
+    size = roofline.ModelSize(8_190_735_360, 2, "env.json")
+    step = roofline.step_bytes(size, config, "qwen3-8b.json")
+    embedding = 151_936 * 4096 * 2  # 1.24 GB: gathered one row per token, not streamed
+    assert step.embedding_left_out == embedding
+    assert step.weights == 8_190_735_360 * 2 - embedding
+    assert step.kv_per_token == 36 * 2 * 8 * 128 * 2  # layers x K,V x kv heads x head_dim x bytes
+    assert step.at(1000) == step.weights + 1000 * step.kv_per_token
+    tied = roofline.step_bytes(size, {**config, "tie_word_embeddings": True}, "tied")
+    assert tied.embedding_left_out == 0 and tied.weights == 8_190_735_360 * 2  # the lm_head streams the shared matrix
+    assert "lm_head" in tied.note
+    bare = roofline.step_bytes(size, None)
+    assert bare.weights == 8_190_735_360 * 2 and bare.kv_per_token is None
+    assert roofline.step_bytes(roofline.ModelSize(None, 2, "x"), config) is None
+
+
+def test_model_config_of_a_builtin_when_the_path_is_gone():
+    env = {"model": {"label": "qwen3-8b-shape", "builtin": True, "path": "/gone"}}
+    config, source = roofline.model_config(env)
+    assert config["vocab_size"] == 151_936 and "qwen3-8b.json" in source
+    assert roofline.model_config({"model": {"config": {"vocab_size": 3}}}) == ({"vocab_size": 3}, "env.json")
+    assert roofline.model_config({"model": {"path": "/gone"}})[0] is None

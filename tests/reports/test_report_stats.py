@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import pandas as pd
+import pytest
 
 from reports import fmt
 from reports.stats import Stat, agg, spread, stat_of
@@ -41,3 +42,28 @@ def test_formatting():
     assert fmt.stat(Stat(2.5, 2.0, 3.0, 2, 3, 4)) == "2.50 [2.00–3.00] n=4"
     assert fmt.n(0.01234) == "0.0123"
     assert fmt.token("\n") == "\\n" and fmt.token(" im") == "␣im" and fmt.token("<think>") == "<think>"
+
+
+def test_over_starts_separates_within_from_across():
+    from reports.stats import over_starts
+
+    s = over_starts([10, 11, 12, 20, 21, 22], ["a", "a", "a", "b", "b", "b"])
+    assert (s.median, s.starts, s.n, s.per_start) == (16.0, 2, 6, (11.0, 21.0))
+    assert s.across == pytest.approx(5 / 16)  # half the range of the start medians, relative
+    assert s.within == pytest.approx(((0.5 / 11) + (0.5 / 21)) / 2)  # half-IQR relative, median over starts
+    one = over_starts([1, 2, 3], [0, 0, 0])
+    assert one.across is None and one.noise == pytest.approx(0.5 / 2)
+    assert over_starts([None], [0]).median is None
+
+
+def test_rank_names_a_winner_only_beyond_both_spreads():
+    from reports.stats import StartStat, rank
+
+    fast, slow = StartStat(10.0, 0.01, 0.02, 2, 10), StartStat(12.0, 0.01, 0.02, 2, 10)
+    assert rank({"slow": slow, "fast": fast}).winner == "fast"  # gap 20% > 2% within, 4% across
+    shaky = StartStat(12.0, 0.01, 0.25, 2, 10)
+    r = rank({"slow": shaky, "fast": fast})
+    assert r.winner is None and r.noise == 0.25 and r.margin == pytest.approx(0.2)
+    lone = rank({"slow": StartStat(12.0, 0.01, None, 1, 5), "fast": fast})
+    assert lone.winner is None and lone.one_start == ("slow",)
+    assert rank({"slow": slow, "fast": fast}, higher=True).order == ["slow", "fast"]

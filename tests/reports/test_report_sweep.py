@@ -44,17 +44,22 @@ def test_fit_needs_two_lengths():
 
 
 def test_roofline_against_h200(df):
-    env = {"dtype": "bfloat16", "model": {"params": 8_190_735_360}}
-    roofs = {"hf": sw.roof_for("hf", "NVIDIA H200", env, None, None), "vllm": sw.roof_for("vllm", None, env, None, None)}
+    env = {"dtype": "bfloat16", "model": {"params": 8_190_735_360, "label": "qwen3-8b-shape", "builtin": True}}
+    roofs = {"hf": sw.roof_for("hf", "NVIDIA H200", env, None, None, copy_gbps=4245.0),
+             "vllm": sw.roof_for("vllm", None, env, None, None)}
     assert roofs["hf"].ok and not roofs["vllm"].ok and "not applicable" in roofs["vllm"].note
     vs = sw.against_roof(sw.per_length(df), roofs)
     assert set(vs.backend) == {"hf"}
     row = vs[vs.N == 1024].iloc[0]
-    floor = 8_190_735_360 * 2 / 4800e9 * 1e3
-    assert row.decode_floor_ms == pytest.approx(floor)
-    assert row.decode_x == pytest.approx(20.0 / floor)
-    assert row.effective_gbps == pytest.approx(8_190_735_360 * 2 / 0.020 / 1e9)
+    # weights less the input embedding, plus the KV cache at mid-reply (N + 32 tokens of context)
+    step = 8_190_735_360 * 2 - 151_936 * 4096 * 2 + 36 * 2 * 8 * 128 * 2 * (1024 + 32)
+    assert row.step_bytes == pytest.approx(step)
+    floor, copy_floor = step / 4800e9 * 1e3, step / 4245e9 * 1e3
+    assert row.decode_floor_ms == pytest.approx(floor) and row.copy_floor_ms == pytest.approx(copy_floor)
+    assert row.decode_x == pytest.approx(20.0 / floor) and row.decode_x_copy == pytest.approx(20.0 / copy_floor)
+    assert row.effective_gbps == pytest.approx(step / 0.020 / 1e9)
     assert row.bandwidth_share == pytest.approx(row.effective_gbps / 4800)
+    assert row.copy_share == pytest.approx(row.effective_gbps / 4245)
     assert row.prefill_floor_ms == pytest.approx(roofline.prefill_floor_ms(8_190_735_360, 1024, roofline.gpu_peak("H200")))
 
 
@@ -66,4 +71,5 @@ def test_roofline_notes():
     unknown_device = sw.roof_for("x", None, {"dtype": "bfloat16", "model": {"params": 10}}, None, None, known=False)
     assert not unknown_device.ok and "does not say which device" in unknown_device.note
     forced = sw.roof_for("x", "Mystery GPU", {"dtype": "bfloat16", "model": {"params": 10}}, 100.0, 10.0)
-    assert forced.ok and forced.decode_floor_ms() == pytest.approx(20 / 100e9 * 1e3)
+    assert forced.ok and forced.decode_floor_ms() == pytest.approx(20 / 100e9 * 1e3)  # no config: all weights, no KV
+    assert forced.decode_floor_ms(measured=True) is None  # no measured copy bandwidth given

@@ -1,0 +1,83 @@
+"""Claims checked against the runs: a statement, the figure its source gives, ours, and a verdict.
+
+This module is the machinery only; the claims themselves live in modules listed in
+:data:`MODULES` (the seed article's in :mod:`reports.analysis.seed_claims`). To add one, write a
+function ``(report) -> Claim | None`` in one of them and decorate it with :func:`claim`; return
+``None`` when the runs have nothing to say about it (it is then left out), or a :class:`Claim`
+built with one of :func:`holds`, :func:`does_not_hold`, :func:`setup_specific` or
+:func:`not_measurable`, which are the only verdicts the page knows. A claim never hard-codes our
+figure: ``here`` is computed from the report it is given.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from reports.assemble import Report
+
+HOLDS, DOES_NOT_HOLD, SETUP_SPECIFIC, NOT_MEASURABLE = "holds", "does not hold", "setup-specific", "not measurable here"
+VERDICTS = (HOLDS, DOES_NOT_HOLD, SETUP_SPECIFIC, NOT_MEASURABLE)
+MODULES = ("reports.analysis.seed_claims",)  # imported in this order; each registers its checks with @claim
+
+_CHECKS: list[tuple[str, Callable[[Report], Claim | None]]] = []
+
+
+@dataclass(frozen=True)
+class Verdict:
+    word: str  # one of VERDICTS
+    reason: str  # why, citing the figures it rests on
+
+    def __post_init__(self) -> None:
+        if self.word not in VERDICTS:
+            raise ValueError(f"unknown verdict {self.word!r} (one of {', '.join(VERDICTS)})")
+
+
+def holds(reason: str) -> Verdict:
+    return Verdict(HOLDS, reason)
+
+
+def does_not_hold(reason: str) -> Verdict:
+    return Verdict(DOES_NOT_HOLD, reason)
+
+
+def setup_specific(reason: str) -> Verdict:
+    return Verdict(SETUP_SPECIFIC, reason)
+
+
+def not_measurable(reason: str) -> Verdict:
+    return Verdict(NOT_MEASURABLE, reason)
+
+
+@dataclass(frozen=True)
+class Claim:
+    source: str  # whose claim: "seed article", "issue #16", ...
+    statement: str  # the claim in one line
+    theirs: str  # the figure the source gives, formatted
+    verdict: Verdict
+    here: dict[str, str] = field(default_factory=dict)  # backend -> our figure, formatted ("" where none)
+
+
+def claim(check: Callable[[Report], Claim | None]) -> Callable[[Report], Claim | None]:
+    """Register a check (in definition order); the page lists its claim if it returns one."""
+    name = f"{check.__module__}.{check.__qualname__}"
+    if all(name != n for n, _ in _CHECKS):
+        _CHECKS.append((name, check))
+    return check
+
+
+def check_all(report: Report) -> list[Claim]:
+    """Every registered claim this report can speak to, in the order of MODULES and definition."""
+    for module in MODULES:
+        importlib.import_module(module)
+    order = {m: i for i, m in enumerate(MODULES)}
+    checks = sorted(_CHECKS, key=lambda item: order.get(item[0].rpartition(".")[0], len(order)))
+    out = []
+    for _, check in checks:
+        result = check(report)
+        if result is not None:
+            out.append(result)
+    return out

@@ -1,0 +1,264 @@
+"""The seed article's quantitative claims, one check each (see :mod:`reports.analysis.claims`).
+
+Each check reads this report's figures (never typed in), quotes the article's from
+:mod:`reports.reference`, and says whether the claim holds here, is specific to the seed's
+setup (HF eager on an A100, its workload) and why, or cannot be measured here and why.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import pandas as pd
+
+from reports import fmt, reference
+from reports.analysis.claims import Claim, claim, does_not_hold, holds, not_measurable, setup_specific
+from reports.stats import num
+
+if TYPE_CHECKING:
+    from reports.assemble import Report, Section
+
+SEED = "seed article"
+FLAT = 0.15  # "flat in N": decode within ±15 % of its median over the prompt lengths
+ONE_STEP = (0.5, 2.0)  # "about one decode step": within a factor of two
+
+
+def _section(report: Report, kind: str) -> Section | None:
+    return next((s for s in report.sections if s.kind == kind and s.data), None)
+
+
+def _lengths(report: Report) -> pd.DataFrame:
+    s = _section(report, "sweep")
+    return s.data["lengths"] if s is not None else pd.DataFrame()
+
+
+def _range(values: list[float], digits: int | None = None, unit: str = "") -> str:
+    lo, hi = min(values), max(values)
+    text = fmt.n(lo, digits) if fmt.n(lo, digits) == fmt.n(hi, digits) else f"{fmt.n(lo, digits)}–{fmt.n(hi, digits)}"
+    return f"{text} {unit}".strip()
+
+
+def _no_sweep(statement: str, theirs: str) -> Claim:
+    return Claim(SEED, statement, theirs, not_measurable("these runs have no length sweep"))
+
+
+@claim
+def decode_flat(report: Report) -> Claim:
+    statement = "Decode costs about 64 ms per token, flat in the prompt length N"
+    theirs = f"≈ {fmt.n(reference.DECODE['ms_per_token'])} ms/token at every N"
+    lengths = _lengths(report)
+    if lengths.empty:
+        return _no_sweep(statement, theirs)
+    here, flat, levels = {}, [], []
+    for b, g in lengths.groupby("backend", sort=False):
+        d = [v for v in g["decode_med"].map(num) if v is not None]
+        if not d:
+            continue
+        med = float(pd.Series(d).median())
+        swing = max(abs(x - med) for x in d) / med
+        here[b] = f"{_range(d, 3, 'ms/token')} (±{fmt.pct(swing)} over N={g['N'].min()}–{g['N'].max()})"
+        flat.append(swing <= FLAT)
+        levels.append(med)
+    if not here:
+        return _no_sweep(statement, theirs)
+    shape = "flat (within ±15 %) on every backend" if all(flat) else "not flat on " + ", ".join(
+        b for b, f in zip(here, flat, strict=True) if not f)
+    verdict = setup_specific(f"the shape: {shape}; the level is HF eager's on an A100: here {_range(levels, 3)} ms/token "
+                             "by backend, set by launch overhead (eager) or memory bandwidth (engines)")
+    if not all(flat):
+        verdict = does_not_hold(f"decode is {shape}")
+    return Claim(SEED, statement, theirs, verdict, here)
+
+
+@claim
+def bandwidth_share(report: Report) -> Claim:
+    statement = "A decode step uses about 16 % of the GPU's memory bandwidth"
+    theirs = f"{fmt.pct(reference.DECODE['bandwidth_share'])} of the A100's datasheet bandwidth"
+    s = _section(report, "sweep")
+    vs = s.data["vs_roof"] if s is not None else pd.DataFrame()
+    if vs.empty:
+        return Claim(SEED, statement, theirs, not_measurable("no roofline for these runs (CPU, or GPU/model size unknown)"))
+    here = {}
+    for b, g in vs.groupby("backend", sort=False):
+        text = f"{_range(list(g['bandwidth_share'] * 100), 0)} % of the datasheet"
+        if g["copy_share"].notna().any():
+            text += f", {_range(list(g['copy_share'].dropna() * 100), 0)} % of the measured copy"
+        here[b] = text
+    shares = vs.groupby("backend", sort=False)["bandwidth_share"].median()
+    return Claim(SEED, statement, theirs, setup_specific(
+        f"bytes read per step ÷ decode time; the share belongs to the stack: {_range(list(shares * 100), 0)} % here by backend "
+        "(low where per-token launch overhead, not memory, sets the pace)"), here)
+
+
+@claim
+def short_prefill_one_step(report: Report) -> Claim:
+    lo, hi = reference.PREFILL["N_lo"], reference.PREFILL["N_hi"]
+    statement = f"Prefilling {lo}–{hi} tokens costs about one decode step"
+    theirs = "≈ 1 decode step"
+    lengths = _lengths(report)
+    if lengths.empty:
+        return _no_sweep(statement, theirs)
+    rows = lengths[(lengths["N"] >= lo) & (lengths["N"] <= hi)]
+    here, ok = {}, {}
+    for b, g in rows.groupby("backend", sort=False):
+        steps = [num(p) / num(d) for p, d in zip(g["prefill_med"], g["decode_med"], strict=True) if num(p) and num(d)]
+        if steps:
+            here[b] = f"{_range(steps, 1)} decode steps (N={', '.join(str(n) for n in g['N'])})"
+            ok[b] = all(ONE_STEP[0] <= x <= ONE_STEP[1] for x in steps)
+    if not here:
+        return Claim(SEED, statement, theirs, not_measurable(f"no prompt lengths between {lo} and {hi}"))
+    if all(ok.values()):
+        return Claim(SEED, statement, theirs, holds("within a factor of two on every backend"), here)
+    if not any(ok.values()):
+        return Claim(SEED, statement, theirs, does_not_hold("more than a factor of two off on every backend"), here)
+    return Claim(SEED, statement, theirs, setup_specific(
+        f"holds on {', '.join(b for b, v in ok.items() if v)} (decode slow enough that a short prefill hides in one step); "
+        f"not on {', '.join(b for b, v in ok.items() if not v)}, whose decode step is a few ms, so a short prefill's fixed "
+        "cost is several steps"), here)
+
+
+@claim
+def tps_ratio(report: Report) -> Claim:
+    n = reference.SWEEP["N"]
+    statement = f"Per token, prefill is about 494× faster than decode at N={n}"
+    theirs = fmt.times(reference.SWEEP["tps_ratio"])
+    lengths = _lengths(report)
+    rows = lengths[lengths["N"] == n] if not lengths.empty else lengths
+    if rows.empty:
+        return Claim(SEED, statement, theirs, not_measurable(f"no sweep at N={n}"))
+    here = {r["backend"]: fmt.times(r["tps_ratio"]) for r in rows.to_dict("records") if num(r["tps_ratio"])}
+    return Claim(SEED, statement, theirs, setup_specific(
+        "the ratio is (N ÷ TTFT) ÷ (1 ÷ decode): it scales with the decode step, so a stack with a fast decode step shows a "
+        "smaller one; prefill being far faster per token holds everywhere"), here)
+
+
+@claim
+def decode_share(report: Report) -> Claim:
+    statement = f"Decode is most of a call with a {reference.REPLY_TOKENS}-token reply"
+    theirs = f"≈ {fmt.pct(reference.DECODE_SHARE)} (63 steps of 64 ms after a one-step prefill; from its own figures)"
+    lengths = _lengths(report)
+    if lengths.empty:
+        return _no_sweep(statement, theirs)
+    here, shares = {}, []
+    for b, g in lengths.groupby("backend", sort=False):
+        d = [v for v in g["decode_share"].map(num) if v is not None]
+        if d:
+            here[b] = f"{_range([x * 100 for x in d], 0)} % (N={g['N'].min()}–{g['N'].max()})"
+            shares += d
+    if not shares:
+        return _no_sweep(statement, theirs)
+    verdict = holds(f"decode is at least {fmt.pct(min(shares))} of the call on every backend and length") if min(shares) > 0.5 \
+        else setup_specific(f"falls to {fmt.pct(min(shares))} at long prompts on a fast-decoding stack")
+    return Claim(SEED, statement, theirs, verdict, here)
+
+
+def _conversation(report: Report) -> pd.DataFrame:
+    s = _section(report, "conversation")
+    return s.data["totals"] if s is not None else pd.DataFrame()
+
+
+@claim
+def conversation_tokens(report: Report) -> Claim:
+    c = reference.CONVERSATION
+    statement = "Prefix reuse cuts the tokens computed over the conversation about 5.5×"
+    theirs = f"{fmt.n(c['tokens_full'])} → {fmt.n(c['tokens_cached'])} tokens ({fmt.times(c['tokens_ratio'])})"
+    tot = _conversation(report)
+    if tot.empty:
+        return Claim(SEED, statement, theirs, not_measurable("these runs have no conversation"))
+    here, ratios = {}, []
+    for b, g in tot.groupby("backend", sort=False):
+        full, cached = (num(g[g["mode"] == m]["tokens_med"].iloc[0]) if (g["mode"] == m).any() else None for m in ("full", "cached"))
+        if full and cached:
+            here[b] = f"{fmt.n(full)} → {fmt.n(cached)} ({fmt.times(full / cached)})"
+            ratios.append(full / cached)
+    if not here:
+        return Claim(SEED, statement, theirs, not_measurable("no backend ran both full and cached modes"))
+    return Claim(SEED, statement, theirs, setup_specific(
+        f"the counts belong to the conversation (its logs' lengths, number of turns), not the stack; the saving is of the "
+        f"same order ({_range(ratios, 1)}× here vs {fmt.times(c['tokens_ratio'])}) on every backend with a prefix cache"), here)
+
+
+@claim
+def conversation_ttft(report: Report) -> Claim:
+    c = reference.CONVERSATION
+    statement = "Summed TTFT over the conversation drops with reuse, 868 → 642 ms"
+    theirs = f"{fmt.n(c['ttft_full_ms'])} → {fmt.n(c['ttft_cached_ms'])} ms ({fmt.times(c['ttft_full_ms'] / c['ttft_cached_ms'])})"
+    tot = _conversation(report)
+    if tot.empty:
+        return Claim(SEED, statement, theirs, not_measurable("these runs have no conversation"))
+    here, ratios = {}, []
+    for b, g in tot.groupby("backend", sort=False):
+        full, cached = (num(g[g["mode"] == m]["ttft_med"].iloc[0]) if (g["mode"] == m).any() else None for m in ("full", "cached"))
+        if full and cached:
+            here[b] = f"{fmt.n(full)} → {fmt.n(cached)} ms ({fmt.times(full / cached)})"
+            ratios.append(full / cached)
+    if not here:
+        return Claim(SEED, statement, theirs, not_measurable("no backend ran both full and cached modes"))
+    return Claim(SEED, statement, theirs, setup_specific(
+        f"the milliseconds are the stack's, GPU's and workload's; the time saving ({_range(ratios, 1)}× here, "
+        f"{fmt.times(c['ttft_full_ms'] / c['ttft_cached_ms'])} in the seed) stays below the token saving wherever a fixed "
+        "per-call cost, not the tokens, sets TTFT"), here)
+
+
+@claim
+def reuse_stops_early(report: Report) -> Claim:
+    statement = "Prefix reuse stops a few tokens before the end of the previous prompt"
+    theirs = reference.REUSE
+    s = _section(report, "conversation")
+    summary = s.data.get("break_summary") if s is not None else None
+    if not summary:
+        return Claim(SEED, statement, theirs, not_measurable("no conversation turn with a previous prompt to compare"))
+    lost = summary["lost"]
+    if not lost.ok:
+        return Claim(SEED, statement, theirs, not_measurable("the records do not say where the prefix breaks"))
+    shown = "".join(fmt.token(t) for t in summary.get("first_lost_tokens") or [])
+    text = f"{_range([lost.lo, lost.hi], 0)} tokens lost on each of {lost.n} turns" + (f" ({shown})" if shown else "")
+    here = {b: text for b in s.backends}
+    if lost.hi <= 16:
+        return Claim(SEED, statement, theirs, holds("the chat template drops the previous turn's empty think block; "
+                                                    "the break is in the prompts, so every backend sees it"), here)
+    return Claim(SEED, statement, theirs, does_not_hold("the prompts here do not break just before the previous end"), here)
+
+
+@claim
+def mask_valid(report: Report) -> Claim:
+    statement = "With a grammar mask, every JSON reply is valid (80 of 80)"
+    theirs = f"{reference.JSON_MASK['valid']} of {reference.JSON_MASK['calls']}"
+    s = _section(report, "json")
+    rates = s.data["rates"] if s is not None else pd.DataFrame()
+    over = s.data["overhead"] if s is not None else pd.DataFrame()
+    modes = set(over["mode"]) if not over.empty else set()
+    rows = rates[rates["mode"].isin(modes)] if modes else rates.iloc[0:0]
+    if rows.empty:
+        return Claim(SEED, statement, theirs, not_measurable("no grammar-constrained JSON calls in these runs"))
+    here, all_valid = {}, True
+    for b, g in rows.groupby("backend", sort=False):
+        valid, n = int(g["valid"].sum()), int(g["n"].sum())
+        here[b] = f"{valid} of {n}"
+        all_valid &= valid == n
+    if all_valid:
+        return Claim(SEED, statement, theirs, holds("the mask guarantees the form on every backend (n as shown; form, "
+                                                    "not truth: the values can still be wrong)"), here)
+    return Claim(SEED, statement, theirs, does_not_hold("some constrained replies are invalid (cut off by the token budget?)"), here)
+
+
+@claim
+def attention_special(report: Report) -> Claim:
+    statement = "Much of the attention lands on special tokens"
+    theirs = reference.ATTENTION
+    s = _section(report, "template")
+    att = s.data["attention"] if s is not None else pd.DataFrame()
+    if att.empty:
+        return Claim(SEED, statement, theirs, not_measurable("no backend recorded attention (HF eager only, template workload)"))
+    att = att.assign(positions=[num(s) / num(p) if num(s) is not None and num(p) else None
+                                for s, p in zip(att["special_positions"], att["prompt_tokens"], strict=True)])
+    here = {b: f"{fmt.pct(g['share'].mean())} on average over {len(g)} layers (special tokens: "
+               f"{fmt.pct(g['positions'].mean())} of the positions)" for b, g in att.groupby("backend", sort=False)}
+    if report.random_weights:
+        return Claim(SEED, statement, theirs, not_measurable(
+            "the weights are random: attention patterns are learned, so random weights say nothing about them"), here)
+    share = att["share"].mean()
+    positions = att["positions"].mean()
+    if positions == positions and share > 2 * positions:
+        return Claim(SEED, statement, theirs, holds(f"{fmt.pct(share)} of attention on {fmt.pct(positions)} of the positions"), here)
+    return Claim(SEED, statement, theirs, does_not_hold(f"{fmt.pct(share)} of attention on {fmt.pct(positions)} of the positions"), here)

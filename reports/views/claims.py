@@ -1,0 +1,31 @@
+"""The claims section: each claim, its source's figure, every backend's figure here, and the verdict."""
+
+from __future__ import annotations
+
+from markupsafe import Markup
+
+from reports.analysis.claims import Claim
+from reports.views import Block, Table, p, table
+
+
+def claims_table(claims: list[Claim], backends: list[str]) -> Table:
+    shown = [b for b in backends if any(b in c.here for c in claims)]
+    t = Table(["claim", "their figure", *[f"here: {b}" for b in shown], "verdict"])
+    for c in claims:
+        verdict = Markup('<span class="verdict v-{}">{}</span>: {}').format(c.verdict.word.replace(" ", "-"), c.verdict.word,
+                                                                           c.verdict.reason)
+        t.add([c.statement, c.theirs, *[c.here.get(b, "–") for b in shown], verdict])
+    return t
+
+
+def blocks(claims: list[Claim], backends: list[str]) -> list[Block]:
+    if not claims:
+        return [p("No claims to check against these runs.", muted=True)]
+    out: list[Block] = []
+    for source in dict.fromkeys(c.source for c in claims):
+        mine = [c for c in claims if c.source == source]
+        out += [Block("h3", f"Claims of the {source}"), table(claims_table(mine, backends))]
+    out.append(p("Verdicts: holds — the claim is true of every backend here; setup-specific — its figure belongs to the "
+                 "source's stack, GPU or workload (the reason says which); does not hold; not measurable here — the "
+                 "reason says why. Our figures are computed from these runs, never typed in.", muted=True))
+    return out

@@ -1,0 +1,66 @@
+"""The claims machinery (registry, verdicts) and the seed's claims checked on the committed H200 runs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from reports import fmt
+from reports.analysis import claims
+from reports.assemble import assemble
+from reports.load import load
+
+H200 = Path(__file__).parents[2] / "reports" / "examples" / "h200-qwen3-8b-shape"
+
+
+@pytest.fixture(scope="module")
+def h200():
+    runs = [H200 / n for n in ("h200-hf", "h200-vllm", "h200-sglang", "h200-hf-graphs")]
+    return assemble(load(runs, drop=[("h200-hf-graphs", "hf")]), copy_gbps=4245.0)
+
+
+def test_verdicts_are_a_closed_set():
+    assert claims.holds("x").word == "holds"
+    assert claims.not_measurable("x").word == "not measurable here"
+    with pytest.raises(ValueError, match="unknown verdict"):
+        claims.Verdict("probably", "x")
+
+
+def test_registering_a_claim(h200, monkeypatch):
+    monkeypatch.setattr(claims, "_CHECKS", list(claims._CHECKS))
+
+    @claims.claim
+    def always(report):
+        return claims.Claim("test", "a claim", "1", claims.holds("because"), {"hf": "1"})
+
+    @claims.claim
+    def silent(report):
+        return None
+
+    out = claims.check_all(h200)
+    assert out[-1].statement == "a claim" and all(c.statement != "silent" for c in out)
+    assert len(out) == len(h200.claims) + 1
+
+
+def test_every_seed_claim_is_listed_with_a_verdict(h200):
+    seed = [c for c in h200.claims if c.source == "seed article"]
+    assert len(seed) == 10
+    assert all(c.verdict.word in claims.VERDICTS and c.verdict.reason for c in seed)
+    by = {c.statement: c for c in seed}
+    # random weights: attention cannot be judged; the mask held on every backend (n as recorded)
+    attention = next(c for c in seed if "special tokens" in c.statement)
+    assert attention.verdict.word == "not measurable here" and "random" in attention.verdict.reason
+    mask = next(c for c in seed if "grammar mask" in c.statement)
+    assert mask.verdict.word == "holds" and mask.here["hf"] == "10 of 10" and mask.here["vllm"] == "80 of 80"
+    assert len(by) == len(seed)
+
+
+def test_our_figures_come_from_the_runs(h200):
+    lengths = next(s for s in h200.sections if s.kind == "sweep").data["lengths"]
+    ratio = next(c for c in h200.claims if "494" in c.statement)
+    for backend in ("hf", "vllm", "sglang"):
+        row = lengths[(lengths.backend == backend) & (lengths.N == 1024)].iloc[0]
+        assert ratio.here[backend] == fmt.times(row.tps_ratio)
+    one_step = next(c for c in h200.claims if "one decode step" in c.statement)
+    assert one_step.verdict.word == "setup-specific" and "hf" in one_step.verdict.reason.split(";")[0]
