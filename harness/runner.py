@@ -33,6 +33,17 @@ console = Console(stderr=True, highlight=False, markup=False)
 CAPABILITY_NAMES = {f.name for f in fields(Capabilities)}
 
 
+# Greedy calls ask every backend for the top-2 log-probs at each step, so the report can tell a
+# split between backends at a near-tie (bf16 rounding) from one at a clear margin. Not in the
+# sweep: it exists to time prefill and decode, and asking for log-probs adds work to each step.
+STEP_LOGPROBS = 2
+
+
+def step_logprobs_for(step: Step) -> int:
+    greedy = not step.temperature
+    return STEP_LOGPROBS if greedy and step.kind != "sweep" and not step.want_attentions else 0
+
+
 def request_for(step: Step, plan: Plan) -> Request:
     return Request(
         prompt_ids=plan.prompts[step.prompt],
@@ -42,6 +53,7 @@ def request_for(step: Step, plan: Plan) -> Request:
         ignore_eos=step.ignore_eos,
         json_schema=step.json_schema if step.grammar else None,
         top_logprobs=step.top_logprobs,
+        step_logprobs=step_logprobs_for(step),
         reuse_prefix=step.reuse_prefix,
         seed=step.seed,
         want_attentions=step.want_attentions,
@@ -117,6 +129,7 @@ class Runner:
             cache_state=result.cache_state,
             prompt_ids_match=None if out.prompt_ids_used is None else out.prompt_ids_used == prompt,
             top_candidates=[c.to_dict() for c in out.top_candidates] if out.top_candidates else None,
+            step_logprobs=out.step_logprobs,
             attention_special_share=out.attention_special_share,
             extra=out.extra,
         )

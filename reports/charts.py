@@ -151,6 +151,8 @@ def json_pass(rates: pd.DataFrame) -> dict[str, Any] | None:
 
 def agreement(summary: pd.DataFrame, backends: list[str]) -> dict[str, Any] | None:
     """Share of T=0 calls with identical tokens, per workload and backend (vs the reference)."""
+    if "informative" in summary:
+        summary = summary[summary["informative"].astype(bool)]  # flat logits: matches mean nothing
     if summary.empty:
         return None
     data = summary.assign(pair=summary["backend"] + " vs " + summary["reference"])

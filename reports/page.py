@@ -19,7 +19,7 @@ from markupsafe import Markup
 
 from reports import charts, fmt, reference
 from reports.assemble import Report
-from reports.views import Block, claims, common, conversation, json_extraction, sweep, template
+from reports.views import Block, claims, common, conversation, json_extraction, note, sweep, template
 
 TEMPLATES = Path(__file__).parent / "templates"
 
@@ -62,6 +62,12 @@ def environment() -> jinja2.Environment:
     return env
 
 
+# The sections whose figures are about the model's answers: labelled when its weights are random.
+QUALITY_NOTES = {
+    "json": "Random weights: not a quality figure. Validity without a grammar, correctness, the step-0 candidates and "
+            "the seed's claims below describe noise; the grammar's guarantee of form and its cost per token still hold.",
+    "template": "Random weights: not a quality figure. Clean answers and attention on special tokens describe noise.",
+}
 VIEWS = {"conversation": conversation, "sweep": sweep, "json": json_extraction, "template": template}
 
 
@@ -83,7 +89,10 @@ def section_blocks(report: Report, c: Charts) -> list[list[Block]]:
             slots["attention"] = c.slot(charts.attention(d["attention"], backends), "attention on special tokens")
         view = VIEWS.get(s.kind or "")
         extra = {"roofs": report.roofs} if s.kind == "sweep" else {}
-        out.append(view.blocks(s, slots, **extra) if view and d and s.backends else [])
+        section = view.blocks(s, slots, **extra) if view and d and s.backends else []
+        if section and report.random_weights and s.kind in QUALITY_NOTES:
+            section = [note(QUALITY_NOTES[s.kind]), *section]
+        out.append(section)
     return out
 
 

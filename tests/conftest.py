@@ -34,3 +34,14 @@ def tiny_model_dir() -> Path:
     from harness.models import build_tiny
 
     return build_tiny()
+
+
+@pytest.fixture(scope="session")
+def smollm2_dir() -> Path:
+    """SmolLM2-135M-Instruct, materialised once (about a minute the first time; skipped without its package)."""
+    from harness import models
+
+    try:
+        return models.build_smollm2()
+    except models.ModelError as exc:
+        pytest.skip(str(exc))

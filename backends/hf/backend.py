@@ -51,6 +51,15 @@ class _OutOfPlace:
         return self.processor(input_ids, scores.clone())
 
 
+def step_top(scores: tuple[torch.Tensor, ...], k: int) -> list[list[list]]:
+    """Per generated step, the top-k [token_id, logprob] of the scores the greedy choice was made on (after the
+    grammar mask, like vLLM's and SGLang's log-probs; with no logits processor they are the raw logits)."""
+    stacked = torch.stack([step[0] for step in scores]).float()
+    top = torch.topk(torch.log_softmax(stacked, dim=-1), k, dim=-1)
+    return [[[int(i), float(v)] for i, v in zip(ids, vals, strict=True)]
+            for ids, vals in zip(top.indices.tolist(), top.values.tolist(), strict=True)]
+
+
 def xgrammar_available() -> bool:
     try:
         import xgrammar  # noqa: F401
@@ -120,7 +129,8 @@ class HFBackend(Backend):
             "attn_implementation": self.settings.attn,
             "device": str(self.device),
             "cache": "DynamicCache, cropped to the shared prefix in cached mode",
-            "grammar": "xgrammar.contrib.hf.LogitsProcessor" if self.capabilities.grammar else None,
+            "grammar": "xgrammar.contrib.hf.LogitsProcessor, any_whitespace=False, xgrammar's default separators"
+            if self.capabilities.grammar else None,
         }
 
     def kv_cache_tokens(self) -> tuple[int | None, str]:
@@ -138,6 +148,7 @@ class HFBackend(Backend):
             "streamer": _ClockStreamer(clock),
             "return_dict_in_generate": True,
             "output_logits": request.top_logprobs > 0,
+            "output_scores": request.step_logprobs > 0,
             "pad_token_id": self.model.generation_config.pad_token_id or next(iter(self.eos_ids), None),
         }
         if request.temperature > 0:
@@ -164,6 +175,7 @@ class HFBackend(Backend):
             cached_tokens=cached,
             prompt_ids_used=prompt,
             top_candidates=self._candidates(out.logits[0][0], request.top_logprobs) if request.top_logprobs else None,
+            step_logprobs=step_top(out.scores, request.step_logprobs) if request.step_logprobs else None,
         )
 
     def _fresh_cache(self) -> DynamicCache | None:
@@ -192,8 +204,9 @@ class HFBackend(Backend):
         if key not in self._grammars:
             info = xgr.TokenizerInfo.from_huggingface(self.tokenizer, vocab_size=self.model.config.vocab_size)
             compiler = xgr.GrammarCompiler(info)
-            # any_whitespace=False: random weights otherwise fill the budget with spaces
-            self._grammars[key] = compiler.compile_json_schema(key, any_whitespace=False)
+            # any_whitespace=False: random weights otherwise fill the budget with spaces. The schema as
+            # written, not the sorted cache key: xgrammar keeps the properties' order, as the engines do.
+            self._grammars[key] = compiler.compile_json_schema(json.dumps(schema), any_whitespace=False)
         return xgr.contrib.hf.LogitsProcessor(self._grammars[key])
 
     def _candidates(self, logits: torch.Tensor, k: int) -> list[TokenCandidate]:
@@ -214,6 +227,8 @@ class HFBackend(Backend):
         clock.tick()
         special = torch.tensor([i in self.special_ids for i in prompt], device=self.device)
         shares = [float(layer[0, :, -1, :][:, special].sum(-1).mean()) for layer in out.attentions]
+        # position 0 is an attention sink in most models: its share is recorded apart (the seed's caveat)
+        first = [float(layer[0, :, -1, 0].mean()) for layer in out.attentions]
         token = int(out.logits[0, -1].argmax())
         return RawOutput(
             token_ids=[token],
@@ -221,5 +236,6 @@ class HFBackend(Backend):
             finish_reason="length",
             prompt_ids_used=prompt,
             attention_special_share=shares,
-            extra={"special_positions": int(special.sum())},
+            extra={"special_positions": int(special.sum()), "position0_share": first,
+                   "position0_special": bool(special[0]) if len(prompt) else None},
         )

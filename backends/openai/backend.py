@@ -248,7 +248,8 @@ class OpenAIBackend(Backend):
     def _generate(self, request: Request, clock: TokenClock) -> RawOutput:
         body = self._body(request, FORMS[self.form])
         try:
-            out = read_stream(self.client.completions.create(**body), clock, self.tokenizer, request.top_logprobs)
+            out = read_stream(self.client.completions.create(**body), clock, self.tokenizer, request.top_logprobs,
+                              request.step_logprobs)
         except openai.APITimeoutError as exc:
             raise RequestTimeout(f"no answer within {self.settings.request_timeout_s:g} s (--request-timeout)") from exc
         except (openai.APIConnectionError, openai.InternalServerError):
@@ -273,8 +274,8 @@ class OpenAIBackend(Backend):
             body["top_p"] = request.top_p
         if request.seed is not None:
             body["seed"] = request.seed
-        if request.top_logprobs:
-            body["logprobs"] = request.top_logprobs
+        if request.top_logprobs or request.step_logprobs:
+            body["logprobs"] = max(request.top_logprobs, request.step_logprobs)
         extra: dict[str, Any] = {}
         if request.json_schema is not None:
             extra["response_format"] = {
@@ -285,7 +286,7 @@ class OpenAIBackend(Backend):
             extra["return_token_ids"] = True
             if request.ignore_eos:
                 extra["ignore_eos"] = True
-            if request.top_logprobs and self.flavor == "vllm":
+            if (request.top_logprobs or request.step_logprobs) and self.flavor == "vllm":
                 extra["return_tokens_as_token_ids"] = True  # top_logprobs keyed "token_id:N"
         if extra:
             body["extra_body"] = extra

@@ -14,8 +14,9 @@ from typing import Any
 from backends.base import RawOutput, TokenCandidate, TokenClock
 
 
-def read_stream(stream, clock: TokenClock, tokenizer, top_logprobs: int = 0) -> RawOutput:
+def read_stream(stream, clock: TokenClock, tokenizer, top_logprobs: int = 0, step_logprobs: int = 0) -> RawOutput:
     ids: list[int] = []
+    steps: list[list[list]] = []
     texts: list[str] = []
     server_ids = False
     prompt_used = finish = usage = top = None
@@ -35,6 +36,9 @@ def read_stream(stream, clock: TokenClock, tokenizer, top_logprobs: int = 0) -> 
                     prompt_used = [int(i) for i in choice.prompt_token_ids]
                 if top_logprobs and top is None and n:
                     top = candidates(choice.logprobs, top_logprobs, tokenizer)
+                if step_logprobs and choice.logprobs is not None:
+                    steps += [ranked(position or {}, step_logprobs, tokenizer)
+                              for position in choice.logprobs.top_logprobs or []]
                 finish = choice.finish_reason or finish
             if chunk.usage is not None:
                 usage = chunk.usage
@@ -51,6 +55,7 @@ def read_stream(stream, clock: TokenClock, tokenizer, top_logprobs: int = 0) -> 
         cached_tokens=getattr(details, "cached_tokens", None),  # None: the server did not say
         prompt_ids_used=prompt_used,
         top_candidates=top,
+        step_logprobs=steps or None,
         extra=extra,
     )
 
@@ -66,6 +71,12 @@ def candidates(logprobs, k: int, tokenizer) -> list[TokenCandidate] | None:
         text = tokenizer.decode([token_id]) if token_id is not None else key
         out.append(TokenCandidate(token_id, text, float(logprob), None))  # type: ignore[arg-type]
     return out
+
+
+def ranked(position: dict[str, float], k: int, tokenizer) -> list[list]:
+    """One position's top-k as ``[token_id, logprob]``, best first (token_id None: a text that is not one token)."""
+    best = sorted(position.items(), key=lambda kv: kv[1], reverse=True)[:k]
+    return [[_token_id(key, tokenizer), float(logprob)] for key, logprob in best]
 
 
 def _token_id(key: str, tokenizer) -> int | None:

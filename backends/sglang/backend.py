@@ -225,6 +225,7 @@ class SGLangBackend(Backend):
             top_k=request.top_logprobs,
             decode=self._decode,
             constrained=request.json_schema is not None,
+            step_k=request.step_logprobs,
         )
 
     def _collect(self, fields: dict[str, Any], clock: TokenClock) -> dict[str, Any]:

@@ -105,11 +105,12 @@ def build_sampling_params(request: Request) -> dict[str, Any]:
 
 
 def logprob_kwargs(request: Request) -> dict[str, Any]:
-    """Step-0 candidates: output logprobs only (``logprob_start_len=-1``). A start >= 0 would also
+    """Step-0 candidates and per-step top-k (greedy agreement): output logprobs only (``logprob_start_len=-1``). A start >= 0 would also
     cap the radix-cache match at that position (``Req._compute_max_prefix_len``)."""
-    if request.top_logprobs <= 0:
+    k = max(request.top_logprobs, request.step_logprobs)
+    if k <= 0:
         return {}
-    return {"return_logprob": True, "top_logprobs_num": request.top_logprobs, "logprob_start_len": -1}
+    return {"return_logprob": True, "top_logprobs_num": k, "logprob_start_len": -1}
 
 
 # --- effective configuration ------------------------------------------------------------------

@@ -130,6 +130,20 @@ def top_candidates(
     return out or None
 
 
+def step_logprobs(meta: dict[str, Any], k: int) -> list[list[list]] | None:
+    """Per output position, the top-k ``[token_id, logprob]`` from ``output_top_logprobs``."""
+    rows = meta.get("output_top_logprobs")
+    if k <= 0 or not isinstance(rows, list | tuple) or not rows:
+        return None
+    out = []
+    for row in rows:
+        entries = row if isinstance(row, list | tuple) else []
+        pairs = [[int(e[1]), _num(e[0])] for e in entries
+                 if isinstance(e, list | tuple) and len(e) >= 2 and _int(e[1]) is not None]
+        out.append(sorted(pairs, key=lambda p: -(p[1] if p[1] is not None else -math.inf))[:k])
+    return out
+
+
 def parse_meta_info(
     meta: dict[str, Any], *, top_k: int = 0, decode: Callable[[list[int]], str] | None = None
 ) -> MetaFacts:
@@ -170,6 +184,7 @@ def to_raw_output(
     top_k: int = 0,
     decode: Callable[[list[int]], str] | None = None,
     constrained: bool = False,
+    step_k: int = 0,
 ) -> RawOutput:
     """One ``generate`` return value (``text``, ``output_ids``, ``meta_info``[, ``prompt_token_ids``])."""
     facts = parse_meta_info(response.get("meta_info") or {}, top_k=top_k, decode=decode)
@@ -193,6 +208,7 @@ def to_raw_output(
         engine_ttft_ms=facts.engine_ttft_ms,
         engine_decode_ms_per_token=facts.engine_decode_ms_per_token,
         top_candidates=facts.top_candidates,
+        step_logprobs=step_logprobs(response.get("meta_info") or {}, step_k),
         extra=extra,
     )
 

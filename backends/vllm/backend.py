@@ -133,8 +133,8 @@ class VLLMBackend(Backend):
         }
         if request.temperature > 0:
             kwargs["top_p"] = request.top_p
-        if request.top_logprobs:
-            kwargs["logprobs"] = request.top_logprobs
+        if request.top_logprobs or request.step_logprobs:
+            kwargs["logprobs"] = max(request.top_logprobs, request.step_logprobs)
         if request.json_schema is not None:
             kwargs["structured_outputs"] = self._StructuredOutputsParams(json=request.json_schema)
         return self._SamplingParams(**kwargs)
@@ -147,6 +147,10 @@ class VLLMBackend(Backend):
         candidates = None
         if request.top_logprobs and completion.logprobs:
             candidates = self._candidates(completion.logprobs[0], request.top_logprobs)
+        steps = None
+        if request.step_logprobs and completion.logprobs:
+            steps = [[[c.token_id, c.logprob] for c in self._ranked(position, request.step_logprobs)]
+                     for position in completion.logprobs]
         return RawOutput(
             token_ids=list(completion.token_ids),
             text=completion.text,
@@ -156,6 +160,7 @@ class VLLMBackend(Backend):
             engine_ttft_ms=engine_ttft,
             engine_decode_ms_per_token=engine_decode,
             top_candidates=candidates,
+            step_logprobs=steps,
             extra=extra,
         )
 
@@ -190,21 +195,20 @@ class VLLMBackend(Backend):
             raise RuntimeError("vLLM finished stepping without a finished output")
         return final
 
-    def _candidates(self, position: dict, k: int) -> list[TokenCandidate]:
-        """The step-0 top-k: vLLM returns the k best plus the sampled token; keep the k best by rank.
+    def _ranked(self, position: dict, k: int) -> list[TokenCandidate]:
+        """One step's top-k: vLLM returns the k best plus the sampled token; keep the k best by rank.
         Tokens a grammar masked out (logprob -inf) are no candidates and are left out."""
         allowed = [kv for kv in position.items() if kv[1].logprob > -math.inf]
         ranked = sorted(
             allowed, key=lambda kv: (kv[1].rank if kv[1].rank is not None else math.inf, -kv[1].logprob)
         )
+        return [TokenCandidate(int(tid), lp.decoded_token or "", float(lp.logprob), None) for tid, lp in ranked[:k]]
+
+    def _candidates(self, position: dict, k: int) -> list[TokenCandidate]:
+        """The step-0 top-k with their texts."""
         return [
-            TokenCandidate(
-                int(tid),
-                lp.decoded_token if lp.decoded_token is not None else self.tokenizer.decode([tid]),
-                float(lp.logprob),
-                None,
-            )
-            for tid, lp in ranked[:k]
+            TokenCandidate(c.token_id, c.text or self.tokenizer.decode([c.token_id]), c.logprob, None)
+            for c in self._ranked(position, k)
         ]
 
 

@@ -44,7 +44,7 @@ def derive(report: Report) -> list[Caveat]:
             out += sweep(section, report)
         elif section.kind == "json" and section.data:
             out += json_workload(section)
-    out += agreement(report.agreement_summary)
+    out += agreement(report.agreement_summary, report.agreement_cached_summary)
     out += timing(report.ds.measured())
     out += server(report.server)
     return out
@@ -228,13 +228,25 @@ def json_workload(s: Section) -> list[Caveat]:
 
 
 # --- across workloads -----------------------------------------------------------------------
-def agreement(summary: pd.DataFrame) -> list[Caveat]:
+def agreement(summary: pd.DataFrame, cached: pd.DataFrame | None = None) -> list[Caveat]:
     out = []
     for r in summary.to_dict("records"):
-        text = f"At T=0 {r['backend']} matched {r['reference']} token for token on {r['identical']} of {r['cases']} {r['workload']} calls"
+        if not r.get("informative", True):
+            out.append(Caveat("agreement", f"{r['backend']} vs {r['reference']} ({r['workload']}): not informative, "
+                                           f"{r['why']}: identical tokens there say nothing about the engines."))
+            continue
+        text = (f"At T=0 {r['backend']} matched {r['reference']} token for token on {r['identical']} of {r['cases']} "
+                f"{r['workload']} calls (same first token on {r['same_first']})")
         if num(r["median_divergence"]) is not None:
             text += f"; where they differ, the first different token is at index {fmt.n(r['median_divergence'])} (median)"
+        if r.get("near_tie") or r.get("clear"):
+            text += f": {r['near_tie']} split at a near-tie, {r['clear']} at a clear margin"
         out.append(Caveat("agreement", text + "."))
+    for r in (cached if cached is not None else pd.DataFrame()).to_dict("records"):
+        if r.get("informative", True) and r["identical"] < r["cases"]:
+            out.append(Caveat("agreement", f"{r['backend']}: cached and full gave different tokens on "
+                                           f"{r['cases'] - r['identical']} of {r['cases']} {r['workload']} calls "
+                                           f"({r['near_tie']} at a near-tie, {r['clear']} at a clear margin)."))
     return out
 
 

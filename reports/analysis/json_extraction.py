@@ -144,3 +144,71 @@ def failure_counts(df: pd.DataFrame) -> pd.DataFrame:
     kinds = failed.apply(lambda r: failure_kind(r["output_text"], r["finish_reason"]), axis=1)
     out = failed.assign(why=kinds).groupby(["backend", "mode", "why"], sort=False).size()
     return out.reset_index(name="count")
+
+
+# --- the seed's claims ------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Claim:
+    backend: str
+    claim: str
+    verdict: str  # "holds" | "does not hold" | "not measured"
+    evidence: str
+
+
+FENCE_OR_PROSE = ("Markdown fence", "prose")
+
+
+def mode_roles(df: pd.DataFrame) -> dict[str, str | None]:
+    """Which mode is free, strict, constrained: the grammar mode, its partner on the same prompts, the other one."""
+    pairs = grammar_pairs(df)
+    constrained, strict = pairs[0] if pairs else (None, None)
+    others = [m for m in dict.fromkeys(df["mode"]) if m not in (constrained, strict)]
+    names = {str(m).lower(): m for m in dict.fromkeys(df["mode"])}
+    return {"free": names.get("free", others[0] if others else None), "strict": strict or names.get("strict"),
+            "constrained": constrained}
+
+
+def _pooled(rates: pd.DataFrame, backend: str, mode: str | None) -> tuple[int, int, int, int] | None:
+    g = rates[(rates["backend"] == backend) & (rates["mode"] == mode)] if mode is not None else rates.iloc[0:0]
+    if g.empty or not g["n"].sum():
+        return None
+    return int(g["valid"].sum()), int(g["n"].sum()), int(g["correct"].sum()), int(g["correct_n"].sum())
+
+
+def claims(df: pd.DataFrame, rates: pd.DataFrame, counts: pd.DataFrame) -> list[Claim]:
+    """The seed's three claims about JSON output, each judged per backend from these runs (all temperatures pooled)."""
+    if df.empty or rates.empty:
+        return []
+    roles = mode_roles(df)
+    free, strict, constrained = roles["free"], roles["strict"], roles["constrained"]
+    out = []
+    for backend in dict.fromkeys(rates["backend"]):
+        f, s, c = (_pooled(rates, backend, m) for m in (free, strict, constrained))
+        text = "Free prompts fail on Markdown fences or prose"
+        if f is None:
+            out.append(Claim(backend, text, "not measured", "no free-prompt calls"))
+        else:
+            failed = f[1] - f[0]
+            kinds = counts[(counts["backend"] == backend) & (counts["mode"] == free)] if not counts.empty else counts
+            by_kind = {k["why"]: int(k["count"]) for k in kinds.to_dict("records")}
+            fence_prose = sum(n for why, n in by_kind.items() if why.startswith(FENCE_OR_PROSE))
+            how = ", ".join(f"{why} {n}" for why, n in by_kind.items())
+            verdict = "holds" if failed and fence_prose * 2 >= failed else "does not hold"
+            out.append(Claim(backend, text, verdict, f"'{free}': {f[0]} of {f[1]} valid" + (f"; failures: {how}" if failed else "")))
+        text = "A strict prompt helps"
+        if f is None or s is None:
+            out.append(Claim(backend, text, "not measured", "needs both a free and a strict mode"))
+        else:
+            better = s[0] / s[1] > f[0] / f[1]
+            out.append(Claim(backend, text, "holds" if better else "does not hold",
+                             f"'{strict}' {s[0]} of {s[1]} valid ({s[0] / s[1]:.0%}) vs '{free}' {f[0]} of {f[1]} ({f[0] / f[1]:.0%})"))
+        text = "The grammar mask guarantees the form, not the truth"
+        if c is None:
+            out.append(Claim(backend, text, "not measured", "no grammar-constrained calls"))
+        elif c[0] < c[1]:
+            out.append(Claim(backend, text, "does not hold", f"'{constrained}': only {c[0]} of {c[1]} valid"))
+        else:
+            truth = (f"{c[3] - c[2]} of {c[3]} valid answers have wrong values" if c[2] < c[3]
+                     else f"all {c[3]} also correct here: the truth was not put to the test")
+            out.append(Claim(backend, text, "holds", f"'{constrained}': {c[0]} of {c[1]} valid; {truth}"))
+    return out

@@ -39,7 +39,22 @@ def attention(df: pd.DataFrame) -> pd.DataFrame:
     for r in df[df["mode"] == PROBE].to_dict("records"):
         shares = r.get("attention_special_share")
         if isinstance(shares, list):
-            special = (r.get("extra") or {}).get("special_positions")
-            rows += [{"backend": r["backend"], "layer": i, "share": float(s), "special_positions": special,
-                      "prompt_tokens": r.get("prompt_tokens")} for i, s in enumerate(shares)]
-    return pd.DataFrame(rows, columns=["backend", "layer", "share", "special_positions", "prompt_tokens"])
+            extra = r.get("extra") or {}
+            first = extra.get("position0_share") if isinstance(extra.get("position0_share"), list) else []
+            rows += [{"backend": r["backend"], "layer": i, "share": float(s), "special_positions": extra.get("special_positions"),
+                      "prompt_tokens": r.get("prompt_tokens"),
+                      "position0": float(first[i]) if i < len(first) else None,
+                      "position0_special": extra.get("position0_special")} for i, s in enumerate(shares)]
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+COLUMNS = ["backend", "layer", "share", "special_positions", "prompt_tokens", "position0", "position0_special"]
+
+
+def sink(att: pd.DataFrame) -> dict[str, float] | None:
+    """Position 0's part of the special-token share (when position 0 is special): median over layers of both."""
+    known = att.dropna(subset=["position0"])
+    if known.empty or not known["position0_special"].fillna(False).astype(bool).all():
+        return None
+    return {"share": float(known["share"].median()), "position0": float(known["position0"].median()),
+            "rest": float((known["share"] - known["position0"]).median())}

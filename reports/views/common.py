@@ -5,6 +5,7 @@ from __future__ import annotations
 from markupsafe import Markup
 
 from reports import fmt
+from reports.analysis import agreement as agreement_analysis
 from reports.stats import spread
 from reports.views import Block, Table, bullets, chart, compact, details, h3, note, p, table
 
@@ -61,24 +62,66 @@ def summary(report) -> list[Block]:
     return compact(out)
 
 
+RANDOM_QUALITY = "Random weights: not a quality figure. Which answers the backends agree on means nothing here."
+
+
+def _split_cells(a: dict) -> list[str]:
+    if not a["informative"]:
+        return ["not informative", "not informative", "–", a["why"]]
+    splits = ", ".join(f"{n} {what}" for n, what in ((a["near_tie"], "at a near-tie"), (a["clear"], "at a clear margin"),
+                                                    (a["no_margin"], "margin not recorded")) if n)
+    return [f"{a['same_first']} of {a['cases']}", f"{a['identical']} of {a['cases']} ({fmt.pct(a['share'])})",
+            fmt.n(a["median_divergence"]), splits or "–"]
+
+
+def agreement_table(summ) -> Table:
+    t = Table(["workload", "backend", "vs", "same first token", "same whole output", "median first difference",
+               "where they split"], numeric={3, 4, 5})
+    for a in summ.to_dict("records"):
+        t.add([a["workload"], a["backend"], a["reference"], *_split_cells(a)])
+    return t
+
+
+def case_table(cases) -> Table:
+    t = Table(["workload", "mode", "case", "turn", "rep", "backend", "vs", "same output", "first difference", "tokens",
+               "margin there (vs / backend)"], numeric={3, 4, 8, 9, 10})
+    for a in cases.to_dict("records"):
+        margins = "–" if a["identical"] else f"{fmt.n(a['margin_reference'], 3)} / {fmt.n(a['margin_backend'], 3)}"
+        t.add([a["workload"], a["mode"], a["case"], fmt.n(a["turn"]), fmt.n(a["rep"]), a["backend"], a["reference"],
+               "yes" if a["identical"] else "no", fmt.n(a["first_divergence"]), a["tokens"], margins])
+    return t
+
+
 def agreement(report, slot: Markup) -> list[Block]:
     summ, cases = report.agreement_summary, report.agreement_cases
+    out: list[Block | None] = [note(RANDOM_QUALITY)] if report.random_weights else []
     if summ.empty:
         ran = [st.backend for st in report.status if st.measured]
-        return [p(f"Needs at least two backends with greedy (T=0) replies; {', '.join(ran) or 'none'} produced them.", muted=True)]
-    t = Table(["workload", "backend", "vs", "identical", "median first divergence"], numeric={3, 4})
-    for a in summ.to_dict("records"):
-        t.add([a["workload"], a["backend"], a["reference"], f"{a['identical']} of {a['cases']} ({fmt.pct(a['share'])})",
-               fmt.n(a["median_divergence"])])
-    per = Table(["workload", "mode", "case", "turn", "rep", "backend", "identical", "first divergence", "tokens"], numeric={3, 4, 7, 8})
-    for a in cases.to_dict("records"):
-        per.add([a["workload"], a["mode"], a["case"], fmt.n(a["turn"]), fmt.n(a["rep"]), a["backend"],
-                 "yes" if a["identical"] else "no", fmt.n(a["first_divergence"]), a["tokens"]])
-    return compact([
-        p(f"Each backend's token ids compared with {summ['reference'].iloc[0]}'s for the same prompt at T=0; the first "
-          "divergence is the number of leading tokens they share."),
-        chart(slot), table(t), details("per call", [table(per)]),
-    ])
+        out.append(p(f"Needs at least two backends with greedy (T=0) replies; {', '.join(ran) or 'none'} produced them.",
+                     muted=True))
+    else:
+        out += [
+            p(f"Each backend's token ids compared with {summ['reference'].iloc[0]}'s for the same prompt at T=0. Where "
+              "they differ, the first difference is the number of leading tokens they share, and the margin there is "
+              "the gap between the two best candidates' log-probabilities as each engine reported them: below "
+              f"{fmt.n(agreement_analysis.NEAR_TIE)} nat a split is a near-tie (bf16 rounding can swap such candidates), "
+              "above it a clear margin (the engines computed different things: worth a look). Where a backend's step-0 "
+              "candidates are all equally likely (dummy weights: flat logits), every engine breaks the tie the same "
+              "way, so matches are not informative."),
+            chart(slot), table(agreement_table(summ)), details("per call", [table(case_table(cases))]),
+        ]
+    cached = report.agreement_cached_summary
+    if not cached.empty:
+        t = Table(["workload", "backend", "same first token", "same whole output", "median first difference",
+                   "where they split"], numeric={2, 3, 4})
+        for a in cached.to_dict("records"):
+            t.add([a["workload"], a["backend"], *_split_cells(a)])
+        out += [h3("Cached vs full, same backend"),
+                p("Each conversation turn at T=0 run with the prefix cache (cached) and after a reset (full): the same "
+                  "prompt, so the same tokens are expected; a split at a clear margin means reusing the cache changed "
+                  "the computation."),
+                table(t), details("per call", [table(case_table(report.agreement_cached))])]
+    return compact(out)
 
 
 def server(report) -> list[Block]:

@@ -74,6 +74,14 @@ def blocks(section, slots: dict[str, Markup]) -> list[Block]:
                 side([(f"{c.backend} · {c.mode}" + (f" · fence at rank {c.fence_rank}" if c.fence_rank else "")
                        + (" · after the grammar mask" if c.after_mask else ""),
                        [table(candidate_table(c))]) for c in d["candidates"]])]
+    if d.get("claims"):
+        t = Table(["backend", "the seed's claim", "for this model", "from"])
+        for c in d["claims"]:
+            t.add([c.backend, c.claim, Markup('<b class="verdict-{}">{}</b>').format(c.verdict.replace(" ", "-"), c.verdict),
+                   c.evidence])
+        out += [h3("The seed's claims about JSON output"),
+                p("Each judged per backend from these calls, all temperatures pooled; 'holds' and 'does not hold' are "
+                  "about this model and these prompts."), table(t)]
     out.append(h3("Failing replies"))
     fail_blocks = failures(d, section.backends)
     out += fail_blocks or [p("No reply failed validation.", muted=True)]

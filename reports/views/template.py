@@ -5,6 +5,7 @@ from __future__ import annotations
 from markupsafe import Markup
 
 from reports import fmt
+from reports.analysis import template as tpl
 from reports.views import Block, Table, chart, compact, h3, p, reply, side, table
 
 
@@ -17,6 +18,16 @@ def rate_table(rates, backends: list[str]) -> Table:
             row.append(f"{x['clean'].iloc[0]}/{x['n'].iloc[0]} ({fmt.pct(x['rate'].iloc[0])})" if len(x) else "–")
         t.add(row)
     return t
+
+
+def sink_text(sink: dict[str, float] | None) -> str:
+    caveat = ("The seed's caveat: position 0 is an attention sink in most models (heads with nothing to attend to park "
+              "their weight there), and the prompt starts with a special token, so a high share is not by itself "
+              "attention to the template's markers.")
+    if sink is None:
+        return caveat
+    return (f"{caveat} Here position 0 alone takes {fmt.pct(sink['position0'])} of it (median over layers, of a total "
+            f"{fmt.pct(sink['share'])}); the other special tokens take {fmt.pct(sink['rest'])}.")
 
 
 def blocks(section, slots: dict[str, Markup]) -> list[Block]:
@@ -45,5 +56,6 @@ def blocks(section, slots: dict[str, Markup]) -> list[Block]:
                 p(f"One forward pass over the chat-template prompt ({fmt.n(att['prompt_tokens'].iloc[0])} tokens, "
                   f"{fmt.n(att['special_positions'].iloc[0])} of them special): the share of the last position's "
                   "attention, averaged over heads, that lands on special tokens."),
-                chart(slots.get("attention", Markup("")))]
+                chart(slots.get("attention", Markup(""))),
+                p(sink_text(tpl.sink(att)), muted=True)]
     return compact(out)

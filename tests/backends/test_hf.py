@@ -127,3 +127,14 @@ def test_template_scores_and_attention_probe(run):
     assert len(probe) == 1
     shares = probe[0]["attention_special_share"]
     assert len(shares) == 2 and all(0.0 <= s <= 1.0 for s in shares)  # one per layer of the tiny model
+
+
+def test_step_top_is_the_log_softmax_top_k_per_step():
+    import torch
+
+    from backends.hf.backend import step_top
+
+    scores = (torch.tensor([[0.0, 2.0, 1.0]]), torch.tensor([[3.0, float("-inf"), 3.0]]))
+    steps = step_top(scores, 2)
+    assert [[i for i, _ in s] for s in steps] == [[1, 2], [0, 2]]
+    assert steps[0][0][1] - steps[0][1][1] == pytest.approx(1.0) and steps[1][0][1] == pytest.approx(steps[1][1][1])

@@ -218,3 +218,9 @@ def test_missing_url_or_key_is_a_clear_skip(tiny_path: str, monkeypatch) -> None
     monkeypatch.delenv("LCA_TEST_NO_SUCH_KEY", raising=False)
     with pytest.raises(BackendUnavailable, match="LCA_TEST_NO_SUCH_KEY"):
         OpenAIBackend(_settings(tiny_path, "http://127.0.0.1:9/v1", api_key_env="LCA_TEST_NO_SUCH_KEY")).start()
+
+
+def test_step_logprobs_from_token_id_keys_best_first():
+    from backends.openai.stream import ranked
+
+    assert ranked({"token_id:3": -1.5, "token_id:4": -0.2, "token_id:9": -3.0}, 2, tokenizer=None) == [[4, -0.2], [3, -1.5]]

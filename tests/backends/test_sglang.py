@@ -382,3 +382,11 @@ def test_engine_on_gpu_reuses_the_shared_prefix_and_flushes(tmp_path):
         else:
             assert r["cached_tokens"] == 0, r
     assert all(r["valid_json"] for r in rows if r["mode"] == "constrained")
+
+
+def test_step_logprobs_per_output_position_best_first():
+    from backends.sglang.meta import step_logprobs
+
+    meta = {"output_top_logprobs": [[(-0.1, 5, None), (-2.0, 7, None), (-3.0, 9, None)], [(-1.5, 3, "a"), (-0.2, 4, "b")]]}
+    assert step_logprobs(meta, 2) == [[[5, -0.1], [7, -2.0]], [[4, -0.2], [3, -1.5]]]
+    assert step_logprobs(meta, 0) is None and step_logprobs({}, 2) is None

@@ -95,3 +95,20 @@ def test_grammar_flag_names_the_constrained_mode_and_marks_masked_candidates():
     assert masked[("vllm", "bound")] is True  # sampler log-probs in a grammar mode
     assert masked[("hf", "bound")] is False  # raw logits: before the mask
     assert masked[("vllm", "terse")] is False  # no grammar there
+
+
+def test_the_seeds_claims_are_judged_per_backend():
+    df = calls()
+    wrong = (df.backend == "vllm") & (df["mode"] == "constrained") & (df.case == "case=1")
+    df.loc[wrong, "correct"] = False  # valid JSON, wrong values
+    assert jx.mode_roles(df) == {"free": "free", "strict": "strict", "constrained": "constrained"}
+    rates, counts = jx.pass_rates(df), jx.failure_counts(df)
+    got = {(c.backend, c.claim.split()[1]): (c.verdict, c.evidence) for c in jx.claims(df, rates, counts)}
+    assert got[("hf", "prompts")] == ("holds", "'free': 2 of 4 valid; failures: Markdown fence 2")
+    assert got[("hf", "strict")][0] == "does not hold"  # 2 of 4 either way
+    assert got[("hf", "grammar")] == ("holds", "'constrained': 4 of 4 valid; all 4 also correct here: the truth was not put to the test")
+    assert got[("vllm", "grammar")] == ("holds", "'constrained': 4 of 4 valid; 2 of 4 valid answers have wrong values")
+    df.loc[(df.backend == "hf") & (df["mode"] == "strict"), "valid_json"] = True
+    df.loc[(df.backend == "hf") & (df["mode"] == "constrained") & (df.case == "case=0"), "valid_json"] = False
+    got = {(c.backend, c.claim.split()[1]): c.verdict for c in jx.claims(df, jx.pass_rates(df), jx.failure_counts(df))}
+    assert got[("hf", "strict")] == "holds" and got[("hf", "grammar")] == "does not hold"

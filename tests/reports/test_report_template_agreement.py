@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pandas as pd
+import pytest
 
 from reports.analysis import agreement, status
 from reports.analysis import template as tpl
@@ -74,3 +75,51 @@ def test_server_timings():
                        record(backend="vllm", workload="sweep", ttft_ms=10.0)])
     server = status.server_timings(df)
     assert server["backend"].tolist() == ["vllm-server"] and server["difference_ms"].tolist() == [2.5]
+
+
+def _steps(*margins):
+    """step_logprobs whose top-2 gap at each step is the given margin."""
+    return [[[1, -0.1], [2, -0.1 - m]] for m in margins]
+
+
+def test_agreement_margin_at_the_first_difference_tells_near_ties_from_clear_splits():
+    df = pd.DataFrame([
+        {**_call("hf", [1, 2, 3]), "step_logprobs": _steps(2.0, 0.02, 1.0)},
+        {**_call("vllm", [1, 5, 3]), "step_logprobs": _steps(2.0, 0.0, 1.0)},  # split at a near-tie
+        {**_call("hf", [4, 4], case="case=1"), "step_logprobs": _steps(3.0, 3.0)},
+        {**_call("vllm", [9, 4], case="case=1"), "step_logprobs": _steps(2.5, 3.0)},  # split at a clear margin
+    ])
+    cases = agreement.per_case(df, ["hf", "vllm"]).set_index("case")
+    assert cases.loc["case=0", "first_divergence"] == 1 and cases.loc["case=0", "margin_reference"] == pytest.approx(0.02)
+    assert cases.loc["case=0", "same_first"] and not cases.loc["case=1", "same_first"]
+    summary = agreement.summary(cases.reset_index(), agreement.flat_backends(df)).iloc[0]
+    assert (summary["near_tie"], summary["clear"], summary["same_first"], summary["informative"]) == (1, 1, 1, True)
+
+
+def test_flat_logits_make_agreement_not_informative():
+    flat = [[[1, -10.8], [2, -10.8]]]
+    df = pd.DataFrame([{**_call("vllm", [1]), "step_logprobs": flat}, {**_call("sglang", [1]), "step_logprobs": flat},
+                       {**_call("hf", [3]), "step_logprobs": _steps(0.5)}])
+    assert agreement.flat_backends(df) == {"vllm": True, "sglang": True, "hf": False}
+    summary = agreement.summary(agreement.per_case(df, ["vllm", "sglang"]), agreement.flat_backends(df)).iloc[0]
+    assert not summary["informative"] and "flat logits on vllm, sglang" in summary["why"]
+    # old runs: the json step-0 candidates tell the same
+    old = pd.DataFrame([{**_call("vllm", [1]), "top_candidates": [{"token_id": i, "logprob": -10.8} for i in range(3)]}])
+    assert agreement.flat_backends(old) == {"vllm": True}
+
+
+def test_cached_vs_full_per_backend():
+    rows = [record(backend="hf", workload="conversation", kind="conversation", mode=m, case="turn=1", turn=1,
+                   output_token_ids=ids, step_logprobs=_steps(1.0, 0.04)) for m, ids in (("full", [1, 2]), ("cached", [1, 3]))]
+    cases = agreement.cached_vs_full(pd.DataFrame(rows))
+    assert cases[["backend", "reference", "same_first", "identical", "first_divergence"]].values.tolist() == [
+        ["hf", "full", True, False, 1]]
+    assert agreement.split_kind(cases.iloc[0].to_dict()) == "near-tie"
+
+
+def test_attention_sink_share_is_shown_apart():
+    rows = [record(backend="hf", workload="template", kind="template", mode="attention", case="q=0", prompt_tokens=42,
+                   attention_special_share=[0.9, 0.5], extra={"special_positions": 7, "position0_share": [0.8, 0.3],
+                                                                "position0_special": True})]
+    sink = tpl.sink(tpl.attention(pd.DataFrame(rows)))
+    assert sink == pytest.approx({"share": 0.7, "position0": 0.55, "rest": 0.15})
