@@ -37,15 +37,17 @@ COMMIT_FILE = ".lca-commit"  # written next to compare.py where a copy of the tr
 
 
 def commit_provenance(repo: Path) -> tuple[str | None, str | None]:
-    """(commit, where it came from): ``git`` where the tree is a checkout; else the ``LCA_GIT_COMMIT``
-    variable, else the first line of ``.lca-commit`` at the root (both set by whoever copied the tree
-    to a machine without .git, e.g. benchmarks/h200/study.sh); else (None, None)."""
-    commit = git_commit(repo)
-    if commit:
-        return commit, "git"
+    """(commit, where it came from): the ``LCA_GIT_COMMIT`` variable where whoever started the run
+    passed one (benchmarks/h200/study.sh does); else ``git`` where the tree is a checkout; else the first
+    line of ``.lca-commit`` at the root; else (None, None). The variable comes first because a copied
+    tree can carry a stale .git: on the H200 on 2026-11-30 the copy's .git named the session's first
+    commit while the tree was 36d1b61."""
     passed = os.environ.get("LCA_GIT_COMMIT", "").strip()
     if passed:
         return passed, "LCA_GIT_COMMIT"
+    commit = git_commit(repo)
+    if commit:
+        return commit, "git"
     path = repo / COMMIT_FILE
     if path.is_file():
         lines = path.read_text(encoding="utf-8").strip().splitlines()
@@ -100,12 +102,20 @@ def _driver_version() -> str | None:
     return out.stdout.strip().splitlines()[0] if out.returncode == 0 and out.stdout.strip() else None
 
 
+def visible_gpu() -> str:
+    """The GPU this process computes on, as nvidia-smi's ``--id`` takes it: the first entry of
+    ``CUDA_VISIBLE_DEVICES`` (an index or a UUID), else 0. nvidia-smi ignores that variable, so
+    without this a run on GPU 1 reads GPU 0 (seen on the two-GPU H200 machine)."""
+    first = os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")[0].strip()
+    return first or "0"
+
+
 def gpu_memory_used_bytes() -> int | None:
-    """Device memory in use on GPU 0, all processes (``nvidia-smi memory.used``); None without one.
-    Read without initialising CUDA in this process, so it can be read before an engine starts."""
+    """Device memory in use on the visible GPU, all processes (``nvidia-smi memory.used``); None without
+    one. Read without initialising CUDA in this process, so it can be read before an engine starts."""
     try:
         out = subprocess.run(
-            ["nvidia-smi", "--query-gpu=memory.used", "--format=csv,noheader,nounits", "--id=0"],
+            ["nvidia-smi", "--query-gpu=memory.used", "--format=csv,noheader,nounits", f"--id={visible_gpu()}"],
             capture_output=True, text=True, timeout=20,
         )
     except (OSError, subprocess.TimeoutExpired):
@@ -120,7 +130,7 @@ class MemoryWatch:
     """Peak device memory of one engine start: ``memory.used`` sampled at the points the child asks
     (after start, after every workload, after the run) minus what was in use before the start."""
 
-    SOURCE = ("nvidia-smi memory.used on GPU 0 (all processes), the most of the samples after start, after every "
+    SOURCE = ("nvidia-smi memory.used on the visible GPU (all processes), the most of the samples after start, after every "
               "workload and after the run, minus the memory in use before the engine started")
 
     def __init__(self) -> None:

@@ -12,7 +12,7 @@ import textwrap
 
 import pytest
 
-from harness.env import COMMIT_FILE, MemoryWatch, commit_provenance
+from harness.env import COMMIT_FILE, MemoryWatch, commit_provenance, gpu_memory_used_bytes
 from tests.conftest import compare, records
 from workloads.plan import REPEATED_KINDS, rotated
 
@@ -101,18 +101,33 @@ def test_starts_must_be_positive(tmp_path):
     assert proc.returncode == 2 and "--starts must be at least 1" in proc.stderr
 
 
-def test_commit_from_git_else_the_variable_else_the_file(tmp_path, monkeypatch):
+def test_commit_from_the_variable_else_git_else_the_file(tmp_path, monkeypatch):
     monkeypatch.delenv("LCA_GIT_COMMIT", raising=False)
     assert commit_provenance(tmp_path) == (None, None)  # no .git, nothing passed in
     (tmp_path / COMMIT_FILE).write_text("abc123\n")
     assert commit_provenance(tmp_path) == ("abc123", COMMIT_FILE)
-    monkeypatch.setenv("LCA_GIT_COMMIT", "def456")
-    assert commit_provenance(tmp_path) == ("def456", "LCA_GIT_COMMIT")
     subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
     subprocess.run(["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q",
                     "--allow-empty", "-m", "x"], check=True)  # fmt: skip
     commit, source = commit_provenance(tmp_path)
     assert source == "git" and len(commit.split("-")[0]) == 40
+    monkeypatch.setenv("LCA_GIT_COMMIT", "def456")  # passed in beats a (possibly stale) .git
+    assert commit_provenance(tmp_path) == ("def456", "LCA_GIT_COMMIT")
+
+
+def test_memory_is_read_on_the_visible_gpu(monkeypatch):
+    seen = []
+
+    def fake_run(argv, **kw):
+        seen.append(argv)
+        return subprocess.CompletedProcess(argv, 0, stdout="2048\n", stderr="")
+
+    monkeypatch.setattr("harness.env.subprocess.run", fake_run)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1,0")
+    assert gpu_memory_used_bytes() == 2048 * 2**20
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
+    gpu_memory_used_bytes()
+    assert [a[-1] for a in seen] == ["--id=1", "--id=0"]
 
 
 def test_peak_memory_is_none_with_a_reason_not_zero(monkeypatch):
