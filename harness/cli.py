@@ -301,7 +301,7 @@ def _main(args: argparse.Namespace) -> int:
         "order": ORDER_DESCRIPTION,
         "starts": args.starts,
         "model": {"label": model.label, "path": model.path, "builtin": model.builtin,
-                  "config_hash": models.config_hash(model.path),
+                  "config_hash": models.config_hash(model.path), "config": models.read_config(model.path),
                   # the weights are random numbers: loaded at random (--random-weights) or built so (tiny)
                   "random_weights": settings["random_weights"] or model.random_init,
                   "params": models.param_count(model.path), "dtype_bytes": models.DTYPE_BYTES[dtype]},

@@ -207,6 +207,16 @@ def build_smollm2() -> Path:
         raise ModelError(f"--model {SMOLLM2}: building the model folder failed ({type(exc).__name__}: {first[:200]})") from exc
 
 
+def read_config(model_path: str) -> dict | None:
+    """The model's config.json as a dict (env.json keeps a copy, so the report's roofline can be
+    rebuilt where the model folder is gone, e.g. a run made on the device), or None."""
+    path = Path(model_path) / "config.json"
+    try:
+        return json.loads(path.read_text()) if path.is_file() else None
+    except (OSError, ValueError):
+        return None
+
+
 def config_hash(model_path: str) -> str | None:
     path = Path(model_path) / "config.json"
     return hashlib.sha256(path.read_bytes()).hexdigest()[:16] if path.is_file() else None

@@ -141,6 +141,8 @@ def model_config(env: dict[str, Any]) -> tuple[dict[str, Any] | None, str]:
 
         if model.get("label") == models.SHAPE:
             return json.loads((models.HERE / "configs" / "qwen3-8b.json").read_text()), "harness/configs/qwen3-8b.json"
+        if model.get("label") == models.SMOLLM2:  # runs made before env.json kept the config
+            return json.loads((models.HERE / "configs" / "smollm2.json").read_text()), "harness/configs/smollm2.json"
         if model.get("label") == models.TINY:
             return dict(models.TINY_CONFIG), "harness.models.TINY_CONFIG"
     return None, "model config not readable (path gone, not a built-in)"

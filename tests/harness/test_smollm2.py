@@ -96,3 +96,8 @@ def test_the_built_folder_is_an_ordinary_bf16_llama_with_chatml(smollm2_dir):
     assert text.endswith("<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n")
     assert tok.eos_token == "<|im_end|>" and config["eos_token_id"] == tok.convert_tokens_to_ids("<|im_end|>")
     assert json.loads((smollm2_dir / "SOURCE.json").read_text())["gguf_sha256"] == smollm2.GGUF_SHA256
+    # the report's roofline reads harness/configs/smollm2.json for runs whose env.json has no config copy
+    shipped = json.loads((models.HERE / "configs" / "smollm2.json").read_text())
+    shape = ("hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads",
+             "head_dim", "vocab_size", "tie_word_embeddings")
+    assert {k: shipped[k] for k in shape} == {k: config[k] for k in shape}

@@ -64,3 +64,11 @@ def test_our_figures_come_from_the_runs(h200):
         assert ratio.here[backend] == fmt.times(row.tps_ratio)
     one_step = next(c for c in h200.claims if "one decode step" in c.statement)
     assert one_step.verdict.word == "setup-specific" and "hf" in one_step.verdict.reason.split(";")[0]
+
+
+def test_reuse_runs_to_the_end_where_the_template_extends_every_prompt():
+    smollm2 = Path(__file__).parents[2] / "reports" / "examples" / "h200-smollm2"
+    report = assemble(load([smollm2 / "h200-smollm2-hf", smollm2 / "h200-smollm2-vllm"]))
+    claim = next(c for c in claims.check_all(report) if c.statement.startswith("Prefix reuse stops"))
+    assert claim.verdict.word == "setup-specific" and "extension of the previous one" in claim.verdict.reason
+    assert claim.here == {"hf": "0 tokens lost on every turn", "vllm": "0 tokens lost on every turn"}

@@ -100,5 +100,8 @@ def test_model_config_of_a_builtin_when_the_path_is_gone():
     env = {"model": {"label": "qwen3-8b-shape", "builtin": True, "path": "/gone"}}
     config, source = roofline.model_config(env)
     assert config["vocab_size"] == 151_936 and "qwen3-8b.json" in source
+    env = {"model": {"label": "smollm2", "builtin": True, "path": "/gone"}}
+    config, source = roofline.model_config(env)
+    assert config["tie_word_embeddings"] is True and "smollm2.json" in source
     assert roofline.model_config({"model": {"config": {"vocab_size": 3}}}) == ({"vocab_size": 3}, "env.json")
     assert roofline.model_config({"model": {"path": "/gone"}})[0] is None
