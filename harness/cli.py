@@ -93,6 +93,8 @@ def parser() -> argparse.ArgumentParser:
                         "show the spread across engine starts beside the spread within one")
     p.add_argument("--json-calls", type=int, default=None, metavar="N",
                    help="override calls per temperature of json workloads (default: the file's, 16)")
+    p.add_argument("--json-temperatures", default=None, metavar="T,T,...",
+                   help="override the temperatures of json workloads, e.g. 0,1.0 (default: the file's, 0 … 1.3)")
     p.add_argument("--random-weights", action="store_true",
                    help="load config + tokenizer only and initialise weights randomly (latency studies)")
     p.add_argument("--device", choices=["auto", "cuda", "cpu"], default="auto")
@@ -129,6 +131,19 @@ def parse_backends(text: str) -> list[str]:
     if not out:
         raise UsageError("--backend names no backend")
     return list(dict.fromkeys(out))
+
+
+def parse_temperatures(text: str | None) -> list[float] | None:
+    """--json-temperatures: distinct numbers >= 0, or None when not given."""
+    if text is None:
+        return None
+    try:
+        values = [float(t) for t in text.split(",") if t.strip()]
+    except ValueError:
+        values = []
+    if not values or min(values) < 0 or len(set(values)) != len(values):
+        raise UsageError(f"--json-temperatures {text!r}: expected distinct numbers >= 0, e.g. 0,1.0")
+    return values
 
 
 def check_numbers(args: argparse.Namespace) -> None:
@@ -254,8 +269,10 @@ def _main(args: argparse.Namespace) -> int:
         specs = load_workloads(workload_names if workload_names is not None else BUILTIN, args.workload_file)
     except WorkloadFileError as exc:
         raise UsageError(str(exc)) from exc
-    if args.json_calls is not None:
-        specs = [s.model_copy(update={"calls_per_temperature": args.json_calls}) if s.kind == "json" else s for s in specs]
+    json_overrides = {k: v for k, v in (("calls_per_temperature", args.json_calls),
+                                        ("temperatures", parse_temperatures(args.json_temperatures))) if v is not None}
+    if json_overrides:
+        specs = [s.model_copy(update=json_overrides) if s.kind == "json" else s for s in specs]
     if args.lint_only:
         return lint_only(args, specs)
     out = args.out or Path("runs") / dt.datetime.now().strftime("%Y%m%d-%H%M%S")

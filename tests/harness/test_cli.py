@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import compare
+from tests.conftest import compare, records
 
 
 def one_line_error(proc) -> str:
@@ -23,6 +23,9 @@ def one_line_error(proc) -> str:
         (["--model", "./no/such/model"], "no such directory"),
         (["--repeats", "0"], "--repeats must be at least 1"),
         (["--python", "vllm=/no/such/python"], "no such interpreter"),
+        (["--json-temperatures", "0,0"], "expected distinct numbers >= 0"),
+        (["--json-temperatures", "-1"], "expected distinct numbers >= 0"),
+        (["--json-temperatures", "warm"], "expected distinct numbers >= 0"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(args, expected, tmp_path):
@@ -50,3 +53,12 @@ def test_help_explains_backends_and_workloads():
     proc = compare("--help", timeout=120)
     for word in ("hf-graphs", "vllm", "sglang", "openai", "conversation", "sweep", "json", "template", "--resume"):
         assert word in proc.stdout
+
+
+def test_json_overrides_reach_the_plan(tmp_path):
+    out = tmp_path / "run"
+    compare("--backend", "hf", "--workloads", "json", "--repeats", "1", "--json-calls", "1",
+            "--json-temperatures", "0,1.0", "--no-report", "--out", str(out), timeout=600)
+    rows = records(out)
+    assert {r["temperature"] for r in rows if r.get("temperature") is not None} == {0.0, 1.0}
+    assert len([r for r in rows if r.get("mode") == "free"]) == 2  # one call per temperature
