@@ -11,7 +11,7 @@ DEMO   ?= runs/demo-$(shell date +%Y%m%d-%H%M%S)
 # demo leaves them out; `make demo DEMO_MODEL=tiny DEMO_ARGS="--repeats 3 --json-calls 4"` runs all four
 # workloads on the tiny random model (latency plumbing).
 DEMO_MODEL ?= smollm2
-DEMO_ARGS  ?= --workloads json,template --repeats 1 --json-calls 1 --json-temperatures 0,1.0
+DEMO_ARGS  ?= --workloads json,template --repeats 1 --json-calls 1 --json-temperatures 0
 PYTEST_ARGS ?=
 
 .PHONY: demo test lint install clean
