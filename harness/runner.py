@@ -24,7 +24,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from backends.base import Backend, Capabilities, Request, Result
 from harness.records import Record, RecordWriter, done_keys
 from harness.secrets import redact
-from workloads import json_extraction, template
+from workloads.kinds import kind
 from workloads.plan import Group, Plan, Step
 
 # markup off: workload names, cases and server error messages are user text and may hold "[/...]",
@@ -101,11 +101,6 @@ class Runner:
     def _measured(self, step: Step, result: Result) -> Record:
         out = result.output
         prompt = self.plan.prompts[step.prompt]
-        valid = correct = clean = None
-        if step.kind == "json":
-            valid, correct = json_extraction.score(out.text, step.json_schema or {}, step.expected)
-        elif step.kind == "template" and step.answer is not None:
-            clean = template.score(out.text, step.answer, out.finish_reason)
         cached = out.cached_tokens
         return self._record(
             step,
@@ -121,10 +116,6 @@ class Runner:
             output_token_ids=out.token_ids,
             output_text=out.text,
             finish_reason=out.finish_reason,
-            valid_json=valid,
-            correct=correct,
-            grammar=step.grammar if step.kind == "json" else None,
-            clean=clean,
             timing_source=result.timing_source,
             cache_state=result.cache_state,
             prompt_ids_match=None if out.prompt_ids_used is None else out.prompt_ids_used == prompt,
@@ -132,6 +123,7 @@ class Runner:
             step_logprobs=out.step_logprobs,
             attention_special_share=out.attention_special_share,
             extra=out.extra,
+            **kind(step.kind).score(step, out),  # the kind's own fields (valid_json, clean...)
         )
 
     # -- running ---------------------------------------------------------------------------

@@ -1,21 +1,22 @@
-"""Workloads: the four built-in studies (files in ``builtin/``) and user files in the same format.
+"""Workloads: the built-in studies (files in ``builtin/``) and user files in the same format.
 
     specs = load_workloads(["conversation", "sweep"], ["my_study.yaml"])   # checked, or WorkloadFileError
     plan = build_plan(specs, renderer, repeats=5, starts=2)   # every request, as token ids
 
-The file format is ``spec.py`` (pydantic), read by ``loader.py`` (line numbers, transcripts);
+Each kind is one registered unit (``kinds.py``: spec, planner, scoring); the file format is
+read by ``loader.py`` (line numbers, transcripts);
 ``lint.py`` checks that each conversation turn's prompt extends the previous one.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from pathlib import Path
 
 from harness.chat import Renderer
-from workloads import conversation, json_extraction, sweep, template
+from workloads.kinds import kind
 from workloads.loader import WorkloadFileError, file_hash, hashes, load_file
-from workloads.plan import REPEATED_KINDS, Plan
+from workloads.plan import Plan
 from workloads.spec import WorkloadSpec
 
 __all__ = [
@@ -24,14 +25,9 @@ __all__ = [
 ]
 
 BUILTIN_DIR = Path(__file__).parent / "builtin"
-BUILTIN: tuple[str, ...] = ("conversation", "sweep", "json", "template")
-
-PLANNERS: dict[str, Callable[..., None]] = {
-    "conversation": conversation.plan,
-    "sweep": sweep.plan,
-    "json": json_extraction.plan,
-    "template": template.plan,
-}
+# What runs when no workload is named: every built-in file (``load`` is the many-users study).
+BUILTIN: tuple[str, ...] = ("conversation", "sweep", "json", "template", "load")
+TOKENIZER_CORPUS = ("conversation", "json", "sweep", "template")
 
 
 def load_builtin(names: Iterable[str]) -> list[WorkloadSpec]:
@@ -62,15 +58,15 @@ def load_workloads(builtin: Iterable[str], files: Iterable[str | Path]) -> list[
 
 def build_plan(specs: Iterable[WorkloadSpec], renderer: Renderer, repeats: int, starts: int = 1) -> Plan:
     """Every request of every engine start: start 0 runs every workload, later starts the kinds in
-    ``REPEATED_KINDS`` (each step says its start in ``Step.engine_start``)."""
+    registered as ``repeated`` (each step says its start in ``Step.engine_start``)."""
     specs = list(specs)
     plan = Plan()
     for start in range(starts):
         for spec in specs:
-            if start and spec.kind not in REPEATED_KINDS:
+            if start and not kind(spec.kind).repeated:
                 continue
             first = len(plan.groups)
-            PLANNERS[spec.kind](spec, renderer, plan, repeats, start=start)
+            kind(spec.kind).plan(spec, renderer, plan, repeats, start=start)
             for group in plan.groups[first:]:
                 for step in group.steps:
                     step.engine_start = start
@@ -81,4 +77,5 @@ def corpus_texts() -> list[str]:
     """The text the project's tokenizer is trained on: the built-in workload files, plus the chat
     template's fixed strings so that, as in Qwen3's vocabulary, they are few tokens."""
     tags = "<|im_start|>system\n<|im_start|>user\n<|im_start|>assistant\n<think>\n\n</think>\n\n" * 32
-    return [p.read_text() for p in sorted(BUILTIN_DIR.glob("*.yaml"))] + [tags]
+    # the four original files only: the tiny tokenizer (and every run and fixture made with it) stays as it was
+    return [(BUILTIN_DIR / f"{n}.yaml").read_text() for n in sorted(TOKENIZER_CORPUS)] + [tags]

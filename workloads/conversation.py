@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from harness.chat import Renderer, common_prefix_len
+from workloads.kinds import Kind
 from workloads.plan import Group, Plan, Step, rotated
 from workloads.spec import ConversationSpec
 
@@ -83,3 +84,6 @@ def plan(spec: ConversationSpec, renderer: Renderer, out: Plan, repeats: int, st
     for rep in range(repeats):
         for mode in rotated(MODES, rep + start):
             out.groups.append(Group(block=f"{spec.name}/{mode}", steps=turn_steps(mode, rep), reset_cache=True))
+
+
+KIND = Kind("conversation", ConversationSpec, plan, repeated=True)

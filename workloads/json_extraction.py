@@ -12,6 +12,7 @@ import json
 from typing import Any
 
 from harness.chat import Renderer
+from workloads.kinds import Kind
 from workloads.plan import Group, Plan, Step, call_seed, rotated
 from workloads.spec import JsonSpec
 
@@ -81,3 +82,12 @@ def plan(spec: JsonSpec, renderer: Renderer, out: Plan, repeats: int, start: int
                 s = steps_of[name](i, t, i // len(spec.cases), top_logprobs=spec.top_logprobs if first else 0)
                 out.groups.append(Group(block=f"{spec.name}/{name}", steps=[s]))
             call += 1
+
+
+def score_output(step: Step, output: Any) -> dict[str, Any]:
+    """Record fields of a finished JSON call: ``valid_json``, ``correct`` and whether a grammar constrained it."""
+    valid, correct = score(output.text, step.json_schema or {}, step.expected)
+    return {"valid_json": valid, "correct": correct, "grammar": step.grammar}
+
+
+KIND = Kind("json", JsonSpec, plan, score=score_output)

@@ -22,8 +22,8 @@ import yaml
 from pydantic import ValidationError
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from workloads import transcripts
-from workloads.spec import KINDS, ConversationSpec, SweepSpec, WorkloadFile, WorkloadSpec, error_loc
+from workloads import kinds, transcripts
+from workloads.spec import ConversationSpec, SweepSpec, WorkloadSpec, error_loc
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
@@ -131,9 +131,9 @@ def pydantic_mistakes(exc: ValidationError, root: Node | None, file: str) -> lis
         loc = tuple(error_loc(err))
         msg = err["msg"].removeprefix("Value error, ")
         if err["type"] == "union_tag_invalid":
-            loc, msg = (*loc, "kind"), f"unknown kind {err['ctx']['tag']!r} (choose from: {', '.join(KINDS)})"
+            loc, msg = (*loc, "kind"), f"unknown kind {err['ctx']['tag']!r} (choose from: {', '.join(kinds.names())})"
         elif err["type"] == "union_tag_not_found":
-            loc, msg = (*loc, "kind"), f"Field required (one of: {', '.join(KINDS)})"
+            loc, msg = (*loc, "kind"), f"Field required (one of: {', '.join(kinds.names())})"
         elif err["type"] == "extra_forbidden":
             msg = "unknown field"
         elif err["type"] == "model_type" and not loc:
@@ -236,7 +236,7 @@ def load_file(path: str | Path) -> list[WorkloadSpec]:
         raise WorkloadFileError(f"{path}:1: the file is empty (expected a top-level 'workloads:' list)")
     parsed = None
     try:
-        parsed = WorkloadFile.model_validate(data)
+        parsed = kinds.file_model().model_validate(data)
     except ValidationError as exc:
         mistakes += pydantic_mistakes(exc, root, str(path))
     loaded = _read_refs(path, data, root, mistakes)

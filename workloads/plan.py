@@ -9,7 +9,7 @@ Order (:data:`ORDER_DESCRIPTION`): each workload lists its warm-ups first, then 
 a repeat every variant (sweep length N, conversation mode, JSON mode, template format) runs once,
 in an order rotated by one place from repeat to repeat (:func:`rotated`), so drift during a run
 shows up as spread across repeats rather than as an effect of N or of the mode. With ``--starts
-K``, every step carries the engine start (a fresh child process) that runs it (:data:`REPEATED_KINDS`).
+K``, every step carries the engine start (a fresh child process) that runs it (``Kind.repeated``).
 """
 
 from __future__ import annotations
@@ -45,6 +45,7 @@ class Step:
     needs: list[str] = field(default_factory=list)  # Capabilities flags the step requires
     seed: int | None = None
     engine_start: int = 0  # which engine start (child process) runs it: --starts K
+    user: int | None = None  # load: the session (user) the request belongs to
 
     def key(self) -> tuple:
         return (self.engine_start, self.workload, self.mode, self.case, self.rep, self.turn, self.temperature)
@@ -56,6 +57,7 @@ class Group:
     steps: list[Step]
     warmup: bool = False
     reset_cache: bool = False  # drop every cached prefix before the group (a conversation repeat)
+    load: dict[str, Any] | None = None  # a load level: its steps run concurrently (backends.load.LoadSettings)
 
 
 @dataclass
@@ -75,7 +77,8 @@ class Plan:
     def from_json(cls, text: str) -> Plan:
         data = json.loads(text)
         groups = [
-            Group(block=g["block"], warmup=g["warmup"], reset_cache=g["reset_cache"], steps=[Step(**s) for s in g["steps"]])
+            Group(block=g["block"], warmup=g["warmup"], reset_cache=g["reset_cache"], load=g.get("load"),
+                  steps=[Step(**s) for s in g["steps"]])
             for g in data["groups"]
         ]
         return cls(prompts={k: list(v) for k, v in data["prompts"].items()}, groups=groups)
@@ -91,10 +94,6 @@ ORDER_DESCRIPTION = (
     "in an order rotated by one place from repeat to repeat (and from engine start to engine start), "
     "so drift during a run shows as spread, not as an effect of N or of the mode"
 )
-# Kinds measured again in every engine start after the first (--starts K): the latency figures the
-# summary compares. JSON and template record validity and answers, which a restart does not change,
-# and they are the long ones: start 0 alone runs them.
-REPEATED_KINDS = ("sweep", "conversation")
 
 
 def rotated(items: list | tuple, turn: int) -> list:

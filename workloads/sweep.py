@@ -8,6 +8,7 @@ The warm-ups of every N come first; then each repeat runs every N once, in a rot
 from __future__ import annotations
 
 from harness.chat import Renderer
+from workloads.kinds import Kind
 from workloads.plan import Group, Plan, Step, rotated
 from workloads.spec import SweepSpec
 
@@ -45,3 +46,6 @@ def plan(spec: SweepSpec, renderer: Renderer, out: Plan, repeats: int, start: in
             out.groups.append(Group(block=f"{spec.name}/N={n}", steps=[step(n, -1) for _ in range(spec.warmup)], warmup=True))
     for rep in range(repeats):
         out.groups.extend(Group(block=f"{spec.name}/N={n}", steps=[step(n, rep)]) for n in rotated(spec.lengths, rep + start))
+
+
+KIND = Kind("sweep", SweepSpec, plan, repeated=True)

@@ -7,7 +7,10 @@ for one prompt, the share of the last position's attention that lands on special
 
 from __future__ import annotations
 
+from typing import Any
+
 from harness.chat import Renderer
+from workloads.kinds import Kind
 from workloads.plan import Group, Plan, Step, rotated
 from workloads.spec import TemplateFormat, TemplateSpec
 
@@ -59,3 +62,11 @@ def plan(spec: TemplateSpec, renderer: Renderer, out: Plan, repeats: int, start:
             needs=["attentions"],
         )
         out.groups.append(Group(block=f"{spec.name}/attention", steps=[probe]))
+
+
+def score_output(step: Step, output: Any) -> dict[str, Any]:
+    """Record fields of a finished template call: ``clean`` where the question has a short answer."""
+    return {} if step.answer is None else {"clean": score(output.text, step.answer, output.finish_reason)}
+
+
+KIND = Kind("template", TemplateSpec, plan, score=score_output)

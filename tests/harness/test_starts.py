@@ -14,7 +14,8 @@ import pytest
 
 from harness.env import COMMIT_FILE, MemoryWatch, commit_provenance, gpu_memory_used_bytes
 from tests.conftest import compare, records
-from workloads.plan import REPEATED_KINDS, rotated
+from workloads.kinds import repeated_kinds
+from workloads.plan import rotated
 
 LENGTHS = [16, 40, 24]
 STUDY = f"""
@@ -59,7 +60,7 @@ def test_every_start_is_a_process_of_its_own_and_later_starts_repeat_the_latency
     rows = [r for r in records(out) if not r["skipped"]]
     assert {r["engine_start"] for r in rows} == {0, 1}
     assert {r["workload"] for r in rows if r["engine_start"] == 0} == {"chat", "lengths", "answers"}
-    assert {r["kind"] for r in rows if r["engine_start"] == 1} == set(REPEATED_KINDS)
+    assert {r["kind"] for r in rows if r["engine_start"] == 1} == set(repeated_kinds())
     assert all(r["error"] is None and r["ttft_ms"] > 0 and r["timing_source"] == "wall-clock" for r in rows)
     assert all(r["engine_ttft_ms"] is None for r in rows)  # HF has no clock of its own
     env = json.loads((out / "env.json").read_text())

@@ -40,7 +40,7 @@ CASES = {
           - name: a
             kind: chat
             turns: [{user: hi, assistant: yo}]
-        """, "kind: chat", "workloads[0].kind", "unknown kind 'chat' (choose from: conversation, sweep, json, template)"),
+        """, "kind: chat", "workloads[0].kind", "unknown kind 'chat' (choose from: conversation, sweep, json, template, load)"),
     "missing kind": (
         """
         workloads:

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections import Counter
 
 from workloads import build_plan, load_builtin
-from workloads.plan import REPEATED_KINDS, rotated
+from workloads.kinds import repeated_kinds
+from workloads.plan import rotated
 
 
 def timed(plan, workload: str, start: int = 0):
@@ -35,7 +36,7 @@ def test_later_starts_repeat_only_the_latency_kinds_with_their_own_keys(renderer
                       renderer, repeats=2, starts=3)  # fmt: skip
     kinds = {start: {s.kind for g in plan.groups for s in g.steps if s.engine_start == start} for start in range(3)}
     assert kinds[0] == {"conversation", "sweep", "json", "template"}
-    assert kinds[1] == kinds[2] == set(REPEATED_KINDS)
+    assert kinds[1] == kinds[2] == set(repeated_kinds())
     keys = Counter(s.key() for g in plan.groups if not g.warmup for s in g.steps)
     assert max(keys.values()) == 1  # a record key names one request
     first = [s.mode for s in timed(plan, "conversation", 0) if s.turn == 1]

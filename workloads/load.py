@@ -1,0 +1,223 @@
+"""Many users at once: the ``load`` kind — agent sessions or fixed-shape requests at several loads.
+
+Two shapes (``shape``):
+
+- ``sessions``: U users, each replaying a multi-turn conversation (by default the built-in
+  10-turn DevOps chat: ``conversation: conversation``; or inline ``system``/``tools``/``turns``).
+  Every user gets their own logs and questions (a first line naming the user's incident is put
+  before every user message, so two users' prompts part right after the shared system prompt and
+  tool definitions) and each turn's prompt extends that user's previous one (fixed assistant
+  replies as history), so an engine can reuse the system prompt across users and each user's
+  history across turns. ``think_time_s`` waits between a user's turns.
+- ``fixed``: prompts of exactly ``prompt_tokens`` P, of which the first S (each value of
+  ``shared_prefix_tokens``, one variant each) are shared by every request; the rest are token
+  ids drawn per request (seeded, no special tokens), as vLLM's and SGLang's random datasets do.
+
+Every request decodes ``output_tokens`` O with EOS ignored, so levels and backends compare.
+Load is applied as closed-loop concurrency ``levels`` (C requests in flight at all times) and,
+optionally, open-loop Poisson ``rates`` (requests/s). Each level is one plan group (its requests
+run concurrently, ``backends.load``), after an unrecorded warm-up group of its own; the prefix
+cache is reset before both, so a level never inherits another's cache. A level runs ``requests``
+requests (fixed shape; default 4 x C, at least 32) or C whole sessions (sessions shape: at least
+4, at most ``users``); with ``seconds`` it stops starting requests after that many seconds
+(requests not started are not recorded).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, model_validator
+
+from harness.chat import Renderer, common_prefix_len
+from workloads.kinds import Kind
+from workloads.plan import Group, Plan, Step
+from workloads.spec import Turn, _Strict, mistake
+
+RANDOM_SEED = 13
+
+
+class LoadSpec(_Strict):
+    name: str = Field(min_length=1)
+    kind: Literal["load"]
+    shape: Literal["sessions", "fixed"]
+    levels: list[Annotated[int, Field(ge=1)]] = Field([1, 8, 32, 128], description="closed-loop concurrency levels")
+    rates: list[Annotated[float, Field(gt=0)]] = Field([], description="open-loop Poisson request rates (requests/s)")
+    requests: int | None = Field(None, ge=1, description="requests per level (fixed shape; default 4 x C, at least 32)")
+    seconds: float | None = Field(None, gt=0, description="instead of a request count: run each level this long")
+    warmup_requests: int | None = Field(None, ge=0, description="unrecorded requests before each level (default: C)")
+    output_tokens: int = Field(64, ge=1, description="tokens decoded per request, EOS ignored")
+    # fixed shape
+    prompt_tokens: int = Field(1024, ge=2)
+    shared_prefix_tokens: list[Annotated[int, Field(ge=0)]] = Field([0, 960])
+    # sessions shape
+    users: int = Field(32, ge=1)
+    conversation: str | None = Field(None, description="a built-in conversation workload whose turns every user replays")
+    system: str | None = None
+    tools: list[dict[str, Any]] | None = None
+    turns: list[Turn] | None = Field(None, min_length=1)
+    think_time_s: float = Field(0.0, ge=0)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> LoadSpec:
+        if self.requests is not None and self.seconds is not None:
+            raise mistake("give requests or seconds, not both")
+        if self.shape == "fixed":
+            for i, s in enumerate(self.shared_prefix_tokens):
+                if s >= self.prompt_tokens:
+                    raise mistake(f"a shared prefix of {s} tokens leaves nothing of a {self.prompt_tokens}-token prompt "
+                                  "to tell requests apart", ["shared_prefix_tokens", i])
+        else:
+            if (self.conversation is None) == (self.turns is None):
+                raise mistake("a sessions load needs exactly one of conversation (a built-in's name), turns")
+            for i, c in enumerate(self.levels):
+                if c > self.users:
+                    raise mistake(f"concurrency {c} is above the number of sessions ({self.users} users): "
+                                  "a closed loop cannot keep more users busy than it has", ["levels", i])
+        return self
+
+    def loads(self) -> list[tuple[str, dict[str, Any]]]:
+        """Each level as (case label, the group's load settings)."""
+        out = [(f"C={c}", {"concurrency": c}) for c in self.levels]
+        return out + [(f"rate={r:g}", {"rate_rps": r, "concurrency": None}) for r in self.rates]
+
+
+# --- prompts ------------------------------------------------------------------------------------
+def session_turns(spec: LoadSpec) -> tuple[str | None, list[dict[str, Any]] | None, list[Turn]]:
+    """(system, tools, turns) every user replays."""
+    if spec.turns is not None:
+        return spec.system, spec.tools, spec.turns
+    from workloads import load_builtin
+
+    found = [s for s in load_builtin([spec.conversation or ""]) if s.kind == "conversation" and s.turns]
+    if not found:
+        raise ValueError(f"load {spec.name!r}: {spec.conversation!r} is no built-in conversation with turns")
+    base = found[0]
+    return base.system, base.tools, base.turns
+
+
+def user_prompts(spec: LoadSpec, renderer: Renderer, user: int, first: int | None = None, source=None) -> list[list[int]]:
+    """One user's session: every turn's prompt (the whole history so far) as token ids (the first ``first`` turns)."""
+    system, tools, turns = source or session_turns(spec)
+    turns = turns[:first]
+    head = [{"role": "system", "content": system}] if system else []
+    history: list[dict[str, Any]] = []
+    prompts = []
+    for t, turn in enumerate(turns):
+        own = f"Incident INC-{40000 + user * 37 + t}, reported by on-call user {user}:\n{turn.user}"
+        history = [*history, {"role": "user", "content": own}]
+        prompts.append(renderer.chat_ids(head + history, tools))
+        history = [*history, {"role": "assistant", "content": turn.assistant}]
+    return prompts
+
+
+def fixed_prompt(renderer: Renderer, prefix: list[int], length: int, request: int) -> list[int]:
+    """``prefix`` then token ids drawn for this request (seeded), ``length`` in all."""
+    import numpy as np
+
+    vocab, special = _vocab(renderer)
+    draw = np.random.default_rng([RANDOM_SEED, request]).integers(0, vocab, size=2 * length)
+    ids = [int(i) for i in draw if int(i) not in special]
+    return (list(prefix) + ids)[:length]
+
+
+def _vocab(renderer: Renderer) -> tuple[int, set[int]]:
+    tok = renderer.tokenizer
+    return len(tok), set(tok.all_special_ids) | {int(i) for i in getattr(tok, "added_tokens_decoder", {})}
+
+
+def shared_prefix_ids(renderer: Renderer, n: int) -> list[int]:
+    from workloads.sweep import filler_ids
+
+    text = "The on-call engineer opened the dashboard at three in the morning and read every log in turn."
+    return filler_ids(text, renderer, n)[:n]
+
+
+# --- plan ---------------------------------------------------------------------------------------
+def _users(spec: LoadSpec, concurrency: int | None) -> int:
+    """Sessions a level runs, each whole: C of them (at least 4, so a level is not over after one
+    session at C=1), at most the spec's users; an open-loop rate runs every user."""
+    return spec.users if concurrency is None else min(spec.users, max(concurrency, 4))
+
+
+def _requests(spec: LoadSpec, concurrency: int | None) -> int:
+    return spec.requests if spec.requests is not None else max(32, 4 * (concurrency or 8))
+
+
+def plan(spec: LoadSpec, renderer: Renderer, out: Plan, repeats: int, start: int = 0) -> None:  # noqa: ARG001 - levels, not repeats
+    """Per variant and level: an unrecorded warm-up group, then the level's group (cache reset before each)."""
+    sessions = _Sessions(spec, renderer)
+    variants = ["sessions"] if spec.shape == "sessions" else [f"S={s}" for s in spec.shared_prefix_tokens]
+    for variant in variants:
+        for case, load in spec.loads():
+            c = load.get("concurrency") or 1
+            warm_n = spec.warmup_requests if spec.warmup_requests is not None else c
+            settings = {**load, "think_time_s": spec.think_time_s if spec.shape == "sessions" else 0.0,
+                        "seconds": spec.seconds, "seed": RANDOM_SEED}
+            block = f"{spec.name}/{variant}/{case}"
+            if spec.shape == "sessions":
+                warm = _session_steps(spec, sessions, out, case, range(spec.users, spec.users + warm_n), warm_turns=1)
+                timed = _session_steps(spec, sessions, out, case, range(_users(spec, load.get("concurrency"))))
+            else:
+                s = int(variant[2:])
+                prefix = shared_prefix_ids(renderer, s)
+                n = _requests(spec, load.get("concurrency"))
+                warm = _fixed_steps(spec, renderer, out, variant, case, prefix, range(10**6, 10**6 + warm_n))
+                timed = _fixed_steps(spec, renderer, out, variant, case, prefix, range(n))
+            if warm:
+                out.groups.append(Group(block=block, steps=warm, warmup=True, reset_cache=True, load=settings))
+            out.groups.append(Group(block=block, steps=timed, reset_cache=True, load=settings))
+
+
+def _step(spec: LoadSpec, mode: str, case: str, key: str, rep: int, **kw: Any) -> Step:
+    return Step(workload=spec.name, kind="load", mode=mode, case=case, prompt=key, max_new_tokens=spec.output_tokens,
+                rep=rep, temperature=0.0, ignore_eos=True, reuse_prefix=True, **kw)
+
+
+class _Sessions:
+    """Every user's prompts, rendered once per plan."""
+
+    def __init__(self, spec: LoadSpec, renderer: Renderer) -> None:
+        self.spec, self.renderer = spec, renderer
+        self.cache: dict[int, list[list[int]]] = {}
+        self.complete: dict[int, bool] = {}
+        self.source = session_turns(spec) if spec.shape == "sessions" else None
+
+    def __call__(self, user: int, first: int | None = None) -> list[list[int]]:
+        have = self.cache.get(user)
+        if have is None or (len(have) < (first or 10**9) and not self.complete.get(user)):
+            self.cache[user] = user_prompts(self.spec, self.renderer, user, first, self.source)
+            self.complete[user] = first is None
+        return self.cache[user][:first]
+
+
+def _session_steps(spec: LoadSpec, sessions: _Sessions, out: Plan, case: str, users: range,
+                   warm_turns: int | None = None) -> list[Step]:
+    """Every user's turns, user by user (the load loop runs a user's turns in order, users concurrently)."""
+    steps: list[Step] = []
+    anyone = sessions(-1, 1)[0]  # a user no plan runs: what any two users' first prompts share
+    for u in users:
+        prompts = sessions(u, warm_turns)
+        for t, ids in enumerate(prompts):
+            # what a prefix cache can hold for this request: the user's previous turn, else what
+            # every user shares (the system prompt and tools, up to where users' prompts part)
+            shared = common_prefix_len(prompts[t - 1], ids) if t else common_prefix_len(anyone, ids)
+            steps.append(_step(spec, "sessions", case, out.add_prompt(ids), rep=u, turn=t + 1, user=u,
+                               shared_prefix_tokens=shared))
+    return steps
+
+
+def _fixed_steps(spec: LoadSpec, renderer: Renderer, out: Plan, variant: str, case: str, prefix: list[int],
+                 requests: range) -> list[Step]:
+    return [_step(spec, variant, case, out.add_prompt(fixed_prompt(renderer, prefix, spec.prompt_tokens, r)), rep=r,
+                  shared_prefix_tokens=len(prefix)) for r in requests]
+
+
+def context_needed(spec: LoadSpec, renderer: Renderer) -> int:
+    """The longest prompt + output of the workload, in tokens (checked against the model's context)."""
+    if spec.shape == "fixed":
+        return spec.prompt_tokens + spec.output_tokens
+    return max(len(p) for p in user_prompts(spec, renderer, max(spec.users, 1))) + spec.output_tokens
+
+
+KIND = Kind("load", LoadSpec, plan, runs_as="load")
