@@ -62,6 +62,8 @@ class Capabilities:
     grammar: bool = False  # JSON-schema constrained decoding
     logprobs: bool = False  # step-0 top-k candidates
     attentions: bool = False  # per-layer attention weights (eager attention in process)
+    load: bool = False  # runs a load level: many requests submitted at once (backends.load)
+    batches_requests: bool = False  # requests in flight share engine steps (False: one at a time, queued)
 
 
 @dataclass(frozen=True)
@@ -157,6 +159,7 @@ class TokenClock:
         self._synchronize = synchronize
         self.start = time.perf_counter()
         self.stamps: list[tuple[float, int]] = []  # (time, number of new tokens)
+        self.served_at: float | None = None  # under load, behind a queue: when the request's turn came
 
     def tick(self, new_tokens: int = 1) -> None:
         self._synchronize()
@@ -219,6 +222,36 @@ class Backend(ABC):
     def kv_cache_tokens(self) -> tuple[int | None, str]:
         """KV-cache capacity in tokens for env.json, and where it came from (or why None)."""
         return None, "not reported by this backend"
+
+    # -- under load (backends.load runs the loop) ---------------------------------------
+    async def stream(self, request: Request, clock: TokenClock) -> RawOutput:
+        """One request among many in flight, ticking ``clock`` as tokens arrive. This default serves
+        them one at a time, in arrival order, on one worker thread (a FIFO queue in front of
+        ``_generate``); engines that batch requests override it."""
+        import asyncio
+
+        if getattr(self, "_queue", None) is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            self._queue = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"{self.name}-queue")
+
+        def serve() -> RawOutput:
+            clock.served_at = time.perf_counter()
+            clock._synchronize = self.synchronize
+            return self._generate(request, clock)
+
+        return await asyncio.get_running_loop().run_in_executor(self._queue, serve)
+
+    def run_async(self, coroutine):
+        """Run a load level's coroutine to the end (engines with their own event loop override this)."""
+        import asyncio
+
+        return asyncio.run(coroutine)
+
+    def load_stats(self) -> dict[str, float]:
+        """Engine figures under load, where the engine reports them: ``*_total`` counters (the level
+        takes their difference) and ``*_now`` gauges (the level keeps their peak)."""
+        return {}
 
     # -- the one timing loop --------------------------------------------------------------
     def generate(self, request: Request) -> Result:

@@ -95,6 +95,11 @@ def parser() -> argparse.ArgumentParser:
                    help="override calls per temperature of json workloads (default: the file's, 16)")
     p.add_argument("--json-temperatures", default=None, metavar="T,T,...",
                    help="override the temperatures of json workloads, e.g. 0,1.0 (default: the file's, 0 … 1.3)")
+    p.add_argument("--load", default=None, metavar="KEY=VALUE,...",
+                   help="override fields of every load workload, e.g. levels=1:4,users=4,requests=8,turns=3 "
+                        "(lists with ':'; checked like a workload file)")
+    p.add_argument("--slo", default=None, metavar="ttft_ms=X,tpot_ms=Y",
+                   help="the latency target goodput counts requests against (default: see the report's Load section)")
     p.add_argument("--random-weights", action="store_true",
                    help="load config + tokenizer only and initialise weights randomly (latency studies)")
     p.add_argument("--device", choices=["auto", "cuda", "cpu"], default="auto")
@@ -269,6 +274,14 @@ def _main(args: argparse.Namespace) -> int:
         specs = load_workloads(workload_names if workload_names is not None else BUILTIN, args.workload_file)
     except WorkloadFileError as exc:
         raise UsageError(str(exc)) from exc
+    from harness import load_args
+
+    try:
+        if args.load:
+            specs = load_args.apply_load(specs, load_args.parse_load(args.load))
+        slo = load_args.parse_slo(args.slo) if args.slo else None
+    except ValueError as exc:
+        raise UsageError(str(exc)) from exc
     json_overrides = {k: v for k, v in (("calls_per_temperature", args.json_calls),
                                         ("temperatures", parse_temperatures(args.json_temperatures))) if v is not None}
     if json_overrides:
@@ -283,6 +296,9 @@ def _main(args: argparse.Namespace) -> int:
               "its answers are noise. Pass --model smollm2 (a real 135M instruct model) or Qwen/Qwen3-8B for real answers.")
     model = models.resolve(args.model, args.random_weights)
     device, dtype = resolve_device(args.device, args.dtype)
+    if device == "cpu" and not args.load and any(s.kind == "load" for s in specs):
+        specs = load_args.apply_load(specs, load_args.parse_load(load_args.CPU_LOAD))
+        print(f"load workloads at the CPU's scale: --load {load_args.CPU_LOAD} (pass --load to choose)")
 
     from harness.chat import NoChatTemplate, Renderer
 
@@ -317,6 +333,7 @@ def _main(args: argparse.Namespace) -> int:
         "timing_definitions": TIMING_DEFINITIONS,
         "order": ORDER_DESCRIPTION,
         "starts": args.starts,
+        "slo": slo,
         "model": {"label": model.label, "path": model.path, "builtin": model.builtin,
                   "config_hash": models.config_hash(model.path), "config": models.read_config(model.path),
                   # the weights are random numbers: loaded at random (--random-weights) or built so (tiny)

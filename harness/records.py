@@ -64,6 +64,15 @@ class Record:
     attention_special_share: list[float] | None = None
     prefix_break: dict[str, Any] | None = None
     random_weights: bool | None = None
+    # -- load (many requests in flight; backends.load): times in s from the level's start, one monotonic clock --
+    user: int | None = None  # the session (user) the request belongs to
+    load_concurrency: int | None = None  # the level: closed-loop requests in flight
+    load_rate_rps: float | None = None  # ... or open-loop Poisson arrivals per second
+    submit_s: float | None = None
+    first_token_s: float | None = None
+    finish_s: float | None = None
+    token_times_s: list[float] | None = None  # each output token's arrival
+    queue_ms: float | None = None  # waiting for a queued backend's turn (one request at a time)
     extra: dict[str, Any] = field(default_factory=dict)
 
     def key(self) -> tuple:

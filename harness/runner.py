@@ -176,6 +176,10 @@ class Runner:
         return True
 
     def _run_group(self, group: Group, record: bool) -> list[Record]:
+        if group.load is not None:  # a load level: its steps run concurrently
+            from harness.load_runner import run_load_group
+
+            return run_load_group(self, group, record)
         records = []
         if group.reset_cache:
             self.backend.reset_cache()

@@ -57,6 +57,7 @@ class LoadSpec(_Strict):
     tools: list[dict[str, Any]] | None = None
     turns: list[Turn] | None = Field(None, min_length=1)
     think_time_s: float = Field(0.0, ge=0)
+    max_turns: int | None = Field(None, ge=1, description="replay only each session's first K turns")
 
     @model_validator(mode="after")
     def _consistent(self) -> LoadSpec:
@@ -99,7 +100,7 @@ def session_turns(spec: LoadSpec) -> tuple[str | None, list[dict[str, Any]] | No
 def user_prompts(spec: LoadSpec, renderer: Renderer, user: int, first: int | None = None, source=None) -> list[list[int]]:
     """One user's session: every turn's prompt (the whole history so far) as token ids (the first ``first`` turns)."""
     system, tools, turns = source or session_turns(spec)
-    turns = turns[:first]
+    turns = turns[: min(first or 10**9, spec.max_turns or 10**9)]
     head = [{"role": "system", "content": system}] if system else []
     history: list[dict[str, Any]] = []
     prompts = []
@@ -171,7 +172,7 @@ def plan(spec: LoadSpec, renderer: Renderer, out: Plan, repeats: int, start: int
 
 def _step(spec: LoadSpec, mode: str, case: str, key: str, rep: int, **kw: Any) -> Step:
     return Step(workload=spec.name, kind="load", mode=mode, case=case, prompt=key, max_new_tokens=spec.output_tokens,
-                rep=rep, temperature=0.0, ignore_eos=True, reuse_prefix=True, **kw)
+                rep=rep, temperature=0.0, ignore_eos=True, reuse_prefix=True, needs=["load"], **kw)
 
 
 class _Sessions:

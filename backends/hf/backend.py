@@ -81,6 +81,7 @@ class HFBackend(Backend):
             grammar=xgrammar_available(),
             logprobs=True,
             attentions=settings.attn == "eager",
+            load=True,  # one request at a time behind a queue (Backend.stream): generate() behind a web server
         )
         self.clock_source = "cuda-sync" if self.device.type == "cuda" else "wall-clock"
         self._kept: tuple[list[int], DynamicCache] | None = None  # (token ids in the cache, cache)

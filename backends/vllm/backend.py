@@ -53,6 +53,8 @@ class VLLMBackend(Backend):
         grammar=True,
         logprobs=True,
         attentions=False,
+        load=True,
+        batches_requests=True,
     )
     clock_source = "engine-step"
 
@@ -62,6 +64,8 @@ class VLLMBackend(Backend):
         self._env: dict[str, Any] = {}
         self._version: str | None = None
         self._requests = 0  # request ids of the stepped requests: lca-1, lca-2, ...
+        self._inflight: dict[str, tuple[Any, Any, list[int]]] = {}  # under load: request id -> (clock, future)
+        self._stepper: Any = None
 
     # -- lifecycle ---------------------------------------------------------------------------
     def start(self) -> None:
@@ -141,6 +145,9 @@ class VLLMBackend(Backend):
 
     def _generate(self, request: Request, clock: TokenClock) -> RawOutput:
         out = self.step_request(list(request.prompt_ids), self._sampling_params(request), clock.tick)
+        return self._raw(out, request)
+
+    def _raw(self, out: Any, request: Request) -> RawOutput:
         completion = out.outputs[0]
         engine_ttft, engine_decode, extra = engine_timing(out.metrics)
         cached = getattr(out, "num_cached_tokens", None)
@@ -164,6 +171,76 @@ class VLLMBackend(Backend):
             extra=extra,
         )
 
+    # -- under load ---------------------------------------------------------------------------
+    async def stream(self, request: Request, clock: TokenClock) -> RawOutput:
+        """One request among many: added to the engine at once, stepped together with every request in
+        flight by one stepping task in this event loop (what ``LLM.generate(list)`` does, with requests
+        joining as they arrive; vLLM's ``AsyncLLM`` would need a second engine start, see load_notes)."""
+        import asyncio
+
+        params = self._sampling_params(request)
+        params.output_kind = self._CUMULATIVE
+        self._requests += 1
+        request_id = f"lca-{self._requests}"
+        future = asyncio.get_running_loop().create_future()
+        self._inflight[request_id] = (clock, future, [0])
+        self.llm.llm_engine.add_request(request_id, self._prompt(list(request.prompt_ids)), params)
+        if self._stepper is None or self._stepper.done():
+            self._stepper = asyncio.ensure_future(self._step_in_flight())
+        return self._raw(await future, request)
+
+    async def _step_in_flight(self) -> None:
+        import asyncio
+
+        engine = self.llm.llm_engine
+        try:
+            while self._inflight:
+                for out in engine.step():
+                    entry = self._inflight.get(out.request_id)
+                    if entry is None:
+                        continue
+                    clock, future, seen = entry
+                    n = len(out.outputs[0].token_ids) if out.outputs else 0
+                    if n > seen[0]:
+                        clock.tick(n - seen[0])
+                        seen[0] = n
+                    if out.finished:
+                        del self._inflight[out.request_id]
+                        future.set_result(out)
+                await asyncio.sleep(0)  # let arrivals join before the next step
+        except BaseException as exc:
+            engine.abort_request(list(self._inflight))
+            for _, future, _ in self._inflight.values():
+                if not future.done():
+                    future.set_exception(exc if isinstance(exc, Exception) else RuntimeError(repr(exc)))
+            self._inflight.clear()
+            raise
+
+    def load_stats(self) -> dict[str, float]:
+        """vLLM's own Prometheus figures (``LLM.get_metrics()``): KV-cache usage, preemptions, prefix-cache hits."""
+        if self.llm is None:
+            return {}
+        names = {"vllm:kv_cache_usage_perc": "kv_cache_usage_now", "vllm:gpu_cache_usage_perc": "kv_cache_usage_now",
+                 "vllm:num_preemptions": "preemptions_total", "vllm:prefix_cache_queries": "prefix_cache_queries_total",
+                 "vllm:prefix_cache_hits": "prefix_cache_hits_total", "vllm:num_requests_waiting": "requests_waiting_now",
+                 "vllm:num_requests_running": "requests_running_now"}
+        out: dict[str, float] = {}
+        try:
+            metrics = self.llm.get_metrics()
+        except Exception:  # noqa: BLE001 - no stats in this engine: nothing reported
+            return {}
+        for m in metrics:
+            key = names.get(m.name.removesuffix("_total"))
+            value = getattr(m, "value", None)
+            if key and isinstance(value, int | float):
+                out[key] = out.get(key, 0.0) + float(value)
+        return out
+
+    def _prompt(self, ids: list[int]) -> Any:
+        prompt = self._TokensPrompt(prompt_token_ids=ids)
+        render = getattr(self.llm, "_preprocess_cmpl_one", None)  # what LLM.generate does first
+        return render(prompt) if render is not None else prompt
+
     def step_request(self, ids: list[int], params: Any, tick) -> Any:
         """Run one request through ``LLMEngine.add_request`` + ``step()`` (see the module docstring),
         calling ``tick(new_tokens)`` as soon as a step hands over new tokens; the final RequestOutput."""
@@ -171,10 +248,7 @@ class VLLMBackend(Backend):
         if engine.has_unfinished_requests():
             raise RuntimeError("vLLM engine still has unfinished requests; requests must run one at a time")
         params.output_kind = self._CUMULATIVE
-        prompt = self._TokensPrompt(prompt_token_ids=ids)
-        render = getattr(self.llm, "_preprocess_cmpl_one", None)  # what LLM.generate does first
-        if render is not None:
-            prompt = render(prompt)
+        prompt = self._prompt(ids)
         self._requests += 1
         request_id = f"lca-{self._requests}"
         engine.add_request(request_id, prompt, params)

@@ -1,0 +1,77 @@
+"""The command line's load options: ``--load`` (overrides for every load workload) and ``--slo``.
+
+    --load levels=1:4,users=4,requests=8,turns=3,output_tokens=16
+    --slo ttft_ms=2000,tpot_ms=100
+
+``--load`` values go through the workload file's own validation (``workloads.load.LoadSpec``), so
+a level of 0 or a concurrency above the users is the same one-line mistake as in a file. Lists are
+written with ``:`` (``levels=1:8:32``; ``rates=`` for none). ``--slo`` sets the goodput target the
+report counts requests against (defaults: ``reports.load_slo.DEFAULT_SLO``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import ValidationError
+
+# What a load workload runs on a CPU when --load says nothing (the built-in's levels up to 128, with
+# 128 ten-turn sessions, would take hours there): levels 1 and 4, a few short sessions and requests.
+CPU_LOAD = "levels=1:4,users=4,requests=8,max_turns=3,rates=,output_tokens=16"
+LIST_FIELDS = ("levels", "rates", "shared_prefix_tokens")
+SLO_KEYS = ("ttft_ms", "tpot_ms")
+
+
+def parse_pairs(text: str, option: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item in filter(None, (x.strip() for x in text.split(","))):
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"{option} {text!r}: expected KEY=VALUE[,KEY=VALUE...], not {item!r}")
+        out[key.strip()] = value.strip()
+    if not out:
+        raise ValueError(f"{option} {text!r}: expected KEY=VALUE[,KEY=VALUE...]")
+    return out
+
+
+def parse_load(text: str) -> dict[str, Any]:
+    """``--load`` as field overrides (lists split at ``:``)."""
+    out: dict[str, Any] = {}
+    for key, value in parse_pairs(text, "--load").items():
+        out[key] = [v for v in value.split(":") if v] if key in LIST_FIELDS else value
+    return out
+
+
+def apply_load(specs: list, overrides: dict[str, Any]) -> list:
+    """Every load spec with the overrides, validated again; ValueError (one line) on a mistake."""
+    from workloads.load import LoadSpec
+
+    out = []
+    for spec in specs:
+        if spec.kind != "load":
+            out.append(spec)
+            continue
+        doc = {**spec.model_dump(exclude_none=True), **overrides}
+        try:
+            out.append(LoadSpec.model_validate(doc))
+        except ValidationError as exc:
+            err = exc.errors(include_url=False)[0]
+            where = ".".join(str(p) for p in err["loc"])
+            raise ValueError(f"--load: {spec.name}: {where + ': ' if where else ''}{err['msg'].removeprefix('Value error, ')}") from exc
+    return out
+
+
+def parse_slo(text: str) -> dict[str, float]:
+    """``ttft_ms=...,tpot_ms=...`` as positive numbers; ValueError (one line) otherwise."""
+    out: dict[str, float] = {}
+    for key, value in parse_pairs(text, "--slo").items():
+        if key not in SLO_KEYS:
+            raise ValueError(f"--slo: unknown key {key!r} (choose from: {', '.join(SLO_KEYS)})")
+        try:
+            number = float(value)
+        except ValueError:
+            raise ValueError(f"--slo: {key}={value!r} is not a number") from None
+        if not number > 0 or number != number or number == float("inf"):
+            raise ValueError(f"--slo: {key} must be a positive number of milliseconds (got {value})")
+        out[key] = number
+    return out

@@ -1,0 +1,89 @@
+"""A load level inside the runner: the plan group's steps as sessions, run by ``backends.load``, recorded.
+
+The group's steps become sessions (a user's turns in order; a fixed-shape request is a session
+of one), ``backends.load.run_level`` runs them at the group's load, and every request that was
+started becomes one record: its submit / first-token / finish times and every token's arrival on
+the level's clock, TTFT and decode derived from them as for one request at a time
+(``backends.base.TTFT_DEFINITION``, at the caller), ``queue_ms`` where a queue held it. One more
+record per level (``rep`` None) keeps the level's facts in ``extra.level``: its wall time, the
+requests started and not, and the engine's own figures where it reports them.
+"""
+
+from __future__ import annotations
+
+from backends.load import LoadSettings, Outcome, run_level
+from harness.records import Record
+from workloads.plan import Group, Step
+
+
+def sessions_of(steps: list[Step]) -> list[list[Step]]:
+    """Steps grouped by user in plan order; steps without a user are sessions of one."""
+    by_user: dict[int, list[Step]] = {}
+    out: list[list[Step]] = []
+    for step in steps:
+        if step.user is None:
+            out.append([step])
+        elif step.user in by_user:
+            by_user[step.user].append(step)
+        else:
+            by_user[step.user] = [step]
+            out.append(by_user[step.user])
+    return out
+
+
+def outcome_fields(o: Outcome, prompt_tokens: int) -> dict:
+    times = o.token_times_s
+    ttft = None if o.first_token_s is None else (o.first_token_s - o.submit_s) * 1e3
+    decode = (times[-1] - times[0]) * 1e3 / (len(times) - 1) if len(times) > 1 else None
+    fields = {"submit_s": o.submit_s, "first_token_s": o.first_token_s, "finish_s": o.finish_s,
+              "token_times_s": [round(t, 6) for t in times], "queue_ms": o.queue_ms, "ttft_ms": ttft,
+              "decode_ms_per_token": decode, "e2e_ms": (o.finish_s - o.submit_s) * 1e3}
+    out = o.output
+    if out is not None:
+        cached = out.cached_tokens
+        fields.update(cached_tokens=cached, computed_tokens=None if cached is None else prompt_tokens - cached,
+                      output_tokens=len(out.token_ids), first_token_id=out.token_ids[0] if out.token_ids else None,
+                      output_token_ids=out.token_ids, finish_reason=out.finish_reason,
+                      engine_ttft_ms=out.engine_ttft_ms, engine_decode_ms_per_token=out.engine_decode_ms_per_token,
+                      extra=out.extra)
+    return fields
+
+
+def run_load_group(runner, group: Group, record: bool) -> list[Record]:
+    from harness.runner import console, request_for
+
+    if group.reset_cache:
+        runner.backend.reset_cache()  # a level never inherits another's cache
+    settings = LoadSettings.of(group.load or {})
+    sessions = sessions_of(group.steps)
+    requests = [[request_for(s, runner.plan) for s in session] for session in sessions]
+    outcomes, facts = run_level(runner.backend, requests, settings)
+    if not record:
+        return []
+    backend = runner.backend
+    level = {"load_concurrency": settings.concurrency, "load_rate_rps": settings.rate_rps}
+    records = []
+    started = 0
+    for session, outs in zip(sessions, outcomes, strict=True):
+        for step, o in zip(session, outs, strict=True):
+            if not o.started:
+                continue
+            started += 1
+            prompt = len(runner.plan.prompts[step.prompt])
+            fields = outcome_fields(o, prompt)
+            extra = fields.pop("extra", {})
+            rec = runner._record(step, **fields, **level, user=step.user, error=o.error,
+                                 timing_source=backend.clock_source, cache_state="reuse-allowed", extra=extra)
+            runner.writer.write(rec)
+            records.append(rec)
+    first = group.steps[0]
+    facts = {**facts, "requests_planned": len(group.steps), "requests_started": started,
+             "batches_requests": backend.capabilities.batches_requests,
+             "served_as": "batched by the engine" if backend.capabilities.batches_requests
+             else "one at a time, queued (FIFO)", "think_time_s": settings.think_time_s, "seconds": settings.seconds}
+    runner.writer.write(Record(**{**runner.base, "engine_start": first.engine_start}, workload=first.workload, kind="load",
+                               mode=first.mode, case=first.case, **level, extra={"level": facts}))
+    errors = sum(r.error is not None for r in records)
+    console.print(f"  {group.block}: {started} requests in {facts['wall_s']:.1f} s"
+                  + (f", {errors} failed" if errors else ""))
+    return records
