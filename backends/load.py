@@ -146,8 +146,8 @@ class _Sampler:
         return now
 
     async def run(self) -> None:
-        while True:
-            self.sample()
+        while True:  # on a thread: a scrape of a server's /metrics must not hold up the token stamps
+            await asyncio.to_thread(self.sample)
             await asyncio.sleep(SAMPLE_EVERY_S)
 
     def facts(self) -> dict[str, Any]:

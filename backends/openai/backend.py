@@ -44,7 +44,7 @@ from backends.base import (
     TokenClock,
 )
 from backends.openai.metrics import FLAVORS, MetricsProbe, flavor_of
-from backends.openai.stream import read_stream
+from backends.openai.stream import read_stream, read_stream_async
 
 # How prompts are sent, best first; a generic server is moved down on its first rejection.
 FORMS = ("token-ids+extensions", "token-ids", "text")
@@ -68,7 +68,8 @@ class OpenAIBackend(Backend):
 
     def __init__(self, settings) -> None:
         super().__init__(settings)
-        self.capabilities = Capabilities(prefix_cache=True, reports_cached_tokens=True, grammar=True, logprobs=True)
+        self.capabilities = Capabilities(prefix_cache=True, reports_cached_tokens=True, grammar=True, logprobs=True,
+                                         load=True, batches_requests=True)
         self.base_url = settings.base_url
         self.client: openai.OpenAI | None = None
         self.served_model: str | None = None
@@ -79,6 +80,7 @@ class OpenAIBackend(Backend):
         self._reset_ok = False
         self._headers: dict[str, str] = {}
         self.notes: list[str] = []
+        self._async: tuple[Any, openai.AsyncOpenAI] | None = None  # (event loop, client) under load
 
     # -- lifecycle ---------------------------------------------------------------------------
     def start(self) -> None:
@@ -258,6 +260,38 @@ class OpenAIBackend(Backend):
         out.extra["prompt_sent_as"] = "text" if FORMS[self.form] == "text" else "token_ids"
         out.extra["request_form"] = FORMS[self.form]
         return out
+
+    # -- under load ----------------------------------------------------------------------------
+    async def stream(self, request: Request, clock: TokenClock) -> RawOutput:
+        """One request among many in flight, through one ``AsyncOpenAI`` client (one per event loop:
+        a load level runs in its own loop), streamed and timed like :meth:`_generate`."""
+        import asyncio
+
+        loop = asyncio.get_running_loop()
+        if self._async is None or self._async[0] is not loop:
+            key = self._api_key()
+            client = openai.AsyncOpenAI(base_url=self.base_url, api_key=key, timeout=self.settings.request_timeout_s,
+                                        max_retries=0)
+            self._async = (loop, client)
+        self._check_server()
+        try:
+            stream = await self._async[1].completions.create(**self._body(request, FORMS[self.form]))
+            out = await read_stream_async(stream, clock, self.tokenizer, request.top_logprobs)
+        except openai.APITimeoutError as exc:
+            raise RequestTimeout(f"no answer within {self.settings.request_timeout_s:g} s (--request-timeout)") from exc
+        except (openai.APIConnectionError, openai.InternalServerError):
+            self._check_server(wait_s=3.0)
+            raise
+        out.extra["request_form"] = FORMS[self.form]
+        return out
+
+    def load_stats(self) -> dict[str, float]:
+        """The server's own gauges and counters at /metrics (vLLM: KV-cache usage, preemptions, prefix-cache hits)."""
+        if self.metrics is None:
+            return {}
+        from backends.openai.metrics import load_values
+
+        return load_values(self.metrics.url, self._headers)
 
     def _body(self, request: Request, form: str) -> dict[str, Any]:
         ids = request.prompt_ids

@@ -139,3 +139,32 @@ def _one(before: Histograms, after: Histograms, name: str | None) -> float | Non
     if name is None or name not in after or _moved(before, after, name) != 1:
         return None
     return (after[name][0] - before.get(name, (0.0, 0.0))[0]) * 1e3
+
+
+# Gauges and counters a load level reads (backends.load): "_now" gauges keep their peak, "_total" counters their difference.
+LOAD_VALUES = {
+    "vllm:kv_cache_usage_perc": "kv_cache_usage_now", "vllm:gpu_cache_usage_perc": "kv_cache_usage_now",
+    "vllm:num_requests_running": "requests_running_now", "vllm:num_requests_waiting": "requests_waiting_now",
+    "vllm:num_preemptions": "preemptions_total", "vllm:prefix_cache_queries": "prefix_cache_queries_total",
+    "vllm:prefix_cache_hits": "prefix_cache_hits_total",
+    "sglang:token_usage": "kv_cache_usage_now", "sglang:num_running_reqs": "requests_running_now",
+    "sglang:num_queue_reqs": "requests_waiting_now", "sglang:cache_hit_rate": "prefix_cache_hit_rate_now",
+}
+
+
+def load_values(url: str, headers: dict[str, str], timeout_s: float = 5.0) -> dict[str, float]:
+    """The :data:`LOAD_VALUES` the server exports now (summed over label sets); {} if the scrape fails."""
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=timeout_s) as resp:  # noqa: S310
+            text = resp.read().decode("utf-8", "replace")
+    except (OSError, ValueError):
+        return {}
+    out: dict[str, float] = {}
+    for family in text_string_to_metric_families(text):
+        key = LOAD_VALUES.get(family.name) or LOAD_VALUES.get(family.name.removesuffix("_total"))
+        if key is None or family.type not in ("gauge", "counter"):
+            continue
+        for sample in family.samples:
+            if sample.name in (family.name, family.name + "_total"):
+                out[key] = out.get(key, 0.0) + sample.value
+    return out

@@ -15,49 +15,73 @@ from backends.base import RawOutput, TokenCandidate, TokenClock
 
 
 def read_stream(stream, clock: TokenClock, tokenizer, top_logprobs: int = 0, step_logprobs: int = 0) -> RawOutput:
-    ids: list[int] = []
-    steps: list[list[list]] = []
-    texts: list[str] = []
-    server_ids = False
-    prompt_used = finish = usage = top = None
+    reader = StreamReader(clock, tokenizer, top_logprobs, step_logprobs)
     with stream:
         for chunk in stream:
-            for choice in chunk.choices:
-                new = getattr(choice, "token_ids", None)
-                text = choice.text or ""
-                n = len(new) if new is not None else (1 if text else 0)
-                if n:
-                    clock.tick(n)
-                if new is not None:
-                    server_ids = True
-                    ids.extend(int(i) for i in new)
-                texts.append(text)
-                if prompt_used is None and getattr(choice, "prompt_token_ids", None):
-                    prompt_used = [int(i) for i in choice.prompt_token_ids]
-                if top_logprobs and top is None and n:
-                    top = candidates(choice.logprobs, top_logprobs, tokenizer)
-                if step_logprobs and choice.logprobs is not None:
-                    steps += [ranked(position or {}, step_logprobs, tokenizer)
-                              for position in choice.logprobs.top_logprobs or []]
-                finish = choice.finish_reason or finish
-            if chunk.usage is not None:
-                usage = chunk.usage
-    text = "".join(texts)
-    extra: dict[str, Any] = {"server_prompt_tokens": getattr(usage, "prompt_tokens", None)}
-    if not server_ids:
-        ids = tokenizer.encode(text, add_special_tokens=False)
-        extra["output_ids_from"] = "retokenized-text"
-    details = getattr(usage, "prompt_tokens_details", None)
-    return RawOutput(
-        token_ids=ids,
-        text=text,
-        finish_reason=finish,
-        cached_tokens=getattr(details, "cached_tokens", None),  # None: the server did not say
-        prompt_ids_used=prompt_used,
-        top_candidates=top,
-        step_logprobs=steps or None,
-        extra=extra,
-    )
+            reader.add(chunk)
+    return reader.output()
+
+
+async def read_stream_async(stream, clock: TokenClock, tokenizer, top_logprobs: int = 0, step_logprobs: int = 0) -> RawOutput:
+    """The same from ``AsyncOpenAI`` (many requests in flight: ``backends.load``)."""
+    reader = StreamReader(clock, tokenizer, top_logprobs, step_logprobs)
+    async with stream:
+        async for chunk in stream:
+            reader.add(chunk)
+    return reader.output()
+
+
+class StreamReader:
+    """One streamed completion, chunk by chunk: the clock ticks as chunks with tokens arrive."""
+
+    def __init__(self, clock: TokenClock, tokenizer, top_logprobs: int = 0, step_logprobs: int = 0) -> None:
+        self.clock, self.tokenizer, self.top_logprobs, self.step_logprobs = clock, tokenizer, top_logprobs, step_logprobs
+        self.ids: list[int] = []
+        self.steps: list[list[list]] = []
+        self.texts: list[str] = []
+        self.server_ids = False
+        self.prompt_used = self.finish = self.usage = self.top = None
+
+    def add(self, chunk) -> None:
+        for choice in chunk.choices:
+            new = getattr(choice, "token_ids", None)
+            text = choice.text or ""
+            n = len(new) if new is not None else (1 if text else 0)
+            if n:
+                self.clock.tick(n)
+            if new is not None:
+                self.server_ids = True
+                self.ids.extend(int(i) for i in new)
+            self.texts.append(text)
+            if self.prompt_used is None and getattr(choice, "prompt_token_ids", None):
+                self.prompt_used = [int(i) for i in choice.prompt_token_ids]
+            if self.top_logprobs and self.top is None and n:
+                self.top = candidates(choice.logprobs, self.top_logprobs, self.tokenizer)
+            if self.step_logprobs and choice.logprobs is not None:
+                self.steps += [ranked(position or {}, self.step_logprobs, self.tokenizer)
+                               for position in choice.logprobs.top_logprobs or []]
+            self.finish = choice.finish_reason or self.finish
+        if chunk.usage is not None:
+            self.usage = chunk.usage
+
+    def output(self) -> RawOutput:
+        text = "".join(self.texts)
+        ids = self.ids
+        extra: dict[str, Any] = {"server_prompt_tokens": getattr(self.usage, "prompt_tokens", None)}
+        if not self.server_ids:
+            ids = self.tokenizer.encode(text, add_special_tokens=False)
+            extra["output_ids_from"] = "retokenized-text"
+        details = getattr(self.usage, "prompt_tokens_details", None)
+        return RawOutput(
+            token_ids=ids,
+            text=text,
+            finish_reason=self.finish,
+            cached_tokens=getattr(details, "cached_tokens", None),  # None: the server did not say
+            prompt_ids_used=self.prompt_used,
+            top_candidates=self.top,
+            step_logprobs=self.steps or None,
+            extra=extra,
+        )
 
 
 def candidates(logprobs, k: int, tokenizer) -> list[TokenCandidate] | None:
