@@ -12,6 +12,7 @@ from typing import Any
 
 import pandas as pd
 
+from reports import kinds
 from reports.analysis import agreement, caveats, claims, status, summary
 from reports.analysis import conversation as conv
 from reports.analysis import json_extraction as jx
@@ -24,7 +25,7 @@ from reports.stats import num
 @dataclass
 class Section:
     name: str  # the workload's name, from its file
-    kind: str | None  # conversation | sweep | json | template (None: every backend skipped it)
+    kind: str | None  # a registered kind (reports.kinds; None: every backend skipped it)
     backends: list[str]  # backends with measurements in it, in column order
     notes: list[str]  # skipped / failed backends, with reasons
     data: dict[str, Any] = field(default_factory=dict)
@@ -101,8 +102,15 @@ def _kinds(df: pd.DataFrame) -> dict[str, str | None]:
     return kinds
 
 
+def slo_of(ds: Dataset, slo: dict[str, float] | None) -> dict[str, float] | None:
+    """The goodput target: the one given to the report, else the first run's (``compare.py --slo``)."""
+    if slo:
+        return slo
+    return next((env["slo"] for env in ds.envs.values() if isinstance(env.get("slo"), dict)), None)
+
+
 def assemble(ds: Dataset, bandwidth_gbps: float | None = None, tflops: float | None = None,
-             copy_gbps: float | None = None) -> Report:
+             copy_gbps: float | None = None, slo: dict[str, float] | None = None) -> Report:
     df, measured = ds.records, ds.measured()
     roofs = {}
     for b in ds.backends:
@@ -111,24 +119,20 @@ def assemble(ds: Dataset, bandwidth_gbps: float | None = None, tflops: float | N
                                copy_gbps=copy_gbps)
     blocks = {b: block_size(ds.env_of(b).get("engine") or {}) for b in ds.backends}
     sections = []
+    ctx = kinds.Context(ds, roofs, blocks, slo_of(ds, slo))
     for name, kind in _kinds(df).items():
         rows = measured[measured["workload"] == name]
         present = [b for b in ds.backends if b in set(rows["backend"])]
         section = Section(name, kind, present, status.workload_notes(df, name))
-        if not present:  # every request failed or was skipped: the notes say why, there is nothing to analyse
-            pass
-        elif kind == "conversation":
-            section.data = conversation_data(rows, blocks, stability(ds, name))
-        elif kind == "sweep":
-            section.data = sweep_data(rows, roofs)
-        elif kind == "json":
-            section.data = json_data(rows)
-        elif kind == "template":
-            section.data = template_data(rows)
+        report_kind = kinds.report_kind(kind) if kind else None
+        if present and report_kind is not None:  # none present: every request failed or was skipped (the notes say why)
+            section.data = report_kind.analyse(rows, ctx, name)
         sections.append(section)
-    cases = agreement.per_case(measured, ds.backends)
-    flat = agreement.flat_backends(measured)
-    cached = agreement.cached_vs_full(measured)
+    # agreement compares one request's tokens across backends; a load level's requests are its own section's
+    single = measured[measured["kind"] != "load"]
+    cases = agreement.per_case(single, ds.backends)
+    flat = agreement.flat_backends(single)
+    cached = agreement.cached_vs_full(single)
     report = Report(ds, status.backend_status(df, ds.backends), sections, cases, agreement.summary(cases, flat),
                     status.server_timings(measured), roofs, random_weights_note(ds), [], [],
                     agreement_cached=cached, agreement_cached_summary=agreement.summary(cached, flat),

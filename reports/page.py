@@ -17,9 +17,9 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
-from reports import charts, fmt, reference
+from reports import charts, fmt, kinds, reference
 from reports.assemble import Report
-from reports.views import Block, claims, common, conversation, json_extraction, note, sweep, template
+from reports.views import Block, claims, common, note
 
 TEMPLATES = Path(__file__).parent / "templates"
 
@@ -62,36 +62,18 @@ def environment() -> jinja2.Environment:
     return env
 
 
-# The sections whose figures are about the model's answers: labelled when its weights are random.
-QUALITY_NOTES = {
-    "json": "Random weights: not a quality figure. Validity without a grammar, correctness, the step-0 candidates and "
-            "the seed's claims below describe noise; the grammar's guarantee of form and its cost per token still hold.",
-    "template": "Random weights: not a quality figure. Clean answers and attention on special tokens describe noise.",
-}
-VIEWS = {"conversation": conversation, "sweep": sweep, "json": json_extraction, "template": template}
-
-
 def section_blocks(report: Report, c: Charts) -> list[list[Block]]:
-    """Each workload section's blocks, its charts registered with ``c`` in page order."""
-    backends = report.ds.backends
+    """Each workload section's blocks (its kind's view, ``reports.kinds``), its charts registered with ``c`` in page order."""
     out = []
     for s in report.sections:
-        d, slots = s.data, {}
-        if s.kind == "conversation" and d:
-            slots["ttft"] = c.slot(charts.conversation_ttft(d["turns"]), f"TTFT per turn, {s.name}")
-        elif s.kind == "sweep" and d:
-            slots["prefill"] = c.slot(charts.sweep_phase(d["lengths"], report.roofs, "prefill", backends), "prefill vs N")
-            slots["decode"] = c.slot(charts.sweep_phase(d["lengths"], report.roofs, "decode", backends), "decode vs N")
-            slots["decode_x"] = c.slot(charts.decode_vs_floor(d["lengths"], d["vs_roof"], backends), "decode as a multiple of the floor")
-        elif s.kind == "json" and d:
-            slots["pass"] = c.slot(charts.json_pass(d["rates"]), f"JSON pass rate vs temperature, {s.name}")
-        elif s.kind == "template" and d:
-            slots["attention"] = c.slot(charts.attention(d["attention"], backends), "attention on special tokens")
-        view = VIEWS.get(s.kind or "")
-        extra = {"roofs": report.roofs} if s.kind == "sweep" else {}
-        section = view.blocks(s, slots, **extra) if view and d and s.backends else []
-        if section and report.random_weights and s.kind in QUALITY_NOTES:
-            section = [note(QUALITY_NOTES[s.kind]), *section]
+        kind = kinds.report_kind(s.kind) if s.kind else None
+        if kind is None or not s.data or not s.backends:
+            out.append([])
+            continue
+        slots = kinds.slots_for(kind, s.data, report, c.slot, s.name)
+        section = kind.blocks(s, slots, report)
+        if section and report.random_weights and kind.quality_note:  # figures about the model's answers
+            section = [note(kind.quality_note), *section]
         out.append(section)
     return out
 

@@ -37,13 +37,12 @@ def derive(report: Report) -> list[Caveat]:
     if report.random_weights:
         out.append(Caveat("model", f"Weights are random ({report.random_weights}): latency and cache figures hold; quality "
                                    "figures (JSON validity without a grammar, clean answers, agreement) do not."))
+    from reports.kinds import report_kind
+
     for section in report.sections:
-        if section.kind == "conversation" and section.data:
-            out += conversation(section)
-        elif section.kind == "sweep" and section.data:
-            out += sweep(section, report)
-        elif section.kind == "json" and section.data:
-            out += json_workload(section)
+        kind = report_kind(section.kind) if section.kind else None
+        if kind is not None and section.data:
+            out += kind.caveats(section, report)
     out += agreement(report.agreement_summary, report.agreement_cached_summary)
     out += timing(report.ds.measured())
     out += server(report.server)

@@ -183,20 +183,14 @@ def deployment_jobs(report: Report) -> list[Job]:
 
 
 def jobs(report: Report) -> list[Job]:
+    from reports.kinds import report_kind
+
     out: list[Job | None] = []
-    quality = "weights are random: not a quality figure" if report.random_weights else None
     measured = report.ds.measured()
     for s in report.sections:
-        if not s.data:
+        kind = report_kind(s.kind) if s.kind else None
+        if not s.data or kind is None:
             continue
-        rows = measured[measured["workload"] == s.name]
-        if s.kind == "conversation":
-            out += conversation_jobs(s, rows)
-        elif s.kind == "sweep":
-            out += sweep_jobs(s, rows)
-        elif s.kind == "json":
-            out += json_jobs(s, quality)
-        elif s.kind == "template":
-            out.append(template_job(s, quality))
+        out += kind.jobs(s, measured[measured["workload"] == s.name], report)
     out += deployment_jobs(report)
     return [j for j in out if j is not None]

@@ -77,7 +77,7 @@ def blocks(section, slots: dict[str, Markup]) -> list[Block]:
         p("Tokens processed = tokens the engine computed: the prompt minus reported cache hits (the whole prompt in full "
           "mode, where the cache is reset before every call). Sums are per repeat, then the median over repeats.", muted=True),
         h3("TTFT per turn, cached vs full"),
-        chart(slots.get("ttft", Markup(""))),
+        chart(slots["ttft"]),
         h3("Per turn: shared prefix, expected vs reported reuse"),
     ]
     panels = []

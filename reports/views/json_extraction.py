@@ -58,7 +58,7 @@ def blocks(section, slots: dict[str, Markup]) -> list[Block]:
     d = section.data
     out: list[Block | None] = [
         h3("Valid JSON vs temperature"),
-        chart(slots.get("pass", Markup(""))),
+        chart(slots["pass"]),
         side([(b, [table(rate_table(d["rates"], b))]) for b in section.backends]),
         p("Valid = parses with json.loads as it is (no fence stripping) and validates against the workload's schema; "
           "correct = valid and equal to the expected values. Latency per call is end to end.", muted=True),

@@ -74,8 +74,8 @@ def blocks(section, slots: dict[str, Markup], roofs: dict | None = None) -> list
                    "FLOP/s. Effective GB/s = bytes read per step ÷ decode time.")
     out: list[Block | None] = [
         h3("Prefill and decode vs prompt length"),
-        side([("", compact([chart(slots.get("prefill", Markup(""))), chart(slots.get("decode", Markup(""))),
-                            chart(slots.get("decode_x", Markup("")))]))]),
+        side([("", compact([chart(slots["prefill"]), chart(slots["decode"]),
+                            chart(slots["decode_x"])]))]),
         side([(b, [table(length_table(d, b))]) for b in section.backends]),
         p("Medians and IQRs pool every call of every engine start; with several starts, '± across' is half the range of "
           f"the per-start medians, relative to the median. Ratio = prefill tokens/s ÷ decode tokens/s. Decode share = ({REPLY_TOKENS - 1} × decode) ÷ (prefill + "

@@ -56,6 +56,6 @@ def blocks(section, slots: dict[str, Markup]) -> list[Block]:
                 p(f"One forward pass over the chat-template prompt ({fmt.n(att['prompt_tokens'].iloc[0])} tokens, "
                   f"{fmt.n(att['special_positions'].iloc[0])} of them special): the share of the last position's "
                   "attention, averaged over heads, that lands on special tokens."),
-                chart(slots.get("attention", Markup(""))),
+                chart(slots["attention"]),
                 p(sink_text(tpl.sink(att)), muted=True)]
     return compact(out)

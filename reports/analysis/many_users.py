@@ -1,0 +1,130 @@
+"""Load (many users at once): throughput, latency percentiles and goodput per level, from the records.
+
+A level is one (backend, workload, variant, load) — ``case`` ``C=8`` (closed loop) or ``rate=4``
+(Poisson). Its requests are the records with a ``submit_s``; the level's own record (``rep``
+None) holds the engine's figures in ``extra.level``. Definitions (one for every backend):
+
+- window: from the level's first submit to its last finish (the level's monotonic clock);
+- output tokens/s = output tokens of the level's requests ÷ window; requests/s = requests ÷ window;
+- TTFT p50/p90/p99 over requests (TTFT at the caller, from submit); ITL p50/p99 over every gap
+  between consecutive tokens of a request, pooled over the level; TPOT per request = its decode
+  ms/token ((last token − first token) ÷ (tokens − 1));
+- goodput = requests that met the SLO (TTFT ≤ ``ttft_ms`` and TPOT ≤ ``tpot_ms``) ÷ window;
+- prefix reuse: expected = what the prompts share (``shared_prefix_tokens``: across users or with
+  the user's previous turn) ÷ prompt tokens; reported = the engine's cached tokens ÷ prompt tokens.
+
+Percentiles are numpy's default (linear interpolation between closest ranks); each carries its n.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from reports.stats import num
+
+# MLPerf Inference's server-scenario latency targets for Llama-2-70B (TTFT 2 s, TPOT 200 ms): a
+# published, engine-neutral pair. The page states the values it used; --slo changes them.
+DEFAULT_SLO = {"ttft_ms": 2000.0, "tpot_ms": 200.0}
+SLO_SOURCE = "MLPerf Inference server scenario, Llama-2-70B: TTFT ≤ 2 s, TPOT ≤ 200 ms"
+HOLDS_SHARE = 0.9  # a level "holds" the SLO when at least this share of its requests meet it
+
+COLUMNS = ["backend", "workload", "mode", "case", "concurrency", "rate_rps", "requests", "errors", "window_s",
+           "output_tps", "rps", "ttft_p50", "ttft_p90", "ttft_p99", "itl_p50", "itl_p99", "itl_n", "tpot_p50",
+           "slo_met", "slo_share", "goodput_rps", "expected_reuse", "reported_reuse", "queue_p50", "served_as",
+           "kv_cache_usage_peak", "preemptions", "prefix_hit_rate"]
+
+
+def percentile(values: list[float] | np.ndarray | pd.Series, p: float) -> float | None:
+    """The p-th percentile (0-100, linear interpolation); None with no values."""
+    xs = [float(v) for v in values if num(v) is not None]
+    return float(np.percentile(xs, p)) if xs else None
+
+
+def gaps_ms(token_times_s: list[float] | None) -> list[float]:
+    """Inter-token gaps of one request in ms (tokens that arrived together give gaps of 0)."""
+    t = token_times_s or []
+    return [(b - a) * 1e3 for a, b in zip(t, t[1:], strict=False)]
+
+
+def slo_met(ttft_ms: Any, tpot_ms: Any, slo: dict[str, float]) -> bool:
+    """The request met the SLO: its TTFT and its TPOT within the targets (a 1-token reply has no TPOT)."""
+    ttft, tpot = num(ttft_ms), num(tpot_ms)
+    if ttft is None or ttft > slo["ttft_ms"]:
+        return False
+    return tpot is None or tpot <= slo["tpot_ms"]
+
+
+def requests(df: pd.DataFrame) -> pd.DataFrame:
+    """The load kind's request records (not the level records, not skipped)."""
+    if "kind" not in df or df.empty:
+        return df.iloc[0:0]
+    rows = df[(df["kind"] == "load") & df["skipped"].isna()]
+    return rows[rows["submit_s"].notna()] if "submit_s" in rows else rows.iloc[0:0]
+
+
+def level_facts(df: pd.DataFrame) -> dict[tuple, dict[str, Any]]:
+    """(backend, workload, mode, case) -> the level record's ``extra.level``."""
+    out = {}
+    rows = df[(df["kind"] == "load") & df["rep"].isna() & df["skipped"].isna()] if "kind" in df else df.iloc[0:0]
+    for r in rows.to_dict("records"):
+        level = (r.get("extra") or {}).get("level")
+        if isinstance(level, dict):
+            out[(r["backend"], r["workload"], r["mode"], r["case"])] = level
+    return out
+
+
+def per_level(df: pd.DataFrame, slo: dict[str, float] | None = None) -> pd.DataFrame:
+    """One row per level (see the module docstring for every definition)."""
+    slo = slo or DEFAULT_SLO
+    reqs, facts = requests(df), level_facts(df)
+    rows = []
+    for key, g in reqs.groupby(["backend", "workload", "mode", "case"], sort=False):
+        ok = g[g["error"].isna()]
+        window = (g["finish_s"].max() - g["submit_s"].min()) if len(g) else None
+        window = window if window and window > 0 else None
+        itl = [x for t in ok["token_times_s"] for x in gaps_ms(t)]
+        met = int(sum(slo_met(a, b, slo) for a, b in zip(ok["ttft_ms"], ok["decode_ms_per_token"], strict=True)))
+        prompt = ok["prompt_tokens"].sum()
+        cached = ok["cached_tokens"].dropna()
+        f = facts.get(key, {})
+        queries, hits = num(f.get("prefix_cache_queries")), num(f.get("prefix_cache_hits"))
+        rows.append({
+            **dict(zip(["backend", "workload", "mode", "case"], key, strict=True)),
+            "concurrency": num(g["load_concurrency"].iloc[0]), "rate_rps": num(g["load_rate_rps"].iloc[0]),
+            "requests": len(ok), "errors": int(g["error"].notna().sum()), "window_s": window,
+            "output_tps": ok["output_tokens"].sum() / window if window else None,
+            "rps": len(ok) / window if window else None,
+            "ttft_p50": percentile(ok["ttft_ms"], 50), "ttft_p90": percentile(ok["ttft_ms"], 90),
+            "ttft_p99": percentile(ok["ttft_ms"], 99),
+            "itl_p50": percentile(itl, 50), "itl_p99": percentile(itl, 99), "itl_n": len(itl),
+            "tpot_p50": percentile(ok["decode_ms_per_token"], 50),
+            "slo_met": met, "slo_share": met / len(ok) if len(ok) else None,
+            "goodput_rps": met / window if window else None,
+            "expected_reuse": ok["shared_prefix_tokens"].fillna(0).sum() / prompt if prompt else None,
+            "reported_reuse": cached.sum() / ok.loc[cached.index, "prompt_tokens"].sum() if len(cached) and prompt else None,
+            "queue_p50": percentile(ok["queue_ms"], 50),
+            "served_as": f.get("served_as"),
+            "kv_cache_usage_peak": num(f.get("kv_cache_usage_peak")),
+            "preemptions": num(f.get("preemptions")),
+            "prefix_hit_rate": hits / queries if queries and hits is not None else None,
+        })
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def peaks(levels: pd.DataFrame) -> pd.DataFrame:
+    """Per backend, workload and variant: the peak output tokens/s (and its level), and the highest
+    closed-loop concurrency whose requests met the SLO in at least HOLDS_SHARE of cases."""
+    rows = []
+    for (b, w, m), g in levels.groupby(["backend", "workload", "mode"], sort=False):
+        g = g.dropna(subset=["output_tps"])
+        if g.empty:
+            continue
+        top = g.loc[g["output_tps"].idxmax()]
+        held = g[(g["slo_share"] >= HOLDS_SHARE) & g["concurrency"].notna() & g["rate_rps"].isna()]
+        rows.append({"backend": b, "workload": w, "mode": m, "peak_tps": top["output_tps"], "peak_case": top["case"],
+                     "holds_c": held["concurrency"].max() if len(held) else None,
+                     "tested_c": g["concurrency"].max()})
+    return pd.DataFrame(rows, columns=["backend", "workload", "mode", "peak_tps", "peak_case", "holds_c", "tested_c"])

@@ -1,0 +1,187 @@
+"""The Load section (many users at once): charts and blocks from ``analysis.many_users``.
+
+Charts: output tokens/s and requests/s against the load, TTFT p50/p90/p99 and ITL p50/p99 against
+the load, latency against throughput (the Pareto view) and goodput; one panel per workload
+variant, one colour per backend. Tables: every level's figures per backend, with the engine's own
+KV-cache peak, preemptions and prefix-cache hit rate, and prefix reuse expected vs reported.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import altair as alt
+import pandas as pd
+from markupsafe import Markup
+
+from reports import fmt
+from reports.analysis import many_users as mu
+from reports.charts import WIDTH, _colors, _spec
+from reports.kinds import ReportKind
+from reports.views import Block, Table, chart, compact, h3, p, side, table
+
+
+# --- charts -------------------------------------------------------------------------------------
+def _data(levels: pd.DataFrame) -> pd.DataFrame:
+    d = levels[levels["concurrency"].notna() & levels["rate_rps"].isna()].copy()
+    d["variant"] = d["workload"] + " · " + d["mode"]
+    return d
+
+
+def _facet(chart: alt.Chart, d: pd.DataFrame) -> dict[str, Any]:
+    return _spec(chart.properties(width=WIDTH, height=150).facet(
+        column=alt.Column("variant:N", title=None, sort=list(dict.fromkeys(d["variant"])))))
+
+
+def per_level_chart(levels: pd.DataFrame, backends: list[str], value: str, title: str) -> dict[str, Any] | None:
+    """One figure against the closed-loop concurrency (log2), a line per backend."""
+    d = _data(levels).dropna(subset=[value])
+    if d.empty:
+        return None
+    c = alt.Chart(d).mark_line(point=True).encode(
+        x=alt.X("concurrency:Q", scale=alt.Scale(type="log", base=2), title="concurrent requests (log)"),
+        y=alt.Y(f"{value}:Q", title=title),
+        color=alt.Color("backend:N", title=None, scale=_colors(backends, list(dict.fromkeys(d["backend"])))),
+        tooltip=["backend", "variant", "case", "requests", alt.Tooltip(f"{value}:Q", format=".4g")])
+    return _facet(c, d)
+
+
+def percentiles_chart(levels: pd.DataFrame, backends: list[str], prefix: str, ps: tuple[int, ...], title: str) -> dict[str, Any] | None:
+    """TTFT (or ITL) percentiles against concurrency: a line per backend, a dash per percentile."""
+    d = _data(levels)
+    cols = [f"{prefix}_p{q}" for q in ps]
+    long = d.melt(id_vars=["backend", "variant", "case", "concurrency", "requests"], value_vars=cols, var_name="percentile",
+                  value_name="ms").dropna(subset=["ms"])
+    if long.empty:
+        return None
+    long["percentile"] = long["percentile"].str.replace(f"{prefix}_", "")
+    c = alt.Chart(long).mark_line(point=True).encode(
+        x=alt.X("concurrency:Q", scale=alt.Scale(type="log", base=2), title="concurrent requests (log)"),
+        y=alt.Y("ms:Q", scale=alt.Scale(type="log"), title=f"{title} (ms, log)"),
+        color=alt.Color("backend:N", title=None, scale=_colors(backends, list(dict.fromkeys(long["backend"])))),
+        strokeDash=alt.StrokeDash("percentile:N", sort=[f"p{q}" for q in ps]),
+        tooltip=["backend", "variant", "case", "percentile", "requests", alt.Tooltip("ms:Q", format=".4g")])
+    return _facet(c, long)
+
+
+def pareto_chart(levels: pd.DataFrame, backends: list[str]) -> dict[str, Any] | None:
+    """TTFT p90 against output tokens/s, the levels of a backend joined in order of concurrency."""
+    d = _data(levels).dropna(subset=["output_tps", "ttft_p90"])
+    if d.empty:
+        return None
+    c = alt.Chart(d).mark_line(point=True).encode(
+        x=alt.X("output_tps:Q", title="output tokens/s"),
+        y=alt.Y("ttft_p90:Q", scale=alt.Scale(type="log"), title="TTFT p90 (ms, log)"),
+        order="concurrency:Q",
+        color=alt.Color("backend:N", title=None, scale=_colors(backends, list(dict.fromkeys(d["backend"])))),
+        tooltip=["backend", "variant", "case", alt.Tooltip("output_tps:Q", format=".4g"), alt.Tooltip("ttft_p90:Q", format=".4g")])
+    return _facet(c, d)
+
+
+# key -> (builder of the spec from the section's data and the report, label)
+CHARTS = {
+    "throughput": (lambda d, r: per_level_chart(d["levels"], r.ds.backends, "output_tps", "output tokens/s"),
+                   "output tokens/s vs concurrency"),
+    "requests": (lambda d, r: per_level_chart(d["levels"], r.ds.backends, "rps", "requests/s"), "requests/s vs concurrency"),
+    "ttft": (lambda d, r: percentiles_chart(d["levels"], r.ds.backends, "ttft", (50, 90, 99), "TTFT"),
+             "TTFT percentiles vs concurrency"),
+    "itl": (lambda d, r: percentiles_chart(d["levels"], r.ds.backends, "itl", (50, 99), "inter-token latency"),
+            "inter-token latency percentiles vs concurrency"),
+    "pareto": (lambda d, r: pareto_chart(d["levels"], r.ds.backends), "TTFT p90 vs output tokens/s"),
+    "goodput": (lambda d, r: per_level_chart(d["levels"], r.ds.backends, "goodput_rps", "goodput (requests/s within the SLO)"),
+                "goodput vs concurrency"),
+}
+
+
+# --- blocks -------------------------------------------------------------------------------------
+def level_table(levels: pd.DataFrame, backend: str) -> Table:
+    cols = ["variant", "load", "requests", "output tok/s", "requests/s", "TTFT p50 / p90 / p99 ms", "ITL p50 / p99 ms",
+            "TPOT p50 ms", "met SLO", "goodput req/s", "queue p50 ms", "reuse expected / reported", "KV peak",
+            "preemptions", "prefix-cache hits"]
+    t = Table(cols, numeric=set(range(2, len(cols))))
+    for r in levels[levels["backend"] == backend].to_dict("records"):
+        t.add([f"{r['workload']} · {r['mode']}", r["case"], f"{r['requests']}" + (f" ({r['errors']} failed)" if r["errors"] else ""),
+               fmt.n(r["output_tps"]), fmt.n(r["rps"], 2),
+               " / ".join(fmt.n(r[f"ttft_p{q}"]) for q in (50, 90, 99)),
+               " / ".join(fmt.n(r[f"itl_p{q}"], 2) for q in (50, 99)), fmt.n(r["tpot_p50"], 2),
+               f"{r['slo_met']} ({fmt.pct(r['slo_share'])})", fmt.n(r["goodput_rps"], 2), fmt.n(r["queue_p50"]),
+               f"{fmt.pct(r['expected_reuse'])} / {fmt.pct(r['reported_reuse'])}", fmt.pct(r["kv_cache_usage_peak"]),
+               fmt.n(r["preemptions"]), fmt.pct(r["prefix_hit_rate"])])
+    return t
+
+
+def blocks(section, slots) -> list[Block]:
+    d = section.data
+    levels, slo = d["levels"], d["slo"]
+    served = {b: ", ".join(sorted({str(x) for x in levels[levels["backend"] == b]["served_as"].dropna()}))
+              for b in section.backends}
+    out: list[Block | None] = [
+        h3("Throughput and latency against the load"),
+        p("Closed loop: C requests in flight at all times (each user runs its turns in order). "
+          + "; ".join(f"{b}: {s}" for b, s in served.items() if s) + ". Window = first submit to last finish of a "
+          "level; throughput = output tokens ÷ window; TTFT at the caller from submit; ITL = every gap between "
+          "consecutive tokens, pooled; TPOT = a request's (last − first token) ÷ (tokens − 1). Percentiles by linear "
+          "interpolation; n is each level's requests (ITL: its gaps).", muted=True),
+        chart(slots["throughput"]), chart(slots["requests"]), chart(slots["ttft"]), chart(slots["itl"]),
+        h3("Latency against throughput, and goodput"),
+        chart(slots["pareto"]),
+        p(Markup("Goodput: requests per second that met the SLO <b>TTFT ≤ {} ms and TPOT ≤ {} ms</b> ({}).").format(
+            fmt.n(slo["ttft_ms"]), fmt.n(slo["tpot_ms"]), d["slo_source"])),
+        chart(slots["goodput"]),
+        side([(b, [table(level_table(levels, b))]) for b in section.backends]),
+        p("Reuse expected = tokens each prompt shares with what came before it (every user's system prompt and tools; "
+          "the user's previous turn) ÷ prompt tokens; reported = the engine's cached tokens ÷ prompt tokens. KV peak, "
+          "preemptions and prefix-cache hits are the engine's own figures over the level, where it reports them.",
+          muted=True),
+    ]
+    return compact(out)
+
+
+def caveats(section, report) -> list:
+    from reports.analysis.caveats import Caveat
+
+    out = []
+    levels = section.data["levels"]
+    for r in levels.to_dict("records"):
+        if r["preemptions"]:
+            out.append(Caveat(section.name, f"{r['backend']} preempted {fmt.n(r['preemptions'])} requests at "
+                                            f"{r['workload']} · {r['mode']} {r['case']}: the KV cache ran out (peak "
+                                            f"{fmt.pct(r['kv_cache_usage_peak'])})."))
+    queued = sorted({r["backend"] for r in levels.to_dict("records") if r["served_as"] and "queued" in str(r["served_as"])})
+    if queued:
+        out.append(Caveat(section.name, f"{', '.join(queued)} served one request at a time behind a queue (generate() "
+                                        "behind a web server): at C > 1 their TTFT is mostly waiting (queue p50 in the table)."))
+    small = levels[levels["requests"] < 100]
+    if len(small):
+        out.append(Caveat(section.name, f"{len(small)} of {len(levels)} levels have fewer than 100 requests: their p99 is "
+                                        "close to their maximum, not a stable tail."))
+    return out
+
+
+def jobs(section, report) -> list:
+    from reports.analysis.summary import Job
+
+    out = []
+    slo = section.data["slo"]
+    for (w, m), g in section.data["peaks"].groupby(["workload", "mode"], sort=False):
+        g = g.sort_values("peak_tps", ascending=False)
+        values = [(r["backend"], f"{fmt.n(r['peak_tps'])} tok/s at {r['peak_case']}") for r in g.to_dict("records")]
+        out.append(Job(f"Many users ({w} · {m})", "peak output tokens/s over the levels", values,
+                       None, "one backend: nothing to choose" if len(values) < 2 else "single run per level: not ranked"))
+        held = [(r["backend"], f"C={fmt.n(r['holds_c'])} of {fmt.n(r['tested_c'])} tested" if r["holds_c"] == r["holds_c"]
+                 and r["holds_c"] is not None else f"none of C ≤ {fmt.n(r['tested_c'])}") for r in g.to_dict("records")]
+        out.append(Job(f"Many users within the SLO ({w} · {m})",
+                       f"highest concurrency with ≥ {fmt.pct(mu.HOLDS_SHARE)} of requests within TTFT ≤ "
+                       f"{fmt.n(slo['ttft_ms'])} ms, TPOT ≤ {fmt.n(slo['tpot_ms'])} ms", held, None, ""))
+    return out
+
+
+def _analyse(rows: pd.DataFrame, ctx, name: str) -> dict[str, Any]:  # noqa: ARG001
+    slo = ctx.slo or mu.DEFAULT_SLO
+    levels = mu.per_level(rows, slo)
+    return {"levels": levels, "peaks": mu.peaks(levels), "slo": slo,
+            "slo_source": "set for this report (--slo)" if ctx.slo else f"default: {mu.SLO_SOURCE}"}
+
+
+KIND = ReportKind("load", _analyse, blocks=lambda s, slots, report: blocks(s, slots), charts=CHARTS, caveats=caveats,
+                  jobs=lambda s, rows, report: jobs(s, report))
