@@ -1,0 +1,113 @@
+"""The load kind: its file format (mistakes with file and line), its plan, and the CLI's bad-input checks."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.chat import common_prefix_len
+from harness.cli import main
+from workloads import WorkloadFileError, build_plan, kinds, load_builtin, load_file
+
+FIXED = """
+workloads:
+  - name: lf
+    kind: load
+    shape: fixed
+    prompt_tokens: 64
+    shared_prefix_tokens: [0, 48]
+    output_tokens: 8
+    requests: 6
+    levels: [1, 3]
+    rates: [5]
+"""
+SESSIONS = """
+workloads:
+  - name: ls
+    kind: load
+    shape: sessions
+    conversation: conversation
+    users: 3
+    max_turns: 3
+    levels: [1, 2]
+"""
+
+
+def test_load_is_a_registered_kind_with_its_spec_in_the_file_model():
+    assert "load" in kinds.names() and kinds.kind("load").runs_as == "load" and not kinds.kind("load").repeated
+    assert "LoadSpec" in kinds.file_model().model_json_schema()["$defs"]
+
+
+@pytest.mark.parametrize("field,value,line,message", [
+    ("levels", "[1, 0]", 8, "greater than or equal to 1"),
+    ("rates", "[2, -1]", 9, "greater than 0"),
+    ("levels", "[1, 8]", 8, "concurrency 8 is above the number of sessions (3 users)"),
+])
+def test_bad_levels_and_rates_are_mistakes_with_their_line(write, field, value, line, message):
+    text = SESSIONS.replace("levels: [1, 2]", "levels: [1, 2]\n    rates: [1]").replace(f"{field}: [1, 2]" if field == "levels" else "rates: [1]", f"{field}: {value}")
+    path = write("study.yaml", text)
+    with pytest.raises(WorkloadFileError) as exc:
+        load_file(path)
+    assert f"{path}:{line}: workloads[0].{field}[1]: " in str(exc.value) and message in str(exc.value)
+
+
+def test_a_shared_prefix_as_long_as_the_prompt_is_a_mistake(write):
+    path = write("study.yaml", FIXED.replace("[0, 48]", "[0, 64]"))
+    with pytest.raises(WorkloadFileError, match=r"study.yaml:6: workloads\[0\].shared_prefix_tokens\[1\]: a shared prefix of 64 tokens"):
+        load_file(path)
+
+
+def test_fixed_shape_prompts_are_exactly_p_tokens_sharing_exactly_s(renderer, write):
+    plan = build_plan(load_file(write("study.yaml", FIXED)), renderer, repeats=1)
+    timed = [g for g in plan.groups if not g.warmup]
+    assert [g.block for g in timed] == [f"lf/S={s}/{c}" for s in (0, 48) for c in ("C=1", "C=3", "rate=5")]
+    assert timed[1].load["concurrency"] == 3 and timed[2].load["rate_rps"] == 5
+    assert all(g.reset_cache for g in plan.groups)  # a level never inherits another's cache
+    for group in timed:
+        prompts = [plan.prompts[s.prompt] for s in group.steps]
+        s = int(group.block.split("/")[1][2:])
+        assert len(prompts) == 6 and all(len(p) == 64 for p in prompts)
+        assert max(common_prefix_len(a, b) for a in prompts for b in prompts if a is not b) == s
+        assert all(st.max_new_tokens == 8 and st.ignore_eos and st.needs == ["load"] for st in group.steps)
+    warm = [g for g in plan.groups if g.warmup]
+    assert [len(g.steps) for g in warm[:2]] == [1, 3]  # one warm-up request per slot, not recorded
+    assert not {s.prompt for g in warm for s in g.steps} & {s.prompt for g in timed for s in g.steps}
+
+
+def test_sessions_extend_each_users_prompt_and_share_only_the_system_prompt_across_users(renderer, write):
+    plan = build_plan(load_file(write("study.yaml", SESSIONS)), renderer, repeats=1)
+    level = [g for g in plan.groups if not g.warmup][1]  # C=2: at least 4 whole sessions, at most the 3 users
+    users = sorted({s.user for s in level.steps})
+    assert users == [0, 1, 2] and [s.turn for s in level.steps] == [1, 2, 3] * 3
+    first = {u: [plan.prompts[s.prompt] for s in level.steps if s.user == u] for u in users}
+    for prompts in first.values():
+        assert all(common_prefix_len(a, b) > len(a) - 20 for a, b in zip(prompts, prompts[1:], strict=False))
+    across = common_prefix_len(first[0][0], first[1][0])
+    assert 0 < across < len(first[0][0]) - 10  # the system prompt, not the user's own incident line
+    assert level.steps[0].shared_prefix_tokens == across  # what any two users share
+    assert level.steps[1].shared_prefix_tokens == common_prefix_len(first[0][0], first[0][1])
+
+
+def test_the_builtin_load_file_holds_both_shapes_at_the_issue_defaults():
+    specs = load_builtin(["load"])
+    assert {s.shape for s in specs} == {"sessions", "fixed"}
+    fixed = next(s for s in specs if s.shape == "fixed")
+    assert (fixed.prompt_tokens, fixed.shared_prefix_tokens, fixed.output_tokens, fixed.levels) == (1024, [0, 960], 64, [1, 8, 32, 128])
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--load", "levels=1:0"], "--load: ls: levels.1: Input should be greater than or equal to 1"),
+    (["--load", "levels=1:9"], "--load: ls: concurrency 9 is above the number of sessions (3 users)"),
+    (["--load", "rates=0"], "--load: ls: rates.0: Input should be greater than 0"),
+    (["--load", "levels"], "--load 'levels': expected KEY=VALUE"),
+    (["--slo", "ttft_ms=fast"], "--slo: ttft_ms='fast' is not a number"),
+    (["--slo", "ttft=5"], "--slo: unknown key 'ttft'"),
+    (["--slo", "tpot_ms=-1"], "--slo: tpot_ms must be a positive number"),
+    (["--max-model-len", "300"], "its longest prompt + output is"),
+])
+def test_bad_load_input_is_one_line_and_exit_2_before_anything_runs(write, tmp_path, capsys, args, message):
+    path = write("study.yaml", SESSIONS)
+    out = tmp_path / "run"
+    code = main(["--backend", "hf", "--workload-file", str(path), "--out", str(out), *args])
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith("compare.py: error: ") and message in err and len(err.strip().splitlines()) == 1
+    assert not (out / "records.jsonl").exists()
