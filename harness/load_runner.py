@@ -31,7 +31,7 @@ def sessions_of(steps: list[Step]) -> list[list[Step]]:
     return out
 
 
-def outcome_fields(o: Outcome, prompt_tokens: int) -> dict:
+def outcome_fields(o: Outcome, prompt: list[int]) -> dict:
     times = o.token_times_s
     ttft = None if o.first_token_s is None else (o.first_token_s - o.submit_s) * 1e3
     decode = (times[-1] - times[0]) * 1e3 / (len(times) - 1) if len(times) > 1 else None
@@ -41,7 +41,8 @@ def outcome_fields(o: Outcome, prompt_tokens: int) -> dict:
     out = o.output
     if out is not None:
         cached = out.cached_tokens
-        fields.update(cached_tokens=cached, computed_tokens=None if cached is None else prompt_tokens - cached,
+        fields.update(cached_tokens=cached, computed_tokens=None if cached is None else len(prompt) - cached,
+                      prompt_ids_match=None if out.prompt_ids_used is None else out.prompt_ids_used == prompt,
                       output_tokens=len(out.token_ids), first_token_id=out.token_ids[0] if out.token_ids else None,
                       output_token_ids=out.token_ids, finish_reason=out.finish_reason,
                       engine_ttft_ms=out.engine_ttft_ms, engine_decode_ms_per_token=out.engine_decode_ms_per_token,
@@ -69,8 +70,7 @@ def run_load_group(runner, group: Group, record: bool) -> list[Record]:
             if not o.started:
                 continue
             started += 1
-            prompt = len(runner.plan.prompts[step.prompt])
-            fields = outcome_fields(o, prompt)
+            fields = outcome_fields(o, runner.plan.prompts[step.prompt])
             extra = fields.pop("extra", {})
             rec = runner._record(step, **fields, **level, user=step.user, error=o.error,
                                  timing_source=backend.clock_source, cache_state="reuse-allowed", extra=extra)

@@ -20,7 +20,7 @@ __all__ = ["build"]
 
 def build(run_dirs: list[str | Path], out_path: str | Path, *, bandwidth_gbps: float | None = None,
           tflops: float | None = None, drop: list[tuple[str, str]] | tuple = (), copy_gbps: float | None = None,
-          merge_starts: bool = False) -> Path:
+          merge_starts: bool = False, slo: dict[str, float] | None = None) -> Path:
     """Write the report for ``run_dirs`` to ``out_path`` and return its path."""
     from reports.assemble import assemble
     from reports.load import ReportError, load
@@ -29,7 +29,7 @@ def build(run_dirs: list[str | Path], out_path: str | Path, *, bandwidth_gbps: f
     ds = load(list(run_dirs), drop=drop, merge_starts=merge_starts)
     for problem in ds.problems:
         print(f"warning: {problem}", file=sys.stderr)
-    html = render(assemble(ds, bandwidth_gbps=bandwidth_gbps, tflops=tflops, copy_gbps=copy_gbps))
+    html = render(assemble(ds, bandwidth_gbps=bandwidth_gbps, tflops=tflops, copy_gbps=copy_gbps, slo=slo))
     out = Path(out_path)
     try:
         out.parent.mkdir(parents=True, exist_ok=True)

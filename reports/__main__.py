@@ -36,6 +36,15 @@ def run_backend(text: str) -> tuple[str, str]:
     return run, backend
 
 
+def slo_target(text: str) -> dict[str, float]:
+    from harness.load_args import parse_slo
+
+    try:
+        return parse_slo(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m reports", description=(
         "Build one offline HTML report from run directories (records.jsonl + env.json); several runs are merged."))
@@ -53,11 +62,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--drop", type=run_backend, action="append", default=[], metavar="RUN:BACKEND",
                    help="leave out one run's records of one backend, e.g. a column a later run superseded "
                    "(RUN: the run directory's name); repeatable")
+    p.add_argument("--slo", type=slo_target, default=None, metavar="ttft_ms=X,tpot_ms=Y",
+                   help="the latency target goodput counts against in the Load section (default: the run's --slo, "
+                   "else the page's stated default)")
     args = p.parse_args(argv)
     out = args.out or (args.run_dirs[0] / "report.html" if len(args.run_dirs) == 1 else Path("report.html"))
     try:
         path = build(args.run_dirs, out, bandwidth_gbps=args.bandwidth_gbps, tflops=args.tflops,
-                     drop=args.drop, copy_gbps=args.copy_gbps, merge_starts=args.merge_starts)
+                     drop=args.drop, copy_gbps=args.copy_gbps, merge_starts=args.merge_starts, slo=args.slo)
     except ReportError as exc:
         print(f"python -m reports: error: {exc}", file=sys.stderr)
         return 2

@@ -75,7 +75,8 @@ def import_sglang() -> Any:
 class SGLangBackend(Backend):
     name = "sglang"
     capabilities = Capabilities(
-        prefix_cache=True, reports_cached_tokens=True, resets_cache=True, grammar=True, logprobs=True
+        prefix_cache=True, reports_cached_tokens=True, resets_cache=True, grammar=True, logprobs=True, load=True,
+        batches_requests=True,
     )
     clock_source = "in-process-stream"
     differential_timing = True  # used only when neither the engine's stamps nor stream ticks exist
@@ -290,6 +291,50 @@ class SGLangBackend(Backend):
             return tokenizer.decode(ids)
         except Exception:  # noqa: BLE001 - a candidate's text is informative only
             return ""
+
+
+    # -- under load ---------------------------------------------------------------------------------
+    def run_async(self, coroutine):
+        """A load level runs on the engine's own event loop, where its tokenizer manager lives."""
+        return self.engine.loop.run_until_complete(coroutine)
+
+    async def stream(self, request: Request, clock: TokenClock) -> RawOutput:
+        """One request among many: ``Engine.async_generate(..., stream=True)`` (through the same
+        ``GenerateReqInput`` path as :meth:`_submit`, which also echoes the prompt ids), the clock
+        ticking per chunk; the scheduler batches every request in flight."""
+        params = build_sampling_params(request)
+        fields = {"input_ids": list(request.prompt_ids), "sampling_params": params, **logprob_kwargs(request)}
+        if self.direct:
+            from sglang.srt.managers.io_struct import GenerateReqInput
+
+            obj = GenerateReqInput(**fields, stream=True, return_prompt_token_ids=True, return_text_in_logprobs=True)
+            chunks = self.engine.tokenizer_manager.generate_request(obj, None)
+        else:
+            chunks = await self.engine.async_generate(**fields, stream=True)
+        seen, last = 0, None
+        async for chunk in chunks:
+            n = len(chunk.get("output_ids") or [])
+            if n > seen:
+                clock.tick(n - seen)
+                seen = n
+            last = chunk
+        if last is None:
+            raise RuntimeError("sglang streamed no output")
+        response = {**last, "output_ids": list(last.get("output_ids") or [])}
+        return to_raw_output(response, request.prompt_ids, top_k=request.top_logprobs, decode=self._decode,
+                             constrained=request.json_schema is not None)
+
+    def load_stats(self) -> dict[str, float]:
+        """SGLang's scheduler figures where ``get_server_info()`` has them (token usage, running and queued requests)."""
+        try:
+            info = self.engine.get_server_info()
+        except Exception:  # noqa: BLE001 - nothing reported
+            return {}
+        states = info.get("internal_states") if isinstance(info, dict) else None
+        state = states[0] if isinstance(states, list) and states and isinstance(states[0], dict) else {}
+        names = {"token_usage": "kv_cache_usage_now", "num_running_reqs": "requests_running_now",
+                 "num_queue_reqs": "requests_waiting_now", "cache_hit_rate": "prefix_cache_hit_rate_now"}
+        return {names[k]: float(v) for k, v in state.items() if k in names and isinstance(v, int | float)}
 
 
 def raw_generate_timed(backend: SGLangBackend, ids: list[int], new_tokens: int) -> tuple[Any, Any, float]:

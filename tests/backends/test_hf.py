@@ -24,8 +24,9 @@ def run(tmp_path_factory):
 
 
 def test_every_workload_writes_records_with_the_contract_fields(run):
-    _, rows = run
-    assert {r["workload"] for r in rows} == {"conversation", "sweep", "json", "template"}
+    _, all_rows = run
+    assert {r["workload"] for r in all_rows} == {"conversation", "sweep", "json", "template", "load-sessions", "load-fixed"}
+    rows = [r for r in all_rows if not (r["kind"] == "load" and r["rep"] is None)]  # not a load level's own record
     for r in rows:
         assert set(CONTRACT) <= set(r)
         assert r["error"] is None and r["skipped"] is None
@@ -33,6 +34,20 @@ def test_every_workload_writes_records_with_the_contract_fields(run):
         assert r["timing_source"] == "wall-clock"
         assert r["prompt_ids_match"] is True
     assert all(r["ttft_ms"] > 0 for r in rows)
+
+
+def test_under_load_hf_serves_one_request_at_a_time_behind_a_queue(run):
+    _, rows = run
+    for case in ("C=1", "C=4"):
+        level = sorted((r for r in rows if r["workload"] == "load-fixed" and r["mode"] == "S=0" and r["case"] == case
+                        and r["rep"] is not None), key=lambda r: r["first_token_s"])
+        assert len(level) == 8 and all(r["queue_ms"] is not None and r["error"] is None for r in level)
+        for a, b in zip(level, level[1:], strict=False):
+            assert b["first_token_s"] >= a["finish_s"] - 0.005  # no two requests decode at once
+    c4 = [r for r in rows if r["workload"] == "load-fixed" and r["case"] == "C=4" and r["rep"] is not None]
+    assert max(r["queue_ms"] for r in c4) > 3 * min(r["e2e_ms"] - r["queue_ms"] for r in c4)  # waited for others
+    level = [r["extra"]["level"] for r in rows if r["workload"] == "load-sessions" and r["rep"] is None]
+    assert len(level) == 2 and all(f["served_as"] == "one at a time, queued (FIFO)" for f in level)
 
 
 def test_shared_prefix_matches_an_independent_count_and_reveals_the_rewrite(run, tiny_model_dir):

@@ -61,6 +61,7 @@ def measured(rows: list[dict], workload: str | None = None, mode: str | None = N
         r
         for r in rows
         if not r["skipped"]
+        and not (r.get("kind") == "load" and r["rep"] is None)  # a load level's own record, not a request
         and (workload is None or r["workload"] == workload)
         and (mode is None or r["mode"] == mode)
     ]
@@ -70,7 +71,7 @@ def measured(rows: list[dict], workload: str | None = None, mode: str | None = N
 @engine_test
 def test_every_workload_writes_records_timed_by_the_engine(run):
     rows, _, engine, _ = run
-    assert {r["workload"] for r in rows} == {"conversation", "sweep", "json", "template"}
+    assert {r["workload"] for r in rows} == {"conversation", "sweep", "json", "template", "load-sessions", "load-fixed"}
     skipped = [r for r in rows if r["skipped"]]
     assert [(r["workload"], r["skipped"]) for r in skipped] == [
         ("template", "vllm does not support attentions")
@@ -88,6 +89,23 @@ def test_every_workload_writes_records_timed_by_the_engine(run):
     decode_tokens = load_builtin(["sweep"])[0].decode_tokens
     sweep = measured(rows, "sweep")
     assert sweep and all(r["output_tokens"] == decode_tokens for r in sweep)  # EOS ignored
+
+
+@engine_test
+def test_load_levels_batch_requests_and_keep_the_engines_own_figures(run):
+    rows, _, engine, _ = run
+    fixed = [r for r in measured(rows, "load-fixed")]
+    c4 = [r for r in fixed if r["case"] == "C=4"]
+    assert c4 and all(len(r["token_times_s"]) == r["output_tokens"] == 16 for r in c4)
+    # batched: requests of a level run at the same time, not one after another
+    assert any(a["first_token_s"] < b["finish_s"] and b["first_token_s"] < a["finish_s"] for a in c4 for b in c4 if a is not b)
+    # a fixed-shape level starts from an empty cache: no shared prefix, nothing cached; 960 shared: whole blocks of it
+    assert all(r["cached_tokens"] == 0 for r in fixed if r["mode"] == "S=0")
+    block = engine["block_size"]
+    assert max(r["cached_tokens"] for r in fixed if r["mode"] == "S=960") == 960 // block * block
+    levels = [r["extra"]["level"] for r in rows if r["kind"] == "load" and r["rep"] is None]
+    assert len(levels) == 6 and all(f["batches_requests"] and f["requests_started"] == f["requests_planned"] for f in levels)
+    assert all(f["prefix_cache_queries"] > 0 and f["kv_cache_usage_peak"] > 0 and f["preemptions"] == 0 for f in levels)
 
 
 @engine_test
