@@ -285,6 +285,20 @@ class OpenAIBackend(Backend):
         out.extra["request_form"] = FORMS[self.form]
         return out
 
+    def run_async(self, coroutine):
+        """A load level in its own event loop; its client is closed in that loop when the level ends."""
+        import asyncio
+
+        async def level():
+            try:
+                return await coroutine
+            finally:
+                if self._async is not None:
+                    await self._async[1].close()
+                    self._async = None
+
+        return asyncio.run(level())
+
     def load_stats(self) -> dict[str, float]:
         """The server's own gauges and counters at /metrics (vLLM: KV-cache usage, preemptions, prefix-cache hits)."""
         if self.metrics is None:
