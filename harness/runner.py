@@ -35,13 +35,14 @@ CAPABILITY_NAMES = {f.name for f in fields(Capabilities)}
 
 # Greedy calls ask every backend for the top-2 log-probs at each step, so the report can tell a
 # split between backends at a near-tie (bf16 rounding) from one at a clear margin. Not in the
-# sweep: it exists to time prefill and decode, and asking for log-probs adds work to each step.
+# sweep and the load (``Kind.timing_only``): they exist to time prefill, decode and throughput, and
+# asking for log-probs adds work to each step.
 STEP_LOGPROBS = 2
 
 
 def step_logprobs_for(step: Step) -> int:
     greedy = not step.temperature
-    return STEP_LOGPROBS if greedy and step.kind != "sweep" and not step.want_attentions else 0
+    return STEP_LOGPROBS if greedy and not kind(step.kind).timing_only and not step.want_attentions else 0
 
 
 def request_for(step: Step, plan: Plan) -> Request:

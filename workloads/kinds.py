@@ -48,6 +48,7 @@ class Kind:
     score: Callable[[Step, Any], dict[str, Any]] = _no_score  # (step, RawOutput) -> record fields
     repeated: bool = False  # measured again in engine starts after the first (--starts K)
     runs_as: str = "sequential"  # "sequential": one request at a time; "load": the group is one load level
+    timing_only: bool = False  # measured for timing alone: no per-step log-probs asked (they add work to each step)
 
 
 def names() -> tuple[str, ...]:

@@ -221,4 +221,4 @@ def context_needed(spec: LoadSpec, renderer: Renderer) -> int:
     return max(len(p) for p in user_prompts(spec, renderer, max(spec.users, 1))) + spec.output_tokens
 
 
-KIND = Kind("load", LoadSpec, plan, runs_as="load")
+KIND = Kind("load", LoadSpec, plan, runs_as="load", timing_only=True)

@@ -48,4 +48,4 @@ def plan(spec: SweepSpec, renderer: Renderer, out: Plan, repeats: int, start: in
         out.groups.extend(Group(block=f"{spec.name}/N={n}", steps=[step(n, rep)]) for n in rotated(spec.lengths, rep + start))
 
 
-KIND = Kind("sweep", SweepSpec, plan, repeated=True)
+KIND = Kind("sweep", SweepSpec, plan, repeated=True, timing_only=True)

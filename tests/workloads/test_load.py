@@ -102,7 +102,7 @@ def test_the_builtin_load_file_holds_both_shapes_at_the_issue_defaults():
     (["--slo", "ttft_ms=fast"], "--slo: ttft_ms='fast' is not a number"),
     (["--slo", "ttft=5"], "--slo: unknown key 'ttft'"),
     (["--slo", "tpot_ms=-1"], "--slo: tpot_ms must be a positive number"),
-    (["--max-model-len", "300"], "its longest prompt + output is"),
+    (["--max-model-len", "300"], "exceed the context limit of 300"),
 ])
 def test_bad_load_input_is_one_line_and_exit_2_before_anything_runs(write, tmp_path, capsys, args, message):
     path = write("study.yaml", SESSIONS)
