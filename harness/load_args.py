@@ -16,8 +16,9 @@ from typing import Any
 from pydantic import ValidationError
 
 # What a load workload runs on a CPU when --load says nothing (the built-in's levels up to 128, with
-# 128 ten-turn sessions, would take hours there): levels 1 and 4, a few short sessions and requests.
-CPU_LOAD = "levels=1:4,users=4,requests=8,max_turns=3,rates=,output_tokens=16"
+# 128 ten-turn sessions, would take hours there): levels 1 and 4, a few two-turn sessions, 256-token
+# fixed-shape prompts (0 or 192 shared), 8 output tokens.
+CPU_LOAD = "levels=1:4,users=4,requests=8,max_turns=2,rates=,output_tokens=8,prompt_tokens=256,shared_prefix_tokens=0:192"
 LIST_FIELDS = ("levels", "rates", "shared_prefix_tokens")
 SLO_KEYS = ("ttft_ms", "tpot_ms")
 
