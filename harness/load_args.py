@@ -16,9 +16,9 @@ from typing import Any
 from pydantic import ValidationError
 
 # What a load workload runs on a CPU when --load says nothing (the built-in's levels up to 128, with
-# 128 ten-turn sessions, would take hours there): levels 1 and 4, a few two-turn sessions, 256-token
-# fixed-shape prompts (0 or 192 shared), 8 output tokens.
-CPU_LOAD = "levels=1:4,users=4,requests=8,max_turns=2,rates=,output_tokens=8,prompt_tokens=256,shared_prefix_tokens=0:192"
+# 128 ten-turn sessions, would take hours there): levels 1 and 4, four two-turn sessions, four 192-token
+# fixed-shape requests (0 or 160 shared) per level, 8 output tokens.
+CPU_LOAD = "levels=1:4,users=4,requests=4,max_turns=2,rates=,output_tokens=8,prompt_tokens=192,shared_prefix_tokens=0:160"
 LIST_FIELDS = ("levels", "rates", "shared_prefix_tokens")
 SLO_KEYS = ("ttft_ms", "tpot_ms")
 

@@ -28,6 +28,11 @@ def _data(levels: pd.DataFrame) -> pd.DataFrame:
     return d
 
 
+def _ticks(d: pd.DataFrame) -> list[int]:
+    """The levels measured, as the axis ticks (a log axis would otherwise label 1.6, 1.8...)."""
+    return sorted({int(c) for c in d["concurrency"]})
+
+
 def _facet(chart: alt.Chart, d: pd.DataFrame) -> dict[str, Any]:
     return _spec(chart.properties(width=WIDTH, height=150).facet(
         column=alt.Column("variant:N", title=None, sort=list(dict.fromkeys(d["variant"])))))
@@ -39,7 +44,8 @@ def per_level_chart(levels: pd.DataFrame, backends: list[str], value: str, title
     if d.empty:
         return None
     c = alt.Chart(d).mark_line(point=True).encode(
-        x=alt.X("concurrency:Q", scale=alt.Scale(type="log", base=2), title="concurrent requests (log)"),
+        x=alt.X("concurrency:Q", scale=alt.Scale(type="log", base=2), title="concurrent requests (log)",
+                axis=alt.Axis(values=_ticks(d))),
         y=alt.Y(f"{value}:Q", title=title),
         color=alt.Color("backend:N", title=None, scale=_colors(backends, list(dict.fromkeys(d["backend"])))),
         tooltip=["backend", "variant", "case", "requests", alt.Tooltip(f"{value}:Q", format=".4g")])
@@ -56,7 +62,8 @@ def percentiles_chart(levels: pd.DataFrame, backends: list[str], prefix: str, ps
         return None
     long["percentile"] = long["percentile"].str.replace(f"{prefix}_", "")
     c = alt.Chart(long).mark_line(point=True).encode(
-        x=alt.X("concurrency:Q", scale=alt.Scale(type="log", base=2), title="concurrent requests (log)"),
+        x=alt.X("concurrency:Q", scale=alt.Scale(type="log", base=2), title="concurrent requests (log)",
+                axis=alt.Axis(values=_ticks(long))),
         y=alt.Y("ms:Q", scale=alt.Scale(type="log"), title=f"{title} (ms, log)"),
         color=alt.Color("backend:N", title=None, scale=_colors(backends, list(dict.fromkeys(long["backend"])))),
         strokeDash=alt.StrokeDash("percentile:N", sort=[f"p{q}" for q in ps]),

@@ -41,11 +41,11 @@ def test_under_load_hf_serves_one_request_at_a_time_behind_a_queue(run):
     for case in ("C=1", "C=4"):
         level = sorted((r for r in rows if r["workload"] == "load-fixed" and r["mode"] == "S=0" and r["case"] == case
                         and r["rep"] is not None), key=lambda r: r["first_token_s"])
-        assert len(level) == 8 and all(r["queue_ms"] is not None and r["error"] is None for r in level)
+        assert len(level) == 4 and all(r["queue_ms"] is not None and r["error"] is None for r in level)
         for a, b in zip(level, level[1:], strict=False):
             assert b["first_token_s"] >= a["finish_s"] - 0.005  # no two requests decode at once
     c4 = [r for r in rows if r["workload"] == "load-fixed" and r["case"] == "C=4" and r["rep"] is not None]
-    assert max(r["queue_ms"] for r in c4) > 3 * min(r["e2e_ms"] - r["queue_ms"] for r in c4)  # waited for others
+    assert max(r["queue_ms"] for r in c4) > 2 * min(r["e2e_ms"] - r["queue_ms"] for r in c4)  # waited for others
     level = [r["extra"]["level"] for r in rows if r["workload"] == "load-sessions" and r["rep"] is None]
     assert len(level) == 2 and all(f["served_as"] == "one at a time, queued (FIFO)" for f in level)
 

@@ -99,10 +99,10 @@ def test_load_levels_batch_requests_and_keep_the_engines_own_figures(run):
     assert c4 and all(len(r["token_times_s"]) == r["output_tokens"] == 8 for r in c4)
     # batched: requests of a level run at the same time, not one after another
     assert any(a["first_token_s"] < b["finish_s"] and b["first_token_s"] < a["finish_s"] for a in c4 for b in c4 if a is not b)
-    # a fixed-shape level starts from an empty cache: no shared prefix, nothing cached; 192 shared: whole blocks of it
+    # a fixed-shape level starts from an empty cache: no shared prefix, nothing cached; 160 shared: whole blocks of it
     assert all(r["cached_tokens"] == 0 for r in fixed if r["mode"] == "S=0")
     block = engine["block_size"]
-    assert max(r["cached_tokens"] for r in fixed if r["mode"] == "S=192") == 192 // block * block
+    assert max(r["cached_tokens"] for r in fixed if r["mode"] == "S=160") == 160 // block * block
     levels = [r["extra"]["level"] for r in rows if r["kind"] == "load" and r["rep"] is None]
     assert len(levels) == 6 and all(f["batches_requests"] and f["requests_started"] == f["requests_planned"] for f in levels)
     assert all(f["prefix_cache_queries"] > 0 and f["kv_cache_usage_peak"] > 0 and f["preemptions"] == 0 for f in levels)
