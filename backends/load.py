@@ -30,7 +30,8 @@ from typing import Any
 
 from backends.base import Backend, RawOutput, Request, TokenClock
 
-SAMPLE_EVERY_S = 0.1
+SAMPLE_EVERY_S = 0.1  # gauges (KV-cache usage) are sampled this often: a level shorter than that may show no peak
+FIRST_SAMPLE_S = 0.01
 
 
 @dataclass(frozen=True)
@@ -146,6 +147,7 @@ class _Sampler:
         return now
 
     async def run(self) -> None:
+        await asyncio.sleep(FIRST_SAMPLE_S)  # the first sample once requests are in flight, not before
         while True:  # on a thread: a scrape of a server's /metrics must not hold up the token stamps
             await asyncio.to_thread(self.sample)
             await asyncio.sleep(SAMPLE_EVERY_S)

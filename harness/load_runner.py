@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from backends.load import LoadSettings, Outcome, run_level
 from harness.records import Record
+from harness.secrets import redact
 from workloads.plan import Group, Step
 
 
@@ -72,17 +73,20 @@ def run_load_group(runner, group: Group, record: bool) -> list[Record]:
             started += 1
             fields = outcome_fields(o, runner.plan.prompts[step.prompt])
             extra = fields.pop("extra", {})
-            rec = runner._record(step, **fields, **level, user=step.user, error=o.error,
+            rec = runner._record(step, **fields, **level, user=step.user, error=redact(o.error) if o.error else None,
                                  timing_source=backend.clock_source, cache_state="reuse-allowed", extra=extra)
             runner.writer.write(rec)
             records.append(rec)
     first = group.steps[0]
+    failed = [r.error for r in records if r.error]
+    # a level whose every request failed (a server that died) has no facts to keep: its record says so
+    level_error = f"every request of the level failed: {failed[0]}" if records and len(failed) == len(records) else None
     facts = {**facts, "requests_planned": len(group.steps), "requests_started": started,
              "batches_requests": backend.capabilities.batches_requests,
              "served_as": "batched by the engine" if backend.capabilities.batches_requests
              else "one at a time, queued (FIFO)", "think_time_s": settings.think_time_s, "seconds": settings.seconds}
     runner.writer.write(Record(**{**runner.base, "engine_start": first.engine_start}, workload=first.workload, kind="load",
-                               mode=first.mode, case=first.case, **level, extra={"level": facts}))
+                               mode=first.mode, case=first.case, **level, error=level_error, extra={"level": facts}))
     errors = sum(r.error is not None for r in records)
     console.print(f"  {group.block}: {started} requests in {facts['wall_s']:.1f} s"
                   + (f", {errors} failed" if errors else ""))
