@@ -62,7 +62,7 @@ class Capabilities:
     grammar: bool = False  # JSON-schema constrained decoding
     logprobs: bool = False  # step-0 top-k candidates
     attentions: bool = False  # per-layer attention weights (eager attention in process)
-    load: bool = False  # runs a load level: many requests submitted at once (backends.load)
+    load: bool = False  # runs a load level: many requests submitted at once (backends.load_loop)
     batches_requests: bool = False  # requests in flight share engine steps (False: one at a time, queued)
 
 
@@ -223,7 +223,7 @@ class Backend(ABC):
         """KV-cache capacity in tokens for env.json, and where it came from (or why None)."""
         return None, "not reported by this backend"
 
-    # -- under load (backends.load runs the loop) ---------------------------------------
+    # -- under load (backends.load_loop runs the loop) ---------------------------------------
     async def stream(self, request: Request, clock: TokenClock) -> RawOutput:
         """One request among many in flight, ticking ``clock`` as tokens arrive. This default serves
         them one at a time, in arrival order, on one worker thread (a FIFO queue in front of

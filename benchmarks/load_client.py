@@ -5,7 +5,7 @@ The fake server (stdlib asyncio, HTTP/1.1 keep-alive) speaks just enough of the 
 the ``openai`` backend: ``GET /v1/models`` and a streamed ``POST /v1/completions`` that sends
 ``max_tokens`` chunks of one token each (with vLLM's ``token_ids`` extension), then usage and
 ``[DONE]``; every other path is a 404 (no /metrics, no cache reset). The same load loop the study
-uses (``backends.load.run_level``) drives the real ``OpenAIBackend`` through ``AsyncOpenAI`` at
+uses (``backends.load_loop.run_level``) drives the real ``OpenAIBackend`` through ``AsyncOpenAI`` at
 each concurrency; the server runs in its own process so the two do not share an interpreter.
 
     python -m benchmarks.load_client [--levels 1,8,32,128] [--requests 256] [--tokens 64]
@@ -83,7 +83,7 @@ def free_port() -> int:
 
 def measure(levels: list[int], requests: int, tokens: int, model_path: str) -> list[dict]:
     from backends.base import BackendSettings, Request
-    from backends.load import LoadSettings, run_level
+    from backends.load_loop import LoadSettings, run_level
     from backends.openai import OpenAIBackend
 
     port = free_port()

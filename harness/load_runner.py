@@ -1,7 +1,7 @@
-"""A load level inside the runner: the plan group's steps as sessions, run by ``backends.load``, recorded.
+"""A load level inside the runner: the plan group's steps as sessions, run by ``backends.load_loop``, recorded.
 
 The group's steps become sessions (a user's turns in order; a fixed-shape request is a session
-of one), ``backends.load.run_level`` runs them at the group's load, and every request that was
+of one), ``backends.load_loop.run_level`` runs them at the group's load, and every request that was
 started becomes one record: its submit / first-token / finish times and every token's arrival on
 the level's clock, TTFT and decode derived from them as for one request at a time
 (``backends.base.TTFT_DEFINITION``, at the caller), ``queue_ms`` where a queue held it. One more
@@ -11,7 +11,7 @@ requests started and not, and the engine's own figures where it reports them.
 
 from __future__ import annotations
 
-from backends.load import LoadSettings, Outcome, run_level
+from backends.load_loop import LoadSettings, Outcome, run_level
 from harness.records import Record
 from harness.secrets import redact
 from workloads.plan import Group, Step

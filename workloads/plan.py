@@ -57,7 +57,7 @@ class Group:
     steps: list[Step]
     warmup: bool = False
     reset_cache: bool = False  # drop every cached prefix before the group (a conversation repeat)
-    load: dict[str, Any] | None = None  # a load level: its steps run concurrently (backends.load.LoadSettings)
+    load: dict[str, Any] | None = None  # a load level: its steps run concurrently (backends.load_loop.LoadSettings)
 
 
 @dataclass

@@ -141,7 +141,7 @@ def _one(before: Histograms, after: Histograms, name: str | None) -> float | Non
     return (after[name][0] - before.get(name, (0.0, 0.0))[0]) * 1e3
 
 
-# Gauges and counters a load level reads (backends.load): "_now" gauges keep their peak, "_total" counters their difference.
+# Gauges and counters a load level reads (backends.load_loop): "_now" gauges keep their peak, "_total" counters their difference.
 LOAD_VALUES = {
     "vllm:kv_cache_usage_perc": "kv_cache_usage_now", "vllm:gpu_cache_usage_perc": "kv_cache_usage_now",
     "vllm:num_requests_running": "requests_running_now", "vllm:num_requests_waiting": "requests_waiting_now",

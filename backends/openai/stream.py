@@ -23,7 +23,7 @@ def read_stream(stream, clock: TokenClock, tokenizer, top_logprobs: int = 0, ste
 
 
 async def read_stream_async(stream, clock: TokenClock, tokenizer, top_logprobs: int = 0, step_logprobs: int = 0) -> RawOutput:
-    """The same from ``AsyncOpenAI`` (many requests in flight: ``backends.load``)."""
+    """The same from ``AsyncOpenAI`` (many requests in flight: ``backends.load_loop``)."""
     reader = StreamReader(clock, tokenizer, top_logprobs, step_logprobs)
     async with stream:
         async for chunk in stream:

@@ -1,4 +1,4 @@
-"""The one load loop (backends/load.py) with stand-in backends whose service time is known.
+"""The one load loop (backends/load_loop.py) with stand-in backends whose service time is known.
 
 A batching stand-in serves every request in flight at once (each token ``STEP_S`` apart), a
 queued one is the base class's default (one request at a time on one worker thread). The loop
@@ -14,7 +14,7 @@ import time
 import pytest
 
 from backends.base import Backend, BackendSettings, Capabilities, RawOutput, Request, TokenClock
-from backends.load import LoadSettings, run_level, token_times
+from backends.load_loop import LoadSettings, run_level, token_times
 
 STEP_S = 0.004
 SETTINGS = BackendSettings(model_path="-", model_label="-")
