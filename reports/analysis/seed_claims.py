@@ -157,6 +157,17 @@ def _conversation(report: Report) -> pd.DataFrame:
     return s.data["totals"] if s is not None else pd.DataFrame()
 
 
+def _full_vs_cached(tot: pd.DataFrame, column: str, unit: str) -> tuple[dict[str, str], list[float]]:
+    """Per backend with both modes: "full → cached (ratio)" of one conversation total, and the ratios."""
+    here, ratios = {}, []
+    for b, g in tot.groupby("backend", sort=False):
+        full, cached = (num(g[g["mode"] == m][column].iloc[0]) if (g["mode"] == m).any() else None for m in ("full", "cached"))
+        if full and cached:
+            here[b] = f"{fmt.n(full)} → {fmt.n(cached)}{unit} ({fmt.times(full / cached)})"
+            ratios.append(full / cached)
+    return here, ratios
+
+
 @claim
 def conversation_tokens(report: Report) -> Claim:
     c = reference.CONVERSATION
@@ -165,12 +176,7 @@ def conversation_tokens(report: Report) -> Claim:
     tot = _conversation(report)
     if tot.empty:
         return Claim(SEED, statement, theirs, not_measurable("these runs have no conversation"))
-    here, ratios = {}, []
-    for b, g in tot.groupby("backend", sort=False):
-        full, cached = (num(g[g["mode"] == m]["tokens_med"].iloc[0]) if (g["mode"] == m).any() else None for m in ("full", "cached"))
-        if full and cached:
-            here[b] = f"{fmt.n(full)} → {fmt.n(cached)} ({fmt.times(full / cached)})"
-            ratios.append(full / cached)
+    here, ratios = _full_vs_cached(tot, "tokens_med", "")
     if not here:
         return Claim(SEED, statement, theirs, not_measurable("no backend ran both full and cached modes"))
     return Claim(SEED, statement, theirs, setup_specific(
@@ -186,12 +192,7 @@ def conversation_ttft(report: Report) -> Claim:
     tot = _conversation(report)
     if tot.empty:
         return Claim(SEED, statement, theirs, not_measurable("these runs have no conversation"))
-    here, ratios = {}, []
-    for b, g in tot.groupby("backend", sort=False):
-        full, cached = (num(g[g["mode"] == m]["ttft_med"].iloc[0]) if (g["mode"] == m).any() else None for m in ("full", "cached"))
-        if full and cached:
-            here[b] = f"{fmt.n(full)} → {fmt.n(cached)} ms ({fmt.times(full / cached)})"
-            ratios.append(full / cached)
+    here, ratios = _full_vs_cached(tot, "ttft_med", " ms")
     if not here:
         return Claim(SEED, statement, theirs, not_measurable("no backend ran both full and cached modes"))
     return Claim(SEED, statement, theirs, setup_specific(
