@@ -16,7 +16,7 @@ import json
 import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 
 import pytest
 from prometheus_client import CollectorRegistry, Histogram, start_http_server
@@ -25,6 +25,7 @@ from backends.base import BackendSettings, BackendUnavailable, Request
 from backends.openai import OpenAIBackend
 from backends.openai.backend import RequestTimeout, root_url
 from backends.openai.metrics import FLAVORS, MetricsProbe, flavor_of, parse_histograms
+from tests.harness.fakes import JsonHandler
 
 pytestmark = pytest.mark.openai
 
@@ -104,29 +105,13 @@ def test_parse_ignores_other_metric_types() -> None:
 
 
 # -- stub servers for the client side ------------------------------------------------------
-class _Stub(BaseHTTPRequestHandler):
+class _Stub(JsonHandler):
     """/v1/models answers; /v1/completions hangs (``hang``) or rejects id prompts and streams text ones."""
 
     hang = threading.Event()
     release = threading.Event()
     seen: list[dict] = []
-
-    def log_message(self, *args) -> None:
-        pass
-
-    def _json(self, code: int, body: dict) -> None:
-        data = json.dumps(body).encode()
-        self.send_response(code)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def do_GET(self) -> None:
-        if self.path == "/v1/models":
-            self._json(200, {"object": "list", "data": [{"id": "stub-model", "object": "model", "owned_by": "x"}]})
-        else:
-            self._json(404, {"error": "not found"})
+    model_id = "stub-model"
 
     def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))

@@ -38,7 +38,12 @@ def small_workload(folder: Path, text: str = SMALL) -> Path:
     return path
 
 
-class _Failing(BaseHTTPRequestHandler):
+class JsonHandler(BaseHTTPRequestHandler):
+    """A quiet handler that answers JSON and lists one model (``model_id``) at /v1/models; the fake
+    servers of the tests subclass it and add their own do_POST."""
+
+    model_id = "fake-model"
+
     def log_message(self, *args) -> None:
         pass
 
@@ -52,10 +57,12 @@ class _Failing(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         if self.path == "/v1/models":
-            self._json(200, {"object": "list", "data": [{"id": "fake-model", "object": "model", "owned_by": "x"}]})
+            self._json(200, {"object": "list", "data": [{"id": self.model_id, "object": "model", "owned_by": "x"}]})
         else:
             self._json(404, {"error": "not found"})
 
+
+class _Failing(JsonHandler):
     def do_POST(self) -> None:
         self.rfile.read(int(self.headers.get("Content-Length") or 0))
         message = f"[/bold] engine crashed [red]hard; request headers: Authorization={self.headers.get('Authorization')}"
