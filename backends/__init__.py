@@ -13,6 +13,7 @@ from backends.base import Backend, BackendUnavailable
 REGISTRY: dict[str, str] = {
     "hf": "backends.hf:HFBackend",
     "hf-graphs": "backends.hf:HFGraphsBackend",
+    "hf-cb": "backends.hf.cb:HFContinuousBatchingBackend",
     "vllm": "backends.vllm:VLLMBackend",
     "sglang": "backends.sglang:SGLangBackend",
     "openai": "backends.openai:OpenAIBackend",
@@ -20,8 +21,9 @@ REGISTRY: dict[str, str] = {
     "sglang-server": "backends.openai.servers:SGLangServerBackend",
 }
 
-# What ``--backend all`` means: the in-process engines, one column each.
-ALL: tuple[str, ...] = ("hf", "hf-graphs", "vllm", "sglang")
+# What ``--backend all`` means: the in-process engines, one column each (hf-cb: HF's continuous
+# batching, a column of the load workload only).
+ALL: tuple[str, ...] = ("hf", "hf-graphs", "hf-cb", "vllm", "sglang")
 
 
 def load(name: str) -> type[Backend]:

@@ -64,6 +64,7 @@ class Capabilities:
     attentions: bool = False  # per-layer attention weights (eager attention in process)
     load: bool = False  # runs a load level: many requests submitted at once (backends.load_loop)
     batches_requests: bool = False  # requests in flight share engine steps (False: one at a time, queued)
+    single_requests: bool = True  # times one request at a time (the batch-1 workloads); False: a load-only column
 
 
 @dataclass(frozen=True)

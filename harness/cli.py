@@ -30,10 +30,11 @@ from harness.rundir import RunDirBusy, atomic_write_text, claim, is_disk_full, s
 ROOT = Path(__file__).resolve().parent.parent
 
 EPILOG = """\
-backends: hf (transformers, eager attention), hf-graphs (static cache + CUDA graphs), vllm
-(offline engine, automatic prefix caching), sglang (offline engine, RadixAttention, XGrammar),
-openai (any OpenAI-compatible server: --base-url), vllm-server / sglang-server (the harness
-launches the engine's own server). "all" = hf,hf-graphs,vllm,sglang.
+backends: hf (transformers, eager attention), hf-graphs (static cache + CUDA graphs), hf-cb
+(transformers' continuous batching; the load workload only), vllm (offline engine, automatic
+prefix caching), sglang (offline engine, RadixAttention, XGrammar), openai (any OpenAI-compatible
+server: --base-url), vllm-server / sglang-server (the harness launches the engine's own server).
+"all" = hf,hf-graphs,hf-cb,vllm,sglang.
 
 workloads: conversation (10-turn chat, full re-prefill vs prefix reuse), sweep (prefill and
 decode vs prompt length), json (JSON extraction: free / strict / grammar-constrained prompts at

@@ -62,6 +62,8 @@ def request_for(step: Step, plan: Plan) -> Request:
 
 
 def missing_capability(step: Step, caps: Capabilities) -> str | None:
+    if "load" not in step.needs and not caps.single_requests:
+        return "single_requests"
     for need in step.needs:
         if need in CAPABILITY_NAMES and not getattr(caps, need):
             return need

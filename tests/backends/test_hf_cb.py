@@ -1,0 +1,62 @@
+"""The real ``hf-cb`` adapter (transformers' continuous-batching manager) on the tiny model (CPU), under load."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from backends.hf.cb import overrides
+from tests.conftest import compare, records
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("hfcb") / "run"
+    compare("--backend", "hf-cb", "--workloads", "load,template", "--out", str(out), "--no-report")
+    return out, records(out)
+
+
+def requests_of(rows, workload, mode, case):
+    return sorted((r for r in rows if r["workload"] == workload and r["mode"] == mode and r["case"] == case
+                   and r["rep"] is not None), key=lambda r: r["submit_s"])
+
+
+def test_requests_in_flight_share_the_managers_steps(run):
+    _, rows = run
+    level = requests_of(rows, "load-fixed", "S=0", "C=4")
+    assert len(level) == 4 and all(r["error"] is None and r["output_tokens"] == 8 for r in level)
+    # batched, not queued: every request was submitted before the first one finished, and tokens interleave
+    assert max(r["submit_s"] for r in level) < min(r["finish_s"] for r in level)
+    assert max(r["first_token_s"] for r in level) < min(r["finish_s"] for r in level)
+    facts = [r["extra"]["level"] for r in rows if r["kind"] == "load" and r["rep"] is None]
+    assert facts and all(f["batches_requests"] for f in facts)
+
+
+def test_a_users_later_turn_is_served_from_the_prefix_cache_and_levels_start_cold(run):
+    _, rows = run
+    sessions = requests_of(rows, "load-sessions", "sessions", "C=1")
+    later = [r for r in sessions if r["turn"] == 2]
+    assert later and all(0 < r["cached_tokens"] <= r["shared_prefix_tokens"] for r in later)
+    # C=4 replays the same fixed-shape prompts as C=1: a fresh manager per level means nothing is inherited
+    assert all(r["cached_tokens"] == 0 for r in requests_of(rows, "load-fixed", "S=0", "C=4"))
+    level = next(r["extra"]["level"] for r in rows if r["workload"] == "load-sessions" and r["case"] == "C=1"
+                 and r["rep"] is None)
+    assert level["prefix_cache_hits"] == sum(r["cached_tokens"] for r in sessions)
+
+
+def test_single_requests_are_skipped_with_the_reason_and_env_says_how_it_ran(run):
+    out, rows = run
+    skipped = [r for r in rows if r["workload"] == "template"]
+    assert skipped and all(r["skipped"] == "hf-cb does not support single requests" for r in skipped)
+    engine = json.loads((out / "env" / "hf-cb.json").read_text())["engine"]
+    cb = engine["continuous_batching"]
+    assert cb["num_blocks"] * cb["block_size"] >= 16384 and cb["prefix_sharing"] is True
+
+
+def test_overrides_read_typed_key_values():
+    assert overrides("attn=eager, use_cuda_graph=true,num_blocks=512,max_memory_percent=0.5,seed=none") == {
+        "attn": "eager", "use_cuda_graph": True, "num_blocks": 512, "max_memory_percent": 0.5, "seed": None}
+    assert overrides("") == {} and overrides(None) == {}
+    with pytest.raises(ValueError, match="LCA_HF_CB"):
+        overrides("attn")
