@@ -1,0 +1,148 @@
+"""Benchmark 6: which configuration makes transformers' continuous batching (``hf-cb``) fast, and why not.
+
+One model load; for each configuration (``LCA_HF_CB``-style ``key=value`` lists, one per
+``--config``) the ``hf-cb`` adapter starts a fresh manager with it and runs, through the study's
+own load loop, fixed-shape requests (``--prompt-tokens`` P, ``--output-tokens`` O, EOS ignored) at
+each concurrency in ``--levels``. Per configuration and level it writes: the manager's warm-up
+seconds, its effective settings (attention, CUDA graphs, async batching, cache blocks), the
+median gap between a request's tokens (ms per decode step: one token per request per step),
+TTFT median and output tokens/s.
+
+The configurations the H200 sitting runs (the question in issue #13: ``generate_batch`` with sdpa
+and CUDA graphs ran at ~100 ms per step for one request on the Qwen3-8B shape):
+
+    python -m benchmarks.hf_cb_configs --model qwen3-8b-shape --random-weights --out $OUT/hf-cb-configs.json \\
+        --config "" --config "use_cuda_graph=true" --config "use_cuda_graph=true,num_blocks=64" \\
+        --config "attn=eager"
+
+``""`` is the adapter's default (the manager's own choices for sdpa). A configuration that fails
+records its error and the next one runs. Print a table from the file:
+
+    python -m benchmarks.hf_cb_configs --show FILE.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+LEVELS = (1, 32)
+
+
+def gaps_ms(token_times: list[float]) -> list[float]:
+    return [(b - a) * 1e3 for a, b in zip(token_times, token_times[1:], strict=False) if b > a]
+
+
+def run_config(backend, config: str, prompts: list[list[int]], levels: tuple[int, ...], output_tokens: int) -> dict:
+    from backends.base import Request
+    from backends.hf.cb import DEFAULT_ATTN, overrides
+    from backends.load_loop import LoadSettings, run_level
+
+    tuning = overrides(config)
+    attn = tuning.pop("attn", DEFAULT_ATTN)
+    backend._stop_manager()
+    backend.model.set_attn_implementation(attn)
+    backend.tuning = tuning
+    started = time.perf_counter()
+    backend._start_manager()
+    row: dict[str, Any] = {"config": config or "(default)", "start_s": round(time.perf_counter() - started, 2),
+                           "effective": dict(backend.effective), "levels": []}
+    requests = [Request(prompt_ids=p, max_new_tokens=output_tokens, ignore_eos=True, reuse_prefix=True) for p in prompts]
+    for c in levels:
+        n = max(2 * c, 4)
+        warm, timed = requests[:c], requests[c : c + n]
+        run_level(backend, [[r] for r in warm], LoadSettings(concurrency=c))  # first shapes of this level: not timed
+        outcomes, facts = run_level(backend, [[r] for r in timed], LoadSettings(concurrency=c))
+        done = [o for (o,) in outcomes if o.error is None and o.output is not None]
+        steps = [g for o in done for g in gaps_ms(o.token_times_s)]
+        row["levels"].append({
+            "concurrency": c, "requests": len(timed), "errors": sorted({o.error for (o,) in outcomes if o.error}),
+            "step_ms_median": statistics.median(steps) if steps else None,
+            "ttft_ms_median": statistics.median((o.first_token_s - o.submit_s) * 1e3 for o in done) if done else None,
+            "output_tok_s": sum(len(o.output.token_ids) for o in done) / facts["wall_s"],
+        })
+        print(f"  {row['config']}: C={c} step {row['levels'][-1]['step_ms_median']} ms, "
+              f"{row['levels'][-1]['output_tok_s']:.0f} tok/s", flush=True)
+    return row
+
+
+def measure(args: argparse.Namespace) -> list[dict]:
+    from backends.base import BackendSettings
+    from backends.hf.cb import HFContinuousBatchingBackend
+    from harness.models import resolve
+    from workloads.load import fixed_prompt
+
+    model = resolve(args.model, args.random_weights)
+    settings = BackendSettings(model_path=model.path, model_label=args.model, dtype=args.dtype, device=args.device,
+                               random_weights=args.random_weights or not model.has_weights)
+    os.environ.pop("LCA_HF_CB", None)
+    backend = HFContinuousBatchingBackend(settings)
+    backend.start()
+
+    class _Tok:  # fixed_prompt wants a renderer with a tokenizer
+        tokenizer = backend.tokenizer
+
+    levels = tuple(args.levels)
+    need = max(levels) + 2 * max(levels) + 8
+    prompts = [fixed_prompt(_Tok, [], args.prompt_tokens, r) for r in range(need)]
+    rows = []
+    for config in args.config or [""]:
+        try:
+            rows.append(run_config(backend, config, prompts, levels, args.output_tokens))
+        except Exception as exc:  # noqa: BLE001 - a configuration that fails is a finding; the next one runs
+            rows.append({"config": config or "(default)", "error": f"{type(exc).__name__}: {exc}"})
+            print(f"  {config or '(default)'}: {rows[-1]['error']}", flush=True)
+        if args.out:
+            Path(args.out).write_text(json.dumps({"model": args.model, "prompt_tokens": args.prompt_tokens,
+                                                  "output_tokens": args.output_tokens, "rows": rows}, indent=1))
+    backend.close()
+    return rows
+
+
+def show(path: str) -> None:
+    doc = json.loads(Path(path).read_text())
+    print(f"{doc['model']}: P={doc['prompt_tokens']}, O={doc['output_tokens']}")
+    for row in doc["rows"]:
+        if "error" in row:
+            print(f"{row['config']:<45} error: {row['error']}")
+            continue
+        eff = row["effective"]
+        head = (f"{row['config']:<45} attn={eff.get('attn_implementation')} graphs={eff.get('use_cuda_graph')} "
+                f"async={eff.get('use_async_batching')} blocks={eff.get('num_blocks')} start={row['start_s']}s")
+        print(head)
+        for lv in row["levels"]:
+            step = lv["step_ms_median"]
+            print(f"    C={lv['concurrency']:<4} step {step if step is None else round(step, 2)} ms  "
+                  f"ttft {lv['ttft_ms_median'] and round(lv['ttft_ms_median'], 1)} ms  {lv['output_tok_s']:.0f} tok/s"
+                  + (f"  errors: {lv['errors']}" if lv["errors"] else ""))
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--model", default="tiny")
+    p.add_argument("--random-weights", action="store_true")
+    p.add_argument("--device", default="cuda")
+    p.add_argument("--dtype", default="bfloat16")
+    p.add_argument("--config", action="append", help="an LCA_HF_CB-style key=value list; repeat for several")
+    p.add_argument("--levels", type=int, nargs="+", default=list(LEVELS))
+    p.add_argument("--prompt-tokens", type=int, default=512)
+    p.add_argument("--output-tokens", type=int, default=32)
+    p.add_argument("--out", help="JSON file (rewritten after each configuration)")
+    p.add_argument("--show", metavar="FILE", help="print the table of a written file and exit")
+    args = p.parse_args(argv)
+    if args.show:
+        show(args.show)
+        return 0
+    measure(args)
+    if args.out:
+        show(args.out)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
