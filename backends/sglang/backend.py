@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -83,6 +84,7 @@ class SGLangBackend(Backend):
 
     def __init__(self, settings) -> None:
         super().__init__(settings)
+        self._stats_lock = threading.Lock()
         self.sglang = import_sglang()
         if settings.device != "cuda":
             raise BackendUnavailable(
@@ -325,15 +327,24 @@ class SGLangBackend(Backend):
                              constrained=request.json_schema is not None)
 
     def load_stats(self) -> dict[str, float]:
-        """SGLang's scheduler figures where ``get_server_info()`` has them (token usage, running and queued requests)."""
+        """SGLang's scheduler figures under load: its load snapshot (what ``/v1/loads`` serves; SGLang 0.5.17's
+        ``tokenizer_manager.load_snapshot_reader``), else ``get_server_info()``'s internal state (older versions).
+        Called from the sampler's thread and at the level's end: one lock, the reader is a socket."""
+        names = {"token_usage": "kv_cache_usage_now", "num_running_reqs": "requests_running_now",
+                 "num_queue_reqs": "requests_waiting_now", "num_waiting_reqs": "requests_waiting_now",
+                 "cache_hit_rate": "prefix_cache_hit_rate_now"}
+        reader = getattr(getattr(self.engine, "tokenizer_manager", None), "load_snapshot_reader", None)
         try:
-            info = self.engine.get_server_info()
+            if reader is not None:
+                with self._stats_lock:
+                    snaps = reader.read_all()
+                state = {k: getattr(snaps[0], k, None) for k in names} if snaps else {}
+            else:  # no snapshot reader: the older internal state (not from a running loop: it runs one itself)
+                info = self.engine.get_server_info()
+                states = info.get("internal_states") if isinstance(info, dict) else None
+                state = states[0] if isinstance(states, list) and states and isinstance(states[0], dict) else {}
         except Exception:  # noqa: BLE001 - nothing reported
             return {}
-        states = info.get("internal_states") if isinstance(info, dict) else None
-        state = states[0] if isinstance(states, list) and states and isinstance(states[0], dict) else {}
-        names = {"token_usage": "kv_cache_usage_now", "num_running_reqs": "requests_running_now",
-                 "num_queue_reqs": "requests_waiting_now", "cache_hit_rate": "prefix_cache_hit_rate_now"}
         return {names[k]: float(v) for k, v in state.items() if k in names and isinstance(v, int | float)}
 
 
