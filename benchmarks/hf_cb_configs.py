@@ -122,6 +122,18 @@ def show(path: str) -> None:
                   + (f"  errors: {lv['errors']}" if lv["errors"] else ""))
 
 
+def fastest(path: str, concurrency: int) -> str:
+    """The configuration (as written for LCA_HF_CB) with the most output tokens/s at ``concurrency``, errors excluded."""
+    best: tuple[float, str] | None = None
+    for row in json.loads(Path(path).read_text())["rows"]:
+        for lv in row.get("levels", []):
+            if lv["concurrency"] == concurrency and not lv["errors"] and (best is None or lv["output_tok_s"] > best[0]):
+                best = (lv["output_tok_s"], "" if row["config"] == "(default)" else row["config"])
+    if best is None:
+        raise SystemExit(f"{path}: no configuration ran at C={concurrency}")
+    return best[1]
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--model", default="tiny")
@@ -134,7 +146,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--output-tokens", type=int, default=32)
     p.add_argument("--out", help="JSON file (rewritten after each configuration)")
     p.add_argument("--show", metavar="FILE", help="print the table of a written file and exit")
+    p.add_argument("--fastest", metavar="FILE", help="print the fastest configuration of a written file (at --at) and exit")
+    p.add_argument("--at", type=int, default=32, help="the concurrency --fastest compares at (default 32)")
     args = p.parse_args(argv)
+    if args.fastest:
+        print(fastest(args.fastest, args.at))
+        return 0
     if args.show:
         show(args.show)
         return 0
