@@ -1,0 +1,63 @@
+"""A Markdown table of the load workload from run directories: per level, every backend's output
+tokens/s, TTFT p50/p99, ITL p50 and goodput — what the Load section draws, as text for a README.
+
+    python -m reports.load_table RUN_DIR... [--slo ttft_ms=2000,tpot_ms=200]
+
+Rows are (workload · variant · level), in the order the runs have them; a cell is
+``tok/s · TTFT p50/p99 ms · ITL p50 ms · goodput req/s (n)``, "–" where the backend has no such
+level. The figures come from ``reports.analysis.many_users.per_level`` (one definition for the
+page and this table); nothing here recomputes them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from reports.analysis.many_users import per_level
+from reports.load import ReportError, load
+
+CELL = "tok/s · TTFT p50/p99 ms · ITL p50 ms · goodput req/s (n)"
+
+
+def _fmt(x, digits: int = 0) -> str:
+    return "–" if x is None or x != x else f"{x:,.{digits}f}"
+
+
+def cell(row) -> str:
+    return (f"{_fmt(row['output_tps'])} · {_fmt(row['ttft_p50'])}/{_fmt(row['ttft_p99'])} · "
+            f"{_fmt(row['itl_p50'], 1)} · {_fmt(row['goodput_rps'], 2)} ({int(row['requests'])})")
+
+
+def table(levels) -> str:
+    backends = list(dict.fromkeys(levels["backend"]))
+    lines = [f"| workload · variant · level | {' | '.join(backends)} |", "|---" * (len(backends) + 1) + "|"]
+    for (w, m, c), g in levels.groupby(["workload", "mode", "case"], sort=False):
+        by = {r["backend"]: cell(r) for r in g.to_dict("records")}
+        lines.append(f"| {w} · {m} · {c} | " + " | ".join(by.get(b, "–") for b in backends) + " |")
+    return "\n".join(lines) + f"\n\nEach cell: {CELL}.\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    from harness.load_args import parse_slo
+
+    p = argparse.ArgumentParser(prog="python -m reports.load_table", description=__doc__.splitlines()[0])
+    p.add_argument("run_dirs", nargs="+", type=Path, metavar="RUN_DIR")
+    p.add_argument("--slo", type=parse_slo, default=None, help="goodput target, e.g. ttft_ms=2000,tpot_ms=200")
+    args = p.parse_args(argv)
+    try:
+        ds = load(args.run_dirs)
+    except ReportError as exc:
+        print(f"python -m reports.load_table: error: {exc}", file=sys.stderr)
+        return 2
+    levels = per_level(ds.records, args.slo)
+    if levels.empty:
+        print("python -m reports.load_table: error: no load records in these runs", file=sys.stderr)
+        return 2
+    print(table(levels), end="")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

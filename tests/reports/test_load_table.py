@@ -1,0 +1,26 @@
+"""The load table for READMEs (reports/load_table.py) from hand-made load records with known figures."""
+
+from __future__ import annotations
+
+from reports import load_table
+from tests.reports.test_report_many_users import load_run
+
+
+def test_one_row_per_level_one_column_per_backend_with_the_pages_figures(tmp_path, capsys):
+    run = load_run(tmp_path)
+    assert load_table.main([str(run), "--slo", "ttft_ms=35,tpot_ms=20"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "| workload · variant · level | hf | vllm |"
+    rows = {line.split(" | ")[0].lstrip("| "): line.split(" | ")[1:] for line in lines[2:4]}
+    assert list(rows) == ["lf · S=0 · C=1", "lf · S=0 · C=4"]
+    window = 0.4 + 0.100 + 0.050  # vLLM at C=1: last submit + its TTFT + its last token
+    # 20 tokens over the window; TTFT p50 30, p99 97.6 ms; ITL p50 10 ms; 3 of 5 requests within the SLO
+    assert rows["lf · S=0 · C=1"][1] == f"{20 / window:,.0f} · 30/98 · 10.0 · {3 / window:.2f} (5) |"
+
+
+def test_runs_without_load_records_are_one_line_and_exit_2(tmp_path, capsys):
+    from tests.reports.records import record, write_run
+
+    run = write_run(tmp_path / "run", [record(backend="hf", workload="sweep", kind="sweep", ttft_ms=1.0)])
+    assert load_table.main([str(run)]) == 2
+    assert "no load records" in capsys.readouterr().err
