@@ -7,18 +7,18 @@ does not land on one side, the prefix cache reset before each side so neither in
 
 - harness: ``backends.load_loop.run_level`` at concurrency C (a closed loop, the study's load path);
 - engine: its own batched call on the same prompt ids with the adapter's own sampling parameters —
-  vLLM ``LLM.generate([TokensPrompt, ...])``, SGLang ``Engine.generate(input_ids=[...])`` — given C
-  prompts per call (one call when N <= C), so that both sides hold at most C requests in flight.
+  vLLM ``LLM.generate([TokensPrompt, ...])``, SGLang ``Engine.generate(input_ids=[...])``, hf-cb
+  ``generate_batch``'s loop on the backend's running manager — given C prompts per call (one call
+  when N <= C), so that both sides hold at most C requests in flight.
 
 Output tokens/s = output tokens / wall time of the side (the level's ``wall_s``; the engine call
 timed around it). Target: the harness reaches >= 90 % of the engine's (median over repeats).
 
-Why N defaults to C (not 4 x C as a study level): with N = C both sides start with the same C
-requests and refill nothing, so the ratio is the harness's own cost (one asyncio stepping task, a
-token stamp per request per step) and nothing else. With N > C the harness's closed loop refills as
-requests finish, while the engine's calls run in waves of C that each wait for their slowest; the
-harness may then beat the engine. And N = 4 x C at P = 1024 on the 8B shape would take ~15 s per
-side and repeat on an H200, past the few minutes one device call should take.
+N defaults to C (a study level runs 4 x C): both sides then start the same C requests and refill
+none, so the ratio is the harness's own cost (an asyncio stepping task, a token stamp per request
+per step). With N > C the harness's closed loop refills while the engine's calls run in waves that
+wait for their slowest, which favours the harness; and 4 x C at P = 1024 on the 8B shape would take
+~15 s per side and repeat on an H200, past the few minutes a device call should take.
 
     python -m benchmarks.load_ceiling --backend vllm --model qwen3-8b-shape --random-weights --out ceiling.json
     python -m benchmarks.load_ceiling --table ceiling-vllm.json ceiling-sglang.json   # the table again
@@ -59,12 +59,36 @@ def sglang_batch(backend: Any, prompts: list[list[int]], request: Request) -> li
             for o in outs]
 
 
+def hf_cb_batch(backend: Any, prompts: list[list[int]], request: Request) -> list[int]:
+    """``generate_batch``'s loop on the backend's running manager (``generate_batch`` would start its own), EOS ignored."""
+    manager = backend.manager
+    ids = set()
+    for k, prompt in enumerate(prompts, start=backend._requests + 1):
+        ids.add(manager.add_request(list(prompt), request_id=f"lca-batch-{k}", max_new_tokens=request.max_new_tokens,
+                                    eos_token_id=-1))
+    backend._requests += len(prompts)
+    backend._used = True  # the next reset_cache() starts a fresh manager
+    counts: list[int] = []
+    while len(counts) < len(ids):
+        result = manager.get_result(timeout=1)
+        if result is None and not manager.is_running():
+            raise RuntimeError("the continuous-batching manager stopped")
+        if result is not None and result.error:
+            raise RuntimeError(f"continuous batching: {result.error}")
+        if result is not None and result.request_id in ids and result.is_finished():
+            counts.append(len(result.generated_tokens))
+    return counts
+
+
 ENGINE_CALLS: dict[str, tuple[str, Callable[[Any, list[list[int]], Request], list[int]]]] = {
     "vllm": ("LLM.generate(list of TokensPrompt)", vllm_batch),
     "sglang": ("Engine.generate(input_ids=list of id lists)", sglang_batch),
+    "hf-cb": ("ContinuousBatchingManager.add_request per prompt + get_result (generate_batch's loop)", hf_cb_batch),
 }
-NO_CALL = {"hf": "transformers' eager generate() has no batched engine call for requests that arrive at different "
-                 "times: under load the harness serves it one request at a time behind a queue"}
+QUEUED = ("has no batched engine call for requests that arrive at different times: under load the harness serves "
+          "it one request at a time behind a queue")
+NO_CALL = {"hf": f"transformers' eager generate() {QUEUED}", "hf-graphs": f"hf-graphs' static-cache generate() {QUEUED}"}
+SERVER = "a server: the engine's batched call lives in the server's process, not in this one"
 
 
 # --- measuring ----------------------------------------------------------------------------------
@@ -154,16 +178,14 @@ def parser() -> argparse.ArgumentParser:
 
     p = argparse.ArgumentParser(prog="python -m benchmarks.load_ceiling", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--backend", default="vllm", help="vllm or sglang (default: vllm); hf writes a skipped row")
+    p.add_argument("--backend", default="vllm",
+                   help="vllm, sglang or hf-cb (default: vllm); hf, hf-graphs and the servers: a skipped row")
     add_model_args(p)
     p.add_argument("--concurrency", type=int, default=128, metavar="C", help="requests in flight (default: 128)")
-    p.add_argument("--requests", type=int, default=None, metavar="N", help="requests per side and repeat "
-                   "(default: C, see above)")
+    p.add_argument("--requests", type=int, default=None, metavar="N", help="per side and repeat (default: C)")
     p.add_argument("--prompt-tokens", type=int, default=1024, metavar="P", help="tokens per prompt (default: 1024)")
-    p.add_argument("--shared-prefix-tokens", type=int, default=0, metavar="S",
-                   help="of which shared by every request (default: 0)")
-    p.add_argument("--output-tokens", type=int, default=64, metavar="O", help="greedy tokens per request, EOS "
-                   "ignored (default: 64)")
+    p.add_argument("--shared-prefix-tokens", type=int, default=0, metavar="S", help="of them shared (default: 0)")
+    p.add_argument("--output-tokens", type=int, default=64, metavar="O", help="greedy, EOS ignored (default: 64)")
     p.add_argument("--repeats", type=int, default=3, help="pairs of runs, order alternating (default: 3)")
     p.add_argument("--out", type=Path, default=None, metavar="FILE.json", help="write the results here")
     p.add_argument("--table", type=Path, nargs="+", default=None, metavar="FILE.json",
@@ -199,19 +221,21 @@ def run(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
 
     model = models.resolve(args.model, args.random_weights)
     device, dtype = cli.resolve_device(args.device, args.dtype)
+    try:  # constructing checks that the engine can be imported here (SGLang); start() does for vLLM
+        backend = backends.load(args.backend)(BackendSettings(**cli.backend_settings(args, model, device, dtype)))
+    except BackendUnavailable as exc:
+        raise cli.UsageError(f"--backend {args.backend}: {exc}") from exc
     positions = limits.model_positions(model.path)
     limit = min(args.max_model_len, positions or args.max_model_len)
     if args.prompt_tokens + args.output_tokens > limit:
-        raise cli.UsageError(f"{args.prompt_tokens} prompt + {args.output_tokens} output tokens exceed the context limit "
-                         f"of {limit} (--max-model-len {args.max_model_len}; the model has {positions} positions)")
+        raise cli.UsageError(f"{args.prompt_tokens} prompt + {args.output_tokens} output tokens exceed the context "
+                             f"limit of {limit} (--max-model-len {args.max_model_len}; the model has {positions} positions)")
     renderer = Renderer(cli.load_tokenizer(args.model, model.path))
-    prefix = shared_prefix_ids(renderer, args.shared_prefix_tokens)
-    n = args.requests or args.concurrency
+    prefix, n = shared_prefix_ids(renderer, args.shared_prefix_tokens), args.requests or args.concurrency
     prompts = [fixed_prompt(renderer, prefix, args.prompt_tokens, r) for r in range(n)]
     warmup = [fixed_prompt(renderer, prefix, args.prompt_tokens, 10**6 + r) for r in range(min(n, args.concurrency))]
     started = time.perf_counter()
     try:
-        backend = backends.load(args.backend)(BackendSettings(**cli.backend_settings(args, model, device, dtype)))
         backend.start()
     except BackendUnavailable as exc:
         raise cli.UsageError(f"--backend {args.backend}: {exc}") from exc
@@ -230,11 +254,10 @@ def run(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
     finally:
         backend.close()
     expected = n * args.output_tokens
-    short = [f"{side} repeat {r['repeat']}: {r['output_tokens']} of {expected} output tokens"
-             + (f" ({r['errors']} failed: {r['first_error']})" if r["errors"] else "")
-             for side in ("harness", "engine") for r in doc[side] if r["output_tokens"] != expected]
-    doc["problems"] = short
-    return doc, 1 if short else 0
+    doc["problems"] = [f"{side} repeat {r['repeat']}: {r['output_tokens']} of {expected} output tokens"
+                       + (f" ({r['errors']} failed: {r['first_error']})" if r["errors"] else "")
+                       for side in ("harness", "engine") for r in doc[side] if r["output_tokens"] != expected]
+    return doc, 1 if doc["problems"] else 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -245,7 +268,7 @@ def main(argv: list[str] | None = None) -> int:
     error = check(args)
     code = 0
     if error is None and args.backend not in ENGINE_CALLS:
-        reason = NO_CALL.get(args.backend, "no in-process batched engine call to compare with")
+        reason = NO_CALL.get(args.backend, SERVER)
         doc: dict[str, Any] = {"benchmark": "load_ceiling", "backend": args.backend, "skipped": reason}
     elif error is None:
         from harness.cli import UsageError

