@@ -18,6 +18,12 @@ in flight (vLLM stepped in this process, SGLang ``async_generate``, an HTTP serv
 worker thread behind a FIFO queue (``queue_ms``: the wait for it), which is what putting a
 ``generate()`` behind a web server means. Engine facts per level (KV-cache usage peak,
 preemptions, prefix-cache hits) come from :meth:`Backend.load_stats`, sampled every 0.1 s.
+
+A request that does not finish within ``--request-timeout`` (``BackendSettings.request_timeout_s``)
+becomes an outcome with a ``TimeoutError`` and the level goes on. Its stream is cancelled; what that
+frees depends on the backend: vLLM and SGLang in process abort the request in the engine, a server's
+stream is closed (the server aborts it), while the default queue cannot stop a ``_generate`` already
+running on its thread (a queued one that has not started is dropped).
 """
 
 from __future__ import annotations
@@ -77,8 +83,16 @@ def token_times(clock: TokenClock, origin: float) -> list[float]:
 async def _one(backend: Backend, request: Request, outcome: Outcome, origin: float) -> None:
     clock = TokenClock(lambda: None)  # the backend's own stream synchronizes where it must
     outcome.submit_s = clock.start - origin
+    timeout_s = backend.settings.request_timeout_s
     try:
-        outcome.output = await backend.stream(request, clock)
+        # --request-timeout bounds the whole request (queue, prefill, every token): on expiry the
+        # backend's stream is cancelled, and a backend that can abort a request frees its engine slot
+        # there (vLLM in process, SGLang, the HTTP client closing its stream)
+        async with asyncio.timeout(timeout_s) as deadline:
+            outcome.output = await backend.stream(request, clock)
+    except TimeoutError as exc:  # ours, or one the backend raised itself
+        outcome.error = (f"TimeoutError: no answer within {timeout_s:g} s (--request-timeout)" if deadline.expired()
+                         else f"{type(exc).__name__}: {exc}")
     except Exception as exc:  # noqa: BLE001 - a failed request is an outcome, the level goes on
         outcome.error = f"{type(exc).__name__}: {exc}"
     outcome.finish_s = time.perf_counter() - origin

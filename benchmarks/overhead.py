@@ -12,11 +12,13 @@ directly and timed the same way:
 
 All three are timed at the caller, as the study's ``ttft_ms`` is (``backends.base.TTFT_DEFINITION``).
 
-It runs inside a study's child process, after the study (no second engine start), when the
-child finds ``LCA_OVERHEAD_DIR`` in its environment (it writes ``overhead-<backend>.json``
-there), and prints a table from such files:
+It runs inside a study's child process, after the study (no second engine start), as the child's
+post-study hook (``harness.child.run_child_hook``): ``LCA_CHILD_HOOK=benchmarks.overhead:child_hook``
+with ``LCA_OVERHEAD_DIR`` naming where it writes ``overhead-<backend>.json``; and it prints a table
+from such files:
 
-    LCA_OVERHEAD_DIR=/tmp/oh python compare.py --backend hf,vllm --workloads sweep ...
+    LCA_CHILD_HOOK=benchmarks.overhead:child_hook LCA_OVERHEAD_DIR=/tmp/oh \
+        python compare.py --backend hf,vllm --workloads sweep ...
     python -m benchmarks.overhead /tmp/oh/overhead-*.json
 """
 
@@ -24,12 +26,16 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from backends.base import Backend, Request
+from workloads.plan import Plan
+
+OUT_ENV = "LCA_OVERHEAD_DIR"  # where child_hook writes; the hook itself is named by LCA_CHILD_HOOK
 
 NEW_TOKENS = 64
 LENGTHS = (256, 1024)
@@ -110,6 +116,16 @@ def measure(backend: Backend, prompts: dict[int, list[int]], reps: int = 5) -> l
             direct.append(raw(backend, ids, NEW_TOKENS))
         rows.append({"backend": backend.name, "N": n, "reps": reps, "adapter": adapter, "raw": direct})
     return rows
+
+
+def child_hook(backend: Backend, plan: Plan) -> None:
+    """The study child's post-study hook: the sweep's prompts of this plan, measured on the study's
+    engine, written to ``$LCA_OVERHEAD_DIR/overhead-<backend>.json`` (unset: the run directory)."""
+    out_dir = Path(os.environ.get(OUT_ENV) or backend.settings.run_dir or ".")
+    prompts = {s.case: plan.prompts[s.prompt] for g in plan.groups for s in g.steps if s.kind == "sweep"}
+    out_dir.mkdir(parents=True, exist_ok=True)
+    measure_into(backend, prompts, out_dir / f"overhead-{backend.name}.json")
+    print(f"{backend.name}: overhead benchmark written to {out_dir}", flush=True)
 
 
 def measure_into(backend: Backend, prompts_by_case: dict[str, list[int]], path: Path) -> None:

@@ -2,7 +2,8 @@
 
 Reads the ``env.json`` of one or more runs (a run split per backend is merged here). A backend's
 "study s" is its processes' wall time (every engine start, ``--starts K``) less the overhead
-benchmark (benchmark 1), when that ran in the same process (``overhead_benchmark_s``); start-up and
+benchmark (benchmark 1), when that ran in the same process as the child's post-study hook
+(``child_hook_s``; runs before the hook was generic: ``overhead_benchmark_s``); start-up and
 workload seconds are summed over the starts:
 
     python benchmarks/study_time.py runs/h200-hf runs/h200-vllm runs/h200-sglang
@@ -24,13 +25,14 @@ def rows(run_dirs: list[Path]) -> list[dict]:
                 out.append({"run": run_dir.name, "backend": backend, "skipped": facts["skipped"]})
                 continue
             process_s = env.get("wall_s", {}).get(backend)
-            overhead_s = facts.get("overhead_benchmark_s") or 0.0
+            hook_s = facts.get("child_hook_s", facts.get("overhead_benchmark_s"))
+            overhead_s = hook_s or 0.0
             out.append({
                 "run": run_dir.name,
                 "backend": backend,
                 "process_s": process_s,
                 "study_s": None if process_s is None else process_s - overhead_s,
-                "overhead_benchmark_s": facts.get("overhead_benchmark_s"),
+                "overhead_benchmark_s": hook_s,
                 "startup_s": summed([s.get("startup_s") for s in facts.get("starts", [])]) or facts.get("startup_s"),
                 "workloads_s": workload_seconds(facts),
                 "starts": len(facts.get("starts", [])) or 1,

@@ -7,12 +7,15 @@ whole file (packages, device, engine config), every start its entry in ``starts`
 seconds, KV-cache capacity, peak device memory, wall time). A backend that cannot be imported or
 started writes one ``skipped`` record per workload of that start with the reason; it exits 0 when the
 backend is not installed here (``BackendUnavailable``) and 1 when it failed to start, as it does when a
-request errored (the parent turns that into its own exit 1).
+request errored (the parent turns that into its own exit 1). ``LCA_CHILD_HOOK=module:function``
+names an optional function run after start 0's study on the same engine (``run_child_hook``): how a
+benchmark measures inside a study without the harness importing it.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import signal
@@ -86,12 +89,12 @@ def _main(argv: list[str] | None = None) -> int:
     console.print(f"{args.backend}: engine start {args.start} ready in {startup_s:.1f} s")
     runner = Runner(backend, plan, args.run_dir, base, resume=run["resume"], engine_start=args.start)
     runner.after_workload = memory.sample
-    overhead_s = None
+    hook_s = None
     try:
         runner.run()
         memory.sample()
         if args.start == 0:
-            overhead_s = overhead_benchmark(backend, plan)
+            hook_s = run_child_hook(backend, plan)
         engine = backend.environment()  # read before close(): some engines forget their config then
     finally:
         start.update(**memory.facts(), torch_peak_allocated_bytes=torch_peak_allocated_bytes(),
@@ -100,7 +103,8 @@ def _main(argv: list[str] | None = None) -> int:
         backend.close()
     if args.start == 0:
         write_json(env_path, {**env, "engine": engine, "startup_s": startup_s,
-                              "wall_s": time.perf_counter() - started, "overhead_benchmark_s": overhead_s,
+                              "wall_s": time.perf_counter() - started, "child_hook": os.environ.get(HOOK_ENV) or None,
+                              "child_hook_s": hook_s,
                               "workload_wall_s": {k: round(v, 2) for k, v in runner.wall_s.items()},
                               "starts": start.all()})
     return 1 if runner.errors_seen else 0
@@ -124,19 +128,26 @@ class StartFacts:
         write_json(self.path, {**doc, "starts": self.all()})
 
 
-def overhead_benchmark(backend, plan: Plan) -> float | None:
-    """benchmarks/overhead.py on this process's engine, when LCA_OVERHEAD_DIR asks for it; its seconds
-    (not part of the study: benchmarks/study_time.py takes them off the process's wall time)."""
-    out_dir = os.environ.get("LCA_OVERHEAD_DIR")
-    if not out_dir:
-        return None
-    from benchmarks.overhead import measure_into
+HOOK_ENV = "LCA_CHILD_HOOK"
 
+
+def run_child_hook(backend, plan: Plan) -> float | None:
+    """The optional post-study hook: ``LCA_CHILD_HOOK=package.module:function`` names a function that
+    is called as ``function(backend, plan)`` after engine start 0's study, on the same started engine,
+    and returns nothing (e.g. ``benchmarks.overhead:child_hook``, which reads its own settings from the
+    environment). The harness knows nothing of what it does; it returns its seconds, written as
+    ``child_hook_s`` into ``env/<backend>.json`` so that a reader of study time can take them off
+    (``benchmarks/study_time.py`` does). No hook: None."""
+    spec = os.environ.get(HOOK_ENV)
+    if not spec:
+        return None
+    module_name, _, function_name = spec.partition(":")
+    if not module_name or not function_name:
+        raise ValueError(f"{HOOK_ENV}={spec!r}: expected module:function")
+    hook = getattr(importlib.import_module(module_name), function_name)
     started = time.perf_counter()
-    prompts = {s.case: plan.prompts[s.prompt] for g in plan.groups for s in g.steps if s.kind == "sweep"}
-    Path(out_dir).mkdir(parents=True, exist_ok=True)
-    measure_into(backend, prompts, Path(out_dir) / f"overhead-{backend.name}.json")
-    console.print(f"{backend.name}: overhead benchmark written to {out_dir}")
+    hook(backend, plan)
+    console.print(f"{backend.name}: {HOOK_ENV} {spec} done")
     return time.perf_counter() - started
 
 

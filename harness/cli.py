@@ -12,20 +12,30 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
-import os
 import signal
 import sys
 import time
-import urllib.parse
 from pathlib import Path
 
-import backends
 from backends.base import TIMING_DEFINITIONS
-from harness import limits, models, secrets
+from harness import models
+from harness.cli_checks import (
+    UsageError,
+    apply_load_args,
+    check_context,
+    check_numbers,
+    check_out,
+    check_resume,
+    check_server_args,
+    load_tokenizer,
+    parse_backends,
+    parse_pythons,
+    parse_temperatures,
+)
 from harness.env import commit_provenance, merge_env, sha, write_json
 from harness.launch import Interrupted, handlers, run_child
 from harness.records import RECORDS, done_keys, read_records
-from harness.rundir import RunDirBusy, atomic_write_text, claim, is_disk_full, settings_diff
+from harness.rundir import RunDirBusy, atomic_write_text, claim, is_disk_full
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -58,10 +68,6 @@ exit codes:
   130  interrupted by Ctrl-C (SIGINT); 143: stopped by SIGTERM. What was recorded is kept whole:
        rerun with --resume to finish
 """
-
-
-class UsageError(ValueError):
-    """Bad input: reported after ``compare.py: error:`` (one line; a workload file lists each mistake), exit code 2."""
 
 
 def parser() -> argparse.ArgumentParser:
@@ -139,100 +145,6 @@ def backend_settings(args: argparse.Namespace, model: models.ResolvedModel, devi
     }
 
 
-# --- checking ---------------------------------------------------------------------------------
-def parse_backends(text: str) -> list[str]:
-    names = [n.strip() for n in text.split(",") if n.strip()]
-    out: list[str] = []
-    for name in names:
-        if name == "all":
-            out += backends.ALL
-        elif name in backends.REGISTRY:
-            out.append(name)
-        else:
-            raise UsageError(f"unknown backend {name!r} (choose from: all, {', '.join(backends.REGISTRY)})")
-    if not out:
-        raise UsageError("--backend names no backend")
-    return list(dict.fromkeys(out))
-
-
-def parse_temperatures(text: str | None) -> list[float] | None:
-    """--json-temperatures: distinct numbers >= 0, or None when not given."""
-    if text is None:
-        return None
-    try:
-        values = [float(t) for t in text.split(",") if t.strip()]
-    except ValueError:
-        values = []
-    if not values or min(values) < 0 or len(set(values)) != len(values):
-        raise UsageError(f"--json-temperatures {text!r}: expected distinct numbers >= 0, e.g. 0,1.0")
-    return values
-
-
-def check_numbers(args: argparse.Namespace) -> None:
-    for flag, value, least in (("--repeats", args.repeats, 1), ("--starts", args.starts, 1), ("--json-calls", args.json_calls, 1),
-                               ("--tp", args.tp, 1), ("--max-model-len", args.max_model_len, 2)):
-        if value is not None and value < least:
-            raise UsageError(f"{flag} must be at least {least} (got {value})")
-    if not args.request_timeout > 0:
-        raise UsageError(f"--request-timeout must be a positive number of seconds (got {args.request_timeout:g})")
-
-
-def check_server_args(args: argparse.Namespace, names: list[str]) -> None:
-    """--base-url and --api-key-env: checked before anything runs (a backend that needs them errs in its child)."""
-    if "openai" in names and not args.base_url:
-        raise UsageError("--backend openai needs --base-url, e.g. http://127.0.0.1:8000/v1")
-    if args.api_key_env is not None:
-        problem = secrets.check_key_var(args.api_key_env)
-        if problem:
-            raise UsageError(problem)
-        if "openai" in names and not os.environ.get(args.api_key_env):
-            raise UsageError(f"--api-key-env {args.api_key_env}: that environment variable is not set")
-    if args.base_url:
-        problem = secrets.check_url(args.base_url)
-        if problem:
-            raise UsageError(problem)
-        url = urllib.parse.urlsplit(args.base_url)
-        if url.scheme not in ("http", "https") or not url.hostname:
-            raise UsageError("--base-url must be an http:// or https:// URL with a host, e.g. http://127.0.0.1:8000/v1")
-
-
-def parse_pythons(items: list[str]) -> dict[str, str]:
-    pythons = {}
-    for item in items:
-        name, sep, path = item.partition("=")
-        if not sep or name not in backends.REGISTRY:
-            raise UsageError(f"--python {item!r}: expected BACKEND=PATH with a known backend")
-        if not Path(path).is_file():
-            raise UsageError(f"--python {item!r}: no such interpreter")
-        pythons[name] = path
-    return pythons
-
-
-def check_out(out: Path, resume: bool) -> None:
-    """What can be said about --out before anything is built (it is created and locked later, in claim_out)."""
-    if out.exists() and not out.is_dir():
-        raise UsageError(f"--out {out}: exists and is not a directory")
-    if (out / RECORDS).exists() and not resume:
-        raise UsageError(f"--out {out} already holds a run: pass --resume to continue it, or choose another --out")
-
-
-def check_resume(out: Path, plan_json: str, measuring: dict) -> None:
-    """--resume: the same plan and the same measuring settings as the run in ``out``, or one line saying what differs."""
-    plan_path = out / "plan.json"
-    if plan_path.exists() and sha(plan_path.read_text()) != sha(plan_json):
-        raise UsageError(f"--resume: the plan in {out} differs from this command's (workloads, repeats, starts or model changed)")
-    try:
-        old = json.loads((out / "run.json").read_text())
-    except (OSError, ValueError):
-        return  # killed before run.json was written: nothing ran with other settings
-    previous = {**old.get("settings", {}), **({"model_config_hash": old["model_config_hash"]}
-                                              if "model_config_hash" in old else {})}
-    differs = settings_diff(previous, measuring)
-    if differs:
-        raise UsageError(f"--resume: {out} was run with other settings ({'; '.join(differs)}); resume with the same "
-                         "settings, or choose another --out")
-
-
 def resolve_device(device: str, dtype: str) -> tuple[str, str]:
     if device == "auto":
         import torch
@@ -291,14 +203,7 @@ def _main(args: argparse.Namespace) -> int:
         specs = load_workloads(workload_names if workload_names is not None else BUILTIN, args.workload_file)
     except WorkloadFileError as exc:
         raise UsageError(str(exc)) from exc
-    from harness import load_args
-
-    try:
-        if args.load:
-            specs = load_args.apply_load(specs, load_args.parse_load(args.load))
-        slo = load_args.parse_slo(args.slo) if args.slo else None
-    except ValueError as exc:
-        raise UsageError(str(exc)) from exc
+    specs, slo = apply_load_args(specs, args.load, args.slo)
     json_overrides = {k: v for k, v in (("calls_per_temperature", args.json_calls),
                                         ("temperatures", parse_temperatures(args.json_temperatures))) if v is not None}
     if json_overrides:
@@ -314,6 +219,8 @@ def _main(args: argparse.Namespace) -> int:
     model = models.resolve(args.model, args.random_weights)
     device, dtype = resolve_device(args.device, args.dtype)
     if device == "cpu" and not args.load and any(s.kind == "load" for s in specs):
+        from harness import load_args
+
         specs = load_args.apply_load(specs, load_args.parse_load(load_args.CPU_LOAD))
         print(f"load workloads at the CPU's scale: --load {load_args.CPU_LOAD} (pass --load to choose)")
 
@@ -326,9 +233,7 @@ def _main(args: argparse.Namespace) -> int:
         stability = prefix_lint.check_all(specs, renderer)
     except NoChatTemplate as exc:
         raise UsageError(f"--model {args.model}: {exc}") from exc
-    too_long = limits.context_error(plan, args.max_model_len, limits.model_positions(model.path))
-    if too_long:
-        raise UsageError(too_long)
+    check_context(plan, args.max_model_len, model.path)
     plan_json = plan.to_json()
     lint_lines, unstable = prefix_lint.report(specs, stability)
     if unstable:
@@ -407,16 +312,6 @@ def run_backends(args: argparse.Namespace, out: Path, names: list[str], pythons:
     return 0
 
 
-def load_tokenizer(label: str, path: str):
-    """The model's tokenizer (with its chat template), or one clear line about why not."""
-    from transformers import AutoTokenizer
-
-    try:
-        return AutoTokenizer.from_pretrained(path)
-    except (OSError, ValueError) as exc:
-        raise UsageError(f"--model {label}: cannot load its tokenizer ({str(exc).splitlines()[0]})") from exc
-
-
 def argv_is_cli() -> bool:
     return Path(sys.argv[0]).name in ("compare.py", "cli.py")
 
@@ -434,9 +329,7 @@ def lint_only(args: argparse.Namespace, specs: list) -> int:
         plan = build_plan(specs, renderer, repeats=1)
     except NoChatTemplate as exc:
         raise UsageError(f"--model {args.model}: {exc}") from exc
-    too_long = limits.context_error(plan, args.max_model_len, limits.model_positions(model.path))
-    if too_long:
-        raise UsageError(too_long)
+    check_context(plan, args.max_model_len, model.path)
     print(f"{len(specs)} workload(s) valid: {', '.join(s.name for s in specs)}")
     lines, code = prefix_lint.report(specs, checked)
     print("\n".join(lines))

@@ -88,6 +88,7 @@ def run_load_group(runner, group: Group, record: bool) -> list[Record]:
     runner.writer.write(Record(**{**runner.base, "engine_start": first.engine_start}, workload=first.workload, kind="load",
                                mode=first.mode, case=first.case, **level, error=level_error, extra={"level": facts}))
     errors = sum(r.error is not None for r in records)
+    runner.errors_seen.update(r.error for r in records if r.error)  # the child's exit 1, as for one request at a time
     console.print(f"  {group.block}: {started} requests in {facts['wall_s']:.1f} s"
                   + (f", {errors} failed" if errors else ""))
     return records

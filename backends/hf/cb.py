@@ -187,16 +187,23 @@ class HFContinuousBatchingBackend(HFBackend):
         self._used = True
         self._queried += len(request.prompt_ids)
         seen, final = 0, None
-        while final is None:
-            out = await outputs.get()
-            if out.error:
-                raise RuntimeError(f"continuous batching: {out.error}")
-            n = len(out.generated_tokens)
-            if n > seen:
-                clock.tick(n - seen)
-                seen = n
-            if out.is_finished():
-                final = out
+        try:
+            while final is None:
+                out = await outputs.get()
+                if out.error:
+                    raise RuntimeError(f"continuous batching: {out.error}")
+                n = len(out.generated_tokens)
+                if n > seen:
+                    clock.tick(n - seen)
+                    seen = n
+                if out.is_finished():
+                    final = out
+        except asyncio.CancelledError:  # --request-timeout (backends.load_loop): free its slot in the batch
+            cancel = getattr(self.manager, "cancel_request", None)
+            if cancel is not None:
+                cancel(request_id)
+            self._matched.pop(request_id, None)
+            raise
         tokens = list(final.generated_tokens)
         return RawOutput(
             token_ids=tokens,

@@ -32,6 +32,7 @@ import urllib.request
 from dataclasses import replace
 from typing import Any
 
+import httpx
 import openai
 
 from backends.base import (
@@ -44,11 +45,16 @@ from backends.base import (
     TokenClock,
 )
 from backends.openai.metrics import FLAVORS, MetricsProbe, flavor_of
-from backends.openai.stream import read_stream, read_stream_async
+from backends.openai.stream import StreamCut, read_stream, read_stream_async
 
 # How prompts are sent, best first; a generic server is moved down on its first rejection.
 FORMS = ("token-ids+extensions", "token-ids", "text")
 RESET_PATHS = {"vllm": "/reset_prefix_cache", "sglang": "/flush_cache"}
+# What a request sees when its server went away: a refused, reset or broken connection, before or in
+# the middle of the stream (the client wraps it as APIConnectionError; httpx's own error where a
+# client version does not), or a stream that ended early (StreamCut). A launched server then says
+# whether it exited (``_check_server``), and the error names its log.
+SERVER_GONE = (openai.APIConnectionError, openai.InternalServerError, httpx.TransportError, StreamCut)
 
 
 class RequestTimeout(RuntimeError):
@@ -254,7 +260,7 @@ class OpenAIBackend(Backend):
                               request.step_logprobs)
         except openai.APITimeoutError as exc:
             raise RequestTimeout(f"no answer within {self.settings.request_timeout_s:g} s (--request-timeout)") from exc
-        except (openai.APIConnectionError, openai.InternalServerError):
+        except SERVER_GONE:
             self._check_server(wait_s=3.0)
             raise
         out.extra["prompt_sent_as"] = "text" if FORMS[self.form] == "text" else "token_ids"
@@ -279,7 +285,7 @@ class OpenAIBackend(Backend):
             out = await read_stream_async(stream, clock, self.tokenizer, request.top_logprobs)
         except openai.APITimeoutError as exc:
             raise RequestTimeout(f"no answer within {self.settings.request_timeout_s:g} s (--request-timeout)") from exc
-        except (openai.APIConnectionError, openai.InternalServerError):
+        except SERVER_GONE:
             self._check_server(wait_s=3.0)
             raise
         out.extra["request_form"] = FORMS[self.form]

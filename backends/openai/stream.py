@@ -5,6 +5,9 @@ chunk may hold several tokens when the server's frontend falls behind, so the cl
 their number), or, from a generic server, when it has text (one token per chunk assumed, and the
 output ids are the text tokenized again: ``extra.output_ids_from = "retokenized-text"``).
 The usage chunk (``stream_options.include_usage``) gives ``prompt_tokens_details.cached_tokens``.
+A stream that ends without a ``finish_reason`` was cut off (a server that died while answering,
+whose connection close ends an HTTP/1.0 body as if it were whole): :class:`StreamCut`, not a short
+answer.
 """
 
 from __future__ import annotations
@@ -12,6 +15,10 @@ from __future__ import annotations
 from typing import Any
 
 from backends.base import RawOutput, TokenCandidate, TokenClock
+
+
+class StreamCut(RuntimeError):
+    """The stream ended before the server said the answer was finished."""
 
 
 def read_stream(stream, clock: TokenClock, tokenizer, top_logprobs: int = 0, step_logprobs: int = 0) -> RawOutput:
@@ -65,6 +72,10 @@ class StreamReader:
             self.usage = chunk.usage
 
     def output(self) -> RawOutput:
+        if self.finish is None:
+            tokens = len(self.ids) if self.server_ids else sum(1 for t in self.texts if t)
+            raise StreamCut(f"the stream ended after {tokens} token(s) without a finish_reason "
+                            "(the server stopped answering)")
         text = "".join(self.texts)
         ids = self.ids
         extra: dict[str, Any] = {"server_prompt_tokens": getattr(self.usage, "prompt_tokens", None)}

@@ -33,10 +33,12 @@ first token -> request finished, over the tokens after the first.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import importlib.util
 import threading
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -306,20 +308,32 @@ class SGLangBackend(Backend):
         ticking per chunk; the scheduler batches every request in flight."""
         params = build_sampling_params(request)
         fields = {"input_ids": list(request.prompt_ids), "sampling_params": params, **logprob_kwargs(request)}
+        rid = None  # the engine's request id, for the abort below
         if self.direct:
             from sglang.srt.managers.io_struct import GenerateReqInput
 
-            obj = GenerateReqInput(**fields, stream=True, return_prompt_token_ids=True, return_text_in_logprobs=True)
+            rid = f"lca-{uuid.uuid4().hex}"
+            obj = GenerateReqInput(**fields, rid=rid, stream=True, return_prompt_token_ids=True,
+                                   return_text_in_logprobs=True)
             chunks = self.engine.tokenizer_manager.generate_request(obj, None)
         else:
             chunks = await self.engine.async_generate(**fields, stream=True)
         seen, last = 0, None
-        async for chunk in chunks:
-            n = len(chunk.get("output_ids") or [])
-            if n > seen:
-                clock.tick(n - seen)
-                seen = n
-            last = chunk
+        try:
+            async for chunk in chunks:
+                n = len(chunk.get("output_ids") or [])
+                if n > seen:
+                    clock.tick(n - seen)
+                    seen = n
+                last = chunk
+                rid = rid or (chunk.get("meta_info") or {}).get("id")
+        except asyncio.CancelledError:
+            # --request-timeout (backends.load_loop): cancelling the stream alone leaves the request
+            # running in the scheduler; TokenizerManager.abort_request(rid) frees its slot (a request
+            # that timed out before its first chunk on the async_generate path has no id to abort)
+            if rid:
+                self.engine.tokenizer_manager.abort_request(rid)
+            raise
         if last is None:
             raise RuntimeError("sglang streamed no output")
         response = {**last, "output_ids": list(last.get("output_ids") or [])}

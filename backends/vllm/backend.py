@@ -187,7 +187,13 @@ class VLLMBackend(Backend):
         self.llm.llm_engine.add_request(request_id, self._prompt(list(request.prompt_ids)), params)
         if self._stepper is None or self._stepper.done():
             self._stepper = asyncio.ensure_future(self._step_in_flight())
-        return self._raw(await future, request)
+        try:
+            out = await future
+        except asyncio.CancelledError:  # --request-timeout (backends.load_loop): free its engine slot
+            if self._inflight.pop(request_id, None) is not None:
+                self.llm.llm_engine.abort_request([request_id])
+            raise
+        return self._raw(out, request)
 
     async def _step_in_flight(self) -> None:
         import asyncio

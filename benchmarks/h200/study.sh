@@ -13,7 +13,7 @@ echo "commit: ${LCA_GIT_COMMIT:-unknown (run benchmarks/h200/commit.sh in the ch
 export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 LCA_CACHE=/tmp/lca-cache
 export PYTHONPATH="$(pwd):/tmp/site" VLLM_USE_FLASHINFER_SAMPLER=0 VLLM_NO_USAGE_STATS=1
 # benchmark 1 after the study, on the same engine (OVERHEAD=0: not, e.g. a load-only study has no sweep prompts)
-[ "${OVERHEAD:-1}" = 0 ] || export LCA_OVERHEAD_DIR="/tmp/runs/$name"
+[ "${OVERHEAD:-1}" = 0 ] || export LCA_CHILD_HOOK=benchmarks.overhead:child_hook LCA_OVERHEAD_DIR="/tmp/runs/$name"
 timeout "${STUDY_TIMEOUT:-560}" python3 compare.py --backend "$backends" "${model[@]}" \
   --max-model-len 3072 --out "/tmp/runs/$name" --python vllm=/tmp/py-vllm --python sglang=/tmp/py-sgl \
   --no-report "$@" 2>&1 | tee "/tmp/runs/$name.log" | grep -vE '^\s+(json|template)' | tail -c 20000

@@ -60,3 +60,26 @@ def test_overrides_read_typed_key_values():
     assert overrides("") == {} and overrides(None) == {}
     with pytest.raises(ValueError, match="LCA_HF_CB"):
         overrides("attn")
+
+
+def test_a_request_past_the_request_timeout_is_cancelled_in_the_manager(tiny_model_dir):
+    """A 3000-token request (the tiny model on this CPU: some 150 tokens/s) against a 1 s --request-timeout,
+    then a short one in the same session: the first is an error and leaves the manager's batch."""
+    from backends.base import BackendSettings, Request
+    from backends.hf.cb import HFContinuousBatchingBackend
+    from backends.load_loop import LoadSettings, run_level
+
+    settings = BackendSettings(model_path=str(tiny_model_dir), model_label="tiny", dtype="float32", device="cpu",
+                               request_timeout_s=1.0)
+    backend = HFContinuousBatchingBackend(settings)
+    backend.start()
+    try:
+        hung = Request(prompt_ids=[5] * 16, max_new_tokens=3000, ignore_eos=True)
+        after = Request(prompt_ids=[6] * 16, max_new_tokens=20, ignore_eos=True)
+        (outs,), _ = run_level(backend, [[hung, after]], LoadSettings(concurrency=1))
+        assert [o.error for o in outs] == ["TimeoutError: no answer within 1 s (--request-timeout)", None]
+        assert 0 < len(outs[0].token_times_s) < 3000 and len(outs[1].token_times_s) == 20
+        scheduler = backend.manager.batch_processor.scheduler
+        assert not scheduler.active_requests and not scheduler.waiting_requests  # cancelled, not left decoding
+    finally:
+        backend.close()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from dataclasses import replace
 
 import pytest
 
@@ -89,6 +90,43 @@ def test_a_failed_request_is_an_outcome_and_the_level_goes_on():
     outs, _ = run_level(Batching(), [[req(prompt=0)], [req()]], LoadSettings(concurrency=2))
     assert outs[0][0].error == "RuntimeError: engine said no" and outs[0][0].finish_s is not None
     assert outs[1][0].error is None and outs[1][0].output is not None
+
+
+class Hangs(Batching):
+    """A request whose prompt starts with 2 never answers; one starting with 3 raises its own TimeoutError.
+    Its ``--request-timeout`` is 0.3 s; a cancelled stream is counted as an abort (what an engine frees)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.settings = replace(SETTINGS, request_timeout_s=0.3)
+        self.aborted = 0
+
+    async def stream(self, request: Request, clock: TokenClock) -> RawOutput:
+        if request.prompt_ids[0] == 3:
+            raise TimeoutError("socket read")
+        if request.prompt_ids[0] != 2:
+            return await super().stream(request, clock)
+        clock.tick(1)  # one token, then nothing
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            self.aborted += 1
+            raise
+        raise AssertionError("unreachable")
+
+
+def test_a_hung_request_ends_at_the_request_timeout_and_the_level_goes_on():
+    backend = Hangs()
+    sessions = [[req(prompt=2), req()], [req(), req(), req()], [req(prompt=3)]]
+    started = time.perf_counter()
+    outs, facts = run_level(backend, sessions, LoadSettings(concurrency=2))
+    hung = outs[0][0]
+    assert hung.error == "TimeoutError: no answer within 0.3 s (--request-timeout)" and backend.aborted == 1
+    assert 0.3 <= hung.finish_s - hung.submit_s < 0.3 + 0.2 and len(hung.token_times_s) == 1
+    assert outs[0][1].error is None and outs[0][1].submit_s >= hung.finish_s  # the session went on after it
+    assert all(o.error is None and len(o.token_times_s) == 4 for o in outs[1])
+    assert outs[2][0].error == "TimeoutError: socket read"  # the backend's own, not taken for --request-timeout
+    assert time.perf_counter() - started < 2.0 and facts["wall_s"] < 2.0
 
 
 def test_open_loop_arrivals_follow_the_rate_however_many_are_in_flight():

@@ -10,6 +10,10 @@ from __future__ import annotations
 import importlib.util
 import json
 import math
+import os
+import subprocess
+import sys
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -21,6 +25,7 @@ from tests.conftest import compare, records
 from workloads import load_builtin
 
 VLLM_MISSING = importlib.util.find_spec("vllm") is None
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def engine_test(fn):
@@ -224,6 +229,47 @@ def test_hf_and_vllm_write_into_one_run_dir(tmp_path):
     for key, hf_row in by_backend["hf"].items():
         assert by_backend["vllm"][key]["prompt_tokens"] == hf_row["prompt_tokens"]
         assert by_backend["vllm"][key]["prompt_ids_match"] is True
+
+
+# A request of 3000 tokens (the tiny model on this CPU: about 250 tokens/s, some 12 s) against a 2 s
+# --request-timeout, then one of 60 tokens in the same session; in a fresh process (the engine binds
+# this process's threads). Prints what the test checks as one JSON line.
+HUNG_REQUEST = """
+import json
+from backends.base import BackendSettings, Request
+from backends.load_loop import LoadSettings, run_level
+from backends.vllm.backend import VLLMBackend
+from harness.models import build_tiny
+
+if __name__ == "__main__":
+    settings = BackendSettings(model_path=str(build_tiny()), model_label="tiny", dtype="float32", device="cpu",
+                               request_timeout_s=2.0)
+    backend = VLLMBackend(settings)
+    backend.start()
+    hung = Request(prompt_ids=[5] * 16, max_new_tokens=3000, ignore_eos=True)
+    after = Request(prompt_ids=[6] * 16, max_new_tokens=60, ignore_eos=True)
+    (outs,), level = run_level(backend, [[hung, after]], LoadSettings(concurrency=1))
+    facts = {"errors": [o.error for o in outs], "tokens": [len(o.token_times_s) for o in outs],
+             "running_peak": level.get("requests_running_peak"),
+             "seconds": [o.finish_s - o.submit_s for o in outs],
+             "unfinished": backend.llm.llm_engine.has_unfinished_requests()}
+    backend.reset_cache()  # raises while a request still runs in the engine
+    backend.close()
+    print(json.dumps(facts))
+"""
+
+
+@engine_test
+def test_a_request_past_the_request_timeout_is_aborted_in_the_engine():
+    proc = subprocess.run([sys.executable, "-c", HUNG_REQUEST], capture_output=True, text=True, timeout=240,
+                          env={**os.environ, "OMP_NUM_THREADS": "1"}, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    facts = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert facts["errors"] == ["TimeoutError: no answer within 2 s (--request-timeout)", None]
+    assert 0 < facts["tokens"][0] < 3000 and facts["tokens"][1] == 60  # it was running when it was cut off
+    assert 2.0 <= facts["seconds"][0] < 2.0 + 0.5 and facts["unfinished"] is False
+    # aborted in the engine: the next request ran alone (not beside the abandoned one, still decoding)
+    assert facts["running_peak"] == 1
 
 
 # --- without vLLM: the configuration and the timing arithmetic -----------------------------------

@@ -37,9 +37,12 @@ def test_overhead_verdict_separates_a_gap_from_noise():
 
 
 def test_overhead_benchmark_runs_inside_the_hf_study(tmp_path, monkeypatch):
+    monkeypatch.setenv("LCA_CHILD_HOOK", "benchmarks.overhead:child_hook")
     monkeypatch.setenv("LCA_OVERHEAD_DIR", str(tmp_path / "oh"))
     out = tmp_path / "run"
     compare("--backend", "hf", "--workloads", "sweep", "--repeats", "1", "--no-report", "--out", str(out))
+    facts = json.loads((out / "env" / "hf.json").read_text())
+    assert facts["child_hook"] == "benchmarks.overhead:child_hook" and facts["child_hook_s"] > 0
     rows = json.loads((tmp_path / "oh" / "overhead-hf.json").read_text())
     assert [r["N"] for r in rows] == [256, 1024]
     assert all(len(r["adapter"]) == len(r["raw"]) == r["reps"] for r in rows)
@@ -59,6 +62,15 @@ def test_bandwidth_on_cpu_writes_median_and_spread(tmp_path, capsys):
     assert result == json.loads(capsys.readouterr().out)
     assert result["repeats"] == 3 and result["bytes"] == int(0.01 * 2**30)
     assert 0 < result["copy_gbps_min"] <= result["copy_gbps_median"] <= result["copy_gbps_max"]
+
+
+def test_study_time_takes_off_the_hook_of_old_runs_too(tmp_path):
+    for key, run in (("child_hook_s", "new"), ("overhead_benchmark_s", "old")):  # runs before the generic hook
+        (tmp_path / run).mkdir()
+        env = {"wall_s": {"vllm": 300.0}, "backends": {"vllm": {"startup_s": 100.0, key: 20.0}}}
+        (tmp_path / run / "env.json").write_text(json.dumps(env))
+    for row in study_time.rows([tmp_path / "new", tmp_path / "old"]):
+        assert row["study_s"] == 280.0 and row["overhead_benchmark_s"] == 20.0
 
 
 def test_study_time_sums_every_engine_start(tmp_path):

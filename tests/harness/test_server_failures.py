@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 
@@ -62,3 +63,55 @@ def test_a_key_the_server_echoes_is_redacted_everywhere(failed_run):  # 15.12
         if path.is_file():
             assert KEY.encode() not in path.read_bytes(), path
     assert any("[redacted]" in (r["error"] or "") for r in read_records(out))
+
+
+# --- a launched server that dies in the middle of a load level ------------------------------------
+DYING_LOAD = """\
+workloads:
+  - name: load-fixed
+    kind: load
+    shape: fixed
+    prompt_tokens: 16
+    shared_prefix_tokens: [0]
+    output_tokens: 4
+    levels: [1, 3, 2]
+    requests: 6
+    warmup_requests: 1
+"""
+
+
+@pytest.mark.parametrize("chunked", [False, True], ids=["http1.0-body", "http1.1-chunked"])
+def test_a_server_that_dies_mid_load_keeps_the_records_so_far_and_names_its_log(tmp_path, tiny_model_dir, monkeypatch,
+                                                                                chunked):
+    """Level C=1 (1 warm-up + 6 requests) is served in full; level C=3 (1 + 6) loses the server during
+    its fourth request (completion 12), with others in flight; level C=2 finds it gone. The records
+    so far stay, every later request is an error naming the exit code and the server's log, whether
+    its stream was cut in the middle or it found the server gone, and the child exits 1."""
+    import backends
+    from backends.openai import servers
+    from harness import child
+    from tests.harness import dying_server
+    from tests.harness.fakes import prepare_run
+
+    monkeypatch.setitem(backends.REGISTRY, "dying-server", "tests.harness.dying_server:DyingServerBackend")
+    monkeypatch.setattr(servers, "exit_on_sigterm", lambda: None)  # pytest's own SIGTERM stays as it is
+    monkeypatch.setattr(dying_server.DyingServerBackend, "chunked", chunked)
+    run = tmp_path / "run"
+    prepare_run(run, small_workload(tmp_path, DYING_LOAD), tiny_model_dir)
+    assert child.main([str(run), "dying-server"]) == 1  # requests failed
+    rows = [r for r in read_records(run) if r["rep"] is not None]
+    levels = {r["case"]: r["extra"]["level"] for r in read_records(run) if r["rep"] is None}
+    level_errors = {r["case"]: r["error"] for r in read_records(run) if r["rep"] is None}
+    by_level = {c: [r for r in rows if r["case"] == c] for c in ("C=1", "C=3", "C=2")}
+    assert [len(v) for v in by_level.values()] == [6, 6, 6]  # every request of C=2 started, and failed at once
+    assert all(not r["error"] and r["output_tokens"] == 4 for r in by_level["C=1"])
+    kept = [r for r in by_level["C=3"] if not r["error"]]
+    assert 1 <= len(kept) < 6 and all(r["output_tokens"] == 4 for r in kept)
+    assert all(r["error"] for r in by_level["C=2"])
+    failed = [r for r in rows if r["error"]]
+    named = f"the server exited with code {dying_server.EXIT_CODE}; see logs/dying-server.log"
+    assert failed and all(named in r["error"] for r in failed), [r["error"] for r in failed]
+    assert level_errors["C=3"] is None and named in level_errors["C=2"]  # a level with no request served says so
+    assert levels["C=3"]["requests_started"] == 6
+    log = (run / "logs" / "dying-server.log").read_text()
+    assert re.search(r"dying in the middle of completion 1[234]\n", log)  # 12, or one beside it that got there first

@@ -1,0 +1,147 @@
+"""The command line's argument checks: each raises ``UsageError`` with one line saying what is wrong
+(``harness.cli.main`` prints it after ``compare.py: error:`` and exits 2), before anything runs.
+
+Kept apart from ``harness.cli`` (the parser, the plan and the run) so that the checks can be read in
+one place: backends and interpreters, numbers, --base-url / --api-key-env, --out and --resume,
+--load / --slo, the model's tokenizer and the context limit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import urllib.parse
+from pathlib import Path
+
+import backends
+from harness import limits, secrets
+from harness.env import sha
+from harness.records import RECORDS
+from harness.rundir import settings_diff
+
+
+class UsageError(ValueError):
+    """Bad input: reported after ``compare.py: error:`` (one line; a workload file lists each mistake), exit code 2."""
+
+
+def parse_backends(text: str) -> list[str]:
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    out: list[str] = []
+    for name in names:
+        if name == "all":
+            out += backends.ALL
+        elif name in backends.REGISTRY:
+            out.append(name)
+        else:
+            raise UsageError(f"unknown backend {name!r} (choose from: all, {', '.join(backends.REGISTRY)})")
+    if not out:
+        raise UsageError("--backend names no backend")
+    return list(dict.fromkeys(out))
+
+
+def parse_temperatures(text: str | None) -> list[float] | None:
+    """--json-temperatures: distinct numbers >= 0, or None when not given."""
+    if text is None:
+        return None
+    try:
+        values = [float(t) for t in text.split(",") if t.strip()]
+    except ValueError:
+        values = []
+    if not values or min(values) < 0 or len(set(values)) != len(values):
+        raise UsageError(f"--json-temperatures {text!r}: expected distinct numbers >= 0, e.g. 0,1.0")
+    return values
+
+
+def check_numbers(args: argparse.Namespace) -> None:
+    for flag, value, least in (("--repeats", args.repeats, 1), ("--starts", args.starts, 1), ("--json-calls", args.json_calls, 1),
+                               ("--tp", args.tp, 1), ("--max-model-len", args.max_model_len, 2)):
+        if value is not None and value < least:
+            raise UsageError(f"{flag} must be at least {least} (got {value})")
+    if not args.request_timeout > 0:
+        raise UsageError(f"--request-timeout must be a positive number of seconds (got {args.request_timeout:g})")
+
+
+def check_server_args(args: argparse.Namespace, names: list[str]) -> None:
+    """--base-url and --api-key-env: checked before anything runs (a backend that needs them errs in its child)."""
+    if "openai" in names and not args.base_url:
+        raise UsageError("--backend openai needs --base-url, e.g. http://127.0.0.1:8000/v1")
+    if args.api_key_env is not None:
+        problem = secrets.check_key_var(args.api_key_env)
+        if problem:
+            raise UsageError(problem)
+        if "openai" in names and not os.environ.get(args.api_key_env):
+            raise UsageError(f"--api-key-env {args.api_key_env}: that environment variable is not set")
+    if args.base_url:
+        problem = secrets.check_url(args.base_url)
+        if problem:
+            raise UsageError(problem)
+        url = urllib.parse.urlsplit(args.base_url)
+        if url.scheme not in ("http", "https") or not url.hostname:
+            raise UsageError("--base-url must be an http:// or https:// URL with a host, e.g. http://127.0.0.1:8000/v1")
+
+
+def parse_pythons(items: list[str]) -> dict[str, str]:
+    pythons = {}
+    for item in items:
+        name, sep, path = item.partition("=")
+        if not sep or name not in backends.REGISTRY:
+            raise UsageError(f"--python {item!r}: expected BACKEND=PATH with a known backend")
+        if not Path(path).is_file():
+            raise UsageError(f"--python {item!r}: no such interpreter")
+        pythons[name] = path
+    return pythons
+
+
+def check_out(out: Path, resume: bool) -> None:
+    """What can be said about --out before anything is built (it is created and locked later, in claim_out)."""
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out {out}: exists and is not a directory")
+    if (out / RECORDS).exists() and not resume:
+        raise UsageError(f"--out {out} already holds a run: pass --resume to continue it, or choose another --out")
+
+
+def check_resume(out: Path, plan_json: str, measuring: dict) -> None:
+    """--resume: the same plan and the same measuring settings as the run in ``out``, or one line saying what differs."""
+    plan_path = out / "plan.json"
+    if plan_path.exists() and sha(plan_path.read_text()) != sha(plan_json):
+        raise UsageError(f"--resume: the plan in {out} differs from this command's (workloads, repeats, starts or model changed)")
+    try:
+        old = json.loads((out / "run.json").read_text())
+    except (OSError, ValueError):
+        return  # killed before run.json was written: nothing ran with other settings
+    previous = {**old.get("settings", {}), **({"model_config_hash": old["model_config_hash"]}
+                                              if "model_config_hash" in old else {})}
+    differs = settings_diff(previous, measuring)
+    if differs:
+        raise UsageError(f"--resume: {out} was run with other settings ({'; '.join(differs)}); resume with the same "
+                         "settings, or choose another --out")
+
+
+def apply_load_args(specs: list, load: str | None, slo: str | None) -> tuple[list, dict | None]:
+    """--load (overrides of every load workload, checked like a workload file) and --slo: the specs and the SLO."""
+    from harness import load_args
+
+    try:
+        if load:
+            specs = load_args.apply_load(specs, load_args.parse_load(load))
+        return specs, (load_args.parse_slo(slo) if slo else None)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from exc
+
+
+def check_context(plan, max_model_len: int, model_path: str) -> None:
+    """Every prompt plus its new tokens fits --max-model-len and the model's positions."""
+    too_long = limits.context_error(plan, max_model_len, limits.model_positions(model_path))
+    if too_long:
+        raise UsageError(too_long)
+
+
+def load_tokenizer(label: str, path: str):
+    """The model's tokenizer (with its chat template), or one clear line about why not."""
+    from transformers import AutoTokenizer
+
+    try:
+        return AutoTokenizer.from_pretrained(path)
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"--model {label}: cannot load its tokenizer ({str(exc).splitlines()[0]})") from exc
