@@ -93,7 +93,7 @@ class LoadSpec(_Strict):
             for i, c in enumerate(self.levels):
                 if users is not None and c > users:
                     raise mistake(f"concurrency {c} is above the number of sessions "
-                                  f"({f'{users} transcripts' if recorded else f'{users} users'}): "
+                                  f"({f'{users} transcript' + 's' * (users > 1) if recorded else f'{users} users'}): "
                                   "a closed loop cannot keep more users busy than it has", ["levels", i])
         return self
 

@@ -193,7 +193,8 @@ def _read_refs(path: Path, data: Any, root: Node | None, mistakes: list[Mistake]
         if first is not None and not bad and len(found) < first:
             line, where = locate(root, ("workloads", i, "transcripts", "first"))
             mistakes.append(Mistake(str(path), line, where, f"asks for {first} transcripts, {ref} holds {len(found)}"))
-        loaded[i] = found
+        if not bad:  # a file with bad lines is not used further (a load would count its users short)
+            loaded[i] = found
     return loaded
 
 
