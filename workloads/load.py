@@ -90,10 +90,10 @@ class LoadSpec(_Strict):
                 raise mistake(f"a sessions load needs exactly one of conversation (a built-in's name), turns, transcripts ({what})")
             users = self.user_count()
             recorded = self.sessions is not None and users == len(self.sessions)
+            who = f"{users} transcript{'s' * (users != 1)}" if recorded else f"{users} users"
             for i, c in enumerate(self.levels):
                 if users is not None and c > users:
-                    raise mistake(f"concurrency {c} is above the number of sessions "
-                                  f"({f'{users} transcript' + 's' * (users > 1) if recorded else f'{users} users'}): "
+                    raise mistake(f"concurrency {c} is above the number of sessions ({who}): "
                                   "a closed loop cannot keep more users busy than it has", ["levels", i])
         return self
 
