@@ -14,7 +14,7 @@ from typing import Any
 from harness.chat import Renderer, common_prefix_len
 from workloads.kinds import Kind
 from workloads.plan import Group, Plan, Step, rotated
-from workloads.spec import ConversationSpec
+from workloads.spec import ConversationSpec, Message
 
 MODES = ("full", "cached")
 
@@ -39,9 +39,15 @@ def turn_messages(spec: ConversationSpec) -> list[list[dict[str, Any]]]:
         return requests
     if spec.messages is None:
         raise ValueError(f"conversation {spec.name!r}: transcripts not loaded (read the file with workloads.load_file)")
-    msgs = [m.chat() for m in spec.messages]
-    if spec.system and msgs[0]["role"] != "system":
-        msgs = [{"role": "system", "content": spec.system}, *msgs]
+    return recorded_requests(spec.messages, spec.system)
+
+
+def recorded_requests(messages: list[Message], system: str | None = None) -> list[list[dict[str, Any]]]:
+    """A recorded conversation's requests: the messages before every assistant message, and all of
+    them if it ends with a user or tool message; ``system`` goes first where the record has none."""
+    msgs = [m.chat() for m in messages]
+    if system and msgs[0]["role"] != "system":
+        msgs = [{"role": "system", "content": system}, *msgs]
     requests = [msgs[:j] for j, m in enumerate(msgs) if m["role"] == "assistant"]
     return requests + ([msgs] if msgs[-1]["role"] != "assistant" else [])
 

@@ -9,6 +9,16 @@ Two shapes (``shape``):
   tool definitions) and each turn's prompt extends that user's previous one (fixed assistant
   replies as history), so an engine can reuse the system prompt across users and each user's
   history across turns. ``think_time_s`` waits between a user's turns.
+  Or recorded sessions, ``transcripts: {path: sessions.jsonl, first: N}`` (the conversation
+  kind's JSONL format; the loader reads them into ``sessions``, one messages list per user):
+  user k replays transcript k, already a distinct user, so no incident line is added. Its
+  requests are the conversation kind's for a transcript (``conversation.recorded_requests``):
+  one before every recorded assistant message (after a user message, and after tool results:
+  an agent calls the model there too) with the record before it as history, tool calls and
+  results included, plus one at the end if the record ends with a user or tool message;
+  rendered with the workload's ``tools`` (and its ``system`` where the record has none).
+  ``users`` defaults to the number of transcripts and is capped by it: a level above it is a
+  mistake, as a level above ``users`` is. Warm-up requests replay transcripts' first requests.
 - ``fixed``: prompts of exactly ``prompt_tokens`` P, of which the first S (each value of
   ``shared_prefix_tokens``, one variant each) are shared by every request; the rest are token
   ids drawn per request (seeded, no special tokens), as vLLM's and SGLang's random datasets do.
@@ -30,11 +40,14 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, model_validator
 
 from harness.chat import Renderer, common_prefix_len
+from workloads.conversation import recorded_requests
 from workloads.kinds import Kind
 from workloads.plan import Group, Plan, Step
-from workloads.spec import Turn, _Strict, mistake
+from workloads.spec import Messages, TranscriptSource, Turn, _Strict, mistake
 
 RANDOM_SEED = 13
+DEFAULT_USERS = 32
+SOURCES = ("conversation", "turns", "transcripts", "sessions")  # a sessions load replays exactly one
 
 
 class LoadSpec(_Strict):
@@ -51,11 +64,13 @@ class LoadSpec(_Strict):
     prompt_tokens: int = Field(1024, ge=2)
     shared_prefix_tokens: list[Annotated[int, Field(ge=0)]] = Field([0, 960])
     # sessions shape
-    users: int = Field(32, ge=1)
+    users: int | None = Field(None, ge=1, description=f"sessions (default {DEFAULT_USERS}; with transcripts: their number, at most)")
     conversation: str | None = Field(None, description="a built-in conversation workload whose turns every user replays")
     system: str | None = None
     tools: list[dict[str, Any]] | None = None
     turns: list[Turn] | None = Field(None, min_length=1)
+    transcripts: TranscriptSource | None = Field(None, description="recorded sessions, one a user (JSONL, as conversations)")
+    sessions: list[Messages] | None = Field(None, min_length=1, description="recorded sessions inline (what transcripts are read into)")
     think_time_s: float = Field(0.0, ge=0)
     max_turns: int | None = Field(None, ge=1, description="replay only each session's first K turns")
 
@@ -69,13 +84,25 @@ class LoadSpec(_Strict):
                     raise mistake(f"a shared prefix of {s} tokens leaves nothing of a {self.prompt_tokens}-token prompt "
                                   "to tell requests apart", ["shared_prefix_tokens", i])
         else:
-            if (self.conversation is None) == (self.turns is None):
-                raise mistake("a sessions load needs exactly one of conversation (a built-in's name), turns")
+            given = [k for k in SOURCES if getattr(self, k) is not None]
+            if len(given) != 1:
+                what = "none given" if not given else f"{' and '.join(given)} given"
+                raise mistake(f"a sessions load needs exactly one of conversation (a built-in's name), turns, transcripts ({what})")
+            users = self.user_count()
+            recorded = self.sessions is not None and users == len(self.sessions)
+            who = f"{users} transcript{'s' * (users != 1)}" if recorded else f"{users} users"
             for i, c in enumerate(self.levels):
-                if c > self.users:
-                    raise mistake(f"concurrency {c} is above the number of sessions ({self.users} users): "
+                if users is not None and c > users:
+                    raise mistake(f"concurrency {c} is above the number of sessions ({who}): "
                                   "a closed loop cannot keep more users busy than it has", ["levels", i])
         return self
+
+    def user_count(self) -> int | None:
+        """Users a sessions load has: ``users`` (default 32); with recorded sessions one per session, at
+        most ``users``; None while the transcripts are not read (``users``, if given, bounds it)."""
+        if self.sessions is not None:
+            return min(self.users or len(self.sessions), len(self.sessions))
+        return self.users if self.transcripts is not None else (self.users or DEFAULT_USERS)
 
     def loads(self) -> list[tuple[str, dict[str, Any]]]:
         """Each level as (case label, the group's load settings)."""
@@ -88,6 +115,8 @@ def session_turns(spec: LoadSpec) -> tuple[str | None, list[dict[str, Any]] | No
     """(system, tools, turns) every user replays."""
     if spec.turns is not None:
         return spec.system, spec.tools, spec.turns
+    if spec.transcripts is not None:
+        raise ValueError(f"load {spec.name!r}: transcripts not loaded (read the file with workloads.load_file)")
     from workloads import load_builtin
 
     found = [s for s in load_builtin([spec.conversation or ""]) if s.kind == "conversation" and s.turns]
@@ -98,9 +127,14 @@ def session_turns(spec: LoadSpec) -> tuple[str | None, list[dict[str, Any]] | No
 
 
 def user_prompts(spec: LoadSpec, renderer: Renderer, user: int, first: int | None = None, source=None) -> list[list[int]]:
-    """One user's session: every turn's prompt (the whole history so far) as token ids (the first ``first`` turns)."""
+    """One user's session: every turn's prompt (the whole history so far) as token ids (the first ``first``
+    turns). With recorded sessions, user k replays session k (modulo their number: warm-up users)."""
+    limit = min(first or 10**9, spec.max_turns or 10**9)
+    if spec.sessions is not None:
+        requests = recorded_requests(spec.sessions[user % len(spec.sessions)], spec.system)
+        return [renderer.chat_ids(messages, spec.tools) for messages in requests[:limit]]
     system, tools, turns = source or session_turns(spec)
-    turns = turns[: min(first or 10**9, spec.max_turns or 10**9)]
+    turns = turns[:limit]
     head = [{"role": "system", "content": system}] if system else []
     history: list[dict[str, Any]] = []
     prompts = []
@@ -138,7 +172,8 @@ def shared_prefix_ids(renderer: Renderer, n: int) -> list[int]:
 def _users(spec: LoadSpec, concurrency: int | None) -> int:
     """Sessions a level runs, each whole: C of them (at least 4, so a level is not over after one
     session at C=1), at most the spec's users; an open-loop rate runs every user."""
-    return spec.users if concurrency is None else min(spec.users, max(concurrency, 4))
+    users = spec.user_count() or DEFAULT_USERS
+    return users if concurrency is None else min(users, max(concurrency, 4))
 
 
 def _requests(spec: LoadSpec, concurrency: int | None) -> int:
@@ -157,7 +192,8 @@ def plan(spec: LoadSpec, renderer: Renderer, out: Plan, repeats: int, start: int
                         "seconds": spec.seconds, "seed": RANDOM_SEED}
             block = f"{spec.name}/{variant}/{case}"
             if spec.shape == "sessions":
-                warm = _session_steps(spec, sessions, out, case, range(spec.users, spec.users + warm_n), warm_turns=1)
+                users = spec.user_count() or DEFAULT_USERS  # warm-up users come after every timed one
+                warm = _session_steps(spec, sessions, out, case, range(users, users + warm_n), warm_turns=1)
                 timed = _session_steps(spec, sessions, out, case, range(_users(spec, load.get("concurrency"))))
             else:
                 s = int(variant[2:])
@@ -176,33 +212,45 @@ def _step(spec: LoadSpec, mode: str, case: str, key: str, rep: int, **kw: Any) -
 
 
 class _Sessions:
-    """Every user's prompts, rendered once per plan."""
+    """Every user's prompts, rendered once per plan (per recorded session, with recorded sessions)."""
 
     def __init__(self, spec: LoadSpec, renderer: Renderer) -> None:
         self.spec, self.renderer = spec, renderer
         self.cache: dict[int, list[list[int]]] = {}
         self.complete: dict[int, bool] = {}
-        self.source = session_turns(spec) if spec.shape == "sessions" else None
+        self.recorded = len(spec.sessions) if spec.sessions is not None else None
+        self.source = session_turns(spec) if spec.shape == "sessions" and self.recorded is None else None
 
     def __call__(self, user: int, first: int | None = None) -> list[list[int]]:
-        have = self.cache.get(user)
-        if have is None or (len(have) < (first or 10**9) and not self.complete.get(user)):
-            self.cache[user] = user_prompts(self.spec, self.renderer, user, first, self.source)
-            self.complete[user] = first is None
-        return self.cache[user][:first]
+        key = user % self.recorded if self.recorded else user
+        have = self.cache.get(key)
+        if have is None or (len(have) < (first or 10**9) and not self.complete.get(key)):
+            self.cache[key] = user_prompts(self.spec, self.renderer, key, first, self.source)
+            self.complete[key] = first is None
+        return self.cache[key][:first]
+
+    def across(self, user: int, users: range) -> int:
+        """What a prefix cache can hold for ``user``'s first request from other users': what every
+        user shares (the built-in's users part after the system prompt and tools: user -1, whom no
+        plan runs, stands for any other); with recorded sessions, the longest prefix it shares with
+        another session's first request among ``users``."""
+        first = self(user, 1)[0]
+        if not self.recorded:
+            return common_prefix_len(self(-1, 1)[0], first)
+        others = {v % self.recorded for v in users} - {user % self.recorded}
+        return max((common_prefix_len(self(v, 1)[0], first) for v in others), default=0)
 
 
 def _session_steps(spec: LoadSpec, sessions: _Sessions, out: Plan, case: str, users: range,
                    warm_turns: int | None = None) -> list[Step]:
     """Every user's turns, user by user (the load loop runs a user's turns in order, users concurrently)."""
     steps: list[Step] = []
-    anyone = sessions(-1, 1)[0]  # a user no plan runs: what any two users' first prompts share
     for u in users:
         prompts = sessions(u, warm_turns)
         for t, ids in enumerate(prompts):
             # what a prefix cache can hold for this request: the user's previous turn, else what
-            # every user shares (the system prompt and tools, up to where users' prompts part)
-            shared = common_prefix_len(prompts[t - 1], ids) if t else common_prefix_len(anyone, ids)
+            # other users' first requests share with it (the system prompt and tools, at least)
+            shared = common_prefix_len(prompts[t - 1], ids) if t else sessions.across(u, users)
             steps.append(_step(spec, "sessions", case, out.add_prompt(ids), rep=u, turn=t + 1, user=u,
                                shared_prefix_tokens=shared))
     return steps
@@ -218,7 +266,8 @@ def context_needed(spec: LoadSpec, renderer: Renderer) -> int:
     """The longest prompt + output of the workload, in tokens (checked against the model's context)."""
     if spec.shape == "fixed":
         return spec.prompt_tokens + spec.output_tokens
-    return max(len(p) for p in user_prompts(spec, renderer, max(spec.users, 1))) + spec.output_tokens
+    users = range(spec.user_count() or 1) if spec.sessions is not None else [spec.user_count() or DEFAULT_USERS]
+    return max(len(p) for u in users for p in user_prompts(spec, renderer, u)) + spec.output_tokens
 
 
 KIND = Kind("load", LoadSpec, plan, runs_as="load", timing_only=True)

@@ -8,7 +8,8 @@ walked down that node tree. The files a workload names (``transcripts.path``, ``
 relative to the workload file) are read and checked in the same pass, so one run of the loader
 reports the file's mistakes and its transcripts' bad lines together. Nothing is returned unless
 everything is valid. A conversation with ``transcripts`` becomes one conversation per
-transcript, named ``<name>/<k>``.
+transcript, named ``<name>/<k>``; a load's transcripts become its ``sessions`` (one a user),
+checked again with them (a level above their number is a mistake at the level's line).
 """
 
 from __future__ import annotations
@@ -125,10 +126,11 @@ def duplicate_keys(node: Node | None, file: str, path: str = "") -> list[Mistake
     return out
 
 
-def pydantic_mistakes(exc: ValidationError, root: Node | None, file: str) -> list[Mistake]:
+def pydantic_mistakes(exc: ValidationError, root: Node | None, file: str, at: tuple = ()) -> list[Mistake]:
+    """Each of ``exc``'s errors as a mistake at its line; ``at``: where the validated value sits in the file."""
     out = []
     for err in exc.errors(include_url=False):
-        loc = tuple(error_loc(err))
+        loc = (*at, *error_loc(err))
         msg = err["msg"].removeprefix("Value error, ")
         if err["type"] == "union_tag_invalid":
             loc, msg = (*loc, "kind"), f"unknown kind {err['ctx']['tag']!r} (choose from: {', '.join(kinds.names())})"
@@ -157,7 +159,7 @@ def referenced_files(path: str | Path, data: Any = None) -> dict[int, tuple[str,
     out = {}
     for i, w in _entries(data):
         src = w.get("transcripts")
-        if w.get("kind") == "conversation" and isinstance(src, dict) and isinstance(src.get("path"), str):
+        if w.get("kind") in ("conversation", "load") and isinstance(src, dict) and isinstance(src.get("path"), str):
             out[i] = ("transcripts", path.parent / src["path"])
         elif w.get("kind") == "sweep" and isinstance(w.get("filler_file"), str):
             out[i] = ("filler_file", path.parent / w["filler_file"])
@@ -191,8 +193,21 @@ def _read_refs(path: Path, data: Any, root: Node | None, mistakes: list[Mistake]
         if first is not None and not bad and len(found) < first:
             line, where = locate(root, ("workloads", i, "transcripts", "first"))
             mistakes.append(Mistake(str(path), line, where, f"asks for {first} transcripts, {ref} holds {len(found)}"))
-        loaded[i] = found
+        if not bad:  # a file with bad lines is not used further (a load would count its users short)
+            loaded[i] = found
     return loaded
+
+
+def _recorded_sessions(specs: list[WorkloadSpec], loaded: dict[int, Any], root: Node | None, path: Path,
+                       mistakes: list[Mistake]) -> None:
+    """Each load's transcripts, in place, as its ``sessions``: the spec validated again with them."""
+    for i, spec in enumerate(specs):
+        if spec.kind == "load" and getattr(spec, "transcripts", None) is not None and i in loaded:
+            doc = {**spec.model_dump(exclude_none=True, exclude={"transcripts"}), "sessions": [m for _, m in loaded[i]]}
+            try:
+                specs[i] = type(spec).model_validate(doc)
+            except ValidationError as exc:
+                mistakes += pydantic_mistakes(exc, root, str(path), ("workloads", i))
 
 
 def _shown(path: Path) -> str:
@@ -240,10 +255,12 @@ def load_file(path: str | Path) -> list[WorkloadSpec]:
     except ValidationError as exc:
         mistakes += pydantic_mistakes(exc, root, str(path))
     loaded = _read_refs(path, data, root, mistakes)
+    specs = list(parsed.workloads) if parsed is not None else []
+    _recorded_sessions(specs, loaded, root, path, mistakes)
     mistakes.sort(key=lambda m: (m.file != str(path), m.file, m.line))
     raise_mistakes(mistakes, str(path))
     assert parsed is not None
-    return _expand(list(parsed.workloads), loaded, root, path)
+    return _expand(specs, loaded, root, path)
 
 
 def hashes(paths: list[str | Path]) -> dict[str, str]:

@@ -1,4 +1,5 @@
-"""The shipped examples: study.yaml uses every field of the format and runs on the tiny model; the README's loads."""
+"""The shipped examples: study.yaml uses every field of the format and runs on the tiny model; the README's loads;
+load-transcripts.yaml lints and runs at the CPU's load scale."""
 
 from __future__ import annotations
 
@@ -10,9 +11,10 @@ import pytest
 import yaml
 from pydantic import BaseModel
 
+from harness import load_args
 from harness.cli import main
 from tests.conftest import compare, records
-from workloads import file_hash, load_file
+from workloads import file_hash, hashes, load_file
 from workloads import spec as S
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -65,6 +67,16 @@ def test_readme_example_is_valid_and_stable(tmp_path, tiny_model_dir, capsys):
     assert [s.kind for s in load_file(path)] == ["conversation", "sweep", "json", "template"]
     assert main(["--lint-only", "--workload-file", str(path)]) == 0
     assert "support-agent: 2 turns, stable" in capsys.readouterr().out
+
+
+def test_load_transcripts_example_lints_and_fits_the_cpu_load_scale(tiny_model_dir, capsys):
+    path = EXAMPLES / "load-transcripts.yaml"
+    [spec] = load_file(path)
+    assert spec.kind == "load" and len(spec.sessions) == spec.user_count() == max(spec.levels) == 4
+    assert set(hashes([path])) == {str(path), str(EXAMPLES / "sessions.jsonl")}
+    load_args.apply_load([spec], load_args.parse_load(load_args.CPU_LOAD))  # compare.py's CPU default: no mistake
+    assert main(["--lint-only", "--workload-file", str(path)]) == 0
+    assert "1 workload(s) valid: load-recorded" in capsys.readouterr().out
 
 
 @pytest.mark.slow
