@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -217,7 +218,6 @@ def run(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
     from backends.base import BackendSettings, BackendUnavailable
     from harness import cli, limits, models
     from harness.chat import Renderer
-    from workloads.load import fixed_prompt, shared_prefix_ids
 
     model = models.resolve(args.model, args.random_weights)
     device, dtype = cli.resolve_device(args.device, args.dtype)
@@ -231,9 +231,8 @@ def run(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
         raise cli.UsageError(f"{args.prompt_tokens} prompt + {args.output_tokens} output tokens exceed the context "
                              f"limit of {limit} (--max-model-len {args.max_model_len}; the model has {positions} positions)")
     renderer = Renderer(cli.load_tokenizer(args.model, model.path))
-    prefix, n = shared_prefix_ids(renderer, args.shared_prefix_tokens), args.requests or args.concurrency
-    prompts = [fixed_prompt(renderer, prefix, args.prompt_tokens, r) for r in range(n)]
-    warmup = [fixed_prompt(renderer, prefix, args.prompt_tokens, 10**6 + r) for r in range(min(n, args.concurrency))]
+    prompts, warmup = fixed_prompts(renderer, args)
+    n = len(prompts)
     started = time.perf_counter()
     try:
         backend.start()
@@ -253,11 +252,55 @@ def run(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
         doc["engine_config"] = backend.environment()
     finally:
         backend.close()
-    expected = n * args.output_tokens
-    doc["problems"] = [f"{side} repeat {r['repeat']}: {r['output_tokens']} of {expected} output tokens"
-                       + (f" ({r['errors']} failed: {r['first_error']})" if r["errors"] else "")
-                       for side in ("harness", "engine") for r in doc[side] if r["output_tokens"] != expected]
+    doc["problems"] = problems(doc, n * args.output_tokens)
     return doc, 1 if doc["problems"] else 0
+
+
+def fixed_prompts(renderer: Any, args: argparse.Namespace) -> tuple[list[list[int]], list[list[int]]]:
+    """(the N measured prompts, C warm-up prompts): ``workloads.load``'s fixed shape, P tokens, the first S shared."""
+    from workloads.load import fixed_prompt, shared_prefix_ids
+
+    prefix, n = shared_prefix_ids(renderer, args.shared_prefix_tokens), args.requests or args.concurrency
+    prompts = [fixed_prompt(renderer, prefix, args.prompt_tokens, r) for r in range(n)]
+    return prompts, [fixed_prompt(renderer, prefix, args.prompt_tokens, 10**6 + r) for r in range(min(n, args.concurrency))]
+
+
+def problems(doc: dict[str, Any], expected: int) -> list[str]:
+    return [f"{side} repeat {r['repeat']}: {r['output_tokens']} of {expected} output tokens"
+            + (f" ({r['errors']} failed: {r['first_error']})" if r["errors"] else "")
+            for side in ("harness", "engine") for r in doc[side] if r["output_tokens"] != expected]
+
+
+HOOK_ARGS_ENV, HOOK_OUT_ENV = "LCA_CEILING_ARGS", "LCA_CEILING_DIR"
+
+
+def child_hook(backend: Backend, plan: Any) -> None:  # noqa: ARG001 - the prompts are this benchmark's own
+    """Benchmark 5 inside a study (``LCA_CHILD_HOOK=benchmarks.load_ceiling:child_hook``), on the study's
+    started engine: no second engine start. ``LCA_CEILING_ARGS`` holds this module's options (e.g.
+    ``--concurrency 128``); writes ``$LCA_CEILING_DIR/ceiling-<backend>.json`` (unset: the run directory)."""
+    import shlex
+
+    from harness import cli
+    from harness.chat import Renderer
+
+    if backend.name not in ENGINE_CALLS:
+        return
+    s = backend.settings
+    args = parser().parse_args([*shlex.split(os.environ.get(HOOK_ARGS_ENV, "")), "--backend", backend.name])
+    renderer = Renderer(cli.load_tokenizer(s.model_label, s.model_path))
+    prompts, warmup = fixed_prompts(renderer, args)
+    doc: dict[str, Any] = {"benchmark": "load_ceiling", "backend": backend.name, "model": s.model_label,
+                           "device": s.device, "dtype": s.dtype, "concurrency": args.concurrency,
+                           "requests": len(prompts), "prompt_tokens": args.prompt_tokens,
+                           "shared_prefix_tokens": args.shared_prefix_tokens, "output_tokens": args.output_tokens,
+                           "repeats": args.repeats, "backend_version": backend.version(), "in_study": True,
+                           "engine_call": ENGINE_CALLS[backend.name][0] + f", {args.concurrency} prompts per call"}
+    doc.update(measure(backend, prompts, warmup, args))
+    doc["problems"] = problems(doc, len(prompts) * args.output_tokens)
+    out = Path(os.environ.get(HOOK_OUT_ENV) or s.run_dir or ".") / f"ceiling-{backend.name}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(doc, indent=1, default=str))
+    print(f"{backend.name}: load ceiling written to {out}", flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:

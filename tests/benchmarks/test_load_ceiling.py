@@ -88,3 +88,23 @@ def test_sglang_not_installed_is_one_line_and_exit_2(capsys):
     assert load_ceiling.main(["--backend", "sglang", "--model", "tiny", "--device", "cpu"]) == 2
     err = capsys.readouterr().err
     assert "sglang is not installed here" in err and err.count("\n") == 1, err
+
+
+def test_inside_a_study_the_hook_measures_on_the_studys_engine(tmp_path, monkeypatch, tiny_model_dir):
+    """LCA_CHILD_HOOK=benchmarks.load_ceiling:child_hook: the started backend is measured as it is, no second start."""
+    from backends.base import BackendSettings
+    from backends.hf.cb import HFContinuousBatchingBackend
+    from benchmarks import load_ceiling
+
+    monkeypatch.setenv(load_ceiling.HOOK_ARGS_ENV, "--concurrency 2 --prompt-tokens 32 --output-tokens 4 --repeats 2")
+    monkeypatch.setenv(load_ceiling.HOOK_OUT_ENV, str(tmp_path))
+    backend = HFContinuousBatchingBackend(BackendSettings(model_path=str(tiny_model_dir), model_label="tiny",
+                                                          dtype="float32", device="cpu"))
+    backend.start()
+    try:
+        load_ceiling.child_hook(backend, None)
+    finally:
+        backend.close()
+    doc = json.loads((tmp_path / "ceiling-hf-cb.json").read_text())
+    assert doc["in_study"] and doc["problems"] == [] and (doc["concurrency"], doc["requests"]) == (2, 2)
+    assert [r["output_tokens"] for r in doc["harness"] + doc["engine"]] == [8] * 4
