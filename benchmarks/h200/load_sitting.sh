@@ -52,7 +52,7 @@ queue() {  # one GPU: in the order of what the issue needs most, the servers las
   echo "hf-cb study with LCA_HF_CB='$LCA_HF_CB'"
   LCA_HF_CB=$LCA_HF_CB LCA_CHILD_HOOK=benchmarks.load_ceiling:child_hook LCA_CEILING_ARGS="--concurrency 32" \
     study 360 h200-load-hf-cb hf-cb --workloads load --load seconds=10
-  wait_bundle sglang 4
+  wait_bundle sglang 5
   LCA_CHILD_HOOK=benchmarks.load_ceiling:child_hook LCA_CEILING_ARGS="--concurrency 128 --max-model-len 3072" \
     study 420 h200-load-sglang sglang --workloads load
   study 240 h200-load-hf hf --workloads load --load levels=1:8,seconds=10,warmup_requests=1
