@@ -6,10 +6,12 @@ Two server starts (~40 s each on a CPU), shared by the tests of this module:
    error records that name the exit code and the server log, the records made so far stay,
    and nothing of the server is left;
 2. the same run resumed (``--resume`` re-runs what failed) and interrupted with SIGINT to the
-   whole ``compare.py`` process group, as a Ctrl-C does, once the last workload started:
-   the server is gone, the port is free, and the records of the first three workloads show
-   what the serving view measures (streaming TTFT, cached tokens from turn 2, valid
-   constrained JSON, server-side TTFT from /metrics at most the client's).
+   whole ``compare.py`` process group, as a Ctrl-C does, in the last workload (the load, at the
+   CPU's scale: ``harness.load_args.CPU_LOAD``) once two of its levels are recorded: the server is
+   gone, the port is free, the records of the first workloads show what the serving view measures
+   (streaming TTFT, cached tokens from turn 2, valid constrained JSON, server-side TTFT from
+   /metrics at most the client's), and the recorded load levels hold every request through the
+   server (submit, first token, finish, every token's arrival) and the level's own record.
 
 Then two starts that never become healthy: a start timeout, and a model directory vLLM rejects.
 """
@@ -31,6 +33,7 @@ import pytest
 from backends.base import BackendSettings
 from backends.openai.process import ServerFailed, group_members
 from backends.openai.servers import VLLMServerBackend
+from harness import load_args
 from harness.records import read_records
 
 pytestmark = [
@@ -81,6 +84,15 @@ def _port_refuses(port: int) -> bool:
         return s.connect_ex(("127.0.0.1", port)) != 0
 
 
+LOAD_LEVELS_BEFORE_CTRL_C = 2
+
+
+def _is_level(line: str) -> bool:
+    """A load level's own record (``rep`` null), as written."""
+    row = json.loads(line)
+    return row.get("kind") == "load" and row["rep"] is None
+
+
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory) -> dict:
     out = tmp_path_factory.mktemp("vllm-server") / "run"
@@ -92,10 +104,10 @@ def runs(tmp_path_factory) -> dict:
     killed_after = len(_lines(out))
     first_rc = proc.wait(600)
     first_records = [json.loads(line) for line in _lines(out)]
-    # 2. resume, and Ctrl-C once the template workload started
+    # 2. resume, and Ctrl-C in the last workload (load), once two of its levels are recorded
     proc, log2 = _start(out, "--resume")
     n_before = len(_lines(out))
-    _wait_for(proc, log2, lambda: any('"workload": "template"' in line for line in _lines(out)[n_before:]))
+    _wait_for(proc, log2, lambda: sum(_is_level(line) for line in _lines(out)[n_before:]) >= LOAD_LEVELS_BEFORE_CTRL_C)
     os.killpg(proc.pid, signal.SIGINT)
     second_rc = proc.wait(120)
     return {
@@ -170,6 +182,29 @@ def test_constrained_json_and_step0_candidates(runs) -> None:
         assert [c["logprob"] for c in top] == sorted((c["logprob"] for c in top), reverse=True)
         if r["mode"] != "constrained":  # greedy without a grammar picks the top candidate
             assert top[0]["token_id"] == r["first_token_id"]
+
+
+def test_the_load_runs_through_the_server(runs) -> None:
+    rows = [r for r in read_records(runs["out"]) if r["kind"] == "load" and not r["skipped"]]
+    levels = [r for r in rows if r["rep"] is None and not r["error"]]  # those the resumed run finished
+    assert len(levels) >= LOAD_LEVELS_BEFORE_CTRL_C
+    output_tokens = int(load_args.parse_load(load_args.CPU_LOAD)["output_tokens"])
+    for level in levels:
+        facts = level["extra"]["level"]
+        assert facts["batches_requests"] and facts["requests_started"] == facts["requests_planned"] > 0
+        assert facts["wall_s"] > 0 and facts["prefix_cache_queries"] > 0  # the server's own counter, from /metrics
+        requests = [r for r in rows if r["rep"] is not None and (r["workload"], r["mode"], r["case"])
+                    == (level["workload"], level["mode"], level["case"])]
+        assert len(requests) == facts["requests_started"] and not [r["error"] for r in requests if r["error"]]
+        for r in requests:
+            assert 0 <= r["submit_s"] < r["first_token_s"] <= r["finish_s"]
+            times = r["token_times_s"]
+            assert r["output_tokens"] == len(times) == output_tokens and times == sorted(times)
+            assert times[0] == pytest.approx(r["first_token_s"], abs=1e-6) and times[-1] <= r["finish_s"]
+            assert r["timing_source"] == "client-stream" and r["prompt_ids_match"] is True
+        # C requests in flight at once: the first C were all sent before any came back
+        first_finish = min(r["finish_s"] for r in requests)
+        assert sum(r["submit_s"] < first_finish for r in requests) == min(level["load_concurrency"], len(requests))
 
 
 def test_the_api_key_is_never_written(runs) -> None:
