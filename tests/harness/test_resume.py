@@ -66,3 +66,19 @@ def test_resume_refuses_a_different_plan(tmp_path):
     proc = compare("--backend", "hf", "--workloads", "sweep", "--repeats", "1", "--no-report", "--out", str(out),
                    "--resume", check=False)
     assert proc.returncode == 2 and "differs" in proc.stderr
+
+
+def test_resume_does_not_rerun_a_load_level_that_stopped_at_its_seconds(tmp_path):
+    """A level capped by ``seconds`` leaves some planned requests unstarted; it is still done, and --resume
+    must not run it again beside its records (seen on the H200: a resumed hf-cb run repeated its levels)."""
+    out = tmp_path / "run"
+    args = ("--backend", "hf", "--workloads", "load", "--load",
+            "levels=1,users=4,max_turns=2,output_tokens=4,prompt_tokens=64,shared_prefix_tokens=0,seconds=0.3",
+            "--out", str(out), "--no-report")
+    compare(*args)
+    first = records(out)
+    levels = [r for r in first if r["rep"] is None]
+    assert levels and any(r["extra"]["level"]["requests_started"] < r["extra"]["level"]["requests_planned"]
+                          for r in levels)  # the cap did stop a level early
+    compare(*args, "--resume")
+    assert records(out) == first  # nothing ran again, nothing was appended
