@@ -13,6 +13,7 @@ backend out (``("h200-hf", "hf")``: run directory name, backend; superseded by a
 
 from __future__ import annotations
 
+import gzip
 import json
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -88,12 +89,22 @@ def _wrong_type(row: dict[str, Any]) -> bool:
     return not isinstance(row.get("backend"), str)
 
 
+def records_file(run_dir: Path) -> Path | None:
+    """The run's records: ``records.jsonl``, or ``records.jsonl.gz`` (a committed example's large load
+    records, gzip'd as they were written); None when there is neither."""
+    for name in (RECORDS, RECORDS + ".gz"):
+        if (run_dir / name).is_file():
+            return run_dir / name
+    return None
+
+
 def read_checked(path: Path) -> tuple[list[dict[str, Any]], list[int]]:
     """The records of a records.jsonl (the last one per key kept) and the numbers of the lines left out:
     not UTF-8, not JSON, not an object, no backend, or a field of the wrong type. Blank lines are skipped."""
     latest: dict[tuple, dict[str, Any]] = {}
     bad: list[int] = []
-    for n, raw in enumerate(path.read_bytes().split(b"\n"), start=1):
+    data = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
+    for n, raw in enumerate(data.split(b"\n"), start=1):
         if not raw.strip():
             continue
         try:
@@ -130,7 +141,8 @@ def load(run_dirs: list[str | Path], drop: list[tuple[str, str]] | tuple = (), m
     problems: list[str] = []
     for raw in run_dirs:
         run_dir = Path(raw)
-        if not (run_dir / RECORDS).is_file():
+        records = records_file(run_dir)
+        if records is None:
             raise ReportError(f"{run_dir}: no {RECORDS} (is this a run directory?)")
         env = read_env(run_dir)
         run_id = str(env.get("run_id") or run_dir.name)
@@ -139,9 +151,9 @@ def load(run_dirs: list[str | Path], drop: list[tuple[str, str]] | tuple = (), m
         while run_id in envs:  # ... or, failing that, a prime
             run_id += "'"
         envs[run_id] = env
-        found, bad = read_checked(run_dir / RECORDS)
+        found, bad = read_checked(records)
         if bad:
-            problems.append(bad_lines_note(run_dir / RECORDS, bad))
+            problems.append(bad_lines_note(records, bad))
         for row in found:
             key = (run_dir.name, row.get("backend"))
             if key in drop:

@@ -43,3 +43,20 @@ def test_two_runs_with_one_id_are_told_apart_by_their_folders(recorded_runs, tmp
     run_id = json.loads((renamed / "env.json").read_text())["run_id"]
     ds = load([recorded_runs[0], renamed, recorded_runs[0]])
     assert list(ds.envs) == [run_id, "renamed-copy", f"{recorded_runs[0].name}'"]
+
+
+def test_gzipped_records_read_as_the_plain_file(tmp_path):
+    """A committed example's large load records travel as records.jsonl.gz: the same records come out."""
+    import gzip
+    import shutil
+
+    from tests.reports.records import record, write_run
+
+    run = write_run(tmp_path / "run", [record(backend="hf", workload="sweep", kind="sweep", case=f"N={n}", ttft_ms=n)
+                                       for n in (64, 256)])
+    plain = load([run]).records
+    with (run / "records.jsonl").open("rb") as src, gzip.open(run / "records.jsonl.gz", "wb") as dst:
+        shutil.copyfileobj(src, dst)
+    (run / "records.jsonl").unlink()
+    packed = load([run]).records
+    assert sorted(packed["ttft_ms"]) == sorted(plain["ttft_ms"]) == [64, 256]
