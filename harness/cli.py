@@ -218,10 +218,17 @@ def _main(args: argparse.Namespace) -> int:
               "its answers are noise. Pass --model smollm2 (a real 135M instruct model) or Qwen/Qwen3-8B for real answers.")
     model = models.resolve(args.model, args.random_weights)
     device, dtype = resolve_device(args.device, args.dtype)
-    if device == "cpu" and not args.load and any(s.kind == "load" for s in specs):
+    from workloads import load_builtin
+
+    chosen = {s.name for s in load_builtin(workload_names if workload_names is not None else BUILTIN)}
+    builtin_loads = {s.name for s in specs if s.kind == "load" and s.name in chosen}  # names are unique in a run
+    if device == "cpu" and not args.load and builtin_loads:
         from harness import load_args
 
-        specs = load_args.apply_load(specs, load_args.parse_load(load_args.CPU_LOAD))
+        # the built-in loads' scale would take hours on a CPU; a workload file's load is run as written
+        scaled = load_args.apply_load([s for s in specs if s.name in builtin_loads], load_args.parse_load(load_args.CPU_LOAD))
+        by_name = {s.name: s for s in scaled}
+        specs = [by_name.get(s.name, s) for s in specs]
         print(f"load workloads at the CPU's scale: --load {load_args.CPU_LOAD} (pass --load to choose)")
 
     from harness.chat import NoChatTemplate, Renderer
