@@ -96,3 +96,15 @@ def test_study_runs_on_the_tiny_model(tmp_path):
         str(p): file_hash(p) for p in (STUDY, EXAMPLES / "transcripts.jsonl", EXAMPLES / "filler.txt")
     }
     assert [f["turn"] for f in env["prefix_stability"]["support-agent-clock"] if not f["expected"]] == [2]
+
+
+def test_the_demos_load_file_runs_as_written_on_a_cpu_where_the_builtin_is_scaled_down(tmp_path):
+    """`make demo`'s load (examples/demo-load.yaml) keeps its own 4 output tokens on a CPU; the built-in load,
+    in the same run, gets the CPU scale (8 output tokens)."""
+    out = tmp_path / "run"
+    proc = compare("--backend", "hf", "--workloads", "load", "--workload-file", str(EXAMPLES / "demo-load.yaml"),
+                   "--out", str(out), "--no-report")
+    assert "at the CPU's scale" in proc.stdout
+    rows = [r for r in records(out) if r["rep"] is not None and not r["error"]]
+    tokens = {r["workload"]: r["output_tokens"] for r in rows}
+    assert tokens == {"demo-sessions": 4, "demo-fixed": 4, "load-sessions": 8, "load-fixed": 8}
