@@ -131,6 +131,13 @@ class RawOutput:
     step_logprobs: list[list[list]] | None = None
     attention_special_share: list[float] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    # how many tokens the engine says it generated, where ``token_ids`` are not its own (a server that
+    # streams text only: the text re-tokenized need not have as many); None: ``len(token_ids)``
+    reported_output_tokens: int | None = None
+
+    @property
+    def output_tokens(self) -> int:
+        return self.reported_output_tokens if self.reported_output_tokens is not None else len(self.token_ids)
 
 
 @dataclass
@@ -264,7 +271,7 @@ class Backend(ABC):
         if clock.stamps:
             ttft, decode, source = clock.ttft_ms(), clock.decode_ms_per_token(), self.clock_source
         elif self.differential_timing and not request.reuse_prefix:
-            ttft, decode = self._differential(request, e2e_ms, len(output.token_ids))
+            ttft, decode = self._differential(request, e2e_ms, output.output_tokens)
             source = "max_tokens-differential"
         else:
             ttft, decode, source = None, None, "e2e-only"

@@ -43,7 +43,8 @@ EPILOG = """\
 backends: hf (transformers, eager attention), hf-graphs (static cache + CUDA graphs), hf-cb
 (transformers' continuous batching; the load workload only), vllm (offline engine, automatic
 prefix caching), sglang (offline engine, RadixAttention, XGrammar), openai (any OpenAI-compatible
-server: --base-url), vllm-server / sglang-server (the harness launches the engine's own server).
+server: --base-url), vllm-server / sglang-server / hf-server (the harness launches the engine's own
+server; hf-server is `transformers serve --continuous-batching`, the load workload only).
 "all" = hf,hf-graphs,hf-cb,vllm,sglang.
 
 workloads: conversation (10-turn chat, full re-prefill vs prefix reuse), sweep (prefill and

@@ -44,7 +44,7 @@ def outcome_fields(o: Outcome, prompt: list[int]) -> dict:
         cached = out.cached_tokens
         fields.update(cached_tokens=cached, computed_tokens=None if cached is None else len(prompt) - cached,
                       prompt_ids_match=None if out.prompt_ids_used is None else out.prompt_ids_used == prompt,
-                      output_tokens=len(out.token_ids), first_token_id=out.token_ids[0] if out.token_ids else None,
+                      output_tokens=out.output_tokens, first_token_id=out.token_ids[0] if out.token_ids else None,
                       output_token_ids=out.token_ids, finish_reason=out.finish_reason,
                       engine_ttft_ms=out.engine_ttft_ms, engine_decode_ms_per_token=out.engine_decode_ms_per_token,
                       extra=out.extra)

@@ -114,7 +114,7 @@ class Runner:
             engine_ttft_ms=result.engine_ttft_ms,
             engine_decode_ms_per_token=result.engine_decode_ms_per_token,
             e2e_ms=result.e2e_ms,
-            output_tokens=len(out.token_ids),
+            output_tokens=out.output_tokens,
             first_token_id=out.token_ids[0] if out.token_ids else None,
             output_token_ids=out.token_ids,
             output_text=out.text,

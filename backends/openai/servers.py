@@ -36,8 +36,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from backends.base import BackendUnavailable
-from backends.openai.backend import OpenAIBackend
+from backends.base import BackendUnavailable, Capabilities
+from backends.openai.backend import FORMS, OpenAIBackend
 from backends.openai.process import ServerFailed, ServerProcess, describe_exit, exit_on_sigterm, free_port
 
 DEFAULT_START_TIMEOUT_S = 900.0  # a large model's first load (and CUDA graph capture) takes minutes
@@ -192,4 +192,46 @@ class SGLangServerBackend(LaunchedServerBackend):
         return argv
 
 
-__all__ = ["LaunchedServerBackend", "SGLangServerBackend", "ServerExited", "ServerFailed", "VLLMServerBackend"]
+class HFServerBackend(LaunchedServerBackend):
+    """``transformers serve --continuous-batching``: HF's own server, its continuous-batching manager
+    behind an OpenAI-compatible endpoint. Its ``/v1/completions`` takes a text prompt only (the
+    plan's ids go decoded, ``extra.prompt_sent_as = "text"``), and it has no log-probs, grammar or
+    cache report: a load-only column, like ``hf-cb``. On a CPU the KV cache is sized as ``hf-cb``
+    sizes it (the automatic sizing reads the host's memory)."""
+
+    name = "hf-server"
+    engine_module = "transformers"
+    needs = ("fastapi", "uvicorn")  # transformers[serving]
+
+    def __init__(self, settings) -> None:
+        super().__init__(settings)
+        self.capabilities = Capabilities(load=True, batches_requests=True, single_requests=False)
+
+    def start(self) -> None:
+        missing = [m for m in self.needs if importlib.util.find_spec(m) is None]
+        if missing:
+            raise BackendUnavailable(f"transformers serve needs {', '.join(missing)} in {sys.executable} "
+                                     "(pip install 'transformers[serving]')")
+        super().start()
+
+    def server_argv(self, port: int) -> list[str]:
+        from backends.hf.cb import CPU_BATCH_TOKENS, CPU_CACHE_TOKENS
+
+        s = self.settings
+        argv = [sys.executable, "-m", "transformers.cli.transformers", "serve", s.model_path, "--continuous-batching",
+                "--host", "127.0.0.1", "--port", str(port), "--dtype", s.dtype, "--device", s.device]
+        if s.device == "cpu":
+            argv += ["--cb-block-size", "256", "--cb-num-blocks", str(CPU_CACHE_TOKENS // 256),
+                     "--cb-max-batch-tokens", str(CPU_BATCH_TOKENS)]
+        return argv
+
+    def _served_model(self) -> str:
+        return self.settings.options.get("served_model") or self.settings.model_path  # its /v1/models lists the hub cache
+
+    def _connect(self) -> None:
+        super()._connect()
+        self.form, self._form_locked = len(FORMS) - 1, True  # text: its completions endpoint rejects token ids (422)
+
+
+__all__ = ["HFServerBackend", "LaunchedServerBackend", "SGLangServerBackend", "ServerExited", "ServerFailed",
+           "VLLMServerBackend"]

@@ -79,9 +79,12 @@ class StreamReader:
         text = "".join(self.texts)
         ids = self.ids
         extra: dict[str, Any] = {"server_prompt_tokens": getattr(self.usage, "prompt_tokens", None)}
+        reported = None
         if not self.server_ids:
             ids = self.tokenizer.encode(text, add_special_tokens=False)
             extra["output_ids_from"] = "retokenized-text"
+            counted = getattr(self.usage, "completion_tokens", None)
+            reported = counted if isinstance(counted, int) else None  # the server's count beats the re-tokenized text's
         details = getattr(self.usage, "prompt_tokens_details", None)
         return RawOutput(
             token_ids=ids,
@@ -92,6 +95,7 @@ class StreamReader:
             top_candidates=self.top,
             step_logprobs=self.steps or None,
             extra=extra,
+            reported_output_tokens=reported,
         )
 
 
