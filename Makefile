@@ -9,7 +9,7 @@ DEMO   ?= runs/demo-$(shell date +%Y%m%d-%H%M%S)
 # The demo: SmolLM2-135M-Instruct's real answers (JSON, template formats) on the CPU. Its conversation
 # (prompts up to ~3,000 tokens) and sweep (N up to 2,048) take many minutes in HF eager on a CPU, so the
 # demo leaves them out; its many-users load is examples/demo-load.yaml (short sessions: the built-in's
-# would add ~5 minutes); `make demo DEMO_MODEL=tiny DEMO_ARGS="--repeats 3 --json-calls 4"` runs all four
+# would add ~5 minutes); `make demo DEMO_MODEL=tiny DEMO_ARGS="--repeats 3 --json-calls 4"` runs all five
 # workloads on the tiny random model (latency plumbing).
 DEMO_MODEL ?= smollm2
 DEMO_ARGS  ?= --workloads json,template --workload-file examples/demo-load.yaml --repeats 1 --json-calls 1 --json-temperatures 0
