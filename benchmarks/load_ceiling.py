@@ -238,12 +238,7 @@ def run(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
         backend.start()
     except BackendUnavailable as exc:
         raise cli.UsageError(f"--backend {args.backend}: {exc}") from exc
-    doc: dict[str, Any] = {"benchmark": "load_ceiling", "backend": args.backend, "model": model.label,
-                           "device": device, "dtype": dtype, "concurrency": args.concurrency, "requests": n,
-                           "prompt_tokens": args.prompt_tokens, "shared_prefix_tokens": args.shared_prefix_tokens,
-                           "output_tokens": args.output_tokens, "repeats": args.repeats,
-                           "engine_call": ENGINE_CALLS[args.backend][0] + f", {args.concurrency} prompts per call",
-                           "startup_s": time.perf_counter() - started}
+    doc = {**header(backend, args, n), "startup_s": time.perf_counter() - started}
     try:
         doc["backend_version"] = backend.version()
         print(f"{args.backend} {doc['backend_version']}: started in {doc['startup_s']:.1f} s; C={args.concurrency} "
@@ -254,6 +249,16 @@ def run(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
         backend.close()
     doc["problems"] = problems(doc, n * args.output_tokens)
     return doc, 1 if doc["problems"] else 0
+
+
+def header(backend: Backend, args: argparse.Namespace, n: int) -> dict[str, Any]:
+    """What was measured, on what: the fields every result file starts with (standalone or inside a study)."""
+    s = backend.settings
+    return {"benchmark": "load_ceiling", "backend": backend.name, "model": s.model_label, "device": s.device,
+            "dtype": s.dtype, "concurrency": args.concurrency, "requests": n, "prompt_tokens": args.prompt_tokens,
+            "shared_prefix_tokens": args.shared_prefix_tokens, "output_tokens": args.output_tokens,
+            "repeats": args.repeats,
+            "engine_call": ENGINE_CALLS[backend.name][0] + f", {args.concurrency} prompts per call"}
 
 
 def fixed_prompts(renderer: Any, args: argparse.Namespace) -> tuple[list[list[int]], list[list[int]]]:
@@ -289,12 +294,7 @@ def child_hook(backend: Backend, plan: Any) -> None:  # noqa: ARG001 - the promp
     args = parser().parse_args([*shlex.split(os.environ.get(HOOK_ARGS_ENV, "")), "--backend", backend.name])
     renderer = Renderer(cli.load_tokenizer(s.model_label, s.model_path))
     prompts, warmup = fixed_prompts(renderer, args)
-    doc: dict[str, Any] = {"benchmark": "load_ceiling", "backend": backend.name, "model": s.model_label,
-                           "device": s.device, "dtype": s.dtype, "concurrency": args.concurrency,
-                           "requests": len(prompts), "prompt_tokens": args.prompt_tokens,
-                           "shared_prefix_tokens": args.shared_prefix_tokens, "output_tokens": args.output_tokens,
-                           "repeats": args.repeats, "backend_version": backend.version(), "in_study": True,
-                           "engine_call": ENGINE_CALLS[backend.name][0] + f", {args.concurrency} prompts per call"}
+    doc = {**header(backend, args, len(prompts)), "backend_version": backend.version(), "in_study": True}
     doc.update(measure(backend, prompts, warmup, args))
     doc["problems"] = problems(doc, len(prompts) * args.output_tokens)
     out = Path(os.environ.get(HOOK_OUT_ENV) or s.run_dir or ".") / f"ceiling-{backend.name}.json"
