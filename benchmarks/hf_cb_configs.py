@@ -40,16 +40,10 @@ def gaps_ms(token_times: list[float]) -> list[float]:
 
 def run_config(backend, config: str, prompts: list[list[int]], levels: tuple[int, ...], output_tokens: int) -> dict:
     from backends.base import Request
-    from backends.hf.cb import DEFAULT_ATTN, overrides
     from backends.load_loop import LoadSettings, run_level
 
-    tuning = overrides(config)
-    attn = tuning.pop("attn", DEFAULT_ATTN)
-    backend._stop_manager()
-    backend.model.set_attn_implementation(attn)
-    backend.tuning = tuning
     started = time.perf_counter()
-    backend._start_manager()
+    backend.reconfigure(config)
     row: dict[str, Any] = {"config": config or "(default)", "start_s": round(time.perf_counter() - started, 2),
                            "effective": dict(backend.effective), "levels": []}
     requests = [Request(prompt_ids=p, max_new_tokens=output_tokens, ignore_eos=True, reuse_prefix=True) for p in prompts]
@@ -74,22 +68,19 @@ def run_config(backend, config: str, prompts: list[list[int]], levels: tuple[int
 def measure(args: argparse.Namespace) -> list[dict]:
     from backends.base import BackendSettings
     from backends.hf.cb import HFContinuousBatchingBackend
-    from harness.models import resolve
+    from harness import cli, models
+    from harness.chat import Renderer
     from workloads.load import fixed_prompt
 
-    model = resolve(args.model, args.random_weights)
-    settings = BackendSettings(model_path=model.path, model_label=args.model, dtype=args.dtype, device=args.device,
-                               random_weights=args.random_weights or not model.has_weights)
+    model = models.resolve(args.model, args.random_weights)
+    device, dtype = cli.resolve_device(args.device, args.dtype)
     os.environ.pop("LCA_HF_CB", None)
-    backend = HFContinuousBatchingBackend(settings)
+    backend = HFContinuousBatchingBackend(BackendSettings(**cli.backend_settings(args, model, device, dtype)))
     backend.start()
-
-    class _Tok:  # fixed_prompt wants a renderer with a tokenizer
-        tokenizer = backend.tokenizer
-
+    renderer = Renderer(backend.tokenizer)
     levels = tuple(args.levels)
     need = max(levels) + 2 * max(levels) + 8
-    prompts = [fixed_prompt(_Tok, [], args.prompt_tokens, r) for r in range(need)]
+    prompts = [fixed_prompt(renderer, [], args.prompt_tokens, r) for r in range(need)]
     rows = []
     for config in args.config or [""]:
         try:
@@ -136,10 +127,9 @@ def fastest(path: str, concurrency: int) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--model", default="tiny")
-    p.add_argument("--random-weights", action="store_true")
-    p.add_argument("--device", default="cuda")
-    p.add_argument("--dtype", default="bfloat16")
+    from harness.cli import add_model_args
+
+    add_model_args(p)  # the study's model and engine flags (--attn: give attn= in a --config instead)
     p.add_argument("--config", action="append", help="an LCA_HF_CB-style key=value list; repeat for several")
     p.add_argument("--levels", type=int, nargs="+", default=list(LEVELS))
     p.add_argument("--prompt-tokens", type=int, default=512)

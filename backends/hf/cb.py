@@ -56,12 +56,17 @@ def overrides(text: str | None) -> dict[str, Any]:
     return {k: typed(v) for k, v in parse_pairs(text, "LCA_HF_CB").items()} if (text or "").strip() else {}
 
 
+def split_attn(fields: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """(the attention implementation, the ``ContinuousBatchingConfig`` fields) of an ``LCA_HF_CB`` dict."""
+    rest = dict(fields)
+    return rest.pop("attn", DEFAULT_ATTN), rest
+
+
 class HFContinuousBatchingBackend(HFBackend):
     name = "hf-cb"
 
     def __init__(self, settings) -> None:
-        self.tuning = overrides(os.environ.get("LCA_HF_CB"))
-        attn = self.tuning.pop("attn", DEFAULT_ATTN)
+        attn, self.tuning = split_attn(overrides(os.environ.get("LCA_HF_CB")))
         super().__init__(replace(settings, attn=attn))
         self.capabilities = Capabilities(prefix_cache=True, reports_cached_tokens=True, resets_cache=True, load=True,
                                          batches_requests=True, single_requests=False)
@@ -135,6 +140,14 @@ class HFContinuousBatchingBackend(HFBackend):
         for out in manager.request_id_iter(request_id):
             if out.error:
                 raise RuntimeError(f"continuous batching: the priming request failed: {out.error}")
+
+    def reconfigure(self, config: str) -> None:
+        """A fresh manager with another configuration (``LCA_HF_CB`` syntax) on the loaded model: for
+        ``benchmarks/hf_cb_configs.py``, which compares configurations without loading the model again."""
+        self._stop_manager()
+        attn, self.tuning = split_attn(overrides(config))
+        self.model.set_attn_implementation(attn)
+        self._start_manager()
 
     def _stop_manager(self) -> None:
         if self.manager is not None:
