@@ -26,8 +26,16 @@ from __future__ import annotations
 
 import time
 from abc import ABC, abstractmethod
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any
+
+from contract.adapter import BackendSettings, Capabilities, RawOutput, Request, TokenCandidate
+
+__all__ = [  # the contract's types re-exported beside this module's own
+    "DECODE_DEFINITION", "ENGINE_DECODE_DEFINITION", "ENGINE_TTFT_DEFINITION", "TIMING_DEFINITIONS", "TTFT_DEFINITION",
+    "Backend", "BackendSettings", "BackendUnavailable", "Capabilities", "RawOutput", "Request", "Result", "TokenCandidate",
+    "TokenClock",
+]
 
 TTFT_DEFINITION = (
     "TTFT at the caller: from submitting the request (after the untimed cache reset and a device "
@@ -50,94 +58,6 @@ TIMING_DEFINITIONS = {
     "engine_ttft_ms": ENGINE_TTFT_DEFINITION,
     "engine_decode_ms_per_token": ENGINE_DECODE_DEFINITION,
 }
-
-
-@dataclass(frozen=True)
-class Capabilities:
-    """What a backend can do; a workload that needs a missing one records ``skipped``."""
-
-    prefix_cache: bool = False  # reuses the KV of a shared prompt prefix
-    reports_cached_tokens: bool = False  # says how many prompt tokens it served from cache
-    resets_cache: bool = False  # can drop every cached prefix on demand
-    grammar: bool = False  # JSON-schema constrained decoding
-    logprobs: bool = False  # step-0 top-k candidates
-    attentions: bool = False  # per-layer attention weights (eager attention in process)
-    load: bool = False  # runs a load level: many requests submitted at once (backends.load_loop)
-    batches_requests: bool = False  # requests in flight share engine steps (False: one at a time, queued)
-    single_requests: bool = True  # times one request at a time (the batch-1 workloads); False: a load-only column
-
-
-@dataclass(frozen=True)
-class BackendSettings:
-    """Everything an adapter may need from the command line; each reads only its own part."""
-
-    model_path: str  # a local directory (tiny and shape models are materialised by the harness)
-    model_label: str  # what the user passed (``tiny``, ``Qwen/Qwen3-8B``...), for records
-    dtype: str = "bfloat16"
-    device: str = "cuda"
-    random_weights: bool = False
-    attn: str = "eager"  # HF attention implementation
-    tp: int = 1
-    max_model_len: int = 4096
-    run_dir: str | None = None  # where server logs go
-    base_url: str | None = None
-    api_key_env: str | None = None
-    request_timeout_s: float = 300.0
-    options: dict[str, Any] = field(default_factory=dict)  # backend-specific extras
-
-
-@dataclass(frozen=True)
-class Request:
-    """One generation request, always as token ids (rendered once by the harness)."""
-
-    prompt_ids: list[int]
-    max_new_tokens: int
-    temperature: float = 0.0
-    top_p: float = 1.0
-    ignore_eos: bool = False
-    json_schema: dict[str, Any] | None = None
-    top_logprobs: int = 0  # >0: return the step-0 top-k candidates
-    step_logprobs: int = 0  # >0: the top-k log-probs at every generated step (agreement margins at T=0)
-    reuse_prefix: bool = False  # False: the cache is reset before the request (not timed)
-    seed: int | None = None
-    want_attentions: bool = False
-
-
-@dataclass
-class TokenCandidate:
-    token_id: int
-    text: str
-    logprob: float | None = None
-    logit: float | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"token_id": self.token_id, "text": self.text, "logprob": self.logprob, "logit": self.logit}
-
-
-@dataclass
-class RawOutput:
-    """What an adapter returns for one request; ``None`` means "not reported", never zero."""
-
-    token_ids: list[int]
-    text: str
-    finish_reason: str | None = None  # "stop" | "length"
-    cached_tokens: int | None = None
-    prompt_ids_used: list[int] | None = None  # the ids the engine saw, when it tells
-    engine_ttft_ms: float | None = None
-    engine_decode_ms_per_token: float | None = None
-    top_candidates: list[TokenCandidate] | None = None
-    # per generated step, the top-k as [token_id, logprob] pairs, best first (Request.step_logprobs);
-    # token_id None where a server names a candidate by a text that is not exactly one token
-    step_logprobs: list[list[list]] | None = None
-    attention_special_share: list[float] | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
-    # how many tokens the engine says it generated, where ``token_ids`` are not its own (a server that
-    # streams text only: the text re-tokenized need not have as many); None: ``len(token_ids)``
-    reported_output_tokens: int | None = None
-
-    @property
-    def output_tokens(self) -> int:
-        return self.reported_output_tokens if self.reported_output_tokens is not None else len(self.token_ids)
 
 
 @dataclass

@@ -15,24 +15,15 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from contract.options import SLO_KEYS, parse_pairs, parse_slo
+
+__all__ = ["CPU_LOAD", "LIST_FIELDS", "SLO_KEYS", "apply_load", "parse_load", "parse_pairs", "parse_slo"]
+
 # What a load workload runs on a CPU when --load says nothing (the built-in's levels up to 128, with
 # 128 ten-turn sessions, would take hours there): levels 1 and 4, four two-turn sessions, four 192-token
 # fixed-shape requests (0 or 160 shared) per level, 8 output tokens.
 CPU_LOAD = "levels=1:4,users=4,requests=4,max_turns=2,rates=,output_tokens=8,prompt_tokens=192,shared_prefix_tokens=0:160"
 LIST_FIELDS = ("levels", "rates", "shared_prefix_tokens")
-SLO_KEYS = ("ttft_ms", "tpot_ms")
-
-
-def parse_pairs(text: str, option: str) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for item in filter(None, (x.strip() for x in text.split(","))):
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise ValueError(f"{option} {text!r}: expected KEY=VALUE[,KEY=VALUE...], not {item!r}")
-        out[key.strip()] = value.strip()
-    if not out:
-        raise ValueError(f"{option} {text!r}: expected KEY=VALUE[,KEY=VALUE...]")
-    return out
 
 
 def parse_load(text: str) -> dict[str, Any]:
@@ -59,20 +50,4 @@ def apply_load(specs: list, overrides: dict[str, Any]) -> list:
             err = exc.errors(include_url=False)[0]
             where = ".".join(str(p) for p in err["loc"])
             raise ValueError(f"--load: {spec.name}: {where + ': ' if where else ''}{err['msg'].removeprefix('Value error, ')}") from exc
-    return out
-
-
-def parse_slo(text: str) -> dict[str, float]:
-    """``ttft_ms=...,tpot_ms=...`` as positive numbers; ValueError (one line) otherwise."""
-    out: dict[str, float] = {}
-    for key, value in parse_pairs(text, "--slo").items():
-        if key not in SLO_KEYS:
-            raise ValueError(f"--slo: unknown key {key!r} (choose from: {', '.join(SLO_KEYS)})")
-        try:
-            number = float(value)
-        except ValueError:
-            raise ValueError(f"--slo: {key}={value!r} is not a number") from None
-        if not number > 0 or number != number or number == float("inf"):
-            raise ValueError(f"--slo: {key} must be a positive number of milliseconds (got {value})")
-        out[key] = number
     return out

@@ -24,38 +24,15 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+# the model facts the report shares (re-exported: the cli and the tests read them here)
+from contract.models import DTYPE_BYTES, SHAPE, SMOLLM2, TINY, TINY_CONFIG  # noqa: F401
+
 HERE = Path(__file__).parent
-TINY = "tiny"
-SHAPE = "qwen3-8b-shape"
-SMOLLM2 = "smollm2"
 BUILTIN_MODELS = (TINY, SMOLLM2, SHAPE)
 CHAT_TEMPLATE = (HERE / "chat_template.jinja").read_text()
 BUILDER_VERSION = "2"
-# Bytes per weight by dtype name (the names of --dtype and of configs' torch_dtype); the
-# report's roofline uses the same table for runs whose env.json does not say.
-DTYPE_BYTES = {"float32": 4, "float": 4, "bfloat16": 2, "float16": 2, "half": 2, "fp8": 1, "float8": 1}
 HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 
-TINY_CONFIG = {
-    "architectures": ["Qwen3ForCausalLM"],
-    "model_type": "qwen3",
-    "hidden_size": 64,
-    "intermediate_size": 128,
-    "num_hidden_layers": 2,
-    "num_attention_heads": 4,
-    "num_key_value_heads": 2,
-    "head_dim": 32,  # vLLM's CPU attention supports head sizes 32..512, not 16
-    "hidden_act": "silu",
-    "max_position_embeddings": 8192,
-    "rms_norm_eps": 1e-6,
-    "rope_theta": 1000000,
-    "tie_word_embeddings": False,
-    "attention_bias": False,
-    "use_cache": True,
-    "torch_dtype": "float32",
-    "initializer_range": 0.02,
-    "transformers_version": "4.51.0",  # as in Qwen3's own config (transformers reads it to pick fixes)
-}
 TINY_BPE = 2048  # trained entries; the 26 Qwen3 added tokens follow, then fillers to a multiple of 64
 
 

@@ -22,7 +22,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from backends.base import Backend, Capabilities, Request, Result
-from harness.records import Record, RecordWriter, done_keys
+from harness.records import Record, RecordKey, RecordWriter, done_keys
 from harness.secrets import redact
 from workloads.kinds import kind
 from workloads.plan import Group, Plan, Step
@@ -169,7 +169,7 @@ class Runner:
         if group.load is not None and not group.warmup:
             # a level is done when its own record is: with ``seconds`` it stops starting requests, so some of
             # its steps never run, and --resume must not run the level again beside the records it has
-            return (*group.steps[0].key()[:4], None, None, None) not in self.done  # the level record's key
+            return RecordKey.of(group.steps[0]).of_level().without_backend() not in self.done
         return not all(s.key() in self.done for s in group.steps)
 
     def _skip_block(self, group: Group, progress: Progress) -> bool:

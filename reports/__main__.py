@@ -37,7 +37,7 @@ def run_backend(text: str) -> tuple[str, str]:
 
 
 def slo_target(text: str) -> dict[str, float]:
-    from harness.load_args import parse_slo
+    from contract.options import parse_slo
 
     try:
         return parse_slo(text)

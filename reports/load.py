@@ -21,7 +21,7 @@ from typing import Any
 
 import pandas as pd
 
-from harness.records import RECORDS, Record, row_key
+from contract.records import RECORDS, Record, RecordKey
 
 COLUMNS = [f.name for f in fields(Record)]
 NEW_FIELDS = ("engine_start", "engine_ttft_ms", "engine_decode_ms_per_token")  # issue 14; absent from old runs
@@ -115,7 +115,7 @@ def read_checked(path: Path) -> tuple[list[dict[str, Any]], list[int]]:
         if not isinstance(row, dict) or _wrong_type(row):
             bad.append(n)
             continue
-        key = row_key(row)
+        key = RecordKey.of_row(row)
         latest.pop(key, None)
         latest[key] = row
     return list(latest.values()), bad

@@ -40,7 +40,7 @@ def table(levels) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from harness.load_args import parse_slo
+    from contract.options import parse_slo
 
     p = argparse.ArgumentParser(prog="python -m reports.load_table", description=__doc__.splitlines()[0])
     p.add_argument("run_dirs", nargs="+", type=Path, metavar="RUN_DIR")

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.models import DTYPE_BYTES
+from contract.models import DTYPE_BYTES, builtin_config
 
 # Datasheet values: peak memory bandwidth (GB/s) and dense BF16 tensor-core TFLOP/s (no sparsity).
 # Sources: NVIDIA A100 datasheet (2021: 40GB SXM 1,555 GB/s, 80GB SXM 2,039 GB/s, 80GB PCIe
@@ -136,15 +136,10 @@ def model_config(env: dict[str, Any]) -> tuple[dict[str, Any] | None, str]:
             return json.loads(path.read_text()), str(path)
         except (OSError, ValueError):
             pass
-    if model.get("builtin"):
-        from harness import models
-
-        if model.get("label") == models.SHAPE:
-            return json.loads((models.HERE / "configs" / "qwen3-8b.json").read_text()), "harness/configs/qwen3-8b.json"
-        if model.get("label") == models.SMOLLM2:  # runs made before env.json kept the config
-            return json.loads((models.HERE / "configs" / "smollm2.json").read_text()), "harness/configs/smollm2.json"
-        if model.get("label") == models.TINY:
-            return dict(models.TINY_CONFIG), "harness.models.TINY_CONFIG"
+    if model.get("builtin"):  # smollm2: runs made before env.json kept the config
+        found = builtin_config(str(model.get("label")))
+        if found:
+            return found
     return None, "model config not readable (path gone, not a built-in)"
 
 

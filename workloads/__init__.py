@@ -13,10 +13,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from harness.chat import Renderer
+from contract.chat import Renderer
+from contract.plan import Plan
 from workloads.kinds import kind
 from workloads.loader import WorkloadFileError, file_hash, hashes, load_file
-from workloads.plan import Plan
 from workloads.spec import WorkloadSpec
 
 __all__ = [

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.chat import Renderer, common_prefix_len
+from contract.chat import Renderer, common_prefix_len
+from contract.plan import Group, Plan, Step
 from workloads.kinds import Kind
-from workloads.plan import Group, Plan, Step, rotated
+from workloads.plan import rotated
 from workloads.spec import ConversationSpec, Message
 
 MODES = ("full", "cached")

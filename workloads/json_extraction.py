@@ -11,9 +11,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from harness.chat import Renderer
+from contract.chat import Renderer
+from contract.plan import Group, Plan, Step
 from workloads.kinds import Kind
-from workloads.plan import Group, Plan, Step, call_seed, rotated
+from workloads.plan import call_seed, rotated
 from workloads.spec import JsonSpec
 
 

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Union
 from pydantic import BaseModel, Field, create_model, model_validator
 
 if TYPE_CHECKING:
-    from workloads.plan import Step
+    from contract.plan import Step
 
 REGISTRY: dict[str, str] = {
     "conversation": "workloads.conversation:KIND",

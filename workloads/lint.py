@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from harness.chat import Renderer, common_prefix_len
+from contract.chat import Renderer, common_prefix_len
 from workloads.conversation import render_turns, turn_messages
 from workloads.spec import ConversationSpec, WorkloadSpec
 

@@ -39,10 +39,10 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, model_validator
 
-from harness.chat import Renderer, common_prefix_len
+from contract.chat import Renderer, common_prefix_len
+from contract.plan import Group, Plan, Step
 from workloads.conversation import recorded_requests
 from workloads.kinds import Kind
-from workloads.plan import Group, Plan, Step
 from workloads.spec import Messages, TranscriptSource, Turn, _Strict, mistake
 
 RANDOM_SEED = 13

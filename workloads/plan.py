@@ -1,9 +1,5 @@
-"""The run plan: every request of every workload, as token ids, in the order it must run.
-
-The harness builds the plan once (tokenizer only, no weights) and every backend's child
-process replays it, so all backends see the same prompts in the same order. Steps are grouped:
-a group runs as a unit (a conversation repeat keeps its cache from turn to turn), and warm-up
-groups run untimed before the groups of their block, only when one of those still has to run.
+"""The order the planners lay a run plan out in, and their per-call seeds (the plan's types,
+:class:`Step`, :class:`Group` and :class:`Plan`, live in ``contract.plan`` and are re-exported here).
 
 Order (:data:`ORDER_DESCRIPTION`): each workload lists its warm-ups first, then its repeats; within
 a repeat every variant (sweep length N, conversation mode, JSON mode, template format) runs once,
@@ -15,79 +11,10 @@ K``, every step carries the engine start (a fresh child process) that runs it (`
 from __future__ import annotations
 
 import hashlib
-import json
-from dataclasses import asdict, dataclass, field
-from typing import Any
 
+from contract.plan import Group, Plan, Step
 
-@dataclass
-class Step:
-    workload: str
-    kind: str
-    mode: str
-    case: str
-    prompt: str  # key into Plan.prompts
-    max_new_tokens: int
-    rep: int = 0
-    turn: int | None = None
-    temperature: float | None = None
-    top_p: float = 1.0
-    ignore_eos: bool = False
-    json_schema: dict[str, Any] | None = None  # what valid_json is checked against
-    grammar: bool = False  # constrain decoding to json_schema
-    top_logprobs: int = 0
-    reuse_prefix: bool = False
-    want_attentions: bool = False
-    shared_prefix_tokens: int | None = None
-    prefix_break: dict[str, Any] | None = None
-    expected: dict[str, Any] | None = None
-    answer: str | None = None
-    needs: list[str] = field(default_factory=list)  # Capabilities flags the step requires
-    seed: int | None = None
-    engine_start: int = 0  # which engine start (child process) runs it: --starts K
-    user: int | None = None  # load: the session (user) the request belongs to
-
-    def key(self) -> tuple:
-        return (self.engine_start, self.workload, self.mode, self.case, self.rep, self.turn, self.temperature)
-
-
-@dataclass
-class Group:
-    block: str  # e.g. "sweep/N=512": warm-ups precede the groups of their block
-    steps: list[Step]
-    warmup: bool = False
-    reset_cache: bool = False  # drop every cached prefix before the group (a conversation repeat)
-    load: dict[str, Any] | None = None  # a load level: its steps run concurrently (backends.load_loop.LoadSettings)
-
-
-@dataclass
-class Plan:
-    prompts: dict[str, list[int]] = field(default_factory=dict)
-    groups: list[Group] = field(default_factory=list)
-
-    def add_prompt(self, ids: list[int]) -> str:
-        key = hashlib.sha1(json.dumps(ids).encode()).hexdigest()[:16]
-        self.prompts[key] = ids
-        return key
-
-    def to_json(self) -> str:
-        return json.dumps({"prompts": self.prompts, "groups": [asdict(g) for g in self.groups]})
-
-    @classmethod
-    def from_json(cls, text: str) -> Plan:
-        data = json.loads(text)
-        groups = [
-            Group(block=g["block"], warmup=g["warmup"], reset_cache=g["reset_cache"], load=g.get("load"),
-                  steps=[Step(**s) for s in g["steps"]])
-            for g in data["groups"]
-        ]
-        return cls(prompts={k: list(v) for k, v in data["prompts"].items()}, groups=groups)
-
-    def workloads(self, engine_start: int | None = None) -> list[str]:
-        return list(dict.fromkeys(
-            s.workload for g in self.groups for s in g.steps if engine_start in (None, s.engine_start)
-        ))
-
+__all__ = ["ORDER_DESCRIPTION", "Group", "Plan", "Step", "call_seed", "rotated"]  # the types: re-exported
 
 ORDER_DESCRIPTION = (
     "within a repeat each variant (sweep length, conversation mode, JSON mode, template format) runs once, "

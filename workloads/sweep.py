@@ -7,9 +7,10 @@ The warm-ups of every N come first; then each repeat runs every N once, in a rot
 
 from __future__ import annotations
 
-from harness.chat import Renderer
+from contract.chat import Renderer
+from contract.plan import Group, Plan, Step
 from workloads.kinds import Kind
-from workloads.plan import Group, Plan, Step, rotated
+from workloads.plan import rotated
 from workloads.spec import SweepSpec
 
 

@@ -18,7 +18,7 @@ from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer, Dynami
 from transformers.generation.streamers import BaseStreamer
 
 from backends.base import Backend, Capabilities, RawOutput, Request, TokenCandidate, TokenClock
-from harness.chat import common_prefix_len
+from contract.chat import common_prefix_len
 
 DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}
 

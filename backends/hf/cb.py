@@ -43,7 +43,7 @@ PRIME_TOKENS = 8  # the priming request's prompt: under any block size
 
 def overrides(text: str | None) -> dict[str, Any]:
     """``LCA_HF_CB`` as a dict (``key=value`` pairs split on commas); true/false/none and numbers typed."""
-    from harness.load_args import parse_pairs
+    from contract.options import parse_pairs
 
     def typed(v: str) -> Any:
         if v.lower() in ("true", "false", "none"):

@@ -19,7 +19,7 @@ import math
 
 import pandas as pd
 
-from harness.chat import common_prefix_len
+from contract.chat import common_prefix_len
 from reports.stats import num
 
 KEY = ["workload", "mode", "case", "turn", "rep", "engine_start"]

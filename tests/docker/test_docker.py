@@ -82,5 +82,5 @@ def test_build_context_is_small() -> None:
     lines = [ln for ln in (ROOT / ".dockerignore").read_text().splitlines() if ln and not ln.startswith("#")]
     assert lines[0] == "*"  # everything out, then the harness's files back in
     allowed = {ln[1:] for ln in lines if ln.startswith("!")}
-    assert {"pyproject.toml", "compare.py", "backends", "harness", "workloads", "reports"} <= allowed
+    assert {"pyproject.toml", "compare.py", "contract", "backends", "harness", "workloads", "reports"} <= allowed
     assert not allowed & {".venv", "runs", ".git", ".gpu", ".cache", "tests"}

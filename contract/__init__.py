@@ -1,0 +1,12 @@
+"""The contract floor: the plain types every layer exchanges, in a package that imports no layer.
+
+    contract.adapter   Request, RawOutput, TokenCandidate, Capabilities, BackendSettings
+    contract.plan      Step, Group, Plan (the run plan every backend replays)
+    contract.records   Record, RecordKey (one record per request; what identifies it)
+    contract.chat      Renderer, common_prefix_len (prompts rendered once, as token ids)
+    contract.options   parse_pairs, parse_slo (KEY=VALUE option values)
+    contract.models    the built-in models' facts the report shares (labels, dtype bytes, configs)
+
+The layer order (``tests/test_layers.py``): contract < backends, workloads, reports < harness <
+benchmarks. A module here imports only the standard library and other ``contract`` modules.
+"""

@@ -1,0 +1,66 @@
+"""Prompt rendering shared by every backend: chat template -> token ids, and prefix helpers.
+
+The harness renders every prompt once, here, with the model's own tokenizer and chat template
+(thinking off, as in the seed), and hands token ids to the backends, so HF, vLLM and SGLang
+see identical tokens.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+def common_prefix_len(a: list[int], b: list[int]) -> int:
+    """Number of leading tokens ``a`` and ``b`` share, compared token by token."""
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+class NoChatTemplate(ValueError):
+    """The tokenizer has no chat template, and a workload renders its prompts with one."""
+
+
+@dataclass
+class Renderer:
+    tokenizer: Any  # a transformers tokenizer
+
+    def chat_ids(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None) -> list[int]:
+        text = self.chat_text(messages, tools)
+        return self.text_ids(text)
+
+    def chat_text(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None, *, generation_prompt: bool = True
+    ) -> str:
+        if not getattr(self.tokenizer, "chat_template", None):
+            raise NoChatTemplate("its tokenizer has no chat template, and the conversation, json and template "
+                                 "workloads render their prompts with one (a base model? use its instruction-tuned "
+                                 "version, or add a chat_template to its tokenizer_config.json)")
+        return self.tokenizer.apply_chat_template(
+            messages, tools=tools, tokenize=False, add_generation_prompt=generation_prompt, enable_thinking=False
+        )
+
+    def text_ids(self, text: str) -> list[int]:
+        return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+
+    def token_texts(self, ids: list[int]) -> list[str]:
+        return [self.tokenizer.decode([i]) for i in ids]
+
+    def prefix_break(self, previous: list[int], current: list[int], context: int = 4) -> dict[str, Any] | None:
+        """Where ``current`` stops extending ``previous``: position and the tokens around it."""
+        shared = common_prefix_len(previous, current)
+        if shared == len(previous):
+            return None
+        lo = max(0, shared - context)
+        return {
+            "position": shared,
+            "previous_prompt_tokens": len(previous),
+            "tokens_lost": len(previous) - shared,
+            "previous": self.token_texts(previous[lo : shared + context]),
+            "current": self.token_texts(current[lo : shared + context]),
+            "context_start": lo,
+        }

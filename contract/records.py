@@ -1,0 +1,117 @@
+"""Records: one JSON object per request, the contract between measuring and the report.
+
+The harness appends them to ``runs/<id>/records.jsonl`` (``harness.records.RecordWriter``, flushed
+as they come); the report reads them back as dicts. :class:`RecordKey` is what identifies one
+measurement, the one definition every reader and writer uses: when a case was recorded twice (a
+resumed conversation repeat), the last record of a key wins.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from typing import Any, NamedTuple
+
+RECORDS = "records.jsonl"
+
+
+class RecordKey(NamedTuple):
+    """What identifies one measurement; old runs without ``engine_start`` read as start 0."""
+
+    backend: str | None
+    engine_start: int
+    workload: str | None
+    mode: str | None
+    case: str | None
+    rep: int | None
+    turn: int | None
+    temperature: float | None
+
+    @classmethod
+    def of(cls, item: Any, backend: str | None = None) -> RecordKey:
+        """The key of a :class:`Record` or a plan step (a step has no backend: ``backend`` stands in)."""
+        return cls(getattr(item, "backend", backend), *(getattr(item, k) for k in cls._fields[1:]))
+
+    @classmethod
+    def of_row(cls, row: dict[str, Any]) -> RecordKey:
+        """The key of a record read back as a dict."""
+        return cls(*((row.get(k) or 0) if k == "engine_start" else row.get(k) for k in cls._fields))
+
+    def without_backend(self) -> tuple:
+        """(engine_start, workload, mode, case, rep, turn, temperature): one backend's case, ``Step.key()``."""
+        return tuple(self)[1:]
+
+    def of_level(self) -> RecordKey:
+        """The key of a load level's own record: the level's case, no rep, turn or temperature."""
+        return self._replace(rep=None, turn=None, temperature=None)
+
+
+KEY_FIELDS = RecordKey._fields
+
+
+@dataclass
+class Record:
+    # -- the contract fields (keep these names) --
+    run_id: str
+    backend: str
+    engine_start: int = 0  # which engine start (a fresh child process, --starts K) made it; part of the key
+    backend_version: str | None = None
+    model: str | None = None
+    workload: str | None = None
+    mode: str | None = None
+    case: str | None = None
+    rep: int | None = None
+    turn: int | None = None
+    temperature: float | None = None
+    prompt_tokens: int | None = None
+    shared_prefix_tokens: int | None = None
+    cached_tokens: int | None = None
+    computed_tokens: int | None = None
+    ttft_ms: float | None = None
+    decode_ms_per_token: float | None = None
+    output_tokens: int | None = None
+    first_token_id: int | None = None
+    output_text: str | None = None
+    valid_json: bool | None = None
+    clean: bool | None = None
+    timing_source: str | None = None  # how ttft_ms / decode_ms_per_token were taken (the caller's clock)
+    engine_ttft_ms: float | None = None  # the engine's own TTFT for the request, beside the common one
+    engine_decode_ms_per_token: float | None = None  # the engine's own decode figure
+    error: str | None = None
+    skipped: str | None = None
+    # -- more raw facts the analysis uses --
+    kind: str | None = None
+    e2e_ms: float | None = None
+    cache_state: str | None = None
+    finish_reason: str | None = None
+    output_token_ids: list[int] | None = None
+    prompt_ids_match: bool | None = None
+    correct: bool | None = None
+    grammar: bool | None = None  # json: decoding was constrained to the schema
+    top_candidates: list[dict[str, Any]] | None = None
+    step_logprobs: list[list[list]] | None = None  # greedy calls: per step, top-2 [token_id, logprob], best first
+    attention_special_share: list[float] | None = None
+    prefix_break: dict[str, Any] | None = None
+    random_weights: bool | None = None
+    # -- load (many requests in flight; backends.load_loop): times in s from the level's start, one monotonic clock --
+    user: int | None = None  # the session (user) the request belongs to
+    load_concurrency: int | None = None  # the level: closed-loop requests in flight
+    load_rate_rps: float | None = None  # ... or open-loop Poisson arrivals per second
+    submit_s: float | None = None
+    first_token_s: float | None = None
+    finish_s: float | None = None
+    token_times_s: list[float] | None = None  # each output token's arrival
+    queue_ms: float | None = None  # waiting for a queued backend's turn (one request at a time)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def key(self) -> RecordKey:
+        return RecordKey.of(self)
+
+
+FIELD_NAMES = {f.name for f in fields(Record)}
+
+
+
+
+def row_key(row: dict[str, Any]) -> RecordKey:
+    """The key of a record read back as a dict (:meth:`RecordKey.of_row`)."""
+    return RecordKey.of_row(row)
