@@ -31,6 +31,11 @@ HERE = Path(__file__).parent
 BUILTIN_MODELS = (TINY, SMOLLM2, SHAPE)
 CHAT_TEMPLATE = (HERE / "chat_template.jinja").read_text()
 BUILDER_VERSION = "2"
+# A fixed file, so that editing a workload does not rebuild the tiny model: the four original built-in
+# workload files as they were when the tokenizer was first trained on them (conversation, json, sweep,
+# template), then the chat template's fixed strings 32 times, so that, as in Qwen3's vocabulary, they
+# are few tokens. The same tokenizer as trained on those texts one by one.
+TINY_CORPUS = HERE / "tiny_corpus.txt"
 HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 
 TINY_BPE = 2048  # trained entries; the 26 Qwen3 added tokens follow, then fillers to a multiple of 64
@@ -77,9 +82,8 @@ def resolve(model: str, random_weights: bool) -> ResolvedModel:
 
 # --- building -----------------------------------------------------------------------------
 def _corpus() -> list[str]:
-    from workloads import corpus_texts
-
-    return corpus_texts()
+    """The text the project's tokenizer is trained on (:data:`TINY_CORPUS`)."""
+    return [TINY_CORPUS.read_text(encoding="utf-8")]
 
 
 def _key(*parts: object) -> str:

@@ -20,14 +20,13 @@ from workloads.loader import WorkloadFileError, file_hash, hashes, load_file
 from workloads.spec import WorkloadSpec
 
 __all__ = [
-    "BUILTIN", "WorkloadFileError", "build_plan", "corpus_texts", "file_hash", "hashes", "load_builtin",
+    "BUILTIN", "WorkloadFileError", "build_plan", "file_hash", "hashes", "load_builtin",
     "load_file", "load_workloads",
 ]
 
 BUILTIN_DIR = Path(__file__).parent / "builtin"
 # What runs when no workload is named: every built-in file (``load`` is the many-users study).
 BUILTIN: tuple[str, ...] = ("conversation", "sweep", "json", "template", "load")
-TOKENIZER_CORPUS = ("conversation", "json", "sweep", "template")
 
 
 def load_builtin(names: Iterable[str]) -> list[WorkloadSpec]:
@@ -71,11 +70,3 @@ def build_plan(specs: Iterable[WorkloadSpec], renderer: Renderer, repeats: int, 
                 for step in group.steps:
                     step.engine_start = start
     return plan
-
-
-def corpus_texts() -> list[str]:
-    """The text the project's tokenizer is trained on: the built-in workload files, plus the chat
-    template's fixed strings so that, as in Qwen3's vocabulary, they are few tokens."""
-    tags = "<|im_start|>system\n<|im_start|>user\n<|im_start|>assistant\n<think>\n\n</think>\n\n" * 32
-    # the four original files only: the tiny tokenizer (and every run and fixture made with it) stays as it was
-    return [(BUILTIN_DIR / f"{n}.yaml").read_text() for n in sorted(TOKENIZER_CORPUS)] + [tags]
