@@ -1,17 +1,38 @@
-"""Each layer on its own floor: the study's code (harness, backends, workloads, reports) never imports
-``benchmarks/``, which sits on top of it (a benchmark reaches into a study through the child's
-``LCA_CHILD_HOOK``, not the other way round). An AST scan, so that an import inside a function counts."""
+"""Each layer on its own floor: a module imports only its own package and the floors below it.
+
+    contract  <  backends, workloads, reports  <  harness  <  benchmarks
+
+``contract/`` holds the plain types every layer exchanges and imports no layer; an adapter
+(``backends/``) and a planner (``workloads/``) know only the contract, never each other; the
+report (``reports/``) reads records and the contract only, so it can be rebuilt from old runs
+without the measuring code; the harness drives backends and workloads and builds the report at
+the end; the benchmarks sit on top of the study (a benchmark reaches into a study through the
+child's ``LCA_CHILD_HOOK``, not the other way round). Nothing imports the front door
+(``compare.py``) or the tests. The standard library and third-party packages are open to all.
+An AST scan, so that an import inside a function counts.
+"""
 
 from __future__ import annotations
 
 import ast
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-LAYERS = ("harness", "backends", "workloads", "reports")
+PROJECT = ("contract", "backends", "workloads", "reports", "harness", "benchmarks", "compare", "tests")
+# What each layer may import besides itself.
+BELOW: dict[str, set[str]] = {
+    "contract": set(),
+    "backends": {"contract"},
+    "workloads": {"contract"},
+    "reports": {"contract"},
+    "harness": {"contract", "backends", "workloads", "reports"},
+    "benchmarks": {"contract", "backends", "workloads", "reports", "harness"},
+}
 
 
 def imported_modules(source: str) -> set[str]:
+    """Every absolute module name ``source`` imports, wherever the import statement is."""
     names = set()
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Import):
@@ -21,19 +42,58 @@ def imported_modules(source: str) -> set[str]:
     return names
 
 
-def imports_benchmarks(source: str) -> bool:
-    return any(name == "benchmarks" or name.startswith("benchmarks.") for name in imported_modules(source))
+def imported_layers(source: str) -> set[str]:
+    """The project's top-level packages ``source`` imports (relative imports stay in their package)."""
+    return {name.split(".")[0] for name in imported_modules(source)} & set(PROJECT)
+
+
+def upward_imports(layer: str, source: str) -> set[str]:
+    """The project packages a module of ``layer`` imports that are not on a floor below it."""
+    return imported_layers(source) - BELOW[layer] - {layer}
 
 
 def test_the_scan_sees_every_form_of_import():
-    assert imports_benchmarks("def f():\n    from benchmarks.overhead import measure_into\n")
-    assert imports_benchmarks("import benchmarks.study_time as st")
-    assert imports_benchmarks("from benchmarks import overhead")
-    assert not imports_benchmarks("import benchmarks_extra\nfrom .benchmarks import x\nx = 'benchmarks.overhead'")
+    assert imported_layers("def f():\n    from benchmarks.overhead import measure_into\n") == {"benchmarks"}
+    assert imported_layers("import benchmarks.study_time as st") == {"benchmarks"}
+    assert imported_layers("from benchmarks import overhead") == {"benchmarks"}
+    assert imported_layers("try:\n    import harness.chat\nexcept ImportError:\n    pass\n") == {"harness"}
+    assert imported_layers("import benchmarks_extra\nfrom .benchmarks import x\nx = 'benchmarks.overhead'") == set()
+    assert imported_layers("import json, pandas\nfrom contracts import x") == set()
 
 
-def test_no_study_layer_imports_benchmarks():
-    files = [f for layer in LAYERS for f in sorted((ROOT / layer).rglob("*.py"))]
-    assert len(files) > 20  # the scan found the tree
-    offenders = [str(f.relative_to(ROOT)) for f in files if imports_benchmarks(f.read_text())]
+def test_a_planted_upward_import_is_caught():
+    # what the tree held before the contract floor: a planner rendering through the harness, the
+    # report reading the harness's records module, an adapter parsing with the harness's options
+    assert upward_imports("workloads", "from harness.chat import Renderer") == {"harness"}
+    assert upward_imports("reports", "from harness.records import Record") == {"harness"}
+    assert upward_imports("backends", "def f():\n    from harness.load_args import parse_pairs\n") == {"harness"}
+    assert upward_imports("reports", "from workloads.plan import Step") == {"workloads"}
+    assert upward_imports("backends", "from workloads import build_plan") == {"workloads"}
+    assert upward_imports("contract", "from backends.base import Request") == {"backends"}
+    assert upward_imports("harness", "from benchmarks import overhead") == {"benchmarks"}
+    assert upward_imports("harness", "import compare") == {"compare"}
+    # and what is allowed
+    assert upward_imports("reports", "from contract.records import Record\nfrom reports.stats import spread") == set()
+    assert upward_imports("harness", "from backends.base import Backend\nfrom reports import build") == set()
+    assert upward_imports("benchmarks", "from harness.chat import Renderer\nfrom reports.stats import spread") == set()
+
+
+def test_every_module_imports_only_its_floor_and_below():
+    offenders, scanned = [], 0
+    for layer in BELOW:
+        for path in sorted((ROOT / layer).rglob("*.py")):
+            scanned += 1
+            up = upward_imports(layer, path.read_text(encoding="utf-8"))
+            if up:
+                offenders.append(f"{path.relative_to(ROOT)} imports {', '.join(sorted(up))}")
+    assert scanned > 60  # the scan found the tree
     assert offenders == []
+
+
+def test_the_contract_needs_nothing_but_the_standard_library():
+    # the floor every environment imports (the vLLM and SGLang ones pin their own packages)
+    foreign = set()
+    for path in sorted((ROOT / "contract").rglob("*.py")):
+        tops = {name.split(".")[0] for name in imported_modules(path.read_text(encoding="utf-8"))}
+        foreign |= {f"{path.name}: {t}" for t in tops - set(sys.stdlib_module_names) - {"__future__", "contract"}}
+    assert foreign == set()
