@@ -15,6 +15,9 @@ for every backend):
   ms/token ((last token − first token) ÷ (tokens − 1));
 - goodput = requests that met the SLO (TTFT ≤ ``ttft_ms`` and TPOT ≤ ``tpot_ms``) ÷ window; the
   share that met it is over every request started, failed ones included;
+- the engine's facts are kept only where they can be true: a counter that went down over the
+  level (a reset: ``preemptions`` < 0) or a KV-cache usage peak outside 0-100 % is no figure
+  (NaN), named in ``fact_problems``;
 - prefix reuse: expected = what the prompts share (``shared_prefix_tokens``: across users or with
   the user's previous turn) ÷ prompt tokens; reported = the engine's cached tokens ÷ prompt tokens.
 
@@ -39,7 +42,8 @@ HOLDS_SHARE = 0.9  # a level "holds" the SLO when at least this share of its req
 COLUMNS = ["backend", "workload", "mode", "case", "concurrency", "rate_rps", "requests", "errors", "window_s",
            "output_tps", "rps", "ttft_p50", "ttft_p90", "ttft_p99", "itl_p50", "itl_p99", "itl_n", "tpot_p50",
            "slo_met", "slo_share", "goodput_rps", "expected_reuse", "reported_reuse", "queue_p50", "served_as",
-           "kv_cache_usage_peak", "preemptions", "prefix_hit_rate"]
+           "kv_cache_usage_peak", "preemptions", "prefix_hit_rate", "fact_problems"]
+COUNTERS = ("preemptions", "prefix_cache_queries", "prefix_cache_hits")  # differences over the level: never < 0
 
 
 def percentile(values: list[float] | np.ndarray | pd.Series, p: float) -> float | None:
@@ -81,6 +85,21 @@ def level_facts(df: pd.DataFrame) -> dict[tuple, dict[str, Any]]:
     return out
 
 
+def level_fact_values(f: dict[str, Any]) -> tuple[dict[str, float | None], list[str]]:
+    """The engine's level facts that can be true, and one phrase per fact that cannot (left out)."""
+    values: dict[str, float | None] = {k: num(f.get(k)) for k in (*COUNTERS, "kv_cache_usage_peak")}
+    problems = []
+    for k in COUNTERS:
+        if values[k] is not None and values[k] < 0:
+            problems.append(f"{k.replace('_', ' ')} {values[k]:g} (a counter that went down: reset during the level)")
+            values[k] = None
+    kv = values["kv_cache_usage_peak"]
+    if kv is not None and not 0 <= kv <= 1:
+        problems.append(f"KV-cache usage peak {100 * kv:.0f}% (outside 0-100 %)")
+        values["kv_cache_usage_peak"] = None
+    return values, problems
+
+
 def per_level(df: pd.DataFrame, slo: dict[str, float] | None = None) -> pd.DataFrame:
     """One row per level (see the module docstring for every definition)."""
     slo = slo or DEFAULT_SLO
@@ -95,7 +114,8 @@ def per_level(df: pd.DataFrame, slo: dict[str, float] | None = None) -> pd.DataF
         prompt = ok["prompt_tokens"].sum()
         cached = ok["cached_tokens"].dropna()
         f = facts.get(key, {})
-        queries, hits = num(f.get("prefix_cache_queries")), num(f.get("prefix_cache_hits"))
+        values, problems = level_fact_values(f)
+        queries, hits = values["prefix_cache_queries"], values["prefix_cache_hits"]
         rows.append({
             **dict(zip(["backend", "workload", "mode", "case"], key, strict=True)),
             "concurrency": num(g["load_concurrency"].iloc[0]), "rate_rps": num(g["load_rate_rps"].iloc[0]),
@@ -112,9 +132,10 @@ def per_level(df: pd.DataFrame, slo: dict[str, float] | None = None) -> pd.DataF
             "reported_reuse": cached.sum() / ok.loc[cached.index, "prompt_tokens"].sum() if len(cached) and prompt else None,
             "queue_p50": percentile(ok["queue_ms"], 50),
             "served_as": f.get("served_as"),
-            "kv_cache_usage_peak": num(f.get("kv_cache_usage_peak")),
-            "preemptions": num(f.get("preemptions")),
+            "kv_cache_usage_peak": values["kv_cache_usage_peak"],
+            "preemptions": values["preemptions"],
             "prefix_hit_rate": hits / queries if queries and hits is not None else None,
+            "fact_problems": problems,
         })
     return pd.DataFrame(rows, columns=COLUMNS)
 

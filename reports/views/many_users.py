@@ -18,6 +18,7 @@ from reports import fmt
 from reports.analysis import many_users as mu
 from reports.charts import WIDTH, _colors, _spec
 from reports.kinds import ReportKind
+from reports.stats import num
 from reports.views import Block, Table, chart, compact, h3, p, side, table
 
 
@@ -151,10 +152,14 @@ def caveats(section, report) -> list:
     out = []
     levels = section.data["levels"]
     for r in levels.to_dict("records"):
-        if r["preemptions"]:
+        if num(r["preemptions"]) and r["preemptions"] > 0:  # NaN: not reported (truthy, but no preemption)
             out.append(Caveat(section.name, f"{r['backend']} preempted {fmt.n(r['preemptions'])} requests at "
                                             f"{r['workload']} · {r['mode']} {r['case']}: the KV cache ran out (peak "
                                             f"{fmt.pct(r['kv_cache_usage_peak'])})."))
+    for r in levels.to_dict("records"):
+        if r["fact_problems"]:
+            out.append(Caveat(section.name, f"{r['backend']} at {r['workload']} · {r['mode']} {r['case']} reported "
+                                            f"{'; '.join(r['fact_problems'])}: not shown as a figure."))
     queued = sorted({r["backend"] for r in levels.to_dict("records") if r["served_as"] and "queued" in str(r["served_as"])})
     if queued:
         out.append(Caveat(section.name, f"{', '.join(queued)} served one request at a time behind a queue (generate() "

@@ -1,14 +1,16 @@
 """The Load section counts failed requests (issue 26, items 1-2): a failed request is an SLO miss,
 tok/s counts what was served, every level shows its failures, an all-failed level stays on the page
-and is never a peak."""
+and is never a peak; engine facts that cannot be true (a negative counter, a KV peak above 100 %)
+are not printed as figures, and a backend that reports no preemptions gets no "KV cache ran out"."""
 
 from __future__ import annotations
 
+import pandas as pd
 import pytest
 
 from reports.assemble import assemble
 from reports.load import load
-from tests.reports.records import write_run
+from tests.reports.records import record, write_run
 from tests.reports.test_report_many_users import level_records
 
 
@@ -59,3 +61,23 @@ def test_the_level_table_names_failures(tmp_path):
     _, section, _ = section_levels(tmp_path, rows)
     table = level_table(section.data["levels"], "vllm")
     assert table.rows[0][2] == "0 (5 failed)"
+
+
+def test_no_preemption_caveat_for_a_backend_that_reports_none(tmp_path):
+    rows = level_records("vllm", 1, 1.0, "batched by the engine") + level_records("hf", 1, 1.0, "one at a time, queued (FIFO)")
+    report, _, levels = section_levels(tmp_path, rows)
+    texts = [c.text for c in report.caveats]
+    assert any(t.startswith("vllm preempted 2 requests") for t in texts)
+    assert not any("hf preempted" in t for t in texts)  # hf's level reports no preemptions (NaN), not some
+
+
+def test_impossible_engine_facts_are_not_figures(tmp_path):
+    rows = level_records("vllm", 1, 1.0, "batched by the engine")
+    rows[-1] = record(**{**rows[-1], "extra": {"level": {"served_as": "batched by the engine", "preemptions": -7.0,
+                                                         "kv_cache_usage_peak": 1.6}}})
+    report, _, levels = section_levels(tmp_path, rows)
+    v = levels.loc[("vllm", "C=1")]
+    assert pd.isna(v["preemptions"]) and pd.isna(v["kv_cache_usage_peak"])  # not reported, not a figure
+    texts = " ".join(c.text for c in report.caveats)
+    assert "preempted" not in texts and "ran out" not in texts
+    assert "preemptions -7 (a counter that went down" in texts and "KV-cache usage peak 160% (outside" in texts
