@@ -120,11 +120,13 @@ def assemble(ds: Dataset, bandwidth_gbps: float | None = None, tflops: float | N
     blocks = {b: block_size(ds.env_of(b).get("engine") or {}) for b in ds.backends}
     sections = []
     ctx = kinds.Context(ds, roofs, blocks, slo_of(ds, slo))
+    attempted = df[df["skipped"].isna()]
     for name, kind in _kinds(df).items():
-        rows = measured[measured["workload"] == name]
+        report_kind = kinds.report_kind(kind) if kind else None
+        source = attempted if report_kind is not None and report_kind.sees_failures else measured
+        rows = source[source["workload"] == name]
         present = [b for b in ds.backends if b in set(rows["backend"])]
         section = Section(name, kind, present, status.workload_notes(df, name))
-        report_kind = kinds.report_kind(kind) if kind else None
         if present and report_kind is not None:  # none present: every request failed or was skipped (the notes say why)
             section.data = report_kind.analyse(rows, ctx, name)
         sections.append(section)

@@ -4,7 +4,8 @@ The measuring half of a kind is registered in ``workloads.kinds``; this is the o
 :class:`ReportKind` names, for one kind, the function that turns its records into a section's
 data (``analyse``), its charts by key (``charts``: each builds a Vega-Lite spec from the data),
 the page blocks (``blocks``: gets the chart slots by key), and the caveats and summary rows it
-adds. ``assemble``, ``page``, ``caveats`` and ``summary`` loop over this registry; none names a
+adds. ``analyse`` gets the measured records, or with ``sees_failures`` every record that was not
+skipped (the failed ones too, each with its ``error``). ``assemble``, ``page``, ``caveats`` and ``summary`` loop over this registry; none names a
 kind. A view asking for a chart key its kind does not register fails loudly (:class:`Slots`).
 
 The report decides from facts in the records and env.json (the kind of each workload, what a
@@ -49,6 +50,7 @@ class ReportKind:
     caveats: Callable[[Any, Any], list] = lambda section, report: []  # noqa: E731 - (section, report) -> Caveats
     jobs: Callable[[Any, Any, Any], list] = lambda section, rows, report: []  # noqa: E731 - -> summary Jobs
     quality_note: str | None = None  # shown above the section when the weights are random (its figures are about answers)
+    sees_failures: bool = False  # analyse gets the failed requests too (load: a failure is an SLO miss, not nothing)
 
 
 class Slots(dict):

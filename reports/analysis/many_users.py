@@ -1,15 +1,23 @@
 """Load (many users at once): throughput, latency percentiles and goodput per level, from the records.
 
 A level is one (backend, workload, variant, load) — ``case`` ``C=8`` (closed loop) or ``rate=4``
-(Poisson). Its requests are the records with a ``submit_s``; the level's own record (``rep``
-None) holds the engine's figures in ``extra.level``. Definitions (one for every backend):
+(Poisson). Its requests are the records with a ``submit_s``, served or failed (``error``); the
+level's own record (``rep`` None) holds the engine's figures in ``extra.level``. Definitions (one
+for every backend):
 
-- window: from the level's first submit to its last finish (the level's monotonic clock);
-- output tokens/s = output tokens of the level's requests ÷ window; requests/s = requests ÷ window;
+- requests = the requests served; errors = the requests that failed (a 429, a timeout, a cut
+  stream): a failed request counts against the SLO and adds no tokens;
+- window: from the level's first submit to its last finish, failed requests included (the
+  level's monotonic clock);
+- output tokens/s = output tokens of the served requests ÷ window; requests/s = served ÷ window;
 - TTFT p50/p90/p99 over requests (TTFT at the caller, from submit); ITL p50/p99 over every gap
   between consecutive tokens of a request, pooled over the level; TPOT per request = its decode
   ms/token ((last token − first token) ÷ (tokens − 1));
-- goodput = requests that met the SLO (TTFT ≤ ``ttft_ms`` and TPOT ≤ ``tpot_ms``) ÷ window;
+- goodput = requests that met the SLO (TTFT ≤ ``ttft_ms`` and TPOT ≤ ``tpot_ms``) ÷ window; the
+  share that met it is over every request started, failed ones included;
+- the engine's facts are kept only where they can be true: a counter that went down over the
+  level (a reset: ``preemptions`` < 0) or a KV-cache usage peak outside 0-100 % is no figure
+  (NaN), named in ``fact_problems``;
 - prefix reuse: expected = what the prompts share (``shared_prefix_tokens``: across users or with
   the user's previous turn) ÷ prompt tokens; reported = the engine's cached tokens ÷ prompt tokens.
 
@@ -34,7 +42,8 @@ HOLDS_SHARE = 0.9  # a level "holds" the SLO when at least this share of its req
 COLUMNS = ["backend", "workload", "mode", "case", "concurrency", "rate_rps", "requests", "errors", "window_s",
            "output_tps", "rps", "ttft_p50", "ttft_p90", "ttft_p99", "itl_p50", "itl_p99", "itl_n", "tpot_p50",
            "slo_met", "slo_share", "goodput_rps", "expected_reuse", "reported_reuse", "queue_p50", "served_as",
-           "kv_cache_usage_peak", "preemptions", "prefix_hit_rate"]
+           "kv_cache_usage_peak", "preemptions", "prefix_hit_rate", "fact_problems"]
+COUNTERS = ("preemptions", "prefix_cache_queries", "prefix_cache_hits")  # differences over the level: never < 0
 
 
 def percentile(values: list[float] | np.ndarray | pd.Series, p: float) -> float | None:
@@ -76,13 +85,28 @@ def level_facts(df: pd.DataFrame) -> dict[tuple, dict[str, Any]]:
     return out
 
 
+def level_fact_values(f: dict[str, Any]) -> tuple[dict[str, float | None], list[str]]:
+    """The engine's level facts that can be true, and one phrase per fact that cannot (left out)."""
+    values: dict[str, float | None] = {k: num(f.get(k)) for k in (*COUNTERS, "kv_cache_usage_peak")}
+    problems = []
+    for k in COUNTERS:
+        if values[k] is not None and values[k] < 0:
+            problems.append(f"{k.replace('_', ' ')} {values[k]:g} (a counter that went down: reset during the level)")
+            values[k] = None
+    kv = values["kv_cache_usage_peak"]
+    if kv is not None and not 0 <= kv <= 1:
+        problems.append(f"KV-cache usage peak {100 * kv:.0f}% (outside 0-100 %)")
+        values["kv_cache_usage_peak"] = None
+    return values, problems
+
+
 def per_level(df: pd.DataFrame, slo: dict[str, float] | None = None) -> pd.DataFrame:
     """One row per level (see the module docstring for every definition)."""
     slo = slo or DEFAULT_SLO
     reqs, facts = requests(df), level_facts(df)
     rows = []
     for key, g in reqs.groupby(["backend", "workload", "mode", "case"], sort=False):
-        ok = g[g["error"].isna()]
+        ok = g[g["error"].isna()]  # served; the rest failed
         window = (g["finish_s"].max() - g["submit_s"].min()) if len(g) else None
         window = window if window and window > 0 else None
         itl = [x for t in ok["token_times_s"] for x in gaps_ms(t)]
@@ -90,7 +114,8 @@ def per_level(df: pd.DataFrame, slo: dict[str, float] | None = None) -> pd.DataF
         prompt = ok["prompt_tokens"].sum()
         cached = ok["cached_tokens"].dropna()
         f = facts.get(key, {})
-        queries, hits = num(f.get("prefix_cache_queries")), num(f.get("prefix_cache_hits"))
+        values, problems = level_fact_values(f)
+        queries, hits = values["prefix_cache_queries"], values["prefix_cache_hits"]
         rows.append({
             **dict(zip(["backend", "workload", "mode", "case"], key, strict=True)),
             "concurrency": num(g["load_concurrency"].iloc[0]), "rate_rps": num(g["load_rate_rps"].iloc[0]),
@@ -101,30 +126,37 @@ def per_level(df: pd.DataFrame, slo: dict[str, float] | None = None) -> pd.DataF
             "ttft_p99": percentile(ok["ttft_ms"], 99),
             "itl_p50": percentile(itl, 50), "itl_p99": percentile(itl, 99), "itl_n": len(itl),
             "tpot_p50": percentile(ok["decode_ms_per_token"], 50),
-            "slo_met": met, "slo_share": met / len(ok) if len(ok) else None,
+            "slo_met": met, "slo_share": met / len(g),
             "goodput_rps": met / window if window else None,
             "expected_reuse": ok["shared_prefix_tokens"].fillna(0).sum() / prompt if prompt else None,
             "reported_reuse": cached.sum() / ok.loc[cached.index, "prompt_tokens"].sum() if len(cached) and prompt else None,
             "queue_p50": percentile(ok["queue_ms"], 50),
             "served_as": f.get("served_as"),
-            "kv_cache_usage_peak": num(f.get("kv_cache_usage_peak")),
-            "preemptions": num(f.get("preemptions")),
+            "kv_cache_usage_peak": values["kv_cache_usage_peak"],
+            "preemptions": values["preemptions"],
             "prefix_hit_rate": hits / queries if queries and hits is not None else None,
+            "fact_problems": problems,
         })
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
 def peaks(levels: pd.DataFrame) -> pd.DataFrame:
     """Per backend, workload and variant: the peak output tokens/s (and its level), and the highest
-    closed-loop concurrency whose requests met the SLO in at least HOLDS_SHARE of cases."""
+    closed-loop concurrency whose requests met the SLO in at least HOLDS_SHARE of cases (failed ones
+    included). The peak is a level that served every request; only where every level had failures
+    is it one of those, with ``peak_errors`` saying how many failed."""
     rows = []
     for (b, w, m), g in levels.groupby(["backend", "workload", "mode"], sort=False):
         g = g.dropna(subset=["output_tps"])
         if g.empty:
             continue
-        top = g.loc[g["output_tps"].idxmax()]
+        clean = g[g["errors"] == 0]
+        pool = clean if len(clean) else g
+        top = pool.loc[pool["output_tps"].idxmax()]
         held = g[(g["slo_share"] >= HOLDS_SHARE) & g["concurrency"].notna() & g["rate_rps"].isna()]
         rows.append({"backend": b, "workload": w, "mode": m, "peak_tps": top["output_tps"], "peak_case": top["case"],
+                     "peak_errors": int(top["errors"]),
                      "holds_c": held["concurrency"].max() if len(held) else None,
                      "tested_c": g["concurrency"].max()})
-    return pd.DataFrame(rows, columns=["backend", "workload", "mode", "peak_tps", "peak_case", "holds_c", "tested_c"])
+    return pd.DataFrame(rows, columns=["backend", "workload", "mode", "peak_tps", "peak_case", "peak_errors", "holds_c",
+                                       "tested_c"])

@@ -18,6 +18,7 @@ from reports import fmt
 from reports.analysis import many_users as mu
 from reports.charts import WIDTH, _colors, _spec
 from reports.kinds import ReportKind
+from reports.stats import num
 from reports.views import Block, Table, chart, compact, h3, p, side, table
 
 
@@ -103,7 +104,7 @@ CHARTS = {
 # --- blocks -------------------------------------------------------------------------------------
 def level_table(levels: pd.DataFrame, backend: str) -> Table:
     cols = ["variant", "load", "requests", "output tok/s", "requests/s", "TTFT p50 / p90 / p99 ms", "ITL p50 / p99 ms",
-            "TPOT p50 ms", "met SLO", "goodput req/s", "queue p50 ms", "reuse expected / reported", "KV peak",
+            "TPOT p50 ms", "met SLO (of all started)", "goodput req/s", "queue p50 ms", "reuse expected / reported", "KV peak",
             "preemptions", "prefix-cache hits"]
     t = Table(cols, numeric=set(range(2, len(cols))))
     for r in levels[levels["backend"] == backend].to_dict("records"):
@@ -128,7 +129,8 @@ def blocks(section, slots) -> list[Block]:
           + "; ".join(f"{b}: {s}" for b, s in served.items() if s) + ". Window = first submit to last finish of a "
           "level; throughput = output tokens ÷ window; TTFT at the caller from submit; ITL = every gap between "
           "consecutive tokens, pooled; TPOT = a request's (last − first token) ÷ (tokens − 1). Percentiles by linear "
-          "interpolation; n is each level's requests (ITL: its gaps).", muted=True),
+          "interpolation; n is each level's requests served (ITL: its gaps). A failed request (shown as \"N failed\") adds "
+          "no tokens, stays in the window and counts as missing the SLO.", muted=True),
         chart(slots["throughput"]), chart(slots["requests"]), chart(slots["ttft"]), chart(slots["itl"]),
         h3("Latency against throughput, and goodput"),
         chart(slots["pareto"]),
@@ -150,10 +152,14 @@ def caveats(section, report) -> list:
     out = []
     levels = section.data["levels"]
     for r in levels.to_dict("records"):
-        if r["preemptions"]:
+        if num(r["preemptions"]) and r["preemptions"] > 0:  # NaN: not reported (truthy, but no preemption)
             out.append(Caveat(section.name, f"{r['backend']} preempted {fmt.n(r['preemptions'])} requests at "
                                             f"{r['workload']} · {r['mode']} {r['case']}: the KV cache ran out (peak "
                                             f"{fmt.pct(r['kv_cache_usage_peak'])})."))
+    for r in levels.to_dict("records"):
+        if r["fact_problems"]:
+            out.append(Caveat(section.name, f"{r['backend']} at {r['workload']} · {r['mode']} {r['case']} reported "
+                                            f"{'; '.join(r['fact_problems'])}: not shown as a figure."))
     queued = sorted({r["backend"] for r in levels.to_dict("records") if r["served_as"] and "queued" in str(r["served_as"])})
     if queued:
         out.append(Caveat(section.name, f"{', '.join(queued)} served one request at a time behind a queue (generate() "
@@ -172,7 +178,9 @@ def jobs(section, report) -> list:
     slo = section.data["slo"]
     for (w, m), g in section.data["peaks"].groupby(["workload", "mode"], sort=False):
         g = g.sort_values("peak_tps", ascending=False)
-        values = [(r["backend"], f"{fmt.n(r['peak_tps'])} tok/s at {r['peak_case']}") for r in g.to_dict("records")]
+        values = [(r["backend"], f"{fmt.n(r['peak_tps'])} tok/s at {r['peak_case']}"
+                   + (f" ({r['peak_errors']} failed: every level had failures)" if r["peak_errors"] else ""))
+                  for r in g.to_dict("records")]
         out.append(Job(f"Many users ({w} · {m})", "peak output tokens/s over the levels", values,
                        None, "one backend: nothing to choose" if len(values) < 2 else "single run per level: not ranked"))
         held = [(r["backend"], f"C={fmt.n(r['holds_c'])} of {fmt.n(r['tested_c'])} tested" if r["holds_c"] == r["holds_c"]
@@ -191,4 +199,4 @@ def _analyse(rows: pd.DataFrame, ctx, name: str) -> dict[str, Any]:  # noqa: ARG
 
 
 KIND = ReportKind("load", _analyse, blocks=lambda s, slots, report: blocks(s, slots), charts=CHARTS, caveats=caveats,
-                  jobs=lambda s, rows, report: jobs(s, report))
+                  jobs=lambda s, rows, report: jobs(s, report), sees_failures=True)
