@@ -3,11 +3,13 @@
     from reports import build
     build(["runs/a100", "runs/h200"], "report.html")     # -> Path("report.html")
 
-    python -m reports RUN_DIR [RUN_DIR ...] [-o report.html] [--bandwidth-gbps X] [--tflops Y] [--drop RUN:BACKEND]
+    python -m reports RUN_DIR [RUN_DIR ...] [-o report.html] [--format html,json,csv] [--bandwidth-gbps X] [--tflops Y] [--drop RUN:BACKEND]
+    python -m reports --baseline RUN_DIR --candidate RUN_DIR [--threshold-pct 5]     # the regression gate (reports.gate)
 
 It never talks to a backend, so old runs can be rebuilt and runs made in different
 environments merged. ``load`` reads the runs, ``analysis`` computes the figures (pure
-functions, unit-tested), ``assemble`` runs them per workload, ``charts`` and ``page`` render.
+functions, unit-tested), ``assemble`` runs them per workload, ``charts`` and ``page`` render,
+``export`` writes the same report's tables as JSON and CSV.
 """
 
 from __future__ import annotations
@@ -15,25 +17,47 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-__all__ = ["build"]
+__all__ = ["build", "report_of", "write"]
 
 
-def build(run_dirs: list[str | Path], out_path: str | Path, *, bandwidth_gbps: float | None = None,
-          tflops: float | None = None, drop: list[tuple[str, str]] | tuple = (), copy_gbps: float | None = None,
-          merge_starts: bool = False, slo: dict[str, float] | None = None) -> Path:
-    """Write the report for ``run_dirs`` to ``out_path`` and return its path."""
+def report_of(run_dirs: list[str | Path], *, bandwidth_gbps: float | None = None, tflops: float | None = None,
+              drop: list[tuple[str, str]] | tuple = (), copy_gbps: float | None = None, merge_starts: bool = False,
+              slo: dict[str, float] | None = None):
+    """The assembled :class:`~reports.assemble.Report` of ``run_dirs``: what the page and the exports are made of."""
     from reports.assemble import assemble
-    from reports.load import ReportError, load
-    from reports.page import render
+    from reports.load import load
 
     ds = load(list(run_dirs), drop=drop, merge_starts=merge_starts)
     for problem in ds.problems:
         print(f"warning: {problem}", file=sys.stderr)
-    html = render(assemble(ds, bandwidth_gbps=bandwidth_gbps, tflops=tflops, copy_gbps=copy_gbps, slo=slo))
+    return assemble(ds, bandwidth_gbps=bandwidth_gbps, tflops=tflops, copy_gbps=copy_gbps, slo=slo)
+
+
+def build(run_dirs: list[str | Path], out_path: str | Path, *, bandwidth_gbps: float | None = None,
+          tflops: float | None = None, drop: list[tuple[str, str]] | tuple = (), copy_gbps: float | None = None,
+          merge_starts: bool = False, slo: dict[str, float] | None = None, formats: tuple[str, ...] = ("html",)) -> Path:
+    """Write the report for ``run_dirs`` to ``out_path`` and return its path; ``formats`` beyond ``html``
+    (``json``, ``csv``: ``reports.export``) are written beside it, from the same report."""
+    report = report_of(run_dirs, bandwidth_gbps=bandwidth_gbps, tflops=tflops, drop=drop, copy_gbps=copy_gbps,
+                       merge_starts=merge_starts, slo=slo)
     out = Path(out_path)
+    write(report, out, formats)
+    return out
+
+
+def write(report, out: Path, formats: tuple[str, ...]) -> list[Path]:
+    """The page (``html`` in ``formats``) at ``out`` and the exports beside it; every path written."""
+    from reports import export
+    from reports.load import ReportError
+    from reports.page import render
+
+    written = []
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(html, encoding="utf-8")
+        if "html" in formats:
+            out.write_text(render(report), encoding="utf-8")
+            written.append(out)
+        written += export.write(report, out.parent, formats)
     except OSError as exc:
-        raise ReportError(f"cannot write {out}: {exc.strerror or exc}") from exc
-    return out
+        raise ReportError(f"cannot write {exc.filename or out}: {exc.strerror or exc}") from exc
+    return written

@@ -1,4 +1,5 @@
-"""``python -m reports RUN_DIR [RUN_DIR ...] [-o report.html]``: rebuild or merge reports offline."""
+"""``python -m reports RUN_DIR [RUN_DIR ...] [-o report.html] [--format html,json,csv]``: rebuild, merge or export
+reports offline; ``python -m reports --baseline A --candidate B``: the regression gate (``reports.gate``)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import json
 import sys
 from pathlib import Path
 
-from reports import build
+from reports import export, gate, report_of, write
 from reports.load import ReportError
 
 
@@ -15,6 +16,13 @@ def positive(text: str) -> float:
     value = float(text)
     if value <= 0:
         raise argparse.ArgumentTypeError(f"must be positive (got {text})")
+    return value
+
+
+def non_negative(text: str) -> float:
+    value = float(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more (got {text})")
     return value
 
 
@@ -47,10 +55,16 @@ def slo_target(text: str) -> dict[str, float]:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m reports", description=(
-        "Build one offline HTML report from run directories (records.jsonl + env.json); several runs are merged."))
-    p.add_argument("run_dirs", nargs="+", type=Path, metavar="RUN_DIR")
+        "Build one offline HTML report from run directories (records.jsonl + env.json); several runs are merged. "
+        "--format adds summary.json and CSV files of what the page shows; --baseline/--candidate is a regression gate."),
+        epilog="exit codes: 0 written (gate: no figure regressed); 1 gate: a figure regressed or went missing; "
+        "2 bad input (no run directory, an unknown format, nothing to compare)")
+    p.add_argument("run_dirs", nargs="*", type=Path, metavar="RUN_DIR")
     p.add_argument("-o", "--out", type=Path, default=None, help="output file (default: RUN_DIR/report.html for one run, "
-                   "report.html for several)")
+                   "report.html for several); exports go beside it")
+    p.add_argument("--format", default="html", metavar="html,json,csv",
+                   help=f"what to write, comma-separated (known: {', '.join(export.FORMATS)}; default html): json = "
+                   f"{export.SUMMARY_JSON}, csv = one file per table under {export.CSV_DIR}/, both from the page's own figures")
     p.add_argument("--bandwidth-gbps", type=positive, default=None, help="GPU memory bandwidth for the roofline (GB/s), "
                    "instead of the datasheet value for the GPU in env.json")
     p.add_argument("--copy-gbps", type=copy_bandwidth, default=None, metavar="GBPS|FILE.json",
@@ -65,16 +79,51 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--slo", type=slo_target, default=None, metavar="ttft_ms=X,tpot_ms=Y",
                    help="the latency target goodput counts against in the Load section (default: the run's --slo, "
                    "else the page's stated default)")
+    g = p.add_argument_group("regression gate", "compare a candidate with a baseline, figure by figure; exit 1 on a regression")
+    g.add_argument("--baseline", nargs="+", type=Path, metavar="RUN_DIR|summary.json",
+                   help="the runs to compare against (run directories, several merged as engine starts with "
+                   "--merge-starts, or a summary.json from --format json)")
+    g.add_argument("--candidate", nargs="+", type=Path, metavar="RUN_DIR|summary.json", help="the runs under test")
+    g.add_argument("--threshold-pct", type=non_negative, default=5.0, metavar="PCT",
+                   help="a figure regresses when it is worse by more than its spread and more than this (default 5)")
+    g.add_argument("--ignore-missing", action="store_true", help="a baseline figure absent from the candidate "
+                   "(a failed backend, a workload left out) does not fail the gate")
     args = p.parse_args(argv)
-    out = args.out or (args.run_dirs[0] / "report.html" if len(args.run_dirs) == 1 else Path("report.html"))
     try:
-        path = build(args.run_dirs, out, bandwidth_gbps=args.bandwidth_gbps, tflops=args.tflops,
-                     drop=args.drop, copy_gbps=args.copy_gbps, merge_starts=args.merge_starts, slo=args.slo)
+        if args.baseline or args.candidate:
+            return run_gate(args)
+        formats = export.parse_formats(args.format)
+        if not args.run_dirs:
+            raise ReportError("give one or more RUN_DIRs to report on, or --baseline and --candidate to compare")
+        out = args.out or (args.run_dirs[0] / "report.html" if len(args.run_dirs) == 1 else Path("report.html"))
+        report = report_of(args.run_dirs, bandwidth_gbps=args.bandwidth_gbps, tflops=args.tflops, drop=args.drop,
+                           copy_gbps=args.copy_gbps, merge_starts=args.merge_starts, slo=args.slo)
+        written = write(report, out, formats)
     except ReportError as exc:
         print(f"python -m reports: error: {exc}", file=sys.stderr)
         return 2
-    print(f"report: {path}")
+    csvs = [path for path in written if path.suffix == ".csv"]
+    for path in written:
+        if path.suffix != ".csv":
+            print(f"{'report' if path == out else path.suffix.lstrip('.')}: {path}")
+    if csvs:
+        print(f"csv: {csvs[0].parent}/ ({len(csvs)} tables)")
     return 0
+
+
+def run_gate(args: argparse.Namespace) -> int:
+    if not (args.baseline and args.candidate):
+        raise ReportError("the gate needs both --baseline and --candidate")
+    if args.run_dirs:
+        raise ReportError("give RUN_DIRs to report on, or --baseline and --candidate to compare, not both")
+    base = gate.figures_of(args.baseline, args.merge_starts)
+    cand = gate.figures_of(args.candidate, args.merge_starts)
+    deltas = gate.compare(base, cand, args.threshold_pct / 100)
+    if not any(d.base and d.cand for d in deltas):
+        raise ReportError(f"no figure in common between the baseline ({len(base)} figures) and the candidate "
+                          f"({len(cand)}): the same workloads and backends are needed")
+    print(gate.text(deltas, args.threshold_pct / 100, args.ignore_missing), end="")
+    return 1 if gate.failed(deltas, args.ignore_missing) else 0
 
 
 if __name__ == "__main__":

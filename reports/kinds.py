@@ -3,10 +3,12 @@
 The measuring half of a kind is registered in ``workloads.kinds``; this is the other half. A
 :class:`ReportKind` names, for one kind, the function that turns its records into a section's
 data (``analyse``), its charts by key (``charts``: each builds a Vega-Lite spec from the data),
-the page blocks (``blocks``: gets the chart slots by key), and the caveats and summary rows it
-adds. ``analyse`` gets the measured records, or with ``sees_failures`` every record that was not
-skipped (the failed ones too, each with its ``error``). ``assemble``, ``page``, ``caveats`` and ``summary`` loop over this registry; none names a
-kind. A view asking for a chart key its kind does not register fails loudly (:class:`Slots`).
+the page blocks (``blocks``: gets the chart slots by key), the caveats and summary rows it adds,
+and the figures a regression gate compares beyond the summary's (``figures``, ``reports.gate``).
+``analyse`` gets the measured records, or with ``sees_failures`` every record that was not
+skipped (the failed ones too, each with its ``error``). ``assemble``, ``page``, ``caveats`` and
+``summary`` loop over this registry; none names a kind. A view asking for a chart key its kind
+does not register fails loudly (:class:`Slots`).
 
 The report decides from facts in the records and env.json (the kind of each workload, what a
 backend's records say), never from backend names.
@@ -51,6 +53,7 @@ class ReportKind:
     jobs: Callable[[Any, Any, Any], list] = lambda section, rows, report: []  # noqa: E731 - -> summary Jobs
     quality_note: str | None = None  # shown above the section when the weights are random (its figures are about answers)
     sees_failures: bool = False  # analyse gets the failed requests too (load: a failure is an SLO miss, not nothing)
+    figures: Callable[[Any, Any], list] = lambda section, report: []  # noqa: E731 - -> reports.analysis.figures.Figure (the gate's)
 
 
 class Slots(dict):

@@ -11,7 +11,7 @@ peak GPU memory, grammar cost) are listed, not ranked.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
@@ -32,6 +32,8 @@ class Job:
     best: str | None  # None: a single backend, a tie, within noise, or not comparable
     verdict: str = ""  # "by 57 % over vllm", "within noise (±9 %)", "not ranked: ..."
     caution: str | None = None
+    stats: dict[str, StartStat] = field(default_factory=dict)  # a latency job's figures behind ``values`` (exports, the gate)
+    unit: str = ""  # of ``stats`` (lower is better)
 
 
 def stat_text(s: StartStat, unit: str, digits: int | None = None) -> str:
@@ -46,6 +48,12 @@ def _latency_job(job: str, figure: str, stats: dict[str, StartStat], unit: str, 
     stats = {b: s for b, s in stats.items() if s.median is not None}
     if not stats:
         return None
+    ranked = _ranked_job(job, figure, stats, unit, ttft, caution)
+    return replace(ranked, stats={b: stats[b] for b, _ in ranked.values}, unit=unit)
+
+
+def _ranked_job(job: str, figure: str, stats: dict[str, StartStat], unit: str, ttft: dict[str, bool] | None,
+                caution: str | None) -> Job:
     engine_internal = [b for b, common in (ttft or {}).items() if b in stats and not common]
     r = rank(stats)
     shown = [(b, stat_text(stats[b], unit) + (" (engine's own TTFT, old run)" if b in engine_internal else ""))

@@ -191,6 +191,26 @@ def jobs(section, report) -> list:
     return out
 
 
+# (levels column, figure, unit, which way is better): what the regression gate compares per level
+GATED = (("output_tps", "output tokens/s", "tok/s", "higher"), ("goodput_rps", "goodput (requests/s within the SLO)", "req/s", "higher"),
+         ("ttft_p50", "TTFT p50", "ms", "lower"), ("itl_p50", "ITL p50", "ms", "lower"))
+
+
+def figures(section, report) -> list:  # noqa: ARG001
+    """Each level's throughput and median latencies as gate figures (one run per level: no spread measured)."""
+    from reports.analysis.figures import Figure
+
+    out = []
+    for r in section.data["levels"].to_dict("records"):
+        group = f"Load ({section.name}) · {r['workload']} · {r['mode']} · {r['case']}"
+        for col, label, unit, better in GATED:
+            value = r[col]
+            if value is not None and value == value:
+                n = r["itl_n"] if col.startswith("itl") else r["requests"]
+                out.append(Figure(group, label, r["backend"], float(value), unit, better, n=int(n)))
+    return out
+
+
 def _analyse(rows: pd.DataFrame, ctx, name: str) -> dict[str, Any]:  # noqa: ARG001
     slo = ctx.slo or mu.DEFAULT_SLO
     levels = mu.per_level(rows, slo)
@@ -199,4 +219,4 @@ def _analyse(rows: pd.DataFrame, ctx, name: str) -> dict[str, Any]:  # noqa: ARG
 
 
 KIND = ReportKind("load", _analyse, blocks=lambda s, slots, report: blocks(s, slots), charts=CHARTS, caveats=caveats,
-                  jobs=lambda s, rows, report: jobs(s, report), sees_failures=True)
+                  jobs=lambda s, rows, report: jobs(s, report), sees_failures=True, figures=figures)
