@@ -1,7 +1,9 @@
 """Altair charts of the analysis results, returned as Vega-Lite specs (dicts) for the page to embed.
 
 Every chart is built from small pre-aggregated tables (medians with their IQR), so the specs
-stay a few kilobytes. Backends keep one colour across charts (the column order).
+stay a few kilobytes. Backends keep one colour across charts (the column order). A chart whose x
+axis has one value (one temperature, one prompt length, one turn, one load level) draws bars, one
+per series, with that value in the axis title: a line through one point is a lone dot.
 """
 
 from __future__ import annotations
@@ -32,21 +34,39 @@ def _spec(chart: alt.TopLevelMixin) -> dict[str, Any]:
     return chart.configure_view(stroke=None).configure_axis(labelFontSize=11, titleFontSize=11).to_dict()
 
 
+def single(values: Any) -> bool:
+    """One x value only: a line through it is a lone dot on a meaningless axis, so the chart draws bars instead."""
+    return len({v for v in values if v is not None and v == v}) == 1
+
+
+def bar_chart(data: pd.DataFrame, category: str, y: alt.Y, color: alt.Color, tooltip: list,
+         err: tuple[str, str] | None = None, sort: list | None = None, title: str | None = None) -> alt.LayerChart:
+    """The one-x-value form of a chart: a bar per ``category`` (its IQR as an error bar where ``err`` names it)."""
+    base = alt.Chart().encode(x=alt.X(f"{category}:N", title=title, sort=sort, axis=alt.Axis(labelAngle=0, labelLimit=160)),
+                                  color=color)
+    layers = [base.mark_bar().encode(y=y, tooltip=tooltip)]
+    if err is not None:
+        layers.append(base.transform_filter(f"isValid(datum.{err[0]})").mark_errorbar(color="#333333").encode(
+            y=alt.Y(f"{err[0]}:Q", title=y.to_dict().get("title")), y2=f"{err[1]}:Q", color=alt.value("#333333")))
+    return alt.layer(*layers, data=data)
+
+
 def conversation_ttft(turns: pd.DataFrame) -> dict[str, Any] | None:
     """TTFT per turn, cached vs full, one panel per backend (median, IQR as error bars)."""
     if turns.empty:
         return None
     data = turns[["backend", "mode", "turn", "ttft_med", "ttft_q1", "ttft_q3", "ttft_n", "prompt_tokens"]].dropna(subset=["ttft_med"])
-    base = alt.Chart(data).encode(
-        x=alt.X("turn:O", title="turn"),
-        color=alt.Color("mode:N", title="mode", scale=alt.Scale(domain=["full", "cached"], range=["#e15759", "#4e79a7"])),
-    )
-    line = base.mark_line(point=True).encode(
-        y=alt.Y("ttft_med:Q", title="TTFT (ms, median)"),
-        tooltip=["backend", "mode", "turn", "prompt_tokens", alt.Tooltip("ttft_med:Q", format=".1f"), "ttft_n"])
-    bars = base.mark_errorbar().encode(y=alt.Y("ttft_q1:Q", title="TTFT (ms, median)"), y2="ttft_q3:Q")
-    return _spec(alt.layer(line, bars, data=data).properties(width=WIDTH, height=HEIGHT)
-                 .facet(column=alt.Column("backend:N", title=None, sort=list(dict.fromkeys(data["backend"])))))
+    color = alt.Color("mode:N", title="mode", scale=alt.Scale(domain=["full", "cached"], range=["#e15759", "#4e79a7"]))
+    tooltip = ["backend", "mode", "turn", "prompt_tokens", alt.Tooltip("ttft_med:Q", format=".1f"), "ttft_n"]
+    facet = alt.Column("backend:N", title=None, sort=list(dict.fromkeys(data["backend"])))
+    if single(data["turn"]):
+        chart = bar_chart(data, "mode", alt.Y("ttft_med:Q", title="TTFT (ms, median)"), color, tooltip,
+                     err=("ttft_q1", "ttft_q3"), sort=["full", "cached"], title=f"turn {data['turn'].iloc[0]}")
+        return _spec(chart.properties(width=WIDTH // 2, height=HEIGHT).facet(column=facet))
+    base = alt.Chart(data).encode(x=alt.X("turn:O", title="turn"), color=color)
+    line = base.mark_line(point=True).encode(y=alt.Y("ttft_med:Q", title="TTFT (ms, median)"), tooltip=tooltip)
+    err = base.mark_errorbar().encode(y=alt.Y("ttft_q1:Q", title="TTFT (ms, median)"), y2="ttft_q3:Q")
+    return _spec(alt.layer(line, err, data=data).properties(width=WIDTH, height=HEIGHT).facet(column=facet))
 
 
 def floor_labels(roof: Roof) -> dict[str, str]:
@@ -90,6 +110,12 @@ def sweep_phase(lengths: pd.DataFrame, roofs: dict[str, Roof], phase: str, backe
     if data.empty:
         return None
     title = "prefill (ms, median)" if phase == "prefill" else "decode (ms/token, median)"
+    series = list(dict.fromkeys(data["series"]))
+    if single(data["N"]):
+        color = alt.Color("series:N", title=None, scale=_colors(backends, series), legend=None)
+        chart = bar_chart(data, "series", alt.Y("ms:Q", title=title), color, ["series", "N", alt.Tooltip("ms:Q", format=".3g")],
+                     err=("q1", "q3"), sort=series, title=f"N={data['N'].iloc[0]:g} prompt tokens")
+        return _spec(chart.properties(width=WIDTH + 90, height=HEIGHT + 30, title=title))
     y = alt.Y("ms:Q", scale=alt.Scale(type="log"), title=f"{title} (log)")
     base = alt.Chart(data).encode(
         x=alt.X("N:Q", scale=alt.Scale(type="log", base=2), title="prompt tokens N (log)"),
@@ -119,6 +145,12 @@ def decode_vs_floor(lengths: pd.DataFrame, vs_roof: pd.DataFrame, backends: list
     if data.empty:
         return None
     title = f"decode ÷ {which}, backends within {limit:g}× (linear)"
+    if single(data["N"]):
+        color = alt.Color("backend:N", title=None, scale=_colors(backends, near), legend=None)
+        chart = bar_chart(data, "backend", alt.Y("x:Q", title="× floor"), color,
+                     ["backend", "N", alt.Tooltip("x:Q", format=".3f")], err=("x1", "x3"), sort=near,
+                     title=f"N={data['N'].iloc[0]:g} prompt tokens")
+        return _spec(chart.properties(width=WIDTH + 90, height=HEIGHT + 30, title=title))
     base = alt.Chart(data).encode(
         x=alt.X("N:Q", scale=alt.Scale(type="log", base=2), title="prompt tokens N (log)"),
         color=alt.Color("backend:N", title=None, scale=_colors(backends, near), legend=alt.Legend(orient="bottom")),
@@ -136,17 +168,23 @@ def json_pass(rates: pd.DataFrame) -> dict[str, Any] | None:
     data = rates[["backend", "mode", "temperature", "pass_rate", "n", "valid"]].dropna(subset=["pass_rate"])
     modes = list(dict.fromkeys(data["mode"]))
     temps = sorted(set(data["temperature"]))
+    y = alt.Y("pass_rate:Q", title="valid JSON", scale=alt.Scale(domain=[0, 1]), axis=alt.Axis(format="%"))
+    tooltip = ["backend", "mode", "temperature", "valid", "n", alt.Tooltip("pass_rate:Q", format=".0%")]
+    facet = alt.Column("backend:N", title=None, sort=list(dict.fromkeys(data["backend"])))
+    if single(data["temperature"]):
+        chart = bar_chart(data, "mode", y, alt.Color("mode:N", title="mode", sort=modes, legend=None), tooltip,
+                     sort=modes, title=f"mode, at temperature {temps[0]:g}")
+        return _spec(chart.properties(width=WIDTH, height=HEIGHT).facet(column=facet))
     step = (min(b - a for a, b in zip(temps, temps[1:], strict=False)) if len(temps) > 1 else 1.0) * 0.12
     data = data.assign(x=[t + (modes.index(m) - (len(modes) - 1) / 2) * step / max(1, len(modes) - 1)
                           for t, m in zip(data["temperature"], data["mode"], strict=True)])
     chart = alt.Chart(data).mark_line(point=True).encode(
-        x=alt.X("x:Q", title="temperature"),
-        y=alt.Y("pass_rate:Q", title="valid JSON", scale=alt.Scale(domain=[0, 1]), axis=alt.Axis(format="%")),
+        x=alt.X("x:Q", title="temperature"), y=y,
         color=alt.Color("mode:N", title="mode", sort=modes),
         strokeDash=alt.StrokeDash("mode:N", sort=modes, legend=None),
-        tooltip=["backend", "mode", "temperature", "valid", "n", alt.Tooltip("pass_rate:Q", format=".0%")],
+        tooltip=tooltip,
     ).properties(width=WIDTH, height=HEIGHT)
-    return _spec(chart.facet(column=alt.Column("backend:N", title=None, sort=list(dict.fromkeys(data["backend"])))))
+    return _spec(chart.facet(column=facet))
 
 
 def agreement(summary: pd.DataFrame, backends: list[str]) -> dict[str, Any] | None:
@@ -170,10 +208,11 @@ def attention(shares: pd.DataFrame, backends: list[str]) -> dict[str, Any] | Non
     """Per layer: share of the last position's attention that lands on special tokens."""
     if shares.empty:
         return None
-    chart = alt.Chart(shares).mark_line(point=True).encode(
-        x=alt.X("layer:O", title="layer"),
-        y=alt.Y("share:Q", title="attention on special tokens", axis=alt.Axis(format="%")),
-        color=alt.Color("backend:N", title=None, scale=_colors(backends, list(dict.fromkeys(shares["backend"])))),
-        tooltip=["backend", "layer", alt.Tooltip("share:Q", format=".1%")],
-    ).properties(width=WIDTH + 90, height=HEIGHT)
-    return _spec(chart)
+    y = alt.Y("share:Q", title="attention on special tokens", axis=alt.Axis(format="%"))
+    color = alt.Color("backend:N", title=None, scale=_colors(backends, list(dict.fromkeys(shares["backend"]))))
+    tooltip = ["backend", "layer", alt.Tooltip("share:Q", format=".1%")]
+    if single(shares["layer"]):
+        return _spec(bar_chart(shares, "backend", y, color.legend(None), tooltip, title=f"layer {shares['layer'].iloc[0]}")
+                     .properties(width=WIDTH + 90, height=HEIGHT))
+    chart = alt.Chart(shares).mark_line(point=True).encode(x=alt.X("layer:O", title="layer"), y=y, color=color, tooltip=tooltip)
+    return _spec(chart.properties(width=WIDTH + 90, height=HEIGHT))

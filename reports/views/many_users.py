@@ -2,7 +2,7 @@
 
 Charts: output tokens/s and requests/s against the load, TTFT p50/p90/p99 and ITL p50/p99 against
 the load, latency against throughput (the Pareto view) and goodput; one panel per workload
-variant, one colour per backend. Tables: every level's figures per backend, with the engine's own
+variant, one colour per backend; with one load level, bars per backend instead of lines. Tables: every level's figures per backend, with the engine's own
 KV-cache peak, preemptions and prefix-cache hit rate, and prefix reuse expected vs reported.
 """
 
@@ -16,7 +16,7 @@ from markupsafe import Markup
 
 from reports import fmt
 from reports.analysis import many_users as mu
-from reports.charts import WIDTH, _colors, _spec
+from reports.charts import WIDTH, _colors, _spec, bar_chart, single
 from reports.kinds import ReportKind
 from reports.stats import num
 from reports.views import Block, Table, chart, compact, h3, p, side, table
@@ -44,6 +44,11 @@ def per_level_chart(levels: pd.DataFrame, backends: list[str], value: str, title
     d = _data(levels).dropna(subset=[value])
     if d.empty:
         return None
+    if single(d["concurrency"]):
+        color = alt.Color("backend:N", title=None, scale=_colors(backends, list(dict.fromkeys(d["backend"]))), legend=None)
+        return _facet(bar_chart(d, "backend", alt.Y(f"{value}:Q", title=title), color,
+                                ["backend", "variant", "case", "requests", alt.Tooltip(f"{value}:Q", format=".4g")],
+                                title=f"backend, at {int(d['concurrency'].iloc[0])} concurrent requests"), d)
     c = alt.Chart(d).mark_line(point=True).encode(
         x=alt.X("concurrency:Q", scale=alt.Scale(type="log", base=2), title="concurrent requests (log)",
                 axis=alt.Axis(values=_ticks(d))),
@@ -62,6 +67,14 @@ def percentiles_chart(levels: pd.DataFrame, backends: list[str], prefix: str, ps
     if long.empty:
         return None
     long["percentile"] = long["percentile"].str.replace(f"{prefix}_", "")
+    if single(long["concurrency"]):
+        color = alt.Color("backend:N", title=None, scale=_colors(backends, list(dict.fromkeys(long["backend"]))))
+        c = alt.Chart(long).mark_bar().encode(
+            x=alt.X("percentile:N", sort=[f"p{q}" for q in ps], title=f"at {int(long['concurrency'].iloc[0])} concurrent requests",
+                    axis=alt.Axis(labelAngle=0)),
+            xOffset=alt.XOffset("backend:N", sort=backends), y=alt.Y("ms:Q", title=f"{title} (ms)"), color=color,
+            tooltip=["backend", "variant", "case", "percentile", "requests", alt.Tooltip("ms:Q", format=".4g")])
+        return _facet(c, long)
     c = alt.Chart(long).mark_line(point=True).encode(
         x=alt.X("concurrency:Q", scale=alt.Scale(type="log", base=2), title="concurrent requests (log)",
                 axis=alt.Axis(values=_ticks(long))),
