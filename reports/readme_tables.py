@@ -1,11 +1,11 @@
-"""``python -m reports.readme_tables RUN_DIR ... [--write README.md]``: the README's result table, from runs.
+"""``python -m reports.readme_tables RUN_DIR ... [--write docs/h200-results.md]``: the result table the docs quote, from runs.
 
-The single source of the figures the README quotes: it assembles the report exactly as
+The single source of the figures the docs quote: it assembles the report exactly as
 ``python -m reports`` does (same options) and prints a Markdown table, one column per backend,
 with each figure's n as it is. ``--write FILE`` replaces the block between
 ``<!-- readme-tables: ARGS -->`` and ``<!-- /readme-tables -->`` in FILE (ARGS: this command's
 arguments, so the block says how it was made); ``tests/reports/test_readme_tables.py`` checks that the
-README matches a fresh run of the script.
+docs (and the example READMEs) match a fresh run of the script.
 """
 
 from __future__ import annotations

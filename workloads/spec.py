@@ -1,4 +1,4 @@
-"""The workload file format: pydantic models of the four kinds of workload.
+"""The workload file format: pydantic models of the workload kinds.
 
 A workload file is YAML with a top-level ``workloads:`` list; each entry has a ``name`` and a
 ``kind`` (one of ``workloads.kinds.REGISTRY``: each kind's module registers its spec; the four

@@ -1,4 +1,4 @@
-"""The shipped examples: study.yaml uses every field of the format and runs on the tiny model; the README's loads;
+"""The shipped examples: study.yaml uses every field of the format and runs on the tiny model; the docs' loads;
 load-transcripts.yaml lints and runs at the CPU's load scale."""
 
 from __future__ import annotations
@@ -53,9 +53,9 @@ def test_study_uses_every_field_of_every_kind():
 
 
 def readme_example(tmp_path: Path) -> Path:
-    """The YAML block of the README's section "Bring your own workload"."""
-    text = (EXAMPLES.parent / "README.md").read_text()
-    section = text.split("## Bring your own workload", 1)[1].split("\n## ", 1)[0]
+    """The YAML block of docs/workloads.md's section "Your own workloads" (the README's is its first entry)."""
+    text = (EXAMPLES.parent / "docs" / "workloads.md").read_text()
+    section = text.split("## Your own workloads", 1)[1].split("\n## ", 1)[0]
     [block] = re.findall(r"```yaml\n(.*?)```", section, flags=re.S)
     path = tmp_path / "my_study.yaml"
     path.write_text(block)
@@ -64,7 +64,7 @@ def readme_example(tmp_path: Path) -> Path:
 
 def test_readme_example_is_valid_and_stable(tmp_path, tiny_model_dir, capsys):
     path = readme_example(tmp_path)
-    assert [s.kind for s in load_file(path)] == ["conversation", "sweep", "json", "template"]
+    assert [s.kind for s in load_file(path)] == ["conversation", "sweep", "json", "template", "load"]
     assert main(["--lint-only", "--workload-file", str(path)]) == 0
     assert "support-agent: 2 turns, stable" in capsys.readouterr().out
 
@@ -108,3 +108,20 @@ def test_the_demos_load_file_runs_as_written_on_a_cpu_where_the_builtin_is_scale
     rows = [r for r in records(out) if r["rep"] is not None and not r["error"]]
     tokens = {r["workload"]: r["output_tokens"] for r in rows}
     assert tokens == {"demo-sessions": 4, "demo-fixed": 4, "load-sessions": 8, "load-fixed": 8}
+
+
+def test_the_demos_arguments_and_files_are_valid_and_its_chat_is_stable(tiny_model_dir, capsys):
+    """`make demo`'s DEMO_ARGS parse, name existing built-ins and files, and its chat passes the prefix lint."""
+    import shlex
+
+    from harness.cli import parser
+
+    makefile = (EXAMPLES.parent / "Makefile").read_text()
+    args = parser().parse_args(shlex.split(re.search(r"^DEMO_ARGS\s*\?=(.*)$", makefile, re.M).group(1)))
+    files = [EXAMPLES.parent / f for f in args.workload_file]
+    kinds = {s.kind for f in files for s in load_file(f)}
+    assert {"conversation", "sweep", "load"} <= kinds  # the first screen's latency and load rows
+    assert args.repeats >= 3 and len(args.json_temperatures.split(",")) == 2  # a spread, and two temperatures
+    lint = ["--lint-only", "--workloads", args.workloads, *[x for f in files for x in ("--workload-file", str(f))]]
+    assert main(lint) == 0
+    assert "demo-chat: 3 turns, stable" in capsys.readouterr().out

@@ -1,0 +1,186 @@
+"""The README and docs/ cannot go stale: the README's length, its workload table against the registries,
+every flag it and the docs put on a command line against the real parsers, every relative link and
+anchor, the example workload files against the loader, and the reference figures against their source."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+DOCS = sorted((ROOT / "docs").glob("*.md"))
+PAGES = [README, *DOCS]
+MAX_README_LINES = 250
+
+
+def text(path: Path) -> str:
+    return path.read_text(encoding="utf-8")
+
+
+def section(doc: str, heading: str) -> str:
+    """The text under a ``## heading`` up to the next ``## ``."""
+    match = re.search(rf"^## {re.escape(heading)}\n(.*?)(?=^## |\Z)", doc, re.S | re.M)
+    assert match, f"README has no section {heading!r}"
+    return match.group(1)
+
+
+def table_rows(block: str) -> list[list[str]]:
+    rows = [[c.strip() for c in line.strip().strip("|").split("|")] for line in block.splitlines() if line.startswith("|")]
+    return [r for r in rows[2:]]  # past the header and its rule
+
+
+def test_the_readme_fits_on_a_few_screens():
+    assert len(text(README).splitlines()) <= MAX_README_LINES
+
+
+def test_the_readme_sections_come_in_the_order_a_newcomer_reads_them():
+    headings = re.findall(r"^## (.+)$", text(README), re.M)
+    order = ["What you get", "Quick start", "Your GPU and your model", "Your own server", "The workloads",
+             "Your own workload", "How it is measured", "Reference results", "The ten flags that matter, and the exit codes",
+             "When to use this, and when another tool", "Licence"]
+    assert [h for h in headings if h in order] == order
+
+
+def test_the_workload_table_lists_exactly_the_registered_kinds_and_built_ins():
+    from reports import kinds as report_kinds
+    from workloads import BUILTIN
+    from workloads import kinds as workload_kinds
+
+    rows = table_rows(section(text(README), "The workloads"))
+    kinds = [r[0].strip("`") for r in rows]
+    assert sorted(kinds) == sorted(workload_kinds.names()) == sorted(report_kinds.names())
+    builtins = [re.match(r"`([^`]+)`", r[1]).group(1) for r in rows]
+    assert sorted(builtins) == sorted(BUILTIN)
+
+
+def test_help_names_every_built_in_workload():
+    from harness.cli import parser
+    from workloads import BUILTIN
+
+    help_text = " ".join(parser().format_help().split())
+    for name in BUILTIN:
+        assert f"{name} (" in help_text, name  # described in the epilog
+    assert f"all {len(BUILTIN)}" in help_text and "four" not in help_text
+
+
+def _options(p) -> set[str]:
+    return {o for a in p._actions for o in a.option_strings}
+
+
+def compare_options() -> set[str]:
+    from harness.cli import parser
+
+    return _options(parser())
+
+
+def report_options() -> set[str]:
+    import argparse
+
+    from reports import __main__ as cli
+
+    seen: dict[str, argparse.ArgumentParser] = {}
+    real = argparse.ArgumentParser.parse_args
+
+    def capture(self, args=None, namespace=None):
+        seen["p"] = self
+        raise SystemExit(0)
+
+    argparse.ArgumentParser.parse_args = capture  # type: ignore[method-assign]
+    try:
+        with pytest.raises(SystemExit):
+            cli.main([])
+    finally:
+        argparse.ArgumentParser.parse_args = real  # type: ignore[method-assign]
+    return _options(seen["p"])
+
+
+def test_the_ten_flags_exist():
+    rows = table_rows(section(text(README), "The ten flags that matter, and the exit codes"))
+    flags = [r[0].strip("`") for r in rows]
+    assert len(flags) == 10 and set(flags) <= compare_options()
+
+
+def command_lines(doc: str) -> list[tuple[str, str]]:
+    """(tool, its arguments) for every compare.py / python -m reports invocation written out in a page."""
+    out = []
+    for line in doc.replace("\\\n", " ").splitlines():
+        for m in re.finditer(r"(compare\.py|python -m reports(?![._]))([^\n`#|]*)", line):
+            out.append(("reports" if m.group(1).endswith("reports") else "compare", m.group(2)))
+    return out
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name if p == README else f"docs/{p.name}")
+def test_every_flag_on_a_command_line_exists(page):
+    known = {"compare": compare_options(), "reports": report_options()}
+    unknown = []
+    for tool, args in command_lines(text(page)):
+        for flag in re.findall(r"(?<![\w-])--[a-z][a-z0-9-]*", args):
+            if flag not in known[tool]:
+                unknown.append(f"{tool}: {flag} in {args.strip()!r}")
+    assert unknown == []
+
+
+def slug(heading: str) -> str:
+    """GitHub's anchor for a heading: lower case, punctuation dropped, spaces to hyphens."""
+    s = re.sub(r"[`*_]", "", heading.strip().lower())
+    s = re.sub(r"[^\w\- ]", "", s)
+    return s.replace(" ", "-")
+
+
+def anchors(path: Path) -> set[str]:
+    return {slug(h) for h in re.findall(r"^#+ (.+)$", text(path), re.M)}
+
+
+LINK = re.compile(r"\]\(([^)\s]+)\)")
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name if p == README else f"docs/{p.name}")
+def test_every_relative_link_resolves(page):
+    broken = []
+    for target in LINK.findall(text(page)):
+        if re.match(r"[a-z]+:", target):
+            continue  # http(s), mailto: not checked offline
+        path, _, anchor = target.partition("#")
+        dest = (page.parent / path).resolve() if path else page
+        if not dest.exists():
+            broken.append(target)
+        elif anchor and dest.suffix == ".md" and anchor not in anchors(dest):
+            broken.append(f"{target} (no such heading)")
+    assert broken == []
+
+
+def test_the_docs_index_lists_every_page():
+    index = text(ROOT / "docs" / "README.md")
+    missing = [p.name for p in DOCS if p.name != "README.md" and f"]({p.name})" not in index]
+    assert missing == []
+
+
+def yaml_blocks(doc: str) -> list[str]:
+    return re.findall(r"```yaml\n(.*?)```", doc, re.S)
+
+
+@pytest.mark.parametrize("page,all_kinds", [(README, False), (ROOT / "docs" / "workloads.md", True)])
+def test_the_example_workload_files_load(tmp_path, page, all_kinds):
+    from workloads import kinds, load_file
+
+    blocks = yaml_blocks(text(page))
+    assert blocks, f"{page.name} has no yaml example"
+    path = tmp_path / "example.yaml"
+    path.write_text(blocks[0])
+    specs = load_file(path)
+    if all_kinds:  # "one workload of each kind"
+        assert sorted({s.kind for s in specs}) == sorted(kinds.names())
+
+
+def test_the_reference_figures_are_the_committed_runs():
+    """Every number in the README's reference table is quoted from docs/h200-results.md or the runs' READMEs."""
+    sources = text(ROOT / "docs" / "h200-results.md") + "".join(
+        text(p) for p in (ROOT / "reports" / "examples").glob("*/README.md"))
+    rows = table_rows(section(text(README), "Reference results"))
+    assert len(rows) >= 3
+    for row in rows:
+        for figure in re.findall(r"\d[\d,]*\.\d+(?:–\d[\d,]*\.\d+)?|\d{1,3}(?:,\d{3})+|\d{2,}", row[2]):
+            assert figure in sources, f"{figure} ({row[0]}) is not in the results it links to"
