@@ -25,7 +25,7 @@ LOWER, HIGHER = "lower", "higher"
 
 @dataclass(frozen=True)
 class Figure:
-    group: str  # the summary's job, or a kind's group ("Load (chat) · chat · S=0 · C=8")
+    group: str  # the summary's job, or a kind's group ("Load · chat · S=0 · C=8")
     figure: str  # what is measured
     backend: str  # the column label
     value: float

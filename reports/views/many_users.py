@@ -215,7 +215,7 @@ def figures(section, report) -> list:  # noqa: ARG001
 
     out = []
     for r in section.data["levels"].to_dict("records"):
-        group = f"Load ({section.name}) · {r['workload']} · {r['mode']} · {r['case']}"
+        group = f"Load · {r['workload']} · {r['mode']} · {r['case']}"
         for col, label, unit, better in GATED:
             value = r[col]
             if value is not None and value == value:

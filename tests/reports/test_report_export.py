@@ -111,7 +111,7 @@ def test_load_levels_are_the_pages_level_tables(exported):
         shown = page[key]
         assert shown["TTFT p50 / p90 / p99 ms"] == " / ".join(fmt.n(lv[f"ttft_p{q}"]) for q in (50, 90, 99))
         assert shown["goodput req/s"] == fmt.n(lv["goodput_rps"], 2) and shown["requests/s"] == fmt.n(lv["rps"], 2)
-    gated = [f for f in summary["figures"] if f["group"].startswith("Load (")]
+    gated = [f for f in summary["figures"] if f["group"].startswith("Load · ")]
     assert {f["value"] for f in gated if f["figure"] == "output tokens/s"} == {lv["output_tps"] for lv in levels}
 
 
