@@ -56,6 +56,22 @@ def test_the_workload_table_lists_exactly_the_registered_kinds_and_built_ins():
     assert sorted(builtins) == sorted(BUILTIN)
 
 
+NUMBERS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10}
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name if p == README else f"docs/{p.name}")
+def test_counts_of_kinds_and_built_ins_are_the_registries(page):
+    """"Five kinds", "all five built-in workloads": a count of kinds or of built-ins is the registry's
+    ("the four batch-1 workloads" of a past run is a fact about that run, not a count of the registry)."""
+    from workloads import BUILTIN, kinds
+
+    said = re.findall(r"\b(\w+) (?:built-in |workload )?(kinds|built-in workloads)\b", text(page), re.I)
+    for word, what in said:
+        if word.lower() in NUMBERS:
+            expected = len(kinds.names()) if what.lower() == "kinds" else len(BUILTIN)
+            assert NUMBERS[word.lower()] == expected, f"{page.name}: '{word} ... {what}'"
+
+
 def test_help_names_every_built_in_workload():
     from harness.cli import parser
     from workloads import BUILTIN
