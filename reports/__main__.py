@@ -116,6 +116,9 @@ def run_gate(args: argparse.Namespace) -> int:
         raise ReportError("the gate needs both --baseline and --candidate")
     if args.run_dirs:
         raise ReportError("give RUN_DIRs to report on, or --baseline and --candidate to compare, not both")
+    if args.out or args.format != "html":
+        raise ReportError("the gate prints its verdict; -o and --format are for a report (python -m reports RUN_DIR "
+                          "--format json writes the summary.json a later gate can take as its baseline)")
     base = gate.figures_of(args.baseline, args.merge_starts)
     cand = gate.figures_of(args.candidate, args.merge_starts)
     deltas = gate.compare(base, cand, args.threshold_pct / 100)

@@ -109,6 +109,7 @@ def test_a_summary_json_stands_for_its_runs(tmp_path, capsys):
     (["--baseline", "{base}", "--candidate", "{other}"], "no figure in common"),
     (["--baseline", "{bad}", "--candidate", "{base}"], "not a summary.json with figures"),
     ([], "give one or more RUN_DIRs"),
+    (["--baseline", "{base}", "--candidate", "{base}", "--format", "json"], "-o and --format are for a report"),
 ])
 def test_bad_gate_input_is_one_line_and_exit_2(tmp_path, capsys, args, message):
     base = run(tmp_path, "base")
