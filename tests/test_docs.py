@@ -139,6 +139,18 @@ def test_every_flag_on_a_command_line_exists(page):
     assert unknown == []
 
 
+OTHER_TOOLS = re.compile(r"vllm serve|python -m sglang|pip install|docker |transformers serve")
+
+
+def test_every_flag_the_readme_names_exists():
+    """Prose included ("`--lint-only` also checks..."): a flag the README names is compare.py's or the report's,
+    unless its line runs another tool (``vllm serve --port``)."""
+    known = compare_options() | report_options()
+    unknown = [f"{flag}: {line.strip()}" for line in text(README).splitlines() if not OTHER_TOOLS.search(line)
+               for flag in re.findall(r"(?<![\w-])--[a-z][a-z0-9-]*", line) if flag not in known]
+    assert unknown == []
+
+
 def slug(heading: str) -> str:
     """GitHub's anchor for a heading: lower case, punctuation dropped, spaces to hyphens."""
     s = re.sub(r"[`*_]", "", heading.strip().lower())
