@@ -117,6 +117,10 @@ def test_the_ten_flags_exist():
     rows = table_rows(section(text(README), "The ten flags that matter, and the exit codes"))
     flags = [r[0].strip("`") for r in rows]
     assert len(flags) == 10 and set(flags) <= compare_options()
+    from backends import ALL, REGISTRY
+
+    backend = next(r[1] for r in rows if r[0] == "`--backend`")
+    assert f"`{','.join(ALL)}`" in backend and all(f"`{b}`" in backend or b in ALL for b in REGISTRY)
 
 
 def command_lines(doc: str) -> list[tuple[str, str]]:
