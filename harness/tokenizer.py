@@ -1,9 +1,10 @@
 """Train the project's own byte-level BPE tokenizer and lay out its ids like Qwen3's.
 
-No model hub is reachable, so the tiny model and the Qwen3-8B-shaped model get a tokenizer the
-project trains itself with the ``tokenizers`` library, on the text of the built-in workloads.
+No model hub is reachable, so the tiny model gets a tokenizer the project trains itself with the
+``tokenizers`` library, on the text of the built-in workloads (the Qwen3-8B shape has Qwen3's
+real one: :mod:`harness.qwen3_tokenizer`).
 The id layout copies Qwen3's: BPE entries from 0, then the 26 Qwen3 added tokens from
-``special_base`` (151643 for the 8B shape), and *filler* entries everywhere else up to the
+``special_base``, and *filler* entries everywhere else up to the
 model's vocabulary size, so that every id a random-weight model can sample decodes to text
 (fillers are entries no merge can produce and no real text contains, so encoding never yields them).
 """
@@ -83,9 +84,15 @@ def layout_vocab(bpe: dict, special_base: int, vocab_size: int) -> dict:
         vocab[filler(token_id)] = token_id
     added = list(QWEN3_ADDED_TOKENS)
     added += [(filler(i), False) for i in range(special_base + len(added), vocab_size)]
-    bpe["added_tokens"] = [
+    bpe["added_tokens"] = added_token_entries(added, special_base)
+    return bpe
+
+
+def added_token_entries(added: list[tuple[str, bool]], first_id: int) -> list[dict]:
+    """tokenizer.json's ``added_tokens`` for (content, special) pairs numbered from ``first_id``."""
+    return [
         {
-            "id": special_base + i,
+            "id": first_id + i,
             "content": content,
             "single_word": False,
             "lstrip": False,
@@ -95,7 +102,6 @@ def layout_vocab(bpe: dict, special_base: int, vocab_size: int) -> dict:
         }
         for i, (content, special) in enumerate(added)
     ]
-    return bpe
 
 
 def write_tokenizer(
