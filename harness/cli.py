@@ -239,7 +239,8 @@ def _main(args: argparse.Namespace) -> int:
         specs = [by_name.get(s.name, s) for s in specs]
         print(f"load workloads at the CPU's scale: --load {load_args.CPU_LOAD} (pass --load to choose)")
 
-    from harness.chat import NoChatTemplate, Renderer
+    from harness.chat import NoChatTemplate, Renderer, tokenizer_facts
+    from workloads.seed import TEMPLATE_FIRST_PROMPT
 
     tokenizer = load_tokenizer(args.model, model.path)
     renderer = Renderer(tokenizer)
@@ -272,6 +273,7 @@ def _main(args: argparse.Namespace) -> int:
                   "random_weights": settings["random_weights"] or model.random_init,
                   "params": models.param_count(model.path), "dtype_bytes": models.DTYPE_BYTES[dtype]},
         "chat_template_hash": sha(tokenizer.chat_template or ""),
+        "tokenizer": tokenizer_facts(renderer, model.path, list(TEMPLATE_FIRST_PROMPT)),
         "workloads": [s.name for s in specs],
         "workload_files": hashes(args.workload_file),
         "prefix_stability": {name: [vars(f) for f in fs] for name, fs in stability.items()},

@@ -26,3 +26,12 @@ DECODE_SHARE = (REPLY_TOKENS - 1) / REPLY_TOKENS
 JSON_MASK = {"valid": 80, "calls": 80}  # constrained decoding: every reply valid
 REUSE = "prefix reuse stops a few tokens before the end of the previous prompt (the template rewrites it)"
 ATTENTION = "attention concentrates on special-token positions"
+# The article's token figures beyond the conversation's totals: its template experiment's first
+# prompt (the text in workloads/seed.py) in Qwen3's tokens, its conversation's per-turn prompt
+# lengths, and the special-token positions of that first prompt. None: not quoted in this project
+# yet (the seed-claims section then shows ours and says so); fill them in from the article.
+TOKENS = {
+    "template_first_prompt": None,  # int
+    "conversation_turn_prompts": None,  # list of 10 ints
+    "template_special_positions": None,  # list of ints
+}

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 HOLDS, DOES_NOT_HOLD, SETUP_SPECIFIC, NOT_MEASURABLE = "holds", "does not hold", "setup-specific", "not measurable here"
 VERDICTS = (HOLDS, DOES_NOT_HOLD, SETUP_SPECIFIC, NOT_MEASURABLE)
-MODULES = ("reports.analysis.seed_claims",)  # imported in this order; each registers its checks with @claim
+MODULES = ("reports.analysis.seed_claims", "reports.analysis.seed_tokens")  # imported in this order; each registers its checks with @claim
 
 _CHECKS: list[tuple[str, Callable[[Report], Claim | None]]] = []
 

@@ -312,3 +312,15 @@ def test_a_qwen3_config_alone_with_random_weights_gets_qwen3s_tokenizer(tmp_path
     other.mkdir()
     (other / "config.json").write_text(json.dumps({"model_type": "llama", "vocab_size": 151936}))
     assert models.resolve(str(other), random_weights=True).path == str(other)
+
+
+def test_env_json_gets_the_tokenizers_source_and_the_seed_prompt_in_its_tokens(tok, shape_dir):
+    from harness.chat import Renderer, tokenizer_facts
+    from workloads.seed import TEMPLATE_FIRST_PROMPT
+
+    renderer = Renderer(tok)
+    facts = tokenizer_facts(renderer, str(shape_dir), list(TEMPLATE_FIRST_PROMPT))
+    ids = renderer.chat_ids(list(TEMPLATE_FIRST_PROMPT))
+    assert facts["source"]["package"] == qt.PACKAGE and facts["source"]["ranks_sha256"] == qt.RANKS_SHA256
+    assert facts["seed_template_prompt"] == {"tokens": len(ids), "added_token_positions": [i for i, t in enumerate(ids) if t >= 151643]}
+    assert facts["size"] == 151936 and facts["class"] == "Qwen2Tokenizer"
