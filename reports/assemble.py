@@ -171,11 +171,11 @@ def sweep_data(rows: pd.DataFrame, roofs: dict[str, sw.Roof]) -> dict[str, Any]:
             "vs_roof": sw.against_roof(lengths, roofs) if not lengths.empty else pd.DataFrame()}
 
 
-def json_data(rows: pd.DataFrame) -> dict[str, Any]:
+def json_data(rows: pd.DataFrame, random_weights: bool = False) -> dict[str, Any]:
     rates, counts = jx.pass_rates(rows), jx.failure_counts(rows)
     return {"rates": rates, "candidates": jx.candidates(rows), "overhead": jx.grammar_overhead(rows),
             "failures": jx.failing_replies(rows), "failure_counts": counts,
-            "modes": list(dict.fromkeys(rows["mode"])), "claims": jx.claims(rows, rates, counts)}
+            "modes": list(dict.fromkeys(rows["mode"])), "claims": jx.claims(rows, rates, counts, random_weights)}
 
 
 def template_data(rows: pd.DataFrame) -> dict[str, Any]:

@@ -23,9 +23,9 @@ def _sweep_data(rows, ctx, name):  # noqa: ARG001
 
 
 def _json_data(rows, ctx, name):  # noqa: ARG001
-    from reports.assemble import json_data
+    from reports.assemble import json_data, random_weights_note
 
-    return json_data(rows)
+    return json_data(rows, random_weights=random_weights_note(ctx.ds) is not None)
 
 
 def _template_data(rows, ctx, name):  # noqa: ARG001

@@ -4,9 +4,11 @@ This module is the machinery only; the claims themselves live in modules listed 
 :data:`MODULES` (the seed article's in :mod:`reports.analysis.seed_claims`). To add one, write a
 function ``(report) -> Claim | None`` in one of them and decorate it with :func:`claim`; return
 ``None`` when the runs have nothing to say about it (it is then left out), or a :class:`Claim`
-built with one of :func:`holds`, :func:`does_not_hold`, :func:`setup_specific` or
-:func:`not_measurable`, which are the only verdicts the page knows. A claim never hard-codes our
-figure: ``here`` is computed from the report it is given.
+built with one of :func:`holds`, :func:`does_not_hold`, :func:`setup_specific`,
+:func:`not_measurable` or :func:`not_decided`, which are the only verdicts the page knows. A claim
+never hard-codes our figure: ``here`` is computed from the report it is given. A claim with a
+numeric test decides it with an interval against a stated band (:mod:`reports.intervals`), never
+by eye; a claim about the model's answers reads "not measurable: random weights" on random weights.
 """
 
 from __future__ import annotations
@@ -20,7 +22,8 @@ if TYPE_CHECKING:
     from reports.assemble import Report
 
 HOLDS, DOES_NOT_HOLD, SETUP_SPECIFIC, NOT_MEASURABLE = "holds", "does not hold", "setup-specific", "not measurable here"
-VERDICTS = (HOLDS, DOES_NOT_HOLD, SETUP_SPECIFIC, NOT_MEASURABLE)
+NOT_DECIDED = "not decided"  # a numeric test whose interval crosses the claim's band (reports.intervals)
+VERDICTS = (HOLDS, DOES_NOT_HOLD, SETUP_SPECIFIC, NOT_MEASURABLE, NOT_DECIDED)
 MODULES = ("reports.analysis.seed_claims", "reports.analysis.seed_tokens")  # imported in this order; each registers its checks with @claim
 
 _CHECKS: list[tuple[str, Callable[[Report], Claim | None]]] = []
@@ -50,6 +53,10 @@ def setup_specific(reason: str) -> Verdict:
 
 def not_measurable(reason: str) -> Verdict:
     return Verdict(NOT_MEASURABLE, reason)
+
+
+def not_decided(reason: str) -> Verdict:
+    return Verdict(NOT_DECIDED, reason)
 
 
 @dataclass(frozen=True)

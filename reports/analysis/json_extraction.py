@@ -16,6 +16,7 @@ from typing import Any
 
 import pandas as pd
 
+from reports import intervals
 from reports.stats import agg, num, spread
 
 GRAMMAR_NAME = re.compile(r"constrain|grammar|schema", re.I)
@@ -151,7 +152,7 @@ def failure_counts(df: pd.DataFrame) -> pd.DataFrame:
 class Claim:
     backend: str
     claim: str
-    verdict: str  # "holds" | "does not hold" | "not measured"
+    verdict: str  # "holds" | "does not hold" | "not decided" | "not measured" | RANDOM
     evidence: str
 
 
@@ -175,8 +176,17 @@ def _pooled(rates: pd.DataFrame, backend: str, mode: str | None) -> tuple[int, i
     return int(g["valid"].sum()), int(g["n"].sum()), int(g["correct"].sum()), int(g["correct_n"].sum())
 
 
-def claims(df: pd.DataFrame, rates: pd.DataFrame, counts: pd.DataFrame) -> list[Claim]:
-    """The seed's three claims about JSON output, each judged per backend from these runs (all temperatures pooled)."""
+RANDOM = "not measurable: random weights"
+
+
+def claims(df: pd.DataFrame, rates: pd.DataFrame, counts: pd.DataFrame, random_weights: bool = False) -> list[Claim]:
+    """The seed's three claims about JSON output, each judged per backend from these runs (all temperatures pooled).
+
+    Counts decide through intervals (:mod:`reports.intervals`): "fail on fences or prose" holds when
+    the 95 % interval of their share of the failures is above one half; "a strict prompt helps" when
+    the interval of the difference in valid rates is above zero. All three are about the model's
+    answers: on random weights each reads "not measurable: random weights" (the counts stay shown).
+    """
     if df.empty or rates.empty:
         return []
     roles = mode_roles(df)
@@ -193,22 +203,29 @@ def claims(df: pd.DataFrame, rates: pd.DataFrame, counts: pd.DataFrame) -> list[
             by_kind = {k["why"]: int(k["count"]) for k in kinds.to_dict("records")}
             fence_prose = sum(n for why, n in by_kind.items() if why.startswith(FENCE_OR_PROSE))
             how = ", ".join(f"{why} {n}" for why, n in by_kind.items())
-            verdict = "holds" if failed and fence_prose * 2 >= failed else "does not hold"
-            out.append(Claim(backend, text, verdict, f"'{free}': {f[0]} of {f[1]} valid" + (f"; failures: {how}" if failed else "")))
+            ci = intervals.wilson(fence_prose, failed)
+            where = intervals.against_band(ci, 0.5, 1.0)
+            verdict = ("does not hold" if not failed else "holds" if where == intervals.INSIDE
+                       else "does not hold" if where == intervals.OUTSIDE else "not decided")
+            share = f"; fence or prose {fence_prose} of {failed} failures, 95 % interval {intervals.show(ci)}" if failed else ""
+            out.append(Claim(backend, text, RANDOM if random_weights else verdict,
+                             f"'{free}': {f[0]} of {f[1]} valid" + (f"; failures: {how}" if failed else "") + share))
         text = "A strict prompt helps"
         if f is None or s is None:
             out.append(Claim(backend, text, "not measured", "needs both a free and a strict mode"))
         else:
-            better = s[0] / s[1] > f[0] / f[1]
-            out.append(Claim(backend, text, "holds" if better else "does not hold",
-                             f"'{strict}' {s[0]} of {s[1]} valid ({s[0] / s[1]:.0%}) vs '{free}' {f[0]} of {f[1]} ({f[0] / f[1]:.0%})"))
+            ci = intervals.difference(s[0], s[1], f[0], f[1])
+            verdict = ("holds" if ci[0] > 0 else "does not hold" if ci[1] <= 0 else "not decided") if ci else "not measured"
+            out.append(Claim(backend, text, RANDOM if random_weights else verdict,
+                             f"'{strict}' {s[0]} of {s[1]} valid ({s[0] / s[1]:.0%}) vs '{free}' {f[0]} of {f[1]} "
+                             f"({f[0] / f[1]:.0%}); difference 95 % interval {intervals.show(ci)}"))
         text = "The grammar mask guarantees the form, not the truth"
         if c is None:
             out.append(Claim(backend, text, "not measured", "no grammar-constrained calls"))
         elif c[0] < c[1]:
-            out.append(Claim(backend, text, "does not hold", f"'{constrained}': only {c[0]} of {c[1]} valid"))
+            out.append(Claim(backend, text, RANDOM if random_weights else "does not hold", f"'{constrained}': only {c[0]} of {c[1]} valid"))
         else:
             truth = (f"{c[3] - c[2]} of {c[3]} valid answers have wrong values" if c[2] < c[3]
                      else f"all {c[3]} also correct here: the truth was not put to the test")
-            out.append(Claim(backend, text, "holds", f"'{constrained}': {c[0]} of {c[1]} valid; {truth}"))
+            out.append(Claim(backend, text, RANDOM if random_weights else "holds", f"'{constrained}': {c[0]} of {c[1]} valid; {truth}"))
     return out

@@ -9,17 +9,26 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import numpy as np
 import pandas as pd
 
-from reports import fmt, reference
-from reports.analysis.claims import Claim, claim, does_not_hold, holds, not_measurable, setup_specific
+from reports import fmt, intervals, reference
+from reports.analysis.claims import (
+    Claim,
+    claim,
+    does_not_hold,
+    holds,
+    not_decided,
+    not_measurable,
+    setup_specific,
+)
 from reports.stats import num
 
 if TYPE_CHECKING:
     from reports.assemble import Report, Section
 
 SEED = "seed article"
-FLAT = 0.15  # "flat in N": decode within ±15 % of its median over the prompt lengths
+FLAT = 0.15  # "flat in N": the fitted change of decode over the swept lengths within ±15 % of its median
 ONE_STEP = (0.5, 2.0)  # "about one decode step": within a factor of two
 
 
@@ -42,32 +51,55 @@ def _no_sweep(statement: str, theirs: str) -> Claim:
     return Claim(SEED, statement, theirs, not_measurable("these runs have no length sweep"))
 
 
+def _sweep_rows(report: Report) -> pd.DataFrame:
+    """The sweep's raw measured records (every repeat of every engine start): what the intervals resample."""
+    s = _section(report, "sweep")
+    if s is None:
+        return pd.DataFrame()
+    df = report.ds.measured()
+    return df[df["workload"] == s.name]
+
+
+def _pairs(g: pd.DataFrame, x: str, y: str) -> list[tuple[float, float]]:
+    return [(num(a), num(b)) for a, b in zip(g[x], g[y], strict=True) if num(a) is not None and num(b) is not None]
+
+
 @claim
 def decode_flat(report: Report) -> Claim:
     statement = "Decode costs about 64 ms per token, flat in the prompt length N"
     theirs = f"≈ {fmt.n(reference.DECODE['ms_per_token'])} ms/token at every N"
-    lengths = _lengths(report)
-    if lengths.empty:
+    lengths, rows = _lengths(report), _sweep_rows(report)
+    if lengths.empty or rows.empty:
         return _no_sweep(statement, theirs)
-    here, flat, levels = {}, [], []
-    for b, g in lengths.groupby("backend", sort=False):
-        d = [v for v in g["decode_med"].map(num) if v is not None]
-        if not d:
+    here, where, levels = {}, {}, []
+    for b, g in rows.groupby("backend", sort=False):
+        strata = [_pairs(s, "prompt_tokens", "decode_ms_per_token") for _, s in g.groupby("prompt_tokens", sort=True)]
+        pairs = [xy for st in strata for xy in st]
+        if not pairs:
             continue
-        med = float(pd.Series(d).median())
-        swing = max(abs(x - med) for x in d) / med
-        here[b] = f"{_range(d, 3, 'ms/token')} (±{fmt.pct(swing)} over N={g['N'].min()}–{g['N'].max()})"
-        flat.append(swing <= FLAT)
-        levels.append(med)
+        xs, ys = (np.asarray(v, dtype=float) for v in zip(*pairs, strict=True))
+        change, ci = intervals.relative_change(xs, ys), intervals.bootstrap(strata, intervals.relative_change)
+        d = [v for v in lengths[lengths["backend"] == b]["decode_med"].map(num) if v is not None]
+        levels.append(float(np.median(ys)))
+        where[b] = intervals.against_band(ci, -FLAT, FLAT)
+        fitted = "–" if change is None else f"{change * 100:+.1f} %"
+        here[b] = (f"{_range(d or [float(np.median(ys))], 3, 'ms/token')}; fitted change over N={int(xs.min())}–"
+                   f"{int(xs.max())}: {fitted} {intervals.show(ci)}")
     if not here:
         return _no_sweep(statement, theirs)
-    shape = "flat (within ±15 %) on every backend" if all(flat) else "not flat on " + ", ".join(
-        b for b, f in zip(here, flat, strict=True) if not f)
-    verdict = setup_specific(f"the shape: {shape}; the level is HF eager's on an A100: here {_range(levels, 3)} ms/token "
-                             "by backend, set by launch overhead (eager) or memory bandwidth (engines)")
-    if not all(flat):
-        verdict = does_not_hold(f"decode is {shape}")
-    return Claim(SEED, statement, theirs, verdict, here)
+    test = (f"the least-squares line of decode on N, its change over the swept lengths relative to the median, 95 % "
+            f"bootstrap interval over every repeat and engine start; flat means inside ±{fmt.pct(FLAT)}")
+    out = [b for b, w in where.items() if w == intervals.OUTSIDE]
+    undecided = [b for b, w in where.items() if w in (intervals.ACROSS, None)]
+    if out:
+        return Claim(SEED, statement, theirs, does_not_hold(f"decode changes by more than ±{fmt.pct(FLAT)} over N on "
+                                                            f"{', '.join(out)} ({test})"), here)
+    if undecided:
+        return Claim(SEED, statement, theirs, not_decided(f"the interval crosses ±{fmt.pct(FLAT)} on {', '.join(undecided)}: "
+                                                          f"the repeats are too noisy to say ({test})"), here)
+    return Claim(SEED, statement, theirs, setup_specific(
+        f"the shape holds: flat on every backend ({test}); the level is HF eager's on an A100: here "
+        f"{_range(levels, 3)} ms/token by backend, set by launch overhead (eager) or memory bandwidth (engines)"), here)
 
 
 @claim
@@ -95,26 +127,37 @@ def short_prefill_one_step(report: Report) -> Claim:
     lo, hi = reference.PREFILL["N_lo"], reference.PREFILL["N_hi"]
     statement = f"Prefilling {lo}–{hi} tokens costs about one decode step"
     theirs = "≈ 1 decode step"
-    lengths = _lengths(report)
-    if lengths.empty:
+    lengths, rows = _lengths(report), _sweep_rows(report)
+    if lengths.empty or rows.empty:
         return _no_sweep(statement, theirs)
-    rows = lengths[(lengths["N"] >= lo) & (lengths["N"] <= hi)]
+    rows = rows[(rows["prompt_tokens"] >= lo) & (rows["prompt_tokens"] <= hi)]
     here, ok = {}, {}
     for b, g in rows.groupby("backend", sort=False):
-        steps = [num(p) / num(d) for p, d in zip(g["prefill_med"], g["decode_med"], strict=True) if num(p) and num(d)]
+        steps, places = [], []
+        for n, s in g.groupby("prompt_tokens", sort=True):
+            pairs = _pairs(s, "ttft_ms", "decode_ms_per_token")
+            ci = intervals.bootstrap([pairs], intervals.ratio_of_medians)
+            if pairs and ci is not None:
+                xs, ys = (np.asarray(v, dtype=float) for v in zip(*pairs, strict=True))
+                steps.append(f"{fmt.n(intervals.ratio_of_medians(xs, ys), 1)} {intervals.show(ci, percent=False)} at N={int(n)}")
+                places.append(intervals.against_band(ci, *ONE_STEP))
         if steps:
-            here[b] = f"{_range(steps, 1)} decode steps (N={', '.join(str(n) for n in g['N'])})"
-            ok[b] = all(ONE_STEP[0] <= x <= ONE_STEP[1] for x in steps)
+            here[b] = "; ".join(steps) + " decode steps"
+            ok[b] = True if all(w == intervals.INSIDE for w in places) else False if intervals.OUTSIDE in places else None
     if not here:
         return Claim(SEED, statement, theirs, not_measurable(f"no prompt lengths between {lo} and {hi}"))
+    test = "median TTFT ÷ median decode step, 95 % bootstrap interval; about one step means inside ×½–×2"
+    if any(v is None for v in ok.values()):
+        return Claim(SEED, statement, theirs, not_decided(
+            f"the interval crosses ×½ or ×2 on {', '.join(b for b, v in ok.items() if v is None)} ({test})"), here)
     if all(ok.values()):
-        return Claim(SEED, statement, theirs, holds("within a factor of two on every backend"), here)
+        return Claim(SEED, statement, theirs, holds(f"within a factor of two on every backend ({test})"), here)
     if not any(ok.values()):
-        return Claim(SEED, statement, theirs, does_not_hold("more than a factor of two off on every backend"), here)
+        return Claim(SEED, statement, theirs, does_not_hold(f"more than a factor of two off on every backend ({test})"), here)
     return Claim(SEED, statement, theirs, setup_specific(
         f"holds on {', '.join(b for b, v in ok.items() if v)} (decode slow enough that a short prefill hides in one step); "
         f"not on {', '.join(b for b, v in ok.items() if not v)}, whose decode step is a few ms, so a short prefill's fixed "
-        "cost is several steps"), here)
+        f"cost is several steps ({test})"), here)
 
 
 @claim
@@ -147,8 +190,9 @@ def decode_share(report: Report) -> Claim:
             shares += d
     if not shares:
         return _no_sweep(statement, theirs)
-    verdict = holds(f"decode is at least {fmt.pct(min(shares))} of the call on every backend and length") if min(shares) > 0.5 \
-        else setup_specific(f"falls to {fmt.pct(min(shares))} at long prompts on a fast-decoding stack")
+    derived = "derived from the medians as TTFT + 63 × decode step, not a measured 64-token call"
+    verdict = holds(f"decode is at least {fmt.pct(min(shares))} of the call on every backend and length ({derived})") \
+        if min(shares) > 0.5 else setup_specific(f"falls to {fmt.pct(min(shares))} at long prompts on a fast-decoding stack ({derived})")
     return Claim(SEED, statement, theirs, verdict, here)
 
 
@@ -262,9 +306,14 @@ def attention_special(report: Report) -> Claim:
                f"{fmt.pct(g['positions'].mean())} of the positions)" for b, g in att.groupby("backend", sort=False)}
     if report.random_weights:
         return Claim(SEED, statement, theirs, not_measurable(
-            "the weights are random: attention patterns are learned, so random weights say nothing about them"), here)
+            "random weights: attention patterns are learned, so random weights say nothing about them"), here)
     share = att["share"].mean()
     positions = att["positions"].mean()
-    if positions == positions and share > 2 * positions:
-        return Claim(SEED, statement, theirs, holds(f"{fmt.pct(share)} of attention on {fmt.pct(positions)} of the positions"), here)
-    return Claim(SEED, statement, theirs, does_not_hold(f"{fmt.pct(share)} of attention on {fmt.pct(positions)} of the positions"), here)
+    if positions != positions:
+        return Claim(SEED, statement, theirs, not_measurable("the records do not say which positions are special"), here)
+    ci = intervals.bootstrap([[(float(x), 0.0) for x in att["share"].dropna()]], lambda x, _y: float(np.mean(x)))
+    where = intervals.against_band(ci, 2 * positions, 1.0)
+    reason = (f"{fmt.pct(share)} {intervals.show(ci)} of attention (mean over layers, 95 % bootstrap interval) on "
+              f"{fmt.pct(positions)} of the positions; \"much\" means more than twice their share of the positions")
+    verdict = holds if where == intervals.INSIDE else does_not_hold if where == intervals.OUTSIDE else not_decided
+    return Claim(SEED, statement, theirs, verdict(reason), here)

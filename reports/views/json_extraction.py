@@ -7,6 +7,7 @@ from typing import Any
 from markupsafe import Markup
 
 from reports import fmt
+from reports.analysis import json_extraction as jx
 from reports.stats import stat_of
 from reports.views import Block, Table, chart, compact, details, h3, p, reply, side, table, tokens
 
@@ -77,7 +78,9 @@ def blocks(section, slots: dict[str, Markup]) -> list[Block]:
     if d.get("claims"):
         t = Table(["backend", "the seed's claim", "for this model", "from"])
         for c in d["claims"]:
-            t.add([c.backend, c.claim, Markup('<b class="verdict-{}">{}</b>').format(c.verdict.replace(" ", "-"), c.verdict),
+            shown = Markup('<b class="verdict-{}">{}</b>').format(c.verdict.replace(" ", "-"), c.verdict) \
+                if c.verdict != jx.RANDOM else Markup('<span class="muted">{}</span>').format(c.verdict)
+            t.add([c.backend, c.claim, shown,
                    c.evidence])
         out += [h3("The seed's claims about JSON output"),
                 p("Each judged per backend from these calls, all temperatures pooled; 'holds' and 'does not hold' are "

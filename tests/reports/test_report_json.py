@@ -104,11 +104,24 @@ def test_the_seeds_claims_are_judged_per_backend():
     assert jx.mode_roles(df) == {"free": "free", "strict": "strict", "constrained": "constrained"}
     rates, counts = jx.pass_rates(df), jx.failure_counts(df)
     got = {(c.backend, c.claim.split()[1]): (c.verdict, c.evidence) for c in jx.claims(df, rates, counts)}
-    assert got[("hf", "prompts")] == ("holds", "'free': 2 of 4 valid; failures: Markdown fence 2")
-    assert got[("hf", "strict")][0] == "does not hold"  # 2 of 4 either way
+    # 2 failures, both fences: too few to say the share is above one half (Wilson interval 34-100 %)
+    assert got[("hf", "prompts")][0] == "not decided"
+    assert got[("hf", "prompts")][1].startswith("'free': 2 of 4 valid; failures: Markdown fence 2; fence or prose 2 of 2")
+    assert got[("hf", "strict")][0] == "not decided"  # 2 of 4 either way: the difference's interval spans zero
     assert got[("hf", "grammar")] == ("holds", "'constrained': 4 of 4 valid; all 4 also correct here: the truth was not put to the test")
     assert got[("vllm", "grammar")] == ("holds", "'constrained': 4 of 4 valid; 2 of 4 valid answers have wrong values")
-    df.loc[(df.backend == "hf") & (df["mode"] == "strict"), "valid_json"] = True
     df.loc[(df.backend == "hf") & (df["mode"] == "constrained") & (df.case == "case=0"), "valid_json"] = False
     got = {(c.backend, c.claim.split()[1]): c.verdict for c in jx.claims(df, jx.pass_rates(df), jx.failure_counts(df))}
-    assert got[("hf", "strict")] == "holds" and got[("hf", "grammar")] == "does not hold"
+    assert got[("hf", "grammar")] == "does not hold"  # a count, not an estimate: one invalid reply decides
+
+
+def test_counts_large_enough_decide_and_random_weights_decide_nothing():
+    df = pd.concat([calls().assign(case=lambda d, i=i: d["case"] + f"-{i}") for i in range(10)], ignore_index=True)
+    df.loc[(df.backend == "hf") & (df["mode"] == "strict"), "valid_json"] = True
+    rates, counts = jx.pass_rates(df), jx.failure_counts(df)
+    got = {(c.backend, c.claim.split()[1]): c.verdict for c in jx.claims(df, rates, counts)}
+    assert got[("hf", "prompts")] == "holds"  # 20 of 20 failures are fences: the interval is above one half
+    assert got[("hf", "strict")] == "holds"  # 40 of 40 vs 20 of 40
+    random = jx.claims(df, rates, counts, random_weights=True)
+    assert {c.verdict for c in random if c.verdict != "not measured"} == {"not measurable: random weights"}
+    assert any("40 of 40" in c.evidence for c in random)  # the counts are still shown
