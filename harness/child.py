@@ -25,7 +25,7 @@ from pathlib import Path
 
 import backends
 from backends.base import BackendSettings, BackendUnavailable
-from harness import secrets
+from harness import gpu_host, secrets
 from harness.env import MemoryWatch, device_facts, package_versions, torch_peak_allocated_bytes, write_json
 from harness.records import Record, RecordWriter
 from harness.rundir import is_disk_full
@@ -81,7 +81,8 @@ def _main(argv: list[str] | None = None) -> int:
     startup_s = time.perf_counter() - started
     memory.sample()
     kv_tokens, kv_source = backend.kv_cache_tokens()
-    start.update(startup_s=startup_s, kv_cache_tokens=kv_tokens, kv_cache_tokens_source=kv_source)
+    host = gpu_host.facts()  # what else runs on the GPU host, now that the engine is up
+    start.update(startup_s=startup_s, kv_cache_tokens=kv_tokens, kv_cache_tokens_source=kv_source, gpu_host=host)
     if args.start == 0:
         env["process"] = device_facts()
         write_json(env_path, {**env, "engine": backend.environment(), "startup_s": startup_s, "starts": start.all()})
@@ -97,7 +98,7 @@ def _main(argv: list[str] | None = None) -> int:
             hook_s = run_child_hook(backend, plan)
         engine = backend.environment()  # read before close(): some engines forget their config then
     finally:
-        start.update(**memory.facts(), torch_peak_allocated_bytes=torch_peak_allocated_bytes(),
+        start.update(**memory.facts(), torch_peak_allocated_bytes=torch_peak_allocated_bytes(), gpu_host=gpu_host.facts(host),
                      wall_s=time.perf_counter() - started,
                      workload_wall_s={k: round(v, 2) for k, v in runner.wall_s.items()})
         backend.close()

@@ -143,14 +143,18 @@ class Ranking:
     margin: float | None  # relative gap from the best to the next
     noise: float  # the larger relative half-spread of the two (within or across starts)
     winner: str | None  # None: one backend, the gap is within the noise, or a spread across starts is unmeasured
-    one_start: tuple[str, ...] = ()  # of the top two, those with a single engine start (spread across starts unknown)
+    one_start: tuple[str, ...] = ()  # of the top two, those with too few engine starts (spread across starts unknown)
+    why_not: str | None = None  # where there is no winner though both have enough starts: which test the gap failed
 
 
-def rank(values: dict[str, StartStat], higher: bool = False) -> Ranking:
+def rank(values: dict[str, StartStat], higher: bool = False, min_starts: int = 2) -> Ranking:
     """Rank backends on their medians; a winner only where the gap exceeds both backends' spreads added.
 
-    Within a start and across starts are compared separately (the gap must beat each sum). A backend
-    with one start has no measured spread across starts, which is not zero: no winner is named then.
+    Within a start and across starts are compared separately: the gap must beat the two backends'
+    within-start half-spreads added, and the larger of their full ranges across starts; and the two
+    backends' per-start medians must not overlap (:func:`separated`). A backend with fewer than
+    ``min_starts`` engine starts has no measured spread across starts (one start's is not zero): no
+    winner is named then.
     """
     have = {b: v for b, v in values.items() if v.median is not None}
     order = sorted(have, key=lambda b: -have[b].median if higher else have[b].median)  # type: ignore[operator]
@@ -160,7 +164,28 @@ def rank(values: dict[str, StartStat], higher: bool = False) -> Ranking:
     margin = abs(second.median - best.median) / abs(best.median) if best.median else None  # type: ignore[operator]
     noise = max(best.noise, second.noise)
     within = (best.within or 0.0) + (second.within or 0.0)
-    across = (best.across or 0.0) + (second.across or 0.0)
-    one_start = tuple(b for b in order[:2] if have[b].starts < 2)
-    wins = margin is not None and margin > 0 and margin > within and margin > across and not one_start
-    return Ranking(order, margin, noise, order[0] if wins else None, one_start)
+    # between engine starts: the larger of the two backends' full ranges of per-start medians (across is half one)
+    across = 2 * max(best.across or 0.0, second.across or 0.0)
+    one_start = tuple(b for b in order[:2] if have[b].starts < min_starts)
+    apart = separated(best, second, higher)
+    wins = margin is not None and margin > 0 and margin > within and margin > across and not one_start and apart
+    why = None
+    if not wins and margin is not None and not one_start:
+        why = (f"the gap is inside the spread within a start (±{_rel(within)} together)" if margin <= within else
+               f"the gap is inside the spread between engine starts ({_rel(across)})" if margin <= across else
+               "one backend's engine starts overlap the other's" if not apart else None)
+    return Ranking(order, margin, noise, order[0] if wins else None, one_start, why)
+
+
+def _rel(x: float) -> str:
+    return f"{x * 100:.1f}%" if x < 0.1 else f"{x * 100:.0f}%"  # as reports.fmt.rel (which imports this module)
+
+
+def separated(best: StartStat, second: StartStat, higher: bool = False) -> bool:
+    """Every engine start of ``best`` beats every start of ``second`` (their per-start medians do not overlap):
+    a lead one slow start of the other makes is no lead."""
+    if not best.per_start or not second.per_start:
+        return True  # nothing per start to compare (old summaries): the spreads above decide
+    if higher:
+        return min(best.per_start) > max(second.per_start)
+    return max(best.per_start) < min(second.per_start)

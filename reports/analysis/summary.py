@@ -4,7 +4,11 @@ A latency job compares each backend's figure over engine starts (:func:`reports.
 the median of per-start medians, with the spread within a start and across starts); it names
 a winner only where the gap to the next backend exceeds both spreads, else "within noise (±x %)".
 TTFT-based jobs rank only backends whose TTFT has the same definition (the caller's); old runs
-whose ``ttft_ms`` is the engine's internal figure are shown but not ranked against it. Quality
+whose ``ttft_ms`` is the engine's internal figure are shown but not ranked against it. Derived
+figures (a reply's time from TTFT and the decode step) are shown, not ranked. Every latency job
+says what the ranking rests on where it matters (:mod:`reports.analysis.run_context`): a column
+from another run (day, machine or commit), runs that shared a GPU host with another engine, a
+launch-bound model (what is compared is each stack's per-step overhead). Quality
 jobs are flagged when the weights are random. Deployment facts (start-up, KV-cache capacity,
 peak GPU memory, grammar cost) are listed, not ranked.
 """
@@ -34,6 +38,7 @@ class Job:
     caution: str | None = None
     stats: dict[str, StartStat] = field(default_factory=dict)  # a latency job's figures behind ``values`` (exports, the gate)
     unit: str = ""  # of ``stats`` (lower is better)
+    latency: bool = False  # a measured latency compared over engine starts (what the run-context notes apply to)
 
 
 def stat_text(s: StartStat, unit: str, digits: int | None = None) -> str:
@@ -59,19 +64,20 @@ def _ranked_job(job: str, figure: str, stats: dict[str, StartStat], unit: str, t
     shown = [(b, stat_text(stats[b], unit) + (" (engine's own TTFT, old run)" if b in engine_internal else ""))
              for b in r.order]
     if len(r.order) < 2:
-        return Job(job, figure, shown, None, "one backend: nothing to choose", caution)
+        return Job(job, figure, shown, None, "one backend: nothing to choose", caution, latency=True)
     if engine_internal and len(engine_internal) < len(stats):
         why = (f"not ranked: {', '.join(engine_internal)} report the engine's internal TTFT (old runs, timing_source "
                "engine-metrics), the others the caller's")
-        return Job(job, figure, shown, None, why, caution)
+        return Job(job, figure, shown, None, why, caution, latency=True)
     second = r.order[1]
     if r.one_start and r.margin is not None and r.margin > r.noise:
         return Job(job, figure, shown, None, f"{r.order[0]} leads by {fmt.rel(r.margin)} over {second}, beyond the noise "
                    f"within a start (±{fmt.rel(r.noise)}); not decided: one engine start of {', '.join(r.one_start)}, "
-                   "so the spread across starts is unmeasured", caution)
+                   "so the spread across starts is unmeasured", caution, latency=True)
     if r.winner:
-        return Job(job, figure, shown, r.winner, f"by {fmt.rel(r.margin)} over {second} (noise ±{fmt.rel(r.noise)})", caution)
-    return Job(job, figure, shown, None, f"within noise (±{fmt.rel(r.noise)}; gap to {second} {fmt.rel(r.margin)})", caution)
+        return Job(job, figure, shown, r.winner, f"by {fmt.rel(r.margin)} over {second} (noise ±{fmt.rel(r.noise)})", caution, latency=True)
+    why = f": {r.why_not}" if r.why_not else ""
+    return Job(job, figure, shown, None, f"within noise (gap to {second} {fmt.rel(r.margin)}{why})", caution, latency=True)
 
 
 def _by_backend(rows: pd.DataFrame, value: pd.Series | str) -> dict[str, StartStat]:
@@ -117,9 +123,18 @@ def sweep_jobs(s, rows: pd.DataFrame) -> list[Job | None]:
                      _ttft_common(at[hi])),
         _latency_job(f"Generating tokens ({s.name})", f"decode ms/token at N={mid}",
                      _by_backend(at[mid], "decode_ms_per_token"), "ms/token"),
-        _latency_job(f"A {REPLY_TOKENS}-token reply ({s.name})", f"end to end at N={mid}: TTFT + {REPLY_TOKENS - 1} × decode",
-                     _by_backend(at[mid], e2e), "ms", _ttft_common(at[mid])),
+        derived(_latency_job(f"A {REPLY_TOKENS}-token reply ({s.name})",
+                             f"derived, end to end at N={mid}: TTFT + {REPLY_TOKENS - 1} × decode",
+                             _by_backend(at[mid], e2e), "ms", _ttft_common(at[mid]))),
     ]
+
+
+def derived(job: Job | None) -> Job | None:
+    """A figure computed from measured ones: shown, never ranked beside what was measured."""
+    if job is None:
+        return None
+    return replace(job, best=None, verdict="derived from the measured TTFT and decode step, not a measured call: "
+                   "not ranked beside measured figures", latency=False)
 
 
 def json_jobs(s, quality: str | None) -> list[Job | None]:
@@ -201,4 +216,6 @@ def jobs(report: Report) -> list[Job]:
             continue
         out += kind.jobs(s, measured[measured["workload"] == s.name], report)
     out += deployment_jobs(report)
-    return [j for j in out if j is not None]
+    from reports.analysis.run_context import annotate
+
+    return [annotate(report, j) for j in out if j is not None]

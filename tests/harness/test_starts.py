@@ -70,6 +70,9 @@ def test_every_start_is_a_process_of_its_own_and_later_starts_repeat_the_latency
         assert s["startup_s"] > 0 and s["wall_s"] >= s["startup_s"]
         assert s["kv_cache_tokens"] is None and "DynamicCache" in s["kv_cache_tokens_source"]
         assert s["peak_gpu_memory_bytes"] is None and s["peak_gpu_memory_source"]  # a CPU: not 0
+        assert s["gpu_host"]["hostname"] and s["gpu_host"]["declared"] is None  # what else ran on the GPU host
+    tok = env["tokenizer"]  # the run's tokenizer and the seed's template prompt in its tokens
+    assert tok["size"] > 0 and tok["seed_template_prompt"]["tokens"] > 10
     assert set(starts[1]["workload_wall_s"]) == {"chat", "lengths"}
     assert env["backends"]["hf"]["startup_s"] == starts[0]["startup_s"]
     assert env["starts"] == 2 and set(env["timing_definitions"]) >= {"ttft_ms", "engine_ttft_ms"}
