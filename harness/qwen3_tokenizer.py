@@ -72,7 +72,7 @@ class Qwen3TokenizerError(ValueError):
 
 def cache_key() -> str:
     """What the built folder's name depends on: the pins, the template and this builder's layout."""
-    raw = json.dumps([PACKAGE, VERSION, RANKS_FILE, RANKS_SHA256, PATTERN, CHAT_TEMPLATE, "qwen3-tokenizer-1"])
+    raw = json.dumps([PACKAGE, VERSION, RANKS_FILE, RANKS_SHA256, PATTERN, CHAT_TEMPLATE, "qwen3-tokenizer-2"])
     return hashlib.sha256(raw.encode()).hexdigest()[:12]
 
 
@@ -237,4 +237,34 @@ def fill(out: Path, ranks_path: Path, vocab_size: int, check_texts: list[str], l
         raise Qwen3TokenizerError(f"--model {label}: the tokenizer built from {PACKAGE} {VERSION} fails its round trip ({problem})")
     (out / "TOKENIZER_SOURCE.json").write_text(json.dumps({
         "package": PACKAGE, "version": VERSION, "ranks_file": RANKS_FILE, "ranks_sha256": RANKS_SHA256,
-        "pattern": PATTERN, "added_tokens_from": SPECIAL_BASE, "chat_template": "Qwen/Qwen3-8B tokenizer_config.json"}, indent=1))
+        "pattern": PATTERN, "added_tokens_from": SPECIAL_BASE, "chat_template": "Qwen/Qwen3-8B tokenizer_config.json",
+        "probe_ids_sha256": probe_digest(AutoTokenizer.from_pretrained(out))}, indent=1))
+
+
+def probe_digest(tokenizer) -> str:
+    """sha256 of the ids of :data:`PROBES`: what a machine without tiktoken checks a copied folder against."""
+    ids = [list(tokenizer(t, add_special_tokens=False)["input_ids"]) for t in PROBES]
+    return hashlib.sha256(json.dumps(ids).encode()).hexdigest()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m harness.qwen3_tokenizer FOLDER``: does this machine's transformers load a built folder as built?"""
+    import sys
+
+    from transformers import AutoTokenizer
+
+    from workloads.seed import TEMPLATE_FIRST_PROMPT
+
+    folder = Path((argv if argv is not None else sys.argv[1:])[0])
+    source = json.loads((folder / "TOKENIZER_SOURCE.json").read_text())
+    tok = AutoTokenizer.from_pretrained(folder)
+    text = tok.apply_chat_template(list(TEMPLATE_FIRST_PROMPT), tokenize=False, add_generation_prompt=True,
+                                   enable_thinking=False)
+    same = probe_digest(tok) == source["probe_ids_sha256"]
+    print(f"{folder.name}: {type(tok).__name__}, {len(tok)} entries; the template experiment's first prompt: "
+          f"{len(tok(text, add_special_tokens=False)['input_ids'])} tokens; probes {'as built' if same else 'DIFFER from the build'}")
+    return 0 if same else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

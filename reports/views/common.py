@@ -58,6 +58,12 @@ def ttft_definition(report) -> list[Block]:
 def summary(report) -> list[Block]:
     out: list[Block | None] = [h3("Which stack for which job"), *ttft_definition(report)]
     out.append(table(jobs_table(report)) if report.jobs else p("No backend produced measurements.", muted=True))
+    if report.jobs:
+        out.append(p("A winner is named only where the gap to the next backend beats the spread within a start (both "
+                     "backends' added) and the larger range of per-start medians, every engine start of the winner is ahead "
+                     "of every start of the next, and both have at least two engine starts. Derived figures are shown, not "
+                     "ranked. The warnings under a job's figures say what its ranking rests on: a column from another run "
+                     "(day, machine or commit), a GPU host shared with another engine, a launch-bound model.", muted=True))
     out += [h3("Backends"), table(status_table(report))]
     return compact(out)
 

@@ -324,3 +324,15 @@ def test_env_json_gets_the_tokenizers_source_and_the_seed_prompt_in_its_tokens(t
     assert facts["source"]["package"] == qt.PACKAGE and facts["source"]["ranks_sha256"] == qt.RANKS_SHA256
     assert facts["seed_template_prompt"] == {"tokens": len(ids), "added_token_positions": [i for i, t in enumerate(ids) if t >= 151643]}
     assert facts["size"] == 151936 and facts["class"] == "Qwen2Tokenizer"
+
+
+def test_a_copied_folder_is_checked_against_its_build_without_tiktoken(shape_dir, tmp_path, capsys):
+    assert qt.main([str(shape_dir)]) == 0
+    assert "as built" in capsys.readouterr().out
+    copy = tmp_path / shape_dir.name
+    copy.mkdir()
+    for f in shape_dir.iterdir():
+        (copy / f.name).write_bytes(f.read_bytes())
+    source = json.loads((copy / "TOKENIZER_SOURCE.json").read_text())
+    (copy / "TOKENIZER_SOURCE.json").write_text(json.dumps({**source, "probe_ids_sha256": "0" * 64}))
+    assert qt.main([str(copy)]) == 1 and "DIFFER" in capsys.readouterr().out
