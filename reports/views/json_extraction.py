@@ -83,8 +83,10 @@ def blocks(section, slots: dict[str, Markup]) -> list[Block]:
             t.add([c.backend, c.claim, shown,
                    c.evidence])
         out += [h3("The seed's claims about JSON output"),
-                p("Each judged per backend from these calls, all temperatures pooled; 'holds' and 'does not hold' are "
-                  "about this model and these prompts."), table(t)]
+                p("Each judged per backend from these calls, all temperatures pooled, by a 95 % interval of the counts "
+                  "(Wilson; Newcombe for the strict-vs-free difference): 'not decided' where the interval crosses the "
+                  "line, 'holds' and 'does not hold' about this model and these prompts; on random weights none is "
+                  "measurable."), table(t)]
     out.append(h3("Failing replies"))
     fail_blocks = failures(d, section.backends)
     out += fail_blocks or [p("No reply failed validation.", muted=True)]
