@@ -124,11 +124,28 @@ def notes(report: Report, job: Job) -> list[str]:
     return out
 
 
+def missing_starts(report: Report, backends: list[str]) -> dict[str, tuple[int, int]]:
+    """Backends with fewer engine starts recorded than their run planned (env.json ``starts``): (had, planned)."""
+    out = {}
+    for b in backends:
+        planned = int(num(report.ds.run_env_of(b).get("starts")) or 1)
+        had = len(report.ds.start_envs(b))
+        if had and had < planned:
+            out[b] = (had, planned)
+    return out
+
+
 def annotate(report: Report, job: Job) -> Job:
-    """The job with its run-context notes added to its caution (latency jobs only)."""
+    """The job with its run-context notes added to its caution (latency jobs only); a winner whose
+    run lost an engine start it planned (a study of 3 starts that kept 2) is not named."""
     if not job.latency or len(job.values) < 2:
         return job
     extra = notes(report, job)
+    if job.best:
+        short = missing_starts(report, [b for b, _ in job.values[:2]])
+        if short:
+            lost = ", ".join(f"{b} has {had} of the {planned} engine starts its run planned" for b, (had, planned) in short.items())
+            job = replace(job, best=None, verdict=f"not decided: {lost} (was: {job.best} {job.verdict})")
     if not extra:
         return job
     return replace(job, caution="; ".join([*([job.caution] if job.caution else []), *extra]))

@@ -82,3 +82,11 @@ def test_a_launch_bound_model_is_labelled_as_measuring_per_step_overhead(tmp_pat
     assert "launch-bound" in decode.caution and "per-step overhead" in decode.caution
     big = jobs_of(two_engines(tmp_path / "8b", sglang_slow_start=0.002))[DECODE]  # the 8B shape: not launch-bound
     assert "launch-bound" not in (big.caution or "")
+
+
+def test_a_study_that_lost_a_planned_start_names_no_winner(tmp_path):
+    env = {**gpu_env(["vllm", "sglang"]), "starts": 3}
+    env["backends"]["sglang"]["starts"] = [{"engine_start": 0}, {"engine_start": 1}]  # the third start never ran
+    env["backends"]["vllm"]["starts"] = [{"engine_start": i} for i in range(3)]
+    decode = jobs_of(two_engines(tmp_path, sglang_slow_start=0.002, env=env))[DECODE]
+    assert decode.best is None and decode.verdict.startswith("not decided: sglang has 2 of the 3 engine starts")
