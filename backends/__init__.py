@@ -1,14 +1,14 @@
 """The lazy registry of backends: names map to ``module:Class`` strings, imported only when chosen.
 
 The vLLM and SGLang environments pin different torch versions, so nothing here imports an
-engine; :func:`load` does, inside the child process that runs that backend.
+engine; :func:`resolve` does, inside the child process that runs that backend. The table is a
+:class:`contract.registry.Registry` (``BACKENDS``; ``REGISTRY`` is its dict of entries).
 """
 
 from __future__ import annotations
 
-import importlib
-
 from backends.base import Backend, BackendUnavailable
+from contract.registry import Registry
 
 REGISTRY: dict[str, str] = {
     "hf": "backends.hf:HFBackend",
@@ -27,13 +27,15 @@ REGISTRY: dict[str, str] = {
 ALL: tuple[str, ...] = ("hf", "hf-graphs", "hf-cb", "vllm", "sglang")
 
 
-def load(name: str) -> type[Backend]:
+BACKENDS: Registry[type[Backend]] = Registry("backend", REGISTRY)
+
+
+def resolve(name: str) -> type[Backend]:
     """Import and return the adapter class; :class:`BackendUnavailable` if it cannot be imported."""
-    if name not in REGISTRY:
-        raise KeyError(name)
-    module_name, class_name = REGISTRY[name].split(":")
     try:
-        module = importlib.import_module(module_name)
+        return BACKENDS.get(name)
     except ImportError as exc:
         raise BackendUnavailable(f"{name} is not installed here ({exc.name or exc})") from exc
-    return getattr(module, class_name)
+
+
+load = resolve  # the old name, kept for branches written before the rename

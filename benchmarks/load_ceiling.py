@@ -222,7 +222,7 @@ def run(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
     model = models.resolve(args.model, args.random_weights)
     device, dtype = cli.resolve_device(args.device, args.dtype)
     try:  # constructing checks that the engine can be imported here (SGLang); start() does for vLLM
-        backend = backends.load(args.backend)(BackendSettings(**cli.backend_settings(args, model, device, dtype)))
+        backend = backends.resolve(args.backend)(BackendSettings(**cli.backend_settings(args, model, device, dtype)))
     except BackendUnavailable as exc:
         raise cli.UsageError(f"--backend {args.backend}: {exc}") from exc
     positions = limits.model_positions(model.path)

@@ -71,7 +71,7 @@ def _main(argv: list[str] | None = None) -> int:
     memory = MemoryWatch()  # before anything touches the device
     started = time.perf_counter()
     try:
-        backend = backends.load(args.backend)(settings)
+        backend = backends.resolve(args.backend)(settings)
         backend.start()
     except BackendUnavailable as exc:
         return skip_all(args.run_dir, plan, base, env_path, env, str(exc), start)

@@ -16,13 +16,13 @@ backend's records say), never from backend names.
 
 from __future__ import annotations
 
-import functools
-import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from markupsafe import Markup
+
+from contract.registry import Registry
 
 REGISTRY: dict[str, str] = {
     "conversation": "reports.builtin_kinds:CONVERSATION",
@@ -68,20 +68,16 @@ class Slots(dict):
                        f"(registered: {', '.join(self) or 'none'}; see reports/kinds.py)")
 
 
+REPORT_KINDS: Registry[ReportKind] = Registry("report kind", REGISTRY, check_name=True)
+
+
 def names() -> tuple[str, ...]:
-    return tuple(REGISTRY)
+    return REPORT_KINDS.names()
 
 
-@functools.cache
 def report_kind(name: str) -> ReportKind | None:
     """The kind's report half, or None for a kind this report does not know (its records are listed, not analysed)."""
-    if name not in REGISTRY:
-        return None
-    module_name, attr = REGISTRY[name].split(":")
-    found = getattr(importlib.import_module(module_name), attr)
-    if found.name != name:
-        raise RuntimeError(f"{REGISTRY[name]} registers kind {found.name!r}, not {name!r}")
-    return found
+    return REPORT_KINDS.find(name)
 
 
 def slots_for(kind: ReportKind, data: dict[str, Any], report: Any, add: Callable[[dict | None, str], Markup],

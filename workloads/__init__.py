@@ -15,7 +15,7 @@ from pathlib import Path
 
 from contract.chat import Renderer
 from contract.plan import Plan
-from workloads.kinds import kind
+from workloads.kinds import kind, names
 from workloads.loader import WorkloadFileError, file_hash, hashes, load_file
 from workloads.spec import WorkloadSpec
 
@@ -25,8 +25,9 @@ __all__ = [
 ]
 
 BUILTIN_DIR = Path(__file__).parent / "builtin"
-# What runs when no workload is named: every built-in file (``load`` is the many-users study).
-BUILTIN: tuple[str, ...] = ("conversation", "sweep", "json", "template", "load")
+# What runs when no workload is named: every registered kind that ships a built-in file
+# (``builtin/<kind>.yaml``), in registration order (``load`` is the many-users study).
+BUILTIN: tuple[str, ...] = tuple(n for n in names() if (BUILTIN_DIR / f"{n}.yaml").is_file())
 
 
 def load_builtin(names: Iterable[str]) -> list[WorkloadSpec]:

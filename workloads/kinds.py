@@ -17,12 +17,13 @@ its report half (``reports/kinds.py``).
 from __future__ import annotations
 
 import functools
-import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any, Union
 
 from pydantic import BaseModel, Field, create_model, model_validator
+
+from contract.registry import Registry
 
 if TYPE_CHECKING:
     from contract.plan import Step
@@ -51,31 +52,33 @@ class Kind:
     timing_only: bool = False  # measured for timing alone: no per-step log-probs asked (they add work to each step)
 
 
+KINDS: Registry[Kind] = Registry("workload kind", REGISTRY, check_name=True)
+
+
 def names() -> tuple[str, ...]:
-    return tuple(REGISTRY)
+    return KINDS.names()
 
 
-@functools.cache
 def kind(name: str) -> Kind:
     """The registered kind (its module imported now); KeyError for an unknown name."""
-    module_name, attr = REGISTRY[name].split(":")
-    found = getattr(importlib.import_module(module_name), attr)
-    if found.name != name:
-        raise RuntimeError(f"{REGISTRY[name]} registers kind {found.name!r}, not {name!r}")
-    return found
+    return KINDS.get(name)
 
 
 def repeated_kinds() -> tuple[str, ...]:
     """Kinds measured again in every engine start after the first (``--starts K``)."""
-    return tuple(n for n in REGISTRY if kind(n).repeated)
+    return tuple(n for n in KINDS if kind(n).repeated)
+
+
+def file_model() -> type[BaseModel]:
+    """``{workloads: [...]}``, each entry one registered kind's spec, told apart by ``kind``."""
+    return _file_model(tuple(KINDS.entries.items()))
 
 
 @functools.cache
-def file_model() -> type[BaseModel]:
-    """``{workloads: [...]}``, each entry one registered kind's spec, told apart by ``kind``."""
+def _file_model(entries: tuple[tuple[str, str], ...]) -> type[BaseModel]:  # keyed by the registry's entries
     from workloads.spec import mistake
 
-    specs = tuple(kind(n).spec for n in REGISTRY)
+    specs = tuple(kind(n).spec for n, _ in entries)
     entry = Annotated[Union[specs], Field(discriminator="kind")]  # noqa: UP007 - built from the registry
 
     def unique_names(self: Any) -> Any:

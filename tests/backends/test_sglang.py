@@ -334,7 +334,7 @@ def test_recorded_end_to_end_run_on_the_h200():
 # --- without sglang: the skip path through the real CLI ---------------------------------------------
 @pytest.mark.skipif(not SGLANG_MISSING, reason="sglang is installed here")
 def test_registry_loads_the_adapter_and_construction_says_sglang_is_missing():
-    assert backends.load("sglang") is SGLangBackend
+    assert backends.resolve("sglang") is SGLangBackend
     with pytest.raises(BackendUnavailable, match="sglang is not installed here"):
         SGLangBackend(settings())
 

@@ -1,0 +1,71 @@
+"""One lazy registry for every extension point: backends, the measuring kinds, the report kinds.
+
+A registry maps names to ``"module:attribute"`` strings and imports a module only when its entry
+is asked for, so listing the names (``--help``, a usage check, the built-in list) costs nothing and
+an engine that is not installed here fails only when it is chosen:
+
+    BACKENDS = Registry("backend", {"hf": "backends.hf:HFBackend", ...})
+    BACKENDS.names()          # ("hf", ...), in registration order
+    BACKENDS.get("hf")        # the class, imported now (KeyError for a name not registered)
+
+``entries`` is the plain dict behind the registry: a test (or a plugin) adds an entry by adding a
+key (``monkeypatch.setitem(registry.entries, name, target)``), removes it the same way, and the
+next ``get`` sees it. Imports are cached per target string, so an entry pointed elsewhere is
+imported afresh. ``check_name``: the imported object's ``name`` attribute must equal its key (a
+kind object says which kind it is; a typo in the table fails loudly instead of shadowing a kind).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Iterator
+from typing import Any, Generic, TypeVar
+
+T = TypeVar("T")
+
+__all__ = ["Registry"]
+
+
+class Registry(Generic[T]):
+    """Names to ``module:attribute`` strings, imported on first use."""
+
+    def __init__(self, what: str, entries: dict[str, str], *, check_name: bool = False) -> None:
+        self.what = what  # "backend", "workload kind": for error messages
+        self.entries = entries
+        self.check_name = check_name
+        self._imported: dict[str, Any] = {}
+
+    def names(self) -> tuple[str, ...]:
+        return tuple(self.entries)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.entries
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.entries)
+
+    def get(self, name: str) -> T:
+        """The registered object, its module imported now; KeyError naming the choices for an unknown name.
+
+        An ImportError of the module propagates (the caller says what it means: a backend not
+        installed here, a plugin's missing dependency)."""
+        if name not in self.entries:
+            raise KeyError(f"unknown {self.what} {name!r} (registered: {', '.join(self.entries) or 'none'})")
+        target = self.entries[name]
+        if target not in self._imported:
+            module_name, sep, attr = target.partition(":")
+            if not sep or not attr:
+                raise ValueError(f"{self.what} {name!r}: registry entry {target!r} is not 'module:attribute'")
+            found = getattr(importlib.import_module(module_name), attr)
+            if self.check_name and getattr(found, "name", None) != name:
+                raise RuntimeError(f"{target} registers {self.what} {getattr(found, 'name', None)!r}, not {name!r}")
+            self._imported[target] = found
+        return self._imported[target]
+
+    def find(self, name: str) -> T | None:
+        """The registered object, or None for a name not registered."""
+        return self.get(name) if name in self.entries else None
+
+    def all(self) -> list[T]:
+        """Every registered object, in registration order (imports them all)."""
+        return [self.get(n) for n in self.entries]

@@ -1,0 +1,66 @@
+"""The one lazy registry (``contract.registry``) and the three tables built on it: backends, measuring kinds, report kinds."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+import backends
+from contract.registry import Registry
+from reports import kinds as report_kinds
+from workloads import BUILTIN, BUILTIN_DIR
+from workloads import kinds as measuring_kinds
+
+
+def test_listing_names_imports_nothing(monkeypatch):
+    monkeypatch.delitem(sys.modules, "json.tool", raising=False)
+    r = Registry("thing", {"tool": "json.tool:main"})
+    assert r.names() == ("tool",) and "tool" in r and list(r) == ["tool"]
+    assert "json.tool" not in sys.modules
+    assert callable(r.get("tool")) and "json.tool" in sys.modules
+
+
+def test_unknown_names_and_bad_entries_fail_loudly():
+    r = Registry("widget", {"a": "json:dumps", "b": "json", "c": "json:dumps"}, check_name=True)
+    with pytest.raises(KeyError, match="unknown widget 'z' .registered: a, b, c"):
+        r.get("z")
+    assert r.find("z") is None
+    with pytest.raises(ValueError, match="not 'module:attribute'"):
+        r.get("b")
+    with pytest.raises(RuntimeError, match="registers widget None, not 'c'"):  # check_name: the object names itself
+        r.get("c")
+    with pytest.raises(ModuleNotFoundError):
+        Registry("w", {"x": "no_such_module_here:X"}).get("x")
+
+
+def test_an_entry_added_or_repointed_is_seen_by_the_next_get(monkeypatch):
+    r = Registry("thing", {"enc": "json:dumps"})
+    assert r.get("enc").__name__ == "dumps"
+    monkeypatch.setitem(r.entries, "enc", "json:loads")
+    assert r.get("enc").__name__ == "loads"  # cached per target, not per name
+    monkeypatch.setitem(r.entries, "new", "json:JSONDecoder")
+    assert r.names() == ("enc", "new") and r.get("new").__name__ == "JSONDecoder"
+
+
+def test_the_measuring_and_report_registries_list_the_same_kinds():
+    assert measuring_kinds.names() == report_kinds.names()
+    for name in measuring_kinds.names():  # each entry imports and names its own kind
+        assert measuring_kinds.kind(name).name == report_kinds.report_kind(name).name == name
+
+
+def test_the_builtin_list_is_the_registered_kinds_with_a_file():
+    assert set(BUILTIN) == {p.stem for p in BUILTIN_DIR.glob("*.yaml")}  # no built-in file left out
+    assert set(BUILTIN) <= set(measuring_kinds.names())  # each named after a registered kind
+    assert [n for n in measuring_kinds.names() if n in BUILTIN] == list(BUILTIN)  # in registration order
+
+
+def test_backends_resolve_through_the_registry(monkeypatch):
+    assert backends.BACKENDS.entries is backends.REGISTRY and backends.load is backends.resolve
+    monkeypatch.setitem(backends.REGISTRY, "base", "backends.base:Backend")
+    assert backends.resolve("base") is backends.Backend
+    monkeypatch.setitem(backends.REGISTRY, "gone", "no_such_engine_here:Backend")
+    with pytest.raises(backends.BackendUnavailable, match="gone is not installed here .no_such_engine_here"):
+        backends.resolve("gone")
+    with pytest.raises(KeyError, match="unknown backend 'nope'"):
+        backends.resolve("nope")
