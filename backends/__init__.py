@@ -27,6 +27,9 @@ REGISTRY: dict[str, str] = {
 ALL: tuple[str, ...] = ("hf", "hf-graphs", "hf-cb", "vllm", "sglang")
 
 
+# Backends that talk to a server someone else started: they need --base-url (and read --api-key-env).
+EXTERNAL: tuple[str, ...] = ("openai",)
+
 BACKENDS: Registry[type[Backend]] = Registry("backend", REGISTRY)
 
 

@@ -21,16 +21,17 @@ from backends.base import TIMING_DEFINITIONS
 from harness import models
 from harness.cli_checks import (
     UsageError,
-    apply_load_args,
+    apply_overrides,
     check_context,
     check_numbers,
     check_out,
     check_resume,
     check_server_args,
+    cpu_scale,
     load_tokenizer,
     parse_backends,
     parse_pythons,
-    parse_temperatures,
+    parse_slo_arg,
 )
 from harness.env import commit_provenance, merge_env, sha, write_json
 from harness.launch import Interrupted, handlers, run_child
@@ -211,11 +212,7 @@ def _main(args: argparse.Namespace) -> int:
         specs = load_workloads(workload_names if workload_names is not None else BUILTIN, args.workload_file)
     except WorkloadFileError as exc:
         raise UsageError(str(exc)) from exc
-    specs, slo = apply_load_args(specs, args.load, args.slo)
-    json_overrides = {k: v for k, v in (("calls_per_temperature", args.json_calls),
-                                        ("temperatures", parse_temperatures(args.json_temperatures))) if v is not None}
-    if json_overrides:
-        specs = [s.model_copy(update=json_overrides) if s.kind == "json" else s for s in specs]
+    specs, slo = apply_overrides(specs, args), parse_slo_arg(args.slo)
     if args.lint_only:
         return lint_only(args, specs)
     out = args.out or Path("runs") / dt.datetime.now().strftime("%Y%m%d-%H%M%S")
@@ -228,16 +225,9 @@ def _main(args: argparse.Namespace) -> int:
     device, dtype = resolve_device(args.device, args.dtype)
     from workloads import load_builtin
 
-    chosen = {s.name for s in load_builtin(workload_names if workload_names is not None else BUILTIN)}
-    builtin_loads = {s.name for s in specs if s.kind == "load" and s.name in chosen}  # names are unique in a run
-    if device == "cpu" and not args.load and builtin_loads:
-        from harness import load_args
-
-        # the built-in loads' scale would take hours on a CPU; a workload file's load is run as written
-        scaled = load_args.apply_load([s for s in specs if s.name in builtin_loads], load_args.parse_load(load_args.CPU_LOAD))
-        by_name = {s.name: s for s in scaled}
-        specs = [by_name.get(s.name, s) for s in specs]
-        print(f"load workloads at the CPU's scale: --load {load_args.CPU_LOAD} (pass --load to choose)")
+    if device == "cpu":  # a kind's built-ins at its CPU scale (the load's would take hours); a file's run as written
+        chosen = {s.name for s in load_builtin(workload_names if workload_names is not None else BUILTIN)}
+        specs = cpu_scale(specs, args, chosen)  # names are unique in a run
 
     from harness.chat import NoChatTemplate, Renderer, tokenizer_facts
     from workloads.seed import TEMPLATE_FIRST_PROMPT

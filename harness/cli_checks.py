@@ -3,7 +3,7 @@
 
 Kept apart from ``harness.cli`` (the parser, the plan and the run) so that the checks can be read in
 one place: backends and interpreters, numbers, --base-url / --api-key-env, --out and --resume,
---load / --slo, the model's tokenizer and the context limit.
+each kind's override options (--load, --json-calls...) and --slo, the model's tokenizer and the context limit.
 """
 
 from __future__ import annotations
@@ -13,8 +13,10 @@ import json
 import os
 import urllib.parse
 from pathlib import Path
+from typing import Any
 
 import backends
+from contract.options import parse_slo
 from harness import limits, secrets
 from harness.env import sha
 from harness.records import RECORDS
@@ -40,19 +42,6 @@ def parse_backends(text: str) -> list[str]:
     return list(dict.fromkeys(out))
 
 
-def parse_temperatures(text: str | None) -> list[float] | None:
-    """--json-temperatures: distinct numbers >= 0, or None when not given."""
-    if text is None:
-        return None
-    try:
-        values = [float(t) for t in text.split(",") if t.strip()]
-    except ValueError:
-        values = []
-    if not values or min(values) < 0 or len(set(values)) != len(values):
-        raise UsageError(f"--json-temperatures {text!r}: expected distinct numbers >= 0, e.g. 0,1.0")
-    return values
-
-
 def check_numbers(args: argparse.Namespace) -> None:
     for flag, value, least in (("--repeats", args.repeats, 1), ("--starts", args.starts, 1), ("--json-calls", args.json_calls, 1),
                                ("--tp", args.tp, 1), ("--max-model-len", args.max_model_len, 2)):
@@ -64,13 +53,14 @@ def check_numbers(args: argparse.Namespace) -> None:
 
 def check_server_args(args: argparse.Namespace, names: list[str]) -> None:
     """--base-url and --api-key-env: checked before anything runs (a backend that needs them errs in its child)."""
-    if "openai" in names and not args.base_url:
-        raise UsageError("--backend openai needs --base-url, e.g. http://127.0.0.1:8000/v1")
+    external = [n for n in names if n in backends.EXTERNAL]  # adapters of a server someone else started
+    if external and not args.base_url:
+        raise UsageError(f"--backend {external[0]} needs --base-url, e.g. http://127.0.0.1:8000/v1")
     if args.api_key_env is not None:
         problem = secrets.check_key_var(args.api_key_env)
         if problem:
             raise UsageError(problem)
-        if "openai" in names and not os.environ.get(args.api_key_env):
+        if external and not os.environ.get(args.api_key_env):
             raise UsageError(f"--api-key-env {args.api_key_env}: that environment variable is not set")
     if args.base_url:
         problem = secrets.check_url(args.base_url)
@@ -118,14 +108,37 @@ def check_resume(out: Path, plan_json: str, measuring: dict) -> None:
                          "settings, or choose another --out")
 
 
-def apply_load_args(specs: list, load: str | None, slo: str | None) -> tuple[list, dict | None]:
-    """--load (overrides of every load workload, checked like a workload file) and --slo: the specs and the SLO."""
-    from harness import load_args
+def override_values(args: argparse.Namespace) -> dict[str, Any]:
+    """The value of every kind's override option (``workloads.kinds.Override``) as given, None where not."""
+    from workloads.overrides import options
+
+    return {o.option: getattr(args, o.dest, None) for o in options()}
+
+
+def apply_overrides(specs: list, args: argparse.Namespace) -> list:
+    """Each kind's override options (--load, --json-calls, ...) on its workloads, checked like a workload file."""
+    from workloads import overrides
 
     try:
-        if load:
-            specs = load_args.apply_load(specs, load_args.parse_load(load))
-        return specs, (load_args.parse_slo(slo) if slo else None)
+        return overrides.apply(specs, override_values(args))
+    except ValueError as exc:
+        raise UsageError(str(exc)) from exc
+
+
+def cpu_scale(specs: list, args: argparse.Namespace, builtin: set[str]) -> list:
+    """On a CPU: the built-ins of a kind with a CPU default at that scale, unless its option was given."""
+    from workloads import overrides
+
+    specs, notes = overrides.cpu_defaults(specs, override_values(args), builtin)
+    for note in notes:
+        print(note)
+    return specs
+
+
+def parse_slo_arg(slo: str | None) -> dict[str, float] | None:
+    """--slo: the goodput target, or None when not given."""
+    try:
+        return parse_slo(slo) if slo else None
     except ValueError as exc:
         raise UsageError(str(exc)) from exc
 

@@ -3,51 +3,25 @@
     --load levels=1:4,users=4,requests=8,turns=3,output_tokens=16
     --slo ttft_ms=2000,tpot_ms=100
 
-``--load`` values go through the workload file's own validation (``workloads.load.LoadSpec``), so
-a level of 0 or a concurrency above the users is the same one-line mistake as in a file. Lists are
-written with ``:`` (``levels=1:8:32``; ``rates=`` for none). ``--slo`` sets the goodput target the
-report counts requests against (defaults: ``reports.load_slo.DEFAULT_SLO``).
+``--load`` is the load kind's override (``workloads.load.KIND.overrides``): its values go through
+the workload file's own validation (``workloads.overrides``), so a level of 0 or a concurrency
+above the users is the same one-line mistake as in a file. Lists are written with ``:``
+(``levels=1:8:32``; ``rates=`` for none). ``--slo`` sets the goodput target the report counts
+requests against (defaults: ``reports.load_slo.DEFAULT_SLO``). The names here are re-exports for
+the tests and the benchmarks; the definitions live with the kind and in ``contract.options``.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from pydantic import ValidationError
-
 from contract.options import SLO_KEYS, parse_pairs, parse_slo
+from workloads.load import CPU_LOAD, LIST_FIELDS, parse_load
+from workloads.overrides import apply_fields
 
 __all__ = ["CPU_LOAD", "LIST_FIELDS", "SLO_KEYS", "apply_load", "parse_load", "parse_pairs", "parse_slo"]
 
-# What a load workload runs on a CPU when --load says nothing (the built-in's levels up to 128, with
-# 128 ten-turn sessions, would take hours there): levels 1 and 4, four two-turn sessions, four 192-token
-# fixed-shape requests (0 or 160 shared) per level, 8 output tokens.
-CPU_LOAD = "levels=1:4,users=4,requests=4,max_turns=2,rates=,output_tokens=8,prompt_tokens=192,shared_prefix_tokens=0:160"
-LIST_FIELDS = ("levels", "rates", "shared_prefix_tokens")
-
-
-def parse_load(text: str) -> dict[str, Any]:
-    """``--load`` as field overrides (lists split at ``:``)."""
-    out: dict[str, Any] = {}
-    for key, value in parse_pairs(text, "--load").items():
-        out[key] = [v for v in value.split(":") if v] if key in LIST_FIELDS else value
-    return out
-
 
 def apply_load(specs: list, overrides: dict[str, Any]) -> list:
-    """Every load spec with the overrides, validated again; ValueError (one line) on a mistake."""
-    from workloads.load import LoadSpec
-
-    out = []
-    for spec in specs:
-        if spec.kind != "load":
-            out.append(spec)
-            continue
-        doc = {**spec.model_dump(exclude_none=True), **overrides}
-        try:
-            out.append(LoadSpec.model_validate(doc))
-        except ValidationError as exc:
-            err = exc.errors(include_url=False)[0]
-            where = ".".join(str(p) for p in err["loc"])
-            raise ValueError(f"--load: {spec.name}: {where + ': ' if where else ''}{err['msg'].removeprefix('Value error, ')}") from exc
-    return out
+    """Every load spec (every kind that takes ``--load``) with the overrides, validated again; ValueError (one line)."""
+    return apply_fields(specs, "--load", overrides)

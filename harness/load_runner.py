@@ -1,5 +1,9 @@
 """A load level inside the runner: the plan group's steps as sessions, run by ``backends.load_loop``, recorded.
 
+The group runner of kinds whose ``runs_as`` is ``"concurrent"`` (``harness.runner.GROUP_RUNNERS``);
+it sees the :class:`~harness.runner.Runner` through its public face (``backend``, ``plan``,
+``writer``, ``base``, ``done``, ``errors_seen``, ``record``) and imports nothing of the runner.
+
 The group's steps become sessions (a user's turns in order; a fixed-shape request is a session
 of one), ``backends.load_loop.run_level`` runs them at the group's load, and every request that was
 started becomes one record: its submit / first-token / finish times and every token's arrival on
@@ -11,10 +15,16 @@ requests started and not, and the engine's own figures where it reports them.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from backends.load_loop import LoadSettings, Outcome, run_level
-from harness.records import Record
+from harness.records import Record, RecordKey
 from harness.secrets import redact
+from harness.steps import console, request_for
 from workloads.plan import Group, Step
+
+if TYPE_CHECKING:
+    from harness.runner import Runner
 
 
 def sessions_of(steps: list[Step]) -> list[list[Step]]:
@@ -51,9 +61,16 @@ def outcome_fields(o: Outcome, prompt: list[int]) -> dict:
     return fields
 
 
-def run_load_group(runner, group: Group, record: bool) -> list[Record]:
-    from harness.runner import console, request_for
+def level_done(runner: Runner, group: Group) -> bool:
+    """A level is done when its own record is: with ``seconds`` it stops starting requests, so some of its
+    steps never run, and --resume must not run the level again beside the records it has."""
+    if group.warmup:
+        return all(s.key() in runner.done for s in group.steps)
+    return RecordKey.of(group.steps[0]).of_level().without_backend() in runner.done
 
+
+def run_level_group(runner: Runner, group: Group, record: bool) -> list[Record]:
+    """One load level (``Kind.runs_as == "concurrent"``): its sessions run at once, every started request recorded."""
     if group.reset_cache:
         runner.backend.reset_cache()  # a level never inherits another's cache
     settings = LoadSettings.of(group.load or {})
@@ -73,7 +90,7 @@ def run_load_group(runner, group: Group, record: bool) -> list[Record]:
             started += 1
             fields = outcome_fields(o, runner.plan.prompts[step.prompt])
             extra = fields.pop("extra", {})
-            rec = runner._record(step, **fields, **level, user=step.user, error=redact(o.error) if o.error else None,
+            rec = runner.record(step, **fields, **level, user=step.user, error=redact(o.error) if o.error else None,
                                  timing_source=backend.clock_source, cache_state="reuse-allowed", extra=extra)
             runner.writer.write(rec)
             records.append(rec)
@@ -85,7 +102,7 @@ def run_load_group(runner, group: Group, record: bool) -> list[Record]:
              "batches_requests": backend.capabilities.batches_requests,
              "served_as": "batched by the engine" if backend.capabilities.batches_requests
              else "one at a time, queued (FIFO)", "think_time_s": settings.think_time_s, "seconds": settings.seconds}
-    runner.writer.write(Record(**{**runner.base, "engine_start": first.engine_start}, workload=first.workload, kind="load",
+    runner.writer.write(Record(**{**runner.base, "engine_start": first.engine_start}, workload=first.workload, kind=first.kind,
                                mode=first.mode, case=first.case, **level, error=level_error, extra={"level": facts}))
     errors = sum(r.error is not None for r in records)
     runner.errors_seen.update(r.error for r in records if r.error)  # the child's exit 1, as for one request at a time

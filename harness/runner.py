@@ -14,60 +14,31 @@ import time
 import traceback
 from collections import defaultdict
 from collections.abc import Callable
-from dataclasses import fields
+from dataclasses import dataclass
 from pathlib import Path
 
-from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from backends.base import Backend, Capabilities, Request, Result
-from harness.records import Record, RecordKey, RecordWriter, done_keys
+from backends.base import Backend, Result
+from harness import load_runner
+from harness.records import Record, RecordWriter, done_keys
 from harness.secrets import redact
+from harness.steps import STEP_LOGPROBS, console, missing_capability, request_for, step_logprobs_for
 from workloads.kinds import kind
 from workloads.plan import Group, Plan, Step
 
-# markup off: workload names, cases and server error messages are user text and may hold "[/...]",
-# which Rich would read as a (broken) tag and raise MarkupError mid-run. Colours go through style=.
-console = Console(stderr=True, highlight=False, markup=False)
-CAPABILITY_NAMES = {f.name for f in fields(Capabilities)}
+__all__ = ["STEP_LOGPROBS", "GroupRunner", "Runner", "console", "request_for", "step_logprobs_for", "summary"]
 
 
-# Greedy calls ask every backend for the top-2 log-probs at each step, so the report can tell a
-# split between backends at a near-tie (bf16 rounding) from one at a clear margin. Not in the
-# sweep and the load (``Kind.timing_only``): they exist to time prefill, decode and throughput, and
-# asking for log-probs adds work to each step.
-STEP_LOGPROBS = 2
 
+@dataclass(frozen=True)
+class GroupRunner:
+    """How the groups of a kind run (``Kind.runs_as`` names one): the function, and the capability it needs."""
 
-def step_logprobs_for(step: Step) -> int:
-    greedy = not step.temperature
-    return STEP_LOGPROBS if greedy and not kind(step.kind).timing_only and not step.want_attentions else 0
-
-
-def request_for(step: Step, plan: Plan) -> Request:
-    return Request(
-        prompt_ids=plan.prompts[step.prompt],
-        max_new_tokens=step.max_new_tokens,
-        temperature=step.temperature or 0.0,
-        top_p=step.top_p,
-        ignore_eos=step.ignore_eos,
-        json_schema=step.json_schema if step.grammar else None,
-        top_logprobs=step.top_logprobs,
-        step_logprobs=step_logprobs_for(step),
-        reuse_prefix=step.reuse_prefix,
-        seed=step.seed,
-        want_attentions=step.want_attentions,
-    )
-
-
-def missing_capability(step: Step, caps: Capabilities) -> str | None:
-    if "load" not in step.needs and not caps.single_requests:
-        return "single_requests"
-    for need in step.needs:
-        if need in CAPABILITY_NAMES and not getattr(caps, need):
-            return need
-    return None
+    run: Callable[[Runner, Group, bool], list[Record]]  # (runner, group, record?) -> the records written
+    needs: str  # the Capabilities flag a backend must have
+    done: Callable[[Runner, Group], bool]  # --resume: the group's records are all there
 
 
 class Runner:
@@ -85,7 +56,8 @@ class Runner:
         self.errors_seen: set[str] = set()
 
     # -- records ---------------------------------------------------------------------------
-    def _record(self, step: Step, **kw) -> Record:
+    def record(self, step: Step, **kw) -> Record:
+        """The record of ``step`` on this backend: the run's fields, the step's key and ``kw``."""
         values = {
             "engine_start": step.engine_start,
             "workload": step.workload,
@@ -101,11 +73,12 @@ class Runner:
         }
         return Record(**{**self.base, **values, **kw})
 
-    def _measured(self, step: Step, result: Result) -> Record:
+    def measured(self, step: Step, result: Result) -> Record:
+        """The record of a finished request: its timings, output and the kind's own scores."""
         out = result.output
         prompt = self.plan.prompts[step.prompt]
         cached = out.cached_tokens
-        return self._record(
+        return self.record(
             step,
             cached_tokens=cached,
             computed_tokens=None if cached is None else len(prompt) - cached,
@@ -166,50 +139,63 @@ class Runner:
         return self.backend.name + (f" #{self.engine_start}" if self.engine_start else "")
 
     def _todo(self, group: Group) -> bool:
-        if group.load is not None and not group.warmup:
-            # a level is done when its own record is: with ``seconds`` it stops starting requests, so some of
-            # its steps never run, and --resume must not run the level again beside the records it has
-            return RecordKey.of(group.steps[0]).of_level().without_backend() not in self.done
-        return not all(s.key() in self.done for s in group.steps)
+        return not group_runner(group).done(self, group)
 
     def _skip_block(self, group: Group, progress: Progress) -> bool:
         """True (and one ``skipped`` record for the block) when the backend lacks what the block needs."""
-        missing = missing_capability(group.steps[0], self.backend.capabilities)
+        missing = missing_capability(group.steps[0], self.backend.capabilities, group_runner(group).needs)
         if not missing:
             return False
         reason = f"{self.backend.name} does not support {missing.replace('_', ' ')}"
-        self.writer.write(self._record(group.steps[0], skipped=reason, case=None, rep=None, turn=None))
+        self.writer.write(self.record(group.steps[0], skipped=reason, case=None, rep=None, turn=None))
         progress.console.print(f"  {group.block}: skipped ({reason})")
         return True
 
     def _run_group(self, group: Group, record: bool) -> list[Record]:
-        if group.load is not None:  # a load level: its steps run concurrently
-            from harness.load_runner import run_load_group
+        return group_runner(group).run(self, group, record)
 
-            return run_load_group(self, group, record)
-        records = []
-        if group.reset_cache:
-            self.backend.reset_cache()
-        for i, step in enumerate(group.steps):
-            try:
-                result = self.backend.generate(request_for(step, self.plan))
-            except Exception as exc:  # noqa: BLE001 - any engine failure becomes an error record
-                detail = redact(f"{type(exc).__name__}: {exc}")
-                console.print(f"  {step.workload} {step.mode} {step.case}: {detail}", style="red")
-                if detail not in self.errors_seen:  # the traceback once per distinct error
-                    self.errors_seen.add(detail)
-                    console.print(redact(traceback.format_exc(limit=4)))
-                if record:
-                    for later in group.steps[i:]:
-                        rec = self._record(later, error=detail)
-                        self.writer.write(rec)
-                        records.append(rec)
-                return records
+
+def run_sequential(runner: Runner, group: Group, record: bool) -> list[Record]:
+    """The group's steps one at a time; an exception ends the group (its later steps become error records)."""
+    records: list[Record] = []
+    if group.reset_cache:
+        runner.backend.reset_cache()
+    for i, step in enumerate(group.steps):
+        try:
+            result = runner.backend.generate(request_for(step, runner.plan))
+        except Exception as exc:  # noqa: BLE001 - any engine failure becomes an error record
+            detail = redact(f"{type(exc).__name__}: {exc}")
+            console.print(f"  {step.workload} {step.mode} {step.case}: {detail}", style="red")
+            if detail not in runner.errors_seen:  # the traceback once per distinct error
+                runner.errors_seen.add(detail)
+                console.print(redact(traceback.format_exc(limit=4)))
             if record:
-                rec = self._measured(step, result)
-                self.writer.write(rec)
-                records.append(rec)
-        return records
+                for later in group.steps[i:]:
+                    rec = runner.record(later, error=detail)
+                    runner.writer.write(rec)
+                    records.append(rec)
+            return records
+        if record:
+            rec = runner.measured(step, result)
+            runner.writer.write(rec)
+            records.append(rec)
+    return records
+
+
+def steps_done(runner: Runner, group: Group) -> bool:
+    return all(s.key() in runner.done for s in group.steps)
+
+
+# Kind.runs_as -> its group runner
+GROUP_RUNNERS: dict[str, GroupRunner] = {
+    "sequential": GroupRunner(run_sequential, needs="single_requests", done=steps_done),
+    "concurrent": GroupRunner(load_runner.run_level_group, needs="load", done=load_runner.level_done),
+}
+
+
+def group_runner(group: Group) -> GroupRunner:
+    """The runner the group's kind names (``Kind.runs_as``); a warm-up runs as its timed groups do."""
+    return GROUP_RUNNERS[kind(group.steps[0].kind).runs_as]
 
 
 def summary(records: list[Record]) -> str:

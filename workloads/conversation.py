@@ -13,7 +13,7 @@ from typing import Any
 
 from contract.chat import Renderer, common_prefix_len
 from contract.plan import Group, Plan, Step
-from workloads.kinds import Kind
+from workloads.kinds import FileRef, Kind
 from workloads.plan import rotated
 from workloads.spec import ConversationSpec, Message
 
@@ -93,4 +93,24 @@ def plan(spec: ConversationSpec, renderer: Renderer, out: Plan, repeats: int, st
             out.groups.append(Group(block=f"{spec.name}/{mode}", steps=turn_steps(mode, rep), reset_cache=True))
 
 
-KIND = Kind("conversation", ConversationSpec, plan, repeated=True)
+def with_files(spec: ConversationSpec, loaded: Any, ctx: Any) -> list[ConversationSpec]:
+    """One conversation per transcript read (``<name>/<k>``); each spec keeps ``FILE:LINE`` of its turns."""
+    if spec.transcripts is not None:
+        if loaded is None:  # the file could not be used: the loader has said why
+            return [spec]
+        ref = ctx.path.parent / spec.transcripts.path
+        out = []
+        for k, (line, messages) in enumerate(loaded, start=1):
+            one = spec.model_copy(update={"name": f"{spec.name}/{k}", "messages": messages, "transcripts": None})
+            one._origins = [f"{ctx.shown(ref)}:{line}"]
+            out.append(one)
+        return out
+    if spec.turns is not None:
+        spec._origins = [ctx.origin(("turns", t)) for t in range(len(spec.turns))]
+    else:
+        spec._origins = [ctx.origin(("messages",))]
+    return [spec]
+
+
+KIND = Kind("conversation", ConversationSpec, plan, repeated=True,
+            files=(FileRef(("transcripts", "path"), reads="transcripts", takes_first=True),), with_files=with_files)

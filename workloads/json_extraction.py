@@ -13,7 +13,7 @@ from typing import Any
 
 from contract.chat import Renderer
 from contract.plan import Group, Plan, Step
-from workloads.kinds import Kind
+from workloads.kinds import Kind, Override
 from workloads.plan import call_seed, rotated
 from workloads.spec import JsonSpec
 
@@ -91,4 +91,18 @@ def score_output(step: Step, output: Any) -> dict[str, Any]:
     return {"valid_json": valid, "correct": correct, "grammar": step.grammar}
 
 
-KIND = Kind("json", JsonSpec, plan, score=score_output)
+def parse_temperatures(text: str) -> list[float]:
+    """``--json-temperatures``: distinct numbers >= 0 (ValueError, one line, otherwise)."""
+    try:
+        values = [float(t) for t in text.split(",") if t.strip()]
+    except ValueError:
+        values = []
+    if not values or min(values) < 0 or len(set(values)) != len(values):
+        raise ValueError(f"--json-temperatures {text!r}: expected distinct numbers >= 0, e.g. 0,1.0")
+    return values
+
+
+KIND = Kind("json", JsonSpec, plan, score=score_output, overrides=(
+    Override("--json-calls", lambda n: {"calls_per_temperature": n}),
+    Override("--json-temperatures", lambda text: {"temperatures": parse_temperatures(text)}),
+))

@@ -3,9 +3,11 @@
 A kind is one :class:`Kind` object in its own module (``workloads/<kind>.py``, named
 ``KIND``): its file-format model (``spec``), its planner (``plan``), how a finished request is
 scored into record fields (``score``), whether later engine starts measure it again
-(``repeated``) and, for kinds whose requests run concurrently, which step runner the harness
-hands a group to (``runs_as``). The loader, the planner and the runner loop over this registry;
-none of them names a kind. The report half of a kind is registered in ``reports.kinds``.
+(``repeated``), which group runner the harness hands its groups to (``runs_as``), the fields
+that name files and what it makes of them once read (``files``, ``with_files``), and the
+command-line options that override its fields (``overrides``). The loader, the planner, the
+command line and the runner loop over this registry; none of them names a kind. The report half
+of a kind is registered in ``reports.kinds``.
 
     kind("sweep").plan(spec, renderer, plan, repeats, start=0)
     file_model()      # the pydantic model of a workload file: every registered kind's spec
@@ -42,14 +44,45 @@ def _no_score(step: Step, output: Any) -> dict[str, Any]:  # noqa: ARG001 - the 
 
 
 @dataclass(frozen=True)
+class FileRef:
+    """A field of a kind's spec that names a file, read (relative to the workload file) when the file is loaded."""
+
+    loc: tuple[str, ...]  # where the path sits in a workload entry: ("filler_file",), ("transcripts", "path")
+    reads: str = "text"  # "text": a non-empty UTF-8 file; "transcripts": JSONL messages (``workloads.transcripts``)
+    takes_first: bool = False  # the mapping holding the path may say ``first: K`` (read only the first K)
+
+
+@dataclass(frozen=True)
+class Override:
+    """A command-line option that sets fields of every workload of one kind (the flag itself is the CLI's).
+
+    ``fields`` turns the option's value into field overrides (ValueError, one line, on a mistake); the
+    spec is validated again with them, as a workload file would be. ``cpu_default``: the option's
+    value for the kind's built-in workloads on a CPU when the option is not given (their own scale
+    would take hours there)."""
+
+    option: str  # "--load"; its argparse dest is the name without the dashes, "-" read as "_"
+    fields: Callable[[Any], dict[str, Any]]
+    cpu_default: Any = None
+
+    @property
+    def dest(self) -> str:
+        return self.option.lstrip("-").replace("-", "_")
+
+
+@dataclass(frozen=True)
 class Kind:
     name: str
     spec: type[BaseModel]  # the file format (pydantic; ``kind: Literal[name]``)
     plan: Callable[..., None]  # plan(spec, renderer, out: Plan, repeats, start=0)
     score: Callable[[Step, Any], dict[str, Any]] = _no_score  # (step, RawOutput) -> record fields
     repeated: bool = False  # measured again in engine starts after the first (--starts K)
-    runs_as: str = "sequential"  # "sequential": one request at a time; "load": the group is one load level
+    runs_as: str = "sequential"  # the harness's group runner: "sequential" (one request at a time) or "concurrent"
     timing_only: bool = False  # measured for timing alone: no per-step log-probs asked (they add work to each step)
+    files: tuple[FileRef, ...] = ()  # the fields that name a file (the first one given is read)
+    # (spec, what its file held or None, workloads.loader.EntryContext) -> the specs it stands for
+    with_files: Callable[[Any, Any, Any], list[Any]] | None = None
+    overrides: tuple[Override, ...] = ()  # command-line options that set fields of every workload of the kind
 
 
 KINDS: Registry[Kind] = Registry("workload kind", REGISTRY, check_name=True)

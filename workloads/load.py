@@ -40,11 +40,17 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, model_validator
 
 from contract.chat import Renderer, common_prefix_len
+from contract.options import parse_pairs
 from contract.plan import Group, Plan, Step
 from workloads.conversation import recorded_requests
-from workloads.kinds import Kind
+from workloads.kinds import FileRef, Kind, Override
 from workloads.spec import Messages, TranscriptSource, Turn, _Strict, mistake
 
+# What a load workload runs on a CPU when --load says nothing (the built-in's levels up to 128, with
+# 128 ten-turn sessions, would take hours there): levels 1 and 4, four two-turn sessions, four 192-token
+# fixed-shape requests (0 or 160 shared) per level, 8 output tokens.
+CPU_LOAD = "levels=1:4,users=4,requests=4,max_turns=2,rates=,output_tokens=8,prompt_tokens=192,shared_prefix_tokens=0:160"
+LIST_FIELDS = ("levels", "rates", "shared_prefix_tokens")
 RANDOM_SEED = 13
 DEFAULT_USERS = 32
 SOURCES = ("conversation", "turns", "transcripts", "sessions")  # a sessions load replays exactly one
@@ -270,4 +276,22 @@ def context_needed(spec: LoadSpec, renderer: Renderer) -> int:
     return max(len(p) for u in users for p in user_prompts(spec, renderer, u)) + spec.output_tokens
 
 
-KIND = Kind("load", LoadSpec, plan, runs_as="load", timing_only=True)
+def parse_load(text: str) -> dict[str, Any]:
+    """``--load`` as field overrides (lists split at ``:``)."""
+    out: dict[str, Any] = {}
+    for key, value in parse_pairs(text, "--load").items():
+        out[key] = [v for v in value.split(":") if v] if key in LIST_FIELDS else value
+    return out
+
+
+def with_files(spec: LoadSpec, loaded: Any, ctx: Any) -> list[LoadSpec]:
+    """The transcripts read as the load's ``sessions`` (one a user), the spec validated again with them."""
+    if spec.transcripts is None or loaded is None:
+        return [spec]
+    doc = {**spec.model_dump(exclude_none=True, exclude={"transcripts"}), "sessions": [m for _, m in loaded]}
+    return [ctx.revalidate(spec, doc)]
+
+
+KIND = Kind("load", LoadSpec, plan, runs_as="concurrent", timing_only=True,
+            files=(FileRef(("transcripts", "path"), reads="transcripts", takes_first=True),), with_files=with_files,
+            overrides=(Override("--load", parse_load, cpu_default=CPU_LOAD),))

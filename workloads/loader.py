@@ -7,9 +7,11 @@ with PyYAML's composer, which keeps each node's position, and a pydantic error's
 walked down that node tree. The files a workload names (``transcripts.path``, ``filler_file``,
 relative to the workload file) are read and checked in the same pass, so one run of the loader
 reports the file's mistakes and its transcripts' bad lines together. Nothing is returned unless
-everything is valid. A conversation with ``transcripts`` becomes one conversation per
-transcript, named ``<name>/<k>``; a load's transcripts become its ``sessions`` (one a user),
-checked again with them (a level above their number is a mistake at the level's line).
+everything is valid. Which fields name files, and what a kind makes of a file once read, are the
+kind's (``Kind.files``, ``Kind.with_files``): a conversation with ``transcripts`` becomes one
+conversation per transcript, named ``<name>/<k>``; a load's transcripts become its ``sessions``
+(one a user), checked again with them (a level above their number is a mistake at the level's
+line); a sweep's ``filler_file`` becomes its ``filler``.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from pydantic import ValidationError
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from workloads import kinds, transcripts
-from workloads.spec import ConversationSpec, SweepSpec, WorkloadSpec, error_loc
+from workloads.spec import WorkloadSpec, error_loc
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
@@ -151,63 +153,62 @@ def _entries(data: Any) -> list[tuple[int, dict]]:
     return [(i, w) for i, w in enumerate(items) if isinstance(w, dict)] if isinstance(items, list) else []
 
 
-def referenced_files(path: str | Path, data: Any = None) -> dict[int, tuple[str, Path]]:
-    """Workload index -> (field, path) of the file it names, relative paths taken from the file's folder."""
+def referenced_files(path: str | Path, data: Any = None) -> dict[int, tuple[kinds.FileRef, Path]]:
+    """Workload index -> (the kind's FileRef, path) of the file it names, relative paths taken from the file's folder."""
     path = Path(path)
     if data is None:
         data = yaml.safe_load(path.read_text())
     out = {}
     for i, w in _entries(data):
-        src = w.get("transcripts")
-        if w.get("kind") in ("conversation", "load") and isinstance(src, dict) and isinstance(src.get("path"), str):
-            out[i] = ("transcripts", path.parent / src["path"])
-        elif w.get("kind") == "sweep" and isinstance(w.get("filler_file"), str):
-            out[i] = ("filler_file", path.parent / w["filler_file"])
+        if w.get("kind") not in kinds.KINDS:
+            continue  # an unknown kind is the validation's mistake
+        for ref in kinds.kind(w["kind"]).files:
+            value = _at(w, ref.loc)
+            if isinstance(value, str):
+                out[i] = (ref, path.parent / value)
+                break
     return out
 
 
-def _read_filler(ref: Path) -> str:
+def _at(entry: dict, loc: tuple[str, ...]) -> Any:
+    """The value at ``loc`` inside a workload entry, or None where the path is not there."""
+    value: Any = entry
+    for key in loc:
+        value = value.get(key) if isinstance(value, dict) else None
+    return value
+
+
+def _read_text(ref: Path, first: int | None) -> tuple[str, list]:  # noqa: ARG001 - ``first`` is for transcripts
     text = transcripts.read_capped(ref).decode("utf-8")
     if not text.strip():
         raise ValueError("the file is empty")
-    return text
+    return text, []
+
+
+# FileRef.reads -> reader(path, first) -> (content, [(line, mistake)])
+READERS = {"text": _read_text, "transcripts": transcripts.read}
 
 
 def _read_refs(path: Path, data: Any, root: Node | None, mistakes: list[Mistake]) -> dict[int, Any]:
     """Read every file the workloads name; record a mistake for each that cannot be used."""
     loaded: dict[int, Any] = {}
-    for i, (field, ref) in referenced_files(path, data).items():
-        loc = ("workloads", i, *(("transcripts", "path") if field == "transcripts" else (field,)))
-        first = data["workloads"][i]["transcripts"].get("first") if field == "transcripts" else None
+    for i, (ref, file) in referenced_files(path, data).items():
+        loc = ("workloads", i, *ref.loc)
+        first = _at(data["workloads"][i], ref.loc[:-1]).get("first") if ref.takes_first else None
         first = first if isinstance(first, int) and not isinstance(first, bool) and first >= 1 else None
         try:
-            if field == "filler_file":
-                loaded[i] = _read_filler(ref)
-                continue
-            found, bad = transcripts.read(ref, first)
+            found, bad = READERS[ref.reads](file, first)
         except (OSError, UnicodeDecodeError, ValueError) as exc:
             line, where = locate(root, loc)
-            mistakes.append(Mistake(str(path), line, where, f"cannot use {ref}: {getattr(exc, 'strerror', None) or exc}"))
+            mistakes.append(Mistake(str(path), line, where, f"cannot use {file}: {getattr(exc, 'strerror', None) or exc}"))
             continue
-        mistakes += [Mistake(str(ref), n, "", msg) for n, msg in bad]
+        mistakes += [Mistake(str(file), n, "", msg) for n, msg in bad]
         if first is not None and not bad and len(found) < first:
-            line, where = locate(root, ("workloads", i, "transcripts", "first"))
-            mistakes.append(Mistake(str(path), line, where, f"asks for {first} transcripts, {ref} holds {len(found)}"))
+            line, where = locate(root, (*loc[:-1], "first"))
+            mistakes.append(Mistake(str(path), line, where, f"asks for {first} transcripts, {file} holds {len(found)}"))
         if not bad:  # a file with bad lines is not used further (a load would count its users short)
             loaded[i] = found
     return loaded
-
-
-def _recorded_sessions(specs: list[WorkloadSpec], loaded: dict[int, Any], root: Node | None, path: Path,
-                       mistakes: list[Mistake]) -> None:
-    """Each load's transcripts, in place, as its ``sessions``: the spec validated again with them."""
-    for i, spec in enumerate(specs):
-        if spec.kind == "load" and getattr(spec, "transcripts", None) is not None and i in loaded:
-            doc = {**spec.model_dump(exclude_none=True, exclude={"transcripts"}), "sessions": [m for _, m in loaded[i]]}
-            try:
-                specs[i] = type(spec).model_validate(doc)
-            except ValidationError as exc:
-                mistakes += pydantic_mistakes(exc, root, str(path), ("workloads", i))
 
 
 def _shown(path: Path) -> str:
@@ -218,28 +219,47 @@ def _shown(path: Path) -> str:
         return str(path)
 
 
-def _expand(specs: list[WorkloadSpec], loaded: dict[int, Any], root: Node | None, path: Path) -> list[WorkloadSpec]:
+@dataclass
+class EntryContext:
+    """What a kind's ``with_files`` may ask about the workload entry it is given (``kinds.Kind.with_files``)."""
+
+    path: Path  # the workload file
+    index: int  # the entry's position in its ``workloads:`` list
+    root: Node | None
+    mistakes: list[Mistake]
+
+    def origin(self, loc: tuple[Any, ...]) -> str:
+        """``FILE:LINE`` of a field of the entry (``("turns", 2)``)."""
+        return f"{_shown(self.path)}:{locate(self.root, ('workloads', self.index, *loc))[0]}"
+
+    def shown(self, path: Path) -> str:
+        return _shown(path)
+
+    def revalidate(self, spec: WorkloadSpec, doc: dict[str, Any]) -> WorkloadSpec:
+        """``doc`` validated as the spec's model, or the spec as it was and the mistakes recorded at the entry."""
+        try:
+            return type(spec).model_validate(doc)
+        except ValidationError as exc:
+            self.mistakes += pydantic_mistakes(exc, self.root, str(self.path), ("workloads", self.index))
+            return spec
+
+
+def _with_files(specs: list[WorkloadSpec], loaded: dict[int, Any], root: Node | None, path: Path,
+                mistakes: list[Mistake]) -> list[WorkloadSpec]:
+    """Each spec as its kind takes the file it names (inlined, expanded, validated again), in file order."""
     out: list[WorkloadSpec] = []
     for i, spec in enumerate(specs):
-        if isinstance(spec, SweepSpec) and spec.filler_file is not None:
-            out.append(spec.model_copy(update={"filler": loaded[i]}))
-        elif isinstance(spec, ConversationSpec) and spec.transcripts is not None:
-            ref = path.parent / spec.transcripts.path
-            for k, (line, messages) in enumerate(loaded[i], start=1):
-                one = spec.model_copy(update={"name": f"{spec.name}/{k}", "messages": messages, "transcripts": None})
-                one._origins = [f"{_shown(ref)}:{line}"]
-                out.append(one)
-        else:
-            if isinstance(spec, ConversationSpec) and spec.turns is not None:
-                spec._origins = [f"{_shown(path)}:{locate(root, ('workloads', i, 'turns', t))[0]}" for t in range(len(spec.turns))]
-            elif isinstance(spec, ConversationSpec):
-                spec._origins = [f"{_shown(path)}:{locate(root, ('workloads', i, 'messages'))[0]}"]
-            out.append(spec)
-    names = [s.name for s in out]
+        take = kinds.kind(spec.kind).with_files
+        out += take(spec, loaded.get(i), EntryContext(path, i, root, mistakes)) if take else [spec]
+    return out
+
+
+def _unique_after_expansion(specs: list[WorkloadSpec], path: Path) -> list[WorkloadSpec]:
+    names = [s.name for s in specs]
     clash = sorted({n for n in names if names.count(n) > 1})
     if clash:
         raise WorkloadFileError(f"{path}: workload names repeat after transcripts are expanded: {', '.join(clash)}")
-    return out
+    return specs
 
 
 def load_file(path: str | Path) -> list[WorkloadSpec]:
@@ -255,12 +275,11 @@ def load_file(path: str | Path) -> list[WorkloadSpec]:
     except ValidationError as exc:
         mistakes += pydantic_mistakes(exc, root, str(path))
     loaded = _read_refs(path, data, root, mistakes)
-    specs = list(parsed.workloads) if parsed is not None else []
-    _recorded_sessions(specs, loaded, root, path, mistakes)
+    specs = _with_files(list(parsed.workloads), loaded, root, path, mistakes) if parsed is not None else []
     mistakes.sort(key=lambda m: (m.file != str(path), m.file, m.line))
     raise_mistakes(mistakes, str(path))
     assert parsed is not None
-    return _expand(specs, loaded, root, path)
+    return _unique_after_expansion(specs, path)
 
 
 def hashes(paths: list[str | Path]) -> dict[str, str]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from contract.chat import Renderer
 from contract.plan import Group, Plan, Step
-from workloads.kinds import Kind
+from workloads.kinds import FileRef, Kind
 from workloads.plan import rotated
 from workloads.spec import SweepSpec
 
@@ -49,4 +49,10 @@ def plan(spec: SweepSpec, renderer: Renderer, out: Plan, repeats: int, start: in
         out.groups.extend(Group(block=f"{spec.name}/N={n}", steps=[step(n, rep)]) for n in rotated(spec.lengths, rep + start))
 
 
-KIND = Kind("sweep", SweepSpec, plan, repeated=True, timing_only=True)
+def with_files(spec: SweepSpec, loaded: str | None, ctx: object) -> list[SweepSpec]:  # noqa: ARG001
+    """The filler file's text as the sweep's ``filler``."""
+    return [spec.model_copy(update={"filler": loaded}) if spec.filler_file is not None and loaded is not None else spec]
+
+
+KIND = Kind("sweep", SweepSpec, plan, repeated=True, timing_only=True, files=(FileRef(("filler_file",)),),
+            with_files=with_files)

@@ -33,7 +33,7 @@ workloads:
 
 
 def test_load_is_a_registered_kind_with_its_spec_in_the_file_model():
-    assert "load" in kinds.names() and kinds.kind("load").runs_as == "load" and not kinds.kind("load").repeated
+    assert "load" in kinds.names() and kinds.kind("load").runs_as == "concurrent" and not kinds.kind("load").repeated
     assert "LoadSpec" in kinds.file_model().model_json_schema()["$defs"]
 
 
