@@ -131,7 +131,7 @@ def assemble(ds: Dataset, bandwidth_gbps: float | None = None, tflops: float | N
             section.data = report_kind.analyse(rows, ctx, name)
         sections.append(section)
     # agreement compares one request's tokens across backends; a load level's requests are its own section's
-    single = measured[measured["kind"] != "load"]
+    single = measured[~measured["kind"].isin(kinds.without_agreement())]
     cases = agreement.per_case(single, ds.backends)
     flat = agreement.flat_backends(single)
     cached = agreement.cached_vs_full(single)

@@ -68,6 +68,7 @@ CONVERSATION = ReportKind(
     charts={"ttft": (lambda d, r: _charts().conversation_ttft(d["turns"]), "TTFT per turn")},
     caveats=lambda s, report: _caveats().conversation(s),
     jobs=lambda s, rows, report: _summary().conversation_jobs(s, rows),
+    cached_vs_full=True,
 )
 SWEEP = ReportKind(
     "sweep", _sweep_data,

@@ -52,6 +52,8 @@ class ReportKind:
     caveats: Callable[[Any, Any], list] = lambda section, report: []  # noqa: E731 - (section, report) -> Caveats
     jobs: Callable[[Any, Any, Any], list] = lambda section, rows, report: []  # noqa: E731 - -> summary Jobs
     quality_note: str | None = None  # shown above the section when the weights are random (its figures are about answers)
+    agreement: bool = True  # its T=0 requests are compared token by token across backends (a load level's are not)
+    cached_vs_full: bool = False  # its ``cached`` mode is compared with its ``full`` mode, per backend
     sees_failures: bool = False  # analyse gets the failed requests too (load: a failure is an SLO miss, not nothing)
     figures: Callable[[Any, Any], list] = lambda section, report: []  # noqa: E731 - -> reports.analysis.figures.Figure (the gate's)
 
@@ -78,6 +80,16 @@ def names() -> tuple[str, ...]:
 def report_kind(name: str) -> ReportKind | None:
     """The kind's report half, or None for a kind this report does not know (its records are listed, not analysed)."""
     return REPORT_KINDS.find(name)
+
+
+def without_agreement() -> tuple[str, ...]:
+    """Kinds whose requests are not compared across backends (``ReportKind.agreement`` False)."""
+    return tuple(n for n in REPORT_KINDS if not REPORT_KINDS.get(n).agreement)
+
+
+def cached_vs_full_kinds() -> tuple[str, ...]:
+    """Kinds whose ``cached`` mode is compared with their ``full`` mode (``ReportKind.cached_vs_full``)."""
+    return tuple(n for n in REPORT_KINDS if REPORT_KINDS.get(n).cached_vs_full)
 
 
 def slots_for(kind: ReportKind, data: dict[str, Any], report: Any, add: Callable[[dict | None, str], Markup],

@@ -101,9 +101,14 @@ def per_case(df: pd.DataFrame, backends: list[str]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=CASE_COLUMNS)
 
 
-def cached_vs_full(df: pd.DataFrame) -> pd.DataFrame:
-    """Per backend, each conversation turn and repeat at T=0: ``cached`` compared with ``full`` (the reference)."""
-    greedy = _greedy(df[df["kind"].eq("conversation")])
+def cached_vs_full(df: pd.DataFrame, kinds: tuple[str, ...] | None = None) -> pd.DataFrame:
+    """Per backend, each turn and repeat at T=0 of the ``kinds`` (default: those registered with
+    ``ReportKind.cached_vs_full``): ``cached`` compared with ``full`` (the reference)."""
+    if kinds is None:
+        from reports.kinds import cached_vs_full_kinds
+
+        kinds = cached_vs_full_kinds()
+    greedy = _greedy(df[df["kind"].isin(kinds)])
     keys = ["workload", "case", "turn", "rep", "engine_start"]
     rows = []
     for backend, g in greedy.groupby("backend", sort=False):

@@ -167,12 +167,29 @@ def sweep(s: Section, report: Report) -> list[Caveat]:
     return out
 
 
+def in_process_transformers(engine: dict) -> bool:
+    """env.json's engine facts say: HF transformers driven in the measuring process (not behind a server)."""
+    return "transformers" in engine and "server_kind" not in engine
+
+
+def cuda_graphs(engine: dict) -> bool:
+    """env.json's engine facts say the decode runs as CUDA graphs: ``cuda_graphs`` where the adapter reports
+    it, else HF's ``compile`` entry (``mode='reduce-overhead'`` captures CUDA graphs; runs before the flag)."""
+    flag = engine.get("cuda_graphs")
+    return flag if isinstance(flag, bool) else "compile" in engine
+
+
 def launch_overhead(s: Section, report: Report) -> list[Caveat]:
-    """How much of HF eager's decode gap to the roofline do CUDA graphs (hf-graphs) close?"""
-    names = {label: src[1] for label, src in report.ds.sources.items()}
+    """How much of HF eager's decode gap to the roofline do CUDA graphs close?
+
+    Decided from env.json, not backend names: an HF engine in process without CUDA graphs against
+    one with them (``cuda_graphs``), the other engines of the section (not HF in process) shown for
+    comparison."""
+    engine = {b: report.ds.env_of(b).get("engine") or {} for b in report.ds.backends}
+    hf = {b for b, e in engine.items() if in_process_transformers(e)}
     lengths = s.data["lengths"]
-    eager = [b for b in s.backends if names.get(b) == "hf"]
-    graphs = [b for b in report.ds.backends if names.get(b) == "hf-graphs"]
+    eager = [b for b in s.backends if b in hf and not cuda_graphs(engine[b])]
+    graphs = [b for b in report.ds.backends if b in hf and cuda_graphs(engine[b])]
     if not eager or not graphs:
         return []
     if graphs[0] not in s.backends:
@@ -193,7 +210,7 @@ def launch_overhead(s: Section, report: Report) -> list[Caveat]:
         return []
     floor = report.roofs[e].decode_floor_ms() if e in report.roofs else None
     others = [f"{b} {fmt.n(decode(b))} ms" + (f" ({fmt.times(decode(b) / floor)} floor)" if floor and decode(b) else "")
-              for b in s.backends if b not in (e, g) and names.get(b) in ("vllm", "sglang", "vllm-server", "sglang-server")]
+              for b in s.backends if b not in (e, g) and b not in hf]
     text = f"CUDA graphs take HF's decode at N={at} from {fmt.n(de)} ms/token ({e}) to {fmt.n(dg)} ms/token ({g})"
     if floor and de > floor:
         share = (de - dg) / (de - floor)

@@ -232,4 +232,4 @@ def _analyse(rows: pd.DataFrame, ctx, name: str) -> dict[str, Any]:  # noqa: ARG
 
 
 KIND = ReportKind("load", _analyse, blocks=lambda s, slots, report: blocks(s, slots), charts=CHARTS, caveats=caveats,
-                  jobs=lambda s, rows, report: jobs(s, report), sees_failures=True, figures=figures)
+                  jobs=lambda s, rows, report: jobs(s, report), sees_failures=True, figures=figures, agreement=False)

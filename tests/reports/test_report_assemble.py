@@ -12,7 +12,9 @@ PARAMS = 8_190_735_360
 
 
 def gpu_env(names: list[str], random_weights: bool = False) -> dict:
-    engines = {"vllm": {"block_size": 16}, "hf": {}, "hf-graphs": {}}
+    # the engine facts the launch-overhead caveat reads (HF in process; CUDA graphs or not), as the adapters write them
+    engines = {"vllm": {"block_size": 16, "cuda_graphs": True}, "hf": {"transformers": "5.17.0"},
+               "hf-graphs": {"transformers": "5.17.0", "compile": "CompileConfig(fullgraph=True, mode='reduce-overhead')"}}
     return {
         "dtype": "bfloat16",
         "model": {"label": "Qwen/Qwen3-8B", "params": PARAMS, "dtype_bytes": 2, "random_weights": random_weights},
@@ -54,6 +56,20 @@ def test_roofline_and_launch_overhead_caveats(report):
     explained = (20.0 - 8.0) / (20.0 - floor)  # 72%
     assert f"launch overhead explains {100 * explained:.0f}% of HF eager's gap" in t
     assert "for comparison: vllm 5 ms (1.5× floor)" in t
+
+
+def test_launch_overhead_reads_engine_facts_not_backend_names(tmp_path):
+    """Columns named anything: the caveat pairs an HF engine in process without CUDA graphs with one with them."""
+    rows = sweep_records("eager-col", 30.0, 0.05, 20.0) + sweep_records("graph-col", 25.0, 0.05, 8.0)
+    rows += sweep_records("other", 5.0, 0.01, 5.0)
+    env = gpu_env(["eager-col", "graph-col", "other"])
+    env["backends"]["eager-col"]["engine"] = {"transformers": "5.17.0"}
+    env["backends"]["graph-col"]["engine"] = {"transformers": "5.17.0", "cuda_graphs": True}
+    t = texts(assemble(load([write_run(tmp_path / "r", rows, env)])))
+    assert "CUDA graphs take HF's decode at N=" in t and "(eager-col) to 8 ms/token (graph-col)" in t
+    assert "for comparison: other 5 ms" in t
+    env["backends"]["graph-col"]["engine"] = {"transformers": "5.17.0", "cuda_graphs": False}  # no graphs: no pair
+    assert "CUDA graphs take" not in texts(assemble(load([write_run(tmp_path / "r2", rows, env)])))
 
 
 def test_block_rounding_random_weights_and_server_caveats(report):
