@@ -12,7 +12,7 @@ of a kind is registered in ``reports.kinds``.
     kind("sweep").plan(spec, renderer, plan, repeats, start=0)
     file_model()      # the pydantic model of a workload file: every registered kind's spec
 
-Adding a kind: its module with ``KIND``, one line in :data:`REGISTRY`, its built-in YAML, and
+Adding a kind (``docs/kinds.md``; ``tests/example_kind`` is one): its module with ``KIND``, one line in :data:`REGISTRY`, its built-in YAML, and
 its report half (``reports/kinds.py``).
 """
 

@@ -1,0 +1,68 @@
+"""Adding a sixth workload kind is its own files plus two registry lines (``tests/example_kind``).
+
+The ``brevity`` kind is registered here (one line in ``workloads.kinds.REGISTRY``, one in
+``reports.kinds.REGISTRY``) and a workload file of that kind goes through the real pipeline: the
+loader validates it against the registered spec, the planner plans it, the child replays the plan
+on a backend (an instant echo backend) with the kind's scoring, and the report gives it a section
+with the kind's own blocks. No module outside ``tests/example_kind`` names the kind.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+import backends
+from harness import child
+from harness.records import read_records
+from reports import build
+from reports import kinds as report_kinds
+from tests.harness import fakes
+from workloads import kinds as measuring_kinds
+from workloads import load_file
+
+BREVITY = """\
+workloads:
+  - name: short
+    kind: brevity
+    prompts: ["Say yes.", "Say no."]
+    max_new_tokens: 3
+"""
+
+
+@pytest.fixture
+def brevity(monkeypatch):
+    monkeypatch.setitem(measuring_kinds.REGISTRY, "brevity", "tests.example_kind.workload:KIND")  # registry line 1
+    monkeypatch.setitem(report_kinds.REGISTRY, "brevity", "tests.example_kind.report:KIND")  # registry line 2
+    monkeypatch.setattr(fakes, "EchoBackend", fakes.echo_backend_class(), raising=False)
+    monkeypatch.setitem(backends.REGISTRY, "echo", "tests.harness.fakes:EchoBackend")
+
+
+def test_the_file_format_knows_a_registered_kind_and_only_then(tmp_path, brevity, monkeypatch):
+    path = fakes.small_workload(tmp_path, BREVITY)
+    (spec,) = load_file(path)
+    assert spec.kind == "brevity" and spec.prompts == ["Say yes.", "Say no."]
+    assert measuring_kinds.names() == report_kinds.names()  # both halves registered
+    monkeypatch.delitem(measuring_kinds.REGISTRY, "brevity")
+    with pytest.raises(ValueError, match="unknown kind 'brevity'"):
+        load_file(path)
+
+
+def test_plan_records_report(tmp_path, tiny_model_dir, brevity):
+    run = tmp_path / "run"
+    fakes.prepare_run(run, fakes.small_workload(tmp_path, BREVITY), tiny_model_dir, repeats=2)
+    assert child.main([str(run), "echo"]) == 0
+    rows = read_records(run)
+    assert len(rows) == 2 * 2 and {r["kind"] for r in rows} == {"brevity"}
+    assert all(r["clean"] is False and r["output_tokens"] == 3 for r in rows)  # echo never stops on its own: scored
+    (run / "env.json").write_text('{"run_id": "run"}')
+    html = build([run], tmp_path / "report.html").read_text(encoding="utf-8")
+    assert "Stopped on its own" in html and "0/4" in html  # the kind's own block, from its own analysis
+
+
+def test_the_runner_takes_the_group_runner_from_the_kind(tmp_path, tiny_model_dir, brevity, monkeypatch):
+    monkeypatch.setitem(measuring_kinds.REGISTRY, "brevity", "tests.example_kind.workload:AS_LEVELS")
+    run = tmp_path / "run"
+    fakes.prepare_run(run, fakes.small_workload(tmp_path, BREVITY), tiny_model_dir)
+    assert child.main([str(run), "echo"]) == 0
+    rows = read_records(run)  # the concurrent runner needs the load capability, which echo lacks: skipped, not run
+    assert rows and {r["skipped"] for r in rows} == {"echo does not support load"}
