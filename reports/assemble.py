@@ -14,10 +14,7 @@ import pandas as pd
 
 from reports import kinds
 from reports.analysis import agreement, caveats, claims, status, summary
-from reports.analysis import conversation as conv
-from reports.analysis import json_extraction as jx
 from reports.analysis import sweep as sw
-from reports.analysis import template as tpl
 from reports.load import Dataset
 from reports.stats import num
 
@@ -145,38 +142,3 @@ def assemble(ds: Dataset, bandwidth_gbps: float | None = None, tflops: float | N
     return report
 
 
-def stability(ds: Dataset, workload: str) -> dict[int, dict[str, Any]]:
-    """Per turn, the harness's verdict on a prefix break (env.json ``prefix_stability``), when a run has it."""
-    out: dict[int, dict[str, Any]] = {}
-    for env in ds.envs.values():
-        for entry in (env.get("prefix_stability") or {}).get(workload) or []:
-            if isinstance(entry, dict) and isinstance(entry.get("turn"), int):
-                out.setdefault(entry["turn"], entry)
-    return out
-
-
-def conversation_data(rows: pd.DataFrame, blocks: dict[str, int | None], verdicts: dict[int, dict[str, Any]]) -> dict[str, Any]:
-    turns = conv.per_turn(rows)
-    totals = conv.totals(rows)
-    breaks = conv.prefix_breaks(rows)
-    return {"turns": turns, "totals": totals, "ratios": conv.mode_ratios(totals), "reuse": conv.reuse(turns, blocks),
-            "first_tokens": conv.first_tokens(rows), "breaks": breaks, "break_summary": conv.break_summary(breaks),
-            "blocks": blocks, "verdicts": verdicts}
-
-
-def sweep_data(rows: pd.DataFrame, roofs: dict[str, sw.Roof]) -> dict[str, Any]:
-    lengths = sw.per_length(rows)
-    notes = list(dict.fromkeys(roofs[b].note for b in dict.fromkeys(rows["backend"]) if b in roofs and roofs[b].note))
-    return {"lengths": lengths, "fits": sw.fits(rows), "roof_notes": notes,
-            "vs_roof": sw.against_roof(lengths, roofs) if not lengths.empty else pd.DataFrame()}
-
-
-def json_data(rows: pd.DataFrame, random_weights: bool = False) -> dict[str, Any]:
-    rates, counts = jx.pass_rates(rows), jx.failure_counts(rows)
-    return {"rates": rates, "candidates": jx.candidates(rows), "overhead": jx.grammar_overhead(rows),
-            "failures": jx.failing_replies(rows), "failure_counts": counts,
-            "modes": list(dict.fromkeys(rows["mode"])), "claims": jx.claims(rows, rates, counts, random_weights)}
-
-
-def template_data(rows: pd.DataFrame) -> dict[str, Any]:
-    return {"rates": tpl.clean_rates(rows), "samples": tpl.samples(rows), "attention": tpl.attention(rows)}

@@ -25,10 +25,10 @@ from markupsafe import Markup
 from contract.registry import Registry
 
 REGISTRY: dict[str, str] = {
-    "conversation": "reports.builtin_kinds:CONVERSATION",
-    "sweep": "reports.builtin_kinds:SWEEP",
-    "json": "reports.builtin_kinds:JSON",
-    "template": "reports.builtin_kinds:TEMPLATE",
+    "conversation": "reports.views.conversation:KIND",
+    "sweep": "reports.views.sweep:KIND",
+    "json": "reports.views.json_extraction:KIND",
+    "template": "reports.views.template:KIND",
     "load": "reports.views.many_users:KIND",
 }
 
@@ -80,6 +80,11 @@ def names() -> tuple[str, ...]:
 def report_kind(name: str) -> ReportKind | None:
     """The kind's report half, or None for a kind this report does not know (its records are listed, not analysed)."""
     return REPORT_KINDS.find(name)
+
+
+def quality_caution(report: Any) -> str | None:
+    """The caution a quality figure's summary row carries when the weights are random."""
+    return "weights are random: not a quality figure" if report.random_weights else None
 
 
 def without_agreement() -> tuple[str, ...]:

@@ -27,7 +27,7 @@ ROOMS = {
     "workloads/kinds.py", "reports/kinds.py",  # the kind registries
     "workloads/conversation.py", "workloads/sweep.py", "workloads/json_extraction.py", "workloads/template.py",
     "workloads/load.py", "workloads/spec.py",  # the kinds' specs (``kind: Literal[...]``)
-    "reports/builtin_kinds.py", "reports/analysis/seed_claims.py", "reports/readme_tables.py",
+    "reports/analysis/seed_claims.py", "reports/readme_tables.py",
     "reports/analysis/many_users.py", "reports/views/many_users.py",
 }
 DECIDING_CALLS = {"eq", "ne", "isin"}

@@ -13,6 +13,8 @@ from typing import Any
 
 import pandas as pd
 
+from reports import fmt
+from reports.analysis.caveats import Caveat
 from reports.stats import agg, num, ratio, spread
 
 
@@ -168,3 +170,96 @@ def break_summary(breaks: list[dict[str, Any]]) -> dict[str, Any] | None:
     tokens = breaks[0].get("previous") or []
     at = (breaks[0].get("position") or 0) - (breaks[0].get("context_start") or 0)
     return {"turns": [b["turn"] for b in breaks], "lost": lost, "first_lost_tokens": tokens[at:]}
+
+
+# --- the section: its data and caveats (the kind's report half, ``reports.views.conversation.KIND``) ---
+def stability(ds: Any, workload: str) -> dict[int, dict[str, Any]]:
+    """Per turn, the harness's verdict on a prefix break (env.json ``prefix_stability``), when a run has it."""
+    out: dict[int, dict[str, Any]] = {}
+    for env in ds.envs.values():
+        for entry in (env.get("prefix_stability") or {}).get(workload) or []:
+            if isinstance(entry, dict) and isinstance(entry.get("turn"), int):
+                out.setdefault(entry["turn"], entry)
+    return out
+
+
+def data(rows: pd.DataFrame, ctx: Any, name: str) -> dict[str, Any]:
+    """The section's data (``ReportKind.analyse``)."""
+    verdicts, blocks = stability(ctx.ds, name), ctx.blocks
+    by_turn = per_turn(rows)
+    sums = totals(rows)
+    breaks = prefix_breaks(rows)
+    return {"turns": by_turn, "totals": sums, "ratios": mode_ratios(sums), "reuse": reuse(by_turn, blocks),
+            "first_tokens": first_tokens(rows), "breaks": breaks, "break_summary": break_summary(breaks),
+            "blocks": blocks, "verdicts": verdicts}
+
+
+def caveats(s: Any) -> list[Caveat]:
+    """The section's caveats: reuse against tokens and TTFT, break-even, block rounding, prefix breaks, first tokens."""
+    out = []
+    for r in s.data["ratios"]:
+        if r.tokens_ratio and r.ttft_ratio:
+            link = "but summed TTFT only" if r.ttft_ratio < r.tokens_ratio / 2 else "and summed TTFT"
+            out.append(Caveat(s.name, f"{r.backend}: reusing the prefix cut the tokens processed over the conversation "
+                                      f"from {fmt.n(r.tokens_full)} to {fmt.n(r.tokens_cached)} ({fmt.times(r.tokens_ratio)}) "
+                                      f"{link} from {fmt.n(r.ttft_full)} to {fmt.n(r.ttft_cached)} ms ({fmt.times(r.ttft_ratio)})."))
+    out += break_even(s)
+    reuse = s.data["reuse"]
+    if not reuse.empty:
+        for backend, g in reuse.groupby("backend", sort=False):
+            rounded = g[g["why"].str.startswith("block granularity")]
+            if len(rounded):
+                lost = int((rounded["shared_prefix_tokens"] - rounded["cached"]).sum())
+                out.append(Caveat(s.name, f"{backend} reused {lost} fewer tokens than shared on {len(rounded)} turns: block "
+                                          f"granularity (block {int(rounded['block'].iloc[0])}: cached = ⌊shared / block⌋ × block)."))
+            short = g[g["why"].str.contains("fewer than expected")]
+            if len(short):
+                out.append(Caveat(s.name, f"{backend} reused fewer tokens than even its block size allows on turns "
+                                          f"{', '.join(str(t) for t in short['turn'])} (evicted, or not matched)."))
+    bs = s.data["break_summary"]
+    if bs:
+        lost = bs["lost"]
+        out.append(Caveat(s.name, f"The prompt breaks away from the previous one on {len(bs['turns'])} turns, dropping "
+                                  f"{fmt.n(lost.median)} tokens each time (median, n={lost.n}) starting with "
+                                  f"{' '.join(fmt.token(t) for t in bs['first_lost_tokens'][:6])}: no engine can reuse those."))
+    ft = s.data["first_tokens"]
+    for r in ft.to_dict("records"):
+        if r["differing_turns"]:
+            out.append(Caveat(s.name, f"{r['backend']}: cached and full chose a different first token on {r['compared'] - r['same']} "
+                                      f"of {r['compared']} calls ({'turn' if len(r['differing_turns']) == 1 else 'turns'} "
+                                      f"{', '.join(map(str, r['differing_turns']))})."))
+    return out
+
+
+def break_even(s: Any) -> list[Caveat]:
+    """From which prompt length on does the cached mode's TTFT sit clearly below the full one's?"""
+    turns = s.data["turns"]
+    out = []
+    if turns.empty:
+        return out
+    for backend, g in turns.groupby("backend", sort=False):
+        full = g[g["mode"] == "full"].set_index("turn")
+        cached = g[g["mode"] == "cached"].set_index("turn")
+        common = [t for t in full.index if t in cached.index and t > 1]
+        if not common:
+            continue
+        faster = [num(cached.at[t, "ttft_q3"]) is not None and num(full.at[t, "ttft_q1"]) is not None
+                  and cached.at[t, "ttft_q3"] < full.at[t, "ttft_q1"] for t in common]
+        first = next((i for i in range(len(common)) if all(faster[i:])), None)
+        last = common[-1]
+        tail = f"(turn {last}, {fmt.n(full.at[last, 'prompt_tokens'])} tokens: {fmt.n(full.at[last, 'ttft_med'])} ms full vs {fmt.n(cached.at[last, 'ttft_med'])} ms cached)"
+        if first is None:
+            out.append(Caveat(s.name, f"{backend}: the cache did not clearly lower TTFT up to the last turn {tail}; "
+                                      "below that, a call costs about the same either way."))
+        elif first == 0:
+            t = common[0]
+            out.append(Caveat(s.name, f"{backend}: the cache saves time from the first reuse on (turn {t}, "
+                                      f"{fmt.n(full.at[t, 'prompt_tokens'])} prompt tokens: {fmt.n(full.at[t, 'ttft_med'])} → "
+                                      f"{fmt.n(cached.at[t, 'ttft_med'])} ms)."))
+        else:
+            t, before = common[first], common[first - 1]
+            out.append(Caveat(s.name, f"{backend}: the cache saves time only past ~{fmt.n(full.at[t, 'prompt_tokens'])} prompt "
+                                      f"tokens (from turn {t} on, IQRs apart); before that cached and full overlap (turn {before}, "
+                                      f"{fmt.n(full.at[before, 'prompt_tokens'])} tokens: {fmt.n(full.at[before, 'ttft_med'])} ms full "
+                                      f"vs {fmt.n(cached.at[before, 'ttft_med'])} ms cached)."))
+    return out

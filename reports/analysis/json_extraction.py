@@ -16,7 +16,8 @@ from typing import Any
 
 import pandas as pd
 
-from reports import intervals
+from reports import fmt, intervals
+from reports.analysis.caveats import Caveat
 from reports.stats import agg, num, spread
 
 GRAMMAR_NAME = re.compile(r"constrain|grammar|schema", re.I)
@@ -228,4 +229,36 @@ def claims(df: pd.DataFrame, rates: pd.DataFrame, counts: pd.DataFrame, random_w
             truth = (f"{c[3] - c[2]} of {c[3]} valid answers have wrong values" if c[2] < c[3]
                      else f"all {c[3]} also correct here: the truth was not put to the test")
             out.append(Claim(backend, text, RANDOM if random_weights else "holds", f"'{constrained}': {c[0]} of {c[1]} valid; {truth}"))
+    return out
+
+
+# --- the section: its data and caveats (the kind's report half, ``reports.views.json_extraction.KIND``) ---
+def data(rows: pd.DataFrame, ctx: Any, name: str) -> dict[str, Any]:  # noqa: ARG001
+    """The section's data (``ReportKind.analyse``); the claims read "not measurable" on random weights."""
+    from reports.assemble import random_weights_note
+
+    random_weights = random_weights_note(ctx.ds) is not None
+    rates, counts = pass_rates(rows), failure_counts(rows)
+    return {"rates": rates, "candidates": candidates(rows), "overhead": grammar_overhead(rows),
+            "failures": failing_replies(rows), "failure_counts": counts,
+            "modes": list(dict.fromkeys(rows["mode"])), "claims": claims(rows, rates, counts, random_weights)}
+
+
+def caveats(s: Any) -> list[Caveat]:
+    """The section's caveats: the grammar's cost per token, a Markdown fence among the step-0 candidates."""
+    out = []
+    for r in s.data["overhead"].to_dict("records"):
+        c, u = r["constrained"], r["unconstrained"]
+        figures = f"'{r['mode']}' {fmt.stat(c, 'ms/token')} vs '{r['base']}' {fmt.stat(u, 'ms/token')} on the same prompts"
+        if c.q1 is not None and u.q3 is not None and c.q1 > u.q3:
+            out.append(Caveat(s.name, f"{r['backend']}: the grammar costs {fmt.n(r['extra_ms'])} ms per decoded token "
+                                      f"({fmt.times(r['ratio'])}): {figures}."))
+        else:
+            out.append(Caveat(s.name, f"{r['backend']}: no measurable grammar overhead (the IQRs overlap or the grammar mode is "
+                                      f"faster): {figures}."))
+    for c in s.data["candidates"]:
+        if c.fence_rank is not None:
+            p = c.rows[c.fence_rank - 1]["prob"]
+            out.append(Caveat(s.name, f"{c.backend}, mode '{c.mode}': a Markdown fence is step-0 candidate #{c.fence_rank} "
+                                      f"(p = {fmt.n(p)}): without a grammar a fence can open the reply."))
     return out

@@ -9,11 +9,13 @@ datasheet allows for this model (see :mod:`reports.roofline`).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from reports import roofline
+from reports import fmt, roofline
+from reports.analysis.caveats import Caveat
 from reports.stats import agg, num, over_starts, ratio
 
 REPLY_TOKENS = 64  # "decode share of a call with a 64-token reply"
@@ -174,3 +176,116 @@ def against_roof(lengths: pd.DataFrame, roofs: dict[str, Roof]) -> pd.DataFrame:
             "copy_share": ratio(eff, roof.copy_gbps),
         })
     return pd.DataFrame(rows)
+
+
+# --- the section: its data and caveats (the kind's report half, ``reports.views.sweep.KIND``) ---
+def data(rows: pd.DataFrame, ctx: Any, name: str) -> dict[str, Any]:  # noqa: ARG001
+    """The section's data (``ReportKind.analyse``)."""
+    roofs = ctx.roofs
+    lengths = per_length(rows)
+    notes = list(dict.fromkeys(roofs[b].note for b in dict.fromkeys(rows["backend"]) if b in roofs and roofs[b].note))
+    return {"lengths": lengths, "fits": fits(rows), "roof_notes": notes,
+            "vs_roof": against_roof(lengths, roofs) if not lengths.empty else pd.DataFrame()}
+
+
+def caveats(s: Any, report: Any) -> list[Caveat]:
+    """The section's caveats: the TTFT fits, the roofline, launch overhead."""
+    out = []
+    for f in s.data["fits"]:
+        knee = f.knee()
+        law = f"TTFT ≈ {fmt.n(f.a_ms)} ms + {fmt.n(f.b_ms_per_token * 1e3)} µs × N, r² = {fmt.n(f.r2, 3)}, {f.points} calls"
+        if f.note:
+            law += f", {f.note}"
+        if not f.holds:
+            out.append(Caveat(s.name, f"{f.backend}: TTFT is not a straight line in N ({law}, below {R2_FLOOR}); its a is "
+                                      "not a per-call floor."))
+        elif f.a_ms <= 0:
+            out.append(Caveat(s.name, f"{f.backend}: TTFT grows faster than linearly with the prompt, so the straight-line fit "
+                                      f"has no positive per-call floor ({law}): attention's quadratic cost shows at these lengths."))
+        elif knee is None:
+            out.append(Caveat(s.name, f"{f.backend}: TTFT does not grow with the prompt here ({law})."))
+        elif knee < min(f.lengths):
+            out.append(Caveat(s.name, f"{f.backend}: at every measured length (N ≥ {min(f.lengths)}) the per-token cost dominates "
+                                      f"the per-call floor a ≈ {fmt.n(f.a_ms)} ms ({law})."))
+        else:
+            where = f"N≈{fmt.n(knee)}" if knee <= max(f.lengths) else f"N={max(f.lengths)} (the longest measured)"
+            out.append(Caveat(s.name, f"{f.backend}: below {where} tokens every prefill costs about the same: the floor "
+                                      f"a ≈ {fmt.n(f.a_ms)} ms is at least half the TTFT there ({law})."))
+    roofs = [report.roofs[b] for b in s.backends if b in report.roofs]
+    missing = [r for r in roofs if not r.ok]
+    if missing:
+        notes = dict.fromkeys(r.note for r in missing)
+        out.append(Caveat(s.name, "No roofline for " + "; ".join(
+            f"{', '.join(r.backend for r in missing if r.note == note)} ({note})" for note in notes) + "."))
+    vs = s.data["vs_roof"]
+    if not vs.empty:
+        for backend, g in vs.groupby("backend", sort=False):
+            lo, hi = g.iloc[0], g.iloc[-1]
+            roof = report.roofs[backend]
+            lengths = s.data["lengths"]
+            decode = lengths[(lengths["backend"] == backend) & (lengths["N"] == lo["N"])].iloc[0]
+            out.append(Caveat(s.name, f"{backend}: decode is {fmt.times(lo['decode_x'])} the roofline at N={lo['N']}: "
+                                      f"{fmt.n(decode['decode_med'])} ms/token vs a floor of {fmt.n(lo['decode_floor_ms'])} ms "
+                                      f"({fmt.n(lo['step_bytes'] / 1e9)} GB read per step / {fmt.n(roof.peak.bandwidth_gbps)} GB/s, "
+                                      f"{roof.peak.label} datasheet); effective bandwidth {fmt.n(lo['effective_gbps'])} GB/s = "
+                                      f"{fmt.pct(lo['bandwidth_share'])} of peak. Prefill at N={hi['N']} is "
+                                      f"{fmt.times(hi['prefill_x'])} its compute floor ({fmt.n(hi['prefill_floor_ms'])} ms at "
+                                      f"{fmt.n(roof.peak.tflops)} TFLOP/s)."))
+    out += launch_overhead(s, report)
+    return out
+
+
+def in_process_transformers(engine: dict) -> bool:
+    """env.json's engine facts say: HF transformers driven in the measuring process (not behind a server)."""
+    return "transformers" in engine and "server_kind" not in engine
+
+
+def cuda_graphs(engine: dict) -> bool:
+    """env.json's engine facts say the decode runs as CUDA graphs: ``cuda_graphs`` where the adapter reports
+    it, else HF's ``compile`` entry (``mode='reduce-overhead'`` captures CUDA graphs; runs before the flag)."""
+    flag = engine.get("cuda_graphs")
+    return flag if isinstance(flag, bool) else "compile" in engine
+
+
+def launch_overhead(s: Any, report: Any) -> list[Caveat]:
+    """How much of HF eager's decode gap to the roofline do CUDA graphs close?
+
+    Decided from env.json, not backend names: an HF engine in process without CUDA graphs against
+    one with them (``cuda_graphs``), the other engines of the section (not HF in process) shown for
+    comparison."""
+    engine = {b: report.ds.env_of(b).get("engine") or {} for b in report.ds.backends}
+    hf = {b for b, e in engine.items() if in_process_transformers(e)}
+    lengths = s.data["lengths"]
+    eager = [b for b in s.backends if b in hf and not cuda_graphs(engine[b])]
+    graphs = [b for b in report.ds.backends if b in hf and cuda_graphs(engine[b])]
+    if not eager or not graphs:
+        return []
+    if graphs[0] not in s.backends:
+        why = next((st.reasons()[0] for st in report.status if st.backend == graphs[0] and st.reasons()), "no measurements")
+        return [Caveat(s.name, f"Launch overhead not measured: {graphs[0]} did not run ({why}).")]
+    e, g = eager[0], graphs[0]
+    common = sorted(set(lengths[lengths["backend"] == e]["N"]) & set(lengths[lengths["backend"] == g]["N"]))
+    if not common:
+        return []
+    at = common[0]
+
+    def decode(b: str) -> float | None:
+        row = lengths[(lengths["backend"] == b) & (lengths["N"] == at)]
+        return num(row["decode_med"].iloc[0]) if len(row) else None
+
+    de, dg = decode(e), decode(g)
+    if de is None or dg is None:
+        return []
+    floor = report.roofs[e].decode_floor_ms() if e in report.roofs else None
+    others = [f"{b} {fmt.n(decode(b))} ms" + (f" ({fmt.times(decode(b) / floor)} floor)" if floor and decode(b) else "")
+              for b in s.backends if b not in (e, g) and b not in hf]
+    text = f"CUDA graphs take HF's decode at N={at} from {fmt.n(de)} ms/token ({e}) to {fmt.n(dg)} ms/token ({g})"
+    if floor and de > floor:
+        share = (de - dg) / (de - floor)
+        text += (f"; the roofline floor is {fmt.n(floor)} ms, so launch overhead explains {fmt.pct(share)} of HF eager's "
+                 f"gap to it")
+    else:
+        text += f" ({fmt.pct((de - dg) / de)} less; no roofline to compare the gap with)"
+    if others:
+        text += "; for comparison: " + ", ".join(others)
+    return [Caveat(s.name, text + ".")]

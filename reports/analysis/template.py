@@ -7,6 +7,8 @@ the share of the last position's attention landing on special tokens.
 
 from __future__ import annotations
 
+from typing import Any
+
 import pandas as pd
 
 PROBE = "attention"
@@ -58,3 +60,9 @@ def sink(att: pd.DataFrame) -> dict[str, float] | None:
         return None
     return {"share": float(known["share"].median()), "position0": float(known["position0"].median()),
             "rest": float((known["share"] - known["position0"]).median())}
+
+
+# --- the section's data (the kind's report half, ``reports.views.template.KIND``) ---
+def data(rows: pd.DataFrame, ctx: Any, name: str) -> dict[str, Any]:  # noqa: ARG001
+    """The section's data (``ReportKind.analyse``)."""
+    return {"rates": clean_rates(rows), "samples": samples(rows), "attention": attention(rows)}

@@ -6,7 +6,10 @@ from typing import Any
 
 from markupsafe import Markup
 
-from reports import fmt, reference
+from reports import charts, fmt, reference
+from reports.analysis import conversation as conv
+from reports.analysis import summary
+from reports.kinds import ReportKind
 from reports.stats import stat_of
 from reports.views import Block, Table, bullets, chart, compact, h3, p, side, table, tokens
 
@@ -99,3 +102,13 @@ def blocks(section, slots: dict[str, Markup]) -> list[Block]:
                   "previous prompt (highlighted), nothing can be reused."),
                 table(breaks_table(d["breaks"], d.get("verdicts") or {}))]
     return compact(out)
+
+
+KIND = ReportKind(
+    "conversation", conv.data,
+    blocks=lambda s, slots, report: blocks(s, slots),
+    charts={"ttft": (lambda d, r: charts.conversation_ttft(d["turns"]), "TTFT per turn")},
+    caveats=lambda s, report: conv.caveats(s),
+    jobs=lambda s, rows, report: summary.conversation_jobs(s, rows),
+    cached_vs_full=True,
+)

@@ -6,8 +6,10 @@ from typing import Any
 
 from markupsafe import Markup
 
-from reports import fmt
+from reports import charts, fmt
 from reports.analysis import json_extraction as jx
+from reports.analysis import summary
+from reports.kinds import ReportKind, quality_caution
 from reports.stats import stat_of
 from reports.views import Block, Table, chart, compact, details, h3, p, reply, side, table, tokens
 
@@ -91,3 +93,14 @@ def blocks(section, slots: dict[str, Markup]) -> list[Block]:
     fail_blocks = failures(d, section.backends)
     out += fail_blocks or [p("No reply failed validation.", muted=True)]
     return compact(out)
+
+
+KIND = ReportKind(
+    "json", jx.data,
+    blocks=lambda s, slots, report: blocks(s, slots),
+    charts={"pass": (lambda d, r: charts.json_pass(d["rates"]), "JSON pass rate vs temperature")},
+    caveats=lambda s, report: jx.caveats(s),
+    jobs=lambda s, rows, report: summary.json_jobs(s, quality_caution(report)),
+    quality_note="Random weights: not a quality figure. Validity without a grammar, correctness, the step-0 candidates "
+                 "and the seed's claims below describe noise; the grammar's guarantee of form and its cost per token still hold.",
+)

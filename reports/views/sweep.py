@@ -6,8 +6,11 @@ from typing import Any
 
 from markupsafe import Markup
 
-from reports import fmt, reference
+from reports import charts, fmt, reference
+from reports.analysis import summary
+from reports.analysis import sweep as sw
 from reports.analysis.sweep import R2_FLOOR, REPLY_TOKENS
+from reports.kinds import ReportKind
 from reports.stats import stat_of
 from reports.views import Block, Table, chart, compact, h3, p, side, table
 
@@ -87,3 +90,17 @@ def blocks(section, slots: dict[str, Markup], roofs: dict | None = None) -> list
                   "not a per-call floor; where a region of lengths from the top down fits (r² ≥ "
                   f"{R2_FLOOR}, three lengths or more), that fit is listed below it.", muted=True)]
     return compact(out)
+
+
+KIND = ReportKind(
+    "sweep", sw.data,
+    blocks=lambda s, slots, report: blocks(s, slots, roofs=report.roofs),
+    charts={
+        "prefill": (lambda d, r: charts.sweep_phase(d["lengths"], r.roofs, "prefill", r.ds.backends), "prefill vs N"),
+        "decode": (lambda d, r: charts.sweep_phase(d["lengths"], r.roofs, "decode", r.ds.backends), "decode vs N"),
+        "decode_x": (lambda d, r: charts.decode_vs_floor(d["lengths"], d["vs_roof"], r.ds.backends),
+                     "decode as a multiple of the floor"),
+    },
+    caveats=sw.caveats,
+    jobs=lambda s, rows, report: summary.sweep_jobs(s, rows),
+)

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from markupsafe import Markup
 
-from reports import fmt
+from reports import charts, fmt
+from reports.analysis import summary
 from reports.analysis import template as tpl
+from reports.kinds import ReportKind, quality_caution
 from reports.views import Block, Table, chart, compact, h3, p, reply, side, table
 
 
@@ -59,3 +61,12 @@ def blocks(section, slots: dict[str, Markup]) -> list[Block]:
                 chart(slots["attention"]),
                 p(sink_text(tpl.sink(att)), muted=True)]
     return compact(out)
+
+
+KIND = ReportKind(
+    "template", tpl.data,
+    blocks=lambda s, slots, report: blocks(s, slots),
+    charts={"attention": (lambda d, r: charts.attention(d["attention"], r.ds.backends), "attention on special tokens")},
+    jobs=lambda s, rows, report: [summary.template_job(s, quality_caution(report))],
+    quality_note="Random weights: not a quality figure. Clean answers and attention on special tokens describe noise.",
+)
