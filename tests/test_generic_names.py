@@ -26,7 +26,7 @@ ROOMS = {
     "backends/__init__.py",  # the backend registry
     "workloads/kinds.py", "reports/kinds.py",  # the kind registries
     "workloads/conversation.py", "workloads/sweep.py", "workloads/json_extraction.py", "workloads/template.py",
-    "workloads/load.py", "workloads/spec.py",  # the kinds' specs (``kind: Literal[...]``)
+    "workloads/load.py",
     "reports/analysis/seed_claims.py", "reports/readme_tables.py",
     "reports/analysis/many_users.py", "reports/views/many_users.py",
 }

@@ -9,13 +9,49 @@ history rewrites that turn without it (``workloads.lint`` tells this from a real
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
+
+from pydantic import Field, PrivateAttr, ValidationError, field_validator, model_validator
 
 from contract.chat import Renderer, common_prefix_len
 from contract.plan import Group, Plan, Step
 from workloads.kinds import FileRef, Kind
 from workloads.plan import rotated
-from workloads.spec import ConversationSpec, Message
+from workloads.spec import Message, Messages, Tool, TranscriptSource, Turn, _Strict, error_loc, mistake
+
+
+# --- the file format -----------------------------------------------------------------
+class ConversationSpec(_Strict):
+    name: str = Field(min_length=1)
+    kind: Literal["conversation"]
+    system: str | None = None
+    tools: list[dict[str, Any]] | None = None
+    max_new_tokens: int = Field(4, ge=1)
+    turns: list[Turn] | None = Field(None, min_length=1)
+    messages: Messages | None = None
+    transcripts: TranscriptSource | None = None
+    _origins: list[str] = PrivateAttr(default_factory=list)  # FILE:LINE of each turn (or of the transcript)
+
+    @field_validator("tools")
+    @classmethod
+    def _tools(cls, v: list[dict[str, Any]] | None) -> list[dict[str, Any]] | None:
+        for i, tool in enumerate(v or []):  # checked as OpenAI tools, passed on exactly as written
+            try:
+                Tool.model_validate(tool)
+            except ValidationError as exc:
+                first = exc.errors()[0]
+                at = [i, *error_loc(first)]
+                raise mistake(f"not an OpenAI tool definition: {first['msg']}", at) from exc
+        return v
+
+    @model_validator(mode="after")
+    def _one_source(self) -> ConversationSpec:
+        given = [k for k in ("turns", "messages", "transcripts") if getattr(self, k) is not None]
+        if len(given) != 1:
+            what = "none given" if not given else f"{' and '.join(given)} given"
+            raise mistake(f"a conversation needs exactly one of turns, messages, transcripts ({what})")
+        return self
+
 
 MODES = ("full", "cached")
 

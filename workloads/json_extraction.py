@@ -9,13 +9,67 @@ asks the backend to constrain decoding to the schema.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, ConfigDict, Field, field_validator, model_validator
 
 from contract.chat import Renderer
 from contract.plan import Group, Plan, Step
 from workloads.kinds import Kind, Override
 from workloads.plan import call_seed, rotated
-from workloads.spec import JsonSpec
+from workloads.spec import _Strict, check_json_schema, mistake, no_repeats
+
+
+# --- the file format -----------------------------------------------------------------
+class JsonMode(_Strict):
+    name: str = Field(min_length=1)
+    prompt: str
+    grammar: bool = False
+
+    @field_validator("prompt")
+    @classmethod
+    def _has_input(cls, v: str) -> str:
+        if "{input}" not in v:
+            raise ValueError("prompt must contain {input}")
+        return v
+
+
+class JsonCase(_Strict):
+    input: str
+    expected: dict[str, Any] | None = None
+
+
+class JsonSpec(_Strict):
+    name: str = Field(min_length=1)
+    kind: Literal["json"]
+    max_new_tokens: int = Field(64, ge=1)
+    top_p: float = Field(0.95, gt=0, le=1)
+    temperatures: list[Annotated[float, Field(ge=0)]] = Field(min_length=1)
+    calls_per_temperature: int = Field(16, ge=1)
+    top_logprobs: int = Field(10, ge=0)
+    modes: list[JsonMode] = Field(min_length=1)
+    json_schema: Annotated[dict[str, Any], AfterValidator(check_json_schema)] = Field(alias="schema")
+    cases: list[JsonCase] = Field(min_length=1)
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    @model_validator(mode="after")
+    def _no_repeats(self) -> JsonSpec:
+        no_repeats(self.temperatures, "temperatures")
+        no_repeats(self.modes, "modes", "name")
+        return self
+
+    @model_validator(mode="after")
+    def _expected_fits_schema(self) -> JsonSpec:
+        import jsonschema
+
+        check = jsonschema.validators.validator_for(self.json_schema)(self.json_schema)
+        for i, case in enumerate(self.cases):
+            error = None if case.expected is None else jsonschema.exceptions.best_match(check.iter_errors(case.expected))
+            if error is not None:
+                reason = f"expected values do not validate against the schema: {error.message}"
+                raise mistake(reason, ["cases", i, "expected", *error.path])
+        return self
 
 
 def score(text: str, schema: dict[str, Any], expected: dict[str, Any] | None) -> tuple[bool, bool | None]:

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from contract.chat import Renderer, common_prefix_len
-from workloads.conversation import render_turns, turn_messages
-from workloads.spec import ConversationSpec, WorkloadSpec
+from workloads.conversation import ConversationSpec, render_turns, turn_messages
+from workloads.spec import WorkloadSpec
 
 
 @dataclass

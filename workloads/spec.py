@@ -1,8 +1,9 @@
-"""The workload file format: pydantic models of the workload kinds.
+"""The workload file format's shared pieces: the base, error helpers and message models every kind's spec uses.
 
 A workload file is YAML with a top-level ``workloads:`` list; each entry has a ``name`` and a
-``kind`` (one of ``workloads.kinds.REGISTRY``: each kind's module registers its spec; the four
-original kinds' specs live here, newer kinds keep theirs in their own module). The built-in workloads are files
+``kind`` (one of ``workloads.kinds.REGISTRY``: each kind's module, ``workloads/<kind>.py``, holds
+and registers its spec). This module holds what the specs share: the strict base, the error
+helpers, messages and tool calls, turns, tools and transcript sources. The built-in workloads are files
 in this format (``workloads/builtin/``), so user files and built-ins take one code path. The
 models check everything that can be checked without reading another file; ``workloads.loader``
 reads the YAML with its line numbers, resolves the files a workload names (transcripts, a
@@ -20,9 +21,6 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
-    PrivateAttr,
-    ValidationError,
-    field_validator,
     model_validator,
 )
 from pydantic_core import PydanticCustomError
@@ -130,7 +128,7 @@ def check_order(messages: list[Message]) -> list[Message]:
 Messages = Annotated[list[Message], Field(min_length=1), AfterValidator(check_order)]
 
 
-# --- conversation -----------------------------------------------------------------------
+# --- conversation pieces (the conversation and load kinds share them) --------------------
 class Turn(_Strict):
     user: str
     assistant: str = Field(description="the fixed reply written into the history for later turns")
@@ -153,139 +151,16 @@ class TranscriptSource(_Strict):
     first: int | None = Field(None, ge=1, description="replay the first K transcripts (default: all)")
 
 
-class ConversationSpec(_Strict):
-    name: str = Field(min_length=1)
-    kind: Literal["conversation"]
-    system: str | None = None
-    tools: list[dict[str, Any]] | None = None
-    max_new_tokens: int = Field(4, ge=1)
-    turns: list[Turn] | None = Field(None, min_length=1)
-    messages: Messages | None = None
-    transcripts: TranscriptSource | None = None
-    _origins: list[str] = PrivateAttr(default_factory=list)  # FILE:LINE of each turn (or of the transcript)
-
-    @field_validator("tools")
-    @classmethod
-    def _tools(cls, v: list[dict[str, Any]] | None) -> list[dict[str, Any]] | None:
-        for i, tool in enumerate(v or []):  # checked as OpenAI tools, passed on exactly as written
-            try:
-                Tool.model_validate(tool)
-            except ValidationError as exc:
-                first = exc.errors()[0]
-                at = [i, *error_loc(first)]
-                raise mistake(f"not an OpenAI tool definition: {first['msg']}", at) from exc
-        return v
-
-    @model_validator(mode="after")
-    def _one_source(self) -> ConversationSpec:
-        given = [k for k in ("turns", "messages", "transcripts") if getattr(self, k) is not None]
-        if len(given) != 1:
-            what = "none given" if not given else f"{' and '.join(given)} given"
-            raise mistake(f"a conversation needs exactly one of turns, messages, transcripts ({what})")
-        return self
+# The kinds' own specs moved to their modules (``workloads/<kind>.py``); the old names still resolve here.
+_MOVED = {"ConversationSpec": "workloads.conversation", "SweepSpec": "workloads.sweep", "JsonMode": "workloads.json_extraction", "JsonCase": "workloads.json_extraction", "JsonSpec": "workloads.json_extraction", "Question": "workloads.template", "TemplateFormat": "workloads.template", "TemplateSpec": "workloads.template"}
 
 
-# --- sweep ------------------------------------------------------------------------------
-class SweepSpec(_Strict):
-    name: str = Field(min_length=1)
-    kind: Literal["sweep"]
-    lengths: list[Annotated[int, Field(ge=1)]] = Field(min_length=1)
-    decode_tokens: int = Field(64, ge=2)
-    warmup: int = Field(1, ge=0)
-    filler: str | None = Field(None, min_length=1)
-    filler_file: str | None = Field(None, min_length=1, description="text file, relative to the workload file")
+def __getattr__(name: str) -> Any:
+    if name in _MOVED:
+        import importlib
 
-    @model_validator(mode="after")
-    def _one_filler(self) -> SweepSpec:
-        if (self.filler is None) == (self.filler_file is None):
-            raise mistake("a sweep needs exactly one of filler, filler_file")
-        no_repeats(self.lengths, "lengths")
-        return self
-
-
-# --- json -------------------------------------------------------------------------------
-class JsonMode(_Strict):
-    name: str = Field(min_length=1)
-    prompt: str
-    grammar: bool = False
-
-    @field_validator("prompt")
-    @classmethod
-    def _has_input(cls, v: str) -> str:
-        if "{input}" not in v:
-            raise ValueError("prompt must contain {input}")
-        return v
-
-
-class JsonCase(_Strict):
-    input: str
-    expected: dict[str, Any] | None = None
-
-
-class JsonSpec(_Strict):
-    name: str = Field(min_length=1)
-    kind: Literal["json"]
-    max_new_tokens: int = Field(64, ge=1)
-    top_p: float = Field(0.95, gt=0, le=1)
-    temperatures: list[Annotated[float, Field(ge=0)]] = Field(min_length=1)
-    calls_per_temperature: int = Field(16, ge=1)
-    top_logprobs: int = Field(10, ge=0)
-    modes: list[JsonMode] = Field(min_length=1)
-    json_schema: Annotated[dict[str, Any], AfterValidator(check_json_schema)] = Field(alias="schema")
-    cases: list[JsonCase] = Field(min_length=1)
-
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
-
-    @model_validator(mode="after")
-    def _no_repeats(self) -> JsonSpec:
-        no_repeats(self.temperatures, "temperatures")
-        no_repeats(self.modes, "modes", "name")
-        return self
-
-    @model_validator(mode="after")
-    def _expected_fits_schema(self) -> JsonSpec:
-        import jsonschema
-
-        check = jsonschema.validators.validator_for(self.json_schema)(self.json_schema)
-        for i, case in enumerate(self.cases):
-            error = None if case.expected is None else jsonschema.exceptions.best_match(check.iter_errors(case.expected))
-            if error is not None:
-                reason = f"expected values do not validate against the schema: {error.message}"
-                raise mistake(reason, ["cases", i, "expected", *error.path])
-        return self
-
-
-# --- template ---------------------------------------------------------------------------
-class Question(_Strict):
-    question: str
-    answer: str
-
-
-class TemplateFormat(_Strict):
-    name: str = Field(min_length=1)
-    text: str | None = Field(None, description="format string with {system} and {question}; none = chat template")
-
-    @field_validator("text")
-    @classmethod
-    def _has_question(cls, v: str | None) -> str | None:
-        if v is not None and "{question}" not in v:
-            raise ValueError("text must contain {question}")
-        return v
-
-
-class TemplateSpec(_Strict):
-    name: str = Field(min_length=1)
-    kind: Literal["template"]
-    max_new_tokens: int = Field(32, ge=1)
-    system: str
-    attention_probe: bool = True
-    questions: list[Question] = Field(min_length=1)
-    formats: list[TemplateFormat] = Field(min_length=1)
-
-    @model_validator(mode="after")
-    def _no_repeats(self) -> TemplateSpec:
-        no_repeats(self.formats, "formats", "name")
-        return self
+        return getattr(importlib.import_module(_MOVED[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 # Any registered kind's spec (``workloads.kinds``: the file model is built from the registry).

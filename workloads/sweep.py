@@ -7,11 +7,33 @@ The warm-ups of every N come first; then each repeat runs every N once, in a rot
 
 from __future__ import annotations
 
+from typing import Annotated, Literal
+
+from pydantic import Field, model_validator
+
 from contract.chat import Renderer
 from contract.plan import Group, Plan, Step
 from workloads.kinds import FileRef, Kind
 from workloads.plan import rotated
-from workloads.spec import SweepSpec
+from workloads.spec import _Strict, mistake, no_repeats
+
+
+# --- the file format -----------------------------------------------------------------
+class SweepSpec(_Strict):
+    name: str = Field(min_length=1)
+    kind: Literal["sweep"]
+    lengths: list[Annotated[int, Field(ge=1)]] = Field(min_length=1)
+    decode_tokens: int = Field(64, ge=2)
+    warmup: int = Field(1, ge=0)
+    filler: str | None = Field(None, min_length=1)
+    filler_file: str | None = Field(None, min_length=1, description="text file, relative to the workload file")
+
+    @model_validator(mode="after")
+    def _one_filler(self) -> SweepSpec:
+        if (self.filler is None) == (self.filler_file is None):
+            raise mistake("a sweep needs exactly one of filler, filler_file")
+        no_repeats(self.lengths, "lengths")
+        return self
 
 
 def filler_ids(text: str, renderer: Renderer, length: int) -> list[int]:

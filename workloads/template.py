@@ -7,13 +7,48 @@ for one prompt, the share of the last position's attention that lands on special
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
+
+from pydantic import Field, field_validator, model_validator
 
 from contract.chat import Renderer
 from contract.plan import Group, Plan, Step
 from workloads.kinds import Kind
 from workloads.plan import rotated
-from workloads.spec import TemplateFormat, TemplateSpec
+from workloads.spec import _Strict, no_repeats
+
+
+# --- the file format -----------------------------------------------------------------
+class Question(_Strict):
+    question: str
+    answer: str
+
+
+class TemplateFormat(_Strict):
+    name: str = Field(min_length=1)
+    text: str | None = Field(None, description="format string with {system} and {question}; none = chat template")
+
+    @field_validator("text")
+    @classmethod
+    def _has_question(cls, v: str | None) -> str | None:
+        if v is not None and "{question}" not in v:
+            raise ValueError("text must contain {question}")
+        return v
+
+
+class TemplateSpec(_Strict):
+    name: str = Field(min_length=1)
+    kind: Literal["template"]
+    max_new_tokens: int = Field(32, ge=1)
+    system: str
+    attention_probe: bool = True
+    questions: list[Question] = Field(min_length=1)
+    formats: list[TemplateFormat] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _no_repeats(self) -> TemplateSpec:
+        no_repeats(self.formats, "formats", "name")
+        return self
 
 
 def score(text: str, answer: str, finish_reason: str | None) -> bool:
