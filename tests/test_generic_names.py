@@ -27,10 +27,13 @@ ROOMS = {
     "workloads/kinds.py", "reports/kinds.py",  # the kind registries
     "workloads/conversation.py", "workloads/sweep.py", "workloads/json_extraction.py", "workloads/template.py",
     "workloads/load.py",
-    "reports/analysis/seed_claims.py", "reports/readme_tables.py",
+    "reports/analysis/seed_claims.py", "reports/analysis/seed_tokens.py",  # the seed article's claims, kind by kind
+    "reports/readme_tables.py",
     "reports/analysis/many_users.py", "reports/views/many_users.py",
 }
 DECIDING_CALLS = {"eq", "ne", "isin"}
+# (module, literal) that coincide with a registered name without naming it, and why
+COINCIDENCES = {("reports/export.py", "json"): "the export format --format json, not the kind"}
 
 
 def names() -> set[str]:
@@ -89,6 +92,7 @@ def test_the_scan_covers_the_generic_modules():
 def test_no_generic_module_decides_on_a_kind_or_backend_name():
     watched = names()
     offences = [f"{p.relative_to(ROOT)}:{line}: {name!r}" for p in generic_modules()
-                for line, name in deciding_names(p.read_text(encoding="utf-8"), watched)]
+                for line, name in deciding_names(p.read_text(encoding="utf-8"), watched)
+                if (p.relative_to(ROOT).as_posix(), name) not in COINCIDENCES]
     assert not offences, "decided on a registered name (make it a field of the kind, a capability or an env fact):\n" + \
         "\n".join(offences)

@@ -97,7 +97,7 @@ def shared_host(report: Report, backends: list[str]) -> dict[str, str]:
 
 def launch_bound(report: Report) -> float | None:
     """The largest decode bandwidth share of any backend, where all are under :data:`LAUNCH_BOUND`."""
-    s = next((s for s in report.sections if s.kind == "sweep" and s.data), None)
+    s = next((s for s in report.sections if s.data and "vs_roof" in s.data), None)  # the section with a roofline table
     vs = s.data.get("vs_roof") if s is not None else None
     if vs is None or vs.empty or "bandwidth_share" not in vs:
         return None
