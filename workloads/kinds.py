@@ -12,8 +12,8 @@ of a kind is registered in ``reports.kinds``.
     kind("sweep").plan(spec, renderer, plan, repeats, start=0)
     file_model()      # the pydantic model of a workload file: every registered kind's spec
 
-Adding a kind (``docs/kinds.md``; ``tests/example_kind`` is one): its module with ``KIND``, one line in :data:`REGISTRY`, its built-in YAML, and
-its report half (``reports/kinds.py``).
+Adding a kind (``docs/adding-a-kind.md``; ``tests/example_kind`` is one): its module with
+``KIND``, one line in :data:`REGISTRY`, its built-in YAML, and its report half (``reports/kinds.py``).
 """
 
 from __future__ import annotations
