@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from backends.load_loop import LoadSettings, Outcome, run_level
 from harness.records import Record, RecordKey
 from harness.secrets import redact
-from harness.steps import console, request_for
+from harness.steps import console, output_fields, request_for
 from workloads.plan import Group, Step
 
 if TYPE_CHECKING:
@@ -51,13 +51,8 @@ def outcome_fields(o: Outcome, prompt: list[int]) -> dict:
               "decode_ms_per_token": decode, "e2e_ms": (o.finish_s - o.submit_s) * 1e3}
     out = o.output
     if out is not None:
-        cached = out.cached_tokens
-        fields.update(cached_tokens=cached, computed_tokens=None if cached is None else len(prompt) - cached,
-                      prompt_ids_match=None if out.prompt_ids_used is None else out.prompt_ids_used == prompt,
-                      output_tokens=out.output_tokens, first_token_id=out.token_ids[0] if out.token_ids else None,
-                      output_token_ids=out.token_ids, finish_reason=out.finish_reason,
-                      engine_ttft_ms=out.engine_ttft_ms, engine_decode_ms_per_token=out.engine_decode_ms_per_token,
-                      extra=out.extra)
+        fields.update(output_fields(out, prompt), engine_ttft_ms=out.engine_ttft_ms,
+                      engine_decode_ms_per_token=out.engine_decode_ms_per_token)
     return fields
 
 

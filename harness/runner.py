@@ -24,7 +24,14 @@ from backends.base import Backend, Result
 from harness import load_runner
 from harness.records import Record, RecordWriter, done_keys
 from harness.secrets import redact
-from harness.steps import STEP_LOGPROBS, console, missing_capability, request_for, step_logprobs_for
+from harness.steps import (
+    STEP_LOGPROBS,
+    console,
+    missing_capability,
+    output_fields,
+    request_for,
+    step_logprobs_for,
+)
 from workloads.kinds import kind
 from workloads.plan import Group, Plan, Step
 
@@ -76,29 +83,20 @@ class Runner:
     def measured(self, step: Step, result: Result) -> Record:
         """The record of a finished request: its timings, output and the kind's own scores."""
         out = result.output
-        prompt = self.plan.prompts[step.prompt]
-        cached = out.cached_tokens
         return self.record(
             step,
-            cached_tokens=cached,
-            computed_tokens=None if cached is None else len(prompt) - cached,
+            **output_fields(out, self.plan.prompts[step.prompt]),
             ttft_ms=result.ttft_ms,
             decode_ms_per_token=result.decode_ms_per_token,
             engine_ttft_ms=result.engine_ttft_ms,
             engine_decode_ms_per_token=result.engine_decode_ms_per_token,
             e2e_ms=result.e2e_ms,
-            output_tokens=out.output_tokens,
-            first_token_id=out.token_ids[0] if out.token_ids else None,
-            output_token_ids=out.token_ids,
             output_text=out.text,
-            finish_reason=out.finish_reason,
             timing_source=result.timing_source,
             cache_state=result.cache_state,
-            prompt_ids_match=None if out.prompt_ids_used is None else out.prompt_ids_used == prompt,
             top_candidates=[c.to_dict() for c in out.top_candidates] if out.top_candidates else None,
             step_logprobs=out.step_logprobs,
             attention_special_share=out.attention_special_share,
-            extra=out.extra,
             **kind(step.kind).score(step, out),  # the kind's own fields (valid_json, clean...)
         )
 

@@ -1,6 +1,7 @@
 """What a plan step asks of a backend, shared by both group runners (``harness.runner``, ``harness.load_runner``).
 
-``request_for`` turns a step into the adapter's :class:`Request`; ``missing_capability`` names the
+``request_for`` turns a step into the adapter's :class:`Request`; ``output_fields`` turns what the
+adapter returned into record fields, for both runners alike; ``missing_capability`` names the
 :class:`Capabilities` flag a backend lacks for a step, given what the group runner itself needs
 (``single_requests`` for one request at a time, ``load`` for a level run concurrently). The
 console is the child's one progress stream.
@@ -9,10 +10,11 @@ console is the child's one progress stream.
 from __future__ import annotations
 
 from dataclasses import fields
+from typing import Any
 
 from rich.console import Console
 
-from contract.adapter import Capabilities, Request
+from contract.adapter import Capabilities, RawOutput, Request
 from contract.plan import Plan, Step
 from workloads.kinds import kind
 
@@ -47,6 +49,16 @@ def request_for(step: Step, plan: Plan) -> Request:
         seed=step.seed,
         want_attentions=step.want_attentions,
     )
+
+
+def output_fields(out: RawOutput, prompt: list[int]) -> dict[str, Any]:
+    """The record fields of what a backend returned for one request, the same for one request at a time and
+    for a load level: cached and computed prompt tokens, whether the engine saw our prompt ids, the output."""
+    cached = out.cached_tokens
+    return {"cached_tokens": cached, "computed_tokens": None if cached is None else len(prompt) - cached,
+            "prompt_ids_match": None if out.prompt_ids_used is None else out.prompt_ids_used == prompt,
+            "output_tokens": out.output_tokens, "first_token_id": out.token_ids[0] if out.token_ids else None,
+            "output_token_ids": out.token_ids, "finish_reason": out.finish_reason, "extra": out.extra}
 
 
 def missing_capability(step: Step, caps: Capabilities, runner_needs: str) -> str | None:
