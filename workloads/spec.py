@@ -152,7 +152,16 @@ class TranscriptSource(_Strict):
 
 
 # The kinds' own specs moved to their modules (``workloads/<kind>.py``); the old names still resolve here.
-_MOVED = {"ConversationSpec": "workloads.conversation", "SweepSpec": "workloads.sweep", "JsonMode": "workloads.json_extraction", "JsonCase": "workloads.json_extraction", "JsonSpec": "workloads.json_extraction", "Question": "workloads.template", "TemplateFormat": "workloads.template", "TemplateSpec": "workloads.template"}
+_MOVED = {
+    "ConversationSpec": "workloads.conversation",
+    "SweepSpec": "workloads.sweep",
+    "JsonMode": "workloads.json_extraction",
+    "JsonCase": "workloads.json_extraction",
+    "JsonSpec": "workloads.json_extraction",
+    "Question": "workloads.template",
+    "TemplateFormat": "workloads.template",
+    "TemplateSpec": "workloads.template",
+}
 
 
 def __getattr__(name: str) -> Any:
