@@ -29,6 +29,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, replace
 from typing import Any
 
+from backends.answer_checks import check_answer
 from contract.adapter import BackendSettings, Capabilities, RawOutput, Request, TokenCandidate
 
 __all__ = [  # the contract's types re-exported beside this module's own
@@ -95,6 +96,10 @@ class TokenClock:
 
     def ttft_ms(self) -> float | None:
         return (self.stamps[0][0] - self.start) * 1e3 if self.stamps else None
+
+    def tokens_ticked(self) -> int | None:
+        """The tokens ticked so far (a server's stream: its chunks with text); None where nothing ticked."""
+        return sum(n for _, n in self.stamps) or None
 
     def decode_ms_per_token(self) -> float | None:
         """Time after the first token divided by the tokens that came after it."""
@@ -187,6 +192,7 @@ class Backend(ABC):
         if not request.reuse_prefix:
             self.reset_cache()  # outside the timed region
         output, clock, e2e_ms = self._timed(request)
+        check_answer(request, output, clock.tokens_ticked())  # a claim that contradicts the request: an error
 
         if clock.stamps:
             ttft, decode, source = clock.ttft_ms(), clock.decode_ms_per_token(), self.clock_source

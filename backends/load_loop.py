@@ -19,6 +19,10 @@ worker thread behind a FIFO queue (``queue_ms``: the wait for it), which is what
 ``generate()`` behind a web server means. Engine facts per level (KV-cache usage peak,
 preemptions, prefix-cache hits) come from :meth:`Backend.load_stats`, sampled every 0.1 s.
 
+Every answer is checked against its request and its stream (``backends.answer_checks``: usage
+counts, cached tokens, a short answer under ``ignore_eos``); one that contradicts them is an
+outcome with an error, as a failed request is.
+
 A request that does not finish within ``--request-timeout`` (``BackendSettings.request_timeout_s``)
 becomes an outcome with a ``TimeoutError`` and the level goes on. Its stream is cancelled; what that
 frees depends on the backend: vLLM and SGLang in process abort the request in the engine, a server's
@@ -34,6 +38,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from backends.answer_checks import check_answer
 from backends.base import Backend, RawOutput, Request, TokenClock
 
 SAMPLE_EVERY_S = 0.1  # gauges (KV-cache usage) are sampled this often: a level shorter than that may show no peak
@@ -90,6 +95,7 @@ async def _one(backend: Backend, request: Request, outcome: Outcome, origin: flo
         # there (vLLM in process, SGLang, the HTTP client closing its stream)
         async with asyncio.timeout(timeout_s) as deadline:
             outcome.output = await backend.stream(request, clock)
+        check_answer(request, outcome.output, clock.tokens_ticked())  # a usage count that contradicts the stream: an error
     except TimeoutError as exc:  # ours, or one the backend raised itself
         outcome.error = (f"TimeoutError: no answer within {timeout_s:g} s (--request-timeout)" if deadline.expired()
                          else f"{type(exc).__name__}: {exc}")

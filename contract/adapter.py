@@ -96,6 +96,8 @@ class RawOutput:
     # how many tokens the engine says it generated, where ``token_ids`` are not its own (a server that
     # streams text only: the text re-tokenized need not have as many); None: ``len(token_ids)``
     reported_output_tokens: int | None = None
+    reported_prompt_tokens: int | None = None  # the prompt tokens the server says it got (usage), where it says
+    prompt_as_text: bool = False  # the prompt went as text (the server tokenized it again), not as the plan's ids
 
     @property
     def output_tokens(self) -> int:

@@ -263,9 +263,13 @@ class OpenAIBackend(Backend):
         except SERVER_GONE:
             self._check_server(wait_s=3.0)
             raise
-        out.extra["prompt_sent_as"] = "text" if FORMS[self.form] == "text" else "token_ids"
-        out.extra["request_form"] = FORMS[self.form]
+        self._sent_as(out)
         return out
+
+    def _sent_as(self, out: RawOutput) -> None:
+        out.prompt_as_text = FORMS[self.form] == "text"
+        out.extra["prompt_sent_as"] = "text" if out.prompt_as_text else "token_ids"
+        out.extra["request_form"] = FORMS[self.form]
 
     # -- under load ----------------------------------------------------------------------------
     async def stream(self, request: Request, clock: TokenClock) -> RawOutput:
@@ -288,7 +292,7 @@ class OpenAIBackend(Backend):
         except SERVER_GONE:
             self._check_server(wait_s=3.0)
             raise
-        out.extra["request_form"] = FORMS[self.form]
+        self._sent_as(out)
         return out
 
     def run_async(self, coroutine):
