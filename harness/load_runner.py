@@ -6,13 +6,18 @@ started becomes one record: its submit / first-token / finish times and every to
 the level's clock, TTFT and decode derived from them as for one request at a time
 (``backends.base.TTFT_DEFINITION``, at the caller), ``queue_ms`` where a queue held it. One more
 record per level (``rep`` None) keeps the level's facts in ``extra.level``: its wall time, the
-requests started and not, and the engine's own figures where it reports them.
+requests started and not, and the engine's own figures where it reports them. Every record of one
+run of the level carries its attempt (``extra.level_attempt``): a level run again (``--resume``
+after a failed request) supersedes the earlier attempt's records as a whole
+(``harness.records.latest_attempts``).
 """
 
 from __future__ import annotations
 
+import uuid
+
 from backends.load_loop import LoadSettings, Outcome, run_level
-from harness.records import Record
+from harness.records import ATTEMPT, Record
 from harness.secrets import redact
 from workloads.plan import Group, Step
 
@@ -66,13 +71,14 @@ def run_load_group(runner, group: Group, record: bool) -> list[Record]:
     level = {"load_concurrency": settings.concurrency, "load_rate_rps": settings.rate_rps}
     records = []
     started = 0
+    attempt = uuid.uuid4().hex[:12]
     for session, outs in zip(sessions, outcomes, strict=True):
         for step, o in zip(session, outs, strict=True):
             if not o.started:
                 continue
             started += 1
             fields = outcome_fields(o, runner.plan.prompts[step.prompt])
-            extra = fields.pop("extra", {})
+            extra = {**(fields.pop("extra", None) or {}), ATTEMPT: attempt}
             rec = runner._record(step, **fields, **level, user=step.user, error=redact(o.error) if o.error else None,
                                  timing_source=backend.clock_source, cache_state="reuse-allowed", extra=extra)
             runner.writer.write(rec)
@@ -86,7 +92,8 @@ def run_load_group(runner, group: Group, record: bool) -> list[Record]:
              "served_as": "batched by the engine" if backend.capabilities.batches_requests
              else "one at a time, queued (FIFO)", "think_time_s": settings.think_time_s, "seconds": settings.seconds}
     runner.writer.write(Record(**{**runner.base, "engine_start": first.engine_start}, workload=first.workload, kind="load",
-                               mode=first.mode, case=first.case, **level, error=level_error, extra={"level": facts}))
+                               mode=first.mode, case=first.case, **level, error=level_error,
+                               extra={"level": facts, ATTEMPT: attempt}))
     errors = sum(r.error is not None for r in records)
     runner.errors_seen.update(r.error for r in records if r.error)  # the child's exit 1, as for one request at a time
     console.print(f"  {group.block}: {started} requests in {facts['wall_s']:.1f} s"

@@ -22,7 +22,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from backends.base import Backend, Capabilities, Request, Result
-from harness.records import Record, RecordKey, RecordWriter, done_keys
+from harness.records import Record, RecordKey, RecordWriter, done_keys, failed_keys
 from harness.secrets import redact
 from workloads.kinds import kind
 from workloads.plan import Group, Plan, Step
@@ -80,6 +80,7 @@ class Runner:
         self.after_workload: Callable[[], None] = lambda: None  # e.g. sample device memory
         self.base = base  # run_id, backend, backend_version, model, random_weights
         self.done = done_keys(run_dir, backend.name) if resume else set()
+        self.failed = failed_keys(run_dir, backend.name) if resume else set()
         self.writer = RecordWriter(run_dir)
         self.wall_s: dict[str, float] = defaultdict(float)  # per workload, warm-ups included
         self.errors_seen: set[str] = set()
@@ -167,9 +168,11 @@ class Runner:
 
     def _todo(self, group: Group) -> bool:
         if group.load is not None and not group.warmup:
-            # a level is done when its own record is: with ``seconds`` it stops starting requests, so some of
-            # its steps never run, and --resume must not run the level again beside the records it has
-            return RecordKey.of(group.steps[0]).of_level().without_backend() not in self.done
+            # a level is done when its own record is and none of its requests failed: with ``seconds`` it stops
+            # starting requests, so some of its steps never run, and --resume must not run the level again
+            # beside the records it has; a level with a failed request is run again, whole (a new attempt)
+            level_done = RecordKey.of(group.steps[0]).of_level().without_backend() in self.done
+            return not level_done or any(s.key() in self.failed for s in group.steps)
         return not all(s.key() in self.done for s in group.steps)
 
     def _skip_block(self, group: Group, progress: Progress) -> bool:

@@ -29,9 +29,10 @@ from tests.harness.fakes import JsonHandler
 
 @dataclass
 class Faults:
-    every_nth_429: int = 0  # every n-th completion answered 429 (0: none)
-    short: bool = False  # answer half of max_tokens with finish "stop"
-    inflated_usage: bool = False  # completion tokens x10, cached tokens above the prompt, prompt tokens of 1
+    # each "every n-th completion" fault: 0 never, 1 (or True) every completion; a 429 comes before the others
+    every_nth_429: int = 0  # answered 429 Too Many Requests
+    short: int = 0  # half of max_tokens with finish "stop"
+    inflated_usage: int = 0  # completion tokens x10, cached tokens above the prompt, prompt tokens of 1
     no_choices: bool = False  # the second chunk has no "choices"
     not_json: bool = False  # the second line is not JSON
     token_gap_s: float = 0.0  # between tokens
@@ -46,6 +47,10 @@ class _State:
     count: int = 0
     dead: threading.Event = field(default_factory=threading.Event)
     lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+def _every(n: int, number: int) -> bool:
+    return bool(n) and number % int(n) == 0
 
 
 class _Handler(JsonHandler):
@@ -79,14 +84,15 @@ class _Handler(JsonHandler):
             number = state.count
         if state.dead.is_set():
             return self._cut()
-        if faults.every_nth_429 and number % faults.every_nth_429 == 0:
+        if _every(faults.every_nth_429, number):
             return self._json(429, {"error": {"message": "Too Many Requests", "type": "rate_limit"}})
         dying = faults.die_after is not None and number > faults.die_after
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.end_headers()
         asked = int(body["max_tokens"])
-        tokens = max(1, asked // 2) if faults.short else asked
+        short = _every(faults.short, number)
+        tokens = max(1, asked // 2) if short else asked
         prompt = len(body["prompt"]) if isinstance(body["prompt"], list) else len(str(body["prompt"]).split())
         base = {"id": f"r{number}", "object": "text_completion", "created": 0, "model": faults.model_id}
         for i in range(tokens):
@@ -96,7 +102,7 @@ class _Handler(JsonHandler):
                 self._event("{not json")
             last = i == tokens - 1
             self._event({**base, "choices": [{"index": 0, "text": " x", "logprobs": None,
-                                              "finish_reason": ("stop" if faults.short else "length") if last else None}]})
+                                              "finish_reason": ("stop" if short else "length") if last else None}]})
             if dying:
                 state.dead.set()
                 return self._cut()
@@ -106,7 +112,7 @@ class _Handler(JsonHandler):
                 time.sleep(faults.token_gap_s)
         usage = {"prompt_tokens": prompt, "completion_tokens": tokens, "total_tokens": prompt + tokens,
                  "prompt_tokens_details": {"cached_tokens": 0}}
-        if faults.inflated_usage:
+        if _every(faults.inflated_usage, number):
             usage = {"prompt_tokens": 1, "completion_tokens": tokens * 10, "total_tokens": 1 + tokens * 10,
                      "prompt_tokens_details": {"cached_tokens": prompt + 50}}
         self._event({**base, "choices": [], "usage": usage})
