@@ -7,7 +7,8 @@ whole file (packages, device, engine config), every start its entry in ``starts`
 seconds, KV-cache capacity, peak device memory, wall time). A backend that cannot be imported or
 started writes one ``skipped`` record per workload of that start with the reason; it exits 0 when the
 backend is not installed here (``BackendUnavailable``) and 1 when it failed to start, as it does when a
-request errored (the parent turns that into its own exit 1). ``LCA_CHILD_HOOK=module:function``
+request errored (the parent turns that into its own exit 1). A resume whose backend started before
+but cannot start now writes nothing (its records and env/<backend>.json stay as they were) and exits 1. ``LCA_CHILD_HOOK=module:function``
 names an optional function run after start 0's study on the same engine (``run_child_hook``): how a
 benchmark measures inside a study without the harness importing it.
 """
@@ -27,7 +28,7 @@ import backends
 from backends.base import BackendSettings, BackendUnavailable
 from harness import gpu_host, secrets
 from harness.env import MemoryWatch, device_facts, package_versions, torch_peak_allocated_bytes, write_json
-from harness.records import Record, RecordWriter
+from harness.records import Record, RecordWriter, read_records
 from harness.rundir import is_disk_full
 from harness.runner import Runner, console
 from workloads.plan import Plan
@@ -74,9 +75,14 @@ def _main(argv: list[str] | None = None) -> int:
         backend = backends.load(args.backend)(settings)
         backend.start()
     except BackendUnavailable as exc:
+        if run["resume"] and has_measurements(args.run_dir, args.backend):
+            return resume_could_not_start(args.backend, str(exc))
         return skip_all(args.run_dir, plan, base, env_path, env, str(exc), start)
     except Exception as exc:  # noqa: BLE001 - a failed start is reported, not raised
-        skip_all(args.run_dir, plan, base, env_path, env, f"failed to start: {type(exc).__name__}: {exc}", start)
+        reason = f"failed to start: {type(exc).__name__}: {exc}"
+        if run["resume"] and has_measurements(args.run_dir, args.backend):
+            return resume_could_not_start(args.backend, reason)
+        skip_all(args.run_dir, plan, base, env_path, env, reason, start)
         return 1
     startup_s = time.perf_counter() - started
     memory.sample()
@@ -150,6 +156,19 @@ def run_child_hook(backend, plan: Plan) -> float | None:
     hook(backend, plan)
     console.print(f"{backend.name}: {HOOK_ENV} {spec} done")
     return time.perf_counter() - started
+
+
+def has_measurements(run_dir: Path, backend: str) -> bool:
+    """The run already holds this backend's measured (or failed) records: it did start once."""
+    return any(r["backend"] == backend and not r.get("skipped") for r in read_records(run_dir))
+
+
+def resume_could_not_start(backend: str, reason: str) -> int:
+    """A resume whose backend cannot start now: the run stays as it was (no ``skipped`` records beside the
+    measured ones, env/<backend>.json and its engine configuration kept); exit 1, the resume did not finish."""
+    console.print(secrets.redact(f"{backend}: could not start to resume ({reason}); the run is left as it was: "
+                                 "rerun with --resume once it can start"), style="red")
+    return 1
 
 
 def skip_all(run_dir: Path, plan: Plan, base: dict, env_path: Path, env: dict, reason: str, start: StartFacts) -> int:
