@@ -171,6 +171,17 @@ def all_recorded(run_dir: Path, backend: str, plan, start: int) -> bool:
     return bool(steps) and all(s.key() in done for s in steps)
 
 
+def planned_levels(plan) -> dict[str, list[list[str]]]:
+    out: dict[str, list[list[str]]] = {}
+    for group in plan.groups:
+        if group.load is not None and not group.warmup:
+            step = group.steps[0]
+            level = [step.mode, step.case]
+            if level not in out.setdefault(step.workload, []):
+                out[step.workload].append(level)
+    return out
+
+
 def backend_skipped(run_dir: Path, backend: str) -> bool:
     path = run_dir / "env" / f"{backend}.json"
     return path.exists() and "skipped" in json.loads(path.read_text())
@@ -278,6 +289,8 @@ def _main(args: argparse.Namespace) -> int:
         "workload_files": hashes(args.workload_file),
         "prefix_stability": {name: [vars(f) for f in fs] for name, fs in stability.items()},
         "plan_hash": sha(plan_json),
+        # the load levels of the plan, per workload ([mode, case]): the report names those a backend did not reach
+        "planned_levels": planned_levels(plan),
         "dtype": dtype,
         "device": device,
     }

@@ -109,6 +109,15 @@ def slo_of(ds: Dataset, slo: dict[str, float] | None) -> dict[str, float] | None
     return next((env["slo"] for env in ds.envs.values() if isinstance(env.get("slo"), dict)), None)
 
 
+def planned_levels(ds: Dataset) -> dict[str, list[tuple[str, str, str]]]:
+    """Per backend column, the load levels its run planned (env.json ``planned_levels``; absent in old runs)."""
+    out: dict[str, list[tuple[str, str, str]]] = {}
+    for label in ds.backends:
+        plan = ds.run_env_of(label).get("planned_levels") or {}
+        out[label] = [(w, m, c) for w, levels in plan.items() for m, c in levels]
+    return out
+
+
 def assemble(ds: Dataset, bandwidth_gbps: float | None = None, tflops: float | None = None,
              copy_gbps: float | None = None, slo: dict[str, float] | None = None) -> Report:
     df, measured = ds.records, ds.measured()
@@ -135,7 +144,7 @@ def assemble(ds: Dataset, bandwidth_gbps: float | None = None, tflops: float | N
     cases = agreement.per_case(single, ds.backends)
     flat = agreement.flat_backends(single)
     cached = agreement.cached_vs_full(single)
-    report = Report(ds, status.backend_status(df, ds.backends), sections, cases, agreement.summary(cases, flat),
+    report = Report(ds, status.backend_status(df, ds.backends, planned_levels(ds)), sections, cases, agreement.summary(cases, flat),
                     status.server_timings(measured), roofs, random_weights_note(ds), [], [],
                     agreement_cached=cached, agreement_cached_summary=agreement.summary(cached, flat),
                     flat_logits=flat, model_notes=model_notes(ds))

@@ -5,6 +5,7 @@ with no stale errors; a redone ``seconds``-bounded level keeps nothing of the fa
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -52,6 +53,8 @@ def test_faulty_server_then_resume(tmp_path):
         assert any("output tokens for max_tokens" in e for e in errors)  # inflated usage: an error, not a figure
         assert any("Connection" in e or "finish reason" in e for e in errors)  # the death
 
+        planned = json.loads((out / "env.json").read_text())["planned_levels"]
+        assert planned["load-fixed"] == [["S=0", "C=1"], ["S=0", "C=3"]]  # the report names levels never reached
         report = assemble(load([out]))
         served = [r for r in rows if r["kind"] == "load" and r["rep"] is not None and not r["error"]]
         levels = [lv for s in report.sections if s.kind == "load" for lv in s.data["levels"].to_dict("records")]

@@ -81,3 +81,19 @@ def test_impossible_engine_facts_are_not_figures(tmp_path):
     texts = " ".join(c.text for c in report.caveats)
     assert "preempted" not in texts and "ran out" not in texts
     assert "preemptions -7 (a counter that went down" in texts and "KV-cache usage peak 160% (outside" in texts
+
+
+def test_counts_leave_out_the_level_records_and_missing_levels_are_named(tmp_path):
+    from reports.analysis.status import workload_notes
+    from reports.views.common import status_table
+
+    rows = level_records("vllm", 1, 0.1, "batched by the engine")
+    dead = failing(level_records("vllm", 4, 0.1, "batched by the engine"), {0, 1, 2, 3, 4}, "APIConnectionError: gone")
+    dead[-1] = {**dead[-1], "error": "every request of the level failed: APIConnectionError: gone"}
+    planned = {"lf": [["S=0", "C=1"], ["S=0", "C=4"], ["S=0", "C=8"]]}  # the run was killed before C=8
+    report = assemble(load([write_run(tmp_path / "run", rows + dead, {"planned_levels": planned})]))
+    assert workload_notes(report.ds.records, "lf") == ["vllm: 5 of 10 requests failed: APIConnectionError: gone"]
+    st = report.status[0]
+    assert (st.measured, st.errors, st.state, st.missing) == (5, 5, "partly", ["lf · S=0 C=8"])
+    table = status_table(report)
+    assert "lf · S=0 C=8" in str(table.rows[0][4])
