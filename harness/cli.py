@@ -334,10 +334,13 @@ def run_backends(args: argparse.Namespace, out: Path, names: list[str], pythons:
 
     rows = read_records(out)
     print(f"{len(rows)} records in {out / RECORDS}")
-    if not args.no_report:
-        build_report(out)
+    reported = args.no_report or build_report(out)
     if failed:
         print(f"compare.py: {', '.join(dict.fromkeys(failed))} failed (exit 1)", file=sys.stderr)
+        return 1
+    if not reported:
+        print("compare.py: the report was not built (exit 1); the records are whole: python -m reports "
+              f"{out} builds it", file=sys.stderr)
         return 1
     return 0
 
@@ -366,19 +369,21 @@ def lint_only(args: argparse.Namespace, specs: list) -> int:
     return code
 
 
-def build_report(run_dir: Path) -> None:
+def build_report(run_dir: Path) -> bool:
+    """The run's report.html (written whole or not at all); False, with one line, when it was not built."""
     try:
         from reports import build
         from reports.load import ReportError
     except ImportError as exc:
         print(f"report not built: {exc}", file=sys.stderr)
-        return
+        return False
     try:
         path = build([run_dir], run_dir / "report.html")
     except ReportError as exc:
         print(f"report not built: {exc}", file=sys.stderr)
-        return
+        return False
     print(f"report: {path}")
+    return True
 
 
 if __name__ == "__main__":

@@ -46,7 +46,9 @@ def build(run_dirs: list[str | Path], out_path: str | Path, *, bandwidth_gbps: f
 
 
 def write(report, out: Path, formats: tuple[str, ...]) -> list[Path]:
-    """The page (``html`` in ``formats``) at ``out`` and the exports beside it; every path written."""
+    """The page (``html`` in ``formats``) at ``out`` and the exports beside it; every path written. The page is
+    written whole or not at all (a full disk leaves an older page as it was)."""
+    from harness.rundir import atomic_write_text
     from reports import export
     from reports.load import ReportError
     from reports.page import render
@@ -55,7 +57,7 @@ def write(report, out: Path, formats: tuple[str, ...]) -> list[Path]:
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
         if "html" in formats:
-            out.write_text(render(report), encoding="utf-8")
+            atomic_write_text(out, render(report))
             written.append(out)
         written += export.write(report, out.parent, formats)
     except OSError as exc:
