@@ -111,8 +111,8 @@ async def _one(backend: Backend, request: Request, outcome: Outcome, origin: flo
 async def _session(backend: Backend, requests: list[Request], outs: list[Outcome], s: LoadSettings, origin: float,
                    deadline: float | None) -> None:
     for i, (request, outcome) in enumerate(zip(requests, outs, strict=True)):
-        if i and s.think_time_s:
-            await asyncio.sleep(s.think_time_s)
+        if i and s.think_time_s:  # never past the level's deadline: it would only wait to stop
+            await asyncio.sleep(s.think_time_s if deadline is None else max(0.0, min(s.think_time_s, deadline - time.perf_counter())))
         if deadline is not None and time.perf_counter() >= deadline:
             return
         await _one(backend, request, outcome, origin)
@@ -129,6 +129,8 @@ async def _level(backend: Backend, sessions: list[list[Request]], s: LoadSetting
         tasks, at = [], 0.0
         for k, reqs in enumerate(sessions):
             wait = origin + at - time.perf_counter()
+            if deadline is not None:
+                wait = min(wait, deadline - time.perf_counter())  # an arrival after the deadline never starts
             if wait > 0:
                 await asyncio.sleep(wait)
             if deadline is not None and time.perf_counter() >= deadline:

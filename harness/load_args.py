@@ -24,12 +24,16 @@ __all__ = ["CPU_LOAD", "LIST_FIELDS", "SLO_KEYS", "apply_load", "parse_load", "p
 # fixed-shape requests (0 or 160 shared) per level, 8 output tokens.
 CPU_LOAD = "levels=1:4,users=4,requests=4,max_turns=2,rates=,output_tokens=8,prompt_tokens=192,shared_prefix_tokens=0:160"
 LIST_FIELDS = ("levels", "rates", "shared_prefix_tokens")
+FIXED_FIELDS = ("name", "kind")  # what --load cannot set for every load workload at once
 
 
 def parse_load(text: str) -> dict[str, Any]:
     """``--load`` as field overrides (lists split at ``:``)."""
     out: dict[str, Any] = {}
     for key, value in parse_pairs(text, "--load").items():
+        if key in FIXED_FIELDS:
+            raise ValueError(f"--load {key}=...: sets every load workload's {key} at once (two loads would share one "
+                             f"{key}); set it in a workload file")
         out[key] = [v for v in value.split(":") if v] if key in LIST_FIELDS else value
     return out
 
@@ -38,6 +42,9 @@ def apply_load(specs: list, overrides: dict[str, Any]) -> list:
     """Every load spec with the overrides, validated again; ValueError (one line) on a mistake."""
     from workloads.load import LoadSpec
 
+    if not any(spec.kind == "load" for spec in specs):
+        raise ValueError("--load: none of this run's workloads is a load workload (add --workloads load, or a "
+                         "kind: load workload with --workload-file)")
     out = []
     for spec in specs:
         if spec.kind != "load":

@@ -47,6 +47,9 @@ from workloads.spec import Messages, TranscriptSource, Turn, _Strict, mistake
 
 RANDOM_SEED = 13
 DEFAULT_USERS = 32
+# A wait longer than this (a user's think time, the mean gap between Poisson arrivals) makes a level that
+# does not end in any sitting: neither --request-timeout (one request) nor seconds (starting requests) bounds it.
+MAX_WAIT_S = 3600.0
 SOURCES = ("conversation", "turns", "transcripts", "sessions")  # a sessions load replays exactly one
 
 
@@ -78,7 +81,25 @@ class LoadSpec(_Strict):
     def _consistent(self) -> LoadSpec:
         if self.requests is not None and self.seconds is not None:
             raise mistake("give requests or seconds, not both")
+        if not self.levels and not self.rates:
+            raise mistake("no load to run: levels and rates are both empty", ["levels"])
+        for name in ("levels", "rates", *(["shared_prefix_tokens"] if self.shape == "fixed" else [])):
+            values = getattr(self, name)
+            twice = next((v for i, v in enumerate(values) if v in values[:i]), None)
+            if twice is not None:
+                raise mistake(f"{name}: {twice:g} is given twice: each value is one level, measured once", [name])
+        if not 0 <= self.think_time_s <= MAX_WAIT_S:
+            raise mistake(f"think_time_s {self.think_time_s:g}: at most {MAX_WAIT_S:g} s, or a level would never end "
+                          "(neither --request-timeout nor seconds bounds a wait between turns)", ["think_time_s"])
+        for i, r in enumerate(self.rates):
+            if not 1 / MAX_WAIT_S <= r < float("inf"):
+                raise mistake(f"rate {r:g}/s: a mean gap between arrivals above {MAX_WAIT_S:g} s makes a level that never "
+                              f"ends (at least {1 / MAX_WAIT_S:.2g} requests/s, finite)", ["rates", i])
+        if self.seconds is not None and self.seconds == float("inf"):
+            raise mistake("seconds must be finite", ["seconds"])
         if self.shape == "fixed":
+            if not self.shared_prefix_tokens:
+                raise mistake("shared_prefix_tokens is empty: give at least one (0: nothing shared)", ["shared_prefix_tokens"])
             for i, s in enumerate(self.shared_prefix_tokens):
                 if s >= self.prompt_tokens:
                     raise mistake(f"a shared prefix of {s} tokens leaves nothing of a {self.prompt_tokens}-token prompt "
