@@ -78,6 +78,11 @@ class Outcome:
         return self.submit_s is not None
 
 
+def timeout_message(timeout_s: float) -> str:
+    """What a request cut off by ``--request-timeout`` says (one meaning for every path: the whole request)."""
+    return f"no answer within {timeout_s:g} s (--request-timeout: the whole request, from submit to its last token)"
+
+
 def token_times(clock: TokenClock, origin: float) -> list[float]:
     out: list[float] = []
     for t, n in clock.stamps:
@@ -97,7 +102,7 @@ async def _one(backend: Backend, request: Request, outcome: Outcome, origin: flo
             outcome.output = await backend.stream(request, clock)
         check_answer(request, outcome.output, clock.tokens_ticked())  # a usage count that contradicts the stream: an error
     except TimeoutError as exc:  # ours, or one the backend raised itself
-        outcome.error = (f"TimeoutError: no answer within {timeout_s:g} s (--request-timeout)" if deadline.expired()
+        outcome.error = (f"TimeoutError: {timeout_message(timeout_s)}" if deadline.expired()
                          else f"{type(exc).__name__}: {exc}")
     except Exception as exc:  # noqa: BLE001 - a failed request is an outcome, the level goes on
         outcome.error = f"{type(exc).__name__}: {exc}"

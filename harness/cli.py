@@ -116,7 +116,10 @@ def parser() -> argparse.ArgumentParser:
                    help="run a backend under another interpreter, e.g. vllm=/opt/vllm/bin/python (repeatable)")
     p.add_argument("--base-url", default=None, help="OpenAI-compatible server for --backend openai")
     p.add_argument("--api-key-env", default=None, metavar="VAR", help="environment variable holding the API key")
-    p.add_argument("--request-timeout", type=float, default=300.0, help="seconds before a request is abandoned")
+    p.add_argument("--request-timeout", type=float, default=300.0, help="seconds a request may take as a whole (from submit to its last "
+                   "token, queueing included) before it is abandoned as an error; bounds every request under load and a "
+                   "server's requests one at a time (--backend openai, *-server); in-process backends cannot stop a "
+                   "request they run one at a time")
     p.add_argument("--resume", action="store_true", help="continue a run in --out, skipping recorded cases "
                    "(refused if the plan or a measuring setting differs from the run's)")
     p.add_argument("--no-report", action="store_true", help="do not build report.html at the end")

@@ -58,7 +58,13 @@ SERVER_GONE = (openai.APIConnectionError, openai.InternalServerError, httpx.Tran
 
 
 class RequestTimeout(RuntimeError):
-    """A request got no (further) answer within ``--request-timeout``."""
+    """A request was not answered whole within ``--request-timeout``."""
+
+
+def timeout_message(timeout_s: float) -> str:
+    from backends.load_loop import timeout_message as message
+
+    return message(timeout_s)
 
 
 def root_url(base_url: str) -> str:
@@ -254,14 +260,26 @@ class OpenAIBackend(Backend):
         return True
 
     def _generate(self, request: Request, clock: TokenClock) -> RawOutput:
+        """One streamed request; ``--request-timeout`` bounds the whole of it (as under load): the client's
+        timeout bounds the wait for the response, a timer closes the stream at the deadline."""
+        import threading
+
         body = self._body(request, FORMS[self.form])
+        timeout_s = self.settings.request_timeout_s
+        deadline = time.perf_counter() + timeout_s
         try:
-            out = read_stream(self.client.completions.create(**body), clock, self.tokenizer, request.top_logprobs,
-                              request.step_logprobs)
-        except openai.APITimeoutError as exc:
-            raise RequestTimeout(f"no answer within {self.settings.request_timeout_s:g} s (--request-timeout)") from exc
-        except SERVER_GONE:
-            self._check_server(wait_s=3.0)
+            stream = self.client.completions.create(**body)
+            timer = threading.Timer(max(0.0, deadline - time.perf_counter()), stream.close)
+            timer.start()
+            try:
+                out = read_stream(stream, clock, self.tokenizer, request.top_logprobs, request.step_logprobs)
+            finally:
+                timer.cancel()
+        except Exception as exc:
+            if isinstance(exc, openai.APITimeoutError) or time.perf_counter() >= deadline:
+                raise RequestTimeout(timeout_message(timeout_s)) from exc
+            if isinstance(exc, SERVER_GONE):
+                self._check_server(wait_s=3.0)
             raise
         self._sent_as(out)
         return out
@@ -288,7 +306,7 @@ class OpenAIBackend(Backend):
             stream = await self._async[1].completions.create(**self._body(request, FORMS[self.form]))
             out = await read_stream_async(stream, clock, self.tokenizer, request.top_logprobs)
         except openai.APITimeoutError as exc:
-            raise RequestTimeout(f"no answer within {self.settings.request_timeout_s:g} s (--request-timeout)") from exc
+            raise RequestTimeout(timeout_message(self.settings.request_timeout_s)) from exc
         except SERVER_GONE:
             self._check_server(wait_s=3.0)
             raise

@@ -265,7 +265,7 @@ def test_a_request_past_the_request_timeout_is_aborted_in_the_engine():
                           env={**os.environ, "OMP_NUM_THREADS": "1"}, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr[-3000:]
     facts = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert facts["errors"] == ["TimeoutError: no answer within 2 s (--request-timeout)", None]
+    assert facts["errors"] == ["TimeoutError: no answer within 2 s (--request-timeout: the whole request, from submit to its last token)", None]
     assert 0 < facts["tokens"][0] < 3000 and facts["tokens"][1] == 60  # it was running when it was cut off
     assert 2.0 <= facts["seconds"][0] < 2.0 + 0.5 and facts["unfinished"] is False
     # aborted in the engine: the next request ran alone (not beside the abandoned one, still decoding)
