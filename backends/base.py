@@ -152,6 +152,11 @@ class Backend(ABC):
         """Engine facts for env.json (versions, effective engine config)."""
         return {}
 
+    def identity(self) -> dict[str, Any]:
+        """What must be the same for a resume (or a later engine start) to add to this run's records: the
+        engine's version; a server adds what it serves (its model, kind and version)."""
+        return {"version": self.version()}
+
     def kv_cache_tokens(self) -> tuple[int | None, str]:
         """KV-cache capacity in tokens for env.json, and where it came from (or why None)."""
         return None, "not reported by this backend"

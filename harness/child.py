@@ -85,13 +85,20 @@ def _main(argv: list[str] | None = None) -> int:
         skip_all(args.run_dir, plan, base, env_path, env, reason, start)
         return 1
     startup_s = time.perf_counter() - started
+    differs = identity_differs(env_path, backend.identity())
+    if differs:
+        console.print(secrets.redact(f"{args.backend}: not the engine this run was measured with ({differs}); its records "
+                                     "are left as they are: measure it in another --out"), style="red")
+        backend.close()
+        return 1
     memory.sample()
     kv_tokens, kv_source = backend.kv_cache_tokens()
     host = gpu_host.facts()  # what else runs on the GPU host, now that the engine is up
     start.update(startup_s=startup_s, kv_cache_tokens=kv_tokens, kv_cache_tokens_source=kv_source, gpu_host=host)
     if args.start == 0:
         env["process"] = device_facts()
-        write_json(env_path, {**env, "engine": backend.environment(), "startup_s": startup_s, "starts": start.all()})
+        write_json(env_path, {**env, "engine": backend.environment(), "identity": backend.identity(), "startup_s": startup_s,
+                              "starts": start.all()})
     base["backend_version"] = backend.version()
     console.print(f"{args.backend}: engine start {args.start} ready in {startup_s:.1f} s")
     runner = Runner(backend, plan, args.run_dir, base, resume=run["resume"], engine_start=args.start)
@@ -109,7 +116,7 @@ def _main(argv: list[str] | None = None) -> int:
                      workload_wall_s={k: round(v, 2) for k, v in runner.wall_s.items()})
         backend.close()
     if args.start == 0:
-        write_json(env_path, {**env, "engine": engine, "startup_s": startup_s,
+        write_json(env_path, {**env, "engine": engine, "identity": backend.identity(), "startup_s": startup_s,
                               "wall_s": time.perf_counter() - started, "child_hook": os.environ.get(HOOK_ENV) or None,
                               "child_hook_s": hook_s,
                               "workload_wall_s": {k: round(v, 2) for k, v in runner.wall_s.items()},
@@ -156,6 +163,18 @@ def run_child_hook(backend, plan: Plan) -> float | None:
     hook(backend, plan)
     console.print(f"{backend.name}: {HOOK_ENV} {spec} done")
     return time.perf_counter() - started
+
+
+def identity_differs(env_path: Path, identity: dict) -> str | None:
+    """``name was X, now Y`` where the started engine is not the one env/<backend>.json says this run's records
+    came from (a resume, a later engine start); None when it is, or when nothing was recorded yet."""
+    if not env_path.exists():
+        return None
+    before = json.loads(env_path.read_text()).get("identity")
+    if not isinstance(before, dict):
+        return None  # start 0 of a fresh run, or a run older than the identity check
+    changed = [f"{k} was {before.get(k)!r}, now {v!r}" for k, v in identity.items() if k in before and before[k] != v]
+    return "; ".join(changed) or None
 
 
 def has_measurements(run_dir: Path, backend: str) -> bool:

@@ -188,6 +188,10 @@ class OpenAIBackend(Backend):
     def version(self) -> str | None:
         return self.server_version
 
+    def identity(self) -> dict[str, Any]:
+        """A different model, server kind or version behind the same --base-url is another column, not a resume."""
+        return {"served_model": self.served_model, "server_kind": self.flavor, "server_version": self.server_version}
+
     def environment(self) -> dict[str, Any]:
         return {
             "base_url": self.base_url,

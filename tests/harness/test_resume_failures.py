@@ -44,3 +44,27 @@ def test_a_resume_that_cannot_start_damages_nothing(tmp_path, tiny_model_dir, ec
     assert child.main([str(run), "echo"]) == 1  # the resume did not finish
     assert (run / "records.jsonl").read_bytes() == before  # no skipped records beside the measured ones
     assert json.loads((run / "env" / "echo.json").read_text()) == env_before  # the engine configuration kept
+
+
+@pytest.mark.openai
+def test_a_resume_refuses_another_model_behind_the_same_url(tmp_path, tiny_model_dir):
+    """Item 12: the served model, server kind and version belong to the resume check (they are known once the
+    backend started: the child compares them with env/<backend>.json and leaves the run as it was)."""
+    from tests.harness.faulty_server import Faults, faulty_server
+
+    run = tmp_path / "run"
+    prepare_run(run, small_workload(tmp_path), tiny_model_dir)
+    doc = json.loads((run / "run.json").read_text())
+    with faulty_server(Faults(every_nth_429=4)) as server:  # a failed request: the resume has work to do
+        doc["settings"] = {**doc["settings"], "base_url": server.url, "request_timeout_s": 30}
+        (run / "run.json").write_text(json.dumps(doc))
+        assert child.main([str(run), "openai"]) == 1
+        assert json.loads((run / "env" / "openai.json").read_text())["identity"]["served_model"] == "tiny"
+        before = (run / "records.jsonl").read_bytes()
+        (run / "run.json").write_text(json.dumps({**doc, "resume": True}))
+        server.restart(Faults(model_id="other-model"))
+        assert child.main([str(run), "openai"]) == 1
+        assert (run / "records.jsonl").read_bytes() == before
+        server.restart(Faults(model_id="tiny"))
+        assert child.main([str(run), "openai"]) == 0  # the same model again: the resume finishes
+    assert (run / "records.jsonl").read_bytes() != before
