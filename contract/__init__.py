@@ -6,6 +6,7 @@
     contract.chat      Renderer, common_prefix_len (prompts rendered once, as token ids)
     contract.options   parse_pairs, parse_slo (KEY=VALUE option values)
     contract.models    the built-in models' facts the report shares (labels, dtype bytes, configs)
+    contract.files     atomic_write_text (a file others read, written whole or not at all)
 
 The layer order (``tests/test_layers.py``): contract < backends, workloads, reports < harness <
 benchmarks. A module here imports only the standard library and other ``contract`` modules.

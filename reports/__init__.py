@@ -48,7 +48,7 @@ def build(run_dirs: list[str | Path], out_path: str | Path, *, bandwidth_gbps: f
 def write(report, out: Path, formats: tuple[str, ...]) -> list[Path]:
     """The page (``html`` in ``formats``) at ``out`` and the exports beside it; every path written. The page is
     written whole or not at all (a full disk leaves an older page as it was)."""
-    from harness.rundir import atomic_write_text
+    from contract.files import atomic_write_text
     from reports import export
     from reports.load import ReportError
     from reports.page import render

@@ -173,7 +173,7 @@ def write(report: Report, out_dir: Path, formats: tuple[str, ...]) -> list[Path]
     written = []
     if "json" in formats:
         path = out_dir / SUMMARY_JSON
-        from harness.rundir import atomic_write_text
+        from contract.files import atomic_write_text
 
         atomic_write_text(path, json.dumps(summary(report), ensure_ascii=False, indent=1) + "\n")  # whole or not at all
         written.append(path)
