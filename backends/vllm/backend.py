@@ -69,7 +69,7 @@ class VLLMBackend(Backend):
 
     # -- lifecycle ---------------------------------------------------------------------------
     def start(self) -> None:
-        env = config.apply_env(self.settings.device)  # before the first vllm import
+        env = config.apply_env(self.settings.device, self.settings.model_path)  # before the first vllm import
         try:
             import vllm
             from vllm import LLM, SamplingParams, TokensPrompt

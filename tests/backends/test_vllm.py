@@ -291,13 +291,21 @@ def test_engine_kwargs_eager_on_cpu_defaults_on_cuda():
     assert config.engine_kwargs(settings(device="cuda", random_weights=True))["load_format"] == "dummy"
 
 
-def test_env_variables_are_defaults_and_cpu_only_where_they_belong(monkeypatch):
-    for name in (*config.COMMON_ENV, *config.CPU_ENV):
+def test_env_variables_are_defaults_and_cpu_only_where_they_belong(monkeypatch, tmp_path):
+    for name in (*config.COMMON_ENV, *config.CPU_ENV, *config.LOCAL_MODEL_ENV):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("VLLM_CPU_KVCACHE_SPACE", "4")
-    assert config.apply_env("cpu")["VLLM_CPU_KVCACHE_SPACE"] == "4"  # the user's value wins
-    assert "VLLM_ENABLE_V1_MULTIPROCESSING" not in config.engine_env("cuda")
-    assert config.engine_env("cuda")["HF_HUB_OFFLINE"] == "1"
+    assert config.apply_env("cpu", str(tmp_path))["VLLM_CPU_KVCACHE_SPACE"] == "4"  # the user's value wins
+    assert "VLLM_ENABLE_V1_MULTIPROCESSING" not in config.engine_env("cuda", str(tmp_path))
+
+
+def test_hub_offline_only_for_a_local_directory(monkeypatch, tmp_path):
+    """A hub id must be downloadable on an empty cache (#20): offline only for a local model directory."""
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    assert config.engine_env("cuda", str(tmp_path))["HF_HUB_OFFLINE"] == "1"
+    assert "HF_HUB_OFFLINE" not in config.engine_env("cuda", "Qwen/Qwen3-8B")
+    assert "HF_HUB_OFFLINE" not in config.apply_env("cpu", "Qwen/Qwen3-8B")
+    assert "HF_HUB_OFFLINE" not in os.environ
 
 
 def test_engine_timing_from_request_stats():
