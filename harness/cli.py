@@ -21,6 +21,7 @@ from backends.base import TIMING_DEFINITIONS
 from harness import models
 from harness.cli_checks import (
     UsageError,
+    absolute_paths,
     apply_load_args,
     check_context,
     check_numbers,
@@ -202,6 +203,7 @@ def _main(args: argparse.Namespace) -> int:
     from workloads import lint as prefix_lint
     from workloads.plan import ORDER_DESCRIPTION
 
+    absolute_paths(args)
     names = parse_backends(args.backend)
     pythons = parse_pythons(args.python)
     check_numbers(args)
@@ -218,7 +220,7 @@ def _main(args: argparse.Namespace) -> int:
         specs = [s.model_copy(update=json_overrides) if s.kind == "json" else s for s in specs]
     if args.lint_only:
         return lint_only(args, specs)
-    out = args.out or Path("runs") / dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    out = args.out or Path.cwd() / "runs" / dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     check_out(out, args.resume)
 
     if args.model == models.TINY:

@@ -89,8 +89,16 @@ def parse_pythons(items: list[str]) -> dict[str, str]:
             raise UsageError(f"--python {item!r}: expected BACKEND=PATH with a known backend")
         if not Path(path).is_file():
             raise UsageError(f"--python {item!r}: no such interpreter")
-        pythons[name] = path
+        pythons[name] = os.path.abspath(path)  # not resolve(): a venv's python is a symlink that must stay one
     return pythons
+
+
+def absolute_paths(args: argparse.Namespace) -> None:
+    """Every path argument against the caller's directory, before anything is written: the children run
+    elsewhere (in the checkout, or in site-packages when installed) and get absolute paths only."""
+    if args.out is not None:
+        args.out = Path(os.path.abspath(args.out.expanduser()))
+    args.workload_file = [os.path.abspath(Path(f).expanduser()) for f in args.workload_file]
 
 
 def check_out(out: Path, resume: bool) -> None:
