@@ -64,6 +64,7 @@ examples:
   python -m reports runs/a100 runs/h200 -o report.html # rebuild / merge reports
   python -m reports runs/a100 --format json,csv        # + summary.json and csv/ of what the page shows
   python -m reports --baseline runs/a --candidate runs/b   # regression gate: exit 1 on a regression
+  installed (pip install .): llm-call-anatomy takes the same arguments; llm-call-anatomy report = python -m reports
 
 exit codes:
   0    every backend ran (one that is not installed here is recorded as skipped and counts as ran)
@@ -76,13 +77,16 @@ exit codes:
 """
 
 
-def parser() -> argparse.ArgumentParser:
+def parser(prog: str = "compare.py") -> argparse.ArgumentParser:
+    from harness.console import version
+
     p = argparse.ArgumentParser(
-        prog="compare.py",
+        prog=prog,
         description="Replay one LLM workload through several serving stacks and compare them side by side.",
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    p.add_argument("--version", action="version", version=f"%(prog)s {version()}")
     p.add_argument("--backend", default="all", help="comma-separated backends, or 'all' (default: all)")
     from workloads import BUILTIN
 
@@ -177,23 +181,23 @@ def backend_skipped(run_dir: Path, backend: str) -> bool:
     return path.exists() and "skipped" in json.loads(path.read_text())
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+def main(argv: list[str] | None = None, prog: str = "compare.py") -> int:
+    args = parser(prog).parse_args(argv)
     try:
         return _main(args)
     except (UsageError, models.ModelError) as exc:
-        print(f"compare.py: error: {exc}", file=sys.stderr)
+        print(f"{prog}: error: {exc}", file=sys.stderr)
         return 2
     except (KeyboardInterrupt, Interrupted) as exc:
         signum = exc.signum if isinstance(exc, Interrupted) else signal.SIGINT
-        print(f"\ncompare.py: interrupted ({signal.Signals(signum).name}): every process of the run was stopped and "
+        print(f"\n{prog}: interrupted ({signal.Signals(signum).name}): every process of the run was stopped and "
               "the records written so far are kept whole; rerun the same command with --resume to finish",
               file=sys.stderr)
         return 128 + signum
     except OSError as exc:
         if not is_disk_full(exc):
             raise
-        print(f"compare.py: error: the disk is full ({exc.filename or args.out}): records written so far are kept "
+        print(f"{prog}: error: the disk is full ({exc.filename or args.out}): records written so far are kept "
               "whole; free some space and rerun with --resume", file=sys.stderr)
         return 1
 
@@ -332,7 +336,7 @@ def run_backends(args: argparse.Namespace, out: Path, names: list[str], pythons:
 
 
 def argv_is_cli() -> bool:
-    return Path(sys.argv[0]).name in ("compare.py", "cli.py")
+    return Path(sys.argv[0]).name in ("compare.py", "cli.py", "llm-call-anatomy")
 
 
 def lint_only(args: argparse.Namespace, specs: list) -> int:
