@@ -54,7 +54,9 @@ def _main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     run = json.loads((args.run_dir / "run.json").read_text())
     plan = Plan.from_json((args.run_dir / "plan.json").read_text())
-    settings = BackendSettings(**{**run["settings"], "run_dir": str(args.run_dir)})
+    raw = run["settings"]  # engine_args: {backend: {key: value}} for the run, this backend's for its settings
+    settings = BackendSettings(**{**raw, "engine_args": (raw.get("engine_args") or {}).get(args.backend, {}),
+                                  "run_dir": str(args.run_dir)})
     if settings.api_key_env:  # whatever the server echoes, the key is written nowhere
         secrets.register(os.environ.get(settings.api_key_env))
     base = {

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 from backends.base import TIMING_DEFINITIONS
-from harness import models
+from harness import models, server_args
 from harness.cli_checks import (
     UsageError,
     absolute_paths,
@@ -37,6 +37,7 @@ from harness.env import commit_provenance, merge_env, sha, write_json
 from harness.launch import Interrupted, handlers, run_child
 from harness.records import RECORDS, done_keys, read_records
 from harness.rundir import RunDirBusy, atomic_write_text, claim, is_disk_full
+from harness.server_args import add_server_args
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -122,6 +123,7 @@ def parser(prog: str = "compare.py") -> argparse.ArgumentParser:
     p.add_argument("--base-url", default=None, help="OpenAI-compatible server for --backend openai")
     p.add_argument("--api-key-env", default=None, metavar="VAR", help="environment variable holding the API key")
     p.add_argument("--request-timeout", type=float, default=300.0, help="seconds before a request is abandoned")
+    add_server_args(p)
     p.add_argument("--resume", action="store_true", help="continue a run in --out, skipping recorded cases "
                    "(refused if the plan or a measuring setting differs from the run's)")
     p.add_argument("--no-report", action="store_true", help="do not build report.html at the end")
@@ -155,7 +157,21 @@ def backend_settings(args: argparse.Namespace, model: models.ResolvedModel, devi
         "random_weights": args.random_weights or not model.has_weights, "attn": args.attn, "tp": args.tp,
         "max_model_len": args.max_model_len, "base_url": getattr(args, "base_url", None),
         "api_key_env": getattr(args, "api_key_env", None), "request_timeout_s": getattr(args, "request_timeout", 300.0),
+        "tokenizer_path": getattr(args, "tokenizer_path", None), "served_model_name": getattr(args, "served_model", None),
+        "endpoint": getattr(args, "endpoint", "completions"), "engine_args": getattr(args, "engine_args", {}),
     }
+
+
+def resolve_model(args: argparse.Namespace) -> models.ResolvedModel:
+    """--model, resolved; with --tokenizer (a server's model name is no path) the tokenizer's folder or hub id
+    stands for the model's files (its config: context limit, env.json)."""
+    args.tokenizer_path = server_args.tokenizer_source(args.tokenizer) if args.tokenizer else None
+    try:
+        return models.resolve(args.model, args.random_weights)
+    except models.ModelError:
+        if not args.tokenizer:
+            raise
+        return models.ResolvedModel(args.model, args.tokenizer_path, builtin=False, has_weights=True)
 
 
 def resolve_device(device: str, dtype: str) -> tuple[str, str]:
@@ -212,6 +228,8 @@ def _main(args: argparse.Namespace) -> int:
     pythons = parse_pythons(args.python)
     check_numbers(args)
     check_server_args(args, names)
+    server_args.check_server_flags(args, names)
+    args.engine_args = server_args.parse_engine_args(args.engine_arg, names)
     workload_names = args.workloads.split(",") if args.workloads else ([] if args.workload_file else None)
     try:
         specs = load_workloads(workload_names if workload_names is not None else BUILTIN, args.workload_file)
@@ -230,7 +248,7 @@ def _main(args: argparse.Namespace) -> int:
     if args.model == models.TINY:
         print("model 'tiny': a tiny Qwen3-architecture model with random weights, built here: latency plumbing only, "
               "its answers are noise. Pass --model smollm2 (a real 135M instruct model) or Qwen/Qwen3-8B for real answers.")
-    model = models.resolve(args.model, args.random_weights)
+    model = resolve_model(args)
     device, dtype = resolve_device(args.device, args.dtype)
     from workloads import load_builtin
 
@@ -248,7 +266,8 @@ def _main(args: argparse.Namespace) -> int:
     from harness.chat import NoChatTemplate, Renderer, tokenizer_facts
     from workloads.seed import TEMPLATE_FIRST_PROMPT
 
-    tokenizer = load_tokenizer(args.model, model.path)
+    tokenizer = (load_tokenizer(args.tokenizer, args.tokenizer_path, flag="--tokenizer") if args.tokenizer
+                 else load_tokenizer(args.model, model.path))
     renderer = Renderer(tokenizer)
     try:
         plan = build_plan(specs, renderer, args.repeats, args.starts)
@@ -256,6 +275,8 @@ def _main(args: argparse.Namespace) -> int:
     except NoChatTemplate as exc:
         raise UsageError(f"--model {args.model}: {exc}") from exc
     check_context(plan, args.max_model_len, model.path)
+    chat_prompts = server_args.check_chat_prompts(plan, renderer) if args.endpoint == "chat" else None
+    args.served_model = server_args.choose_served_model(args, names, model.path)
     plan_json = plan.to_json()
     lint_lines, unstable = prefix_lint.report(specs, stability)
     if unstable:
@@ -279,13 +300,17 @@ def _main(args: argparse.Namespace) -> int:
                   "random_weights": settings["random_weights"] or model.random_init,
                   "params": models.param_count(model.path), "dtype_bytes": models.DTYPE_BYTES[dtype]},
         "chat_template_hash": sha(tokenizer.chat_template or ""),
-        "tokenizer": tokenizer_facts(renderer, model.path, list(TEMPLATE_FIRST_PROMPT)),
+        "tokenizer": tokenizer_facts(renderer, args.tokenizer_path or model.path, list(TEMPLATE_FIRST_PROMPT)),
         "workloads": [s.name for s in specs],
         "workload_files": hashes(args.workload_file),
         "prefix_stability": {name: [vars(f) for f in fs] for name, fs in stability.items()},
         "plan_hash": sha(plan_json),
         "dtype": dtype,
         "device": device,
+        "endpoint": args.endpoint,
+        "tokenizer_path": args.tokenizer_path,  # --tokenizer (None: the model's)
+        "served_model_name": args.served_model,
+        "engine_args": args.engine_args,
     }
     config_hash = run_env["model"]["config_hash"]
     try:
@@ -293,6 +318,8 @@ def _main(args: argparse.Namespace) -> int:
             if args.resume:
                 check_resume(out, plan_json, {**settings, "model_config_hash": config_hash})
             atomic_write_text(out / "plan.json", plan_json)
+            if chat_prompts is not None:  # --endpoint chat: the messages behind each prompt, for the server's template
+                atomic_write_text(out / server_args.CHAT_PROMPTS, json.dumps(chat_prompts))
             write_json(out / "run.json", {"run_id": out.name, "settings": settings, "resume": args.resume,
                                           "model_config_hash": config_hash})
             merge_env(out, run_env)

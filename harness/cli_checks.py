@@ -145,11 +145,12 @@ def check_context(plan, max_model_len: int, model_path: str) -> None:
         raise UsageError(too_long)
 
 
-def load_tokenizer(label: str, path: str):
+def load_tokenizer(label: str, path: str, flag: str = "--model"):
     """The model's tokenizer (with its chat template), or one clear line about why not."""
     from transformers import AutoTokenizer
 
     try:
         return AutoTokenizer.from_pretrained(path)
     except (OSError, ValueError) as exc:
-        raise UsageError(f"--model {label}: cannot load its tokenizer ({str(exc).splitlines()[0]})") from exc
+        lines = str(exc).strip().splitlines() or [type(exc).__name__]
+        raise UsageError(f"{flag} {label}: cannot load its tokenizer ({lines[0]})") from exc

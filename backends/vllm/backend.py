@@ -84,7 +84,7 @@ class VLLMBackend(Backend):
         )
         self._CUMULATIVE = RequestOutputKind.CUMULATIVE
         self._version = vllm.__version__
-        kwargs = config.engine_kwargs(self.settings)
+        kwargs = {**config.engine_kwargs(self.settings), **self.settings.engine_args}  # --engine-arg on top
         self.llm = LLM(**kwargs)
         self.tokenizer = self.llm.get_tokenizer()
         # one INFO line per reset otherwise (in process only; a separate engine core logs its own)
