@@ -335,3 +335,20 @@ def test_attention_backend_says_why_it_is_missing():
     assert attention_backend_fact(["CPU_ATTN", "X"], in_process=True) == "CPU_ATTN, X"
     assert "engine core in its own process" in attention_backend_fact([], in_process=False)
     assert attention_backend_fact([], in_process=True) is None
+
+
+@engine_test
+def test_an_unknown_engine_arg_is_the_engines_own_error_in_one_line(tmp_path):
+    """--engine-arg reaches LLM(**kwargs): a key vLLM does not know is vLLM's own error, on one line, in the
+    column's skipped reason; the run's engine arguments are in env.json (#20)."""
+    out = tmp_path / "run"
+    proc = compare("--backend", "vllm", "--workloads", "template", "--repeats", "1", "--out", str(out), "--no-report",
+                   "--engine-arg", "vllm:no_such_engine_key=16384", check=False)
+    env = json.loads((out / "env.json").read_text())
+    reason = env["backends"]["vllm"].get("skipped") or ""
+    if reason.startswith("vllm cannot be imported"):
+        pytest.skip(reason)
+    assert proc.returncode == 1
+    assert env["engine_args"] == {"vllm": {"no_such_engine_key": 16384}}
+    assert "no_such_engine_key" in reason and "\n" not in reason
+    assert [line for line in proc.stdout.splitlines() if "no_such_engine_key" in line]
