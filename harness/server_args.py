@@ -97,7 +97,8 @@ def check_chat_prompts(plan, renderer) -> dict[str, dict[str, Any]]:
     if raw:
         chat = sorted({s.workload for g in plan.groups for s in g.steps} - set(raw))
         raise UsageError(f"--endpoint chat sends messages, and {', '.join(raw)} need(s) exact token ids or raw-text "
-                         f"prompts: choose --workloads without them ({', '.join(chat) or 'e.g. conversation,json,load'})")
+                         "prompts (a sweep, the template formats, a fixed-shape load): leave them out "
+                         f"({'these can run: ' + ', '.join(chat) if chat else 'e.g. --workloads conversation,json'})")
     return {key: renderer.chats[key] for key in plan.prompts}
 
 
