@@ -155,7 +155,7 @@ def run_child_hook(backend, plan: Plan) -> float | None:
 
 
 def skip_all(run_dir: Path, plan: Plan, base: dict, env_path: Path, env: dict, reason: str, start: StartFacts) -> int:
-    console.print(secrets.redact(f"{base['backend']}: skipped: {reason}"), style="yellow")
+    console.print(secrets.redact(f"{base['backend']}: skipped: {reason}"), style="yellow", soft_wrap=True)  # one line
     with RecordWriter(run_dir) as writer:
         for workload in plan.workloads(base["engine_start"]):
             writer.write(Record(**base, workload=workload, skipped=reason))

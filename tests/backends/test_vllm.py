@@ -351,4 +351,5 @@ def test_an_unknown_engine_arg_is_the_engines_own_error_in_one_line(tmp_path):
     assert proc.returncode == 1
     assert env["engine_args"] == {"vllm": {"no_such_engine_key": 16384}}
     assert "no_such_engine_key" in reason and "\n" not in reason
-    assert [line for line in proc.stdout.splitlines() if "no_such_engine_key" in line]
+    shown = [line for line in proc.stderr.splitlines() if "no_such_engine_key" in line]
+    assert shown and "vllm: skipped: failed to start" in shown[0]  # the engine's error, whole, on one line
