@@ -84,6 +84,8 @@ def test_build_context_is_small() -> None:
     allowed = {ln[1:] for ln in lines if ln.startswith("!")}
     assert {"pyproject.toml", "compare.py", "contract", "backends", "harness", "workloads", "reports"} <= allowed
     assert not allowed & {".venv", "runs", ".git", ".gpu", ".cache", "tests"}
+    assert "LICENSE" in allowed  # pyproject's license-files: the build fails without it
+    assert "reports/examples" in lines[lines.index("!reports"):]  # the example runs stay out, as from the wheel
 
 
 @pytest.mark.parametrize("name", IMAGES)
