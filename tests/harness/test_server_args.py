@@ -64,7 +64,7 @@ def test_chat_endpoint_sends_the_messages_and_records_what_the_server_reports(tm
     assert last_turn and last_turn[0][-1] == {"role": "user", "content": "Second question?"}
     assert last_turn[0][0]["role"] == "system"
     env = json.loads((out / "env.json").read_text())
-    assert env["endpoint"] == "chat" and env["tokenizer"] == str(tiny_model_dir)
+    assert env["endpoint"] == "chat" and env["tokenizer_path"] == str(tiny_model_dir)
     assert env["served_model_name"] == "served-llama"
     assert "the server applies its own chat template" in env["backends"]["openai"]["engine"]["endpoint"]
 
