@@ -45,6 +45,10 @@ class BackendSettings:
     base_url: str | None = None
     api_key_env: str | None = None
     request_timeout_s: float = 300.0
+    tokenizer_path: str | None = None  # --tokenizer: the prompts' tokenizer when not the model's (a server's name)
+    served_model_name: str | None = None  # --served-model-name: the name to ask a server for
+    endpoint: str = "completions"  # --endpoint: completions (token ids) or chat (messages, the server's template)
+    engine_args: dict[str, Any] = field(default_factory=dict)  # --engine-arg BACKEND:KEY=VALUE, this backend's
     options: dict[str, Any] = field(default_factory=dict)  # backend-specific extras
 
 

@@ -55,7 +55,9 @@ def _main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     run = json.loads((args.run_dir / "run.json").read_text())
     plan = Plan.from_json((args.run_dir / "plan.json").read_text())
-    settings = BackendSettings(**{**run["settings"], "run_dir": str(args.run_dir)})
+    raw = run["settings"]  # engine_args: {backend: {key: value}} for the run, this backend's for its settings
+    settings = BackendSettings(**{**raw, "engine_args": (raw.get("engine_args") or {}).get(args.backend, {}),
+                                  "run_dir": str(args.run_dir)})
     if settings.api_key_env:  # whatever the server echoes, the key is written nowhere
         secrets.register(os.environ.get(settings.api_key_env))
     base = {
@@ -191,7 +193,7 @@ def resume_could_not_start(backend: str, reason: str) -> int:
 
 
 def skip_all(run_dir: Path, plan: Plan, base: dict, env_path: Path, env: dict, reason: str, start: StartFacts) -> int:
-    console.print(secrets.redact(f"{base['backend']}: skipped: {reason}"), style="yellow")
+    console.print(secrets.redact(f"{base['backend']}: skipped: {reason}"), style="yellow", soft_wrap=True)  # one line
     with RecordWriter(run_dir) as writer:
         for workload in plan.workloads(base["engine_start"]):
             writer.write(Record(**base, workload=workload, skipped=reason))

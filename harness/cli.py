@@ -18,9 +18,10 @@ import time
 from pathlib import Path
 
 from backends.base import TIMING_DEFINITIONS
-from harness import models
+from harness import models, server_args
 from harness.cli_checks import (
     UsageError,
+    absolute_paths,
     apply_load_args,
     check_context,
     check_numbers,
@@ -36,6 +37,7 @@ from harness.env import commit_provenance, merge_env, sha, write_json
 from harness.launch import Interrupted, handlers, run_child
 from harness.records import RECORDS, done_keys, read_records
 from harness.rundir import RunDirBusy, atomic_write_text, claim, is_disk_full
+from harness.server_args import add_server_args
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -63,6 +65,7 @@ examples:
   python -m reports runs/a100 runs/h200 -o report.html # rebuild / merge reports
   python -m reports runs/a100 --format json,csv        # + summary.json and csv/ of what the page shows
   python -m reports --baseline runs/a --candidate runs/b   # regression gate: exit 1 on a regression
+  installed (pip install .): llm-call-anatomy takes the same arguments; llm-call-anatomy report = python -m reports
 
 exit codes:
   0    every backend ran (one that is not installed here is recorded as skipped and counts as ran)
@@ -75,13 +78,16 @@ exit codes:
 """
 
 
-def parser() -> argparse.ArgumentParser:
+def parser(prog: str = "compare.py") -> argparse.ArgumentParser:
+    from harness.console import version
+
     p = argparse.ArgumentParser(
-        prog="compare.py",
+        prog=prog,
         description="Replay one LLM workload through several serving stacks and compare them side by side.",
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    p.add_argument("--version", action="version", version=f"%(prog)s {version()}")
     p.add_argument("--backend", default="all", help="comma-separated backends, or 'all' (default: all)")
     from workloads import BUILTIN
 
@@ -120,6 +126,7 @@ def parser() -> argparse.ArgumentParser:
                    "token, queueing included) before it is abandoned as an error; bounds every request under load and a "
                    "server's requests one at a time (--backend openai, *-server); in-process backends cannot stop a "
                    "request they run one at a time")
+    add_server_args(p)
     p.add_argument("--resume", action="store_true", help="continue a run in --out, skipping recorded cases "
                    "(refused if the plan or a measuring setting differs from the run's)")
     p.add_argument("--no-report", action="store_true", help="do not build report.html at the end")
@@ -153,7 +160,21 @@ def backend_settings(args: argparse.Namespace, model: models.ResolvedModel, devi
         "random_weights": args.random_weights or not model.has_weights, "attn": args.attn, "tp": args.tp,
         "max_model_len": args.max_model_len, "base_url": getattr(args, "base_url", None),
         "api_key_env": getattr(args, "api_key_env", None), "request_timeout_s": getattr(args, "request_timeout", 300.0),
+        "tokenizer_path": getattr(args, "tokenizer_path", None), "served_model_name": getattr(args, "served_model", None),
+        "endpoint": getattr(args, "endpoint", "completions"), "engine_args": getattr(args, "engine_args", {}),
     }
+
+
+def resolve_model(args: argparse.Namespace) -> models.ResolvedModel:
+    """--model, resolved; with --tokenizer (a server's model name is no path) the tokenizer's folder or hub id
+    stands for the model's files (its config: context limit, env.json)."""
+    args.tokenizer_path = server_args.tokenizer_source(args.tokenizer) if args.tokenizer else None
+    try:
+        return models.resolve(args.model, args.random_weights)
+    except models.ModelError:
+        if not args.tokenizer:
+            raise
+        return models.ResolvedModel(args.model, args.tokenizer_path, builtin=False, has_weights=True)
 
 
 def resolve_device(device: str, dtype: str) -> tuple[str, str]:
@@ -190,23 +211,23 @@ def backend_skipped(run_dir: Path, backend: str) -> bool:
     return path.exists() and "skipped" in json.loads(path.read_text())
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+def main(argv: list[str] | None = None, prog: str = "compare.py") -> int:
+    args = parser(prog).parse_args(argv)
     try:
         return _main(args)
     except (UsageError, models.ModelError) as exc:
-        print(f"compare.py: error: {exc}", file=sys.stderr)
+        print(f"{prog}: error: {exc}", file=sys.stderr)
         return 2
     except (KeyboardInterrupt, Interrupted) as exc:
         signum = exc.signum if isinstance(exc, Interrupted) else signal.SIGINT
-        print(f"\ncompare.py: interrupted ({signal.Signals(signum).name}): every process of the run was stopped and "
+        print(f"\n{prog}: interrupted ({signal.Signals(signum).name}): every process of the run was stopped and "
               "the records written so far are kept whole; rerun the same command with --resume to finish",
               file=sys.stderr)
         return 128 + signum
     except OSError as exc:
         if not is_disk_full(exc):
             raise
-        print(f"compare.py: error: the disk is full ({exc.filename or args.out}): records written so far are kept "
+        print(f"{prog}: error: the disk is full ({exc.filename or args.out}): records written so far are kept "
               "whole; free some space and rerun with --resume", file=sys.stderr)
         return 1
 
@@ -216,10 +237,13 @@ def _main(args: argparse.Namespace) -> int:
     from workloads import lint as prefix_lint
     from workloads.plan import ORDER_DESCRIPTION
 
+    absolute_paths(args)
     names = parse_backends(args.backend)
     pythons = parse_pythons(args.python)
     check_numbers(args)
     check_server_args(args, names)
+    server_args.check_server_flags(args, names)
+    args.engine_args = server_args.parse_engine_args(args.engine_arg, names)
     workload_names = args.workloads.split(",") if args.workloads else ([] if args.workload_file else None)
     try:
         specs = load_workloads(workload_names if workload_names is not None else BUILTIN, args.workload_file)
@@ -232,13 +256,13 @@ def _main(args: argparse.Namespace) -> int:
         specs = [s.model_copy(update=json_overrides) if s.kind == "json" else s for s in specs]
     if args.lint_only:
         return lint_only(args, specs)
-    out = args.out or Path("runs") / dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    out = args.out or Path.cwd() / "runs" / dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     check_out(out, args.resume)
 
     if args.model == models.TINY:
         print("model 'tiny': a tiny Qwen3-architecture model with random weights, built here: latency plumbing only, "
               "its answers are noise. Pass --model smollm2 (a real 135M instruct model) or Qwen/Qwen3-8B for real answers.")
-    model = models.resolve(args.model, args.random_weights)
+    model = resolve_model(args)
     device, dtype = resolve_device(args.device, args.dtype)
     from workloads import load_builtin
 
@@ -256,7 +280,8 @@ def _main(args: argparse.Namespace) -> int:
     from harness.chat import NoChatTemplate, Renderer, tokenizer_facts
     from workloads.seed import TEMPLATE_FIRST_PROMPT
 
-    tokenizer = load_tokenizer(args.model, model.path)
+    tokenizer = (load_tokenizer(args.tokenizer, args.tokenizer_path, flag="--tokenizer") if args.tokenizer
+                 else load_tokenizer(args.model, model.path))
     renderer = Renderer(tokenizer)
     try:
         plan = build_plan(specs, renderer, args.repeats, args.starts)
@@ -264,6 +289,8 @@ def _main(args: argparse.Namespace) -> int:
     except NoChatTemplate as exc:
         raise UsageError(f"--model {args.model}: {exc}") from exc
     check_context(plan, args.max_model_len, model.path)
+    chat_prompts = server_args.check_chat_prompts(plan, renderer) if args.endpoint == "chat" else None
+    args.served_model = server_args.choose_served_model(args, names, model.path)
     plan_json = plan.to_json()
     lint_lines, unstable = prefix_lint.report(specs, stability)
     if unstable:
@@ -287,7 +314,7 @@ def _main(args: argparse.Namespace) -> int:
                   "random_weights": settings["random_weights"] or model.random_init,
                   "params": models.param_count(model.path), "dtype_bytes": models.DTYPE_BYTES[dtype]},
         "chat_template_hash": sha(tokenizer.chat_template or ""),
-        "tokenizer": tokenizer_facts(renderer, model.path, list(TEMPLATE_FIRST_PROMPT)),
+        "tokenizer": tokenizer_facts(renderer, args.tokenizer_path or model.path, list(TEMPLATE_FIRST_PROMPT)),
         "workloads": [s.name for s in specs],
         "workload_files": hashes(args.workload_file),
         "prefix_stability": {name: [vars(f) for f in fs] for name, fs in stability.items()},
@@ -296,6 +323,10 @@ def _main(args: argparse.Namespace) -> int:
         "planned_levels": planned_levels(plan),
         "dtype": dtype,
         "device": device,
+        "endpoint": args.endpoint,
+        "tokenizer_path": args.tokenizer_path,  # --tokenizer (None: the model's)
+        "served_model_name": args.served_model,
+        "engine_args": args.engine_args,
     }
     config_hash = run_env["model"]["config_hash"]
     try:
@@ -303,6 +334,8 @@ def _main(args: argparse.Namespace) -> int:
             if args.resume:
                 check_resume(out, plan_json, {**settings, "model_config_hash": config_hash})
             atomic_write_text(out / "plan.json", plan_json)
+            if chat_prompts is not None:  # --endpoint chat: the messages behind each prompt, for the server's template
+                atomic_write_text(out / server_args.CHAT_PROMPTS, json.dumps(chat_prompts))
             write_json(out / "run.json", {"run_id": out.name, "settings": settings, "resume": args.resume,
                                           "model_config_hash": config_hash})
             merge_env(out, run_env)
@@ -349,7 +382,7 @@ def run_backends(args: argparse.Namespace, out: Path, names: list[str], pythons:
 
 
 def argv_is_cli() -> bool:
-    return Path(sys.argv[0]).name in ("compare.py", "cli.py")
+    return Path(sys.argv[0]).name in ("compare.py", "cli.py", "llm-call-anatomy")
 
 
 def lint_only(args: argparse.Namespace, specs: list) -> int:

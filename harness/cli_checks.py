@@ -89,8 +89,16 @@ def parse_pythons(items: list[str]) -> dict[str, str]:
             raise UsageError(f"--python {item!r}: expected BACKEND=PATH with a known backend")
         if not Path(path).is_file():
             raise UsageError(f"--python {item!r}: no such interpreter")
-        pythons[name] = path
+        pythons[name] = os.path.abspath(path)  # not resolve(): a venv's python is a symlink that must stay one
     return pythons
+
+
+def absolute_paths(args: argparse.Namespace) -> None:
+    """Every path argument against the caller's directory, before anything is written: the children run
+    elsewhere (in the checkout, or in site-packages when installed) and get absolute paths only."""
+    if args.out is not None:
+        args.out = Path(os.path.abspath(args.out.expanduser()))
+    args.workload_file = [os.path.abspath(Path(f).expanduser()) for f in args.workload_file]
 
 
 def check_out(out: Path, resume: bool) -> None:
@@ -137,11 +145,12 @@ def check_context(plan, max_model_len: int, model_path: str) -> None:
         raise UsageError(too_long)
 
 
-def load_tokenizer(label: str, path: str):
+def load_tokenizer(label: str, path: str, flag: str = "--model"):
     """The model's tokenizer (with its chat template), or one clear line about why not."""
     from transformers import AutoTokenizer
 
     try:
         return AutoTokenizer.from_pretrained(path)
     except (OSError, ValueError) as exc:
-        raise UsageError(f"--model {label}: cannot load its tokenizer ({str(exc).splitlines()[0]})") from exc
+        lines = str(exc).strip().splitlines() or [type(exc).__name__]
+        raise UsageError(f"{flag} {label}: cannot load its tokenizer ({lines[0]})") from exc

@@ -27,7 +27,9 @@ from contract.files import atomic_write_text  # noqa: F401 - re-exported: the ha
 LOCK = ".lock"
 # Settings that change what is measured; a resume must match them (``run.json`` ``settings``).
 RESUME_SETTINGS = ("model_label", "model_path", "model_config_hash", "dtype", "device", "random_weights", "attn",
-                   "tp", "max_model_len", "base_url")
+                   "tp", "max_model_len", "base_url", "endpoint", "engine_args", "tokenizer_path", "served_model_name")
+# what a run made before a setting existed had (its run.json does not name it)
+RESUME_DEFAULTS = {"endpoint": "completions", "engine_args": {}, "tokenizer_path": None, "served_model_name": None}
 
 
 class RunDirBusy(RuntimeError):
@@ -101,8 +103,11 @@ def cut_torn_tail(path: Path) -> int:
 
 def settings_diff(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     """``name was X, now Y`` for each measuring setting that differs between a run and its resume."""
-    return [f"{k.replace('_', '-')} was {old.get(k)!r}, now {new.get(k)!r}"
-            for k in RESUME_SETTINGS if old.get(k) != new.get(k)]
+    def value(settings: dict[str, Any], k: str) -> Any:
+        return settings.get(k, RESUME_DEFAULTS.get(k))
+
+    return [f"{k.replace('_', '-')} was {value(old, k)!r}, now {value(new, k)!r}"
+            for k in RESUME_SETTINGS if value(old, k) != value(new, k)]
 
 
 def is_disk_full(exc: BaseException) -> bool:

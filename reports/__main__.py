@@ -53,8 +53,8 @@ def slo_target(text: str) -> dict[str, float]:
         raise argparse.ArgumentTypeError(str(exc)) from exc
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m reports", description=(
+def main(argv: list[str] | None = None, prog: str = "python -m reports") -> int:
+    p = argparse.ArgumentParser(prog=prog, description=(
         "Build one offline HTML report from run directories (records.jsonl + env.json); several runs are merged. "
         "--format adds summary.json and CSV files of what the page shows; --baseline/--candidate is a regression gate."),
         epilog="exit codes: 0 written (gate: no figure regressed); 1 gate: a figure regressed or went missing; "
@@ -100,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
                            copy_gbps=args.copy_gbps, merge_starts=args.merge_starts, slo=args.slo)
         written = write(report, out, formats)
     except ReportError as exc:
-        print(f"python -m reports: error: {exc}", file=sys.stderr)
+        print(f"{prog}: error: {exc}", file=sys.stderr)
         return 2
     csvs = [path for path in written if path.suffix == ".csv"]
     for path in written:

@@ -2,7 +2,7 @@
 
 A chunk "carries tokens" when vLLM / SGLang send its ``token_ids`` (``return_token_ids``: a
 chunk may hold several tokens when the server's frontend falls behind, so the clock ticks with
-their number), or, from a generic server, when it has text (one token per chunk assumed, and the
+their number), or, from a generic server, when it has text (a chat chunk's ``delta.content``) (one token per chunk assumed, and the
 output ids are the text tokenized again: ``extra.output_ids_from = "retokenized-text"``).
 The usage chunk (``stream_options.include_usage``) gives ``prompt_tokens_details.cached_tokens``.
 A stream that ends without a ``finish_reason`` was cut off (a server that died while answering,
@@ -81,7 +81,7 @@ class StreamReader:
             raise malformed(CHUNK_WITHOUT_CHOICES, self.tokens())
         for choice in choices:
             new = getattr(choice, "token_ids", None)
-            text = choice.text or ""
+            text = chunk_text(choice)
             n = len(new) if new is not None else (1 if text else 0)
             if n:
                 self.clock.tick(n)
@@ -126,6 +126,15 @@ class StreamReader:
             reported_output_tokens=reported,
             reported_prompt_tokens=said_prompt if isinstance(said_prompt, int) else None,
         )
+
+
+def chunk_text(choice) -> str:
+    """A completions chunk's ``text``, or a chat chunk's ``delta.content`` (``--endpoint chat``)."""
+    text = getattr(choice, "text", None)
+    if text is None:
+        delta = getattr(choice, "delta", None)
+        text = getattr(delta, "content", None) if delta is not None else None
+    return text or ""
 
 
 def candidates(logprobs, k: int, tokenizer) -> list[TokenCandidate] | None:

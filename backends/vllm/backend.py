@@ -69,7 +69,7 @@ class VLLMBackend(Backend):
 
     # -- lifecycle ---------------------------------------------------------------------------
     def start(self) -> None:
-        env = config.apply_env(self.settings.device)  # before the first vllm import
+        env = config.apply_env(self.settings.device, self.settings.model_path)  # before the first vllm import
         try:
             import vllm
             from vllm import LLM, SamplingParams, TokensPrompt
@@ -84,7 +84,7 @@ class VLLMBackend(Backend):
         )
         self._CUMULATIVE = RequestOutputKind.CUMULATIVE
         self._version = vllm.__version__
-        kwargs = config.engine_kwargs(self.settings)
+        kwargs = {**config.engine_kwargs(self.settings), **self.settings.engine_args}  # --engine-arg on top
         self.llm = LLM(**kwargs)
         self.tokenizer = self.llm.get_tokenizer()
         # one INFO line per reset otherwise (in process only; a separate engine core logs its own)

@@ -2,24 +2,27 @@
 
 Pure functions, no vLLM import, so they can be checked anywhere:
 
-    env = apply_env("cpu")              # os.environ.setdefault for each, returns what is in effect
+    env = apply_env("cpu", model_path)  # os.environ.setdefault for each, returns what is in effect
     llm = vllm.LLM(**engine_kwargs(settings))
 
 One engine per backend process with automatic prefix caching on. On a CPU the engine core runs in
 this process (``VLLM_ENABLE_V1_MULTIPROCESSING=0``), eagerly (no torch.compile: starts in seconds)
 with a small KV cache; on CUDA vLLM's defaults stay (engine core in its own process, torch.compile
-and CUDA graphs, ``gpu_memory_utilization`` untouched). Every variable is a default: a value
-already in the environment wins.
+and CUDA graphs, ``gpu_memory_utilization`` untouched). ``HF_HUB_OFFLINE=1`` only when the model is
+a local directory (as ``vllm-server`` does): a hub id such as ``Qwen/Qwen3-8B`` is downloaded on an
+empty cache. Every variable is a default: a value already in the environment wins.
 """
 
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Any
 
 from backends.base import BackendSettings
 
-COMMON_ENV = {"HF_HUB_OFFLINE": "1", "VLLM_NO_USAGE_STATS": "1"}
+COMMON_ENV = {"VLLM_NO_USAGE_STATS": "1"}
+LOCAL_MODEL_ENV = {"HF_HUB_OFFLINE": "1"}  # a local directory: no hub look-up at all
 CPU_ENV = {
     "VLLM_ENABLE_V1_MULTIPROCESSING": "0",  # engine core in process: fast start, no worker re-import
     "VLLM_CPU_KVCACHE_SPACE": "1",  # GiB of KV cache; plenty for the tiny model
@@ -33,14 +36,15 @@ def is_cpu(device: str) -> bool:
     return device.split(":")[0] == "cpu"
 
 
-def engine_env(device: str) -> dict[str, str]:
-    """The variables this adapter sets by default for ``device``."""
-    return {**COMMON_ENV, **(CPU_ENV if is_cpu(device) else {})}
+def engine_env(device: str, model_path: str) -> dict[str, str]:
+    """The variables this adapter sets by default for ``device`` and the model at ``model_path``."""
+    return {**COMMON_ENV, **(LOCAL_MODEL_ENV if Path(model_path).is_dir() else {}),
+            **(CPU_ENV if is_cpu(device) else {})}
 
 
-def apply_env(device: str) -> dict[str, str]:
+def apply_env(device: str, model_path: str) -> dict[str, str]:
     """``os.environ.setdefault`` for each variable; returns the values in effect."""
-    return {name: os.environ.setdefault(name, value) for name, value in engine_env(device).items()}
+    return {name: os.environ.setdefault(name, value) for name, value in engine_env(device, model_path).items()}
 
 
 def engine_kwargs(settings: BackendSettings) -> dict[str, Any]:

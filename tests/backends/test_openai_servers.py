@@ -45,7 +45,9 @@ pytestmark = [
 
 ROOT = Path(__file__).resolve().parents[2]
 SECRET = "sk-lca-test-7f3a9c"  # must never be written anywhere
-ARGS = ["--backend", "vllm-server", "--repeats", "1", "--json-calls", "2", "--no-report", "--api-key-env", "LCA_TEST_API_KEY"]
+# a served name of its own and an engine argument (vLLM's default seed, so nothing measured changes): #20
+ARGS = ["--backend", "vllm-server", "--repeats", "1", "--json-calls", "2", "--no-report", "--api-key-env", "LCA_TEST_API_KEY",
+        "--served-model-name", "lca-served", "--engine-arg", "vllm-server:seed=0"]
 
 
 def _start(out: Path, *extra: str) -> tuple[subprocess.Popen, Path]:
@@ -141,6 +143,15 @@ def test_ctrl_c_stops_the_server_and_keeps_the_records(runs) -> None:
         json.loads(line)  # no torn line
     log = (runs["out"] / "logs" / "vllm-server.log").read_text()
     assert log.count("=== ") == 2 and "vllm.entrypoints.openai.api_server" in log  # both starts, one log
+
+
+def test_the_served_name_and_the_engine_argument_reach_the_server(runs) -> None:
+    server = runs["second"]
+    command = server["server_command"]
+    assert command.endswith("--served-model-name lca-served --seed 0")  # after the harness's own flags
+    assert server["served_model"] == "lca-served"  # the server listed it and every request asked for it
+    env = json.loads((runs["out"] / "env.json").read_text())
+    assert env["engine_args"] == {"vllm-server": {"seed": 0}} and env["served_model_name"] == "lca-served"
 
 
 def _measured(runs, workload: str) -> list[dict]:

@@ -291,13 +291,21 @@ def test_engine_kwargs_eager_on_cpu_defaults_on_cuda():
     assert config.engine_kwargs(settings(device="cuda", random_weights=True))["load_format"] == "dummy"
 
 
-def test_env_variables_are_defaults_and_cpu_only_where_they_belong(monkeypatch):
-    for name in (*config.COMMON_ENV, *config.CPU_ENV):
+def test_env_variables_are_defaults_and_cpu_only_where_they_belong(monkeypatch, tmp_path):
+    for name in (*config.COMMON_ENV, *config.CPU_ENV, *config.LOCAL_MODEL_ENV):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("VLLM_CPU_KVCACHE_SPACE", "4")
-    assert config.apply_env("cpu")["VLLM_CPU_KVCACHE_SPACE"] == "4"  # the user's value wins
-    assert "VLLM_ENABLE_V1_MULTIPROCESSING" not in config.engine_env("cuda")
-    assert config.engine_env("cuda")["HF_HUB_OFFLINE"] == "1"
+    assert config.apply_env("cpu", str(tmp_path))["VLLM_CPU_KVCACHE_SPACE"] == "4"  # the user's value wins
+    assert "VLLM_ENABLE_V1_MULTIPROCESSING" not in config.engine_env("cuda", str(tmp_path))
+
+
+def test_hub_offline_only_for_a_local_directory(monkeypatch, tmp_path):
+    """A hub id must be downloadable on an empty cache (#20): offline only for a local model directory."""
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    assert config.engine_env("cuda", str(tmp_path))["HF_HUB_OFFLINE"] == "1"
+    assert "HF_HUB_OFFLINE" not in config.engine_env("cuda", "Qwen/Qwen3-8B")
+    assert "HF_HUB_OFFLINE" not in config.apply_env("cpu", "Qwen/Qwen3-8B")
+    assert "HF_HUB_OFFLINE" not in os.environ
 
 
 def test_engine_timing_from_request_stats():
@@ -327,3 +335,21 @@ def test_attention_backend_says_why_it_is_missing():
     assert attention_backend_fact(["CPU_ATTN", "X"], in_process=True) == "CPU_ATTN, X"
     assert "engine core in its own process" in attention_backend_fact([], in_process=False)
     assert attention_backend_fact([], in_process=True) is None
+
+
+@engine_test
+def test_an_unknown_engine_arg_is_the_engines_own_error_in_one_line(tmp_path):
+    """--engine-arg reaches LLM(**kwargs): a key vLLM does not know is vLLM's own error, on one line, in the
+    column's skipped reason; the run's engine arguments are in env.json (#20)."""
+    out = tmp_path / "run"
+    proc = compare("--backend", "vllm", "--workloads", "template", "--repeats", "1", "--out", str(out), "--no-report",
+                   "--engine-arg", "vllm:no_such_engine_key=16384", check=False)
+    env = json.loads((out / "env.json").read_text())
+    reason = env["backends"]["vllm"].get("skipped") or ""
+    if reason.startswith("vllm cannot be imported"):
+        pytest.skip(reason)
+    assert proc.returncode == 1
+    assert env["engine_args"] == {"vllm": {"no_such_engine_key": 16384}}
+    assert "no_such_engine_key" in reason and "\n" not in reason
+    shown = [line for line in proc.stderr.splitlines() if "no_such_engine_key" in line]
+    assert shown and "vllm: skipped: failed to start" in shown[0]  # the engine's error, whole, on one line
