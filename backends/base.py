@@ -170,6 +170,12 @@ class Backend(ABC):
 
         return await asyncio.get_running_loop().run_in_executor(self._queue, serve)
 
+    def load_client(self):
+        """A picklable spec (``.build()`` -> an object with ``async stream(request, clock)`` and ``async aclose()``)
+        that client processes use to drive this backend under load, or None: the level runs in this process.
+        HTTP servers return one (``backends.openai.lean_stream``), so no client shares a core with the harness."""
+        return None
+
     def run_async(self, coroutine):
         """Run a load level's coroutine to the end (engines with their own event loop override this)."""
         import asyncio

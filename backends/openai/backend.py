@@ -270,7 +270,8 @@ class OpenAIBackend(Backend):
     # -- under load ----------------------------------------------------------------------------
     async def stream(self, request: Request, clock: TokenClock) -> RawOutput:
         """One request among many in flight, through one ``AsyncOpenAI`` client (one per event loop:
-        a load level runs in its own loop), streamed and timed like :meth:`_generate`."""
+        a load level runs in its own loop), streamed and timed like :meth:`_generate`. Only where
+        :meth:`load_client` is None (a server that takes text prompts only); else client processes drive it."""
         import asyncio
 
         loop = asyncio.get_running_loop()
@@ -290,6 +291,18 @@ class OpenAIBackend(Backend):
             raise
         out.extra["request_form"] = FORMS[self.form]
         return out
+
+    def load_client(self):
+        """Under load the server is driven by lean client processes (``lean_stream``, ``backends.load_shards``)
+        sending token-id prompts; a generic server that only takes text keeps the ``openai`` client here."""
+        if FORMS[self.form] == "text":
+            return None
+        from backends.openai.lean_stream import LeanClientSpec
+
+        self._check_server()
+        return LeanClientSpec(base_url=self.base_url, model=self.served_model, headers=dict(self._headers),
+                              flavor=self.flavor if FORMS[self.form] == FORMS[0] else None,
+                              timeout_s=self.settings.request_timeout_s)
 
     def run_async(self, coroutine):
         """A load level in its own event loop; its client is closed in that loop when the level ends."""
