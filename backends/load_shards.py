@@ -147,7 +147,8 @@ async def run_sharded(backend, spec, sessions: list, settings: LoadSettings, sam
             if c.proc.poll() is None:
                 c.proc.kill()
     outs = new_outcomes(sessions)
-    facts: dict[str, Any] = {"wall_s": wall_s, "client_procs": len(clients), "client": spec.describe(),
+    facts: dict[str, Any] = {"wall_s": wall_s, "origin_perf_counter": origin, "client_procs": len(clients),
+                             "client": spec.describe(),
                              "client_cpu_share": [], **sampler.facts()}
     failed = []
     for c, (keys, _) in zip(clients, plan, strict=True):

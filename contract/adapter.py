@@ -45,6 +45,7 @@ class BackendSettings:
     base_url: str | None = None
     api_key_env: str | None = None
     request_timeout_s: float = 300.0
+    client_procs: int | None = None  # load on a server: client processes per level (None: automatic)
     options: dict[str, Any] = field(default_factory=dict)  # backend-specific extras
 
 

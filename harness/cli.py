@@ -117,6 +117,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--base-url", default=None, help="OpenAI-compatible server for --backend openai")
     p.add_argument("--api-key-env", default=None, metavar="VAR", help="environment variable holding the API key")
     p.add_argument("--request-timeout", type=float, default=300.0, help="seconds before a request is abandoned")
+    p.add_argument("--client-procs", type=int, default=None, metavar="N",
+                   help="load on HTTP servers: drive each level from N client processes (default: automatic, one per "
+                        "32 streams in flight, at most half the CPUs), so the client stays well below one core")
     p.add_argument("--resume", action="store_true", help="continue a run in --out, skipping recorded cases "
                    "(refused if the plan or a measuring setting differs from the run's)")
     p.add_argument("--no-report", action="store_true", help="do not build report.html at the end")
@@ -150,7 +153,19 @@ def backend_settings(args: argparse.Namespace, model: models.ResolvedModel, devi
         "random_weights": args.random_weights or not model.has_weights, "attn": args.attn, "tp": args.tp,
         "max_model_len": args.max_model_len, "base_url": getattr(args, "base_url", None),
         "api_key_env": getattr(args, "api_key_env", None), "request_timeout_s": getattr(args, "request_timeout", 300.0),
+        "client_procs": getattr(args, "client_procs", None),
     }
+
+
+def check_client_procs(n: int | None, plan) -> None:
+    """``--client-procs`` must be 1.. the sessions of the smallest load level (exit 2 before anything runs)."""
+    from backends.load_shards import client_procs_error
+    from harness.load_runner import sessions_of
+
+    levels = [len(sessions_of(g.steps)) for g in plan.groups if g.load is not None and not g.warmup]
+    problem = client_procs_error(n, min(levels)) if levels else client_procs_error(n, n or 1)
+    if problem:
+        raise UsageError(problem)
 
 
 def resolve_device(device: str, dtype: str) -> tuple[str, str]:
@@ -250,6 +265,7 @@ def _main(args: argparse.Namespace) -> int:
     except NoChatTemplate as exc:
         raise UsageError(f"--model {args.model}: {exc}") from exc
     check_context(plan, args.max_model_len, model.path)
+    check_client_procs(args.client_procs, plan)
     plan_json = plan.to_json()
     lint_lines, unstable = prefix_lint.report(specs, stability)
     if unstable:
