@@ -253,6 +253,24 @@ def serve(port: int, step_s: float = 0.007, ready=None) -> None:
     asyncio.run(main())
 
 
+def start(step_s: float = 0.007):
+    """The server in its own process on a free port of 127.0.0.1, once it accepts connections: (process, root URL)."""
+    import multiprocessing
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    proc = multiprocessing.get_context("spawn").Process(target=serve, args=(port, step_s), daemon=True)
+    proc.start()
+    for _ in range(400):
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.1).close()
+            break
+        except OSError:
+            time.sleep(0.05)
+    return proc, f"http://127.0.0.1:{port}"
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--port", type=int, default=8000)

@@ -36,36 +36,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import multiprocessing
 import os
 import platform
-import socket
 import statistics
 import time
 import urllib.request
 from pathlib import Path
 from typing import Any
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def start_server(step_s: float) -> tuple[Any, str]:
-    from benchmarks.fake_engine import serve
-
-    port = free_port()
-    proc = multiprocessing.get_context("spawn").Process(target=serve, args=(port, step_s), daemon=True)
-    proc.start()
-    for _ in range(200):
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.1).close()
-            break
-        except OSError:
-            time.sleep(0.05)
-    return proc, f"http://127.0.0.1:{port}"
 
 
 def pct(values: list[float], q: float) -> float | None:
@@ -140,8 +117,9 @@ def _r(x: float | None) -> float | None:
 def measure(args: argparse.Namespace, model_path: str) -> list[dict]:
     from backends.base import BackendSettings
     from backends.openai import OpenAIBackend
+    from benchmarks.fake_engine import start
 
-    proc, url = start_server(args.step_ms / 1e3)
+    proc, url = start(args.step_ms / 1e3)
     try:
         backend = OpenAIBackend(BackendSettings(model_path=model_path, model_label="fake", base_url=url + "/v1",
                                                 client_procs=args.client_procs))

@@ -14,9 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import multiprocessing
-import socket
-import time
 import urllib.request
 from collections.abc import Iterator
 
@@ -26,30 +23,16 @@ from backends.base import Backend, BackendSettings, Request, TokenClock
 from backends.load_loop import LoadSettings, run_level
 from backends.load_shards import TEST_EXIT_VAR, auto_client_procs, client_procs_error, shards
 from backends.openai.lean_stream import LeanClientSpec, StreamFault
-from benchmarks.fake_engine import serve
+from benchmarks.fake_engine import start
 
 pytestmark = pytest.mark.openai
 STEP_S = 0.005
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def fake_url() -> Iterator[str]:
-    port = free_port()
-    proc = multiprocessing.get_context("spawn").Process(target=serve, args=(port, STEP_S), daemon=True)
-    proc.start()
-    for _ in range(200):
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.1).close()
-            break
-        except OSError:
-            time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}"
+    proc, url = start(STEP_S)
+    yield url
     proc.terminate()
     proc.join(5)
 
