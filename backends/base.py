@@ -170,6 +170,14 @@ class Backend(ABC):
 
         return await asyncio.get_running_loop().run_in_executor(self._queue, serve)
 
+    def latency_snapshot(self) -> Any:
+        """The server's latency histograms now (an HTTP server's /metrics), or None: none to read."""
+        return None
+
+    def latency_diff(self, before: Any, after: Any) -> dict[str, Any]:
+        """The server's own latency percentiles between two snapshots (``backends.openai.metrics.level_timings``)."""
+        return {}
+
     def load_client(self):
         """A picklable spec (``.build()`` -> an object with ``async stream(request, clock)`` and ``async aclose()``)
         that client processes use to drive this backend under load, or None: the level runs in this process.

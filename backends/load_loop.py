@@ -174,7 +174,8 @@ async def _level(backend: Backend, sessions: list[list[Request]], s: LoadSetting
     await drive(Drive(backend.stream, backend.settings.request_timeout_s, origin), sessions, outs, s)
     wall_s = time.perf_counter() - origin
     sampler.cancel()
-    facts = {"wall_s": wall_s, "client_procs": 0, **stats.facts()}  # 0: in the harness's own process
+    finished = sum(o.output is not None for session in outs for o in session)
+    facts = {"wall_s": wall_s, "client_procs": 0, **stats.facts(finished)}  # 0: in the harness's own process
     return outs, facts
 
 
@@ -186,6 +187,7 @@ class _Sampler:
         self.backend = backend
         self.first = backend.load_stats()
         self.peaks: dict[str, float] = {}
+        self.latency0 = backend.latency_snapshot()  # the server's latency histograms before the level
 
     def sample(self) -> dict[str, float]:
         now = self.backend.load_stats()
@@ -200,10 +202,27 @@ class _Sampler:
             await asyncio.to_thread(self.sample)
             await asyncio.sleep(SAMPLE_EVERY_S)
 
-    def facts(self) -> dict[str, Any]:
-        """Counters as differences over the level (``*_total``), gauges as their peak (``*_now`` -> ``*_peak``)."""
+    def server_timings(self, finished: int, wait_s: float = 2.0) -> dict[str, Any]:
+        """The server's own latency percentiles over the level (histograms after minus before); the server records a
+        request after its last chunk went out, so the scrape is retried until every finished request is in it."""
+        if self.latency0 is None:
+            return {}
+        deadline = time.monotonic() + wait_s
+        while True:
+            after = self.backend.latency_snapshot()
+            timings = self.backend.latency_diff(self.latency0, after) if after is not None else {}
+            if timings.get("e2e_n", timings.get("ttft_n", 0)) >= finished or time.monotonic() > deadline:
+                return timings
+            time.sleep(0.05)
+
+    def facts(self, finished: int = 0) -> dict[str, Any]:
+        """Counters as differences over the level (``*_total``), gauges as their peak (``*_now`` -> ``*_peak``),
+        the server's latency histograms as percentiles over the level (``server_timings``, where it exports them)."""
         last = self.sample()
         out: dict[str, Any] = {}
+        timings = self.server_timings(finished)
+        if timings:
+            out["server_timings"] = timings
         for k, v in last.items():
             if k.endswith("_total") and isinstance(self.first.get(k), int | float):
                 out[k.removesuffix("_total")] = v - self.first[k]

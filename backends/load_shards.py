@@ -147,12 +147,12 @@ async def run_sharded(backend, spec, sessions: list, settings: LoadSettings, sam
             if c.proc.poll() is None:
                 c.proc.kill()
     outs = new_outcomes(sessions)
+    ends = [_merge(c, keys, outs) for c, (keys, _) in zip(clients, plan, strict=True)]
+    finished = sum(o.output is not None for session in outs for o in session)
     facts: dict[str, Any] = {"wall_s": wall_s, "origin_perf_counter": origin, "client_procs": len(clients),
-                             "client": spec.describe(),
-                             "client_cpu_share": [], **sampler.facts()}
+                             "client": spec.describe(), "client_cpu_share": [], **sampler.facts(finished)}
     failed = []
-    for c, (keys, _) in zip(clients, plan, strict=True):
-        ended = _merge(c, keys, outs)
+    for c, (keys, _), ended in zip(clients, plan, ends, strict=True):
         if ended is None:
             failed.append(c.describe())
             for k in keys:

@@ -292,6 +292,20 @@ class OpenAIBackend(Backend):
         out.extra["request_form"] = FORMS[self.form]
         return out
 
+    def latency_snapshot(self):
+        """Its /metrics latency histograms (buckets, sum, count), for the level's server-side percentiles."""
+        if self.metrics is None:
+            return None
+        from backends.openai.metrics import parse_buckets, scrape_text
+
+        text = scrape_text(self.metrics.url, self._headers)
+        return parse_buckets(text) if text else None
+
+    def latency_diff(self, before, after) -> dict[str, Any]:
+        from backends.openai.metrics import level_timings
+
+        return level_timings(before, after)
+
     def load_client(self):
         """Under load the server is driven by lean client processes (``lean_stream``, ``backends.load_shards``)
         sending token-id prompts; a generic server that only takes text keeps the ``openai`` client here."""

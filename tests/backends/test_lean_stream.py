@@ -19,9 +19,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from backends.base import Backend, BackendSettings, Request, TokenClock
+from backends.base import BackendSettings, Request, TokenClock
 from backends.load_loop import LoadSettings, run_level
 from backends.load_shards import TEST_EXIT_VAR, auto_client_procs, client_procs_error, shards
+from backends.openai import OpenAIBackend
 from backends.openai.lean_stream import LeanClientSpec, StreamFault
 from benchmarks.fake_engine import start
 
@@ -37,34 +38,39 @@ def fake_url() -> Iterator[str]:
     proc.join(5)
 
 
-class ServerBackend(Backend):
-    """A backend whose load client is the lean one, pointed at the fake server (what OpenAIBackend returns)."""
+@pytest.fixture
+def server_backend(fake_url: str, tiny_model_dir) -> Iterator:
+    """The real ``openai`` backend, started against the fake server (it finds vLLM's /metrics there)."""
+    made = []
 
-    name = "fake-server"
+    def make(model: str | None = None) -> OpenAIBackend:
+        options = {"served_model": model} if model else {}
+        backend = OpenAIBackend(BackendSettings(model_path=str(tiny_model_dir), model_label="fake", base_url=fake_url + "/v1",
+                                                request_timeout_s=30.0, options=options))
+        backend.start()
+        made.append(backend)
+        return backend
 
-    def __init__(self, url: str, model: str = "fake") -> None:
-        super().__init__(BackendSettings(model_path="unused", model_label="fake", request_timeout_s=30.0))
-        self.spec = LeanClientSpec(base_url=url + "/v1", model=model, flavor="vllm")
-
-    def _generate(self, request, clock):
-        raise AssertionError("under load the client processes stream, not this process")
-
-    def load_client(self):
-        return self.spec
+    yield make
+    for backend in made:
+        backend.close()
 
 
 def prompt(n: int = 1024, seed: int = 0) -> list[int]:
     return [(seed * 7919 + i) % 30000 + 1 for i in range(n)]
 
 
-def test_two_client_processes_merge_into_one_level(fake_url: str) -> None:
+def test_two_client_processes_merge_into_one_level(fake_url: str, server_backend) -> None:
     sessions = [[Request(prompt_ids=prompt(seed=k), max_new_tokens=12, ignore_eos=True)] for k in range(10)]
-    outs, facts = run_level(ServerBackend(fake_url), sessions, LoadSettings(concurrency=4, client_procs=2))
+    outs, facts = run_level(server_backend(), sessions, LoadSettings(concurrency=4, client_procs=2))
     assert facts["client_procs"] == 2 and len(facts["client_cpu_share"]) == 2
     assert all(x >= 0 for x in facts["client_cpu_share"]) and "client_failed" not in facts
+    server = facts["server_timings"]  # the fake server's /metrics over the level, sampled by this process
+    assert server["ttft_n"] == server["e2e_n"] == 10 and server["itl_n"] == 10 * 11
+    assert 0 < server["ttft_ms_p50"] <= server["ttft_ms_p99"] and server["tpot_n"] == 10
     assert {(o.session, o.turn) for s in outs for o in s} == {(k, 0) for k in range(10)}  # each once, none lost
     with urllib.request.urlopen(fake_url + "/fake/log") as resp:
-        server = json.loads(resp.read())
+        log = json.loads(resp.read())
     origin = facts["origin_perf_counter"]
     sampled = 0
     for (o,) in outs:
@@ -74,7 +80,7 @@ def test_two_client_processes_merge_into_one_level(fake_url: str) -> None:
         times = o.token_times_s
         assert len(times) == 12 and times == sorted(times) and len(o.chunk_times_s) == 12
         assert 0 <= o.submit_s < o.first_token_s == times[0] <= o.finish_s <= facts["wall_s"]
-        sent = server[out.extra["response_id"]]["sent"]  # the server's own send times, same clock
+        sent = log[out.extra["response_id"]]["sent"]  # the server's own send times, same clock
         assert len(sent) == 12 and all(t + origin >= s for t, s in zip(times, sent, strict=True))
         if out.prompt_ids_used is not None:
             sampled += 1
@@ -84,9 +90,9 @@ def test_two_client_processes_merge_into_one_level(fake_url: str) -> None:
     assert sampled == 2  # the prompt's ids were asked for once per client process, not by every request
 
 
-def test_open_loop_shards_keep_the_arrivals(fake_url: str) -> None:
+def test_open_loop_shards_keep_the_arrivals(server_backend) -> None:
     sessions = [[Request(prompt_ids=prompt(64, k), max_new_tokens=3)] for k in range(6)]
-    outs, facts = run_level(ServerBackend(fake_url), sessions, LoadSettings(rate_rps=40.0, seed=3, client_procs=3))
+    outs, facts = run_level(server_backend(), sessions, LoadSettings(rate_rps=40.0, seed=3, client_procs=3))
     submits = [o.submit_s for (o,) in outs]
     assert facts["client_procs"] == 3 and all(o.error is None for (o,) in outs)
     assert submits[0] < 0.05 and submits[-1] > submits[0]  # Poisson gaps, not all at once
@@ -110,17 +116,17 @@ def test_faults_name_their_cause(fake_url: str, fault: str, cause: str) -> None:
         asyncio.run(one())
 
 
-def test_a_fault_is_one_error_record_and_the_level_goes_on(fake_url: str) -> None:
+def test_a_fault_is_one_error_record_and_the_level_goes_on(server_backend) -> None:
     sessions = [[Request(prompt_ids=prompt(16), max_new_tokens=4)] for _ in range(3)]
-    outs, facts = run_level(ServerBackend(fake_url, "fault:no-choices"), sessions, LoadSettings(concurrency=3, client_procs=1))
+    outs, facts = run_level(server_backend("fault:no-choices"), sessions, LoadSettings(concurrency=3, client_procs=1))
     assert [o.error.split(":")[0] for (o,) in outs] == ["StreamFault"] * 3 and "chunk without choices" in outs[0][0].error
     assert "client_failed" not in facts
 
 
-def test_a_client_process_that_dies_turns_its_requests_into_errors(fake_url: str, monkeypatch) -> None:
+def test_a_client_process_that_dies_turns_its_requests_into_errors(server_backend, monkeypatch) -> None:
     monkeypatch.setenv(TEST_EXIT_VAR, "0:1")  # process 0 exits after its first outcome
     sessions = [[Request(prompt_ids=prompt(32, k), max_new_tokens=20)] for k in range(8)]
-    outs, facts = run_level(ServerBackend(fake_url), sessions, LoadSettings(concurrency=4, client_procs=2))
+    outs, facts = run_level(server_backend(), sessions, LoadSettings(concurrency=4, client_procs=2))
     mine, others = [outs[k][0] for k in range(0, 8, 2)], [outs[k][0] for k in range(1, 8, 2)]
     assert all(o.error is None and o.output.output_tokens == 20 for o in others)
     died = [o for o in mine if o.error]
