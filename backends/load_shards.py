@@ -43,7 +43,6 @@ from backends.load_loop import Drive, LoadSettings, Outcome, arrival_times, driv
 STREAMS_PER_PROCESS = 32
 RPS_PER_PROCESS = 16.0
 BUSY_LIMIT = 0.5
-CLIENT_LIMITED = "the client may have limited this level"
 ROOT = Path(__file__).resolve().parents[1]
 TEST_EXIT_VAR = "LCA_TEST_CLIENT_EXIT_AFTER"  # fault tests: "SHARD:N" -> that process exits after N outcomes
 
