@@ -46,6 +46,7 @@ class BackendSettings:
     api_key_env: str | None = None
     request_timeout_s: float = 300.0
     client_procs: int | None = None  # load on a server: client processes per level (None: automatic)
+    engine_defaults: str = "matched"  # "matched": the same scheduler settings in process and as server; "own"
     options: dict[str, Any] = field(default_factory=dict)  # backend-specific extras
 
 

@@ -117,6 +117,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--base-url", default=None, help="OpenAI-compatible server for --backend openai")
     p.add_argument("--api-key-env", default=None, metavar="VAR", help="environment variable holding the API key")
     p.add_argument("--request-timeout", type=float, default=300.0, help="seconds before a request is abandoned")
+    p.add_argument("--engine-defaults", choices=["matched", "own"], default="matched",
+                   help="vLLM's scheduler settings: 'matched' (default) gives the in-process engine and vllm serve the same "
+                        "max batched tokens, max sequences, chunked prefill and memory fraction (the server's defaults), "
+                        "so in-process vs HTTP differs only by HTTP; 'own' leaves each its defaults")
     p.add_argument("--client-procs", type=int, default=None, metavar="N",
                    help="load on HTTP servers: drive each level from N client processes (default: automatic, one per "
                         "32 streams in flight, at most half the CPUs), so the client stays well below one core")
@@ -154,6 +158,7 @@ def backend_settings(args: argparse.Namespace, model: models.ResolvedModel, devi
         "max_model_len": args.max_model_len, "base_url": getattr(args, "base_url", None),
         "api_key_env": getattr(args, "api_key_env", None), "request_timeout_s": getattr(args, "request_timeout", 300.0),
         "client_procs": getattr(args, "client_procs", None),
+        "engine_defaults": getattr(args, "engine_defaults", "matched"),
     }
 
 

@@ -195,6 +195,7 @@ class OpenAIBackend(Backend):
             "request_timeout_s": self.settings.request_timeout_s,
             "api_key_env": self.settings.api_key_env,  # the variable's name, never its value
             "openai_client": openai.__version__,
+            "scheduler": self.scheduler(),
             "notes": self.notes,
         }
 
@@ -305,6 +306,35 @@ class OpenAIBackend(Backend):
         from backends.openai.metrics import level_timings
 
         return level_timings(before, after)
+
+    def kv_cache_tokens(self) -> tuple[int | None, str]:
+        """The server's KV-cache capacity from its /metrics (vLLM: ``vllm:cache_config_info``; SGLang:
+        ``sglang:max_total_num_tokens``)."""
+        from backends.openai.metrics import scheduler_from_metrics, scrape_text
+
+        text = scrape_text(self.metrics.url, self._headers) if self.metrics else None
+        facts = scheduler_from_metrics(text) if text else {}
+        if facts.get("kv_cache_tokens") is not None:
+            return facts["kv_cache_tokens"], facts["kv_cache_tokens_source"]
+        return None, "the server's /metrics does not say" if self.metrics else "no /metrics at this server"
+
+    def scheduler(self) -> dict[str, Any]:
+        """What the server says of its scheduler and KV cache (its /metrics; SGLang also /get_server_info)."""
+        from backends.openai.metrics import scheduler_from_metrics, scrape_text
+
+        text = scrape_text(self.metrics.url, self._headers) if self.metrics else None
+        out = scheduler_from_metrics(text) if text else {}
+        if self.flavor == "sglang":
+            status, body = self._http("GET", "/get_server_info")
+            try:
+                info = json.loads(body) if status == 200 else {}
+            except ValueError:
+                info = {}
+            for key in ("chunked_prefill_size", "max_running_requests", "max_prefill_tokens", "mem_fraction_static",
+                        "max_total_num_tokens"):
+                if key in info:
+                    out[key] = info[key]
+        return out
 
     def load_client(self):
         """Under load the server is driven by lean client processes (``lean_stream``, ``backends.load_shards``)

@@ -252,3 +252,40 @@ def scrape_text(url: str, headers: dict[str, str], timeout_s: float = 10.0) -> s
             return resp.read().decode("utf-8", "replace")
     except (OSError, ValueError):
         return None
+
+
+def scheduler_from_metrics(text: str) -> dict[str, Any]:
+    """KV-cache capacity and memory fraction as the server exports them: vLLM's ``vllm:cache_config_info`` labels
+    (``kv_cache_size_tokens``, else ``num_gpu_blocks`` x ``block_size``; ``gpu_memory_utilization``), SGLang's
+    ``sglang:max_total_num_tokens`` gauge."""
+    out: dict[str, Any] = {}
+    for family in text_string_to_metric_families(text):
+        if family.name == "vllm:cache_config_info" and family.samples:
+            labels = family.samples[0].labels
+            tokens, blocks, size = (_int(labels.get(k)) for k in ("kv_cache_size_tokens", "num_gpu_blocks", "block_size"))
+            if tokens is None and blocks is not None and size is not None:
+                tokens = blocks * size
+            if tokens is not None:
+                out["kv_cache_tokens"] = tokens
+                out["kv_cache_tokens_source"] = "/metrics vllm:cache_config_info" + (
+                    "" if _int(labels.get("kv_cache_size_tokens")) else f" (num_gpu_blocks {blocks} x block_size {size})")
+            if _float(labels.get("gpu_memory_utilization")) is not None:
+                out["gpu_memory_utilization"] = _float(labels.get("gpu_memory_utilization"))
+        elif family.name == "sglang:max_total_num_tokens" and family.samples:
+            out["kv_cache_tokens"] = int(family.samples[0].value)
+            out["kv_cache_tokens_source"] = "/metrics sglang:max_total_num_tokens"
+    return out
+
+
+def _int(value: str | None) -> int | None:
+    try:
+        return int(float(value)) if value not in (None, "", "None") else None
+    except ValueError:
+        return None
+
+
+def _float(value: str | None) -> float | None:
+    try:
+        return float(value) if value not in (None, "", "None") else None
+    except ValueError:
+        return None

@@ -336,6 +336,21 @@ def attention_backend_fact(names: list[str], in_process: bool) -> str | None:
     return None
 
 
+def scheduler_facts(vc: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """The scheduler settings in effect (read back from the engine's config), and whether they were matched."""
+    sched, cache = vc.scheduler_config, vc.cache_config
+    blocks = getattr(cache, "num_gpu_blocks", None)
+    block = getattr(cache, "effective_attention_block_size", None) or cache.block_size
+    chunked = getattr(sched, "enable_chunked_prefill", None)
+    return {
+        "max_num_batched_tokens": sched.max_num_batched_tokens, "max_num_seqs": sched.max_num_seqs,
+        "chunked_prefill": bool(chunked if chunked is not None else getattr(sched, "chunked_prefill_enabled", False)),
+        "gpu_memory_utilization": getattr(cache, "gpu_memory_utilization", None),
+        "kv_cache_tokens": blocks * block if isinstance(blocks, int) else None,
+        "defaults": "matched with vllm serve (backends/vllm/config.py)" if "max_num_seqs" in kwargs else "vLLM's own (LLM class)",
+    }
+
+
 def describe(llm: Any, kwargs: dict[str, Any], env: dict[str, str], version: str) -> dict[str, Any]:
     """The effective engine configuration, for env.json."""
     import torch
@@ -361,6 +376,7 @@ def describe(llm: Any, kwargs: dict[str, Any], env: dict[str, str], version: str
         "block_size": getattr(cache, "effective_attention_block_size", None) or cache.block_size,
         "kv_cache_blocks": getattr(cache, "num_gpu_blocks", None),
         "prefix_caching": bool(cache.enable_prefix_caching),
+        "scheduler": scheduler_facts(vc, kwargs),
         "attention_backend": attention_backend_fact(backends, in_process),
         "attention_backend_configured": getattr(configured_attn, "name", None) or "auto",
         "enforce_eager": bool(model.enforce_eager),

@@ -285,7 +285,8 @@ def test_engine_kwargs_eager_on_cpu_defaults_on_cuda():
     for kw in (cpu, cuda):
         assert kw["enable_prefix_caching"] is True and kw["disable_log_stats"] is False
         assert kw["structured_outputs_config"] == config.STRUCTURED_OUTPUTS
-        assert "gpu_memory_utilization" not in kw and "load_format" not in kw
+        assert "load_format" not in kw
+    assert "gpu_memory_utilization" not in cpu and cuda["gpu_memory_utilization"] == 0.9  # matched: vLLM's default
     assert cpu["enforce_eager"] is True and "enforce_eager" not in cuda
     assert cuda["tensor_parallel_size"] == 2
     assert config.engine_kwargs(settings(device="cuda", random_weights=True))["load_format"] == "dummy"
