@@ -50,7 +50,8 @@ COLUMNS = ["backend", "workload", "mode", "case", "concurrency", "rate_rps", "re
            "output_tps", "rps", "ttft_p50", "ttft_p90", "ttft_p99", "itl_p50", "itl_p99", "itl_n", "tpot_p50",
            "slo_met", "slo_share", "goodput_rps", "expected_reuse", "reported_reuse", "queue_p50", "served_as",
            "kv_cache_usage_peak", "preemptions", "prefix_hit_rate", "fact_problems", "itl_chunk_p50",
-           "server_ttft_p50", "server_tpot_p50", "server_itl_p50", "client_busy_max", "client_limited"]
+           "server_ttft_p50", "server_tpot_p50", "server_itl_p50", "client_busy_max", "client_limited", "engine_ttft_p50",
+           "caller_minus_engine_ttft_p50", "engine_step_ms"]
 COUNTERS = ("preemptions", "prefix_cache_queries", "prefix_cache_hits")  # differences over the level: never < 0
 
 
@@ -116,6 +117,16 @@ def server_and_client(facts: dict[str, Any]) -> dict[str, Any]:
             "client_limited": bool(facts.get("client_limited"))}
 
 
+def caller_and_engine(ok: pd.DataFrame, facts: dict[str, Any]) -> dict[str, Any]:
+    """The engine's own TTFT p50 (per request, in process), the caller's minus it per request (p50), and the mean
+    ``LLMEngine.step()`` of a stepped engine (vLLM in process: its cause, an arrival or a first token waits for it)."""
+    both = ok[ok["ttft_ms"].notna() & ok["engine_ttft_ms"].notna()] if "engine_ttft_ms" in ok else ok.iloc[0:0]
+    steps, step_s = num(facts.get("engine_steps")), num(facts.get("engine_step_s"))
+    return {"engine_ttft_p50": percentile(both["engine_ttft_ms"], 50) if len(both) else None,
+            "caller_minus_engine_ttft_p50": percentile(both["ttft_ms"] - both["engine_ttft_ms"], 50) if len(both) else None,
+            "engine_step_ms": step_s / steps * 1e3 if steps and step_s is not None else None}
+
+
 def per_level(df: pd.DataFrame, slo: dict[str, float] | None = None) -> pd.DataFrame:
     """One row per level (see the module docstring for every definition)."""
     slo = slo or DEFAULT_SLO
@@ -154,6 +165,7 @@ def per_level(df: pd.DataFrame, slo: dict[str, float] | None = None) -> pd.DataF
             "fact_problems": problems,
             "itl_chunk_p50": percentile([x for t in ok.get("chunk_times_s", pd.Series(dtype=object)) for x in gaps_ms(t)], 50),
             **server_and_client(f),
+            **caller_and_engine(ok, f),
         })
     return pd.DataFrame(rows, columns=COLUMNS)
 

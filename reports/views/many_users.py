@@ -134,11 +134,29 @@ def level_table(levels: pd.DataFrame, backend: str) -> Table:
     return t
 
 
+def caller_engine_table(levels: pd.DataFrame) -> Table | None:
+    """Per level: the caller's TTFT beside the engine's own (in process) or the server's (its /metrics), and for a
+    stepped engine its mean step: what stands between the engine producing a first token and the caller seeing it."""
+    rows = levels[levels["engine_ttft_p50"].notna() | levels["server_ttft_p50"].notna()]
+    if rows.empty:
+        return None
+    t = Table(["backend", "variant", "load", "caller TTFT p50 ms", "engine TTFT p50 ms (per request)",
+               "caller − engine p50 ms", "server TTFT p50 ms (/metrics, level)", "caller − server ms",
+               "engine step mean ms"], numeric={3, 4, 5, 6, 7, 8})
+    for r in rows.to_dict("records"):
+        server_gap = r["ttft_p50"] - r["server_ttft_p50"] if pd.notna(r["server_ttft_p50"]) and pd.notna(r["ttft_p50"]) else None
+        t.add([r["backend"], f"{r['workload']} · {r['mode']}", r["case"], fmt.n(r["ttft_p50"]), fmt.n(r["engine_ttft_p50"]),
+               fmt.n(r["caller_minus_engine_ttft_p50"]), fmt.n(r["server_ttft_p50"]), fmt.n(server_gap),
+               fmt.n(r["engine_step_ms"], 1)])
+    return t
+
+
 def blocks(section, slots) -> list[Block]:
     d = section.data
     levels, slo = d["levels"], d["slo"]
     served = {b: ", ".join(sorted({str(x) for x in levels[levels["backend"] == b]["served_as"].dropna()}))
               for b in section.backends}
+    engine_rows = caller_engine_table(levels)
     out: list[Block | None] = [
         h3("Throughput and latency against the load"),
         p("Closed loop: C requests in flight at all times (each user runs its turns in order). "
@@ -159,6 +177,14 @@ def blocks(section, slots) -> list[Block]:
             fmt.n(slo["ttft_ms"]), fmt.n(slo["tpot_ms"]), d["slo_source"])),
         chart(slots["goodput"]),
         side([(b, [table(level_table(levels, b))]) for b in section.backends]),
+        h3("The caller's TTFT against the engine's and the server's own") if engine_rows is not None else None,
+        p("Engine TTFT: the engine's own per-request figure (vLLM in process: arrival in the engine to the first token "
+          "out of the engine core, by its clock). Server TTFT: the server's TTFT histogram over the level (its /metrics, "
+          "bucket-interpolated), so caller − server is the client, the network and the HTTP front end. Engine step: the "
+          "mean LLMEngine.step() of vLLM stepped in process, which runs on the load loop's event loop: an arrival and a "
+          "first token wait for the step in flight, so caller − engine of up to about one step there is the harness's "
+          "stepping, not the engine.", muted=True) if engine_rows is not None else None,
+        table(engine_rows) if engine_rows is not None else None,
         p("Reuse expected = tokens each prompt shares with what came before it (every user's system prompt and tools; "
           "the user's previous turn) ÷ prompt tokens; reported = the engine's cached tokens ÷ prompt tokens. KV peak, "
           "preemptions and prefix-cache hits are the engine's own figures over the level, where it reports them.",
