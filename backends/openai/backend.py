@@ -343,7 +343,10 @@ class OpenAIBackend(Backend):
             return None
         from backends.openai.lean_stream import LeanClientSpec
 
-        self._check_server()
+        try:
+            self._check_server()
+        except Exception:  # noqa: BLE001 - a launched server that exited: the per-request path names it in each error
+            return None
         return LeanClientSpec(base_url=self.base_url, model=self.served_model, headers=dict(self._headers),
                               flavor=self.flavor if FORMS[self.form] == FORMS[0] else None,
                               timeout_s=self.settings.request_timeout_s)
