@@ -178,6 +178,11 @@ class Backend(ABC):
         """The server's own latency percentiles between two snapshots (``backends.openai.metrics.level_timings``)."""
         return {}
 
+    def server_gone(self) -> str | None:
+        """Why the server is gone (a launched one that exited: its exit and log), None if it is not known to be.
+        A level driven from client processes asks it once its requests failed: they saw only a lost connection."""
+        return None
+
     def load_client(self):
         """A picklable spec (``.build()`` -> an object with ``async stream(request, clock)`` and ``async aclose()``)
         that client processes use to drive this backend under load, or None: the level runs in this process.

@@ -163,12 +163,22 @@ async def run_sharded(backend, spec, sessions: list, settings: LoadSettings, sam
         else:
             cpu_s, child_wall_s = ended
             facts["client_cpu_share"].append(round(cpu_s / child_wall_s, 3) if child_wall_s > 0 else None)
+    _name_the_server(backend, outs)
     shares = [x for x in facts["client_cpu_share"] if x is not None]
     facts["client_busy_max"] = max(shares) if shares else None
     facts["client_limited"] = bool(shares) and max(shares) > BUSY_LIMIT
     if failed:
         facts["client_failed"] = "; ".join(failed) + ": the level is incomplete (--resume redoes it)"
     return outs, facts
+
+
+def _name_the_server(backend, outs: list[list[Outcome]]) -> None:
+    """A server that died mid-level: the clients saw lost connections; each such error gets the server's own account."""
+    failed = [o for session in outs for o in session if o.error and not o.error.startswith(("TimeoutError", "ClientDied"))]
+    gone = backend.server_gone() if failed else None
+    if gone:
+        for o in failed:
+            o.error = f"{gone} ({o.error})"
 
 
 def _merge(client: _Client, keys: list[int], outs: list[list[Outcome]]) -> tuple[float, float] | None:

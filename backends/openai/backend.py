@@ -336,6 +336,13 @@ class OpenAIBackend(Backend):
                     out[key] = info[key]
         return out
 
+    def server_gone(self) -> str | None:
+        try:
+            self._check_server(wait_s=1.0)
+        except Exception as exc:  # noqa: BLE001 - ServerExited (launched servers): its message names the exit and log
+            return f"{type(exc).__name__}: {exc}"
+        return None
+
     def load_client(self):
         """Under load the server is driven by lean client processes (``lean_stream``, ``backends.load_shards``)
         sending token-id prompts; a generic server that only takes text keeps the ``openai`` client here."""
