@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 import urllib.request
 from collections.abc import Iterator
 
@@ -147,3 +148,26 @@ def test_client_procs_bounds_and_the_automatic_count() -> None:
     split = shards(10, 3, LoadSettings(concurrency=8))
     assert sorted(k for keys, _ in split for k in keys) == list(range(10)) and [w for _, w in split] == [3, 3, 2]
     assert len(shards(10, 4, LoadSettings(concurrency=2))) == 2  # never a process without a stream
+
+
+def test_a_server_that_dies_mid_level_is_named_in_each_error(tiny_model_dir) -> None:
+    proc, url = start(STEP_S)
+
+    class Launched(OpenAIBackend):  # what a launched server does: it knows when its process exited
+        def _check_server(self, wait_s: float = 0.0) -> None:
+            proc.join(wait_s)
+            if proc.exitcode is not None:
+                raise RuntimeError(f"the server exited with {proc.exitcode}; see its log")
+
+    backend = Launched(BackendSettings(model_path=str(tiny_model_dir), model_label="fake", base_url=url + "/v1"))
+    backend.start()
+    killer = threading.Timer(0.5, proc.kill)
+    killer.start()
+    try:
+        sessions = [[Request(prompt_ids=prompt(32, k), max_new_tokens=400)] for k in range(4)]
+        outs, _ = run_level(backend, sessions, LoadSettings(concurrency=4, client_procs=2))
+    finally:
+        killer.cancel()
+        backend.close()
+    errors = [o.error for (o,) in outs]
+    assert all(e and e.startswith("RuntimeError: the server exited with -9; see its log (") for e in errors), errors
