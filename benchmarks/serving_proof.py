@@ -42,7 +42,7 @@ def server_command(engine: str, port: int, args: argparse.Namespace) -> str:
     from harness import models
 
     model = models.resolve(args.model, args.random_weights)
-    settings = BackendSettings(model_path=model.path, model_label=model.label, dtype=args.dtype, device="cuda",
+    settings = BackendSettings(model_path=model.path, model_label=model.label, dtype=args.dtype, device=args.device,
                                random_weights=args.random_weights or not model.has_weights, tp=args.tp,
                                max_model_len=args.max_model_len)
     module, name = SERVERS[engine].split(":")
@@ -160,7 +160,8 @@ def main(argv: list[str] | None = None) -> int:
     cmd.add_argument("--python", default="python3", help="the interpreter (wrapper) of the engine's environment")
     cmd.add_argument("--model", default="qwen3-8b-shape")
     cmd.add_argument("--random-weights", action="store_true")
-    cmd.add_argument("--dtype", default="bfloat16")
+    cmd.add_argument("--dtype", default=None, help="default: bfloat16 on cuda, float32 on cpu")
+    cmd.add_argument("--device", default="cuda", choices=["cuda", "cpu"])
     cmd.add_argument("--tp", type=int, default=1)
     cmd.add_argument("--max-model-len", type=int, default=3072)
     tab = sub.add_parser("table", help="the reference vs project table from the outputs")
@@ -172,6 +173,7 @@ def main(argv: list[str] | None = None) -> int:
     tab.add_argument("--out", default=None, help="write the table here (JSON)")
     args = p.parse_args(argv)
     if args.what == "command":
+        args.dtype = args.dtype or ("float32" if args.device == "cpu" else "bfloat16")
         print(server_command(args.engine, args.port, args))
         return 0
     result = table(_pairs(args.reference, "--reference"), _pairs(args.project, "--project"),
