@@ -204,6 +204,20 @@ def parse_buckets(text: str) -> tuple[Buckets, Histograms]:
     return buckets, {name: (s, c) for name, (s, c) in sums.items()}
 
 
+def bucket_bounds(cumulative: dict[float, float], q: float) -> tuple[float, float] | None:
+    """The (lower, upper) bounds of the bucket the q-quantile falls in: how fine the interpolated figure is."""
+    bounds = sorted(cumulative)
+    total = cumulative[bounds[-1]] if bounds else 0.0
+    if total <= 0:
+        return None
+    lower, below = 0.0, 0.0
+    for upper in bounds:
+        if cumulative[upper] >= q * total and cumulative[upper] > below:
+            return lower, upper
+        lower, below = upper, cumulative[upper]
+    return lower, float("inf")
+
+
 def bucket_quantile(cumulative: dict[float, float], q: float) -> float | None:
     """The q-quantile (0..1) of a cumulative histogram, linear within the bucket it falls in (the first bucket from
     0); in the +Inf bucket: the highest finite bound. None without observations."""
@@ -240,6 +254,8 @@ def level_timings(before: tuple[Buckets, Histograms], after: tuple[Buckets, Hist
         for q in (50, 90, 99):
             v = bucket_quantile(diff, q / 100)
             out[f"{figure}_ms_p{q}"] = None if v is None else v * 1e3
+        bounds = bucket_bounds(diff, 0.5)  # the p50's bucket: a figure inside (0, 300 ms] says little below 300 ms
+        out[f"{figure}_p50_bucket_ms"] = None if bounds is None else [b * 1e3 if b != float("inf") else None for b in bounds]
         out[f"{figure}_histogram"] = name
     if out:
         out["source"] = LEVEL_SOURCE

@@ -30,6 +30,7 @@ def test_the_level_difference_matches_the_hand_computed_percentiles() -> None:
     assert t["ttft_ms_mean"] == pytest.approx(8000 / 9)
     assert t["ttft_ms_p50"] == pytest.approx(562.5)  # rank 4.5: 0.5 + 0.5 x (4.5 - 4) / 4 s
     assert t["ttft_ms_p90"] == pytest.approx(1000.0)  # rank 8.1 falls in +Inf: the highest finite bound
+    assert t["ttft_p50_bucket_ms"] == [500.0, 1000.0]  # how fine the p50 is
     assert t["ttft_histogram"] == "vllm:time_to_first_token_seconds" and "interpolated" in t["source"]
     assert "itl_n" not in t  # a histogram the server does not export is left out, not zero
 
