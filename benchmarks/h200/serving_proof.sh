@@ -26,6 +26,7 @@ PY_VLLM=${PY_VLLM:-/tmp/py-vllm}; PY_SGL=${PY_SGL:-/tmp/py-sgl}
 PROOF_MODEL=${PROOF_MODEL:-qwen3-8b-shape}; PROOF_DEVICE=${PROOF_DEVICE:-cuda}; PROOF_LEVELS=${PROOF_LEVELS:-32 128}
 PROOF_INPUT=${PROOF_INPUT:-1024}; PROOF_OUTPUT=${PROOF_OUTPUT:-64}
 PROOF_WORKLOAD=${PROOF_WORKLOAD:-benchmarks/h200/serving_proof.yaml}
+PROOF_BENCH=${PROOF_BENCH:-$PY_VLLM -m vllm.entrypoints.cli.main bench serve}  # the reference client
 mode=${1:?usage: serving_proof.sh run vllm|sglang | start | poll [seconds]}
 R=${PROOF_RESULTS:-/tmp/results}; RUNS=${PROOF_RUNS:-/tmp/runs}
 REPO=$(pwd)
@@ -49,7 +50,7 @@ proof() {  # $1 vllm|sglang
   done
   echo "[$engine] $(date -u +%T) ready in $(( $(date +%s) - t0 )) s"
   bench() {  # $1 concurrency, $2 prompts, $3 folder, $4 file
-    $PY_VLLM -m vllm.entrypoints.cli.main bench serve --backend $bench_backend --base-url "http://127.0.0.1:$port" \
+    $PROOF_BENCH --backend $bench_backend --base-url "http://127.0.0.1:$port" \
       --endpoint /v1/completions --model "$model" --tokenizer "$model" --dataset-name random \
       --random-input-len "$PROOF_INPUT" --random-output-len "$PROOF_OUTPUT" --random-range-ratio 0 --ignore-eos \
       --max-concurrency "$1" --num-prompts "$2" \
@@ -94,7 +95,7 @@ case $mode in
     mkdir -p /tmp/proof-repo && tar cf - --exclude=.gpu --exclude=.venv . | tar xf - -C /tmp/proof-repo
     cd /tmp/proof-repo || exit 1
     REPO=/tmp/proof-repo; export PYTHONPATH="$REPO:/tmp/site"
-    export -f proof wait_bundle copy_out; export R RUNS REPO PY_VLLM PY_SGL PROOF_MODEL PROOF_DEVICE PROOF_LEVELS PROOF_INPUT PROOF_OUTPUT PROOF_WORKLOAD
+    export -f proof wait_bundle copy_out; export R RUNS REPO PROOF_BENCH PY_VLLM PY_SGL PROOF_MODEL PROOF_DEVICE PROOF_LEVELS PROOF_INPUT PROOF_OUTPUT PROOF_WORKLOAD
     gpus=$(nvidia-smi -L 2>/dev/null | wc -l)
     if [ "$gpus" -ge 2 ]; then
       q='wait_bundle vllm 3; (export CUDA_VISIBLE_DEVICES=0; proof vllm) & (wait_bundle sglang 5; export CUDA_VISIBLE_DEVICES=1; proof sglang) & wait'

@@ -68,3 +68,22 @@ def test_the_table_compares_the_project_run_with_the_reference(tmp_path: Path) -
     out = tmp_path / "proof.json"
     assert main(["table", "--reference", f"vllm={ref}", "--project", f"vllm={tmp_path / 'run'}", "--out", str(out)]) == 0
     assert json.loads(out.read_text())["rows"][0]["server"] == "vllm"
+
+
+def test_the_server_line_is_the_harness_own(capsys, tiny_model_dir) -> None:
+    import shlex
+
+    from backends.base import BackendSettings
+    from backends.openai.servers import VLLMServerBackend
+
+    assert main(["command", "vllm", "--port", "8123", "--python", "/opt/py", "--model", "tiny", "--device", "cpu",
+                 "--random-weights"]) == 0
+    words = shlex.split(capsys.readouterr().out.strip())
+    settings = BackendSettings(model_path=str(tiny_model_dir), model_label="tiny", dtype="float32", device="cpu",
+                               random_weights=True, max_model_len=3072)
+    backend = VLLMServerBackend(settings)
+    argv = backend.server_argv(8123)  # what --backend vllm-server starts
+    start = words.index("/opt/py")
+    assert words[start + 1:] == argv[1:]  # the same flags, scheduler settings and --load-format dummy included
+    assert words[:start] == [f"{k}={v}" for k, v in backend.server_env().items()]
+    assert "--max-num-batched-tokens" in argv and "--load-format" in argv
