@@ -180,6 +180,25 @@ class Backend(ABC):
 
         return await asyncio.get_running_loop().run_in_executor(self._queue, serve)
 
+    def latency_snapshot(self) -> Any:
+        """The server's latency histograms now (an HTTP server's /metrics), or None: none to read."""
+        return None
+
+    def latency_diff(self, before: Any, after: Any) -> dict[str, Any]:
+        """The server's own latency percentiles between two snapshots (``backends.openai.metrics.level_timings``)."""
+        return {}
+
+    def server_gone(self) -> str | None:
+        """Why the server is gone (a launched one that exited: its exit and log), None if it is not known to be.
+        A level driven from client processes asks it once its requests failed: they saw only a lost connection."""
+        return None
+
+    def load_client(self):
+        """A picklable spec (``.build()`` -> an object with ``async stream(request, clock)`` and ``async aclose()``)
+        that client processes use to drive this backend under load, or None: the level runs in this process.
+        HTTP servers return one (``backends.openai.lean_stream``), so no client shares a core with the harness."""
+        return None
+
     def run_async(self, coroutine):
         """Run a load level's coroutine to the end (engines with their own event loop override this)."""
         import asyncio

@@ -49,6 +49,8 @@ class BackendSettings:
     served_model_name: str | None = None  # --served-model-name: the name to ask a server for
     endpoint: str = "completions"  # --endpoint: completions (token ids) or chat (messages, the server's template)
     engine_args: dict[str, Any] = field(default_factory=dict)  # --engine-arg BACKEND:KEY=VALUE, this backend's
+    client_procs: int | None = None  # load on a server: client processes per level (None: automatic)
+    engine_defaults: str = "matched"  # "matched": the same scheduler settings in process and as server; "own"
     options: dict[str, Any] = field(default_factory=dict)  # backend-specific extras
 
 

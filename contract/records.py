@@ -103,6 +103,7 @@ class Record:
     first_token_s: float | None = None
     finish_s: float | None = None
     token_times_s: list[float] | None = None  # each output token's arrival
+    chunk_times_s: list[float] | None = None  # each streamed chunk's arrival (a chunk may carry several tokens)
     queue_ms: float | None = None  # waiting for a queued backend's turn (one request at a time)
     extra: dict[str, Any] = field(default_factory=dict)
 

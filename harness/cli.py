@@ -127,6 +127,13 @@ def parser(prog: str = "compare.py") -> argparse.ArgumentParser:
                    "server's requests one at a time (--backend openai, *-server); in-process backends cannot stop a "
                    "request they run one at a time")
     add_server_args(p)
+    p.add_argument("--engine-defaults", choices=["matched", "own"], default="matched",
+                   help="vLLM's scheduler settings: 'matched' (default) gives the in-process engine and vllm serve the same "
+                        "max batched tokens, max sequences, chunked prefill and memory fraction (the server's defaults), "
+                        "so in-process vs HTTP differs only by HTTP; 'own' leaves each its defaults")
+    p.add_argument("--client-procs", type=int, default=None, metavar="N",
+                   help="load on HTTP servers: drive each level from N client processes (default: automatic, one per "
+                        "32 streams in flight, at most half the CPUs), so the client stays well below one core")
     p.add_argument("--resume", action="store_true", help="continue a run in --out, skipping recorded cases "
                    "(refused if the plan or a measuring setting differs from the run's)")
     p.add_argument("--no-report", action="store_true", help="do not build report.html at the end")
@@ -162,6 +169,8 @@ def backend_settings(args: argparse.Namespace, model: models.ResolvedModel, devi
         "api_key_env": getattr(args, "api_key_env", None), "request_timeout_s": getattr(args, "request_timeout", 300.0),
         "tokenizer_path": getattr(args, "tokenizer_path", None), "served_model_name": getattr(args, "served_model", None),
         "endpoint": getattr(args, "endpoint", "completions"), "engine_args": getattr(args, "engine_args", {}),
+        "client_procs": getattr(args, "client_procs", None),
+        "engine_defaults": getattr(args, "engine_defaults", "matched"),
     }
 
 
@@ -175,6 +184,17 @@ def resolve_model(args: argparse.Namespace) -> models.ResolvedModel:
         if not args.tokenizer:
             raise
         return models.ResolvedModel(args.model, args.tokenizer_path, builtin=False, has_weights=True)
+
+
+def check_client_procs(n: int | None, plan) -> None:
+    """``--client-procs`` must be 1.. the sessions of the smallest load level (exit 2 before anything runs)."""
+    from backends.load_shards import client_procs_error
+    from harness.load_runner import sessions_of
+
+    levels = [len(sessions_of(g.steps)) for g in plan.groups if g.load is not None and not g.warmup]
+    problem = client_procs_error(n, min(levels)) if levels else client_procs_error(n, n or 1)
+    if problem:
+        raise UsageError(problem)
 
 
 def resolve_device(device: str, dtype: str) -> tuple[str, str]:
@@ -291,6 +311,7 @@ def _main(args: argparse.Namespace) -> int:
     check_context(plan, args.max_model_len, model.path)
     chat_prompts = server_args.check_chat_prompts(plan, renderer) if args.endpoint == "chat" else None
     args.served_model = server_args.choose_served_model(args, names, model.path)
+    check_client_procs(args.client_procs, plan)
     plan_json = plan.to_json()
     lint_lines, unstable = prefix_lint.report(specs, stability)
     if unstable:

@@ -15,6 +15,7 @@ after a failed request) supersedes the earlier attempt's records as a whole
 from __future__ import annotations
 
 import uuid
+from dataclasses import replace
 
 from backends.load_loop import LoadSettings, Outcome, run_level
 from harness.records import ATTEMPT, Record
@@ -42,7 +43,8 @@ def outcome_fields(o: Outcome, prompt: list[int]) -> dict:
     ttft = None if o.first_token_s is None else (o.first_token_s - o.submit_s) * 1e3
     decode = (times[-1] - times[0]) * 1e3 / (len(times) - 1) if len(times) > 1 else None
     fields = {"submit_s": o.submit_s, "first_token_s": o.first_token_s, "finish_s": o.finish_s,
-              "token_times_s": [round(t, 6) for t in times], "queue_ms": o.queue_ms, "ttft_ms": ttft,
+              "token_times_s": [round(t, 6) for t in times], "chunk_times_s": [round(t, 6) for t in o.chunk_times_s],
+              "queue_ms": o.queue_ms, "ttft_ms": ttft,
               "decode_ms_per_token": decode, "e2e_ms": (o.finish_s - o.submit_s) * 1e3}
     out = o.output
     if out is not None:
@@ -61,7 +63,7 @@ def run_load_group(runner, group: Group, record: bool) -> list[Record]:
 
     if group.reset_cache:
         runner.backend.reset_cache()  # a level never inherits another's cache
-    settings = LoadSettings.of(group.load or {})
+    settings = replace(LoadSettings.of(group.load or {}), client_procs=runner.backend.settings.client_procs)
     sessions = sessions_of(group.steps)
     requests = [[request_for(s, runner.plan) for s in session] for session in sessions]
     outcomes, facts = run_level(runner.backend, requests, settings)
@@ -87,6 +89,7 @@ def run_load_group(runner, group: Group, record: bool) -> list[Record]:
     failed = [r.error for r in records if r.error]
     # a level whose every request failed (a server that died) has no facts to keep: its record says so
     level_error = f"every request of the level failed: {failed[0]}" if records and len(failed) == len(records) else None
+    level_error = level_error or facts.get("client_failed")  # a client process died: --resume redoes the level
     facts = {**facts, "requests_planned": len(group.steps), "requests_started": started,
              "batches_requests": backend.capabilities.batches_requests,
              "served_as": "batched by the engine" if backend.capabilities.batches_requests

@@ -232,6 +232,7 @@ class OpenAIBackend(Backend):
             "request_timeout_s": self.settings.request_timeout_s,
             "api_key_env": self.settings.api_key_env,  # the variable's name, never its value
             "openai_client": openai.__version__,
+            "scheduler": self.scheduler(),
             "notes": self.notes,
         }
 
@@ -334,7 +335,8 @@ class OpenAIBackend(Backend):
     # -- under load ----------------------------------------------------------------------------
     async def stream(self, request: Request, clock: TokenClock) -> RawOutput:
         """One request among many in flight, through one ``AsyncOpenAI`` client (one per event loop:
-        a load level runs in its own loop), streamed and timed like :meth:`_generate`."""
+        a load level runs in its own loop), streamed and timed like :meth:`_generate`. Only where
+        :meth:`load_client` is None (a server that takes text prompts only); else client processes drive it."""
         import asyncio
 
         loop = asyncio.get_running_loop()
@@ -354,6 +356,71 @@ class OpenAIBackend(Backend):
             raise
         self._describe(out)
         return out
+
+    def latency_snapshot(self):
+        """Its /metrics latency histograms (buckets, sum, count), for the level's server-side percentiles."""
+        if self.metrics is None:
+            return None
+        from backends.openai.metrics import parse_buckets, scrape_text
+
+        text = scrape_text(self.metrics.url, self._headers)
+        return parse_buckets(text) if text else None
+
+    def latency_diff(self, before, after) -> dict[str, Any]:
+        from backends.openai.metrics import level_timings
+
+        return level_timings(before, after)
+
+    def kv_cache_tokens(self) -> tuple[int | None, str]:
+        """The server's KV-cache capacity from its /metrics (vLLM: ``vllm:cache_config_info``; SGLang:
+        ``sglang:max_total_num_tokens``)."""
+        from backends.openai.metrics import scheduler_from_metrics, scrape_text
+
+        text = scrape_text(self.metrics.url, self._headers) if self.metrics else None
+        facts = scheduler_from_metrics(text) if text else {}
+        if facts.get("kv_cache_tokens") is not None:
+            return facts["kv_cache_tokens"], facts["kv_cache_tokens_source"]
+        return None, "the server's /metrics does not say" if self.metrics else "no /metrics at this server"
+
+    def scheduler(self) -> dict[str, Any]:
+        """What the server says of its scheduler and KV cache (its /metrics; SGLang also /get_server_info)."""
+        from backends.openai.metrics import scheduler_from_metrics, scrape_text
+
+        text = scrape_text(self.metrics.url, self._headers) if self.metrics else None
+        out = scheduler_from_metrics(text) if text else {}
+        if self.flavor == "sglang":
+            status, body = self._http("GET", "/get_server_info")
+            try:
+                info = json.loads(body) if status == 200 else {}
+            except ValueError:
+                info = {}
+            for key in ("chunked_prefill_size", "max_running_requests", "max_prefill_tokens", "mem_fraction_static",
+                        "max_total_num_tokens"):
+                if key in info:
+                    out[key] = info[key]
+        return out
+
+    def server_gone(self) -> str | None:
+        try:
+            self._check_server(wait_s=1.0)
+        except Exception as exc:  # noqa: BLE001 - ServerExited (launched servers): its message names the exit and log
+            return f"{type(exc).__name__}: {exc}"
+        return None
+
+    def load_client(self):
+        """Under load the server is driven by lean client processes (``lean_stream``, ``backends.load_shards``)
+        sending token-id prompts; a generic server that only takes text keeps the ``openai`` client here."""
+        if FORMS[self.form] == "text":
+            return None
+        from backends.openai.lean_stream import LeanClientSpec
+
+        try:
+            self._check_server()
+        except Exception:  # noqa: BLE001 - a launched server that exited: the per-request path names it in each error
+            return None
+        return LeanClientSpec(base_url=self.base_url, model=self.served_model, headers=dict(self._headers),
+                              flavor=self.flavor if FORMS[self.form] == FORMS[0] else None,
+                              timeout_s=self.settings.request_timeout_s)
 
     def run_async(self, coroutine):
         """A load level in its own event loop; its client is closed in that loop when the level ends."""

@@ -41,6 +41,7 @@ from typing import Any
 from backends.base import BackendUnavailable, Capabilities
 from backends.openai.backend import FORMS, OpenAIBackend
 from backends.openai.process import ServerFailed, ServerProcess, describe_exit, exit_on_sigterm, free_port
+from backends.vllm import config as vllm_config
 
 DEFAULT_START_TIMEOUT_S = 900.0  # a large model's first load (and CUDA graph capture) takes minutes
 
@@ -150,6 +151,7 @@ class LaunchedServerBackend(OpenAIBackend):
         return {
             **super().environment(),
             "server_command": shlex.join(self.command),
+            "engine_defaults": self.settings.engine_defaults,
             "server_env": self.env_set,
             "server_pid": self.server.pid if self.server else None,
             "server_port": self.port,
@@ -176,6 +178,7 @@ class VLLMServerBackend(LaunchedServerBackend):
             "--enable-prompt-tokens-details",
             "--structured-outputs-config", json.dumps({"backend": "xgrammar", "disable_any_whitespace": True}),
             "--disable-uvicorn-access-log",
+            *vllm_config.scheduler_flags(s),  # the in-process engine's own (--engine-defaults matched)
         ]  # fmt: skip
         if s.device == "cpu":
             argv.append("--enforce-eager")  # torch.compile costs a minute on a CPU and buys nothing here

@@ -54,6 +54,8 @@ EFFECTIVE_KEYS = (
     "chunked_prefill_size",
     "mem_fraction_static",
     "max_total_num_tokens",
+    "max_running_requests",  # the scheduler settings issue 21 records for every engine (with the three above)
+    "max_prefill_tokens",
     "context_length",
     "load_format",
     "dtype",

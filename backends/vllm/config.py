@@ -8,9 +8,11 @@ Pure functions, no vLLM import, so they can be checked anywhere:
 One engine per backend process with automatic prefix caching on. On a CPU the engine core runs in
 this process (``VLLM_ENABLE_V1_MULTIPROCESSING=0``), eagerly (no torch.compile: starts in seconds)
 with a small KV cache; on CUDA vLLM's defaults stay (engine core in its own process, torch.compile
-and CUDA graphs, ``gpu_memory_utilization`` untouched). ``HF_HUB_OFFLINE=1`` only when the model is
-a local directory (as ``vllm-server`` does): a hub id such as ``Qwen/Qwen3-8B`` is downloaded on an
-empty cache. Every variable is a default: a value already in the environment wins.
+and CUDA graphs) except the scheduler settings, which by default are those of ``vllm serve`` on both
+sides (:data:`MATCHED_SCHEDULER_GPU`; ``gpu_memory_utilization`` 0.9 is vLLM's own default).
+``HF_HUB_OFFLINE=1`` only when the model is a local directory (as ``vllm-server`` does): a hub id such
+as ``Qwen/Qwen3-8B`` is downloaded on an empty cache. Every variable is a default: a value already in
+the environment wins.
 """
 
 from __future__ import annotations
@@ -30,6 +32,14 @@ CPU_ENV = {
 # Engine-level: the per-request whitespace flag is ignored; random weights fill the budget with spaces.
 STRUCTURED_OUTPUTS = {"backend": "xgrammar", "disable_any_whitespace": True}
 FULL_MODE = "reset_prefix_cache() before every request"
+# vLLM picks its scheduler defaults by who starts it: the offline LLM class and `vllm serve` differ (an H200:
+# max_num_batched_tokens 16,384 vs 8,192; a CPU: 4,096 vs 2,048 and max_num_seqs 256 vs 128; see vLLM's
+# EngineArgs.get_batch_defaults). "matched" (the default, --engine-defaults) gives both sides the server's values
+# for the device, so that the in-process vs HTTP difference is HTTP; "own" leaves each its defaults. A user's
+# --engine-arg goes on top of either.
+MATCHED_SCHEDULER_GPU = {"max_num_batched_tokens": 8192, "max_num_seqs": 1024, "enable_chunked_prefill": True,
+                         "gpu_memory_utilization": 0.9}
+MATCHED_SCHEDULER_CPU = {"max_num_batched_tokens": 2048, "max_num_seqs": 128, "enable_chunked_prefill": True}
 
 
 def is_cpu(device: str) -> bool:
@@ -47,6 +57,25 @@ def apply_env(device: str, model_path: str) -> dict[str, str]:
     return {name: os.environ.setdefault(name, value) for name, value in engine_env(device, model_path).items()}
 
 
+def scheduler_kwargs(settings: BackendSettings) -> dict[str, Any]:
+    """The scheduler settings both vLLM sides get (``--engine-defaults matched``), {} with ``own``."""
+    if settings.engine_defaults == "own":
+        return {}
+    return dict(MATCHED_SCHEDULER_CPU if is_cpu(settings.device) else MATCHED_SCHEDULER_GPU)
+
+
+def scheduler_flags(settings: BackendSettings) -> list[str]:
+    """The same as ``vllm serve`` flags (``--max-num-batched-tokens 8192 ... --enable-chunked-prefill``)."""
+    flags: list[str] = []
+    for key, value in scheduler_kwargs(settings).items():
+        flag = "--" + key.replace("_", "-")
+        if isinstance(value, bool):
+            flags.append(flag if value else "--no-" + flag[2:])
+        else:
+            flags += [flag, str(value)]
+    return flags
+
+
 def engine_kwargs(settings: BackendSettings) -> dict[str, Any]:
     """Keyword arguments for ``vllm.LLM`` (the same names in vLLM 0.26 and 0.32)."""
     kwargs: dict[str, Any] = {
@@ -58,6 +87,7 @@ def engine_kwargs(settings: BackendSettings) -> dict[str, Any]:
         # LLM() turns stats off by default, and without them RequestOutput.metrics is None
         "disable_log_stats": False,
         "structured_outputs_config": dict(STRUCTURED_OUTPUTS),
+        **scheduler_kwargs(settings),
     }
     if settings.random_weights:
         kwargs["load_format"] = "dummy"

@@ -251,6 +251,8 @@ if __name__ == "__main__":
     (outs,), level = run_level(backend, [[hung, after]], LoadSettings(concurrency=1))
     facts = {"errors": [o.error for o in outs], "tokens": [len(o.token_times_s) for o in outs],
              "running_peak": level.get("requests_running_peak"),
+             "steps": level.get("engine_steps"), "step_s": level.get("engine_step_s"), "wall_s": level["wall_s"],
+             "scheduler": backend.environment()["scheduler"],
              "seconds": [o.finish_s - o.submit_s for o in outs],
              "unfinished": backend.llm.llm_engine.has_unfinished_requests()}
     backend.reset_cache()  # raises while a request still runs in the engine
@@ -270,6 +272,12 @@ def test_a_request_past_the_request_timeout_is_aborted_in_the_engine():
     assert 2.0 <= facts["seconds"][0] < 2.0 + 0.5 and facts["unfinished"] is False
     # aborted in the engine: the next request ran alone (not beside the abandoned one, still decoding)
     assert facts["running_peak"] == 1
+    # the stepping task's own time over the level (the harness-side cause of caller TTFT - engine TTFT)
+    assert facts["steps"] >= facts["tokens"][0] + 60 and 0 < facts["step_s"] < facts["wall_s"]
+    # the scheduler settings in effect, read back from the engine: the matched ones (those of vllm serve on a CPU)
+    matched = {k: v for k, v in facts["scheduler"].items() if k in ("max_num_batched_tokens", "max_num_seqs")}
+    assert matched == {"max_num_batched_tokens": 2048, "max_num_seqs": 128} and facts["scheduler"]["chunked_prefill"]
+    assert facts["scheduler"]["kv_cache_tokens"] > 0
 
 
 # --- without vLLM: the configuration and the timing arithmetic -----------------------------------
@@ -285,7 +293,8 @@ def test_engine_kwargs_eager_on_cpu_defaults_on_cuda():
     for kw in (cpu, cuda):
         assert kw["enable_prefix_caching"] is True and kw["disable_log_stats"] is False
         assert kw["structured_outputs_config"] == config.STRUCTURED_OUTPUTS
-        assert "gpu_memory_utilization" not in kw and "load_format" not in kw
+        assert "load_format" not in kw
+    assert "gpu_memory_utilization" not in cpu and cuda["gpu_memory_utilization"] == 0.9  # matched: vLLM's default
     assert cpu["enforce_eager"] is True and "enforce_eager" not in cuda
     assert cuda["tensor_parallel_size"] == 2
     assert config.engine_kwargs(settings(device="cuda", random_weights=True))["load_format"] == "dummy"
