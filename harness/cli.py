@@ -25,6 +25,7 @@ from harness.cli_checks import (
     check_context,
     check_numbers,
     check_out,
+    check_price,
     check_resume,
     check_server_args,
     load_tokenizer,
@@ -109,8 +110,14 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--load", default=None, metavar="KEY=VALUE,...",
                    help="override fields of every load workload, e.g. levels=1:4,users=4,requests=8,turns=3 "
                         "(lists with ':'; checked like a workload file)")
-    p.add_argument("--slo", default=None, metavar="ttft_ms=X,tpot_ms=Y",
-                   help="the latency target goodput counts requests against (default: see the report's Load section)")
+    p.add_argument("--slo", action="append", default=None, metavar="NAME:METRIC_pP_ms=V,...",
+                   help="a named latency target of the load (repeatable), e.g. chat:ttft_p90_ms=500,tpot_p90_ms=50; "
+                        "metrics ttft, tpot, itl, e2e, percentile 0 < P <= 100; 'batch:' is throughput only. The capacity "
+                        "search finds the highest concurrency and rate within each (default: chat, agent and batch, "
+                        "see docs/capacity.md)")
+    p.add_argument("--gpu-hour-usd", type=float, default=None, metavar="PRICE",
+                   help="a GPU-hour's price: the load page gives cost per million output tokens at each capacity "
+                        "point (default: none, the page shows the formula)")
     add_model_args(p)
     p.add_argument("--python", action="append", default=[], metavar="BACKEND=PATH",
                    help="run a backend under another interpreter, e.g. vllm=/opt/vllm/bin/python (repeatable)")
@@ -211,7 +218,8 @@ def _main(args: argparse.Namespace) -> int:
         specs = load_workloads(workload_names if workload_names is not None else BUILTIN, args.workload_file)
     except WorkloadFileError as exc:
         raise UsageError(str(exc)) from exc
-    specs, slo = apply_load_args(specs, args.load, args.slo)
+    specs, slo, slo_targets = apply_load_args(specs, args.load, args.slo)
+    check_price(args.gpu_hour_usd)
     json_overrides = {k: v for k, v in (("calls_per_temperature", args.json_calls),
                                         ("temperatures", parse_temperatures(args.json_temperatures))) if v is not None}
     if json_overrides:
@@ -267,6 +275,8 @@ def _main(args: argparse.Namespace) -> int:
         "order": ORDER_DESCRIPTION,
         "starts": args.starts,
         "slo": slo,
+        "slo_targets": slo_targets,
+        "gpu_hour_usd": args.gpu_hour_usd,
         "model": {"label": model.label, "path": model.path, "builtin": model.builtin,
                   "config_hash": models.config_hash(model.path), "config": models.read_config(model.path),
                   # the weights are random numbers: loaded at random (--random-weights) or built so (tiny)

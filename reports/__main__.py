@@ -48,9 +48,12 @@ def slo_target(text: str) -> dict[str, float]:
     from contract.options import parse_slo
 
     try:
-        return parse_slo(text)
+        pair = parse_slo(text)[1]
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from exc
+    if pair is None:
+        raise argparse.ArgumentTypeError(f"--slo {text!r}: the goodput target needs a TTFT and a TPOT limit")
+    return pair
 
 
 def main(argv: list[str] | None = None) -> int:

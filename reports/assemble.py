@@ -104,9 +104,13 @@ def _kinds(df: pd.DataFrame) -> dict[str, str | None]:
 
 def slo_of(ds: Dataset, slo: dict[str, float] | None) -> dict[str, float] | None:
     """The goodput target: the one given to the report, else the first run's (``compare.py --slo``)."""
-    if slo:
-        return slo
-    return next((env["slo"] for env in ds.envs.values() if isinstance(env.get("slo"), dict)), None)
+    from reports.analysis.many_users import DEFAULT_SLO
+
+    given = slo or next((env["slo"] for env in ds.envs.values() if isinstance(env.get("slo"), dict)), None)
+    if not given:
+        return None
+    # a run made before --slo checked for both keys may hold one: the other comes from the default
+    return {**DEFAULT_SLO, **{k: float(v) for k, v in given.items() if k in DEFAULT_SLO}}
 
 
 def assemble(ds: Dataset, bandwidth_gbps: float | None = None, tflops: float | None = None,
