@@ -235,7 +235,8 @@ def plan(spec: LoadSpec, renderer: Renderer, out: Plan, repeats: int, start: int
         warm = _level_steps(spec, sessions, renderer, out, variant, "pool", prefix, ceiling)[0]
         timed = _level_steps(spec, sessions, renderer, out, variant, "pool", prefix,
                              None if spec.shape == "sessions" else ceiling)[1]  # sessions: every user, for rates
-        out.groups.append(Group(block=pool, steps=warm, warmup=True, load={"pool": "warmup"}))
+        if warm:
+            out.groups.append(Group(block=pool, steps=warm, warmup=True, load={"pool": "warmup"}))
         out.groups.append(Group(block=pool, steps=timed, warmup=True, load={"pool": "timed"}))
 
 
