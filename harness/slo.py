@@ -63,10 +63,10 @@ class Target:
 
 
 DEFAULT_SPECS = ("chat:ttft_p90_ms=500,tpot_p90_ms=50", "agent:ttft_p90_ms=2000,tpot_p90_ms=100", "batch:")
-SOURCES = ("chat: a reader of streamed text (≥ 20 tokens/s, first token in half a second; MLPerf Inference v5.0 "
-           "interactive Llama-2-70B: TTFT p99 450 ms, TPOT p99 40 ms); agent: a model call inside a tool loop "
-           "(MLPerf server Llama-2-70B: TTFT p99 2 s, TPOT p99 200 ms, tightened on TPOT); batch: throughput only "
-           "(MLPerf offline). p90, not p99: levels have tens to hundreds of requests. Sources: docs/capacity.md")
+SOURCES = ("MLPerf Inference (loadgen/mlperf.conf, server scenario, p99): Llama-3.1-8B server TTFT 2 s, TPOT 100 ms "
+           "(agent); Llama-3.1-8B interactive TTFT 500 ms, TPOT 30 ms (chat's TTFT; its TPOT 50 ms = 20 tokens/s a "
+           "reader); offline: throughput only (batch). p90, not p99: a level has tens to hundreds of requests. "
+           "docs/capacity.md")
 
 
 def _number(text: str, what: str) -> float:
