@@ -22,8 +22,9 @@ __all__ = ["CPU_LOAD", "LIST_FIELDS", "apply_load", "parse_load", "parse_pairs",
 
 # What a load workload runs on a CPU when --load says nothing (the built-in's levels up to 128, with
 # 128 ten-turn sessions, would take hours there): levels 1 and 4, four two-turn sessions, four 192-token
-# fixed-shape requests (0 or 160 shared) per level, 8 output tokens.
-CPU_LOAD = "levels=1:4,search_levels=1,users=4,requests=4,max_turns=2,rates=,output_tokens=8,prompt_tokens=192,shared_prefix_tokens=0:160"
+# fixed-shape requests (0 or 160 shared) per level, 8 output tokens; no capacity search (four requests
+# a level leave no steady state to judge).
+CPU_LOAD = "levels=1:4,search_levels=0,users=4,requests=4,max_turns=2,rates=,output_tokens=8,prompt_tokens=192,shared_prefix_tokens=0:160"
 LIST_FIELDS = ("levels", "rates", "shared_prefix_tokens")
 
 

@@ -77,7 +77,8 @@ class LoadSpec(_Strict):
     think_time_s: float = Field(0.0, ge=0)
     max_turns: int | None = Field(None, ge=1, description="replay only each session's first K turns")
     # the capacity search (harness.capacity): levels it may add between (and above) the measured ones
-    search_levels: int = Field(4, ge=0, description="extra levels the capacity search may add per variant and loop (0: off)")
+    search_levels: int = Field(0, ge=0, description="levels the capacity search may add per variant and loop (0: off; "
+                               "the built-in loads: 4)")
     search_max: int | None = Field(None, ge=1, description="the highest concurrency the search may try (default: the "
                                    "highest level; sessions: at most users)")
     search_targets: list[str] | None = Field(None, description="the targets searched for, in --slo syntax (default: "

@@ -79,7 +79,7 @@ def test_resume_does_not_rerun_a_load_level_that_stopped_at_its_seconds(tmp_path
     out = tmp_path / "run"
     args = ("--backend", "hf", "--workloads", "load", "--load",
             "levels=1,users=4,max_turns=2,output_tokens=4,prompt_tokens=64,shared_prefix_tokens=0,seconds=1,"
-            "think_time_s=2,search_levels=0",
+            "think_time_s=2",
             "--out", str(out), "--no-report")
     compare(*args)
     first = records(out)
