@@ -17,7 +17,8 @@ in flight (vLLM stepped in this process, SGLang ``async_generate``, an HTTP serv
 ``AsyncOpenAI``) run them together; the default runs ``_generate`` one request at a time on one
 worker thread behind a FIFO queue (``queue_ms``: the wait for it), which is what putting a
 ``generate()`` behind a web server means. Engine facts per level (KV-cache usage peak,
-preemptions, prefix-cache hits) come from :meth:`Backend.load_stats`, sampled every 0.1 s.
+preemptions, prefix-cache hits) come from :meth:`Backend.load_stats`, sampled every 0.1 s; the GPU's
+power, utilisation, memory and energy from NVML on a thread of its own (``backends.telemetry``).
 
 A request that does not finish within ``--request-timeout`` (``BackendSettings.request_timeout_s``)
 becomes an outcome with a ``TimeoutError`` and the level goes on. Its stream is cancelled; what that
@@ -35,6 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from backends.base import Backend, RawOutput, Request, TokenClock
+from backends.telemetry import GpuTelemetry
 
 SAMPLE_EVERY_S = 0.1  # gauges (KV-cache usage) are sampled this often: a level shorter than that may show no peak
 FIRST_SAMPLE_S = 0.01
@@ -115,6 +117,7 @@ async def _session(backend: Backend, requests: list[Request], outs: list[Outcome
 async def _level(backend: Backend, sessions: list[list[Request]], s: LoadSettings) -> tuple[list[list[Outcome]], dict]:
     outs = [[Outcome(session=k, turn=t) for t in range(len(reqs))] for k, reqs in enumerate(sessions)]
     stats = _Sampler(backend)
+    gpu = GpuTelemetry().__enter__()  # its own thread: power, utilisation, memory and energy over the level
     origin = time.perf_counter()
     deadline = origin + s.seconds if s.seconds else None
     sampler = asyncio.create_task(stats.run())
@@ -141,7 +144,8 @@ async def _level(backend: Backend, sessions: list[list[Request]], s: LoadSetting
         await asyncio.gather(*(worker() for _ in range(max(1, s.concurrency or 1))))
     wall_s = time.perf_counter() - origin
     sampler.cancel()
-    facts = {"wall_s": wall_s, **stats.facts()}
+    gpu.__exit__(None, None, None)
+    facts = {"wall_s": wall_s, **stats.facts(), **gpu.facts()}
     return outs, facts
 
 
