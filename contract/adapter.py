@@ -45,6 +45,7 @@ class BackendSettings:
     base_url: str | None = None
     api_key_env: str | None = None
     request_timeout_s: float = 300.0
+    prefix_caching: bool = True  # False: the engine's prefix cache off (--no-prefix-caching), for caching off vs on
     options: dict[str, Any] = field(default_factory=dict)  # backend-specific extras
 
 

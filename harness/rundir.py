@@ -26,7 +26,8 @@ from typing import Any
 LOCK = ".lock"
 # Settings that change what is measured; a resume must match them (``run.json`` ``settings``).
 RESUME_SETTINGS = ("model_label", "model_path", "model_config_hash", "dtype", "device", "random_weights", "attn",
-                   "tp", "max_model_len", "base_url")
+                   "tp", "max_model_len", "base_url", "prefix_caching")
+RESUME_DEFAULTS = {"prefix_caching": True}  # what a run made before the setting existed had
 
 
 class RunDirBusy(RuntimeError):
@@ -115,8 +116,8 @@ def cut_torn_tail(path: Path) -> int:
 
 def settings_diff(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     """``name was X, now Y`` for each measuring setting that differs between a run and its resume."""
-    return [f"{k.replace('_', '-')} was {old.get(k)!r}, now {new.get(k)!r}"
-            for k in RESUME_SETTINGS if old.get(k) != new.get(k)]
+    return [f"{k.replace('_', '-')} was {old.get(k, RESUME_DEFAULTS.get(k))!r}, now {new.get(k, RESUME_DEFAULTS.get(k))!r}"
+            for k in RESUME_SETTINGS if old.get(k, RESUME_DEFAULTS.get(k)) != new.get(k, RESUME_DEFAULTS.get(k))]
 
 
 def is_disk_full(exc: BaseException) -> bool:
