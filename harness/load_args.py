@@ -6,8 +6,8 @@
 ``--load`` values go through the workload file's own validation (``workloads.load.LoadSpec``), so
 a level of 0 or a concurrency above the users is the same one-line mistake as in a file. Lists are
 written with ``:`` (``levels=1:8:32``; ``rates=`` for none). ``--slo`` (repeatable) names the latency
-targets the capacity search and the report judge levels against (``harness.slo``; defaults:
-``harness.slo.DEFAULT_SPECS``, justified in ``docs/capacity.md``).
+targets the capacity search and the report judge levels against (``contract.slo``; defaults:
+``contract.slo.DEFAULT_SPECS``, justified in ``docs/capacity.md``).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from contract.options import parse_pairs
+from contract.options import parse_pairs, parse_slo
 
 __all__ = ["CPU_LOAD", "LIST_FIELDS", "apply_load", "parse_load", "parse_pairs", "parse_slo"]
 
@@ -54,14 +54,3 @@ def apply_load(specs: list, overrides: dict[str, Any]) -> list:
             raise ValueError(f"--load: {spec.name}: {where + ': ' if where else ''}{err['msg'].removeprefix('Value error, ')}") from exc
     return out
 
-
-def parse_slo(texts: list[str] | str | None) -> tuple[tuple, dict[str, float] | None]:
-    """Every ``--slo`` (``harness.slo``): the targets (none given: the defaults), and the per-request goodput
-    pair (``ttft_ms``, ``tpot_ms``) older reports count, from the first target given that has both; ValueError
-    (one line) on a mistake."""
-    from harness.slo import legacy_slo, parse_targets
-
-    texts = [texts] if isinstance(texts, str) else texts
-    targets = parse_targets(texts)
-    pair = next((p for t in targets if (p := legacy_slo(t))), None) if texts else None
-    return targets, pair

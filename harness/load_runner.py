@@ -95,7 +95,7 @@ def run_load_group(runner, group: Group, record: bool) -> list[Record]:
     return records
 
 
-# --- the capacity search (harness.capacity) -----------------------------------------------------
+# --- the capacity search (contract.capacity) -----------------------------------------------------
 def measured_levels(run_dir, backend: str, engine_start: int, workload: str, mode: str, loop: str) -> dict[float, tuple]:
     """Every level of one variant and loop on disk (this attempt's and an earlier one's): level -> (its
     request rows, its level facts)."""
@@ -119,10 +119,10 @@ def measured_levels(run_dir, backend: str, engine_start: int, workload: str, mod
 def run_search(runner, group: Group) -> int:
     """After a variant's last planned level of a loop: the levels the capacity search adds, each run and
     recorded as any level (``--resume`` finds them on disk and goes on from there). Returns how many ran."""
-    from harness.capacity import choose, judge
-    from harness.level_stats import level_stats
+    from contract.capacity import choose, judge
+    from contract.level_stats import level_stats
+    from contract.slo import parse_targets
     from harness.runner import console
-    from harness.slo import parse_targets
     from workloads.load import search_groups
 
     info = group.load["search"]

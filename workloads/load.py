@@ -76,13 +76,13 @@ class LoadSpec(_Strict):
     sessions: list[Messages] | None = Field(None, min_length=1, description="recorded sessions inline (what transcripts are read into)")
     think_time_s: float = Field(0.0, ge=0)
     max_turns: int | None = Field(None, ge=1, description="replay only each session's first K turns")
-    # the capacity search (harness.capacity): levels it may add between (and above) the measured ones
+    # the capacity search (contract.capacity): levels it may add between (and above) the measured ones
     search_levels: int = Field(0, ge=0, description="levels the capacity search may add per variant and loop (0: off; "
                                "the built-in loads: 4)")
     search_max: int | None = Field(None, ge=1, description="the highest concurrency the search may try (default: the "
                                    "highest level; sessions: at most users)")
     search_targets: list[str] | None = Field(None, description="the targets searched for, in --slo syntax (default: "
-                                             "--slo's, else harness.slo.DEFAULT_SPECS)")
+                                             "--slo's, else contract.slo.DEFAULT_SPECS)")
 
     @model_validator(mode="after")
     def _consistent(self) -> LoadSpec:
@@ -92,7 +92,7 @@ class LoadSpec(_Strict):
             raise mistake(f"search_max {self.search_max} is below the first level ({min(self.levels)}): "
                           "the search refines between and above the measured levels", ["search_max"])
         if self.search_targets is not None:
-            from harness.slo import parse_targets
+            from contract.slo import parse_targets
 
             try:
                 parse_targets(self.search_targets)

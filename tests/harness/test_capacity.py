@@ -16,11 +16,11 @@ import json
 import pytest
 
 from backends.base import Backend, BackendSettings, Capabilities, RawOutput, Request, TokenClock
-from harness import capacity as cap
-from harness.level_stats import level_stats
+from contract import capacity as cap
+from contract.level_stats import level_stats
+from contract.slo import parse_target
 from harness.load_runner import measured_levels
 from harness.runner import Runner
-from harness.slo import parse_target
 
 UNIT_S, SATURATED_S, KNEE, LIMIT_MS = 0.010, 0.200, 12, 220
 TARGET = f"knee:ttft_p90_ms={LIMIT_MS}"
@@ -150,7 +150,7 @@ def test_a_level_that_meets_the_target_above_a_miss_is_flagged_not_searched_arou
 
 
 def test_the_limiter_names_the_kv_cache_and_preemptions_where_the_engine_shows_them():
-    from harness.slo import Verdict
+    from contract.slo import Verdict
 
     v = Verdict(False, {}, {}, "TTFT p90 900 ms > 500 ms")
     assert cap.limiter_text(v, {"kv_cache_usage_peak": 0.99, "preemptions": 3.0}) == (

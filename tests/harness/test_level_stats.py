@@ -1,4 +1,4 @@
-"""A load level's steady state (harness.level_stats) from hand-made request rows whose figures are known:
+"""A load level's steady state (contract.level_stats) from hand-made request rows whose figures are known:
 the first wave apart, the window, throughput over it, the share with C in flight, and the bootstrap."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from harness.level_stats import level_stats, output_tps_of
+from contract.level_stats import level_stats, output_tps_of
 
 
 def row(submit, ttft_ms, tokens=4, gap=0.01, error=None, prompt=100):

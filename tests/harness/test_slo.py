@@ -1,4 +1,4 @@
-"""Targets (harness.slo): the --slo syntax, the defaults, the older unnamed form, and judging a level
+"""Targets (contract.slo): the --slo syntax, the defaults, the older unnamed form, and judging a level
 against a target with failed requests counted as misses."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from harness.slo import DEFAULT_SPECS, Limit, evaluate, legacy_slo, parse_target, parse_targets, percentile
+from contract.slo import DEFAULT_SPECS, Limit, evaluate, legacy_slo, parse_target, parse_targets, percentile
 
 
 def test_a_named_target_reads_its_limits_and_writes_itself_back():

@@ -1,7 +1,7 @@
 """The capacity search: the highest closed-loop concurrency and the highest Poisson rate that meet a target.
 
 Per backend, load workload, variant (shape) and target, from the levels measured so far (each judged
-on its steady state, ``harness.level_stats``, against the target, ``harness.slo.evaluate``):
+on its steady state, ``contract.level_stats``, against the target, ``contract.slo.evaluate``):
 
 - **bracket**: ``lo`` = the highest level that meets the target below the lowest level that misses
   it (``hi``); a level between them is measured next, the geometric midpoint (levels are 4x apart:
@@ -22,8 +22,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from harness.level_stats import LevelStats
-from harness.slo import Target, Verdict, evaluate
+from contract.level_stats import LevelStats
+from contract.slo import Target, Verdict, evaluate
 
 TOLERANCE = 0.1  # rates: stop when the bracket is within 10 %
 KV_FULL = 0.95  # a KV-cache peak at least this high is named as the limiter's cause

@@ -22,8 +22,6 @@ import math
 import re
 from dataclasses import dataclass
 
-import numpy as np
-
 METRICS = {"ttft": "TTFT", "tpot": "TPOT", "itl": "ITL", "e2e": "end-to-end latency"}
 LIMIT_KEY = re.compile(r"^(?P<metric>[a-z0-9]+)_p(?P<p>[0-9]+(?:\.[0-9]+)?)_ms$")
 NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,31}$")
@@ -159,15 +157,18 @@ class Verdict:
 
 
 def percentile(values: list[float], p: float) -> float | None:
-    """numpy's default (linear interpolation between closest ranks); inf where the rank reaches failures."""
+    """The p-th percentile by linear interpolation between closest ranks (numpy's default), in plain
+    Python (the contract imports no third-party package); inf where the rank reaches a failure."""
     if not values:
         return None
-    xs = np.sort(np.asarray(values, dtype=float))
-    finite = xs[np.isfinite(xs)]
-    if len(finite) == len(xs):
-        return float(np.percentile(xs, p))
+    xs = sorted(float(v) for v in values)
     rank = (len(xs) - 1) * p / 100.0
-    return float(np.percentile(finite, 100.0 * rank / max(len(finite) - 1, 1))) if math.ceil(rank) < len(finite) else math.inf
+    lo = math.floor(rank)
+    hi = min(lo + 1, len(xs) - 1)
+    frac = rank - lo
+    if frac == 0 or xs[lo] == xs[hi]:
+        return xs[lo]
+    return xs[lo] + (xs[hi] - xs[lo]) * frac
 
 
 def evaluate(target: Target, samples: dict[str, list[float]], failed: int) -> Verdict:

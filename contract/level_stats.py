@@ -1,7 +1,7 @@
 """One load level's steady state, from its request records: the cold first wave apart, the timed window,
 the share of it with C in flight, per-metric samples, throughput, and bootstrap intervals.
 
-Used by the capacity search (``harness.capacity``, while the run goes on) and by the report (from the
+Used by the capacity search (``contract.capacity``, while the run goes on) and by the report (from the
 records afterwards): one definition of every figure.
 
 - **First wave** (closed loop at C): the level's first C requests by submit time. All C start together
