@@ -20,6 +20,7 @@ from reports.charts import WIDTH, _colors, _spec, bar_chart, single
 from reports.kinds import ReportKind
 from reports.stats import num
 from reports.views import Block, Table, chart, compact, h3, p, side, table
+from reports.views import capacity as cv
 
 
 # --- charts -------------------------------------------------------------------------------------
@@ -111,6 +112,8 @@ CHARTS = {
     "pareto": (lambda d, r: pareto_chart(d["levels"], r.ds.backends), "TTFT p90 vs output tokens/s"),
     "goodput": (lambda d, r: per_level_chart(d["levels"], r.ds.backends, "goodput_rps", "goodput (requests/s within the SLO)"),
                 "goodput vs concurrency"),
+    "users": (lambda d, r: cv.users_chart(d["cap"]["steady"], d["cap"]["targets"], r.ds.backends),
+              "tok/s a user vs tok/s of the GPU"),
 }
 
 
@@ -225,11 +228,20 @@ def figures(section, report) -> list:  # noqa: ARG001
 
 
 def _analyse(rows: pd.DataFrame, ctx, name: str) -> dict[str, Any]:  # noqa: ARG001
+    from reports.analysis import capacity
+
     slo = ctx.slo or mu.DEFAULT_SLO
     levels = mu.per_level(rows, slo)
-    return {"levels": levels, "peaks": mu.peaks(levels), "slo": slo,
+    envs = ctx.ds.envs
+    cap = capacity.analyse(rows, mu.level_facts(rows), capacity.targets_of(envs), capacity.price_of(envs))
+    labels = list(dict.fromkeys(levels["backend"]))
+    caching = {b: ctx.ds.run_env_of(b).get("prefix_caching", True) for b in labels}  # older runs: on
+    names = {b: ctx.ds.sources.get(b, ("", b))[1] for b in labels}
+    cap["caching"] = capacity.caching_ratios(cap["steady"], cap["capacity"], caching, names)
+    return {"levels": levels, "peaks": mu.peaks(levels), "slo": slo, "cap": cap,
             "slo_source": "set for this report (--slo)" if ctx.slo else f"default: {mu.SLO_SOURCE}"}
 
 
-KIND = ReportKind("load", _analyse, blocks=lambda s, slots, report: blocks(s, slots), charts=CHARTS, caveats=caveats,
-                  jobs=lambda s, rows, report: jobs(s, report), sees_failures=True, figures=figures)
+KIND = ReportKind("load", _analyse, blocks=lambda s, slots, report: cv.blocks(s.data, s.backends, slots) + blocks(s, slots),
+                  charts=CHARTS, caveats=caveats, jobs=lambda s, rows, report: cv.jobs(s.data) + jobs(s, report),
+                  sees_failures=True, figures=figures)
