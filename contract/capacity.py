@@ -34,17 +34,10 @@ class Capacity:
     target: str
     loop: str  # "closed" (concurrency) or "open" (rate)
     value: float | None  # the highest level that met the target (None: none did)
-    bound: str  # "exact" (hi is the next step), "refined" (bracket left by the budget), "floor" (nothing missed), "none"
+    bound: str  # "exact" (hi is the next step), "bracket" (levels between lo and hi not measured), "floor" (nothing missed), "none"
     next_up: float | None  # the lowest level above it that missed
     limiter: str | None
     non_monotone: bool = False
-
-    def text(self, unit: str = "") -> str:
-        v = "none" if self.value is None else f"{self.value:g}{unit}"
-        if self.bound == "floor":
-            return f"≥ {v} (every level tested met it)"
-        tail = f"; at {self.next_up:g}{unit}: {self.limiter}" if self.next_up is not None and self.limiter else ""
-        return v + ("" if self.bound == "exact" else f" (< {self.next_up:g}{unit})" if self.next_up is not None else "") + tail
 
 
 def limiter_text(verdict: Verdict, facts: dict) -> str | None:
@@ -112,7 +105,7 @@ def capacity(target: Target, loop: str, judged: dict[float, tuple[Verdict, dict]
     verdict, facts = judged[hi]
     integer = loop == "closed"
     more = next_level(met, integer, ceiling)
-    bound = "exact" if more is None else "refined"
+    bound = "exact" if more is None else "bracket"
     return Capacity(target.name, loop, lo, bound if lo is not None else "none", hi, limiter_text(verdict, facts), non_monotone)
 
 

@@ -34,8 +34,8 @@ def capacity_text(r: dict) -> str:
     text = f"{head}{fmt.n(v)}{unit}"
     if r["bound"] == "floor":
         return f"≥ {text} (every level tested met it)"
-    if r["bound"] == "refined":
-        text += f" (< {fmt.n(r['next_up'])}: the search's budget ended)"
+    if r["bound"] == "bracket":
+        text += f" (< {fmt.n(r['next_up'])}; the levels between not measured)"
     return text + (" · non-monotone" if r["non_monotone"] else "")
 
 

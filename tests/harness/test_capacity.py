@@ -125,7 +125,7 @@ def test_without_the_search_only_the_planned_levels_run(plan, tmp_path):
                                              for g in plan.groups])
     run(bare, tmp_path / "run")
     found, levels = capacity_of(tmp_path / "run")
-    assert sorted(levels) == [1, 4, 16] and (found.value, found.next_up, found.bound) == (4, 16, "refined")
+    assert sorted(levels) == [1, 4, 16] and (found.value, found.next_up, found.bound) == (4, 16, "bracket")
 
 
 @pytest.mark.parametrize("met,integer,ceiling,expected", [
