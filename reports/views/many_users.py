@@ -59,8 +59,10 @@ def per_level_chart(levels: pd.DataFrame, backends: list[str], value: str, title
     return _facet(c, d)
 
 
-def percentiles_chart(levels: pd.DataFrame, backends: list[str], prefix: str, ps: tuple[int, ...], title: str) -> dict[str, Any] | None:
-    """TTFT (or ITL) percentiles against concurrency: a line per backend, a dash per percentile."""
+def percentiles_chart(levels: pd.DataFrame, backends: list[str], prefix: str, ps: tuple[int, ...], title: str,
+                      targets=()) -> dict[str, Any] | None:
+    """TTFT (or ITL) percentiles against concurrency: a line per backend, a dash per percentile (the legend shows
+    the dashes), and each target's limit on this metric as a grey rule."""
     d = _data(levels)
     cols = [f"{prefix}_p{q}" for q in ps]
     long = d.melt(id_vars=["backend", "variant", "case", "concurrency", "requests"], value_vars=cols, var_name="percentile",
@@ -76,14 +78,26 @@ def percentiles_chart(levels: pd.DataFrame, backends: list[str], prefix: str, ps
             xOffset=alt.XOffset("backend:N", sort=backends), y=alt.Y("ms:Q", title=f"{title} (ms)"), color=color,
             tooltip=["backend", "variant", "case", "percentile", "requests", alt.Tooltip("ms:Q", format=".4g")])
         return _facet(c, long)
-    c = alt.Chart(long).mark_line(point=True).encode(
+    rules = [{"variant": v, "ms": lim.ms, "target": f"{t.name}: {lim.label()}"} for v in dict.fromkeys(long["variant"])
+             for t in targets for lim in t.limits if lim.metric == prefix]
+    data = pd.concat([long.assign(layer="level", target=""), pd.DataFrame(rules, columns=["variant", "ms", "target"])
+                      .assign(layer="target")], ignore_index=True)
+    values = [{k: None if isinstance(v, float) and v != v else v for k, v in r.items()} for r in data.to_dict("records")]
+    base = alt.Chart(alt.Data(values=values))
+    lines = base.transform_filter(alt.datum.layer == "level").mark_line(point=True).encode(
         x=alt.X("concurrency:Q", scale=alt.Scale(type="log", base=2), title="concurrent requests (log)",
                 axis=alt.Axis(values=_ticks(long))),
         y=alt.Y("ms:Q", scale=alt.Scale(type="log"), title=f"{title} (ms, log)"),
         color=alt.Color("backend:N", title=None, scale=_colors(backends, list(dict.fromkeys(long["backend"])))),
-        strokeDash=alt.StrokeDash("percentile:N", sort=[f"p{q}" for q in ps]),
-        tooltip=["backend", "variant", "case", "percentile", "requests", alt.Tooltip("ms:Q", format=".4g")])
-    return _facet(c, long)
+        strokeDash=alt.StrokeDash("percentile:N", sort=[f"p{q}" for q in ps],
+                                  legend=alt.Legend(symbolType="stroke", symbolStrokeWidth=2, symbolSize=300)),
+        tooltip=["backend:N", "variant:N", "case:N", "percentile:N", "requests:Q", alt.Tooltip("ms:Q", format=".4g")])
+    marks = [lines]
+    if rules:
+        marks.append(base.transform_filter(alt.datum.layer == "target").mark_rule(color="#888", strokeDash=[1, 3]).encode(
+            y="ms:Q", tooltip=["target:N"]))
+    return _spec(alt.layer(*marks).properties(width=WIDTH, height=150).facet(
+        column=alt.Column("variant:N", title=None, sort=list(dict.fromkeys(long["variant"])))))
 
 
 def pareto_chart(levels: pd.DataFrame, backends: list[str]) -> dict[str, Any] | None:
@@ -105,9 +119,10 @@ CHARTS = {
     "throughput": (lambda d, r: per_level_chart(d["levels"], r.ds.backends, "output_tps", "output tokens/s"),
                    "output tokens/s vs concurrency"),
     "requests": (lambda d, r: per_level_chart(d["levels"], r.ds.backends, "rps", "requests/s"), "requests/s vs concurrency"),
-    "ttft": (lambda d, r: percentiles_chart(d["levels"], r.ds.backends, "ttft", (50, 90, 99), "TTFT"),
-             "TTFT percentiles vs concurrency"),
-    "itl": (lambda d, r: percentiles_chart(d["levels"], r.ds.backends, "itl", (50, 99), "inter-token latency"),
+    "ttft": (lambda d, r: percentiles_chart(d["levels"], r.ds.backends, "ttft", (50, 90, 99), "TTFT", d["cap"]["targets"]),
+             "TTFT percentiles vs concurrency, the targets' TTFT limits as rules"),
+    "itl": (lambda d, r: percentiles_chart(d["levels"], r.ds.backends, "itl", (50, 99), "inter-token latency",
+                                           d["cap"]["targets"]),
             "inter-token latency percentiles vs concurrency"),
     "pareto": (lambda d, r: pareto_chart(d["levels"], r.ds.backends), "TTFT p90 vs output tokens/s"),
     "goodput": (lambda d, r: per_level_chart(d["levels"], r.ds.backends, "goodput_rps", "goodput (requests/s within the SLO)"),

@@ -98,3 +98,17 @@ def test_an_old_runs_partial_slo_takes_the_rest_from_the_default(tmp_path):
     assert main([str(path), "--out", str(tmp_path / "report.html")]) == 0
     _, sec = section([path])
     assert sec.data["slo"] == {"ttft_ms": 500.0, "tpot_ms": 200.0}
+
+
+def test_the_load_page_has_its_own_header_slo_rules_and_dashed_legends(tmp_path):
+    from reports.views.many_users import CHARTS
+
+    path = run(tmp_path, "r")
+    page = build([path], tmp_path / "report.html").read_text()
+    assert "every figure is one load level's steady state" in page and "median over repeats" not in page
+    report, sec = section([path])
+    spec = CHARTS["ttft"][0](sec.data, report)
+    layers = spec["spec"]["layer"]
+    assert layers[0]["encoding"]["strokeDash"]["legend"]["symbolType"] == "stroke"  # the legend shows the dashes
+    rules = [v["ms"] for v in spec["data"]["values"] if v["layer"] == "target"]
+    assert sorted(set(rules)) == [500.0, 2000.0] and layers[1]["mark"]["type"] == "rule"  # chat's and agent's TTFT
