@@ -52,7 +52,9 @@ def limiter_text(verdict: Verdict, facts: dict) -> str | None:
 
 
 def judge(target: Target, stats: LevelStats) -> Verdict:
-    return evaluate(target, stats.samples(), stats.failed)
+    """The level against the target: its steady-state samples, and every failed request a miss (the first
+    wave's too: a level does not meet a target by failing requests, wherever they fall)."""
+    return evaluate(target, stats.samples(), stats.failed + stats.failed_in(stats.first_wave))
 
 
 def _mid(lo: float, hi: float, integer: bool) -> float | None:

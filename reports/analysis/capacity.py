@@ -37,6 +37,10 @@ SMALL_N = 100  # a p99 from fewer requests is close to their maximum
 def targets_of(envs: dict[str, dict]) -> tuple[Target, ...]:
     """The run's targets (``compare.py --slo``; the first run that has them), else the defaults."""
     specs = next((e["slo_targets"] for e in envs.values() if isinstance(e.get("slo_targets"), list)), None)
+    legacy = next((e["slo"] for e in envs.values() if isinstance(e.get("slo"), dict)), None)
+    if specs is None and legacy:  # a run made before named targets: its --slo pair, as the target "custom"
+        pair = {"ttft_ms": 2000.0, "tpot_ms": 200.0, **{k: v for k, v in legacy.items() if num(v)}}
+        specs = [f"ttft_ms={pair['ttft_ms']:g},tpot_ms={pair['tpot_ms']:g}"]
     try:
         return parse_targets(specs or list(DEFAULT_SPECS))
     except ValueError:
