@@ -89,7 +89,7 @@ def level_row(key: tuple, rows: list[dict], facts: dict, stats: LevelStats) -> d
         "telemetry": facts.get("gpu_telemetry"),
         "kv_peak": num(facts.get("kv_cache_usage_peak")), "preemptions": num(facts.get("preemptions")),
         "searched_for": facts.get("searched_for"), "partial": bool(planned and started is not None and started < planned),
-        "mix": mix_of(rows),
+        "mix": mix_of(rows), "mean_prompt": sum(num(r.get("prompt_tokens")) or 0 for r in rows) / len(rows) if rows else None,
     }
 
 

@@ -198,3 +198,21 @@ def jobs(d: dict[str, Any]) -> list:
                        f"by {fmt.n(100 * (top['output_tps'] / second['output_tps'] - 1))} % over {second['backend']}" if clear
                        else "within the intervals: not ranked"))
     return out
+
+
+def caveats(d: dict[str, Any], section_name: str) -> list:
+    """A level that two backends ran with different requests (a backend run at a scaled load, a level cut
+    short): named, so that its rows are read against rows of the same mix only."""
+    from reports.analysis.caveats import Caveat
+
+    steady = d["cap"]["steady"]
+    out = []
+    if steady.empty:
+        return out
+    for (w, m, case), g in steady.groupby(["workload", "mode", "case"], sort=False):
+        if g["mix"].nunique() > 1:
+            mixes = ", ".join(f"{r['backend']} {r['requests_n']} requests, mean prompt {fmt.n(r['mean_prompt'])} tokens"
+                              for r in g.assign(requests_n=g["n_steady"] + g["first_n"]).to_dict("records"))
+            out.append(Caveat(section_name, f"{w} · {m} {case} ran different requests per backend ({mixes}): those rows "
+                                            "are not compared with each other."))
+    return out

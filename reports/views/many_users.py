@@ -253,5 +253,5 @@ def _analyse(rows: pd.DataFrame, ctx, name: str) -> dict[str, Any]:  # noqa: ARG
 
 
 KIND = ReportKind("load", _analyse, blocks=lambda s, slots, report: cv.blocks(s.data, s.backends, slots) + blocks(s, slots),
-                  charts=CHARTS, caveats=caveats, jobs=lambda s, rows, report: cv.jobs(s.data) + jobs(s, report),
-                  sees_failures=True, figures=figures)
+                  charts=CHARTS, caveats=lambda s, report: caveats(s, report) + cv.caveats(s.data, s.name),
+                  jobs=lambda s, rows, report: cv.jobs(s.data) + jobs(s, report), sees_failures=True, figures=figures)

@@ -112,3 +112,12 @@ def test_the_load_page_has_its_own_header_slo_rules_and_dashed_legends(tmp_path)
     assert layers[0]["encoding"]["strokeDash"]["legend"]["symbolType"] == "stroke"  # the legend shows the dashes
     rules = [v["ms"] for v in spec["data"]["values"] if v["layer"] == "target"]
     assert sorted(set(rules)) == [500.0, 2000.0] and layers[1]["mark"]["type"] == "rule"  # chat's and agent's TTFT
+
+
+def test_a_level_run_with_other_requests_is_named_and_not_compared(tmp_path):
+    rows = [r for c, ms in KNEE.items() for r in level("vllm", c, ms)]
+    rows += [r for r in level("hf-cb", 4, 300.0, waves=2)]  # a scaled hf-cb: 2 requests a worker, not 6
+    report = assemble(load([write_run(tmp_path / "r", rows)]))
+    texts = " ".join(c.text for c in report.caveats)
+    assert "lf · S=0 C=4 ran different requests per backend (vllm 24 requests" in texts and "hf-cb 8 requests" in texts
+    assert not any(j.job.startswith("Many users: throughput") for j in report.jobs)  # no common level with one mix
