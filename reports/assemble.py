@@ -114,7 +114,7 @@ def slo_of(ds: Dataset, slo: dict[str, float] | None) -> dict[str, float] | None
 
 
 def assemble(ds: Dataset, bandwidth_gbps: float | None = None, tflops: float | None = None,
-             copy_gbps: float | None = None, slo: dict[str, float] | None = None) -> Report:
+             copy_gbps: float | None = None, slo: dict[str, float] | None = None, gpu_hour_usd: float | None = None) -> Report:
     df, measured = ds.records, ds.measured()
     roofs = {}
     for b in ds.backends:
@@ -123,7 +123,7 @@ def assemble(ds: Dataset, bandwidth_gbps: float | None = None, tflops: float | N
                                copy_gbps=copy_gbps)
     blocks = {b: block_size(ds.env_of(b).get("engine") or {}) for b in ds.backends}
     sections = []
-    ctx = kinds.Context(ds, roofs, blocks, slo_of(ds, slo))
+    ctx = kinds.Context(ds, roofs, blocks, slo_of(ds, slo), gpu_hour_usd)
     attempted = df[df["skipped"].isna()]
     for name, kind in _kinds(df).items():
         report_kind = kinds.report_kind(kind) if kind else None

@@ -243,7 +243,7 @@ def _analyse(rows: pd.DataFrame, ctx, name: str) -> dict[str, Any]:  # noqa: ARG
     slo = ctx.slo or mu.DEFAULT_SLO
     levels = mu.per_level(rows, slo)
     envs = ctx.ds.envs
-    cap = capacity.analyse(rows, mu.level_facts(rows), capacity.targets_of(envs), capacity.price_of(envs))
+    cap = capacity.analyse(rows, mu.level_facts(rows), capacity.targets_of(envs), ctx.gpu_hour_usd or capacity.price_of(envs))
     labels = list(dict.fromkeys(levels["backend"]))
     caching = {b: ctx.ds.run_env_of(b).get("prefix_caching", True) for b in labels}  # older runs: on
     names = {b: ctx.ds.sources.get(b, ("", b))[1] for b in labels}

@@ -121,3 +121,16 @@ def test_a_level_run_with_other_requests_is_named_and_not_compared(tmp_path):
     texts = " ".join(c.text for c in report.caveats)
     assert "lf · S=0 C=4 ran different requests per backend (vllm 24 requests" in texts and "hf-cb 8 requests" in texts
     assert not any(j.job.startswith("Many users: throughput") for j in report.jobs)  # no common level with one mix
+
+
+def test_the_reports_own_price_gives_the_cost_and_a_bad_one_is_refused(tmp_path, capsys):
+    from reports.__main__ import main
+
+    path = run(tmp_path, "r")
+    page = build([path], tmp_path / "report.html", gpu_hour_usd=2.0).read_text()
+    assert "PRICE = $2 (--gpu-hour-usd)" in page
+    for bad in ("0", "-1", "nan"):
+        with pytest.raises(SystemExit) as exc:
+            main([str(path), "--gpu-hour-usd", bad])
+        assert exc.value.code == 2
+    assert "--gpu-hour-usd" in capsys.readouterr().err
