@@ -234,8 +234,11 @@ def plan(spec: LoadSpec, renderer: Renderer, out: Plan, repeats: int, start: int
                                                    "warmup_requests": spec.warmup_requests,
                                                    "settings": _settings(spec, {"concurrency": None})}}
         warm = _level_steps(spec, sessions, renderer, out, variant, "pool", prefix, ceiling)[0]
-        timed = _level_steps(spec, sessions, renderer, out, variant, "pool", prefix,
-                             None if spec.shape == "sessions" else ceiling)[1]  # sessions: every user, for rates
+        if spec.shape == "sessions":  # every user: an open-loop level runs them all
+            timed = _level_steps(spec, sessions, renderer, out, variant, "pool", prefix, None)[1]
+        else:  # as many requests as the largest level the search may add, closed or open
+            n = max(fixed_requests(spec.requests, ceiling), fixed_requests(spec.requests, None))
+            timed = _fixed_steps(spec, renderer, out, variant, "pool", prefix, range(n))
         if warm:
             out.groups.append(Group(block=pool, steps=warm, warmup=True, load={"pool": "warmup"}))
         out.groups.append(Group(block=pool, steps=timed, warmup=True, load={"pool": "timed"}))

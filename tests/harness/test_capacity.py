@@ -156,3 +156,45 @@ def test_the_limiter_names_the_kv_cache_and_preemptions_where_the_engine_shows_t
     assert cap.limiter_text(v, {"kv_cache_usage_peak": 0.99, "preemptions": 3.0}) == (
         "TTFT p90 900 ms > 500 ms; KV cache full (peak 99%); 3 preemptions")
     assert cap.limiter_text(v, {"kv_cache_usage_peak": float("nan"), "preemptions": float("nan")}) == v.limiter
+
+
+RATES_SPEC = f"""
+workloads:
+  - name: lf
+    kind: load
+    shape: fixed
+    prompt_tokens: 16
+    shared_prefix_tokens: [0]
+    output_tokens: 3
+    warmup_requests: 0
+    levels: [1]
+    rates: [10, 2000]
+    search_levels: 3
+    search_targets: ["{TARGET}"]
+"""
+
+
+def test_the_open_loop_search_refines_between_the_poisson_rates(tiny_model_dir, tmp_path):
+    """At 10 requests/s the stand-in is idle between arrivals; at 2000/s all 33 arrive together, past its
+    knee. Where between the search lands depends on the machine's timing, so the test checks what
+    must hold whatever it is: each added rate lies inside the bracket it refines, the capacity met the
+    target and the next rate up missed it, and no more than the budget was added."""
+    from transformers import AutoTokenizer
+
+    from contract.chat import Renderer
+    from workloads import build_plan, load_file
+
+    path = tmp_path / "load.yaml"
+    path.write_text(RATES_SPEC)
+    plan = build_plan(load_file(path), Renderer(AutoTokenizer.from_pretrained(tiny_model_dir)), repeats=1)
+    out = tmp_path / "run"
+    run(plan, out)
+    levels = measured_levels(out, "knee", 0, "lf", "S=0", "open")
+    added = sorted(r for r, (_, facts) in levels.items() if facts.get("searched_for"))
+    assert 1 <= len(added) <= 3 and all(10 < r < 2000 for r in added)
+    assert all(len(rows) == 33 and all(x["load_rate_rps"] == r for x in rows) for r, (rows, _) in levels.items())
+    target = parse_target(TARGET)
+    judged = {r: (cap.judge(target, level_stats(rows, None)), facts) for r, (rows, facts) in levels.items()}
+    found = cap.capacity(target, "open", judged)
+    assert found.value is not None and judged[found.value][0].met and not judged[found.next_up][0].met
+    assert found.value >= 10 and found.next_up <= 2000
