@@ -155,8 +155,9 @@ def blocks(section, slots) -> list[Block]:
     served = {b: ", ".join(sorted({str(x) for x in levels[levels["backend"] == b]["served_as"].dropna()}))
               for b in section.backends}
     out: list[Block | None] = [
-        h3("Throughput and latency against the load"),
-        p("Closed loop: C requests in flight at all times (each user runs its turns in order). "
+        h3("Every request of every level, the first wave included"),
+        p("These charts and tables take all of a level's requests, as they came (the steady-state figures above "
+          "leave the first wave out). Closed loop: C requests in flight at all times (each user runs its turns in order). "
           + "; ".join(f"{b}: {s}" for b, s in served.items() if s) + ". Window = first submit to last finish of a "
           "level; throughput = output tokens ÷ window; TTFT at the caller from submit; ITL = every gap between "
           "consecutive tokens, pooled; TPOT = a request's (last − first token) ÷ (tokens − 1). Percentiles by linear "
