@@ -110,5 +110,5 @@ def test_load_section_in_chromium(tmp_path):
         errors, _ = problems(browser.drain())
     assert charts == len(kinds.report_kind("load").charts)  # every Load chart drawn
     assert errors == []
-    assert "Throughput and latency against the load" in text and "TTFT ≤ 2,000 ms and TPOT ≤ 200 ms" in text
+    assert "Every request of every level, the first wave included" in text and "TTFT ≤ 2,000 ms and TPOT ≤ 200 ms" in text
     assert "Many users (lf · S=0)" in text
