@@ -198,3 +198,44 @@ def test_the_open_loop_search_refines_between_the_poisson_rates(tiny_model_dir, 
     found = cap.capacity(target, "open", judged)
     assert found.value is not None and judged[found.value][0].met and not judged[found.next_up][0].met
     assert found.value >= 10 and found.next_up <= 2000
+
+
+SESSIONS_SPEC = f"""
+workloads:
+  - name: ls
+    kind: load
+    shape: sessions
+    system: You answer in one short line.
+    turns:
+      - {{user: "First question?", assistant: "First answer."}}
+      - {{user: "Second question?", assistant: "Second answer."}}
+    users: 16
+    output_tokens: 3
+    warmup_requests: 0
+    levels: [1, 4, 16]
+    search_levels: 4
+    search_targets: ["{TARGET}"]
+"""
+
+
+def test_the_search_on_sessions_runs_whole_sessions_of_c_users(tiny_model_dir, tmp_path):
+    """Sessions of two turns: at C users the second turns arrive with C in flight, so the knee is the
+    stand-in's, C=12; an added level runs C whole sessions (both turns of users 0..C-1), as a planned one."""
+    from transformers import AutoTokenizer
+
+    from contract.chat import Renderer
+    from workloads import build_plan, load_file
+
+    path = tmp_path / "load.yaml"
+    path.write_text(SESSIONS_SPEC)
+    plan = build_plan(load_file(path), Renderer(AutoTokenizer.from_pretrained(tiny_model_dir)), repeats=1)
+    out = tmp_path / "run"
+    run(plan, out)
+    levels = measured_levels(out, "knee", 0, "ls", "sessions", "closed")
+    target = parse_target(TARGET)
+    judged = {c: (cap.judge(target, level_stats(rows, c)), facts) for c, (rows, facts) in levels.items()}
+    found = cap.capacity(target, "closed", judged)
+    assert (found.value, found.next_up) == (KNEE, KNEE + 1)
+    for c, (rows, _) in levels.items():
+        users = max(int(c), 4)
+        assert sorted((r["user"], r["turn"]) for r in rows) == [(u, t) for u in range(users) for t in (1, 2)]
