@@ -176,9 +176,14 @@ def resolve_device(device: str, dtype: str) -> tuple[str, str]:
 
 # --- running ----------------------------------------------------------------------------------
 def all_recorded(run_dir: Path, backend: str, plan, start: int) -> bool:
-    """True when every timed request of this engine start is recorded (``--resume``: no engine start needed)."""
+    """True when every timed request of this engine start is recorded (``--resume``: no engine start needed).
+    A start with a capacity search is never: the levels the search adds are in no plan, and only the
+    runner (with its engine) can tell whether it has finished."""
+    groups = [g for g in plan.groups if g.steps and g.steps[0].engine_start == start]
+    if any((g.load or {}).get("search") for g in groups):
+        return False
     done = done_keys(run_dir, backend)
-    steps = [s for g in plan.groups if not g.warmup for s in g.steps if s.engine_start == start]
+    steps = [s for g in groups if not g.warmup for s in g.steps]
     return bool(steps) and all(s.key() in done for s in steps)
 
 

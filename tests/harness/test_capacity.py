@@ -239,3 +239,17 @@ def test_the_search_on_sessions_runs_whole_sessions_of_c_users(tiny_model_dir, t
     for c, (rows, _) in levels.items():
         users = max(int(c), 4)
         assert sorted((r["user"], r["turn"]) for r in rows) == [(u, t) for u in range(users) for t in (1, 2)]
+
+
+def test_a_resume_starts_the_engine_while_a_search_may_have_levels_to_add(plan, tmp_path):
+    """Every planned request recorded is not 'done' for a start with a capacity search: the runner must look."""
+    from harness.cli import all_recorded
+
+    out = tmp_path / "run"
+    run(plan, out)
+    assert not all_recorded(out, "knee", plan, 0)
+    import dataclasses
+
+    bare = dataclasses.replace(plan, groups=[dataclasses.replace(g, load={k: v for k, v in g.load.items() if k != "search"})
+                                             for g in plan.groups])
+    assert all_recorded(out, "knee", bare, 0)  # without a search, every planned request recorded is done
