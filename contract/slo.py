@@ -186,7 +186,8 @@ def evaluate(target: Target, samples: dict[str, list[float]], failed: int) -> Ve
         values[lim.key], ns[lim.key] = v, len(xs)
         judged = judged or v is not None
         if v is not None and v > lim.ms and limiter is None:
-            limiter = f"{METRICS[lim.metric]} p{lim.percentile:g} " + ("failures" if v == math.inf else f"{v:.0f} ms") + f" > {lim.ms:g} ms"
+            limiter = (f"{METRICS[lim.metric]} p{lim.percentile:g} " + ("failures" if v == math.inf else f"{v:.0f} ms")
+                       + f" > {lim.ms:g} ms (n={len(xs)})")
     if target.throughput_only:
         has = any(samples.values()) or failed
         return Verdict(None if not has else failed == 0, {}, {}, f"{failed} failed requests" if failed else None)

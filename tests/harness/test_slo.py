@@ -62,10 +62,10 @@ def test_a_level_meets_a_target_only_with_every_limit_and_failures_count_as_miss
     v = evaluate(t, good, failed=0)
     assert v.met and v.limiter is None and v.n == {"ttft_p90_ms": 10, "tpot_p50_ms": 10}
     slow = evaluate(t, {**good, "tpot": [25.0] * 10}, failed=0)
-    assert slow.met is False and slow.limiter == "TPOT p50 25 ms > 20 ms"
+    assert slow.met is False and slow.limiter == "TPOT p50 25 ms > 20 ms (n=10)"
     # two failures of ten: the p90 reaches them, the level misses though every served request was fast
     failing = evaluate(t, {"ttft": [10.0] * 8, "tpot": [15.0] * 8}, failed=2)
-    assert failing.met is False and failing.limiter == "TTFT p90 failures > 100 ms"
+    assert failing.met is False and failing.limiter == "TTFT p90 failures > 100 ms (n=10)"
     assert evaluate(t, {}, failed=0).met is None  # nothing to judge is not a pass
     batch = parse_target("batch:")
     assert evaluate(batch, good, 0).met is True and evaluate(batch, good, 1).met is False

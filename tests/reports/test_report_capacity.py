@@ -59,7 +59,7 @@ def test_the_capacity_within_each_target_and_what_limited_it(tmp_path):
     c = caps(sec)
     chat = c.loc[("vllm", "chat")]
     assert (chat["value"], chat["bound"], chat["next_up"]) == (4, "bracket", 8)  # 5-7 not measured: no search here
-    assert chat["limiter"] == "TTFT p90 900 ms > 500 ms"
+    assert chat["limiter"] == "TTFT p90 900 ms > 500 ms (n=40)"  # C=8: 8 x 6 requests less the first wave of 8
     agent = c.loc[("vllm", "agent")]
     assert (agent["value"], agent["bound"]) == (8, "floor")  # 900 ms <= 2 s at the highest level: a floor
     steady = sec.data["cap"]["steady"].set_index("case")
