@@ -39,12 +39,13 @@ def capacity_text(r: dict) -> str:
     return text + (" · non-monotone" if r["non_monotone"] else "")
 
 
-def capacity_table(caps: pd.DataFrame) -> Table:
-    cols = ["variant", "backend", "loop", "target", "capacity", "what limited it (next level up)", "tok/s there",
+def capacity_table(caps: pd.DataFrame, via: dict[str, str] | None = None) -> Table:
+    cols = ["variant", "backend", "served", "loop", "target", "capacity", "what limited it (next level up)", "tok/s there",
             "tok/s a user", "J per 1k tok", "$ per M tok"]
-    t = Table(cols, numeric={6, 7, 8, 9})
+    t = Table(cols, numeric={7, 8, 9, 10})
     for r in caps.sort_values(["workload", "mode", "loop", "target"], kind="stable").to_dict("records"):
-        t.add([_variant(r), r["backend"], "concurrency" if r["loop"] == "closed" else "Poisson rate", r["target"],
+        t.add([_variant(r), r["backend"], (via or {}).get(r["backend"], ""),
+               "concurrency" if r["loop"] == "closed" else "Poisson rate", r["target"],
                capacity_text(r), r["limiter"] or "", fmt.n(r["output_tps"]), fmt.n(r["per_user_tps"], 1),
                fmt.n(r["energy_j_per_1k"]), fmt.n(r["cost_per_m"], 3)])
     return t
@@ -103,7 +104,7 @@ def blocks(d: dict[str, Any], backends: list[str], slots) -> list[Block]:
         p(Markup("Targets: {}. A level meets a target when each percentile over its <b>steady-state</b> requests is "
                  "within the limit; a failed request is a miss. ({})").format(
             "; ".join(t.label() for t in targets), SOURCES)),
-        table(capacity_table(caps)) if not caps.empty else None,
+        table(capacity_table(caps, cap.get("via"))) if not caps.empty else None,
         p("Capacity = the highest level that met the target, refined by the capacity search between the levels "
           "measured; '≥' where every level met it (a floor, not a limit); the limiter is the next level up's first missed "
           "limit, with the engine's KV-cache peak and preemptions there. Compared across backends only on the same "
@@ -116,8 +117,9 @@ def blocks(d: dict[str, Any], backends: list[str], slots) -> list[Block]:
           "percentiles. The window runs from the first submit after it to the last submit; 'C in flight' is the share "
           "of the window that really had C requests between submit and finish. tok/s interval: bootstrap over 5 time "
           "blocks of the window (one run, not repeats). * a p99 from fewer than 100 requests (close to the maximum). "
-          "Columns are in process or over HTTP as the backend's name says (-server: through its OpenAI-compatible HTTP "
-          "server); the engine's own figures (KV peak, preemptions) are in process or from the server's /metrics.",
+          "'served': in process (the engine in the harness's process, tokens stamped as the engine hands them over) or HTTP "
+          "(an OpenAI-compatible server, tokens stamped as the stream delivers them); the engine's own figures (KV peak, "
+          "preemptions) come from the engine in process or from the server's /metrics.",
           muted=True),
         chart_block(slots),
         side([(b, [table(steady_table(steady, b, cases))]) for b in backends if (steady["backend"] == b).any()]),

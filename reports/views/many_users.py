@@ -249,6 +249,7 @@ def _analyse(rows: pd.DataFrame, ctx, name: str) -> dict[str, Any]:  # noqa: ARG
     caching = {b: ctx.ds.run_env_of(b).get("prefix_caching", True) for b in labels}  # older runs: on
     names = {b: ctx.ds.sources.get(b, ("", b))[1] for b in labels}
     cap["caching"] = capacity.caching_ratios(cap["steady"], cap["capacity"], caching, names)
+    cap["via"] = {b: "HTTP" if names[b] == "openai" or names[b].endswith("-server") else "in process" for b in labels}
     return {"levels": levels, "peaks": mu.peaks(levels), "slo": slo, "cap": cap,
             "slo_source": "set for this report (--slo)" if ctx.slo else f"default: {mu.SLO_SOURCE}"}
 

@@ -70,6 +70,7 @@ def test_the_capacity_within_each_target_and_what_limited_it(tmp_path):
     assert c4["energy_j_per_1k"] == pytest.approx(48.0 / (24 * TOKENS) * 1000)
     assert chat["cost_per_m"] == pytest.approx(3.6 / (3600 * c4["output_tps"]) * 1e6)
     assert c.loc[("vllm", "batch")]["bound"] == "peak"
+    assert sec.data["cap"]["via"] == {"vllm": "in process"}
 
 
 def test_caching_on_and_off_as_ratios_at_the_same_levels(tmp_path):
@@ -134,3 +135,15 @@ def test_the_reports_own_price_gives_the_cost_and_a_bad_one_is_refused(tmp_path,
             main([str(path), "--gpu-hour-usd", bad])
         assert exc.value.code == 2
     assert "--gpu-hour-usd" in capsys.readouterr().err
+
+
+def test_a_server_column_is_served_over_http():
+    import pandas as pd
+
+    from reports.views.capacity import capacity_table
+
+    caps = pd.DataFrame([{"backend": "vllm-server", "workload": "lf", "mode": "S=0", "loop": "closed", "target": "chat",
+                          "value": 4.0, "bound": "exact", "next_up": 5.0, "limiter": "x", "non_monotone": False,
+                          "output_tps": 1.0, "per_user_tps": 1.0, "energy_j_per_1k": None, "cost_per_m": None}])
+    t = capacity_table(caps, {"vllm-server": "HTTP"})
+    assert t.rows[0][2] == "HTTP" and t.rows[0][5] == "C=4"
