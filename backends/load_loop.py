@@ -17,7 +17,8 @@ in flight (vLLM stepped in this process, SGLang ``async_generate``, an HTTP serv
 ``AsyncOpenAI``) run them together; the default runs ``_generate`` one request at a time on one
 worker thread behind a FIFO queue (``queue_ms``: the wait for it), which is what putting a
 ``generate()`` behind a web server means. Engine facts per level (KV-cache usage peak,
-preemptions, prefix-cache hits) come from :meth:`Backend.load_stats`, sampled every 0.1 s.
+preemptions, prefix-cache hits) come from :meth:`Backend.load_stats`, sampled every 0.1 s; the GPU's
+power, utilisation, memory and energy from NVML on a thread of its own (``backends.telemetry``).
 
 Every answer is checked against its request and its stream (``backends.answer_checks``: usage
 counts, cached tokens, a short answer under ``ignore_eos``); one that contradicts them is an
@@ -40,6 +41,7 @@ from typing import Any
 
 from backends.answer_checks import check_answer
 from backends.base import Backend, RawOutput, Request, TokenClock
+from backends.telemetry import GpuTelemetry
 
 SAMPLE_EVERY_S = 0.1  # gauges (KV-cache usage) are sampled this often: a level shorter than that may show no peak
 FIRST_SAMPLE_S = 0.01
@@ -183,13 +185,15 @@ def new_outcomes(sessions: list[list[Request]]) -> list[list[Outcome]]:
 async def _level(backend: Backend, sessions: list[list[Request]], s: LoadSettings) -> tuple[list[list[Outcome]], dict]:
     outs = new_outcomes(sessions)
     stats = _Sampler(backend)
+    gpu = GpuTelemetry().__enter__()  # its own thread: power, utilisation, memory and energy over the level
     origin = time.perf_counter()
     sampler = asyncio.create_task(stats.run())
     await drive(Drive(backend.stream, backend.settings.request_timeout_s, origin), sessions, outs, s)
     wall_s = time.perf_counter() - origin
     sampler.cancel()
+    gpu.__exit__(None, None, None)
     finished = sum(o.output is not None for session in outs for o in session)
-    facts = {"wall_s": wall_s, "client_procs": 0, **stats.facts(finished)}  # 0: in the harness's own process
+    facts = {"wall_s": wall_s, "client_procs": 0, **stats.facts(finished), **gpu.facts()}  # 0: in this process
     return outs, facts
 
 

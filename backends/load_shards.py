@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from backends.load_loop import Drive, LoadSettings, Outcome, arrival_times, drive, new_outcomes
+from backends.telemetry import GpuTelemetry
 
 STREAMS_PER_PROCESS = 32
 RPS_PER_PROCESS = 16.0
@@ -133,6 +134,7 @@ async def run_sharded(backend, spec, sessions: list, settings: LoadSettings, sam
     try:
         for c in clients:  # imports and the session set-up happen before the level's clock starts
             await asyncio.to_thread(c.ready.wait)
+        gpu = GpuTelemetry().__enter__()  # its own thread, in this process: not where tokens are stamped
         origin = time.perf_counter()
         for c in clients:
             c.go(origin)
@@ -141,6 +143,7 @@ async def run_sharded(backend, spec, sessions: list, settings: LoadSettings, sam
             await asyncio.sleep(0.05)
         wall_s = time.perf_counter() - origin
         sampling.cancel()
+        gpu.__exit__(None, None, None)
     finally:
         for c in clients:
             if c.proc.poll() is None:
@@ -149,7 +152,8 @@ async def run_sharded(backend, spec, sessions: list, settings: LoadSettings, sam
     ends = [_merge(c, keys, outs) for c, (keys, _) in zip(clients, plan, strict=True)]
     finished = sum(o.output is not None for session in outs for o in session)
     facts: dict[str, Any] = {"wall_s": wall_s, "origin_perf_counter": origin, "client_procs": len(clients),
-                             "client": spec.describe(), "client_cpu_share": [], **sampler.facts(finished)}
+                             "client": spec.describe(), "client_cpu_share": [], **sampler.facts(finished),
+                             **gpu.facts()}
     failed = []
     for c, (keys, _), ended in zip(clients, plan, ends, strict=True):
         if ended is None:

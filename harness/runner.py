@@ -134,7 +134,9 @@ class Runner:
     def run(self) -> None:
         """The groups of this engine start in plan order (the plan interleaves N and modes within a
         repeat); a block's warm-ups run once, untimed, before its first group that still has to run."""
-        groups = [g for g in self.plan.groups if g.steps[0].engine_start == self.engine_start]
+        # a load variant's search pool is cut into the levels the capacity search adds, never run as it is
+        groups = [g for g in self.plan.groups if g.steps and g.steps[0].engine_start == self.engine_start
+                  and not (g.load or {}).get("pool")]
         todo_blocks = {g.block for g in groups if not g.warmup and self._todo(g)}
         total = sum(len(g.steps) for g in groups if not g.warmup)
         columns = (TextColumn(escape(self.label), style="bold"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
@@ -156,6 +158,10 @@ class Runner:
                     progress.advance(task, len(group.steps))
                 else:
                     progress.advance(task, len(group.steps))
+                if (group.load or {}).get("search") and group.block not in skipped:
+                    from harness.load_runner import run_search
+
+                    run_search(self, group)  # after the variant's last planned level of its loop, done now or before
                 workload = group.steps[0].workload
                 self.wall_s[workload] += time.perf_counter() - started
                 if i + 1 == len(groups) or groups[i + 1].steps[0].workload != workload:

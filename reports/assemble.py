@@ -104,9 +104,13 @@ def _kinds(df: pd.DataFrame) -> dict[str, str | None]:
 
 def slo_of(ds: Dataset, slo: dict[str, float] | None) -> dict[str, float] | None:
     """The goodput target: the one given to the report, else the first run's (``compare.py --slo``)."""
-    if slo:
-        return slo
-    return next((env["slo"] for env in ds.envs.values() if isinstance(env.get("slo"), dict)), None)
+    from reports.analysis.many_users import DEFAULT_SLO
+
+    given = slo or next((env["slo"] for env in ds.envs.values() if isinstance(env.get("slo"), dict)), None)
+    if not given:
+        return None
+    # a run made before --slo checked for both keys may hold one: the other comes from the default
+    return {**DEFAULT_SLO, **{k: float(v) for k, v in given.items() if k in DEFAULT_SLO}}
 
 
 def planned_levels(ds: Dataset) -> dict[str, list[tuple[str, str, str]]]:
@@ -119,7 +123,7 @@ def planned_levels(ds: Dataset) -> dict[str, list[tuple[str, str, str]]]:
 
 
 def assemble(ds: Dataset, bandwidth_gbps: float | None = None, tflops: float | None = None,
-             copy_gbps: float | None = None, slo: dict[str, float] | None = None) -> Report:
+             copy_gbps: float | None = None, slo: dict[str, float] | None = None, gpu_hour_usd: float | None = None) -> Report:
     df, measured = ds.records, ds.measured()
     roofs = {}
     for b in ds.backends:
@@ -128,7 +132,7 @@ def assemble(ds: Dataset, bandwidth_gbps: float | None = None, tflops: float | N
                                copy_gbps=copy_gbps)
     blocks = {b: block_size(ds.env_of(b).get("engine") or {}) for b in ds.backends}
     sections = []
-    ctx = kinds.Context(ds, roofs, blocks, slo_of(ds, slo))
+    ctx = kinds.Context(ds, roofs, blocks, slo_of(ds, slo), gpu_hour_usd)
     attempted = df[df["skipped"].isna()]
     for name, kind in _kinds(df).items():
         report_kind = kinds.report_kind(kind) if kind else None

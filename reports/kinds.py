@@ -41,6 +41,7 @@ class Context:
     roofs: dict[str, Any] = field(default_factory=dict)
     blocks: dict[str, int | None] = field(default_factory=dict)  # KV block size per backend
     slo: dict[str, float] | None = None
+    gpu_hour_usd: float | None = None  # the report's --gpu-hour-usd (else the run's)
 
 
 @dataclass(frozen=True)

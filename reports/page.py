@@ -89,6 +89,8 @@ def render(report: Report) -> str:
         r=report,
         runs=report.ds.envs,
         orders=list(dict.fromkeys(str(e["order"]) for e in report.ds.envs.values() if e.get("order"))),
+        load_only=bool(report.sections) and all(s.kind == "load" for s in report.sections),
+        has_load=any(s.kind == "load" for s in report.sections),
         models=models,
         versions=versions,
         generated=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),

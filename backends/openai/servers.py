@@ -174,7 +174,7 @@ class VLLMServerBackend(LaunchedServerBackend):
             "--dtype", s.dtype,
             "--max-model-len", str(s.max_model_len),
             "--tensor-parallel-size", str(s.tp),
-            "--enable-prefix-caching",
+            "--enable-prefix-caching" if s.prefix_caching else "--no-enable-prefix-caching",
             "--enable-prompt-tokens-details",
             "--structured-outputs-config", json.dumps({"backend": "xgrammar", "disable_any_whitespace": True}),
             "--disable-uvicorn-access-log",
@@ -212,6 +212,8 @@ class SGLangServerBackend(LaunchedServerBackend):
             "--enable-cache-report",
             "--enable-metrics",
         ]  # fmt: skip
+        if not s.prefix_caching:
+            argv.append("--disable-radix-cache")
         if s.device == "cpu":
             argv += ["--device", "cpu"]
         if s.random_weights:

@@ -83,7 +83,7 @@ def engine_kwargs(settings: BackendSettings) -> dict[str, Any]:
         "dtype": settings.dtype,
         "tensor_parallel_size": settings.tp,
         "max_model_len": settings.max_model_len,
-        "enable_prefix_caching": True,
+        "enable_prefix_caching": settings.prefix_caching,
         # LLM() turns stats off by default, and without them RequestOutput.metrics is None
         "disable_log_stats": False,
         "structured_outputs_config": dict(STRUCTURED_OUTPUTS),
