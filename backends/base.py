@@ -29,6 +29,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, replace
 from typing import Any
 
+from backends.answer_checks import check_answer
 from contract.adapter import BackendSettings, Capabilities, RawOutput, Request, TokenCandidate
 
 __all__ = [  # the contract's types re-exported beside this module's own
@@ -96,6 +97,10 @@ class TokenClock:
     def ttft_ms(self) -> float | None:
         return (self.stamps[0][0] - self.start) * 1e3 if self.stamps else None
 
+    def tokens_ticked(self) -> int | None:
+        """The tokens ticked so far (a server's stream: its chunks with text); None where nothing ticked."""
+        return sum(n for _, n in self.stamps) or None
+
     def decode_ms_per_token(self) -> float | None:
         """Time after the first token divided by the tokens that came after it."""
         if len(self.stamps) < 2:
@@ -147,6 +152,11 @@ class Backend(ABC):
         """Engine facts for env.json (versions, effective engine config)."""
         return {}
 
+    def identity(self) -> dict[str, Any]:
+        """What must be the same for a resume (or a later engine start) to add to this run's records: the
+        engine's version; a server adds what it serves (its model, kind and version)."""
+        return {"version": self.version()}
+
     def kv_cache_tokens(self) -> tuple[int | None, str]:
         """KV-cache capacity in tokens for env.json, and where it came from (or why None)."""
         return None, "not reported by this backend"
@@ -170,6 +180,25 @@ class Backend(ABC):
 
         return await asyncio.get_running_loop().run_in_executor(self._queue, serve)
 
+    def latency_snapshot(self) -> Any:
+        """The server's latency histograms now (an HTTP server's /metrics), or None: none to read."""
+        return None
+
+    def latency_diff(self, before: Any, after: Any) -> dict[str, Any]:
+        """The server's own latency percentiles between two snapshots (``backends.openai.metrics.level_timings``)."""
+        return {}
+
+    def server_gone(self) -> str | None:
+        """Why the server is gone (a launched one that exited: its exit and log), None if it is not known to be.
+        A level driven from client processes asks it once its requests failed: they saw only a lost connection."""
+        return None
+
+    def load_client(self):
+        """A picklable spec (``.build()`` -> an object with ``async stream(request, clock)`` and ``async aclose()``)
+        that client processes use to drive this backend under load, or None: the level runs in this process.
+        HTTP servers return one (``backends.openai.lean_stream``), so no client shares a core with the harness."""
+        return None
+
     def run_async(self, coroutine):
         """Run a load level's coroutine to the end (engines with their own event loop override this)."""
         import asyncio
@@ -187,6 +216,7 @@ class Backend(ABC):
         if not request.reuse_prefix:
             self.reset_cache()  # outside the timed region
         output, clock, e2e_ms = self._timed(request)
+        check_answer(request, output, clock.tokens_ticked())  # a claim that contradicts the request: an error
 
         if clock.stamps:
             ttft, decode, source = clock.ttft_ms(), clock.decode_ms_per_token(), self.clock_source

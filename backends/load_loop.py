@@ -17,7 +17,12 @@ in flight (vLLM stepped in this process, SGLang ``async_generate``, an HTTP serv
 ``AsyncOpenAI``) run them together; the default runs ``_generate`` one request at a time on one
 worker thread behind a FIFO queue (``queue_ms``: the wait for it), which is what putting a
 ``generate()`` behind a web server means. Engine facts per level (KV-cache usage peak,
-preemptions, prefix-cache hits) come from :meth:`Backend.load_stats`, sampled every 0.1 s.
+preemptions, prefix-cache hits) come from :meth:`Backend.load_stats`, sampled every 0.1 s; the GPU's
+power, utilisation, memory and energy from NVML on a thread of its own (``backends.telemetry``).
+
+Every answer is checked against its request and its stream (``backends.answer_checks``: usage
+counts, cached tokens, a short answer under ``ignore_eos``); one that contradicts them is an
+outcome with an error, as a failed request is.
 
 A request that does not finish within ``--request-timeout`` (``BackendSettings.request_timeout_s``)
 becomes an outcome with a ``TimeoutError`` and the level goes on. Its stream is cancelled; what that
@@ -34,7 +39,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from backends.answer_checks import check_answer
 from backends.base import Backend, RawOutput, Request, TokenClock
+from backends.telemetry import GpuTelemetry
 
 SAMPLE_EVERY_S = 0.1  # gauges (KV-cache usage) are sampled this often: a level shorter than that may show no peak
 FIRST_SAMPLE_S = 0.01
@@ -47,6 +54,7 @@ class LoadSettings:
     think_time_s: float = 0.0  # between a session's requests
     seconds: float | None = None  # stop starting requests after this long
     seed: int = 13
+    client_procs: int | None = None  # client processes for a backend with a load client (None: automatic)
 
     @classmethod
     def of(cls, group_load: dict[str, Any]) -> LoadSettings:
@@ -65,12 +73,18 @@ class Outcome:
     first_token_s: float | None = None
     finish_s: float | None = None
     token_times_s: list[float] = field(default_factory=list)  # one per output token, as it arrived
+    chunk_times_s: list[float] = field(default_factory=list)  # one per chunk (a tick of the clock), as it arrived
     queue_ms: float | None = None  # queued backends: time before its turn came
     error: str | None = None
 
     @property
     def started(self) -> bool:
         return self.submit_s is not None
+
+
+def timeout_message(timeout_s: float) -> str:
+    """What a request cut off by ``--request-timeout`` says (one meaning for every path: the whole request)."""
+    return f"no answer within {timeout_s:g} s (--request-timeout: the whole request, from submit to its last token)"
 
 
 def token_times(clock: TokenClock, origin: float) -> list[float]:
@@ -80,78 +94,118 @@ def token_times(clock: TokenClock, origin: float) -> list[float]:
     return out
 
 
-async def _one(backend: Backend, request: Request, outcome: Outcome, origin: float) -> None:
+async def _one(stream, timeout_s: float, request: Request, outcome: Outcome, origin: float, report=None) -> None:
     clock = TokenClock(lambda: None)  # the backend's own stream synchronizes where it must
     outcome.submit_s = clock.start - origin
-    timeout_s = backend.settings.request_timeout_s
+    if report is not None:
+        report("submit", outcome)
     try:
         # --request-timeout bounds the whole request (queue, prefill, every token): on expiry the
         # backend's stream is cancelled, and a backend that can abort a request frees its engine slot
         # there (vLLM in process, SGLang, the HTTP client closing its stream)
         async with asyncio.timeout(timeout_s) as deadline:
-            outcome.output = await backend.stream(request, clock)
+            outcome.output = await stream(request, clock)
+        check_answer(request, outcome.output, clock.tokens_ticked())  # a usage count that contradicts the stream: an error
     except TimeoutError as exc:  # ours, or one the backend raised itself
-        outcome.error = (f"TimeoutError: no answer within {timeout_s:g} s (--request-timeout)" if deadline.expired()
+        outcome.error = (f"TimeoutError: {timeout_message(timeout_s)}" if deadline.expired()
                          else f"{type(exc).__name__}: {exc}")
     except Exception as exc:  # noqa: BLE001 - a failed request is an outcome, the level goes on
         outcome.error = f"{type(exc).__name__}: {exc}"
     outcome.finish_s = time.perf_counter() - origin
     outcome.token_times_s = token_times(clock, origin)
+    outcome.chunk_times_s = [t - origin for t, n in clock.stamps if n]
     outcome.first_token_s = outcome.token_times_s[0] if outcome.token_times_s else None
     if clock.served_at is not None:
         outcome.queue_ms = (clock.served_at - clock.start) * 1e3
+    if report is not None:
+        report("done", outcome)
 
 
-async def _session(backend: Backend, requests: list[Request], outs: list[Outcome], s: LoadSettings, origin: float,
-                   deadline: float | None) -> None:
-    for i, (request, outcome) in enumerate(zip(requests, outs, strict=True)):
-        if i and s.think_time_s:
-            await asyncio.sleep(s.think_time_s)
-        if deadline is not None and time.perf_counter() >= deadline:
-            return
-        await _one(backend, request, outcome, origin)
+@dataclass
+class Drive:
+    """What :func:`drive` needs besides the sessions: how to stream one request, and the level's clock."""
+
+    stream: Any  # async (Request, TokenClock) -> RawOutput
+    timeout_s: float
+    origin: float
+    report: Any = None  # (event, Outcome) -> None: "submit" and "done", as they happen (client processes)
 
 
-async def _level(backend: Backend, sessions: list[list[Request]], s: LoadSettings) -> tuple[list[list[Outcome]], dict]:
-    outs = [[Outcome(session=k, turn=t) for t in range(len(reqs))] for k, reqs in enumerate(sessions)]
-    stats = _Sampler(backend)
-    origin = time.perf_counter()
-    deadline = origin + s.seconds if s.seconds else None
-    sampler = asyncio.create_task(stats.run())
+async def drive(d: Drive, sessions: list[list[Request]], outs: list[list[Outcome]], s: LoadSettings,
+                arrivals: list[float] | None = None, workers: int | None = None) -> None:
+    """THE load loop: the sessions at the load ``s`` (``workers`` closed-loop workers, default ``s.concurrency``;
+    open loop: session k starts ``arrivals[k]`` s after the origin). Client processes run it over their shard."""
+    deadline = d.origin + s.seconds if s.seconds else None
+
+    async def session(k: int) -> None:
+        for i, (request, outcome) in enumerate(zip(sessions[k], outs[k], strict=True)):
+            if i and s.think_time_s:  # never past the level's deadline: it would only wait to stop
+                await asyncio.sleep(s.think_time_s if deadline is None
+                                    else max(0.0, min(s.think_time_s, deadline - time.perf_counter())))
+            if deadline is not None and time.perf_counter() >= deadline:
+                return
+            await _one(d.stream, d.timeout_s, request, outcome, d.origin, d.report)
+
     if s.rate_rps:
-        rng = random.Random(s.seed)
-        tasks, at = [], 0.0
-        for k, reqs in enumerate(sessions):
-            wait = origin + at - time.perf_counter()
+        arrivals = arrivals if arrivals is not None else arrival_times(len(sessions), s)
+        tasks = []
+        for k in range(len(sessions)):
+            wait = d.origin + arrivals[k] - time.perf_counter()
+            if deadline is not None:
+                wait = min(wait, deadline - time.perf_counter())  # an arrival after the deadline never starts
             if wait > 0:
                 await asyncio.sleep(wait)
             if deadline is not None and time.perf_counter() >= deadline:
                 break
-            tasks.append(asyncio.create_task(_session(backend, reqs, outs[k], s, origin, deadline)))
-            at += rng.expovariate(s.rate_rps)
+            tasks.append(asyncio.create_task(session(k)))
         await asyncio.gather(*tasks)
     else:
         queue = list(range(len(sessions)))[::-1]
 
         async def worker() -> None:
             while queue and (deadline is None or time.perf_counter() < deadline):
-                k = queue.pop()
-                await _session(backend, sessions[k], outs[k], s, origin, deadline)
+                await session(queue.pop())
 
-        await asyncio.gather(*(worker() for _ in range(max(1, s.concurrency or 1))))
+        await asyncio.gather(*(worker() for _ in range(max(1, workers or s.concurrency or 1))))
+
+
+def arrival_times(n: int, s: LoadSettings) -> list[float]:
+    """Open loop: the sessions' start times (s from the origin), Poisson with the level's seed."""
+    rng, at, out = random.Random(s.seed), 0.0, []
+    for _ in range(n):
+        out.append(at)
+        at += rng.expovariate(s.rate_rps)
+    return out
+
+
+def new_outcomes(sessions: list[list[Request]]) -> list[list[Outcome]]:
+    return [[Outcome(session=k, turn=t) for t in range(len(reqs))] for k, reqs in enumerate(sessions)]
+
+
+async def _level(backend: Backend, sessions: list[list[Request]], s: LoadSettings) -> tuple[list[list[Outcome]], dict]:
+    outs = new_outcomes(sessions)
+    stats = _Sampler(backend)
+    gpu = GpuTelemetry().__enter__()  # its own thread: power, utilisation, memory and energy over the level
+    origin = time.perf_counter()
+    sampler = asyncio.create_task(stats.run())
+    await drive(Drive(backend.stream, backend.settings.request_timeout_s, origin), sessions, outs, s)
     wall_s = time.perf_counter() - origin
     sampler.cancel()
-    facts = {"wall_s": wall_s, **stats.facts()}
+    gpu.__exit__(None, None, None)
+    finished = sum(o.output is not None for session in outs for o in session)
+    facts = {"wall_s": wall_s, "client_procs": 0, **stats.facts(finished), **gpu.facts()}  # 0: in this process
     return outs, facts
 
 
 class _Sampler:
+
     """The backend's engine figures at the level's start and end, and the peaks of its gauges in between."""
 
     def __init__(self, backend: Backend) -> None:
         self.backend = backend
         self.first = backend.load_stats()
         self.peaks: dict[str, float] = {}
+        self.latency0 = backend.latency_snapshot()  # the server's latency histograms before the level
 
     def sample(self) -> dict[str, float]:
         now = self.backend.load_stats()
@@ -166,10 +220,27 @@ class _Sampler:
             await asyncio.to_thread(self.sample)
             await asyncio.sleep(SAMPLE_EVERY_S)
 
-    def facts(self) -> dict[str, Any]:
-        """Counters as differences over the level (``*_total``), gauges as their peak (``*_now`` -> ``*_peak``)."""
+    def server_timings(self, finished: int, wait_s: float = 2.0) -> dict[str, Any]:
+        """The server's own latency percentiles over the level (histograms after minus before); the server records a
+        request after its last chunk went out, so the scrape is retried until every finished request is in it."""
+        if self.latency0 is None:
+            return {}
+        deadline = time.monotonic() + wait_s
+        while True:
+            after = self.backend.latency_snapshot()
+            timings = self.backend.latency_diff(self.latency0, after) if after is not None else {}
+            if timings.get("e2e_n", timings.get("ttft_n", 0)) >= finished or time.monotonic() > deadline:
+                return timings
+            time.sleep(0.05)
+
+    def facts(self, finished: int = 0) -> dict[str, Any]:
+        """Counters as differences over the level (``*_total``), gauges as their peak (``*_now`` -> ``*_peak``),
+        the server's latency histograms as percentiles over the level (``server_timings``, where it exports them)."""
         last = self.sample()
         out: dict[str, Any] = {}
+        timings = self.server_timings(finished)
+        if timings:
+            out["server_timings"] = timings
         for k, v in last.items():
             if k.endswith("_total") and isinstance(self.first.get(k), int | float):
                 out[k.removesuffix("_total")] = v - self.first[k]
@@ -181,5 +252,12 @@ class _Sampler:
 
 
 def run_level(backend: Backend, sessions: list[list[Request]], settings: LoadSettings) -> tuple[list[list[Outcome]], dict]:
-    """Run one load level to the end; per session its requests' outcomes, and the level's engine facts."""
+    """Run one load level to the end; per session its requests' outcomes, and the level's engine facts.
+    A backend with a load client (:meth:`Backend.load_client`: an HTTP server) is driven from client
+    processes (``backends.load_shards``), while this process samples the server's metrics."""
+    spec = backend.load_client()
+    if spec is not None:
+        from backends.load_shards import run_sharded
+
+        return backend.run_async(run_sharded(backend, spec, sessions, settings, _Sampler(backend)))
     return backend.run_async(_level(backend, sessions, settings))

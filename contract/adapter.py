@@ -45,6 +45,13 @@ class BackendSettings:
     base_url: str | None = None
     api_key_env: str | None = None
     request_timeout_s: float = 300.0
+    tokenizer_path: str | None = None  # --tokenizer: the prompts' tokenizer when not the model's (a server's name)
+    served_model_name: str | None = None  # --served-model-name: the name to ask a server for
+    endpoint: str = "completions"  # --endpoint: completions (token ids) or chat (messages, the server's template)
+    engine_args: dict[str, Any] = field(default_factory=dict)  # --engine-arg BACKEND:KEY=VALUE, this backend's
+    client_procs: int | None = None  # load on a server: client processes per level (None: automatic)
+    engine_defaults: str = "matched"  # "matched": the same scheduler settings in process and as server; "own"
+    prefix_caching: bool = True  # False: the engine's prefix cache off (--no-prefix-caching), for caching off vs on
     options: dict[str, Any] = field(default_factory=dict)  # backend-specific extras
 
 
@@ -96,6 +103,8 @@ class RawOutput:
     # how many tokens the engine says it generated, where ``token_ids`` are not its own (a server that
     # streams text only: the text re-tokenized need not have as many); None: ``len(token_ids)``
     reported_output_tokens: int | None = None
+    reported_prompt_tokens: int | None = None  # the prompt tokens the server says it got (usage), where it says
+    prompt_as_text: bool = False  # the prompt went as text (the server tokenized it again), not as the plan's ids
 
     @property
     def output_tokens(self) -> int:

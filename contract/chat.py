@@ -2,13 +2,23 @@
 
 The harness renders every prompt once, here, with the model's own tokenizer and chat template
 (thinking off, as in the seed), and hands token ids to the backends, so HF, vLLM and SGLang
-see identical tokens.
+see identical tokens. It also keeps, per prompt rendered from messages, the messages themselves
+(``chats``): what ``--endpoint chat`` sends instead of the ids, for the server's own chat template.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import hashlib
+import json
+from dataclasses import dataclass, field
 from typing import Any
+
+CHAT_PROMPTS = "chat_prompts.json"  # RUN_DIR/: prompt key -> {messages, tools}, written with --endpoint chat
+
+
+def prompt_key(ids: list[int]) -> str:
+    """The plan's key of a prompt (``Plan.prompts``, ``chat_prompts.json``): a hash of its token ids."""
+    return hashlib.sha1(json.dumps(ids).encode()).hexdigest()[:16]
 
 
 def common_prefix_len(a: list[int], b: list[int]) -> int:
@@ -28,10 +38,14 @@ class NoChatTemplate(ValueError):
 @dataclass
 class Renderer:
     tokenizer: Any  # a transformers tokenizer
+    # prompt_key(ids) -> {"messages", "tools"} of every prompt rendered from messages (--endpoint chat)
+    chats: dict[str, dict[str, Any]] = field(default_factory=dict, repr=False)
 
     def chat_ids(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None) -> list[int]:
         text = self.chat_text(messages, tools)
-        return self.text_ids(text)
+        ids = self.text_ids(text)
+        self.chats[prompt_key(ids)] = {"messages": messages, "tools": tools}
+        return ids
 
     def chat_text(
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None, *, generation_prompt: bool = True

@@ -1,6 +1,6 @@
-"""Command-line values of the ``KEY=VALUE[,KEY=VALUE...]`` form, and the goodput target ``--slo``.
+"""Command-line values of the ``KEY=VALUE[,KEY=VALUE...]`` form, and the latency targets ``--slo``.
 
-    --slo ttft_ms=2000,tpot_ms=100
+    --slo chat:ttft_p90_ms=500,tpot_p90_ms=50 --slo batch:     (contract.slo)
 
 Shared by the harness (``--load``, ``--slo``: ``harness.load_args``), the report (``--slo``) and
 the HF continuous-batching adapter (``LCA_HF_CB``), so each says the same one-line error for the
@@ -8,8 +8,6 @@ same mistake.
 """
 
 from __future__ import annotations
-
-SLO_KEYS = ("ttft_ms", "tpot_ms")
 
 
 def parse_pairs(text: str, option: str) -> dict[str, str]:
@@ -24,17 +22,13 @@ def parse_pairs(text: str, option: str) -> dict[str, str]:
     return out
 
 
-def parse_slo(text: str) -> dict[str, float]:
-    """``ttft_ms=...,tpot_ms=...`` as positive numbers; ValueError (one line) otherwise."""
-    out: dict[str, float] = {}
-    for key, value in parse_pairs(text, "--slo").items():
-        if key not in SLO_KEYS:
-            raise ValueError(f"--slo: unknown key {key!r} (choose from: {', '.join(SLO_KEYS)})")
-        try:
-            number = float(value)
-        except ValueError:
-            raise ValueError(f"--slo: {key}={value!r} is not a number") from None
-        if not number > 0 or number != number or number == float("inf"):
-            raise ValueError(f"--slo: {key} must be a positive number of milliseconds (got {value})")
-        out[key] = number
-    return out
+def parse_slo(texts: list[str] | str | None) -> tuple[tuple, dict[str, float] | None]:
+    """Every ``--slo`` given (``contract.slo``): the targets (none given: the defaults), and the per-request
+    goodput pair (``ttft_ms``, ``tpot_ms``) the Load section counts, from the first target given that has a
+    TTFT and a TPOT limit (none given: None, the section's default); ValueError (one line) on a mistake."""
+    from contract.slo import legacy_slo, parse_targets
+
+    texts = [texts] if isinstance(texts, str) else texts
+    targets = parse_targets(texts)
+    pair = next((p for t in targets if (p := legacy_slo(t))), None) if texts else None
+    return targets, pair

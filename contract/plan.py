@@ -9,11 +9,11 @@ of those still has to run. The order itself is the planners' (``workloads.plan.O
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from contract.chat import prompt_key
 from contract.records import RecordKey
 
 
@@ -64,7 +64,7 @@ class Plan:
     groups: list[Group] = field(default_factory=list)
 
     def add_prompt(self, ids: list[int]) -> str:
-        key = hashlib.sha1(json.dumps(ids).encode()).hexdigest()[:16]
+        key = prompt_key(ids)
         self.prompts[key] = ids
         return key
 

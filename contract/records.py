@@ -3,7 +3,10 @@
 The harness appends them to ``runs/<id>/records.jsonl`` (``harness.records.RecordWriter``, flushed
 as they come); the report reads them back as dicts. :class:`RecordKey` is what identifies one
 measurement, the one definition every reader and writer uses: when a case was recorded twice (a
-resumed conversation repeat), the last record of a key wins.
+resumed conversation repeat), the last record of a key wins. A load level is run as a whole: every
+record of one run of it carries its attempt (``extra.level_attempt``), and a level that was run
+again keeps only its latest attempt's records (:func:`latest_attempts`), so a redone
+``seconds``-bounded level drops what the earlier attempt had for requests the redo did not reach.
 """
 
 from __future__ import annotations
@@ -100,6 +103,7 @@ class Record:
     first_token_s: float | None = None
     finish_s: float | None = None
     token_times_s: list[float] | None = None  # each output token's arrival
+    chunk_times_s: list[float] | None = None  # each streamed chunk's arrival (a chunk may carry several tokens)
     queue_ms: float | None = None  # waiting for a queued backend's turn (one request at a time)
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -115,3 +119,32 @@ FIELD_NAMES = {f.name for f in fields(Record)}
 def row_key(row: dict[str, Any]) -> RecordKey:
     """The key of a record read back as a dict (:meth:`RecordKey.of_row`)."""
     return RecordKey.of_row(row)
+
+
+# --- load levels run more than once (a resume redoes a level with a failed request, whole) --------------
+ATTEMPT = "level_attempt"  # extra field: which run of its load level a record belongs to
+
+
+def level_of(row: dict[str, Any]) -> tuple | None:
+    """The load level a record belongs to (its requests and its level record: a concurrency or an arrival
+    rate), None for other records."""
+    if row.get("skipped") or (row.get("load_concurrency") is None and row.get("load_rate_rps") is None):
+        return None
+    return row.get("backend"), row.get("engine_start") or 0, row.get("workload"), row.get("mode"), row.get("case")
+
+
+def attempt_of(row: dict[str, Any]) -> str | None:
+    extra = row.get("extra")
+    return extra.get(ATTEMPT) if isinstance(extra, dict) else None
+
+
+def latest_attempts(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``rows`` (in file order) without the records of a load level's earlier attempts: a level's current
+    attempt is the one its last-written record carries (records of old runs, with none, are all kept).
+    Every reader applies it before keeping the last record of a key."""
+    current: dict[tuple, str] = {}
+    for row in rows:
+        level, attempt = level_of(row), attempt_of(row)
+        if level is not None and attempt is not None:
+            current[level] = attempt
+    return [r for r in rows if (a := attempt_of(r)) is None or current.get(level_of(r), a) == a]

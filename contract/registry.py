@@ -10,8 +10,9 @@ an engine that is not installed here fails only when it is chosen:
 
 ``entries`` is the plain dict behind the registry: a test (or a plugin) adds an entry by adding a
 key (``monkeypatch.setitem(registry.entries, name, target)``), removes it the same way, and the
-next ``get`` sees it. Imports are cached per target string, so an entry pointed elsewhere is
-imported afresh. ``check_name``: the imported object's ``name`` attribute must equal its key (a
+next ``get`` sees it. The module is imported once (``sys.modules``) but its attribute is read at
+every ``get``, so an entry pointed elsewhere, or an attribute replaced in its module
+(``monkeypatch.setattr(module, "EchoBackend", ...)``), is what the next ``get`` returns. ``check_name``: the imported object's ``name`` attribute must equal its key (a
 kind object says which kind it is; a typo in the table fails loudly instead of shadowing a kind).
 """
 
@@ -19,7 +20,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Iterator
-from typing import Any, Generic, TypeVar
+from typing import Generic, TypeVar
 
 T = TypeVar("T")
 
@@ -33,7 +34,6 @@ class Registry(Generic[T]):
         self.what = what  # "backend", "workload kind": for error messages
         self.entries = entries
         self.check_name = check_name
-        self._imported: dict[str, Any] = {}
 
     def names(self) -> tuple[str, ...]:
         return tuple(self.entries)
@@ -52,15 +52,13 @@ class Registry(Generic[T]):
         if name not in self.entries:
             raise KeyError(f"unknown {self.what} {name!r} (registered: {', '.join(self.entries) or 'none'})")
         target = self.entries[name]
-        if target not in self._imported:
-            module_name, sep, attr = target.partition(":")
-            if not sep or not attr:
-                raise ValueError(f"{self.what} {name!r}: registry entry {target!r} is not 'module:attribute'")
-            found = getattr(importlib.import_module(module_name), attr)
-            if self.check_name and getattr(found, "name", None) != name:
-                raise RuntimeError(f"{target} registers {self.what} {getattr(found, 'name', None)!r}, not {name!r}")
-            self._imported[target] = found
-        return self._imported[target]
+        module_name, sep, attr = target.partition(":")
+        if not sep or not attr:
+            raise ValueError(f"{self.what} {name!r}: registry entry {target!r} is not 'module:attribute'")
+        found = getattr(importlib.import_module(module_name), attr)
+        if self.check_name and getattr(found, "name", None) != name:
+            raise RuntimeError(f"{target} registers {self.what} {getattr(found, 'name', None)!r}, not {name!r}")
+        return found
 
     def find(self, name: str) -> T | None:
         """The registered object, or None for a name not registered."""

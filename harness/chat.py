@@ -7,9 +7,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from contract.chat import NoChatTemplate, Renderer, common_prefix_len
+from contract.chat import CHAT_PROMPTS, NoChatTemplate, Renderer, common_prefix_len, prompt_key
 
-__all__ = ["NoChatTemplate", "Renderer", "common_prefix_len", "tokenizer_facts"]
+__all__ = ["CHAT_PROMPTS", "NoChatTemplate", "Renderer", "common_prefix_len", "prompt_key", "tokenizer_facts"]
 
 
 def tokenizer_facts(renderer: Renderer, model_path: str, seed_prompt: list[dict[str, Any]]) -> dict[str, Any]:

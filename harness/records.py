@@ -3,7 +3,8 @@
 The record itself (:class:`Record`, :class:`RecordKey`) is the contract between measuring and the
 report and lives in ``contract.records``; it is re-exported here. A crash loses nothing already
 written; ``--resume`` reads the file back and skips what is done. When a case was run twice (a
-resumed conversation repeat), the last record of a key wins.
+resumed conversation repeat), the last record of a key wins; a load level run again keeps its latest
+attempt only (``contract.records.latest_attempts``).
 """
 
 from __future__ import annotations
@@ -15,12 +16,13 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from contract.records import KEY_FIELDS, RECORDS, Record, RecordKey, row_key
+from contract.records import ATTEMPT, KEY_FIELDS, RECORDS, Record, RecordKey, latest_attempts, row_key
 from harness.rundir import cut_torn_tail
 from harness.secrets import redact
 
 __all__ = [  # the contract's names, re-exported for the harness and the tests
-    "KEY_FIELDS", "RECORDS", "Record", "RecordKey", "RecordWriter", "done_keys", "read_records", "row_key",
+    "ATTEMPT", "KEY_FIELDS", "RECORDS", "Record", "RecordKey", "RecordWriter", "done_keys", "failed_keys",
+    "latest_attempts", "read_records", "row_key",
 ]
 
 
@@ -67,16 +69,19 @@ class RecordWriter:
 
 
 def read_records(run_dir: str | Path) -> list[dict[str, Any]]:
-    """All records of a run as dicts, the last one per key kept (a torn last line is ignored)."""
+    """All records of a run as dicts, the last one per key kept, a load level's latest attempt only
+    (a torn last line is ignored)."""
     path = Path(run_dir) / RECORDS
     if not path.exists():
         return []
-    latest: dict[tuple, dict[str, Any]] = {}
+    rows = []
     for line in path.read_text(encoding="utf-8").splitlines():
         try:
-            row = json.loads(line)
+            rows.append(json.loads(line))
         except json.JSONDecodeError:
             continue  # a line cut short by a crash
+    latest: dict[tuple, dict[str, Any]] = {}
+    for row in latest_attempts(rows):
         key = RecordKey.of_row(row)
         latest.pop(key, None)
         latest[key] = row
@@ -90,3 +95,8 @@ def done_keys(run_dir: str | Path, backend: str) -> set[tuple]:
         for r in read_records(run_dir)
         if r["backend"] == backend and not r.get("skipped") and not r.get("error")
     }
+
+
+def failed_keys(run_dir: str | Path, backend: str) -> set[tuple]:
+    """Keys of the cases whose latest record is an error (``--resume`` redoes them)."""
+    return {RecordKey.of_row(r).without_backend() for r in read_records(run_dir) if r["backend"] == backend and r.get("error")}

@@ -4,7 +4,7 @@
   passed to its child processes, so a second ``compare.py`` (a ``--resume`` started too early,
   a second terminal) is refused with one line instead of interleaving records. The lock lives
   as long as any process holding the descriptor: a child that outlives a killed parent keeps it.
-- :func:`atomic_write_text`: ``plan.json``, ``run.json`` and ``env.json`` are written to a
+- :func:`atomic_write_text` (``contract.files``): ``plan.json``, ``run.json`` and ``env.json`` are written to a
   temporary file in the same folder, fsynced and renamed over the old one, so a full disk or a
   crash leaves the previous file or the new one, never half of one.
 - :func:`cut_torn_tail`: a crash (or a full disk) can leave a last line without its newline;
@@ -17,16 +17,21 @@ from __future__ import annotations
 import errno
 import fcntl
 import os
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from contract.files import atomic_write_text  # noqa: F401 - re-exported: the harness writes its files through it
+
 LOCK = ".lock"
 # Settings that change what is measured; a resume must match them (``run.json`` ``settings``).
 RESUME_SETTINGS = ("model_label", "model_path", "model_config_hash", "dtype", "device", "random_weights", "attn",
-                   "tp", "max_model_len", "base_url")
+                   "tp", "max_model_len", "base_url", "endpoint", "engine_args", "tokenizer_path", "served_model_name",
+                   "prefix_caching")
+# what a run made before a setting existed had (its run.json does not name it)
+RESUME_DEFAULTS = {"endpoint": "completions", "engine_args": {}, "tokenizer_path": None, "served_model_name": None,
+                   "prefix_caching": True}
 
 
 class RunDirBusy(RuntimeError):
@@ -70,21 +75,6 @@ def claim(run_dir: Path) -> Iterator[int]:
         os.close(fd)
 
 
-def atomic_write_text(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` whole or not at all (temporary file in the same folder, fsync, rename)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def cut_torn_tail(path: Path) -> int:
     """Cut a last line that has no newline (a write cut short); the number of bytes cut."""
     try:
@@ -115,8 +105,11 @@ def cut_torn_tail(path: Path) -> int:
 
 def settings_diff(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     """``name was X, now Y`` for each measuring setting that differs between a run and its resume."""
-    return [f"{k.replace('_', '-')} was {old.get(k)!r}, now {new.get(k)!r}"
-            for k in RESUME_SETTINGS if old.get(k) != new.get(k)]
+    def value(settings: dict[str, Any], k: str) -> Any:
+        return settings.get(k, RESUME_DEFAULTS.get(k))
+
+    return [f"{k.replace('_', '-')} was {value(old, k)!r}, now {value(new, k)!r}"
+            for k in RESUME_SETTINGS if value(old, k) != value(new, k)]
 
 
 def is_disk_full(exc: BaseException) -> bool:

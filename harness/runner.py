@@ -22,7 +22,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from backends.base import Backend, Result
 from harness import load_runner
-from harness.records import Record, RecordWriter, done_keys
+from harness.records import Record, RecordWriter, done_keys, failed_keys
 from harness.secrets import redact
 from harness.steps import (
     STEP_LOGPROBS,
@@ -46,6 +46,8 @@ class GroupRunner:
     run: Callable[[Runner, Group, bool], list[Record]]  # (runner, group, record?) -> the records written
     needs: str  # the Capabilities flag a backend must have
     done: Callable[[Runner, Group], bool]  # --resume: the group's records are all there
+    # after each group, done now or before (not for a block skipped): e.g. the capacity search's added levels
+    after: Callable[[Runner, Group], object] = lambda runner, group: None
 
 
 class Runner:
@@ -58,6 +60,7 @@ class Runner:
         self.after_workload: Callable[[], None] = lambda: None  # e.g. sample device memory
         self.base = base  # run_id, backend, backend_version, model, random_weights
         self.done = done_keys(run_dir, backend.name) if resume else set()
+        self.failed = failed_keys(run_dir, backend.name) if resume else set()
         self.writer = RecordWriter(run_dir)
         self.wall_s: dict[str, float] = defaultdict(float)  # per workload, warm-ups included
         self.errors_seen: set[str] = set()
@@ -104,7 +107,9 @@ class Runner:
     def run(self) -> None:
         """The groups of this engine start in plan order (the plan interleaves N and modes within a
         repeat); a block's warm-ups run once, untimed, before its first group that still has to run."""
-        groups = [g for g in self.plan.groups if g.steps[0].engine_start == self.engine_start]
+        # a load variant's search pool is cut into the levels the capacity search adds, never run as it is
+        groups = [g for g in self.plan.groups if g.steps and g.steps[0].engine_start == self.engine_start
+                  and not (g.load or {}).get("pool")]
         todo_blocks = {g.block for g in groups if not g.warmup and self._todo(g)}
         total = sum(len(g.steps) for g in groups if not g.warmup)
         columns = (TextColumn(escape(self.label), style="bold"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
@@ -119,13 +124,15 @@ class Runner:
                     skipped.add(group.block)
                     progress.advance(task, 0 if group.warmup else len(group.steps))
                 elif group.warmup:
-                    self._run_group(group, record=False)
+                    self.run_group(group, record=False)
                 elif self._todo(group):
-                    records = self._run_group(group, record=True)
+                    records = self.run_group(group, record=True)
                     progress.console.print(f"  {group.block} {summary(records)}")
                     progress.advance(task, len(group.steps))
                 else:
                     progress.advance(task, len(group.steps))
+                if group.block not in skipped:
+                    group_runner(group).after(self, group)
                 workload = group.steps[0].workload
                 self.wall_s[workload] += time.perf_counter() - started
                 if i + 1 == len(groups) or groups[i + 1].steps[0].workload != workload:
@@ -149,7 +156,7 @@ class Runner:
         progress.console.print(f"  {group.block}: skipped ({reason})")
         return True
 
-    def _run_group(self, group: Group, record: bool) -> list[Record]:
+    def run_group(self, group: Group, record: bool) -> list[Record]:
         return group_runner(group).run(self, group, record)
 
 
@@ -187,7 +194,8 @@ def steps_done(runner: Runner, group: Group) -> bool:
 # Kind.runs_as -> its group runner
 GROUP_RUNNERS: dict[str, GroupRunner] = {
     "sequential": GroupRunner(run_sequential, needs="single_requests", done=steps_done),
-    "concurrent": GroupRunner(load_runner.run_level_group, needs="load", done=load_runner.level_done),
+    "concurrent": GroupRunner(load_runner.run_level_group, needs="load", done=load_runner.level_done,
+                              after=load_runner.after_level),
 }
 
 

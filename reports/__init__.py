@@ -22,7 +22,7 @@ __all__ = ["build", "report_of", "write"]
 
 def report_of(run_dirs: list[str | Path], *, bandwidth_gbps: float | None = None, tflops: float | None = None,
               drop: list[tuple[str, str]] | tuple = (), copy_gbps: float | None = None, merge_starts: bool = False,
-              slo: dict[str, float] | None = None):
+              slo: dict[str, float] | None = None, gpu_hour_usd: float | None = None):
     """The assembled :class:`~reports.assemble.Report` of ``run_dirs``: what the page and the exports are made of."""
     from reports.assemble import assemble
     from reports.load import load
@@ -30,23 +30,26 @@ def report_of(run_dirs: list[str | Path], *, bandwidth_gbps: float | None = None
     ds = load(list(run_dirs), drop=drop, merge_starts=merge_starts)
     for problem in ds.problems:
         print(f"warning: {problem}", file=sys.stderr)
-    return assemble(ds, bandwidth_gbps=bandwidth_gbps, tflops=tflops, copy_gbps=copy_gbps, slo=slo)
+    return assemble(ds, bandwidth_gbps=bandwidth_gbps, tflops=tflops, copy_gbps=copy_gbps, slo=slo, gpu_hour_usd=gpu_hour_usd)
 
 
 def build(run_dirs: list[str | Path], out_path: str | Path, *, bandwidth_gbps: float | None = None,
           tflops: float | None = None, drop: list[tuple[str, str]] | tuple = (), copy_gbps: float | None = None,
-          merge_starts: bool = False, slo: dict[str, float] | None = None, formats: tuple[str, ...] = ("html",)) -> Path:
+          merge_starts: bool = False, slo: dict[str, float] | None = None, formats: tuple[str, ...] = ("html",),
+          gpu_hour_usd: float | None = None) -> Path:
     """Write the report for ``run_dirs`` to ``out_path`` and return its path; ``formats`` beyond ``html``
     (``json``, ``csv``: ``reports.export``) are written beside it, from the same report."""
     report = report_of(run_dirs, bandwidth_gbps=bandwidth_gbps, tflops=tflops, drop=drop, copy_gbps=copy_gbps,
-                       merge_starts=merge_starts, slo=slo)
+                       merge_starts=merge_starts, slo=slo, gpu_hour_usd=gpu_hour_usd)
     out = Path(out_path)
     write(report, out, formats)
     return out
 
 
 def write(report, out: Path, formats: tuple[str, ...]) -> list[Path]:
-    """The page (``html`` in ``formats``) at ``out`` and the exports beside it; every path written."""
+    """The page (``html`` in ``formats``) at ``out`` and the exports beside it; every path written. The page is
+    written whole or not at all (a full disk leaves an older page as it was)."""
+    from contract.files import atomic_write_text
     from reports import export
     from reports.load import ReportError
     from reports.page import render
@@ -55,7 +58,7 @@ def write(report, out: Path, formats: tuple[str, ...]) -> list[Path]:
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
         if "html" in formats:
-            out.write_text(render(report), encoding="utf-8")
+            atomic_write_text(out, render(report))
             written.append(out)
         written += export.write(report, out.parent, formats)
     except OSError as exc:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from pathlib import Path
 
@@ -14,7 +15,7 @@ from reports.load import ReportError
 
 def positive(text: str) -> float:
     value = float(text)
-    if value <= 0:
+    if not (value > 0 and math.isfinite(value)):
         raise argparse.ArgumentTypeError(f"must be positive (got {text})")
     return value
 
@@ -48,13 +49,16 @@ def slo_target(text: str) -> dict[str, float]:
     from contract.options import parse_slo
 
     try:
-        return parse_slo(text)
+        pair = parse_slo(text)[1]
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from exc
+    if pair is None:
+        raise argparse.ArgumentTypeError(f"--slo {text!r}: the goodput target needs a TTFT and a TPOT limit")
+    return pair
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m reports", description=(
+def main(argv: list[str] | None = None, prog: str = "python -m reports") -> int:
+    p = argparse.ArgumentParser(prog=prog, description=(
         "Build one offline HTML report from run directories (records.jsonl + env.json); several runs are merged. "
         "--format adds summary.json and CSV files of what the page shows; --baseline/--candidate is a regression gate."),
         epilog="exit codes: 0 written (gate: no figure regressed); 1 gate: a figure regressed or went missing; "
@@ -76,6 +80,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--drop", type=run_backend, action="append", default=[], metavar="RUN:BACKEND",
                    help="leave out one run's records of one backend, e.g. a column a later run superseded "
                    "(RUN: the run directory's name); repeatable")
+    p.add_argument("--gpu-hour-usd", type=positive, default=None, metavar="PRICE",
+                   help="a GPU-hour's price: cost per million output tokens at each capacity point (default: the run's "
+                        "--gpu-hour-usd, else none: the page shows the formula)")
     p.add_argument("--slo", type=slo_target, default=None, metavar="ttft_ms=X,tpot_ms=Y",
                    help="the latency target goodput counts against in the Load section (default: the run's --slo, "
                    "else the page's stated default)")
@@ -97,10 +104,11 @@ def main(argv: list[str] | None = None) -> int:
             raise ReportError("give one or more RUN_DIRs to report on, or --baseline and --candidate to compare")
         out = args.out or (args.run_dirs[0] / "report.html" if len(args.run_dirs) == 1 else Path("report.html"))
         report = report_of(args.run_dirs, bandwidth_gbps=args.bandwidth_gbps, tflops=args.tflops, drop=args.drop,
-                           copy_gbps=args.copy_gbps, merge_starts=args.merge_starts, slo=args.slo)
+                           copy_gbps=args.copy_gbps, merge_starts=args.merge_starts, slo=args.slo,
+                           gpu_hour_usd=args.gpu_hour_usd)
         written = write(report, out, formats)
     except ReportError as exc:
-        print(f"python -m reports: error: {exc}", file=sys.stderr)
+        print(f"{prog}: error: {exc}", file=sys.stderr)
         return 2
     csvs = [path for path in written if path.suffix == ".csv"]
     for path in written:

@@ -101,13 +101,26 @@ def _kinds(df: pd.DataFrame) -> dict[str, str | None]:
 
 def slo_of(ds: Dataset, slo: dict[str, float] | None) -> dict[str, float] | None:
     """The goodput target: the one given to the report, else the first run's (``compare.py --slo``)."""
-    if slo:
-        return slo
-    return next((env["slo"] for env in ds.envs.values() if isinstance(env.get("slo"), dict)), None)
+    from reports.analysis.many_users import DEFAULT_SLO
+
+    given = slo or next((env["slo"] for env in ds.envs.values() if isinstance(env.get("slo"), dict)), None)
+    if not given:
+        return None
+    # a run made before --slo checked for both keys may hold one: the other comes from the default
+    return {**DEFAULT_SLO, **{k: float(v) for k, v in given.items() if k in DEFAULT_SLO}}
+
+
+def planned_levels(ds: Dataset) -> dict[str, list[tuple[str, str, str]]]:
+    """Per backend column, the load levels its run planned (env.json ``planned_levels``; absent in old runs)."""
+    out: dict[str, list[tuple[str, str, str]]] = {}
+    for label in ds.backends:
+        plan = ds.run_env_of(label).get("planned_levels") or {}
+        out[label] = [(w, m, c) for w, levels in plan.items() for m, c in levels]
+    return out
 
 
 def assemble(ds: Dataset, bandwidth_gbps: float | None = None, tflops: float | None = None,
-             copy_gbps: float | None = None, slo: dict[str, float] | None = None) -> Report:
+             copy_gbps: float | None = None, slo: dict[str, float] | None = None, gpu_hour_usd: float | None = None) -> Report:
     df, measured = ds.records, ds.measured()
     roofs = {}
     for b in ds.backends:
@@ -116,7 +129,7 @@ def assemble(ds: Dataset, bandwidth_gbps: float | None = None, tflops: float | N
                                copy_gbps=copy_gbps)
     blocks = {b: block_size(ds.env_of(b).get("engine") or {}) for b in ds.backends}
     sections = []
-    ctx = kinds.Context(ds, roofs, blocks, slo_of(ds, slo))
+    ctx = kinds.Context(ds, roofs, blocks, slo_of(ds, slo), gpu_hour_usd)
     attempted = df[df["skipped"].isna()]
     for name, kind in _kinds(df).items():
         report_kind = kinds.report_kind(kind) if kind else None
@@ -132,7 +145,7 @@ def assemble(ds: Dataset, bandwidth_gbps: float | None = None, tflops: float | N
     cases = agreement.per_case(single, ds.backends)
     flat = agreement.flat_backends(single)
     cached = agreement.cached_vs_full(single)
-    report = Report(ds, status.backend_status(df, ds.backends), sections, cases, agreement.summary(cases, flat),
+    report = Report(ds, status.backend_status(df, ds.backends, planned_levels(ds)), sections, cases, agreement.summary(cases, flat),
                     status.server_timings(measured), roofs, random_weights_note(ds), [], [],
                     agreement_cached=cached, agreement_cached_summary=agreement.summary(cached, flat),
                     flat_logits=flat, model_notes=model_notes(ds))

@@ -173,7 +173,9 @@ def write(report: Report, out_dir: Path, formats: tuple[str, ...]) -> list[Path]
     written = []
     if "json" in formats:
         path = out_dir / SUMMARY_JSON
-        path.write_text(json.dumps(summary(report), ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+        from contract.files import atomic_write_text
+
+        atomic_write_text(path, json.dumps(summary(report), ensure_ascii=False, indent=1) + "\n")  # whole or not at all
         written.append(path)
     if "csv" in formats:
         folder = out_dir / CSV_DIR

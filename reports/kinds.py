@@ -41,6 +41,7 @@ class Context:
     roofs: dict[str, Any] = field(default_factory=dict)
     blocks: dict[str, int | None] = field(default_factory=dict)  # KV block size per backend
     slo: dict[str, float] | None = None
+    gpu_hour_usd: float | None = None  # the report's --gpu-hour-usd (else the run's)
 
 
 @dataclass(frozen=True)
@@ -54,6 +55,7 @@ class ReportKind:
     quality_note: str | None = None  # shown above the section when the weights are random (its figures are about answers)
     agreement: bool = True  # its T=0 requests are compared token by token across backends (a load level's are not)
     cached_vs_full: bool = False  # its ``cached`` mode is compared with its ``full`` mode, per backend
+    steady_state: bool = False  # its figures are load levels' steady states, not medians over repeats (the page says which)
     sees_failures: bool = False  # analyse gets the failed requests too (load: a failure is an SLO miss, not nothing)
     figures: Callable[[Any, Any], list] = lambda section, report: []  # noqa: E731 - -> reports.analysis.figures.Figure (the gate's)
 

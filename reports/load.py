@@ -21,7 +21,7 @@ from typing import Any
 
 import pandas as pd
 
-from contract.records import RECORDS, Record, RecordKey
+from contract.records import RECORDS, Record, RecordKey, latest_attempts
 
 COLUMNS = [f.name for f in fields(Record)]
 NEW_FIELDS = ("engine_start", "engine_ttft_ms", "engine_decode_ms_per_token")  # issue 14; absent from old runs
@@ -99,9 +99,10 @@ def records_file(run_dir: Path) -> Path | None:
 
 
 def read_checked(path: Path) -> tuple[list[dict[str, Any]], list[int]]:
-    """The records of a records.jsonl (the last one per key kept) and the numbers of the lines left out:
-    not UTF-8, not JSON, not an object, no backend, or a field of the wrong type. Blank lines are skipped."""
-    latest: dict[tuple, dict[str, Any]] = {}
+    """The records of a records.jsonl (the last one per key kept, a load level's latest attempt only) and
+    the numbers of the lines left out: not UTF-8, not JSON, not an object, no backend, or a field of the
+    wrong type. Blank lines are skipped."""
+    rows: list[dict[str, Any]] = []
     bad: list[int] = []
     data = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
     for n, raw in enumerate(data.split(b"\n"), start=1):
@@ -115,6 +116,9 @@ def read_checked(path: Path) -> tuple[list[dict[str, Any]], list[int]]:
         if not isinstance(row, dict) or _wrong_type(row):
             bad.append(n)
             continue
+        rows.append(row)
+    latest: dict[tuple, dict[str, Any]] = {}
+    for row in latest_attempts(rows):
         key = RecordKey.of_row(row)
         latest.pop(key, None)
         latest[key] = row

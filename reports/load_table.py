@@ -51,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
     except ReportError as exc:
         print(f"python -m reports.load_table: error: {exc}", file=sys.stderr)
         return 2
-    levels = per_level(ds.records, args.slo)
+    levels = per_level(ds.records, args.slo[1] if args.slo else None)
     if levels.empty:
         print("python -m reports.load_table: error: no load records in these runs", file=sys.stderr)
         return 2

@@ -78,6 +78,12 @@ def section_blocks(report: Report, c: Charts) -> list[list[Block]]:
     return out
 
 
+def _steady(kind: str) -> bool:
+    """The section's figures are load levels' steady states (``ReportKind.steady_state``)."""
+    found = kinds.report_kind(kind)
+    return found is not None and found.steady_state
+
+
 def render(report: Report) -> str:
     c = Charts()
     blocks = section_blocks(report, c)
@@ -89,6 +95,8 @@ def render(report: Report) -> str:
         r=report,
         runs=report.ds.envs,
         orders=list(dict.fromkeys(str(e["order"]) for e in report.ds.envs.values() if e.get("order"))),
+        load_only=bool(report.sections) and all(_steady(s.kind) for s in report.sections),
+        has_load=any(_steady(s.kind) for s in report.sections),
         models=models,
         versions=versions,
         generated=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),

@@ -59,11 +59,13 @@ class Override:
     ``fields`` turns the option's value into field overrides (ValueError, one line, on a mistake); the
     spec is validated again with them, as a workload file would be. ``cpu_default``: the option's
     value for the kind's built-in workloads on a CPU when the option is not given (their own scale
-    would take hours there)."""
+    would take hours there). ``missing``: the one-line mistake when the option is given and no workload
+    of the run is of the kind (empty: the option is then ignored)."""
 
     option: str  # "--load"; its argparse dest is the name without the dashes, "-" read as "_"
     fields: Callable[[Any], dict[str, Any]]
     cpu_default: Any = None
+    missing: str = ""
 
     @property
     def dest(self) -> str:

@@ -48,11 +48,17 @@ from workloads.spec import Messages, TranscriptSource, Turn, _Strict, mistake
 
 # What a load workload runs on a CPU when --load says nothing (the built-in's levels up to 128, with
 # 128 ten-turn sessions, would take hours there): levels 1 and 4, four two-turn sessions, four 192-token
-# fixed-shape requests (0 or 160 shared) per level, 8 output tokens.
-CPU_LOAD = "levels=1:4,users=4,requests=4,max_turns=2,rates=,output_tokens=8,prompt_tokens=192,shared_prefix_tokens=0:160"
+# fixed-shape requests (0 or 160 shared) per level, 8 output tokens; no capacity search (four requests
+# a level leave no steady state to judge).
+CPU_LOAD = "levels=1:4,search_levels=0,users=4,requests=4,max_turns=2,rates=,output_tokens=8,prompt_tokens=192,shared_prefix_tokens=0:160"
 LIST_FIELDS = ("levels", "rates", "shared_prefix_tokens")
+FIXED_FIELDS = ("name", "kind")  # what --load cannot set for every load workload at once
 RANDOM_SEED = 13
+STEADY_REQUESTS = 10  # a fixed-shape level's steady window: 10 x C requests after its first wave of C
 DEFAULT_USERS = 32
+# A wait longer than this (a user's think time, the mean gap between Poisson arrivals) makes a level that
+# does not end in any sitting: neither --request-timeout (one request) nor seconds (starting requests) bounds it.
+MAX_WAIT_S = 3600.0
 SOURCES = ("conversation", "turns", "transcripts", "sessions")  # a sessions load replays exactly one
 
 
@@ -62,8 +68,10 @@ class LoadSpec(_Strict):
     shape: Literal["sessions", "fixed"]
     levels: list[Annotated[int, Field(ge=1)]] = Field([1, 8, 32, 128], description="closed-loop concurrency levels")
     rates: list[Annotated[float, Field(gt=0)]] = Field([], description="open-loop Poisson request rates (requests/s)")
-    requests: int | None = Field(None, ge=1, description="requests per level (fixed shape; default 4 x C, at least 32)")
-    seconds: float | None = Field(None, gt=0, description="instead of a request count: run each level this long")
+    requests: int | None = Field(None, ge=1, description=f"requests per level (fixed shape; default C + {STEADY_REQUESTS} x C: "
+                                 "the first wave and a steady window, at least 32)")
+    seconds: float | None = Field(None, ge=1, description="instead of a request count: run each level's window this long "
+                                  "(at least 1 s)")
     warmup_requests: int | None = Field(None, ge=0, description="unrecorded requests before each level (default: C)")
     output_tokens: int = Field(64, ge=1, description="tokens decoded per request, EOS ignored")
     # fixed shape
@@ -79,12 +87,47 @@ class LoadSpec(_Strict):
     sessions: list[Messages] | None = Field(None, min_length=1, description="recorded sessions inline (what transcripts are read into)")
     think_time_s: float = Field(0.0, ge=0)
     max_turns: int | None = Field(None, ge=1, description="replay only each session's first K turns")
+    # the capacity search (contract.capacity): levels it may add between (and above) the measured ones
+    search_levels: int = Field(0, ge=0, description="levels the capacity search may add per variant and loop (0: off; "
+                               "the built-in loads: 4)")
+    search_max: int | None = Field(None, ge=1, description="the highest concurrency the search may try (default: the "
+                                   "highest level; sessions: at most users)")
+    search_targets: list[str] | None = Field(None, description="the targets searched for, in --slo syntax (default: "
+                                             "--slo's, else contract.slo.DEFAULT_SPECS)")
 
     @model_validator(mode="after")
     def _consistent(self) -> LoadSpec:
         if self.requests is not None and self.seconds is not None:
             raise mistake("give requests or seconds, not both")
+        if not self.levels and not self.rates:
+            raise mistake("no load to run: levels and rates are both empty", ["levels"])
+        for name in ("levels", "rates", *(["shared_prefix_tokens"] if self.shape == "fixed" else [])):
+            values = getattr(self, name)
+            twice = next((v for i, v in enumerate(values) if v in values[:i]), None)
+            if twice is not None:
+                raise mistake(f"{name}: {twice:g} is given twice: each value is one level, measured once", [name])
+        if not 0 <= self.think_time_s <= MAX_WAIT_S:
+            raise mistake(f"think_time_s {self.think_time_s:g}: at most {MAX_WAIT_S:g} s, or a level would never end "
+                          "(neither --request-timeout nor seconds bounds a wait between turns)", ["think_time_s"])
+        for i, r in enumerate(self.rates):
+            if not 1 / MAX_WAIT_S <= r < float("inf"):
+                raise mistake(f"rate {r:g}/s: a mean gap between arrivals above {MAX_WAIT_S:g} s makes a level that never "
+                              f"ends (at least {1 / MAX_WAIT_S:.2g} requests/s, finite)", ["rates", i])
+        if self.seconds is not None and self.seconds == float("inf"):
+            raise mistake("seconds must be finite", ["seconds"])
+        if self.search_max is not None and self.search_max < min(self.levels, default=1):
+            raise mistake(f"search_max {self.search_max} is below the first level ({min(self.levels)}): "
+                          "the search refines between and above the measured levels", ["search_max"])
+        if self.search_targets is not None:
+            from contract.slo import parse_targets
+
+            try:
+                parse_targets(self.search_targets)
+            except ValueError as exc:
+                raise mistake(str(exc), ["search_targets"]) from None
         if self.shape == "fixed":
+            if not self.shared_prefix_tokens:
+                raise mistake("shared_prefix_tokens is empty: give at least one (0: nothing shared)", ["shared_prefix_tokens"])
             for i, s in enumerate(self.shared_prefix_tokens):
                 if s >= self.prompt_tokens:
                     raise mistake(f"a shared prefix of {s} tokens leaves nothing of a {self.prompt_tokens}-token prompt "
@@ -101,6 +144,8 @@ class LoadSpec(_Strict):
                 if users is not None and c > users:
                     raise mistake(f"concurrency {c} is above the number of sessions ({who}): "
                                   "a closed loop cannot keep more users busy than it has", ["levels", i])
+            if users is not None and self.search_max is not None and self.search_max > users:
+                raise mistake(f"search_max {self.search_max} is above the number of sessions ({who})", ["search_max"])
         return self
 
     def user_count(self) -> int | None:
@@ -182,34 +227,92 @@ def _users(spec: LoadSpec, concurrency: int | None) -> int:
     return users if concurrency is None else min(users, max(concurrency, 4))
 
 
-def _requests(spec: LoadSpec, concurrency: int | None) -> int:
-    return spec.requests if spec.requests is not None else max(32, 4 * (concurrency or 8))
+def fixed_requests(requests: int | None, concurrency: int | None) -> int:
+    """A fixed-shape level's requests (``requests`` when given): the first wave (C) and a steady window of
+    STEADY_REQUESTS x C, at least 32 (an open-loop rate: 33)."""
+    return requests if requests is not None else max(32, (1 + STEADY_REQUESTS) * (concurrency or 3))
 
 
 def plan(spec: LoadSpec, renderer: Renderer, out: Plan, repeats: int, start: int = 0) -> None:  # noqa: ARG001 - levels, not repeats
-    """Per variant and level: an unrecorded warm-up group, then the level's group (cache reset before each)."""
+    """Per variant and level: an unrecorded warm-up group (the cache reset before it), then the level's group,
+    which inherits the warm-up's cache. With the capacity search on, the variant's last closed-loop and
+    last open-loop group carry the search's settings, and a pool of steps (warm-up and timed, at the
+    search's ceiling) lets the runner cut the levels it adds (``search_groups``)."""
     sessions = _Sessions(spec, renderer)
     variants = ["sessions"] if spec.shape == "sessions" else [f"S={s}" for s in spec.shared_prefix_tokens]
+    ceiling = max([*spec.levels, spec.search_max or 0]) if spec.levels else None
     for variant in variants:
+        prefix = shared_prefix_ids(renderer, int(variant[2:])) if spec.shape == "fixed" else []
+        last: dict[str, Group] = {}
         for case, load in spec.loads():
-            c = load.get("concurrency") or 1
-            warm_n = spec.warmup_requests if spec.warmup_requests is not None else c
-            settings = {**load, "think_time_s": spec.think_time_s if spec.shape == "sessions" else 0.0,
-                        "seconds": spec.seconds, "seed": RANDOM_SEED}
+            warm, timed = _level_steps(spec, sessions, renderer, out, variant, case, prefix, load.get("concurrency"))
+            settings = _settings(spec, load)
             block = f"{spec.name}/{variant}/{case}"
-            if spec.shape == "sessions":
-                users = spec.user_count() or DEFAULT_USERS  # warm-up users come after every timed one
-                warm = _session_steps(spec, sessions, out, case, range(users, users + warm_n), warm_turns=1)
-                timed = _session_steps(spec, sessions, out, case, range(_users(spec, load.get("concurrency"))))
-            else:
-                s = int(variant[2:])
-                prefix = shared_prefix_ids(renderer, s)
-                n = _requests(spec, load.get("concurrency"))
-                warm = _fixed_steps(spec, renderer, out, variant, case, prefix, range(10**6, 10**6 + warm_n))
-                timed = _fixed_steps(spec, renderer, out, variant, case, prefix, range(n))
             if warm:
                 out.groups.append(Group(block=block, steps=warm, warmup=True, reset_cache=True, load=settings))
-            out.groups.append(Group(block=block, steps=timed, reset_cache=True, load=settings))
+            out.groups.append(Group(block=block, steps=timed, reset_cache=not warm, load=settings))
+            last["closed" if load.get("concurrency") else "open"] = out.groups[-1]
+        if not spec.search_levels or not last:
+            continue
+        pool = f"{spec.name}/{variant}/search-pool"
+        for loop, group in last.items():
+            group.load = {**group.load, "search": {"loop": loop, "levels": spec.search_levels, "pool": pool,
+                                                   "ceiling": ceiling if loop == "closed" else None,
+                                                   "targets": spec.search_targets, "shape": spec.shape,
+                                                   "users": _users(spec, None), "requests": spec.requests,
+                                                   "warmup_requests": spec.warmup_requests,
+                                                   "settings": _settings(spec, {"concurrency": None})}}
+        warm = _level_steps(spec, sessions, renderer, out, variant, "pool", prefix, ceiling)[0]
+        if spec.shape == "sessions":  # every user: an open-loop level runs them all
+            timed = _level_steps(spec, sessions, renderer, out, variant, "pool", prefix, None)[1]
+        else:  # as many requests as the largest level the search may add, closed or open
+            n = max(fixed_requests(spec.requests, ceiling), fixed_requests(spec.requests, None))
+            timed = _fixed_steps(spec, renderer, out, variant, "pool", prefix, range(n))
+        if warm:
+            out.groups.append(Group(block=pool, steps=warm, warmup=True, load={"pool": "warmup"}))
+        out.groups.append(Group(block=pool, steps=timed, warmup=True, load={"pool": "timed"}))
+
+
+def _settings(spec: LoadSpec, load: dict[str, Any]) -> dict[str, Any]:
+    return {**load, "think_time_s": spec.think_time_s if spec.shape == "sessions" else 0.0, "seconds": spec.seconds,
+            "seed": RANDOM_SEED}
+
+
+def _level_steps(spec: LoadSpec, sessions: _Sessions, renderer: Renderer, out: Plan, variant: str, case: str,
+                 prefix: list[int], concurrency: int | None) -> tuple[list[Step], list[Step]]:
+    """A level's warm-up steps and timed steps."""
+    c = concurrency or 1
+    warm_n = spec.warmup_requests if spec.warmup_requests is not None else c
+    if spec.shape == "sessions":
+        users = spec.user_count() or DEFAULT_USERS  # warm-up users come after every timed one
+        warm = _session_steps(spec, sessions, out, case, range(users, users + warm_n), warm_turns=1)
+        return warm, _session_steps(spec, sessions, out, case, range(_users(spec, concurrency)))
+    n = fixed_requests(spec.requests, concurrency)
+    warm = _fixed_steps(spec, renderer, out, variant, case, prefix, range(10**6, 10**6 + warm_n))
+    return warm, _fixed_steps(spec, renderer, out, variant, case, prefix, range(n))
+
+
+def search_groups(info: dict[str, Any], pool_warm: list[Step], pool_timed: list[Step], block: str,
+                  concurrency: int | None, rate_rps: float | None, searched_for: str) -> list[Group]:
+    """The warm-up and timed groups of a level the capacity search adds, cut from the variant's pool (the
+    same requests a planned level at that load has: a prefix of the pool's users or requests)."""
+    import dataclasses
+
+    case = f"C={concurrency}" if concurrency else f"rate={rate_rps:g}"
+    c = concurrency or 1
+    warm_n = info["warmup_requests"] if info["warmup_requests"] is not None else c
+    if info["shape"] == "sessions":
+        users = min(info["users"], max(c, 4)) if concurrency else info["users"]
+        keep = sorted({s.user for s in pool_timed})[:users]
+        timed = [s for s in pool_timed if s.user in set(keep)]
+    else:
+        timed = pool_timed[:fixed_requests(info["requests"], concurrency)]
+    warm = pool_warm[:warm_n]
+    settings = {**info["settings"], "concurrency": concurrency, "rate_rps": rate_rps, "searched_for": searched_for}
+    groups = [Group(block=block + f"/{case}", steps=[dataclasses.replace(s, case=case) for s in warm], warmup=True,
+                    reset_cache=True, load=settings)] if warm else []
+    return groups + [Group(block=block + f"/{case}", steps=[dataclasses.replace(s, case=case) for s in timed],
+                           reset_cache=not warm, load=settings)]
 
 
 def _step(spec: LoadSpec, mode: str, case: str, key: str, rep: int, **kw: Any) -> Step:
@@ -280,6 +383,9 @@ def parse_load(text: str) -> dict[str, Any]:
     """``--load`` as field overrides (lists split at ``:``)."""
     out: dict[str, Any] = {}
     for key, value in parse_pairs(text, "--load").items():
+        if key in FIXED_FIELDS:
+            raise ValueError(f"--load {key}=...: sets every load workload's {key} at once (two loads would share one "
+                             f"{key}); set it in a workload file")
         out[key] = [v for v in value.split(":") if v] if key in LIST_FIELDS else value
     return out
 
@@ -294,4 +400,6 @@ def with_files(spec: LoadSpec, loaded: Any, ctx: Any) -> list[LoadSpec]:
 
 KIND = Kind("load", LoadSpec, plan, runs_as="concurrent", timing_only=True,
             files=(FileRef(("transcripts", "path"), reads="transcripts", takes_first=True),), with_files=with_files,
-            overrides=(Override("--load", parse_load, cpu_default=CPU_LOAD),))
+            overrides=(Override("--load", parse_load, cpu_default=CPU_LOAD,
+                               missing="--load: none of this run's workloads is a load workload (add --workloads load, "
+                                       "or a kind: load workload with --workload-file)"),))

@@ -38,6 +38,9 @@ def with_fields(spec: Any, fields: dict[str, Any], option: str) -> Any:
 def apply_fields(specs: list, option: str, fields: dict[str, Any]) -> list:
     """Every spec whose kind registers ``option`` with ``fields`` set (already parsed)."""
     owners = {name for name in kinds.names() if any(o.option == option for o in kinds.kind(name).overrides)}
+    missing = next((o.missing for o in options() if o.option == option and o.missing), "")
+    if missing and not any(s.kind in owners for s in specs):
+        raise ValueError(missing)
     return [with_fields(s, fields, option) if s.kind in owners else s for s in specs]
 
 
@@ -47,6 +50,8 @@ def apply(specs: list, values: dict[str, Any]) -> list:
         for o in kinds.kind(name).overrides:
             value = values.get(o.option)
             if value is not None:
+                if o.missing and not any(s.kind == name for s in specs):
+                    raise ValueError(o.missing)
                 fields = o.fields(value)
                 specs = [with_fields(s, fields, o.option) if s.kind == name else s for s in specs]
     return specs

@@ -13,6 +13,7 @@ A validator that knows a deeper position than its field puts it in the error's `
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Annotated, Any, Literal
 
@@ -66,6 +67,20 @@ def no_repeats(values: Sequence[Any], field: str, attr: str | None = None) -> No
 
 
 # --- messages (inline, or one transcript per line of a JSONL file) ------------------------
+# Text is bounded before it is tokenized: a tokenizer needs some 150 bytes of memory per character (63 MB of
+# one message took 9.7 GB and aborted), and a session's last prompt is all of it. A million characters are
+# some 250k tokens, beyond any context this study runs; four million bound a whole session.
+MAX_MESSAGE_CHARS = 1_000_000
+MAX_SESSION_CHARS = 4_000_000
+
+
+def message_chars(m: Message) -> int:
+    """The characters of a message's text: its content and its tool calls' arguments."""
+    calls = m.tool_calls or []
+    return len(m.content or "") + sum(len(c.function.arguments if isinstance(c.function.arguments, str)
+                                          else json.dumps(c.function.arguments)) for c in calls)
+
+
 class FunctionCall(BaseModel):
     name: str = Field(min_length=1)
     arguments: str | dict[str, Any]
@@ -93,6 +108,10 @@ class Message(BaseModel):
         if self.content is None and not (self.role == "assistant" and self.tool_calls):
             need = "content or tool_calls" if self.role == "assistant" else "content (a string)"
             raise mistake(f"a {self.role} message needs {need}", ["content"])
+        chars = message_chars(self)
+        if chars > MAX_MESSAGE_CHARS:
+            raise mistake(f"{chars:,} characters: a message may hold at most {MAX_MESSAGE_CHARS:,} (about 250k tokens, "
+                          "beyond any context here; tokenizing more takes gigabytes)", ["content"])
         return self
 
     def chat(self) -> dict[str, Any]:
@@ -111,6 +130,10 @@ def check_order(messages: list[Message]) -> list[Message]:
     """System first (optional), then a user message; replies follow a user or tool message."""
     if not any(m.role == "user" for m in messages):
         raise mistake("has no user message")
+    total = sum(message_chars(m) for m in messages)
+    if total > MAX_SESSION_CHARS:
+        raise mistake(f"{total:,} characters in all: a session may hold at most {MAX_SESSION_CHARS:,} (its last prompt "
+                      "is all of it, tokenized at once)")
     for i, m in enumerate(messages):
         prev = messages[i - 1] if i else None
         if m.role == "system" and i:

@@ -88,6 +88,8 @@ class HFContinuousBatchingBackend(HFBackend):
         from transformers.generation import ContinuousBatchingConfig
 
         fields = dict(self.tuning)
+        if not self.settings.prefix_caching:
+            fields.setdefault("allow_block_sharing", False)  # --no-prefix-caching: no block shared between requests
         if self.device.type != "cuda":
             page = fields.get("page_size") or fields.get("block_size") or 256
             fields.setdefault("num_blocks", max(4, CPU_CACHE_TOKENS // int(page)))

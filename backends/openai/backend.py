@@ -17,6 +17,14 @@ the prompt ids the server saw) and ``ignore_eos``. Where the server exports Prom
 (``server_*`` fields, see metrics.py). A server whose prefix cache cannot be dropped
 (``resets_cache`` False) records ``cache_state = "not-controllable"``.
 
+``--endpoint chat`` (``settings.endpoint``) sends each prompt's messages (``RUN_DIR/chat_prompts.json``,
+written by the harness from the same workloads) to **chat/completions** instead: the server renders them
+with its own chat template, so its prompt tokens need not be the plan's (recorded as
+``extra.prompt_sent_as = "chat-messages"``, ``extra.chat_template = "the server's"``); cached tokens
+come from the same usage field, output token ids where the server returns them (vLLM's
+``return_token_ids``), else the text re-tokenized (``extra.output_ids_from``); step-0 candidates are
+not asked for (``logprobs`` off: chat's log-prob shape differs), so those steps record ``skipped``.
+
 The API key is read from the variable named by ``--api-key-env`` and lives only in the
 client: it is never written to records, env.json, logs or the report.
 """
@@ -30,6 +38,7 @@ import time
 import urllib.error
 import urllib.request
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -44,8 +53,10 @@ from backends.base import (
     Result,
     TokenClock,
 )
+from backends.openai.chat import chat_body
 from backends.openai.metrics import FLAVORS, MetricsProbe, flavor_of
 from backends.openai.stream import StreamCut, read_stream, read_stream_async
+from contract.chat import CHAT_PROMPTS, prompt_key
 
 # How prompts are sent, best first; a generic server is moved down on its first rejection.
 FORMS = ("token-ids+extensions", "token-ids", "text")
@@ -58,7 +69,13 @@ SERVER_GONE = (openai.APIConnectionError, openai.InternalServerError, httpx.Tran
 
 
 class RequestTimeout(RuntimeError):
-    """A request got no (further) answer within ``--request-timeout``."""
+    """A request was not answered whole within ``--request-timeout``."""
+
+
+def timeout_message(timeout_s: float) -> str:
+    from backends.load_loop import timeout_message as message
+
+    return message(timeout_s)
 
 
 def root_url(base_url: str) -> str:
@@ -103,7 +120,10 @@ class OpenAIBackend(Backend):
         self.root = root_url(self.base_url)
         timeout = self.settings.request_timeout_s
         self.client = openai.OpenAI(base_url=self.base_url, api_key=key, timeout=timeout, max_retries=0)
-        self.tokenizer = AutoTokenizer.from_pretrained(self.settings.model_path)
+        self.tokenizer = AutoTokenizer.from_pretrained(self.settings.tokenizer_path or self.settings.model_path)
+        self.chat_prompts = self._chat_prompts() if self.chat else None
+        if self.chat:
+            self.capabilities = replace(self.capabilities, logprobs=False)
         self.served_model = self._served_model()
         metrics_flavor = self._setup_metrics()
         self.flavor = self.flavor or metrics_flavor or self._flavor_from_endpoints()
@@ -111,6 +131,17 @@ class OpenAIBackend(Backend):
         self._form_locked = self.flavor in FLAVORS  # vLLM and SGLang take token ids and the extensions
         self._reset_ok = self._reset()
         self.capabilities = replace(self.capabilities, resets_cache=self._reset_ok)
+
+    @property
+    def chat(self) -> bool:
+        return self.settings.endpoint == "chat"
+
+    def _chat_prompts(self) -> dict[str, dict[str, Any]]:
+        path = Path(self.settings.run_dir or ".") / CHAT_PROMPTS
+        try:
+            return json.loads(path.read_text())
+        except (OSError, ValueError) as exc:
+            raise RuntimeError(f"--endpoint chat: cannot read the prompts' messages ({path}: {exc})") from exc
 
     def _api_key(self) -> str:
         var = self.settings.api_key_env
@@ -122,8 +153,8 @@ class OpenAIBackend(Backend):
         return key
 
     def _served_model(self) -> str:
-        wanted = self.settings.options.get("served_model")
-        if wanted:
+        wanted = self.settings.served_model_name or self.settings.options.get("served_model")
+        if wanted:  # checked against the server's listing before the run (harness/server_args.py)
             return wanted
         try:
             ids = [m.id for m in self.client.models.list().data]
@@ -182,10 +213,16 @@ class OpenAIBackend(Backend):
     def version(self) -> str | None:
         return self.server_version
 
+    def identity(self) -> dict[str, Any]:
+        """A different model, server kind or version behind the same --base-url is another column, not a resume."""
+        return {"served_model": self.served_model, "server_kind": self.flavor, "server_version": self.server_version}
+
     def environment(self) -> dict[str, Any]:
         return {
             "base_url": self.base_url,
-            "endpoint": "completions, streamed, prompt as token ids",
+            "endpoint": ("chat/completions, streamed, messages: the server applies its own chat template" if self.chat
+                         else "completions, streamed, prompt as token ids"),
+            "tokenizer": self.settings.tokenizer_path or self.settings.model_path,
             "served_model": self.served_model,
             "server_kind": self.flavor,
             "server_version": self.server_version,
@@ -195,6 +232,7 @@ class OpenAIBackend(Backend):
             "request_timeout_s": self.settings.request_timeout_s,
             "api_key_env": self.settings.api_key_env,  # the variable's name, never its value
             "openai_client": openai.__version__,
+            "scheduler": self.scheduler(),
             "notes": self.notes,
         }
 
@@ -247,30 +285,58 @@ class OpenAIBackend(Backend):
         """Raise a clear error when the server is known to be gone (launched servers override this)."""
 
     def _downgrade(self, request: Request, exc: Exception) -> bool:
-        if self._form_locked or self.form == len(FORMS) - 1 or request.json_schema or request.top_logprobs:
+        if self.chat or self._form_locked or self.form == len(FORMS) - 1 or request.json_schema or request.top_logprobs:
             return False
         self.notes.append(f"{FORMS[self.form]} rejected ({str(exc)[:200]}); now sending {FORMS[self.form + 1]}")
         self.form += 1
         return True
 
     def _generate(self, request: Request, clock: TokenClock) -> RawOutput:
+        """One streamed request; ``--request-timeout`` bounds the whole of it (as under load): the client's
+        timeout bounds the wait for the response, a timer closes the stream at the deadline."""
+        import threading
+
         body = self._body(request, FORMS[self.form])
+        timeout_s = self.settings.request_timeout_s
+        deadline = time.perf_counter() + timeout_s
         try:
-            out = read_stream(self.client.completions.create(**body), clock, self.tokenizer, request.top_logprobs,
-                              request.step_logprobs)
-        except openai.APITimeoutError as exc:
-            raise RequestTimeout(f"no answer within {self.settings.request_timeout_s:g} s (--request-timeout)") from exc
-        except SERVER_GONE:
-            self._check_server(wait_s=3.0)
+            stream = self._create(self.client, body)
+            timer = threading.Timer(max(0.0, deadline - time.perf_counter()), stream.close)
+            timer.start()
+            try:
+                out = read_stream(stream, clock, self.tokenizer, request.top_logprobs, request.step_logprobs)
+            finally:
+                timer.cancel()
+        except Exception as exc:
+            if isinstance(exc, openai.APITimeoutError) or time.perf_counter() >= deadline:
+                raise RequestTimeout(timeout_message(timeout_s)) from exc
+            if isinstance(exc, SERVER_GONE):
+                self._check_server(wait_s=3.0)
             raise
-        out.extra["prompt_sent_as"] = "text" if FORMS[self.form] == "text" else "token_ids"
-        out.extra["request_form"] = FORMS[self.form]
+        self._describe(out)
         return out
+
+    def _describe(self, out: RawOutput) -> None:
+        """How the prompt went out. Chat messages and text are tokenized by the server, so its prompt-token
+        count is a note, not a contradiction (``backends.answer_checks``); token ids must match exactly."""
+        if self.chat:
+            out.prompt_as_text = True
+            out.extra.update(prompt_sent_as="chat-messages", chat_template="the server's", request_form="chat")
+            return
+        out.prompt_as_text = FORMS[self.form] == "text"
+        out.extra["prompt_sent_as"] = "text" if out.prompt_as_text else "token_ids"
+        out.extra["request_form"] = FORMS[self.form]
+
+    def _create(self, client, body: dict[str, Any]):
+        """The streamed request on the chosen endpoint (``client`` sync or async: the call is the same)."""
+        return (client.chat.completions if self.chat else client.completions).create(**body)
+
 
     # -- under load ----------------------------------------------------------------------------
     async def stream(self, request: Request, clock: TokenClock) -> RawOutput:
         """One request among many in flight, through one ``AsyncOpenAI`` client (one per event loop:
-        a load level runs in its own loop), streamed and timed like :meth:`_generate`."""
+        a load level runs in its own loop), streamed and timed like :meth:`_generate`. Only where
+        :meth:`load_client` is None (a server that takes text prompts only); else client processes drive it."""
         import asyncio
 
         loop = asyncio.get_running_loop()
@@ -281,15 +347,80 @@ class OpenAIBackend(Backend):
             self._async = (loop, client)
         self._check_server()
         try:
-            stream = await self._async[1].completions.create(**self._body(request, FORMS[self.form]))
+            stream = await self._create(self._async[1], self._body(request, FORMS[self.form]))
             out = await read_stream_async(stream, clock, self.tokenizer, request.top_logprobs)
         except openai.APITimeoutError as exc:
-            raise RequestTimeout(f"no answer within {self.settings.request_timeout_s:g} s (--request-timeout)") from exc
+            raise RequestTimeout(timeout_message(self.settings.request_timeout_s)) from exc
         except SERVER_GONE:
             self._check_server(wait_s=3.0)
             raise
-        out.extra["request_form"] = FORMS[self.form]
+        self._describe(out)
         return out
+
+    def latency_snapshot(self):
+        """Its /metrics latency histograms (buckets, sum, count), for the level's server-side percentiles."""
+        if self.metrics is None:
+            return None
+        from backends.openai.metrics import parse_buckets, scrape_text
+
+        text = scrape_text(self.metrics.url, self._headers)
+        return parse_buckets(text) if text else None
+
+    def latency_diff(self, before, after) -> dict[str, Any]:
+        from backends.openai.metrics import level_timings
+
+        return level_timings(before, after)
+
+    def kv_cache_tokens(self) -> tuple[int | None, str]:
+        """The server's KV-cache capacity from its /metrics (vLLM: ``vllm:cache_config_info``; SGLang:
+        ``sglang:max_total_num_tokens``)."""
+        from backends.openai.metrics import scheduler_from_metrics, scrape_text
+
+        text = scrape_text(self.metrics.url, self._headers) if self.metrics else None
+        facts = scheduler_from_metrics(text) if text else {}
+        if facts.get("kv_cache_tokens") is not None:
+            return facts["kv_cache_tokens"], facts["kv_cache_tokens_source"]
+        return None, "the server's /metrics does not say" if self.metrics else "no /metrics at this server"
+
+    def scheduler(self) -> dict[str, Any]:
+        """What the server says of its scheduler and KV cache (its /metrics; SGLang also /get_server_info)."""
+        from backends.openai.metrics import scheduler_from_metrics, scrape_text
+
+        text = scrape_text(self.metrics.url, self._headers) if self.metrics else None
+        out = scheduler_from_metrics(text) if text else {}
+        if self.flavor == "sglang":
+            status, body = self._http("GET", "/get_server_info")
+            try:
+                info = json.loads(body) if status == 200 else {}
+            except ValueError:
+                info = {}
+            for key in ("chunked_prefill_size", "max_running_requests", "max_prefill_tokens", "mem_fraction_static",
+                        "max_total_num_tokens"):
+                if key in info:
+                    out[key] = info[key]
+        return out
+
+    def server_gone(self) -> str | None:
+        try:
+            self._check_server(wait_s=1.0)
+        except Exception as exc:  # noqa: BLE001 - ServerExited (launched servers): its message names the exit and log
+            return f"{type(exc).__name__}: {exc}"
+        return None
+
+    def load_client(self):
+        """Under load the server is driven by lean client processes (``lean_stream``, ``backends.load_shards``)
+        sending token-id prompts; a generic server that only takes text keeps the ``openai`` client here."""
+        if FORMS[self.form] == "text":
+            return None
+        from backends.openai.lean_stream import LeanClientSpec
+
+        try:
+            self._check_server()
+        except Exception:  # noqa: BLE001 - a launched server that exited: the per-request path names it in each error
+            return None
+        return LeanClientSpec(base_url=self.base_url, model=self.served_model, headers=dict(self._headers),
+                              flavor=self.flavor if FORMS[self.form] == FORMS[0] else None,
+                              timeout_s=self.settings.request_timeout_s)
 
     def run_async(self, coroutine):
         """A load level in its own event loop; its client is closed in that loop when the level ends."""
@@ -314,6 +445,8 @@ class OpenAIBackend(Backend):
         return load_values(self.metrics.url, self._headers)
 
     def _body(self, request: Request, form: str) -> dict[str, Any]:
+        if self.chat:
+            return self._chat_body(request)
         ids = request.prompt_ids
         prompt = self.tokenizer.decode(ids, skip_special_tokens=False) if form == "text" else ids
         body: dict[str, Any] = {
@@ -345,3 +478,9 @@ class OpenAIBackend(Backend):
         if extra:
             body["extra_body"] = extra
         return body
+
+    def _chat_body(self, request: Request) -> dict[str, Any]:
+        chat = (self.chat_prompts or {}).get(prompt_key(request.prompt_ids))
+        if chat is None:
+            raise RuntimeError("--endpoint chat: this prompt was not rendered from messages (raw text or exact ids)")
+        return chat_body(request, chat, self.served_model, self.flavor)

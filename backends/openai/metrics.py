@@ -168,3 +168,140 @@ def load_values(url: str, headers: dict[str, str], timeout_s: float = 5.0) -> di
             if sample.name in (family.name, family.name + "_total"):
                 out[key] = out.get(key, 0.0) + sample.value
     return out
+
+
+# -- per load level: the latency histograms' difference over the level, as percentiles ------------------------
+# First name present wins (vLLM renamed time_per_output_token to inter_token_latency in v0.11; SGLang 0.5 names).
+LEVEL_HISTOGRAMS: dict[str, tuple[str, ...]] = {
+    "ttft": ("vllm:time_to_first_token_seconds", "sglang:time_to_first_token_seconds"),
+    "itl": ("vllm:inter_token_latency_seconds", "vllm:time_per_output_token_seconds", "sglang:inter_token_latency_seconds"),
+    "tpot": ("vllm:request_time_per_output_token_seconds",),  # per request: (last - first token) / (tokens - 1)
+    "e2e": ("vllm:e2e_request_latency_seconds", "sglang:e2e_request_latency_seconds"),
+    "queue": ("vllm:request_queue_time_seconds", "sglang:queue_time_seconds"),
+}
+LEVEL_SOURCE = ("the server's /metrics histograms, scraped before and after the level and differenced; percentiles "
+                "interpolated linearly within a bucket (as Prometheus' histogram_quantile), so they are only as fine "
+                "as the server's bucket bounds")
+Buckets = dict[str, dict[float, float]]  # histogram -> {upper bound: cumulative count}, "+Inf" as inf, summed over labels
+
+
+def parse_buckets(text: str) -> tuple[Buckets, Histograms]:
+    """Every histogram's cumulative buckets and its (sum, count), each added up over label sets."""
+    buckets: Buckets = {}
+    sums: dict[str, list[float]] = {}
+    for family in text_string_to_metric_families(text):
+        if family.type != "histogram":
+            continue
+        acc, sc = buckets.setdefault(family.name, {}), sums.setdefault(family.name, [0.0, 0.0])
+        for sample in family.samples:
+            if sample.name == family.name + "_bucket":
+                le = float(sample.labels["le"])
+                acc[le] = acc.get(le, 0.0) + sample.value
+            elif sample.name == family.name + "_sum":
+                sc[0] += sample.value
+            elif sample.name == family.name + "_count":
+                sc[1] += sample.value
+    return buckets, {name: (s, c) for name, (s, c) in sums.items()}
+
+
+def bucket_bounds(cumulative: dict[float, float], q: float) -> tuple[float, float] | None:
+    """The (lower, upper) bounds of the bucket the q-quantile falls in: how fine the interpolated figure is."""
+    bounds = sorted(cumulative)
+    total = cumulative[bounds[-1]] if bounds else 0.0
+    if total <= 0:
+        return None
+    lower, below = 0.0, 0.0
+    for upper in bounds:
+        if cumulative[upper] >= q * total and cumulative[upper] > below:
+            return lower, upper
+        lower, below = upper, cumulative[upper]
+    return lower, float("inf")
+
+
+def bucket_quantile(cumulative: dict[float, float], q: float) -> float | None:
+    """The q-quantile (0..1) of a cumulative histogram, linear within the bucket it falls in (the first bucket from
+    0); in the +Inf bucket: the highest finite bound. None without observations."""
+    bounds = sorted(cumulative)
+    total = cumulative[bounds[-1]] if bounds else 0.0
+    if total <= 0:
+        return None
+    rank = q * total
+    lower, below = 0.0, 0.0
+    for upper in bounds:
+        count = cumulative[upper]
+        if count >= rank and count > below:
+            if upper == float("inf"):
+                return lower
+            return lower + (upper - lower) * (rank - below) / (count - below)
+        lower, below = upper, count
+    return lower
+
+
+def level_timings(before: tuple[Buckets, Histograms], after: tuple[Buckets, Histograms]) -> dict[str, Any]:
+    """The server's own TTFT / ITL / TPOT / e2e / queue over one level: n, mean and p50/p90/p99 in ms per figure."""
+    (b0, s0), (b1, s1) = before, after
+    out: dict[str, Any] = {}
+    for figure, names in LEVEL_HISTOGRAMS.items():
+        name = next((n for n in names if n in b1), None)
+        if name is None:
+            continue
+        diff = {le: c - b0.get(name, {}).get(le, 0.0) for le, c in b1[name].items()}
+        n = s1[name][1] - s0.get(name, (0.0, 0.0))[1]
+        if n <= 0:
+            continue
+        out[f"{figure}_n"] = int(n)
+        out[f"{figure}_ms_mean"] = (s1[name][0] - s0.get(name, (0.0, 0.0))[0]) / n * 1e3
+        for q in (50, 90, 99):
+            v = bucket_quantile(diff, q / 100)
+            out[f"{figure}_ms_p{q}"] = None if v is None else v * 1e3
+        bounds = bucket_bounds(diff, 0.5)  # the p50's bucket: a figure inside (0, 300 ms] says little below 300 ms
+        out[f"{figure}_p50_bucket_ms"] = None if bounds is None else [b * 1e3 if b != float("inf") else None for b in bounds]
+        out[f"{figure}_histogram"] = name
+    if out:
+        out["source"] = LEVEL_SOURCE
+    return out
+
+
+def scrape_text(url: str, headers: dict[str, str], timeout_s: float = 10.0) -> str | None:
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=timeout_s) as resp:  # noqa: S310
+            return resp.read().decode("utf-8", "replace")
+    except (OSError, ValueError):
+        return None
+
+
+def scheduler_from_metrics(text: str) -> dict[str, Any]:
+    """KV-cache capacity and memory fraction as the server exports them: vLLM's ``vllm:cache_config_info`` labels
+    (``kv_cache_size_tokens``, else ``num_gpu_blocks`` x ``block_size``; ``gpu_memory_utilization``), SGLang's
+    ``sglang:max_total_num_tokens`` gauge."""
+    out: dict[str, Any] = {}
+    for family in text_string_to_metric_families(text):
+        if family.name == "vllm:cache_config_info" and family.samples:
+            labels = family.samples[0].labels
+            tokens, blocks, size = (_int(labels.get(k)) for k in ("kv_cache_size_tokens", "num_gpu_blocks", "block_size"))
+            if tokens is None and blocks is not None and size is not None:
+                tokens = blocks * size
+            if tokens is not None:
+                out["kv_cache_tokens"] = tokens
+                out["kv_cache_tokens_source"] = "/metrics vllm:cache_config_info" + (
+                    "" if _int(labels.get("kv_cache_size_tokens")) else f" (num_gpu_blocks {blocks} x block_size {size})")
+            if _float(labels.get("gpu_memory_utilization")) is not None:
+                out["gpu_memory_utilization"] = _float(labels.get("gpu_memory_utilization"))
+        elif family.name == "sglang:max_total_num_tokens" and family.samples:
+            out["kv_cache_tokens"] = int(family.samples[0].value)
+            out["kv_cache_tokens_source"] = "/metrics sglang:max_total_num_tokens"
+    return out
+
+
+def _int(value: str | None) -> int | None:
+    try:
+        return int(float(value)) if value not in (None, "", "None") else None
+    except ValueError:
+        return None
+
+
+def _float(value: str | None) -> float | None:
+    try:
+        return float(value) if value not in (None, "", "None") else None
+    except ValueError:
+        return None

@@ -20,7 +20,9 @@ The commands (``--enforce-eager`` on a CPU only; ``--load-format dummy`` with ra
         --context-length N --tp-size TP --grammar-backend xgrammar \\
         --constrained-json-disable-any-whitespace --enable-cache-report --enable-metrics
 
-vLLM runs with ``VLLM_SERVER_DEV_MODE=1`` so that ``POST /reset_prefix_cache`` exists; SGLang
+``--served-model-name NAME`` and each ``--engine-arg BACKEND:KEY=VALUE`` of this backend (as ``--key
+value``, :func:`engine_arg_flags`) follow; a later flag wins in both servers' parsers, so an engine
+argument overrides the harness's own. vLLM runs with ``VLLM_SERVER_DEV_MODE=1`` so that ``POST /reset_prefix_cache`` exists; SGLang
 has ``POST /flush_cache``. The API key (``--api-key-env``) is not given to the servers: they
 listen on 127.0.0.1 only.
 """
@@ -39,8 +41,26 @@ from typing import Any
 from backends.base import BackendUnavailable, Capabilities
 from backends.openai.backend import FORMS, OpenAIBackend
 from backends.openai.process import ServerFailed, ServerProcess, describe_exit, exit_on_sigterm, free_port
+from backends.vllm import config as vllm_config
 
 DEFAULT_START_TIMEOUT_S = 900.0  # a large model's first load (and CUDA graph capture) takes minutes
+
+
+def engine_arg_flags(engine_args: dict[str, Any]) -> list[str]:
+    """Engine arguments as a server's command-line flags: ``key=v`` -> ``--key v``; True -> ``--key``;
+    False -> ``--no-key``; None -> nothing; lists and dicts as JSON."""
+    argv: list[str] = []
+    for key, value in engine_args.items():
+        flag = "--" + key.replace("_", "-")
+        if value is True:
+            argv.append(flag)
+        elif value is False:
+            argv.append("--no-" + key.replace("_", "-"))
+        elif isinstance(value, (dict, list)):
+            argv += [flag, json.dumps(value)]
+        elif value is not None:
+            argv += [flag, str(value)]
+    return argv
 
 
 class ServerExited(RuntimeError):
@@ -65,6 +85,11 @@ class LaunchedServerBackend(OpenAIBackend):
     def server_argv(self, port: int) -> list[str]:
         raise NotImplementedError
 
+    def served_name_flags(self) -> list[str]:
+        """``--served-model-name NAME`` where the user named one (the server then lists it)."""
+        name = self.settings.served_model_name
+        return ["--served-model-name", name] if name and self.name != "hf-server" else []
+
     def server_env(self) -> dict[str, str]:
         """Variables to set for the server."""
         env: dict[str, str] = {}
@@ -81,7 +106,7 @@ class LaunchedServerBackend(OpenAIBackend):
             )
         self.port = free_port()
         self.base_url = f"http://127.0.0.1:{self.port}/v1"
-        self.command = self.server_argv(self.port)
+        self.command = self.server_argv(self.port) + self.served_name_flags() + engine_arg_flags(self.settings.engine_args)
         wanted = self.server_env()  # the user's own values win, except for what the harness relies on
         self.env_set = {k: v for k, v in wanted.items() if k in self.forced_env or k not in os.environ}
         env = {**os.environ, **self.env_set}
@@ -126,6 +151,7 @@ class LaunchedServerBackend(OpenAIBackend):
         return {
             **super().environment(),
             "server_command": shlex.join(self.command),
+            "engine_defaults": self.settings.engine_defaults,
             "server_env": self.env_set,
             "server_pid": self.server.pid if self.server else None,
             "server_port": self.port,
@@ -148,10 +174,11 @@ class VLLMServerBackend(LaunchedServerBackend):
             "--dtype", s.dtype,
             "--max-model-len", str(s.max_model_len),
             "--tensor-parallel-size", str(s.tp),
-            "--enable-prefix-caching",
+            "--enable-prefix-caching" if s.prefix_caching else "--no-enable-prefix-caching",
             "--enable-prompt-tokens-details",
             "--structured-outputs-config", json.dumps({"backend": "xgrammar", "disable_any_whitespace": True}),
             "--disable-uvicorn-access-log",
+            *vllm_config.scheduler_flags(s),  # the in-process engine's own (--engine-defaults matched)
         ]  # fmt: skip
         if s.device == "cpu":
             argv.append("--enforce-eager")  # torch.compile costs a minute on a CPU and buys nothing here
@@ -185,6 +212,8 @@ class SGLangServerBackend(LaunchedServerBackend):
             "--enable-cache-report",
             "--enable-metrics",
         ]  # fmt: skip
+        if not s.prefix_caching:
+            argv.append("--disable-radix-cache")
         if s.device == "cpu":
             argv += ["--device", "cpu"]
         if s.random_weights:

@@ -2,39 +2,61 @@
 
 A chunk "carries tokens" when vLLM / SGLang send its ``token_ids`` (``return_token_ids``: a
 chunk may hold several tokens when the server's frontend falls behind, so the clock ticks with
-their number), or, from a generic server, when it has text (one token per chunk assumed, and the
+their number), or, from a generic server, when it has text (a chat chunk's ``delta.content``) (one token per chunk assumed, and the
 output ids are the text tokenized again: ``extra.output_ids_from = "retokenized-text"``).
 The usage chunk (``stream_options.include_usage``) gives ``prompt_tokens_details.cached_tokens``.
 A stream that ends without a ``finish_reason`` was cut off (a server that died while answering,
 whose connection close ends an HTTP/1.0 body as if it were whole): :class:`StreamCut`, not a short
-answer.
+answer. A stream that is not what the protocol says (a chunk without ``choices``, a line that is
+not JSON) is :class:`MalformedStream`, named by its cause; the messages are module constants for
+every client that reads these streams.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from backends.base import RawOutput, TokenCandidate, TokenClock
+
+# What a malformed stream is, in the words every client's error uses (the cause, not a library's internals)
+CHUNK_WITHOUT_CHOICES = "a chunk without choices"
+LINE_NOT_JSON = "a line that is not JSON"
+NO_FINISH_REASON = "the stream ended without a finish reason"
 
 
 class StreamCut(RuntimeError):
     """The stream ended before the server said the answer was finished."""
 
 
+class MalformedStream(RuntimeError):
+    """The server sent something the streaming protocol does not allow."""
+
+
+def malformed(what: str, after_tokens: int, detail: str = "") -> MalformedStream:
+    return MalformedStream(f"malformed stream: {what} after {after_tokens} token(s)" + (f" ({detail})" if detail else ""))
+
+
 def read_stream(stream, clock: TokenClock, tokenizer, top_logprobs: int = 0, step_logprobs: int = 0) -> RawOutput:
     reader = StreamReader(clock, tokenizer, top_logprobs, step_logprobs)
-    with stream:
-        for chunk in stream:
-            reader.add(chunk)
+    try:
+        with stream:
+            for chunk in stream:
+                reader.add(chunk)
+    except json.JSONDecodeError as exc:  # the client parses each data: line as JSON
+        raise malformed(LINE_NOT_JSON, reader.tokens(), f"{exc.msg} at column {exc.colno}") from exc
     return reader.output()
 
 
 async def read_stream_async(stream, clock: TokenClock, tokenizer, top_logprobs: int = 0, step_logprobs: int = 0) -> RawOutput:
     """The same from ``AsyncOpenAI`` (many requests in flight: ``backends.load_loop``)."""
     reader = StreamReader(clock, tokenizer, top_logprobs, step_logprobs)
-    async with stream:
-        async for chunk in stream:
-            reader.add(chunk)
+    try:
+        async with stream:
+            async for chunk in stream:
+                reader.add(chunk)
+    except json.JSONDecodeError as exc:
+        raise malformed(LINE_NOT_JSON, reader.tokens(), f"{exc.msg} at column {exc.colno}") from exc
     return reader.output()
 
 
@@ -49,10 +71,17 @@ class StreamReader:
         self.server_ids = False
         self.prompt_used = self.finish = self.usage = self.top = None
 
+    def tokens(self) -> int:
+        """Tokens seen so far: the server's ids, or the chunks with text."""
+        return len(self.ids) if self.server_ids else sum(1 for t in self.texts if t)
+
     def add(self, chunk) -> None:
-        for choice in chunk.choices:
+        choices = getattr(chunk, "choices", None)
+        if not isinstance(choices, list):
+            raise malformed(CHUNK_WITHOUT_CHOICES, self.tokens())
+        for choice in choices:
             new = getattr(choice, "token_ids", None)
-            text = choice.text or ""
+            text = chunk_text(choice)
             n = len(new) if new is not None else (1 if text else 0)
             if n:
                 self.clock.tick(n)
@@ -73,12 +102,11 @@ class StreamReader:
 
     def output(self) -> RawOutput:
         if self.finish is None:
-            tokens = len(self.ids) if self.server_ids else sum(1 for t in self.texts if t)
-            raise StreamCut(f"the stream ended after {tokens} token(s) without a finish_reason "
-                            "(the server stopped answering)")
+            raise StreamCut(f"{NO_FINISH_REASON} after {self.tokens()} token(s) (the server stopped answering)")
         text = "".join(self.texts)
         ids = self.ids
-        extra: dict[str, Any] = {"server_prompt_tokens": getattr(self.usage, "prompt_tokens", None)}
+        said_prompt = getattr(self.usage, "prompt_tokens", None)
+        extra: dict[str, Any] = {"server_prompt_tokens": said_prompt}
         reported = None
         if not self.server_ids:
             ids = self.tokenizer.encode(text, add_special_tokens=False)
@@ -96,7 +124,17 @@ class StreamReader:
             step_logprobs=self.steps or None,
             extra=extra,
             reported_output_tokens=reported,
+            reported_prompt_tokens=said_prompt if isinstance(said_prompt, int) else None,
         )
+
+
+def chunk_text(choice) -> str:
+    """A completions chunk's ``text``, or a chat chunk's ``delta.content`` (``--endpoint chat``)."""
+    text = getattr(choice, "text", None)
+    if text is None:
+        delta = getattr(choice, "delta", None)
+        text = getattr(delta, "content", None) if delta is not None else None
+    return text or ""
 
 
 def candidates(logprobs, k: int, tokenizer) -> list[TokenCandidate] | None:

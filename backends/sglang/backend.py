@@ -95,7 +95,7 @@ class SGLangBackend(Backend):
         timing = settings.options.get("timing", "auto")
         has_prometheus = importlib.util.find_spec("prometheus_client") is not None
         self.use_metrics = timing == "engine" or (timing == "auto" and has_prometheus)
-        self.kwargs = engine_kwargs(settings, enable_metrics=self.use_metrics)
+        self.kwargs = {**engine_kwargs(settings, enable_metrics=self.use_metrics), **settings.engine_args}  # --engine-arg
         self.notes: list[str] = []
         if "attention_backend" not in self.kwargs and fa3_missing():
             self.kwargs["attention_backend"] = "triton"

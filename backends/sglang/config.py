@@ -54,6 +54,8 @@ EFFECTIVE_KEYS = (
     "chunked_prefill_size",
     "mem_fraction_static",
     "max_total_num_tokens",
+    "max_running_requests",  # the scheduler settings issue 21 records for every engine (with the three above)
+    "max_prefill_tokens",
     "context_length",
     "load_format",
     "dtype",
@@ -72,7 +74,7 @@ def engine_kwargs(settings: BackendSettings, *, enable_metrics: bool) -> dict[st
         "tp_size": settings.tp,
         "context_length": settings.max_model_len,
         "skip_tokenizer_init": False,  # the engine decodes the text we score
-        "disable_radix_cache": False,  # one engine: full mode flushes, cached mode reuses
+        "disable_radix_cache": not settings.prefix_caching,  # one engine: full mode flushes, cached mode reuses
         "grammar_backend": "xgrammar",
         # xgrammar's any_whitespace=False: random weights otherwise fill the budget with spaces
         "constrained_json_disable_any_whitespace": True,

@@ -30,6 +30,7 @@ import gc
 import logging
 import math
 import os
+import time
 from typing import Any
 
 from backends.base import (
@@ -66,10 +67,11 @@ class VLLMBackend(Backend):
         self._requests = 0  # request ids of the stepped requests: lca-1, lca-2, ...
         self._inflight: dict[str, tuple[Any, Any, list[int]]] = {}  # under load: request id -> (clock, future)
         self._stepper: Any = None
+        self._step_s, self._steps = 0.0, 0  # under load: wall time inside LLMEngine.step() and its count (load_stats)
 
     # -- lifecycle ---------------------------------------------------------------------------
     def start(self) -> None:
-        env = config.apply_env(self.settings.device)  # before the first vllm import
+        env = config.apply_env(self.settings.device, self.settings.model_path)  # before the first vllm import
         try:
             import vllm
             from vllm import LLM, SamplingParams, TokensPrompt
@@ -84,7 +86,7 @@ class VLLMBackend(Backend):
         )
         self._CUMULATIVE = RequestOutputKind.CUMULATIVE
         self._version = vllm.__version__
-        kwargs = config.engine_kwargs(self.settings)
+        kwargs = {**config.engine_kwargs(self.settings), **self.settings.engine_args}  # --engine-arg on top
         self.llm = LLM(**kwargs)
         self.tokenizer = self.llm.get_tokenizer()
         # one INFO line per reset otherwise (in process only; a separate engine core logs its own)
@@ -201,7 +203,11 @@ class VLLMBackend(Backend):
         engine = self.llm.llm_engine
         try:
             while self._inflight:
-                for out in engine.step():
+                started = time.perf_counter()
+                outs = engine.step()  # on the event loop: an arrival waits for the step in flight (load_stats)
+                self._step_s += time.perf_counter() - started
+                self._steps += 1
+                for out in outs:
                     entry = self._inflight.get(out.request_id)
                     if entry is None:
                         continue
@@ -230,11 +236,13 @@ class VLLMBackend(Backend):
                  "vllm:num_preemptions": "preemptions_total", "vllm:prefix_cache_queries": "prefix_cache_queries_total",
                  "vllm:prefix_cache_hits": "prefix_cache_hits_total", "vllm:num_requests_waiting": "requests_waiting_now",
                  "vllm:num_requests_running": "requests_running_now"}
-        out: dict[str, float] = {}
+        # the stepping task's own figures: the level divides them into its mean step (harness-side cause of
+        # caller TTFT - engine TTFT: arrivals and first tokens wait for the step() in flight to return)
+        out: dict[str, float] = {"engine_step_s_total": self._step_s, "engine_steps_total": float(self._steps)}
         try:
             metrics = self.llm.get_metrics()
         except Exception:  # noqa: BLE001 - no stats in this engine: nothing reported
-            return {}
+            return out
         for m in metrics:
             key = names.get(m.name.removesuffix("_total"))
             value = getattr(m, "value", None)
@@ -336,6 +344,21 @@ def attention_backend_fact(names: list[str], in_process: bool) -> str | None:
     return None
 
 
+def scheduler_facts(vc: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """The scheduler settings in effect (read back from the engine's config), and whether they were matched."""
+    sched, cache = vc.scheduler_config, vc.cache_config
+    blocks = getattr(cache, "num_gpu_blocks", None)
+    block = getattr(cache, "effective_attention_block_size", None) or cache.block_size
+    chunked = getattr(sched, "enable_chunked_prefill", None)
+    return {
+        "max_num_batched_tokens": sched.max_num_batched_tokens, "max_num_seqs": sched.max_num_seqs,
+        "chunked_prefill": bool(chunked if chunked is not None else getattr(sched, "chunked_prefill_enabled", False)),
+        "gpu_memory_utilization": getattr(cache, "gpu_memory_utilization", None),
+        "kv_cache_tokens": blocks * block if isinstance(blocks, int) else None,
+        "defaults": "matched with vllm serve (backends/vllm/config.py)" if "max_num_seqs" in kwargs else "vLLM's own (LLM class)",
+    }
+
+
 def describe(llm: Any, kwargs: dict[str, Any], env: dict[str, str], version: str) -> dict[str, Any]:
     """The effective engine configuration, for env.json."""
     import torch
@@ -361,6 +384,7 @@ def describe(llm: Any, kwargs: dict[str, Any], env: dict[str, str], version: str
         "block_size": getattr(cache, "effective_attention_block_size", None) or cache.block_size,
         "kv_cache_blocks": getattr(cache, "num_gpu_blocks", None),
         "prefix_caching": bool(cache.enable_prefix_caching),
+        "scheduler": scheduler_facts(vc, kwargs),
         "attention_backend": attention_backend_fact(backends, in_process),
         "attention_backend_configured": getattr(configured_attn, "name", None) or "auto",
         "enforce_eager": bool(model.enforce_eager),

@@ -11,8 +11,14 @@ for every backend):
   level's monotonic clock);
 - output tokens/s = output tokens of the served requests ÷ window; requests/s = served ÷ window;
 - TTFT p50/p90/p99 over requests (TTFT at the caller, from submit); ITL p50/p99 over every gap
-  between consecutive tokens of a request, pooled over the level; TPOT per request = its decode
-  ms/token ((last token − first token) ÷ (tokens − 1));
+  between consecutive tokens of a request, pooled over the level (tokens that came in one chunk
+  give gaps of 0); ITL per chunk p50 over every gap between consecutive chunks (``chunk_times_s``:
+  what ``vllm bench serve`` calls ITL); TPOT per request = its decode ms/token ((last token −
+  first token) ÷ (tokens − 1): what AIPerf and GuideLLM call ITL);
+- server TTFT / TPOT / ITL p50: the server's own histograms over the level (``extra.level.server_timings``,
+  bucket-interpolated; HTTP servers that export /metrics only);
+- client CPU: the busiest client process's CPU time ÷ the level's wall time (``client_busy_max``);
+  above ``backends.load_shards.BUSY_LIMIT`` the level is flagged (``client_limited``);
 - goodput = requests that met the SLO (TTFT ≤ ``ttft_ms`` and TPOT ≤ ``tpot_ms``) ÷ window; the
   share that met it is over every request started, failed ones included;
 - the engine's facts are kept only where they can be true: a counter that went down over the
@@ -37,12 +43,15 @@ from reports.stats import num
 # published, engine-neutral pair. The page states the values it used; --slo changes them.
 DEFAULT_SLO = {"ttft_ms": 2000.0, "tpot_ms": 200.0}
 SLO_SOURCE = "MLPerf Inference server scenario, Llama-2-70B: TTFT ≤ 2 s, TPOT ≤ 200 ms"
+CLIENT_LIMITED = "the client may have limited this level"  # a level whose client process was busy > 50 % (load_shards)
 HOLDS_SHARE = 0.9  # a level "holds" the SLO when at least this share of its requests meet it
 
 COLUMNS = ["backend", "workload", "mode", "case", "concurrency", "rate_rps", "requests", "errors", "window_s",
            "output_tps", "rps", "ttft_p50", "ttft_p90", "ttft_p99", "itl_p50", "itl_p99", "itl_n", "tpot_p50",
            "slo_met", "slo_share", "goodput_rps", "expected_reuse", "reported_reuse", "queue_p50", "served_as",
-           "kv_cache_usage_peak", "preemptions", "prefix_hit_rate", "fact_problems"]
+           "kv_cache_usage_peak", "preemptions", "prefix_hit_rate", "fact_problems", "itl_chunk_p50",
+           "server_ttft_p50", "server_tpot_p50", "server_itl_p50", "client_busy_max", "client_limited", "engine_ttft_p50",
+           "caller_minus_engine_ttft_p50", "engine_step_ms"]
 COUNTERS = ("preemptions", "prefix_cache_queries", "prefix_cache_hits")  # differences over the level: never < 0
 
 
@@ -100,6 +109,24 @@ def level_fact_values(f: dict[str, Any]) -> tuple[dict[str, float | None], list[
     return values, problems
 
 
+def server_and_client(facts: dict[str, Any]) -> dict[str, Any]:
+    """A level's server-side percentiles and its busiest client process, from its level record."""
+    server = facts.get("server_timings") or {}
+    return {"server_ttft_p50": num(server.get("ttft_ms_p50")), "server_tpot_p50": num(server.get("tpot_ms_p50")),
+            "server_itl_p50": num(server.get("itl_ms_p50")), "client_busy_max": num(facts.get("client_busy_max")),
+            "client_limited": bool(facts.get("client_limited"))}
+
+
+def caller_and_engine(ok: pd.DataFrame, facts: dict[str, Any]) -> dict[str, Any]:
+    """The engine's own TTFT p50 (per request, in process), the caller's minus it per request (p50), and the mean
+    ``LLMEngine.step()`` of a stepped engine (vLLM in process: its cause, an arrival or a first token waits for it)."""
+    both = ok[ok["ttft_ms"].notna() & ok["engine_ttft_ms"].notna()] if "engine_ttft_ms" in ok else ok.iloc[0:0]
+    steps, step_s = num(facts.get("engine_steps")), num(facts.get("engine_step_s"))
+    return {"engine_ttft_p50": percentile(both["engine_ttft_ms"], 50) if len(both) else None,
+            "caller_minus_engine_ttft_p50": percentile(both["ttft_ms"] - both["engine_ttft_ms"], 50) if len(both) else None,
+            "engine_step_ms": step_s / steps * 1e3 if steps and step_s is not None else None}
+
+
 def per_level(df: pd.DataFrame, slo: dict[str, float] | None = None) -> pd.DataFrame:
     """One row per level (see the module docstring for every definition)."""
     slo = slo or DEFAULT_SLO
@@ -136,6 +163,9 @@ def per_level(df: pd.DataFrame, slo: dict[str, float] | None = None) -> pd.DataF
             "preemptions": values["preemptions"],
             "prefix_hit_rate": hits / queries if queries and hits is not None else None,
             "fact_problems": problems,
+            "itl_chunk_p50": percentile([x for t in ok.get("chunk_times_s", pd.Series(dtype=object)) for x in gaps_ms(t)], 50),
+            **server_and_client(f),
+            **caller_and_engine(ok, f),
         })
     return pd.DataFrame(rows, columns=COLUMNS)
 

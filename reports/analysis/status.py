@@ -2,7 +2,9 @@
 
 A backend that could not start writes one ``skipped`` record per workload; a block it cannot
 run (a missing capability) writes one ``skipped`` record with the mode; a request that raised
-writes an ``error`` record. Server-side timings (``extra.server_ttft_ms`` from an OpenAI-compatible
+writes an ``error`` record. A load level's own record (``rep`` None) is not a request: the counts
+leave it out. Load levels the run planned (env.json ``planned_levels``) that a backend has no
+records of (a child killed in the middle) are named: that backend ran "partly". Server-side timings (``extra.server_ttft_ms`` from an OpenAI-compatible
 server's /metrics) are collected here too, next to the client's.
 """
 
@@ -22,6 +24,7 @@ class BackendStatus:
     errors: int = 0
     skipped: list[tuple[str, str | None, str]] = field(default_factory=list)  # (workload, mode, reason)
     first_error: str | None = None
+    missing: list[str] = field(default_factory=list)  # planned load levels with no records ("workload · mode case")
 
     @property
     def state(self) -> str:
@@ -29,17 +32,32 @@ class BackendStatus:
             return "skipped" if self.skipped else "no records"
         if self.measured == 0:
             return "failed"
-        return "partly" if self.errors or self.skipped else "ran"
+        return "partly" if self.errors or self.skipped or self.missing else "ran"
 
     def reasons(self) -> list[str]:
         return list(dict.fromkeys(reason for _, _, reason in self.skipped))
 
 
-def backend_status(df: pd.DataFrame, backends: list[str]) -> list[BackendStatus]:
+def level_records(df: pd.DataFrame) -> pd.Series:
+    """True for a load level's own record (its facts, not a request): a concurrency or an arrival rate, no rep."""
+    level = pd.Series(False, index=df.index)
+    for column in ("load_concurrency", "load_rate_rps"):
+        if column in df:
+            level |= df[column].notna()
+    return level & df["rep"].isna() & df["skipped"].isna()
+
+
+def backend_status(df: pd.DataFrame, backends: list[str],
+                   planned: dict[str, list[tuple[str, str, str]]] | None = None) -> list[BackendStatus]:
+    """Per backend: requests measured and failed, what was skipped, and the planned load levels
+    (``planned``: backend -> (workload, mode, case)) it has no records of."""
     out = []
+    requests = df[~level_records(df)]
     for backend in backends:
-        g = df[df["backend"] == backend]
+        g = requests[requests["backend"] == backend]
         s = BackendStatus(backend)
+        seen = set(zip(*(df.loc[df["backend"] == backend, c] for c in ("workload", "mode", "case")), strict=True))
+        s.missing = [f"{w} · {m} {c}" for w, m, c in (planned or {}).get(backend, []) if (w, m, c) not in seen]
         s.measured = int((g["skipped"].isna() & g["error"].isna()).sum())
         errs = g[g["error"].notna()]
         s.errors = len(errs)
@@ -52,7 +70,7 @@ def backend_status(df: pd.DataFrame, backends: list[str]) -> list[BackendStatus]
 
 def workload_notes(df: pd.DataFrame, workload: str) -> list[str]:
     """One line per backend that skipped (part of) this workload or had failed requests in it."""
-    g = df[df["workload"] == workload]
+    g = df[(df["workload"] == workload) & ~level_records(df)]
     notes = []
     for r in g[g["skipped"].notna()].to_dict("records"):
         what = f"mode {r['mode']}" if isinstance(r["mode"], str) else "the whole workload"

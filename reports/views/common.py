@@ -29,7 +29,10 @@ def status_table(report) -> Table:
         by_reason: dict[str, list[str]] = {}
         for wl, mode, reason in st.skipped:
             by_reason.setdefault(reason, []).append(f"{wl} / {mode}" if mode else wl)
-        skipped = Markup("<br>").join(f"{reason} ({', '.join(where)})" for reason, where in by_reason.items())
+        lines = [f"{reason} ({', '.join(where)})" for reason, where in by_reason.items()]
+        if st.missing:
+            lines.append(f"not run (planned load levels with no records: the run stopped before them): {', '.join(st.missing)}")
+        skipped = Markup("<br>").join(lines)
         failed = f"{st.errors}: {st.first_error}" if st.first_error else str(st.errors)
         t.add([st.backend, st.state, st.measured, failed, skipped], f"state-{st.state.replace(' ', '-')}")
     return t

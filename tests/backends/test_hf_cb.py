@@ -77,7 +77,7 @@ def test_a_request_past_the_request_timeout_is_cancelled_in_the_manager(tiny_mod
         hung = Request(prompt_ids=[5] * 16, max_new_tokens=3000, ignore_eos=True)
         after = Request(prompt_ids=[6] * 16, max_new_tokens=20, ignore_eos=True)
         (outs,), _ = run_level(backend, [[hung, after]], LoadSettings(concurrency=1))
-        assert [o.error for o in outs] == ["TimeoutError: no answer within 1 s (--request-timeout)", None]
+        assert [o.error for o in outs] == ["TimeoutError: no answer within 1 s (--request-timeout: the whole request, from submit to its last token)", None]
         assert 0 < len(outs[0].token_times_s) < 3000 and len(outs[1].token_times_s) == 20
         scheduler = backend.manager.batch_processor.scheduler
         assert not scheduler.active_requests and not scheduler.waiting_requests  # cancelled, not left decoding

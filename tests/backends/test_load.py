@@ -121,7 +121,7 @@ def test_a_hung_request_ends_at_the_request_timeout_and_the_level_goes_on():
     started = time.perf_counter()
     outs, facts = run_level(backend, sessions, LoadSettings(concurrency=2))
     hung = outs[0][0]
-    assert hung.error == "TimeoutError: no answer within 0.3 s (--request-timeout)" and backend.aborted == 1
+    assert hung.error == "TimeoutError: no answer within 0.3 s (--request-timeout: the whole request, from submit to its last token)" and backend.aborted == 1
     assert 0.3 <= hung.finish_s - hung.submit_s < 0.3 + 0.2 and len(hung.token_times_s) == 1
     assert outs[0][1].error is None and outs[0][1].submit_s >= hung.finish_s  # the session went on after it
     assert all(o.error is None and len(o.token_times_s) == 4 for o in outs[1])

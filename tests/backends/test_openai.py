@@ -165,7 +165,7 @@ def test_a_request_that_hangs_times_out(stub: str, tiny_path: str) -> None:
     backend.start()
     _Stub.hang.set()
     started = time.monotonic()
-    with pytest.raises(RequestTimeout, match=r"no answer within 1 s \(--request-timeout\)"):
+    with pytest.raises(RequestTimeout, match=r"no answer within 1 s \(--request-timeout: the whole request"):
         backend.generate(Request(prompt_ids=[5, 6, 7], max_new_tokens=4))
     assert 1.0 <= time.monotonic() - started < 10
     backend.close()

@@ -45,7 +45,9 @@ pytestmark = [
 
 ROOT = Path(__file__).resolve().parents[2]
 SECRET = "sk-lca-test-7f3a9c"  # must never be written anywhere
-ARGS = ["--backend", "vllm-server", "--repeats", "1", "--json-calls", "2", "--no-report", "--api-key-env", "LCA_TEST_API_KEY"]
+# a served name of its own and an engine argument (vLLM's default seed, so nothing measured changes): #20
+ARGS = ["--backend", "vllm-server", "--repeats", "1", "--json-calls", "2", "--no-report", "--api-key-env", "LCA_TEST_API_KEY",
+        "--served-model-name", "lca-served", "--engine-arg", "vllm-server:seed=0"]
 
 
 def _start(out: Path, *extra: str) -> tuple[subprocess.Popen, Path]:
@@ -143,6 +145,15 @@ def test_ctrl_c_stops_the_server_and_keeps_the_records(runs) -> None:
     assert log.count("=== ") == 2 and "vllm.entrypoints.openai.api_server" in log  # both starts, one log
 
 
+def test_the_served_name_and_the_engine_argument_reach_the_server(runs) -> None:
+    server = runs["second"]
+    command = server["server_command"]
+    assert command.endswith("--served-model-name lca-served --seed 0")  # after the harness's own flags
+    assert server["served_model"] == "lca-served"  # the server listed it and every request asked for it
+    env = json.loads((runs["out"] / "env.json").read_text())
+    assert env["engine_args"] == {"vllm-server": {"seed": 0}} and env["served_model_name"] == "lca-served"
+
+
 def _measured(runs, workload: str) -> list[dict]:
     rows = [r for r in read_records(runs["out"]) if r["workload"] == workload and not r["skipped"]]
     assert rows and not [r["error"] for r in rows if r["error"]]
@@ -201,7 +212,10 @@ def test_the_load_runs_through_the_server(runs) -> None:
             times = r["token_times_s"]
             assert r["output_tokens"] == len(times) == output_tokens and times == sorted(times)
             assert times[0] == pytest.approx(r["first_token_s"], abs=1e-6) and times[-1] <= r["finish_s"]
-            assert r["timing_source"] == "client-stream" and r["prompt_ids_match"] is True
+            assert r["timing_source"] == "client-stream" and r["prompt_ids_match"] in (True, None)
+        # the prompt's ids are echoed for a sample only (one request per client process and level), and match
+        assert sum(r["prompt_ids_match"] is True for r in requests) == facts["client_procs"] >= 1
+        assert facts["client_cpu_share"] and not facts["client_limited"]
         # C requests in flight at once: the first C were all sent before any came back
         first_finish = min(r["finish_s"] for r in requests)
         assert sum(r["submit_s"] < first_finish for r in requests) == min(level["load_concurrency"], len(requests))

@@ -251,6 +251,8 @@ if __name__ == "__main__":
     (outs,), level = run_level(backend, [[hung, after]], LoadSettings(concurrency=1))
     facts = {"errors": [o.error for o in outs], "tokens": [len(o.token_times_s) for o in outs],
              "running_peak": level.get("requests_running_peak"),
+             "steps": level.get("engine_steps"), "step_s": level.get("engine_step_s"), "wall_s": level["wall_s"],
+             "scheduler": backend.environment()["scheduler"],
              "seconds": [o.finish_s - o.submit_s for o in outs],
              "unfinished": backend.llm.llm_engine.has_unfinished_requests()}
     backend.reset_cache()  # raises while a request still runs in the engine
@@ -265,11 +267,17 @@ def test_a_request_past_the_request_timeout_is_aborted_in_the_engine():
                           env={**os.environ, "OMP_NUM_THREADS": "1"}, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr[-3000:]
     facts = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert facts["errors"] == ["TimeoutError: no answer within 2 s (--request-timeout)", None]
+    assert facts["errors"] == ["TimeoutError: no answer within 2 s (--request-timeout: the whole request, from submit to its last token)", None]
     assert 0 < facts["tokens"][0] < 3000 and facts["tokens"][1] == 60  # it was running when it was cut off
     assert 2.0 <= facts["seconds"][0] < 2.0 + 0.5 and facts["unfinished"] is False
     # aborted in the engine: the next request ran alone (not beside the abandoned one, still decoding)
     assert facts["running_peak"] == 1
+    # the stepping task's own time over the level (the harness-side cause of caller TTFT - engine TTFT)
+    assert facts["steps"] >= facts["tokens"][0] + 60 and 0 < facts["step_s"] < facts["wall_s"]
+    # the scheduler settings in effect, read back from the engine: the matched ones (those of vllm serve on a CPU)
+    matched = {k: v for k, v in facts["scheduler"].items() if k in ("max_num_batched_tokens", "max_num_seqs")}
+    assert matched == {"max_num_batched_tokens": 2048, "max_num_seqs": 128} and facts["scheduler"]["chunked_prefill"]
+    assert facts["scheduler"]["kv_cache_tokens"] > 0
 
 
 # --- without vLLM: the configuration and the timing arithmetic -----------------------------------
@@ -285,19 +293,28 @@ def test_engine_kwargs_eager_on_cpu_defaults_on_cuda():
     for kw in (cpu, cuda):
         assert kw["enable_prefix_caching"] is True and kw["disable_log_stats"] is False
         assert kw["structured_outputs_config"] == config.STRUCTURED_OUTPUTS
-        assert "gpu_memory_utilization" not in kw and "load_format" not in kw
+        assert "load_format" not in kw
+    assert "gpu_memory_utilization" not in cpu and cuda["gpu_memory_utilization"] == 0.9  # matched: vLLM's default
     assert cpu["enforce_eager"] is True and "enforce_eager" not in cuda
     assert cuda["tensor_parallel_size"] == 2
     assert config.engine_kwargs(settings(device="cuda", random_weights=True))["load_format"] == "dummy"
 
 
-def test_env_variables_are_defaults_and_cpu_only_where_they_belong(monkeypatch):
-    for name in (*config.COMMON_ENV, *config.CPU_ENV):
+def test_env_variables_are_defaults_and_cpu_only_where_they_belong(monkeypatch, tmp_path):
+    for name in (*config.COMMON_ENV, *config.CPU_ENV, *config.LOCAL_MODEL_ENV):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("VLLM_CPU_KVCACHE_SPACE", "4")
-    assert config.apply_env("cpu")["VLLM_CPU_KVCACHE_SPACE"] == "4"  # the user's value wins
-    assert "VLLM_ENABLE_V1_MULTIPROCESSING" not in config.engine_env("cuda")
-    assert config.engine_env("cuda")["HF_HUB_OFFLINE"] == "1"
+    assert config.apply_env("cpu", str(tmp_path))["VLLM_CPU_KVCACHE_SPACE"] == "4"  # the user's value wins
+    assert "VLLM_ENABLE_V1_MULTIPROCESSING" not in config.engine_env("cuda", str(tmp_path))
+
+
+def test_hub_offline_only_for_a_local_directory(monkeypatch, tmp_path):
+    """A hub id must be downloadable on an empty cache (#20): offline only for a local model directory."""
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    assert config.engine_env("cuda", str(tmp_path))["HF_HUB_OFFLINE"] == "1"
+    assert "HF_HUB_OFFLINE" not in config.engine_env("cuda", "Qwen/Qwen3-8B")
+    assert "HF_HUB_OFFLINE" not in config.apply_env("cpu", "Qwen/Qwen3-8B")
+    assert "HF_HUB_OFFLINE" not in os.environ
 
 
 def test_engine_timing_from_request_stats():
@@ -327,3 +344,21 @@ def test_attention_backend_says_why_it_is_missing():
     assert attention_backend_fact(["CPU_ATTN", "X"], in_process=True) == "CPU_ATTN, X"
     assert "engine core in its own process" in attention_backend_fact([], in_process=False)
     assert attention_backend_fact([], in_process=True) is None
+
+
+@engine_test
+def test_an_unknown_engine_arg_is_the_engines_own_error_in_one_line(tmp_path):
+    """--engine-arg reaches LLM(**kwargs): a key vLLM does not know is vLLM's own error, on one line, in the
+    column's skipped reason; the run's engine arguments are in env.json (#20)."""
+    out = tmp_path / "run"
+    proc = compare("--backend", "vllm", "--workloads", "template", "--repeats", "1", "--out", str(out), "--no-report",
+                   "--engine-arg", "vllm:no_such_engine_key=16384", check=False)
+    env = json.loads((out / "env.json").read_text())
+    reason = env["backends"]["vllm"].get("skipped") or ""
+    if reason.startswith("vllm cannot be imported"):
+        pytest.skip(reason)
+    assert proc.returncode == 1
+    assert env["engine_args"] == {"vllm": {"no_such_engine_key": 16384}}
+    assert "no_such_engine_key" in reason and "\n" not in reason
+    shown = [line for line in proc.stderr.splitlines() if "no_such_engine_key" in line]
+    assert shown and "vllm: skipped: failed to start" in shown[0]  # the engine's error, whole, on one line

@@ -84,3 +84,34 @@ def test_build_context_is_small() -> None:
     allowed = {ln[1:] for ln in lines if ln.startswith("!")}
     assert {"pyproject.toml", "compare.py", "contract", "backends", "harness", "workloads", "reports"} <= allowed
     assert not allowed & {".venv", "runs", ".git", ".gpu", ".cache", "tests"}
+    assert "LICENSE" in allowed  # pyproject's license-files: the build fails without it
+    assert "reports/examples" in lines[lines.index("!reports"):]  # the example runs stay out, as from the wheel
+
+
+@pytest.mark.parametrize("name", IMAGES)
+def test_a_column_with_failed_requests_does_not_stop_the_later_ones(name: str, tmp_path: Path) -> None:
+    """The column's entrypoint is the image's (same interpreter, compare.py) with exit 1 (failed requests,
+    recorded) turned into 0, so ``service_completed_successfully`` lets the next column and the report run;
+    a usage error (2) or an interruption (130) still stops the set. The shell line is run here for real,
+    with compose's ``$$`` unescaped and a stand-in compare.py that exits with the code it is given."""
+    entrypoint = COMPOSE["services"][name]["entrypoint"]
+    image_entry = re.search(r"^ENTRYPOINT \[(.*)\]$", (DOCKER / name / "Dockerfile").read_text(), re.M).group(1)
+    python, script = (part.strip().strip('"') for part in image_entry.split(","))
+    assert entrypoint[:2] == ["sh", "-c"] and entrypoint[2].startswith(f'{python} {script} "$$@"')
+    (tmp_path / "compare.py").write_text("import sys\nprint(sys.argv[1:])\nsys.exit(int(sys.argv[1]))\n")
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / python).symlink_to(sys.executable)
+    env = {"PATH": f"{tmp_path / 'bin'}:/usr/bin:/bin"}
+    line = entrypoint[2].replace("$$", "$")
+    for code, expected in ((0, 0), (1, 0), (2, 2), (130, 130)):
+        proc = subprocess.run(["sh", "-c", line, entrypoint[3], str(code), "--out", "/runs/x"], cwd=tmp_path, env=env,
+                              capture_output=True, text=True, timeout=60)
+        assert proc.returncode == expected, (code, proc.stderr)
+        assert proc.stdout.strip() == str([str(code), "--out", "/runs/x"])  # the arguments arrive whole
+
+
+def test_workload_files_come_from_a_mounted_folder() -> None:
+    for name in IMAGES:
+        mounts = [v for v in COMPOSE["services"][name]["volumes"] if ":/workloads" in v]
+        assert mounts == ["${WORKLOADS_DIR:-../examples}:/workloads:ro"]
+    assert "WORKLOADS_DIR" in (DOCKER / "README.md").read_text()

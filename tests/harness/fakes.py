@@ -1,8 +1,12 @@
-"""Helpers for the failure-path tests: a small workload file and a fake OpenAI-compatible server.
+"""Helpers for the failure-path and server tests: a small workload file and fake OpenAI-compatible servers.
 
-The fake server lists one model and answers every completion with HTTP 500; its error message
+The failing server lists one model and answers every completion with HTTP 500; its error message
 carries Rich markup (``[/bold]``) and echoes the request's Authorization header, as careless
-servers do, so tests can check that neither kills a run nor lands in a file.
+servers do, so tests can check that neither kills a run nor lands in a file. The chat server
+(:func:`chat_server`) lists the models it is given, serves ``/v1/chat/completions`` only (a
+completion gets 404, as from a chat-only server or hosted API), streams a short answer as text
+deltas and reports cached prompt tokens from the second user message on (``None`` before: "not
+reported"); it keeps every request body it received.
 """
 
 from __future__ import annotations
@@ -39,10 +43,11 @@ def small_workload(folder: Path, text: str = SMALL) -> Path:
 
 
 class JsonHandler(BaseHTTPRequestHandler):
-    """A quiet handler that answers JSON and lists one model (``model_id``) at /v1/models; the fake
-    servers of the tests subclass it and add their own do_POST."""
+    """A quiet handler that answers JSON and lists one model (``model_id``; or ``model_ids``) at /v1/models;
+    the fake servers of the tests subclass it and add their own do_POST."""
 
     model_id = "fake-model"
+    model_ids: tuple[str, ...] = ()
 
     def log_message(self, *args) -> None:
         pass
@@ -57,7 +62,8 @@ class JsonHandler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         if self.path == "/v1/models":
-            self._json(200, {"object": "list", "data": [{"id": self.model_id, "object": "model", "owned_by": "x"}]})
+            ids = self.model_ids or (self.model_id,)
+            self._json(200, {"object": "list", "data": [{"id": i, "object": "model", "owned_by": "x"} for i in ids]})
         else:
             self._json(404, {"error": "not found"})
 
@@ -72,7 +78,57 @@ class _Failing(JsonHandler):
 @contextmanager
 def failing_server() -> Iterator[str]:
     """An OpenAI-compatible server on 127.0.0.1 that answers 500 to every completion; yields its /v1 URL."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Failing)
+    with serving(_Failing) as url:
+        yield url
+
+
+CHAT_ANSWER = ("The", " answer", ".")
+CHAT_CACHED_TOKENS = 7  # what the chat server says it served from cache, from the second user message on
+
+
+class _Chat(JsonHandler):
+    received: list[dict] = []
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
+        if self.path != "/v1/chat/completions":
+            self._json(404, {"error": {"message": f"{self.path}: this server has chat/completions only"}})
+            return
+        self.received.append(body)
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.end_headers()
+        pieces = CHAT_ANSWER[: max(1, int(body.get("max_tokens") or len(CHAT_ANSWER)))]
+        for i, piece in enumerate(pieces):
+            last = i == len(pieces) - 1
+            self._event({"choices": [{"index": 0, "delta": {"role": "assistant", "content": piece},
+                                      "finish_reason": ("stop" if len(pieces) == len(CHAT_ANSWER) else "length")
+                                      if last else None}]})
+        users = sum(1 for m in body["messages"] if m["role"] == "user")
+        usage = {"prompt_tokens": 20, "completion_tokens": len(pieces), "total_tokens": 20 + len(pieces)}
+        if users > 1:
+            usage["prompt_tokens_details"] = {"cached_tokens": CHAT_CACHED_TOKENS}
+        self._event({"choices": [], "usage": usage})
+        self.wfile.write(b"data: [DONE]\n\n")
+
+    def _event(self, chunk: dict) -> None:
+        full = {"id": "c1", "object": "chat.completion.chunk", "created": 0, "model": self.model_ids[0], **chunk}
+        self.wfile.write(b"data: " + json.dumps(full).encode() + b"\n\n")
+        self.wfile.flush()
+
+
+@contextmanager
+def chat_server(models: tuple[str, ...] = ("fake-model",)) -> Iterator[tuple[str, list[dict]]]:
+    """A chat-only OpenAI-compatible server listing ``models``; yields its /v1 URL and the bodies it received."""
+    handler = type("ChatHandler", (_Chat,), {"model_ids": tuple(models), "received": []})
+    with serving(handler) as url:
+        yield url, handler.received
+
+
+@contextmanager
+def serving(handler: type[BaseHTTPRequestHandler]) -> Iterator[str]:
+    """``handler`` on 127.0.0.1 in a thread; yields the /v1 URL."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     server.daemon_threads = True
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()

@@ -26,6 +26,8 @@ def one_line_error(proc) -> str:
         (["--json-temperatures", "0,0"], "expected distinct numbers >= 0"),
         (["--json-temperatures", "-1"], "expected distinct numbers >= 0"),
         (["--json-temperatures", "warm"], "expected distinct numbers >= 0"),
+        (["--client-procs", "0", "--workloads", "load"], "--client-procs 0: give 1 or more client processes"),
+        (["--client-procs", "100000", "--workloads", "load"], "more client processes than the"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(args, expected, tmp_path):

@@ -46,6 +46,8 @@ def test_help_states_the_exit_codes():
     [
         (["--api-key-env", KEY], "name of an environment variable"),
         (["--base-url", f"http://user:{KEY}@127.0.0.1:8000/v1"], "user name or password"),
+        (["--base-url", f"http://127.0.0.1:8000/v1?api_key={KEY}"], "query string or fragment"),  # #26 item 15
+        (["--base-url", f"http://127.0.0.1:8000/v1#{KEY}"], "query string or fragment"),
     ],
 )
 def test_a_secret_in_the_wrong_place_is_refused_and_not_echoed(args, expected, tmp_path):

@@ -72,13 +72,14 @@ def test_resume_does_not_rerun_a_load_level_that_stopped_at_its_seconds(tmp_path
     """A level capped by ``seconds`` leaves some planned requests unstarted; it is still done, and --resume
     must not run it again beside its records (seen on the H200: a resumed hf-cb run repeated its levels).
 
-    The cap is made certain, not a race against the machine's speed: each user thinks 1 s between its two
-    turns and the level stops starting requests after 0.3 s, so no second turn can start however fast the
-    model answers (on a fast CPU all 8 requests once finished inside a plain 0.3 s cap)."""
+    The cap is made certain, not a race against the machine's speed: each user thinks 2 s between its two
+    turns and the level stops starting requests after 1 s (the shortest window a load takes), so no second
+    turn can start however fast the model answers (on a fast CPU all 8 requests once finished inside a
+    plain 0.3 s cap)."""
     out = tmp_path / "run"
     args = ("--backend", "hf", "--workloads", "load", "--load",
-            "levels=1,users=4,max_turns=2,output_tokens=4,prompt_tokens=64,shared_prefix_tokens=0,seconds=0.3,"
-            "think_time_s=1",
+            "levels=1,users=4,max_turns=2,output_tokens=4,prompt_tokens=64,shared_prefix_tokens=0,seconds=1,"
+            "think_time_s=2",
             "--out", str(out), "--no-report")
     compare(*args)
     first = records(out)

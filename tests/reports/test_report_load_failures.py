@@ -44,7 +44,8 @@ def test_failed_requests_count_against_the_slo_and_every_level_shows_them(tmp_pa
     assert (c8["requests"], c8["errors"], c8["slo_met"], c8["output_tps"]) == (0, 5, 0, 0.0)  # still on the page
     jobs = {j.job: j for j in report.jobs}
     assert "at C=1" in jobs["Many users (lf · S=0)"].values[0][1]  # the peak is a level that served every request
-    assert dict(jobs["Many users within the SLO (lf · S=0)"].values)["vllm"].startswith("C=1 ")  # C=4: 60 % only
+    # a failed request is a miss wherever it falls (two of C=4's first wave): the capacity is C=1
+    assert dict(jobs["Many users: custom (lf · S=0)"].values)["vllm"].startswith("C=1 ")  # the run's --slo pair
 
 
 def test_peak_of_levels_that_all_had_failures_says_so(tmp_path):
@@ -81,3 +82,19 @@ def test_impossible_engine_facts_are_not_figures(tmp_path):
     texts = " ".join(c.text for c in report.caveats)
     assert "preempted" not in texts and "ran out" not in texts
     assert "preemptions -7 (a counter that went down" in texts and "KV-cache usage peak 160% (outside" in texts
+
+
+def test_counts_leave_out_the_level_records_and_missing_levels_are_named(tmp_path):
+    from reports.analysis.status import workload_notes
+    from reports.views.common import status_table
+
+    rows = level_records("vllm", 1, 0.1, "batched by the engine")
+    dead = failing(level_records("vllm", 4, 0.1, "batched by the engine"), {0, 1, 2, 3, 4}, "APIConnectionError: gone")
+    dead[-1] = {**dead[-1], "error": "every request of the level failed: APIConnectionError: gone"}
+    planned = {"lf": [["S=0", "C=1"], ["S=0", "C=4"], ["S=0", "C=8"]]}  # the run was killed before C=8
+    report = assemble(load([write_run(tmp_path / "run", rows + dead, {"planned_levels": planned})]))
+    assert workload_notes(report.ds.records, "lf") == ["vllm: 5 of 10 requests failed: APIConnectionError: gone"]
+    st = report.status[0]
+    assert (st.measured, st.errors, st.state, st.missing) == (5, 5, "partly", ["lf · S=0 C=8"])
+    table = status_table(report)
+    assert "lf · S=0 C=8" in str(table.rows[0][4])

@@ -61,14 +61,18 @@ def test_fixed_shape_prompts_are_exactly_p_tokens_sharing_exactly_s(renderer, wr
     timed = [g for g in plan.groups if not g.warmup]
     assert [g.block for g in timed] == [f"lf/S={s}/{c}" for s in (0, 48) for c in ("C=1", "C=3", "rate=5")]
     assert timed[1].load["concurrency"] == 3 and timed[2].load["rate_rps"] == 5
-    assert all(g.reset_cache for g in plan.groups)  # a level never inherits another's cache
+    levels = [g for g in plan.groups if not (g.load or {}).get("pool")]
+    firsts = {g.block: g for g in reversed(levels)}  # each level's first group: its warm-up
+    # a level never inherits another's cache (reset before its warm-up), and its timed window inherits
+    # its own warm-up's, so that only the first wave is cold
+    assert all(g.warmup and g.reset_cache for g in firsts.values()) and not any(g.reset_cache for g in timed)
     for group in timed:
         prompts = [plan.prompts[s.prompt] for s in group.steps]
         s = int(group.block.split("/")[1][2:])
         assert len(prompts) == 6 and all(len(p) == 64 for p in prompts)
         assert max(common_prefix_len(a, b) for a in prompts for b in prompts if a is not b) == s
         assert all(st.max_new_tokens == 8 and st.ignore_eos and st.needs == ["load"] for st in group.steps)
-    warm = [g for g in plan.groups if g.warmup]
+    warm = [g for g in levels if g.warmup]
     assert [len(g.steps) for g in warm[:2]] == [1, 3]  # one warm-up request per slot, not recorded
     assert not {s.prompt for g in warm for s in g.steps} & {s.prompt for g in timed for s in g.steps}
 
@@ -102,6 +106,17 @@ def test_the_builtin_load_file_holds_both_shapes_at_the_issue_defaults():
     (["--slo", "ttft_ms=fast"], "--slo: ttft_ms='fast' is not a number"),
     (["--slo", "ttft=5"], "--slo: unknown key 'ttft'"),
     (["--slo", "tpot_ms=-1"], "--slo: tpot_ms must be a positive number"),
+    # a partial unnamed target used to pass here and crash the report (issue 26, item 3)
+    (["--slo", "ttft_ms=500"], "--slo 'ttft_ms=500': an unnamed target needs both ttft_ms and tpot_ms"),
+    (["--slo", "chat:queue_p90_ms=5"], "--slo: unknown metric 'queue' in 'queue_p90_ms'"),
+    (["--slo", "chat:ttft_p0_ms=5"], "--slo: percentile 0 in 'ttft_p0_ms' is outside (0, 100]"),
+    (["--slo", "chat:ttft_p100.5_ms=5"], "--slo: percentile 100.5 in 'ttft_p100.5_ms' is outside (0, 100]"),
+    (["--slo", "chat:ttft_p90_ms=5", "--slo", "chat:tpot_p90_ms=5"], "--slo: the target name 'chat' is given twice"),
+    (["--load", "levels=2:3,search_max=1"], "--load: ls: search_max 1 is below the first level (2)"),
+    (["--load", "think_time_s=-1"], "--load: ls: think_time_s: Input should be greater than or equal to 0"),
+    (["--load", "seconds=0.5"], "--load: ls: seconds: Input should be greater than or equal to 1"),
+    (["--gpu-hour-usd", "0"], "--gpu-hour-usd must be a positive price"),
+    (["--gpu-hour-usd", "-2.5"], "--gpu-hour-usd must be a positive price"),
     (["--max-model-len", "300"], "exceed the context limit of 300"),
 ])
 def test_bad_load_input_is_one_line_and_exit_2_before_anything_runs(write, tmp_path, capsys, args, message):

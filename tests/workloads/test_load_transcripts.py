@@ -113,3 +113,18 @@ def test_a_level_above_the_transcripts_from_the_command_line_is_one_line_and_exi
     assert code == 2 and len(err.strip().splitlines()) == 1
     assert "--load: rec: concurrency 4 is above the number of sessions (3 transcripts)" in err
     assert not (tmp_path / "run" / "records.jsonl").exists()
+
+
+@pytest.mark.parametrize(("sessions", "said"), [
+    ([[{"role": "user", "content": "x" * 1_500_000}]], "1,500,000 characters: a message may hold at most 1,000,000"),
+    ([[m for _ in range(3) for m in ({"role": "user", "content": "q" * 900_000}, {"role": "assistant", "content": "a" * 900_000})]],
+     "5,400,000 characters in all: a session may hold at most 4,000,000"),
+])
+def test_text_is_bounded_before_it_is_tokenized(study, tmp_path, capsys, sessions, said):
+    """Issue 26, item 13: a transcript file under the 64 MiB cap could need ~10 GB to tokenize (63 MB of one
+    message); a message and a session are bounded, one line names the limit, exit 2 before anything runs."""
+    path = study(lines=[json.dumps(s) for s in sessions])
+    code = main(["--backend", "hf", "--workload-file", str(path), "--out", str(tmp_path / "run")])
+    err = capsys.readouterr().err
+    assert code == 2 and said in err, err
+    assert not (tmp_path / "run").exists()

@@ -1,0 +1,46 @@
+"""The body of one streamed ``chat/completions`` request (``--endpoint chat``): the prompt's messages
+and tools as the workload wrote them, sampled as the completions body is (backend.py ``_body``).
+
+The server renders the messages with its own chat template; vLLM and SGLang are asked to render with
+thinking off (``chat_template_kwargs``), as the harness does (harness/chat.py), and vLLM to return the
+generated ids (``return_token_ids``). A generic server gets the standard fields only.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from backends.base import Request
+from backends.openai.metrics import FLAVORS
+
+
+def chat_body(request: Request, chat: dict[str, Any], served_model: str | None, flavor: str | None) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "model": served_model,
+        "messages": chat["messages"],
+        "max_tokens": request.max_new_tokens,
+        "temperature": request.temperature,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+    }
+    if chat.get("tools"):
+        body["tools"] = chat["tools"]
+    if request.temperature > 0:
+        body["top_p"] = request.top_p
+    if request.seed is not None:
+        body["seed"] = request.seed
+    if request.json_schema is not None:
+        body["response_format"] = {
+            "type": "json_schema",
+            "json_schema": {"name": "output", "schema": request.json_schema, "strict": True},
+        }
+    extra: dict[str, Any] = {}
+    if flavor in FLAVORS:
+        extra["chat_template_kwargs"] = {"enable_thinking": False}
+        if request.ignore_eos:
+            extra["ignore_eos"] = True
+    if flavor == "vllm":
+        extra["return_token_ids"] = True
+    if extra:
+        body["extra_body"] = extra
+    return body

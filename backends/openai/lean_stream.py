@@ -1,0 +1,222 @@
+"""The load path's HTTP client: one streamed completion over aiohttp, its SSE chunks parsed as plain dicts.
+
+Under load the client must never be what is measured. The ``openai`` package costs, per request,
+a ``maybe_transform`` walk over every prompt id (~9 ms for 1,024 ids on a small CPU) and, per
+chunk, a pydantic model; the batch-1 workloads keep it (``backend.py``), the load loop streams
+through :class:`LeanClient` instead:
+
+- **aiohttp**, not httpx: its HTTP parser and stream reader are C-accelerated, and it is what
+  ``vllm bench serve`` and SGLang's ``bench_serving`` drive servers with, so the reference clients
+  of ``benchmarks/serving_proof.py`` and this one pay the same transport (httpx's async path is
+  pure Python over h11 and anyio). It is already a dependency of vLLM and SGLang.
+- The request body is serialised once, with **orjson** where it is installed (``json`` otherwise).
+- Chunks are parsed with the same library into dicts; nothing else is built per chunk.
+- The prompt's ids are **not echoed** under load: vLLM's and SGLang's ``return_token_ids`` sends
+  the whole prompt back in the first chunk. Only a sample asks for it (``want_ids``: the first
+  request each client process sends in a level, so ``prompt_ids_match`` is checked once per level
+  per process); the others ask for ``stream_options.continuous_usage_stats`` (every chunk carries
+  the running ``completion_tokens``) so that a chunk holding several tokens ticks the clock by
+  their number. Their output ids are not known (``extra.output_ids_from = "not-requested"``); the
+  output-token count is the server's (``usage.completion_tokens``).
+
+Per request it keeps what the study needs: the arrival of every chunk and of every token (the
+:class:`~backends.base.TokenClock` ticks once per chunk with its token count), the finish reason,
+``usage.prompt_tokens_details.cached_tokens``, and a fault named by its cause (:class:`StreamFault`):
+an HTTP error status (429, 503...), a line that is not JSON, a chunk without choices, an error
+object in the stream, a stream that ended without a finish reason.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+import aiohttp
+
+from backends.base import RawOutput, Request, TokenClock
+
+try:
+    import orjson
+
+    def dumps(obj: Any) -> bytes:
+        return orjson.dumps(obj)
+
+    loads = orjson.loads
+    JSON_LIBRARY = f"orjson {orjson.__version__}"
+except ImportError:  # pragma: no cover - orjson is in the openai extra; json still works
+    def dumps(obj: Any) -> bytes:
+        return json.dumps(obj, separators=(",", ":")).encode()
+
+    loads = json.loads
+    JSON_LIBRARY = "json (stdlib)"
+
+EXTENSIONS = ("vllm", "sglang")  # servers that take token-id prompts, ignore_eos and return_token_ids
+
+
+class StreamFault(RuntimeError):
+    """A streamed answer the client cannot use; the message names the cause."""
+
+
+@dataclass(frozen=True)
+class LeanClientSpec:
+    """Everything a client process needs to stream requests to one server (picklable: sent to each process)."""
+
+    base_url: str  # ``http://host:port/v1``
+    model: str
+    headers: dict[str, str] = field(default_factory=dict)
+    flavor: str | None = None  # "vllm" / "sglang": token-id prompts and the extensions
+    timeout_s: float = 300.0
+
+    def build(self) -> LeanClient:
+        return LeanClient(self)
+
+    def describe(self) -> str:
+        return f"aiohttp {aiohttp.__version__}, {JSON_LIBRARY} (backends/openai/lean_stream.py)"
+
+
+class LeanClient:
+    """Streams completions from one server; one aiohttp session per event loop, created on first use."""
+
+    def __init__(self, spec: LeanClientSpec) -> None:
+        self.spec = spec
+        self.url = spec.base_url.rstrip("/") + "/completions"
+        self._session: aiohttp.ClientSession | None = None
+        self.ids_sampled = False  # the first request asks for the ids (prompt echo included), the rest do not
+
+    def _client(self) -> aiohttp.ClientSession:
+        if self._session is None:
+            connector = aiohttp.TCPConnector(limit=0, force_close=False)  # no pool cap: C streams, C connections
+            self._session = aiohttp.ClientSession(connector=connector, headers=self.spec.headers,
+                                                  timeout=aiohttp.ClientTimeout(total=None), auto_decompress=False)
+        return self._session
+
+    async def aclose(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+    def body(self, request: Request, want_ids: bool) -> bytes:
+        body: dict[str, Any] = {"model": self.spec.model, "prompt": request.prompt_ids,
+                                "max_tokens": request.max_new_tokens, "temperature": request.temperature,
+                                "stream": True, "stream_options": {"include_usage": True}}
+        if request.temperature > 0:
+            body["top_p"] = request.top_p
+        if request.seed is not None:
+            body["seed"] = request.seed
+        if request.json_schema is not None:
+            body["response_format"] = {"type": "json_schema",
+                                       "json_schema": {"name": "output", "schema": request.json_schema, "strict": True}}
+        if self.spec.flavor in EXTENSIONS:
+            if request.ignore_eos:
+                body["ignore_eos"] = True
+            if want_ids:
+                body["return_token_ids"] = True
+            else:
+                body["stream_options"]["continuous_usage_stats"] = True
+        return dumps(body)
+
+    async def stream(self, request: Request, clock: TokenClock) -> RawOutput:
+        want_ids = not self.ids_sampled
+        self.ids_sampled = True
+        data = self.body(request, want_ids)
+        reader = ChunkReader(clock)
+        async with self._client().post(self.url, data=data, headers={"Content-Type": "application/json"}) as resp:
+            if resp.status != 200:
+                text = (await resp.text(errors="replace"))[:200].strip()
+                raise StreamFault(f"the server answered HTTP {resp.status} {resp.reason or ''}".rstrip()
+                                  + (f": {text}" if text else ""))
+            async for line in resp.content:
+                if reader.line(line):
+                    break
+        return reader.output()
+
+
+class ChunkReader:
+    """One SSE stream, line by line: ticks the clock per chunk that carries tokens, keeps ids, text, usage."""
+
+    def __init__(self, clock: TokenClock) -> None:
+        self.clock = clock
+        self.ids: list[int] = []
+        self.texts: list[str] = []
+        self.server_ids = False
+        self.counted = 0  # completion_tokens seen in continuous usage
+        self.counting = False
+        self.prompt_used: list[int] | None = None
+        self.finish: str | None = None
+        self.usage: dict | None = None
+        self.response_id: str | None = None
+
+    def line(self, raw: bytes) -> bool:
+        """Read one line; True at ``data: [DONE]``."""
+        raw = raw.strip()
+        if not raw.startswith(b"data:"):
+            return False  # blank separators, SSE comments and event names carry nothing
+        payload = raw[5:].strip()
+        if payload == b"[DONE]":
+            return True
+        try:
+            chunk = loads(payload)
+        except ValueError:
+            raise StreamFault(f"the server sent a line that is not JSON: {payload[:120].decode('utf-8', 'replace')!r}") from None
+        if not isinstance(chunk, dict):
+            raise StreamFault(f"the server sent a line that is not JSON object: {payload[:120].decode('utf-8', 'replace')!r}")
+        self.chunk(chunk)
+        return False
+
+    def chunk(self, chunk: dict) -> None:
+        usage = chunk.get("usage")
+        choices = chunk.get("choices")
+        if self.response_id is None:
+            self.response_id = chunk.get("id")
+        if not choices:
+            if "error" in chunk:
+                error = chunk["error"]
+                message = error.get("message") if isinstance(error, dict) else error
+                raise StreamFault(f"the server sent an error in the stream: {str(message)[:200]}")
+            if usage is None:
+                raise StreamFault("the server sent a chunk without choices (and no usage)")
+            self.usage = usage
+            return
+        if usage is not None:
+            self.usage = usage
+        for choice in choices:
+            new = choice.get("token_ids")
+            text = choice.get("text") or ""
+            if new is not None:
+                n = len(new)
+                self.server_ids = True
+                self.ids.extend(new)
+            elif usage is not None and isinstance(usage.get("completion_tokens"), int):
+                self.counting = True
+                n = usage["completion_tokens"] - self.counted
+                self.counted = usage["completion_tokens"]
+            else:
+                n = 1 if text else 0
+            if n > 0:
+                self.clock.tick(n)
+            self.texts.append(text)
+            if self.prompt_used is None and choice.get("prompt_token_ids"):
+                self.prompt_used = choice["prompt_token_ids"]
+            self.finish = choice.get("finish_reason") or self.finish
+
+    def output(self) -> RawOutput:
+        if self.finish is None:
+            tokens = sum(n for _, n in self.clock.stamps)
+            raise StreamFault(f"the stream ended without a finish reason after {tokens} token(s) "
+                              "(the server stopped answering)")
+        usage = self.usage or {}
+        details = usage.get("prompt_tokens_details") or {}
+        counted = usage.get("completion_tokens")
+        extra: dict[str, Any] = {"server_prompt_tokens": usage.get("prompt_tokens"), "client": "lean-aiohttp",
+                                 "output_ids_from": "server" if self.server_ids else "not-requested",
+                                 "response_id": self.response_id}
+        return RawOutput(
+            token_ids=self.ids,
+            text="".join(self.texts),
+            finish_reason=self.finish,
+            cached_tokens=details.get("cached_tokens"),  # None: the server did not say
+            prompt_ids_used=self.prompt_used,
+            extra=extra,
+            reported_output_tokens=None if self.server_ids or not isinstance(counted, int) else counted,
+        )

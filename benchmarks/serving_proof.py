@@ -1,0 +1,188 @@
+"""The serving proof (issue 21): the project's load client against the engine's own reference client, through
+one server, same prompt shape, same levels — and the table that compares them.
+
+``benchmarks/h200/serving_proof.sh`` starts each server once with exactly the harness's flags
+(``command``), drives it with the reference client and then with ``compare.py --backend openai``
+at the same shape (1,024-token random prompts, 64 output tokens, EOS ignored, closed loop at
+C = 32 and 128, 4 x C requests), and ``table`` turns the outputs into one JSON table:
+
+- reference: ``vllm bench serve`` (``--save-result`` JSON: ``output_throughput``,
+  ``median_ttft_ms``...). For vLLM with ``--backend vllm``; for SGLang the same client pointed at
+  SGLang's OpenAI ``/v1/completions`` (``--backend openai``), since ``sglang.bench_serving``
+  reports nonsense on dummy weights (requests end at once, TTFT 0).
+- project: the run's records, by the report's own definitions (``reports.analysis.many_users``:
+  output tok/s over the level's window, TTFT at the caller, p50), with the client processes' CPU
+  shares from the level records.
+
+Per level and server: both tok/s and their ratio, both TTFT p50 and their ratio, and whether the
+targets hold (tok/s >= 95 % of the reference's, TTFT p50 within 10 %).
+
+    python -m benchmarks.serving_proof command vllm --port 8100 --python /tmp/py-vllm [--model ... --random-weights]
+    python -m benchmarks.serving_proof table --reference vllm=DIR --project vllm=RUN_DIR [...] --out proof.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+from pathlib import Path
+from typing import Any
+
+TPS_TARGET = 0.95  # the project's output tok/s at least this share of the reference's
+TTFT_TOLERANCE = 0.10  # the project's TTFT p50 within this share of the reference's
+SERVERS = {"vllm": "backends.openai.servers:VLLMServerBackend", "sglang": "backends.openai.servers:SGLangServerBackend"}
+
+
+def server_command(engine: str, port: int, args: argparse.Namespace) -> str:
+    """The shell line that starts ``engine``'s server as ``--backend {engine}-server`` would (env included)."""
+    import importlib
+
+    from backends.base import BackendSettings
+    from harness import models
+
+    model = models.resolve(args.model, args.random_weights)
+    settings = BackendSettings(model_path=model.path, model_label=model.label, dtype=args.dtype, device=args.device,
+                               random_weights=args.random_weights or not model.has_weights, tp=args.tp,
+                               max_model_len=args.max_model_len)
+    module, name = SERVERS[engine].split(":")
+    backend = getattr(importlib.import_module(module), name)(settings)
+    argv = backend.server_argv(port)
+    argv[0] = args.python
+    env = backend.server_env()
+    return " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items()) + " " + shlex.join(argv)
+
+
+def reference_rows(folder: Path) -> dict[int, dict[str, Any]]:
+    """``vllm bench serve --save-result`` files in ``folder``: concurrency -> its figures."""
+    out = {}
+    for path in sorted(folder.glob("*.json")):
+        data = json.loads(path.read_text())
+        if "output_throughput" not in data or data.get("max_concurrency") is None:
+            continue  # a warm-up or another file
+        out[int(data["max_concurrency"])] = {
+            "tok_s": data["output_throughput"], "ttft_p50_ms": data.get("median_ttft_ms"),
+            "ttft_mean_ms": data.get("mean_ttft_ms"), "tpot_p50_ms": data.get("median_tpot_ms"),
+            "itl_p50_ms": data.get("median_itl_ms"), "completed": data.get("completed"), "file": path.name,
+        }
+    return out
+
+
+def project_rows(run_dir: Path) -> dict[int, dict[str, Any]]:
+    """A ``compare.py`` run's load levels: concurrency -> tok/s, TTFT p50 (the report's definitions), client CPU."""
+    from reports.analysis.many_users import level_facts, per_level
+    from reports.load import load
+
+    df = load([run_dir]).records
+    levels, facts = per_level(df), level_facts(df)
+    out = {}
+    for row in levels.to_dict("records"):
+        if row["concurrency"] is None or row["concurrency"] != row["concurrency"]:
+            continue  # open-loop rates are not part of the proof
+        f = facts.get((row["backend"], row["workload"], row["mode"], row["case"]), {})
+        out[int(row["concurrency"])] = {
+            "tok_s": row["output_tps"], "ttft_p50_ms": row["ttft_p50"], "tpot_p50_ms": row["tpot_p50"],
+            "itl_p50_ms": row["itl_p50"], "completed": row["requests"], "errors": row["errors"],
+            "client_procs": f.get("client_procs"), "client_cpu_share": f.get("client_cpu_share"),
+            "client_limited": f.get("client_limited"),
+            "server_ttft_p50_ms": (f.get("server_timings") or {}).get("ttft_ms_p50"),
+        }
+    return out
+
+
+def table(reference: dict[str, Path], project: dict[str, Path], after: dict[str, Path] | None = None) -> dict[str, Any]:
+    """One row per server and level. ``after``: the reference run again after the project's, so the row also shows
+    how much the server itself moved between the turns (a gap smaller than that is no difference)."""
+    rows = []
+    after = after or {}
+    for server in sorted(set(reference) | set(project)):
+        ref = reference_rows(reference[server]) if server in reference else {}
+        own = project_rows(project[server]) if server in project else {}
+        again = reference_rows(after[server]) if server in after else {}
+        for c in sorted(set(ref) | set(own)):
+            r, p, r2 = ref.get(c, {}), own.get(c, {}), again.get(c, {})
+            tps = p["tok_s"] / r["tok_s"] if r.get("tok_s") and p.get("tok_s") is not None else None
+            ttft = p["ttft_p50_ms"] / r["ttft_p50_ms"] if r.get("ttft_p50_ms") and p.get("ttft_p50_ms") is not None else None
+            rows.append({
+                "server": server, "concurrency": c,
+                "reference_tok_s": r.get("tok_s"), "project_tok_s": p.get("tok_s"), "tok_s_ratio": _r(tps),
+                "reference_ttft_p50_ms": r.get("ttft_p50_ms"), "project_ttft_p50_ms": p.get("ttft_p50_ms"),
+                "ttft_p50_ratio": _r(ttft),
+                "meets_targets": None if tps is None or ttft is None else bool(tps >= TPS_TARGET and abs(ttft - 1) <= TTFT_TOLERANCE),
+                "reference_after_tok_s": r2.get("tok_s"), "reference_after_ttft_p50_ms": r2.get("ttft_p50_ms"),
+                "reference": r, "project": p,
+            })
+    return {"targets": f"project tok/s >= {TPS_TARGET:.0%} of the reference's and TTFT p50 within "
+                       f"{TTFT_TOLERANCE:.0%}, per server and level",
+            "reference_client": "vllm bench serve (vLLM: --backend vllm; SGLang: --backend openai on its /v1/completions)",
+            "project_client": "compare.py --backend openai: the lean client in --client-procs processes "
+                              "(backends/openai/lean_stream.py, backends/load_shards.py)",
+            "definitions": "tok/s: output tokens / the level's window (reference: its benchmark duration); TTFT p50: "
+                           "the median over requests, at each client",
+            "rows": rows}
+
+
+def _r(x: float | None) -> float | None:
+    return None if x is None else round(x, 4)
+
+
+def _pairs(items: list[str], option: str) -> dict[str, Path]:
+    out = {}
+    for item in items:
+        server, sep, path = item.partition("=")
+        if not sep or not Path(path).exists():
+            raise SystemExit(f"serving_proof: {option} {item!r}: expected SERVER=PATH with an existing PATH")
+        out[server] = Path(path)
+    return out
+
+
+def markdown(result: dict[str, Any]) -> str:
+    lines = ["| server | C | reference tok/s (after) | project tok/s (ratio) | TTFT p50 ms reference / project (ratio) | targets |",
+             "|---|---|---|---|---|---|"]
+    for r in result["rows"]:
+        lines.append(f"| {r['server']} | {r['concurrency']} | {_f(r['reference_tok_s'])} ({_f(r['reference_after_tok_s'])}) | "
+                     f"{_f(r['project_tok_s'])} "
+                     f"({r['tok_s_ratio']}) | {_f(r['reference_ttft_p50_ms'])} / {_f(r['project_ttft_p50_ms'])} "
+                     f"({r['ttft_p50_ratio']}) | {'met' if r['meets_targets'] else 'not met' if r['meets_targets'] is False else '-'} |")
+    return "\n".join(lines)
+
+
+def _f(x: float | None) -> str:
+    return "-" if x is None else f"{x:,.1f}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="what", required=True)
+    cmd = sub.add_parser("command", help="print the shell line that starts a server with the harness's flags")
+    cmd.add_argument("engine", choices=sorted(SERVERS))
+    cmd.add_argument("--port", type=int, required=True)
+    cmd.add_argument("--python", default="python3", help="the interpreter (wrapper) of the engine's environment")
+    cmd.add_argument("--model", default="qwen3-8b-shape")
+    cmd.add_argument("--random-weights", action="store_true")
+    cmd.add_argument("--dtype", default=None, help="default: bfloat16 on cuda, float32 on cpu")
+    cmd.add_argument("--device", default="cuda", choices=["cuda", "cpu"])
+    cmd.add_argument("--tp", type=int, default=1)
+    cmd.add_argument("--max-model-len", type=int, default=3072)
+    tab = sub.add_parser("table", help="the reference vs project table from the outputs")
+    tab.add_argument("--reference", action="append", default=[], metavar="SERVER=DIR",
+                     help="a folder of `vllm bench serve --save-result` files")
+    tab.add_argument("--reference-after", action="append", default=[], metavar="SERVER=DIR",
+                     help="the reference run again after the project's (the server's own drift)")
+    tab.add_argument("--project", action="append", default=[], metavar="SERVER=RUN_DIR", help="a compare.py run")
+    tab.add_argument("--out", default=None, help="write the table here (JSON)")
+    args = p.parse_args(argv)
+    if args.what == "command":
+        args.dtype = args.dtype or ("float32" if args.device == "cpu" else "bfloat16")
+        print(server_command(args.engine, args.port, args))
+        return 0
+    result = table(_pairs(args.reference, "--reference"), _pairs(args.project, "--project"),
+                   _pairs(args.reference_after, "--reference-after"))
+    print(markdown(result))
+    if args.out:
+        Path(args.out).write_text(json.dumps(result, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

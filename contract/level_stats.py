@@ -1,0 +1,160 @@
+"""One load level's steady state, from its request records: the cold first wave apart, the timed window,
+the share of it with C in flight, per-metric samples, throughput, and bootstrap intervals.
+
+Used by the capacity search (``contract.capacity``, while the run goes on) and by the report (from the
+records afterwards): one definition of every figure.
+
+- **First wave** (closed loop at C): the level's first C requests by submit time. All C start together
+  on a cache that holds only the warm-up's prefixes, so their TTFT is a burst's, not a steady state's;
+  they are kept and reported apart. An open loop has no first wave.
+- **Steady window**: from the first submit after the first wave to the level's last submit (after
+  it the level drains: fewer than C remain). Open loop: first to last submit.
+- **Steady requests**: those submitted in the window (the first wave excluded); their TTFT, TPOT,
+  end-to-end latency and every inter-token gap (ITL) are the samples a target is judged on.
+- **Throughput**: output tokens that arrived in the window ÷ its length (tokens of any request,
+  the first wave's too, as they arrive then); input tokens = prompts submitted in it ÷ its length.
+- **In flight**: the share of the window with at least C requests between submit and finish.
+- **Intervals**: the window cut into ``BLOCKS`` equal time blocks, resampled with replacement
+  (``RESAMPLES``, seeded): the 5th and 95th percentile of a figure over the resamples. One long run,
+  bootstrapped over time, not repeats.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+BLOCKS = 5
+RESAMPLES = 400
+SEED = 13
+
+
+def _num(v: Any) -> float | None:
+    if v is None or isinstance(v, bool):
+        return None
+    try:
+        x = float(v)
+    except (TypeError, ValueError):
+        return None
+    return None if math.isnan(x) else x
+
+
+def _failed(row: dict) -> bool:
+    e = row.get("error")
+    return e is not None and not (isinstance(e, float) and math.isnan(e))
+
+
+@dataclass
+class LevelStats:
+    concurrency: int | None
+    requests: int  # every request of the level that started
+    failed: int  # of the steady requests
+    first_wave: list[dict] = field(default_factory=list)
+    steady: list[dict] = field(default_factory=list)  # requests submitted in the window
+    window: tuple[float, float] | None = None  # (t0, t1) on the level's clock
+    output_tps: float | None = None
+    input_tps: float | None = None
+    in_flight_share: float | None = None  # closed loop: share of the window with >= C in flight
+
+    @property
+    def window_s(self) -> float | None:
+        return None if self.window is None else self.window[1] - self.window[0]
+
+    @property
+    def total_tps(self) -> float | None:
+        return None if self.output_tps is None or self.input_tps is None else self.output_tps + self.input_tps
+
+    def samples(self, rows: list[dict] | None = None) -> dict[str, list[float]]:
+        """Per metric, the successful requests' values (``itl``: every gap, pooled)."""
+        rows = self.steady if rows is None else rows
+        ok = [r for r in rows if not _failed(r)]
+        out: dict[str, list[float]] = {"ttft": [], "tpot": [], "e2e": [], "itl": []}
+        for r in ok:
+            for metric, key in (("ttft", "ttft_ms"), ("tpot", "decode_ms_per_token"), ("e2e", "e2e_ms")):
+                v = _num(r.get(key))
+                if v is not None:
+                    out[metric].append(v)
+            t = r.get("token_times_s")
+            if isinstance(t, list | tuple):
+                out["itl"] += [(b - a) * 1e3 for a, b in zip(t, t[1:], strict=False)]
+        return out
+
+    def failed_in(self, rows: list[dict]) -> int:
+        return sum(_failed(r) for r in rows)
+
+    def interval(self, figure: Callable[[list[dict], float], float | None], low: float = 5, high: float = 95) -> tuple[float, float] | None:
+        """Bootstrap interval of ``figure(rows, window_s)`` over BLOCKS time blocks of the window."""
+        if self.window is None or not self.steady or not self.window_s:
+            return None
+        t0, span = self.window[0], self.window_s
+        blocks: list[list[dict]] = [[] for _ in range(BLOCKS)]
+        for r in self.steady:
+            k = min(BLOCKS - 1, int((_num(r.get("submit_s")) - t0) / span * BLOCKS))
+            blocks[k].append(r)
+        rng = random.Random(SEED)
+        values = []
+        for _ in range(RESAMPLES):
+            rows = [r for _ in range(BLOCKS) for r in blocks[rng.randrange(BLOCKS)]]
+            v = figure(rows, span)
+            if v is not None and math.isfinite(v):
+                values.append(v)
+        if not values:
+            return None
+        values.sort()
+
+        def at(p: float) -> float:
+            return values[min(len(values) - 1, int(round(p / 100 * (len(values) - 1))))]
+
+        return at(low), at(high)
+
+
+def _in_flight_share(rows: list[dict], c: int, t0: float, t1: float) -> float | None:
+    if t1 <= t0:
+        return None
+    events = []
+    for r in rows:
+        s, f = _num(r.get("submit_s")), _num(r.get("finish_s"))
+        if s is None or f is None or f <= t0 or s >= t1:
+            continue
+        events += [(max(s, t0), 1), (min(f, t1), -1)]
+    events.sort()
+    full, level, last = 0.0, 0, t0
+    for t, d in events:
+        if level >= c:
+            full += t - last
+        level, last = level + d, t
+    if level >= c:
+        full += t1 - last
+    return full / (t1 - t0)
+
+
+def level_stats(rows: list[dict], concurrency: int | None) -> LevelStats:
+    """The steady state of one level from its request rows (records with a ``submit_s``)."""
+    rows = sorted((r for r in rows if _num(r.get("submit_s")) is not None), key=lambda r: _num(r["submit_s"]))
+    c = int(concurrency) if concurrency else None
+    first = rows[:c] if c else []
+    rest = rows[c:] if c else rows
+    stats = LevelStats(concurrency=c, requests=len(rows), failed=0, first_wave=first)
+    if not rest:  # every request was in the first wave: no steady state to speak of
+        return stats
+    t0, t1 = _num(rest[0]["submit_s"]), _num(rows[-1]["submit_s"])
+    if t1 <= t0:  # one request after the wave: its own submit to its finish
+        t1 = max(_num(r.get("finish_s")) or t0 for r in rest)
+    stats.steady, stats.window = rest, (t0, t1)
+    stats.failed = stats.failed_in(rest)
+    span = t1 - t0
+    if span > 0:
+        arrived = sum(1 for r in rows if not _failed(r) for t in (r.get("token_times_s") or []) if t0 <= t <= t1)
+        stats.output_tps = arrived / span
+        stats.input_tps = sum(_num(r.get("prompt_tokens")) or 0 for r in rest) / span
+        if c:
+            stats.in_flight_share = _in_flight_share(rows, c, t0, t1)
+    return stats
+
+
+def output_tps_of(rows: list[dict], span: float) -> float | None:
+    """Output tokens of ``rows`` (whole requests) ÷ ``span``: the figure the bootstrap resamples for tok/s."""
+    return sum(_num(r.get("output_tokens")) or 0 for r in rows if not _failed(r)) / span if span > 0 else None

@@ -1,0 +1,137 @@
+"""The flags that point the study at a server and pass arguments to an engine, and their checks.
+
+    --tokenizer PATH_OR_ID        the prompts' tokenizer and chat template (a server's model name is no path)
+    --served-model-name NAME      the model to ask the server for (refused in one line when it does not list it)
+    --endpoint completions|chat   completions: the plan's token ids; chat: the messages, the server's template
+    --engine-arg BACKEND:KEY=VALUE  passed to that backend's engine (LLM(**kw), Engine(**kw)) or server (--key value:
+                                  backends/openai/servers.py engine_arg_flags)
+
+Each check raises ``UsageError`` (one line, exit 2) before anything runs. See docs/servers.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from contract.chat import CHAT_PROMPTS  # noqa: F401 - re-exported for the CLI
+from harness.cli_checks import UsageError
+
+ENDPOINTS = ("completions", "chat")
+# The backends whose engine or server takes keyword arguments (the in-process engines and their servers).
+ENGINE_ARG_BACKENDS = ("vllm", "sglang", "vllm-server", "sglang-server")
+SERVED_BACKENDS = ("openai",)  # a server the harness does not launch: its listing is checked before the run
+SERVER_BACKENDS = ("openai", "vllm-server", "sglang-server", "hf-server")  # measured through HTTP: --endpoint chat
+
+
+def add_server_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--tokenizer", default=None, metavar="PATH_OR_ID",
+                   help="the prompts' tokenizer and chat template, when --model is a server's model name rather than a "
+                        "path or hub id (--backend openai); default: --model's")
+    p.add_argument("--served-model-name", default=None, metavar="NAME",
+                   help="the model to ask the server for (--backend openai: refused when the server does not list it; "
+                        "default: --model when listed, else the server's only model); a launched server serves under it")
+    p.add_argument("--endpoint", choices=ENDPOINTS, default="completions",
+                   help="completions (default): the plan's token ids, every backend sees the same tokens; chat: "
+                        "/chat/completions with the messages, the server applies its own chat template (--backend "
+                        "openai; workloads rendered from messages only)")
+    p.add_argument("--engine-arg", action="append", default=[], metavar="BACKEND:KEY=VALUE",
+                   help="an engine argument for one backend, e.g. vllm:max_num_batched_tokens=16384 or "
+                        "vllm-server:max_num_batched_tokens=16384 (the same key for the engine and its server; VALUE "
+                        "as JSON where it parses, else a string); repeatable; recorded in env.json")
+
+
+# --- --engine-arg ----------------------------------------------------------------------------------
+def parse_engine_args(items: list[str], names: list[str]) -> dict[str, dict[str, Any]]:
+    """``BACKEND:KEY=VALUE`` items -> {backend: {key: value}}; the backend must be one of ``names``."""
+    out: dict[str, dict[str, Any]] = {}
+    for item in items:
+        backend, sep, assignment = item.partition(":")
+        key, eq, text = assignment.partition("=")
+        key = key.strip().replace("-", "_")
+        if not sep or not eq or not key or not key.isidentifier():
+            raise UsageError(f"--engine-arg {item!r}: expected BACKEND:KEY=VALUE, e.g. vllm:max_num_batched_tokens=16384")
+        if backend not in ENGINE_ARG_BACKENDS:
+            raise UsageError(f"--engine-arg {item!r}: {backend!r} takes no engine arguments "
+                             f"(those that do: {', '.join(ENGINE_ARG_BACKENDS)})")
+        if backend not in names:
+            raise UsageError(f"--engine-arg {item!r}: {backend} is not in --backend ({', '.join(names)})")
+        out.setdefault(backend, {})[key] = parse_value(text)
+    return out
+
+
+def parse_value(text: str) -> Any:
+    """JSON where it parses (16384, 0.8, true, null, {"a": 1}), else the text itself (fp8, xgrammar)."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+# --- --tokenizer, --served-model-name, --endpoint ------------------------------------------------------
+def check_server_flags(args: argparse.Namespace, names: list[str]) -> None:
+    """What can be said from the flags alone."""
+    if args.endpoint == "chat" and not set(names) <= set(SERVER_BACKENDS):
+        raise UsageError(f"--endpoint chat is for servers only ({', '.join(SERVER_BACKENDS)}): "
+                         f"{', '.join(n for n in names if n not in SERVER_BACKENDS)} take(s) the plan's token ids")
+    if args.tokenizer and not set(names) <= set(SERVED_BACKENDS):
+        raise UsageError("--tokenizer is for --backend openai alone (the other backends load --model's tokenizer)")
+
+
+def tokenizer_source(tokenizer: str) -> str:
+    """A local directory as an absolute path (the children run elsewhere), else the hub id as given."""
+    path = Path(tokenizer).expanduser()
+    return os.path.abspath(path) if path.exists() else tokenizer
+
+
+def check_chat_prompts(plan, renderer) -> dict[str, dict[str, Any]]:
+    """``--endpoint chat``: every prompt of the plan rendered from messages, or one line naming the workloads
+    that send exact token ids or raw text (the sweep's exact-length prompts, the template formats); the
+    plan's messages by prompt key (written as ``chat_prompts.json``)."""
+    raw = sorted({s.workload for g in plan.groups for s in g.steps if s.prompt not in renderer.chats})
+    if raw:
+        chat = sorted({s.workload for g in plan.groups for s in g.steps} - set(raw))
+        raise UsageError(f"--endpoint chat sends messages, and {', '.join(raw)} need(s) exact token ids or raw-text "
+                         "prompts (a sweep, the template formats, a fixed-shape load): leave them out "
+                         f"({'these can run: ' + ', '.join(chat) if chat else 'e.g. --workloads conversation,json'})")
+    return {key: renderer.chats[key] for key in plan.prompts}
+
+
+def served_models(base_url: str, api_key_env: str | None, timeout_s: float = 10.0) -> list[str] | None:
+    """The model ids the server lists at ``/models``; None when it cannot be asked (the run says why)."""
+    headers = {"Authorization": f"Bearer {os.environ[api_key_env]}"} if api_key_env and os.environ.get(api_key_env) else {}
+    req = urllib.request.Request(base_url.rstrip("/") + "/models", headers=headers)
+    try:
+        with urllib.request.urlopen(req, timeout=timeout_s) as resp:  # noqa: S310 - the user's server
+            return [str(m["id"]) for m in json.loads(resp.read())["data"]]
+    except (OSError, ValueError, KeyError, TypeError, urllib.error.URLError):
+        return None
+
+
+def choose_served_model(args: argparse.Namespace, names: list[str], model_path: str) -> str | None:
+    """``--backend openai``: the served name to ask for, checked against the server's listing before the run.
+    --served-model-name must be listed; else --model (or its path) when listed, else the only model listed;
+    several and none of them named: one line asking for --served-model-name."""
+    if not set(names) & set(SERVED_BACKENDS) or not args.base_url:
+        return args.served_model_name
+    listed = served_models(args.base_url, args.api_key_env)
+    if listed is None:
+        return args.served_model_name  # unreachable now: the openai column records why
+    shown = ", ".join(listed[:10]) + (" ..." if len(listed) > 10 else "")
+    if args.served_model_name:
+        if args.served_model_name not in listed:
+            raise UsageError(f"--served-model-name {args.served_model_name}: {args.base_url}/models does not list it "
+                             f"(it lists: {shown or 'nothing'})")
+        return args.served_model_name
+    for candidate in (args.model, model_path):
+        if candidate in listed:
+            return candidate
+    if len(listed) == 1:
+        return listed[0]
+    raise UsageError(f"--model {args.model} is not among the models {args.base_url}/models lists ({shown or 'none'}): "
+                     "pass --served-model-name NAME")

@@ -1,0 +1,96 @@
+"""A load level's steady state (contract.level_stats) from hand-made request rows whose figures are known:
+the first wave apart, the window, throughput over it, the share with C in flight, and the bootstrap."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from contract.level_stats import level_stats, output_tps_of
+
+
+def row(submit, ttft_ms, tokens=4, gap=0.01, error=None, prompt=100):
+    first = submit + ttft_ms / 1e3
+    times = [first + i * gap for i in range(tokens)]
+    return {"submit_s": submit, "first_token_s": first, "finish_s": times[-1], "token_times_s": times,
+            "ttft_ms": ttft_ms, "decode_ms_per_token": gap * 1e3, "e2e_ms": (times[-1] - submit) * 1e3,
+            "output_tokens": tokens, "prompt_tokens": prompt, "error": error}
+
+
+def closed_loop(c=2, waves=6, service=0.1):
+    """C workers, each running requests back to back: the first wave (cold, TTFT 300 ms) then steady (20 ms)."""
+    rows = []
+    for _ in range(c):
+        t = 0.0
+        for k in range(waves):
+            ttft = 300.0 if k == 0 else 20.0
+            r = row(t, ttft, gap=0.01)
+            rows.append(r)
+            t = r["finish_s"]
+    return rows
+
+
+def test_the_first_wave_is_the_first_c_requests_and_is_kept_apart():
+    rows = closed_loop()
+    s = level_stats(rows, 2)
+    assert len(s.first_wave) == 2 and all(r["ttft_ms"] == 300.0 for r in s.first_wave)
+    assert len(s.steady) == 10 and s.samples()["ttft"] == [20.0] * 10  # the cold burst is not in the percentiles
+    t0 = min(r["submit_s"] for r in rows if r["ttft_ms"] == 20.0)
+    assert s.window == (pytest.approx(t0), pytest.approx(max(r["submit_s"] for r in rows)))
+    # both workers are busy from the first steady submit to the last submit
+    assert s.in_flight_share == pytest.approx(1.0)
+    assert s.samples()["itl"] == pytest.approx([10.0] * 30)
+
+
+def test_throughput_counts_the_tokens_that_arrived_in_the_window():
+    rows = closed_loop()
+    s = level_stats(rows, 2)
+    t0, t1 = s.window
+    arrived = sum(1 for r in rows for t in r["token_times_s"] if t0 <= t <= t1)
+    assert s.output_tps == pytest.approx(arrived / (t1 - t0)) and s.input_tps == pytest.approx(10 * 100 / (t1 - t0))
+
+
+def test_a_gap_in_flight_shows_in_the_share():
+    # worker A runs back to back for 2 s; worker B thinks 1 s after its first request, then does the same:
+    # both are in flight for about the second half of the window only
+    def back_to_back(start, until):
+        out, t = [], start
+        while t < until:
+            out.append(row(t, 20.0))
+            t = out[-1]["finish_s"]
+        return out
+
+    rows = back_to_back(0.0, 2.0) + [row(0.0, 20.0)] + back_to_back(1.05, 2.0)
+    s = level_stats(rows, 2)
+    t0, t1 = s.window
+    assert s.in_flight_share == pytest.approx((t1 - 1.05) / (t1 - t0), abs=0.03)
+    assert level_stats(back_to_back(0.0, 2.0) + back_to_back(0.0, 2.0), 2).in_flight_share == pytest.approx(1.0)
+
+
+def test_an_open_loop_has_no_first_wave_and_failures_are_counted():
+    rows = [row(0.1 * i, 20.0, error="RuntimeError: no" if i == 3 else None) for i in range(10)]
+    s = level_stats(rows, None)
+    assert s.first_wave == [] and len(s.steady) == 10 and s.failed == 1 and s.in_flight_share is None
+    assert len(s.samples()["ttft"]) == 9
+
+
+def test_a_level_all_in_its_first_wave_has_no_steady_state():
+    s = level_stats([row(0.0, 10.0), row(0.0, 12.0)], 4)
+    assert s.window is None and s.output_tps is None and s.steady == []
+
+
+def test_the_bootstrap_interval_brackets_the_figure_and_is_seeded():
+    rows = [row(0.05 * i, 20.0 + (i % 7) * 5) for i in range(60)]
+    s = level_stats(rows, None)
+
+    def ttft_p90(rs, _span):
+        import numpy as np
+
+        return float(np.percentile([r["ttft_ms"] for r in rs], 90)) if rs else None
+
+    lo, hi = s.interval(ttft_p90)
+    whole = ttft_p90(s.steady, 0)
+    assert lo <= whole <= hi and lo < hi and s.interval(ttft_p90) == (lo, hi)
+    tps = s.interval(output_tps_of)
+    assert tps[0] <= output_tps_of(s.steady, s.window_s) <= tps[1] and not math.isnan(tps[0])

@@ -1,0 +1,95 @@
+"""The package as a user installs it (#20): the wheel's contents, and the installed ``llm-call-anatomy``
+command producing a report from another directory.
+
+The wheel is built from a copy of the tree (``pip wheel --no-deps --no-build-isolation``: seconds, no
+network; a ``build/`` folder left in a checkout would otherwise leak stale files into it) and installed
+with ``pip install --no-deps --target``, beside this interpreter's own packages (torch, transformers):
+a fresh venv with every dependency would take many minutes on a 2-core CI machine and test pip, not us.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tomllib
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT
+from workloads import BUILTIN
+
+NOT_SOURCE = shutil.ignore_patterns(".git", ".venv", "runs", "build", "dist", "*.egg-info", ".cache", "__pycache__",
+                                    ".pytest_cache", ".ruff_cache", "test-artifacts", ".gpu", ".whl", ".gl")
+
+
+def pip(*args: str, cwd: Path | None = None) -> None:
+    proc = subprocess.run([sys.executable, "-m", "pip", *args], capture_output=True, text=True, timeout=300, cwd=cwd)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+    assert "deprecat" not in (proc.stdout + proc.stderr).lower(), proc.stderr[-3000:]  # e.g. the licence table
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory) -> Path:
+    base = tmp_path_factory.mktemp("wheel")
+    source = base / "src"
+    shutil.copytree(ROOT, source, ignore=NOT_SOURCE)
+    pip("wheel", "--no-deps", "--no-build-isolation", "-w", str(base / "dist"), str(source))
+    (built,) = (base / "dist").glob("llm_call_anatomy-*.whl")
+    return built
+
+
+def test_the_wheel_carries_workloads_templates_benchmarks_and_the_licence_not_example_runs(wheel):
+    names = zipfile.ZipFile(wheel).namelist()
+    assert not [n for n in names if n.startswith("reports/examples/")]
+    assert {f"workloads/builtin/{name}.yaml" for name in BUILTIN} <= set(names)
+    templates = {p.relative_to(ROOT).as_posix() for p in (ROOT / "reports" / "templates").glob("*.jinja")}
+    assert templates and templates <= set(names)
+    configs = {p.relative_to(ROOT).as_posix() for p in (ROOT / "harness" / "configs").glob("*.json")}
+    assert configs and configs <= set(names)
+    assert "harness/chat_template.jinja" in names
+    benchmarks = {p.relative_to(ROOT).as_posix() for p in (ROOT / "benchmarks").rglob("*")
+                  if p.suffix in (".py", ".sh") and "__pycache__" not in p.parts}
+    assert benchmarks and benchmarks <= set(names)
+    assert not [n for n in names if n.startswith("tests/")]
+    dist_info = next(n.split("/")[0] for n in names if n.endswith(".dist-info/METADATA"))
+    metadata = zipfile.ZipFile(wheel).read(f"{dist_info}/METADATA").decode()
+    assert "License-Expression: Apache-2.0" in metadata
+    assert "Apache License" in zipfile.ZipFile(wheel).read(f"{dist_info}/licenses/LICENSE").decode()
+    entry_points = zipfile.ZipFile(wheel).read(f"{dist_info}/entry_points.txt").decode()
+    assert "llm-call-anatomy = harness.console:main" in entry_points
+    assert wheel.stat().st_size < 1_000_000  # megabytes of run data would show here first
+
+
+def test_the_installed_command_makes_a_report_from_another_directory(wheel, tmp_path):
+    target = tmp_path / "site"
+    pip("install", "--no-deps", "--target", str(target), str(wheel))
+    command = target / "bin" / "llm-call-anatomy"
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    env = {**os.environ, "PYTHONPATH": str(target)}
+    env.pop("LCA_GIT_COMMIT", None)
+
+    def run(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([str(command), *args], cwd=elsewhere, env=env, capture_output=True, text=True, timeout=600)
+
+    where = subprocess.run([sys.executable, "-c", "import harness; print(harness.__file__)"], cwd=elsewhere, env=env,
+                           capture_output=True, text=True, timeout=60)
+    assert where.stdout.strip().startswith(str(target)), where.stdout + where.stderr  # the installed copy runs
+    version = run("--version")
+    declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+    assert (version.returncode, version.stdout.strip()) == (0, f"llm-call-anatomy {declared}"), version.stderr
+    proc = run("--backend", "hf", "--model", "tiny", "--workloads", "template", "--repeats", "1", "--out", "x")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = elsewhere / "x"
+    assert (out / "report.html").is_file() and (out / "records.jsonl").stat().st_size > 0
+    assert json.loads((out / "env.json").read_text())["git_commit"] is None  # site-packages is no checkout
+    again = run("report", "x", "-o", "again.html")
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert (elsewhere / "again.html").is_file()
+    bad = run("report", "no-such-run")
+    assert bad.returncode == 2 and bad.stderr.startswith("llm-call-anatomy report: error: "), bad.stderr

@@ -1,0 +1,149 @@
+"""The Load section's capacity half from hand-made closed-loop levels whose answers are known: a TTFT that
+grows with the load (the chat target's knee between C=4 and C=8), the first wave apart, energy and cost,
+caching on vs off from two runs, a level another backend ran shown as not run, and an old run's partial
+--slo no longer crashing the report."""
+
+from __future__ import annotations
+
+import pytest
+
+from reports import build
+from reports.assemble import assemble
+from reports.load import load
+from tests.reports.records import record, write_run
+
+TOKENS, GAP_S = 4, 0.020  # TPOT 20 ms: 50 tok/s a user
+
+
+def level(backend: str, c: int, ttft_ms: float, waves: int = 6, facts: dict | None = None, mode: str = "S=0") -> list[dict]:
+    """C workers back to back for ``waves`` requests each: the first wave cold (TTFT 3 s), then ``ttft_ms``."""
+    out, rep = [], 0
+    for _ in range(c):
+        t = 0.0
+        for k in range(waves):
+            ttft = 3000.0 if k == 0 else ttft_ms
+            first = t + ttft / 1e3
+            times = [first + i * GAP_S for i in range(TOKENS)]
+            out.append(record(backend=backend, workload="lf", kind="load", mode=mode, case=f"C={c}", rep=rep, user=None,
+                              load_concurrency=c, submit_s=t, first_token_s=first, finish_s=times[-1], token_times_s=times,
+                              ttft_ms=ttft, decode_ms_per_token=GAP_S * 1e3, e2e_ms=(times[-1] - t) * 1e3,
+                              output_tokens=TOKENS, output_token_ids=[1] * TOKENS, prompt_tokens=100, shared_prefix_tokens=0))
+            rep += 1
+            t = times[-1]
+    out.append(record(backend=backend, workload="lf", kind="load", mode=mode, case=f"C={c}", rep=None, temperature=None,
+                      load_concurrency=c, extra={"level": {"served_as": "batched by the engine", "requests_planned": rep,
+                                                           "requests_started": rep, **(facts or {})}}))
+    return out
+
+
+KNEE = {1: 100.0, 2: 150.0, 4: 300.0, 8: 900.0}  # chat: TTFT p90 <= 500 ms holds to C=4
+
+
+def run(tmp_path, name, backend="vllm", scale=1.0, env=None, facts=None, levels=KNEE):
+    rows = [r for c, ms in levels.items() for r in level(backend, c, ms * scale, facts=facts)]
+    return write_run(tmp_path / name, rows, env)
+
+
+def section(runs):
+    report = assemble(load(runs))
+    return report, next(s for s in report.sections if s.kind == "load")
+
+
+def caps(sec):
+    return sec.data["cap"]["capacity"].set_index(["backend", "target"])
+
+
+def test_the_capacity_within_each_target_and_what_limited_it(tmp_path):
+    energy = {"gpu_energy_j": 48.0, "gpu_power_w_mean": 400.0}
+    _, sec = section([run(tmp_path, "r", env={"gpu_hour_usd": 3.6}, facts=energy)])
+    c = caps(sec)
+    chat = c.loc[("vllm", "chat")]
+    assert (chat["value"], chat["bound"], chat["next_up"]) == (4, "bracket", 8)  # 5-7 not measured: no search here
+    assert chat["limiter"] == "TTFT p90 900 ms > 500 ms (n=40)"  # C=8: 8 x 6 requests less the first wave of 8
+    agent = c.loc[("vllm", "agent")]
+    assert (agent["value"], agent["bound"]) == (8, "floor")  # 900 ms <= 2 s at the highest level: a floor
+    steady = sec.data["cap"]["steady"].set_index("case")
+    c4 = steady.loc["C=4"]
+    # the first wave (4 requests at 3 s) is apart: the steady TTFT is 300 ms throughout, the first wave's 3 s
+    assert (c4["first_n"], c4["n_steady"], c4["ttft_p99"], c4["first_ttft_p50"]) == (4, 20, 300.0, 3000.0)
+    assert c4["per_user_tps"] == pytest.approx(50.0) and c4["small_p99"]
+    assert c4["energy_j_per_1k"] == pytest.approx(48.0 / (24 * TOKENS) * 1000)
+    assert chat["cost_per_m"] == pytest.approx(3.6 / (3600 * c4["output_tps"]) * 1e6)
+    assert c.loc[("vllm", "batch")]["bound"] == "peak"
+    assert sec.data["cap"]["via"] == {"vllm": "in process"}
+
+
+def test_caching_on_and_off_as_ratios_at_the_same_levels(tmp_path):
+    on = run(tmp_path, "on")
+    off = run(tmp_path, "off", scale=2.0, env={"prefix_caching": False})
+    _, sec = section([on, off])
+    ratios = sec.data["cap"]["caching"]
+    level_rows = ratios[ratios["what"] == "level"].set_index("case")
+    assert level_rows.loc["C=4", "ttft_ratio"] == pytest.approx(2.0)  # TTFT p50 off ÷ on
+    capacity = ratios[ratios["what"] == "capacity"].set_index("case")
+    assert capacity.loc["closed · chat", "capacity_ratio"] == pytest.approx(4 / 2)  # off: 300 ms at C=2, 600 at C=4
+
+
+def test_a_level_another_backend_ran_shows_as_not_run_and_telemetry_says_why(tmp_path):
+    rows = [r for c, ms in KNEE.items() for r in level("vllm", c, ms, facts={"gpu_telemetry": "not measured: no GPU"})]
+    rows += [r for c, ms in {1: 100.0, 2: 150.0}.items() for r in level("hf-cb", c, ms)]
+    page = build([write_run(tmp_path / "r", rows)], tmp_path / "report.html").read_text()
+    assert "not run for this backend" in page and "GPU telemetry: not measured: no GPU" in page
+    assert "cost per million output tokens = PRICE" in page and "no --gpu-hour-usd given" in page
+
+
+def test_an_old_runs_partial_slo_takes_the_rest_from_the_default(tmp_path):
+    from reports.__main__ import main
+
+    path = run(tmp_path, "old", env={"slo": {"ttft_ms": 500}})  # what --slo ttft_ms=500 wrote before it was refused
+    assert main([str(path), "--out", str(tmp_path / "report.html")]) == 0
+    _, sec = section([path])
+    assert sec.data["slo"] == {"ttft_ms": 500.0, "tpot_ms": 200.0}
+
+
+def test_the_load_page_has_its_own_header_slo_rules_and_dashed_legends(tmp_path):
+    from reports.views.many_users import CHARTS
+
+    path = run(tmp_path, "r")
+    page = build([path], tmp_path / "report.html").read_text()
+    assert "every figure is one load level's steady state" in page and "median over repeats" not in page
+    report, sec = section([path])
+    spec = CHARTS["ttft"][0](sec.data, report)
+    layers = spec["spec"]["layer"]
+    assert layers[0]["encoding"]["strokeDash"]["legend"]["symbolType"] == "stroke"  # the legend shows the dashes
+    rules = [v["ms"] for v in spec["data"]["values"] if v["layer"] == "target"]
+    assert sorted(set(rules)) == [500.0, 2000.0] and layers[1]["mark"]["type"] == "rule"  # chat's and agent's TTFT
+
+
+def test_a_level_run_with_other_requests_is_named_and_not_compared(tmp_path):
+    rows = [r for c, ms in KNEE.items() for r in level("vllm", c, ms)]
+    rows += [r for r in level("hf-cb", 4, 300.0, waves=2)]  # a scaled hf-cb: 2 requests a worker, not 6
+    report = assemble(load([write_run(tmp_path / "r", rows)]))
+    texts = " ".join(c.text for c in report.caveats)
+    assert "lf · S=0 C=4 ran different requests per backend (vllm 24 requests" in texts and "hf-cb 8 requests" in texts
+    assert not any(j.job.startswith("Many users: throughput") for j in report.jobs)  # no common level with one mix
+
+
+def test_the_reports_own_price_gives_the_cost_and_a_bad_one_is_refused(tmp_path, capsys):
+    from reports.__main__ import main
+
+    path = run(tmp_path, "r")
+    page = build([path], tmp_path / "report.html", gpu_hour_usd=2.0).read_text()
+    assert "PRICE = $2 (--gpu-hour-usd)" in page
+    for bad in ("0", "-1", "nan"):
+        with pytest.raises(SystemExit) as exc:
+            main([str(path), "--gpu-hour-usd", bad])
+        assert exc.value.code == 2
+    assert "--gpu-hour-usd" in capsys.readouterr().err
+
+
+def test_a_server_column_is_served_over_http():
+    import pandas as pd
+
+    from reports.views.capacity import capacity_table
+
+    caps = pd.DataFrame([{"backend": "vllm-server", "workload": "lf", "mode": "S=0", "loop": "closed", "target": "chat",
+                          "value": 4.0, "bound": "exact", "next_up": 5.0, "limiter": "x", "non_monotone": False,
+                          "output_tps": 1.0, "per_user_tps": 1.0, "energy_j_per_1k": None, "cost_per_m": None}])
+    t = capacity_table(caps, {"vllm-server": "HTTP"})
+    assert t.rows[0][2] == "HTTP" and t.rows[0][5] == "C=4"
