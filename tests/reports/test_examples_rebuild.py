@@ -19,14 +19,13 @@ from reports.__main__ import main as reports_main
 
 ROOT = Path(__file__).parents[2]
 EXAMPLES = ROOT / "reports" / "examples"
-COPY = "reports/examples/h200-qwen3-8b-shape/bandwidth-h200x2.json"
 
 # example folder -> (run folders in the committed column order, extra arguments); as each README says
 BUILDS = {
-    "h200-qwen3-8b-shape": (["h200-hf", "h200-vllm", "h200-sglang", "h200-hf-graphs"],
-                            ["--drop", "h200-hf-graphs:hf", "--copy-gbps", COPY]),
+    "h200-qwen3-8b-shape": (["h200-hf", "h200-vllm", "h200-sglang"],
+                            ["--copy-gbps", "reports/examples/h200-qwen3-8b-shape/bandwidth-h200.json"]),
     "h200-smollm2": (["h200-smollm2-hf", "h200-smollm2-vllm", "h200-smollm2-sglang", "h200-smollm2-hf-graphs"],
-                     ["--copy-gbps", COPY]),
+                     ["--copy-gbps", "reports/examples/h200-smollm2/bandwidth-h200x2.json"]),
     "h200-load": (["h200-load-hf", "h200-load-hf-cb", "h200-load-vllm", "h200-load-sglang", "h200-load-vllm-server",
                    "h200-load-sglang-server"], []),
 }
