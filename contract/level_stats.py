@@ -13,10 +13,15 @@ records afterwards): one definition of every figure.
   end-to-end latency and every inter-token gap (ITL) are the samples a target is judged on.
 - **Throughput**: output tokens that arrived in the window ÷ its length (tokens of any request,
   the first wave's too, as they arrive then); input tokens = prompts submitted in it ÷ its length.
+  Only where the window is a steady state at all: it must last at least ``MIN_TURNOVERS`` times the
+  level's median request (submit to finish), or its few arrivals measure a burst (seen on the CPU
+  demo: a 4-user level whose window was a few milliseconds read 15,001 tok/s). Shorter: no
+  throughput (``no_steady`` says why); the latency samples stay.
 - **In flight**: the share of the window with at least C requests between submit and finish.
 - **Intervals**: the window cut into ``BLOCKS`` equal time blocks, resampled with replacement
   (``RESAMPLES``, seeded): the 5th and 95th percentile of a figure over the resamples. One long run,
-  bootstrapped over time, not repeats.
+  bootstrapped over time, not repeats. Throughput's interval resamples the blocks' token arrivals
+  (:meth:`LevelStats.tps_interval`), the same count its figure is, so the figure lies inside it.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ from typing import Any
 BLOCKS = 5
 RESAMPLES = 400
 SEED = 13
+MIN_TURNOVERS = 1.0  # a steady window lasts at least this many median requests
 
 
 def _num(v: Any) -> float | None:
@@ -58,6 +64,8 @@ class LevelStats:
     output_tps: float | None = None
     input_tps: float | None = None
     in_flight_share: float | None = None  # closed loop: share of the window with >= C in flight
+    no_steady: str | None = None  # why the level has no steady throughput (None: it has one)
+    arrivals: list[float] = field(default_factory=list, repr=False)  # output tokens' arrival times in the window
 
     @property
     def window_s(self) -> float | None:
@@ -81,6 +89,23 @@ class LevelStats:
             if isinstance(t, list | tuple):
                 out["itl"] += [(b - a) * 1e3 for a, b in zip(t, t[1:], strict=False)]
         return out
+
+    def tps_interval(self, low: float = 5, high: float = 95) -> tuple[float, float] | None:
+        """Bootstrap interval of ``output_tps``: the window's token arrivals counted per time block, the
+        blocks resampled with replacement (seeded), each resample's count ÷ the window."""
+        if self.output_tps is None or not self.window_s:
+            return None
+        t0, span = self.window[0], self.window_s
+        counts = [0] * BLOCKS
+        for t in self.arrivals:
+            counts[min(BLOCKS - 1, int((t - t0) / span * BLOCKS))] += 1
+        rng = random.Random(SEED)
+        values = sorted(sum(counts[rng.randrange(BLOCKS)] for _ in range(BLOCKS)) / span for _ in range(RESAMPLES))
+
+        def at(p: float) -> float:
+            return values[min(len(values) - 1, int(round(p / 100 * (len(values) - 1))))]
+
+        return at(low), at(high)
 
     def failed_in(self, rows: list[dict]) -> int:
         return sum(_failed(r) for r in rows)
@@ -146,15 +171,17 @@ def level_stats(rows: list[dict], concurrency: int | None) -> LevelStats:
     stats.steady, stats.window = rest, (t0, t1)
     stats.failed = stats.failed_in(rest)
     span = t1 - t0
-    if span > 0:
-        arrived = sum(1 for r in rows if not _failed(r) for t in (r.get("token_times_s") or []) if t0 <= t <= t1)
-        stats.output_tps = arrived / span
-        stats.input_tps = sum(_num(r.get("prompt_tokens")) or 0 for r in rest) / span
-        if c:
-            stats.in_flight_share = _in_flight_share(rows, c, t0, t1)
+    if c and span > 0:
+        stats.in_flight_share = _in_flight_share(rows, c, t0, t1)
+    durations = sorted(f - s for r in rows if not _failed(r)
+                       for s, f in [(_num(r.get("submit_s")), _num(r.get("finish_s")))] if s is not None and f is not None)
+    turnover = durations[len(durations) // 2] if durations else None
+    if span <= 0 or turnover is None or span < MIN_TURNOVERS * turnover:
+        stats.no_steady = (f"the window ({span * 1e3:.0f} ms) is shorter than {MIN_TURNOVERS:g} median request"
+                           + (f" ({turnover * 1e3:.0f} ms)" if turnover is not None else "")
+                           + ": too few arrivals for a steady throughput (a longer level has one)")
+        return stats
+    stats.arrivals = [t for r in rows if not _failed(r) for t in (r.get("token_times_s") or []) if t0 <= t <= t1]
+    stats.output_tps = len(stats.arrivals) / span
+    stats.input_tps = sum(_num(r.get("prompt_tokens")) or 0 for r in rest) / span
     return stats
-
-
-def output_tps_of(rows: list[dict], span: float) -> float | None:
-    """Output tokens of ``rows`` (whole requests) ÷ ``span``: the figure the bootstrap resamples for tok/s."""
-    return sum(_num(r.get("output_tokens")) or 0 for r in rows if not _failed(r)) / span if span > 0 else None

@@ -26,7 +26,7 @@ from typing import Any
 import pandas as pd
 
 from contract.capacity import capacity, judge
-from contract.level_stats import LevelStats, level_stats, output_tps_of
+from contract.level_stats import LevelStats, level_stats
 from contract.slo import DEFAULT_SPECS, Target, parse_targets, percentile
 from reports.stats import num
 
@@ -66,7 +66,7 @@ def level_row(key: tuple, rows: list[dict], facts: dict, stats: LevelStats) -> d
     first = stats.samples(stats.first_wave)
     served_tokens = sum(num(r.get("output_tokens")) or 0 for r in rows if not _failed(r))
     energy = num(facts.get("gpu_energy_j"))
-    tps_lo_hi = stats.interval(output_tps_of)
+    tps_lo_hi = stats.tps_interval()
     tpot50 = _p(s["tpot"], 50)
     planned, started = num(facts.get("requests_planned")), num(facts.get("requests_started"))
     return {
@@ -81,7 +81,7 @@ def level_row(key: tuple, rows: list[dict], facts: dict, stats: LevelStats) -> d
         "small_p99": len(s["ttft"]) < SMALL_N,
         "output_tps": stats.output_tps, "output_tps_lo": tps_lo_hi[0] if tps_lo_hi else None,
         "output_tps_hi": tps_lo_hi[1] if tps_lo_hi else None, "input_tps": stats.input_tps, "total_tps": stats.total_tps,
-        "in_flight_share": stats.in_flight_share,
+        "in_flight_share": stats.in_flight_share, "no_steady": stats.no_steady,
         "per_user_tps": 1000 / tpot50 if tpot50 else None,
         "energy_j_per_1k": energy / served_tokens * 1000 if energy is not None and served_tokens else None,
         "power_w": num(facts.get("gpu_power_w_mean")), "gpu_util": num(facts.get("gpu_util_pct_mean")),

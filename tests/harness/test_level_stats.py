@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from contract.level_stats import level_stats, output_tps_of
+from contract.level_stats import level_stats
 
 
 def row(submit, ttft_ms, tokens=4, gap=0.01, error=None, prompt=100):
@@ -92,5 +92,21 @@ def test_the_bootstrap_interval_brackets_the_figure_and_is_seeded():
     lo, hi = s.interval(ttft_p90)
     whole = ttft_p90(s.steady, 0)
     assert lo <= whole <= hi and lo < hi and s.interval(ttft_p90) == (lo, hi)
-    tps = s.interval(output_tps_of)
-    assert tps[0] <= output_tps_of(s.steady, s.window_s) <= tps[1] and not math.isnan(tps[0])
+    tps = s.tps_interval()
+    assert tps[0] <= s.output_tps <= tps[1] and tps[0] < tps[1] and not math.isnan(tps[0])
+    assert s.tps_interval() == tps  # seeded
+
+
+def test_a_window_shorter_than_one_request_has_no_throughput():
+    """The CPU demo's 4-user level: the steady window (first submit after the wave to the last submit)
+    lasted a few milliseconds while a request took seconds, and read 15,001 tok/s with an interval of
+    [40,003-120,008] that did not hold it. Such a window has latencies but no steady throughput."""
+    # C=2, three requests each of 1 s; the third submits 5 ms after the second wave's first
+    rows = [row(0.0, 100.0, tokens=90), row(0.0, 100.0, tokens=90), row(1.0, 100.0, tokens=90),
+            row(1.005, 100.0, tokens=90)]
+    s = level_stats(rows, 2)
+    assert s.window is not None and s.window_s < 0.1
+    assert s.output_tps is None and s.tps_interval() is None and "shorter than" in s.no_steady
+    assert len(s.samples()["ttft"]) == 2  # its latencies still count
+    long = level_stats(closed_loop(waves=12), 2)
+    assert long.no_steady is None and long.output_tps > 0
