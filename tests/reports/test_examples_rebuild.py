@@ -30,8 +30,6 @@ BUILDS = {
                    "h200-load-sglang-server"], []),
 }
 # examples whose committed page is being replaced on main (new runs, rebuilt there): not compared meanwhile
-PENDING = {"h200-qwen3-8b-shape": "the lead rebuilds it with its new H200 runs (main's own code no longer makes "
-                                  "the committed page since e2eb7db's steady-state change)"}
 BUILT_STAMP = re.compile(r" · built \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d\d:\d\d</p>")
 
 
@@ -50,8 +48,6 @@ def test_every_example_is_guarded():
 @pytest.mark.slow
 @pytest.mark.parametrize("example", sorted(BUILDS))
 def test_committed_report_rebuilds_identically(example, tmp_path, monkeypatch, capsys):
-    if example in PENDING:
-        pytest.skip(PENDING[example])
     runs, extra = BUILDS[example]
     monkeypatch.chdir(ROOT)  # the --copy-gbps path is relative to the repository, as in the README
     out = tmp_path / "report.html"
