@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 from backends.base import TIMING_DEFINITIONS
-from harness import models, server_args
+from harness import models, parallel_args, server_args
 from harness.cli_checks import (
     UsageError,
     absolute_paths,
@@ -165,6 +165,7 @@ def add_model_args(p: argparse.ArgumentParser) -> None:
                    help="default: bfloat16 on a GPU, float32 on a CPU")
     p.add_argument("--attn", choices=["eager", "sdpa"], default="eager", help="HF attention (default: eager, the seed's)")
     p.add_argument("--tp", type=int, default=1, help="tensor parallel size for vLLM / SGLang")
+    parallel_args.add_parallel_args(p)
     p.add_argument("--max-model-len", type=int, default=4096,
                    help="context limit (default: 4096): vLLM/SGLang engines and hf-graphs' cache are sized to it, and "
                         "every prompt plus its new tokens must fit it and the model's positions (checked before "
@@ -183,6 +184,7 @@ def backend_settings(args: argparse.Namespace, model: models.ResolvedModel, devi
         "client_procs": getattr(args, "client_procs", None),
         "engine_defaults": getattr(args, "engine_defaults", "matched"),
         "prefix_caching": not getattr(args, "no_prefix_caching", False),
+        "dp": getattr(args, "dp", 1), "router": getattr(args, "router", "internal"),
     }
 
 
@@ -293,6 +295,7 @@ def _main(args: argparse.Namespace) -> int:
         return lint_only(args, specs)
     out = args.out or Path.cwd() / "runs" / dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     check_out(out, args.resume)
+    parallel_args.check_parallel(args.dp, args.tp, args.router, names, resolve_device(args.device, args.dtype)[0])
 
     if args.model == models.TINY:
         print("model 'tiny': a tiny Qwen3-architecture model with random weights, built here: latency plumbing only, "
@@ -359,6 +362,7 @@ def _main(args: argparse.Namespace) -> int:
         "tokenizer_path": args.tokenizer_path,  # --tokenizer (None: the model's)
         "served_model_name": args.served_model,
         "engine_args": args.engine_args,
+        "parallel": {"tp": args.tp, "dp": args.dp, "router": args.router},  # per backend: env/<backend>.json engine
     }
     config_hash = run_env["model"]["config_hash"]
     try:

@@ -28,10 +28,10 @@ LOCK = ".lock"
 # Settings that change what is measured; a resume must match them (``run.json`` ``settings``).
 RESUME_SETTINGS = ("model_label", "model_path", "model_config_hash", "dtype", "device", "random_weights", "attn",
                    "tp", "max_model_len", "base_url", "endpoint", "engine_args", "tokenizer_path", "served_model_name",
-                   "prefix_caching")
+                   "prefix_caching", "dp", "router")
 # what a run made before a setting existed had (its run.json does not name it)
 RESUME_DEFAULTS = {"endpoint": "completions", "engine_args": {}, "tokenizer_path": None, "served_model_name": None,
-                   "prefix_caching": True}
+                   "prefix_caching": True, "dp": 1, "router": "internal"}
 
 
 class RunDirBusy(RuntimeError):

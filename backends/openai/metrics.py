@@ -27,6 +27,8 @@ from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
 
+from backends.openai.replicas import replica_values
+
 SOURCE = "prometheus-histogram-diff"
 
 
@@ -167,7 +169,7 @@ def load_values(url: str, headers: dict[str, str], timeout_s: float = 5.0) -> di
         for sample in family.samples:
             if sample.name in (family.name, family.name + "_total"):
                 out[key] = out.get(key, 0.0) + sample.value
-    return out
+    return {**out, **replica_values(text)}  # a data-parallel server's (--dp) replicas, each on its own
 
 
 # -- per load level: the latency histograms' difference over the level, as percentiles ------------------------

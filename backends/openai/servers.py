@@ -41,6 +41,7 @@ from typing import Any
 from backends.base import BackendUnavailable, Capabilities
 from backends.openai.backend import FORMS, OpenAIBackend
 from backends.openai.process import ServerFailed, ServerProcess, describe_exit, exit_on_sigterm, free_port
+from backends.parallel import SGLANG_ROUTER_MODULE, replica_record, uses_sglang_router
 from backends.vllm import config as vllm_config
 
 DEFAULT_START_TIMEOUT_S = 900.0  # a large model's first load (and CUDA graph capture) takes minutes
@@ -156,7 +157,20 @@ class LaunchedServerBackend(OpenAIBackend):
             "server_pid": self.server.pid if self.server else None,
             "server_port": self.port,
             "server_log": self._log_name(),
+            "parallel": replica_record(self.settings, self.name, self._engine_policy()),
+            **({"replicas": self._replicas()} if self.settings.dp > 1 else {}),
         }
+
+    def _engine_policy(self) -> str | None:
+        return None
+
+    def _replicas(self) -> dict[str, dict[str, float]] | str:
+        """Each replica's KV capacity and prefix-cache counters, from /metrics (at the end: the run's totals)."""
+        from backends.openai.metrics import scrape_text
+        from backends.openai.replicas import replicas
+
+        text = scrape_text(self.metrics.url, self._headers) if self.metrics else None
+        return (replicas(text) or "the server's /metrics has no per-replica series") if text else "no /metrics"
 
 
 class VLLMServerBackend(LaunchedServerBackend):
@@ -180,6 +194,8 @@ class VLLMServerBackend(LaunchedServerBackend):
             "--disable-uvicorn-access-log",
             *vllm_config.scheduler_flags(s),  # the in-process engine's own (--engine-defaults matched)
         ]  # fmt: skip
+        if s.dp > 1:
+            argv += ["--data-parallel-size", str(s.dp)]  # one API server, its internal balancer over the engines
         if s.device == "cpu":
             argv.append("--enforce-eager")  # torch.compile costs a minute on a CPU and buys nothing here
         if s.random_weights:
@@ -198,10 +214,27 @@ class SGLangServerBackend(LaunchedServerBackend):
     flavor = "sglang"
     engine_module = "sglang"
 
+    def start(self) -> None:
+        if uses_sglang_router(self.settings) and importlib.util.find_spec(SGLANG_ROUTER_MODULE) is None:
+            raise BackendUnavailable(f"--router {self.settings.router}: sglang-router is not installed in {sys.executable} "
+                                     "(pip install sglang-router; on the H200 its wheel: docs/two-gpus.md)")
+        super().start()
+
+    def _engine_policy(self) -> str | None:
+        """SGLang's controller's ``load_balance_method`` as the server reports it (/get_server_info)."""
+        if uses_sglang_router(self.settings) or self.settings.dp <= 1 or self.server is None:
+            return None
+        status, body = self._http("GET", "/get_server_info")
+        try:
+            return json.loads(body).get("load_balance_method") if status == 200 else None
+        except (ValueError, AttributeError):
+            return None
+
     def server_argv(self, port: int) -> list[str]:
         s = self.settings
+        module = "sglang_router.launch_server" if uses_sglang_router(s) else "sglang.launch_server"
         argv = [
-            sys.executable, "-m", "sglang.launch_server",
+            sys.executable, "-m", module,
             "--model-path", s.model_path,
             "--host", "127.0.0.1", "--port", str(port),
             "--dtype", s.dtype,
@@ -212,6 +245,10 @@ class SGLangServerBackend(LaunchedServerBackend):
             "--enable-cache-report",
             "--enable-metrics",
         ]  # fmt: skip
+        if s.dp > 1:
+            argv += ["--dp-size", str(s.dp)]  # replicas: SGLang's controller, or one worker each behind the router
+        if uses_sglang_router(s):
+            argv += ["--router-policy", s.router]
         if not s.prefix_caching:
             argv.append("--disable-radix-cache")
         if s.device == "cpu":

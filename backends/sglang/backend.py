@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from backends.base import Backend, BackendUnavailable, Capabilities, RawOutput, Request, TokenClock
+from backends.parallel import replica_record
 from backends.sglang.config import (
     build_sampling_params,
     effective_config,
@@ -199,6 +200,7 @@ class SGLangBackend(Backend):
             "flushes": self.flushes,
             "flush_refusals": self.flush_refusals,
             "notes": self.notes,
+            "parallel": replica_record(self.settings, self.name, e.get("load_balance_method")),
         }
 
     # -- cache ---------------------------------------------------------------------------------

@@ -60,6 +60,8 @@ EFFECTIVE_KEYS = (
     "load_format",
     "dtype",
     "tp_size",
+    "dp_size",  # --dp: data-parallel replicas, and how SGLang's controller spreads requests over them
+    "load_balance_method",
     "enable_metrics",
     "stream_interval",
     "enable_deterministic_inference",
@@ -83,6 +85,8 @@ def engine_kwargs(settings: BackendSettings, *, enable_metrics: bool) -> dict[st
         "random_seed": 0,
         "log_level": "error",
     }
+    if settings.dp > 1:
+        kwargs["dp_size"] = settings.dp  # ServerArgs.dp_size: the data-parallel controller's replicas
     if settings.random_weights:
         kwargs["load_format"] = "dummy"
     for key in ENGINE_OPTIONS:

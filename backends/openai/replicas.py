@@ -1,0 +1,70 @@
+"""Per-replica figures from a data-parallel server's Prometheus ``/metrics`` (``--dp`` above 1).
+
+vLLM labels each engine's series ``engine="0"``, ``engine="1"``...; SGLang labels each scheduler's
+``dp_rank="0"``... (``SchedulerMetricsCollector`` labels, SGLang 0.5.17). Read here, per replica:
+
+- vLLM: ``vllm:prefix_cache_queries`` / ``vllm:prefix_cache_hits`` (counters, prompt tokens looked up and
+  found in that engine's prefix cache), ``vllm:kv_cache_usage_perc``, and KV capacity from
+  ``vllm:cache_config_info`` (per engine where it carries the label);
+- SGLang: ``sglang:prompt_tokens`` / ``sglang:cached_tokens`` (counters), ``sglang:token_usage``,
+  ``sglang:max_total_num_tokens`` (that replica's KV capacity in tokens).
+
+:func:`replica_values` gives flat keys for a load level (``replica0_prefix_cache_hits_total``: the load loop
+differences ``*_total`` over the level and keeps the peak of ``*_now``); :func:`replicas` the whole view for
+env.json. A server with one replica (no such label, or one value of it) gives nothing: the totals say it all.
+"""
+
+from __future__ import annotations
+
+from prometheus_client.parser import text_string_to_metric_families
+
+REPLICA_LABELS = ("engine", "dp_rank")
+# metric family -> (the key, counters "_total" / gauges "_now" / facts "")
+PER_REPLICA = {
+    "vllm:prefix_cache_queries": "prefix_cache_queries_total", "vllm:prefix_cache_hits": "prefix_cache_hits_total",
+    "vllm:kv_cache_usage_perc": "kv_cache_usage_now", "vllm:num_requests_running": "requests_running_now",
+    "sglang:prompt_tokens": "prefix_cache_queries_total", "sglang:cached_tokens": "prefix_cache_hits_total",
+    "sglang:token_usage": "kv_cache_usage_now", "sglang:num_running_reqs": "requests_running_now",
+    "sglang:max_total_num_tokens": "kv_cache_tokens",
+}
+
+
+def _replica_of(labels: dict[str, str]) -> str | None:
+    for name in REPLICA_LABELS:
+        if labels.get(name) not in (None, ""):
+            return labels[name]
+    return None
+
+
+def replicas(text: str) -> dict[str, dict[str, float]]:
+    """{replica: {key: value}} summed over each replica's label sets; {} with fewer than two replicas."""
+    out: dict[str, dict[str, float]] = {}
+    for family in text_string_to_metric_families(text):
+        if family.name == "vllm:cache_config_info":
+            for sample in family.samples:
+                replica, labels = _replica_of(sample.labels), sample.labels
+                blocks, size = labels.get("num_gpu_blocks"), labels.get("block_size")
+                if replica is not None and str(blocks).isdigit() and str(size).isdigit():
+                    out.setdefault(replica, {})["kv_cache_tokens"] = int(blocks) * int(size)
+            continue
+        key = PER_REPLICA.get(family.name) or PER_REPLICA.get(family.name.removesuffix("_total"))
+        if key is None or family.type not in ("gauge", "counter"):
+            continue
+        for sample in family.samples:
+            replica = _replica_of(sample.labels)
+            if replica is None or sample.name not in (family.name, family.name + "_total"):
+                continue
+            row = out.setdefault(replica, {})
+            row[key] = row.get(key, 0.0) + sample.value
+    return out if len(out) > 1 else {}
+
+
+def replica_values(text: str) -> dict[str, float]:
+    """The per-replica figures as flat keys for a load level: ``replica{R}_{key}``."""
+    return {f"replica{r}_{k}": v for r, row in replicas(text).items() for k, v in row.items() if k != "kv_cache_tokens"}
+
+
+def hit_shares(view: dict[str, dict[str, float]]) -> dict[str, float | None]:
+    """Each replica's share of looked-up prompt tokens found in its prefix cache (hits / queries)."""
+    return {r: (row["prefix_cache_hits_total"] / row["prefix_cache_queries_total"]
+                if row.get("prefix_cache_queries_total") else None) for r, row in view.items()}
