@@ -21,6 +21,7 @@ from reports.kinds import ReportKind
 from reports.stats import num
 from reports.views import Block, Table, chart, compact, h3, p, side, table
 from reports.views import capacity as cv
+from reports.views import replicas as replicas_view
 
 
 # --- charts -------------------------------------------------------------------------------------
@@ -204,6 +205,7 @@ def blocks(section, slots) -> list[Block]:
           "first token wait for the step in flight, so caller − engine of up to about one step there is the harness's "
           "stepping, not the engine.", muted=True) if engine_rows is not None else None,
         table(engine_rows) if engine_rows is not None else None,
+        *replicas_view.blocks(d.get("replicas")),
         p("Reuse expected = tokens each prompt shares with what came before it (every user's system prompt and tools; "
           "the user's previous turn) ÷ prompt tokens; reported = the engine's cached tokens ÷ prompt tokens. KV peak, "
           "preemptions and prefix-cache hits are the engine's own figures over the level, where it reports them.",
@@ -289,7 +291,10 @@ def _analyse(rows: pd.DataFrame, ctx, name: str) -> dict[str, Any]:  # noqa: ARG
     names = {b: ctx.ds.sources.get(b, ("", b))[1] for b in labels}
     cap["caching"] = capacity.caching_ratios(cap["steady"], cap["capacity"], caching, names)
     cap["via"] = {b: "HTTP" if names[b] == "openai" or names[b].endswith("-server") else "in process" for b in labels}
+    from reports.analysis import replicas
+
     return {"levels": levels, "peaks": mu.peaks(levels), "slo": slo, "cap": cap,
+            "replicas": replicas.configurations(rows, levels, ctx.ds),  # tp vs dp (issue 25): empty unless a dp > 1 ran
             "slo_source": "set for this report (--slo)" if ctx.slo else f"default: {mu.SLO_SOURCE}"}
 
 

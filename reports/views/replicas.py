@@ -1,0 +1,49 @@
+"""The Load section's replica view (issue 25): tp=2 against dp=2 behind each router, per engine and level.
+
+Built from ``analysis.replicas``; shown only where a column ran with dp > 1. One table per engine: a row per
+configuration and level with output tok/s, TTFT and TPOT p50 / p99, the hit share expected from the prompts
+beside the one the engine reported, and each replica's own hit share and share of the lookups.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from reports import fmt
+from reports.views import Block, Table, compact, h3, p, table
+
+
+def replica_cell(replicas: dict) -> str:
+    if not replicas:
+        return "–"
+    return "; ".join(f"#{r}: {fmt.pct(v['hit_share'])} hit, {fmt.pct(v['lookup_share'])} of lookups"
+                     for r, v in replicas.items())
+
+
+def engine_table(rows: pd.DataFrame) -> Table:
+    t = Table(["configuration", "variant", "load", "requests", "output tok/s", "TTFT p50 / p99 ms", "TPOT p50 / p99 ms",
+               "hit share expected / reported", "per replica (its hits ÷ its lookups; its share of lookups)"],
+              numeric={3, 4, 5, 6})
+    for r in rows.to_dict("records"):
+        t.add([r["config"], f"{r['workload']} · {r['mode']}", r["case"], f"{r['requests']}", fmt.n(r["output_tps"]),
+               f"{fmt.n(r['ttft_p50'])} / {fmt.n(r['ttft_p99'])}", f"{fmt.n(r['tpot_p50'], 2)} / {fmt.n(r['tpot_p99'], 2)}",
+               f"{fmt.pct(r['expected_reuse'])} / {fmt.pct(r['reported_reuse'])}", replica_cell(r["replicas"])])
+    return t
+
+
+def blocks(configs: pd.DataFrame) -> list[Block]:
+    if configs is None or configs.empty:
+        return []
+    out: list[Block | None] = [
+        h3("Two GPUs, two ways: one model split (tp) against replicas behind a router (dp)"),
+        p("Each row is one run's configuration at one load level: tp=N splits one model over N GPUs; dp=N runs N "
+          "replicas, each with its own KV cache, behind the engine's own balancer (vLLM's DP coordinator, SGLang's "
+          "data-parallel controller) or SGLang's router (sglang-router) with its policy. Hit share expected = tokens "
+          "each prompt shares with what came before it ÷ prompt tokens (what a router that always finds the turn's "
+          "history could serve from cache); reported = the engine's cached tokens ÷ prompt tokens. Per replica: the "
+          "server's /metrics prefix-cache counters of that replica over the level (hits ÷ tokens looked up), and its "
+          "share of all lookups. TTFT and TPOT at the caller, every request of the level.", muted=True),
+    ]
+    for engine, rows in configs.groupby("engine", sort=False):
+        out += [p(f"{engine}"), table(engine_table(rows))]
+    return compact(out)
