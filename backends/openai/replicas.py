@@ -59,6 +59,19 @@ def replicas(text: str) -> dict[str, dict[str, float]]:
     return out if len(out) > 1 else {}
 
 
+def replica_totals(text: str) -> dict[str, float]:
+    """One replica's :data:`PER_REPLICA` figures (a single-replica server: a worker behind SGLang's router)."""
+    out: dict[str, float] = {}
+    for family in text_string_to_metric_families(text):
+        key = PER_REPLICA.get(family.name) or PER_REPLICA.get(family.name.removesuffix("_total"))
+        if key is None or family.type not in ("gauge", "counter"):
+            continue
+        for sample in family.samples:
+            if sample.name in (family.name, family.name + "_total"):
+                out[key] = out.get(key, 0.0) + sample.value
+    return out
+
+
 def replica_values(text: str) -> dict[str, float]:
     """The per-replica figures as flat keys for a load level: ``replica{R}_{key}``."""
     return {f"replica{r}_{k}": v for r, row in replicas(text).items() for k, v in row.items() if k != "kv_cache_tokens"}

@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from backends.base import BackendUnavailable, Capabilities
+from backends.openai import sglang_router
 from backends.openai.backend import FORMS, OpenAIBackend
 from backends.openai.process import ServerFailed, ServerProcess, describe_exit, exit_on_sigterm, free_port
 from backends.parallel import SGLANG_ROUTER_MODULE, replica_record, uses_sglang_router
@@ -214,11 +215,37 @@ class SGLangServerBackend(LaunchedServerBackend):
     flavor = "sglang"
     engine_module = "sglang"
 
+    router_ports: tuple[int, int] | None = None  # SGLang's router: its Prometheus port, the workers' base port
+    worker_pgids: tuple[int, ...] = ()  # the router's worker processes, each its own process group
+
     def start(self) -> None:
         if uses_sglang_router(self.settings) and importlib.util.find_spec(SGLANG_ROUTER_MODULE) is None:
             raise BackendUnavailable(f"--router {self.settings.router}: sglang-router is not installed in {sys.executable} "
                                      "(pip install sglang-router; on the H200 its wheel: docs/two-gpus.md)")
         super().start()
+        if uses_sglang_router(self.settings) and self.server is not None and self.server.pid:
+            self.worker_pgids = tuple(sglang_router.child_pids(self.server.pid))
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            sglang_router.stop_worker_groups(list(self.worker_pgids))  # those the router's own clean-up missed
+
+    def _worker_figures(self) -> dict[str, dict[str, float]]:
+        log = sglang_router.read_log(self.server.log_path if self.server else None)
+        return sglang_router.worker_figures(sglang_router.worker_ports(log), self._headers)
+
+    def load_stats(self) -> dict[str, float]:
+        """Behind SGLang's router: the workers' own /metrics (summed, and each as ``replica{R}_*``)."""
+        if not uses_sglang_router(self.settings):
+            return super().load_stats()
+        return sglang_router.load_figures(self._worker_figures())
+
+    def _replicas(self) -> dict[str, dict[str, float]] | str:
+        if not uses_sglang_router(self.settings):
+            return super()._replicas()
+        return self._worker_figures() or "no worker's /metrics answered (ports from the router's log)"
 
     def _engine_policy(self) -> str | None:
         """SGLang's controller's ``load_balance_method`` as the server reports it (/get_server_info)."""
@@ -248,7 +275,8 @@ class SGLangServerBackend(LaunchedServerBackend):
         if s.dp > 1:
             argv += ["--dp-size", str(s.dp)]  # replicas: SGLang's controller, or one worker each behind the router
         if uses_sglang_router(s):
-            argv += ["--router-policy", s.router]
+            self.router_ports = self.router_ports or sglang_router.free_ports()
+            argv += sglang_router.router_flags(s.router, *self.router_ports)
         if not s.prefix_caching:
             argv.append("--disable-radix-cache")
         if s.device == "cpu":

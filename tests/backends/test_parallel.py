@@ -3,13 +3,15 @@ per-replica figures read from a data-parallel server's /metrics (recorded text: 
 
 from __future__ import annotations
 
+import os
 import sys
 
 import pytest
 
 from backends.base import BackendSettings
+from backends.openai import sglang_router
 from backends.openai.metrics import load_values
-from backends.openai.replicas import hit_shares, replica_values, replicas
+from backends.openai.replicas import hit_shares, replica_totals, replica_values, replicas
 from backends.openai.servers import SGLangServerBackend, VLLMServerBackend
 from backends.parallel import replica_record
 from backends.sglang import config as sglang_config
@@ -52,9 +54,42 @@ def test_sglang_server_internal_controller() -> None:
 
 @pytest.mark.parametrize("policy", ["cache_aware", "round_robin"])
 def test_sglang_server_behind_sglang_router(policy) -> None:
-    argv = SGLangServerBackend(settings(dp=2, router=policy)).server_argv(9000)
-    assert argv == [sys.executable, "-m", "sglang_router.launch_server", *SGLANG_TAIL, "--dp-size", "2",
-                    "--router-policy", policy, "--load-format", "dummy"]
+    backend = SGLangServerBackend(settings(dp=2, router=policy))
+    backend.router_ports = (29001, 31001)  # else two free ports, picked once
+    assert backend.server_argv(9000) == [
+        sys.executable, "-m", "sglang_router.launch_server", *SGLANG_TAIL, "--dp-size", "2",
+        "--router-policy", policy, "--router-prometheus-host", "127.0.0.1", "--router-prometheus-port", "29001",
+        "--router-dp-worker-base-port", "31001", "--load-format", "dummy",
+    ]  # fmt: skip
+
+
+def test_the_router_ports_are_free_and_kept() -> None:
+    backend = SGLangServerBackend(settings(dp=2, router="cache_aware"))
+    first = backend.server_argv(9000)
+    assert backend.server_argv(9000) == first and backend.router_ports[0] != backend.router_ports[1]
+
+
+ROUTER_LOG = """\
+[Router (Python)] 2026-12-01 10:00:00 - INFO - Launching DP server process 0 on port 31001
+[Router (Python)] 2026-12-01 10:00:00 - INFO - Launching DP server process 1 on port 31517
+"""
+
+
+def test_the_workers_ports_come_from_the_routers_log() -> None:
+    assert sglang_router.worker_ports(ROUTER_LOG) == {"0": 31001, "1": 31517}
+    assert sglang_router.worker_ports("") == {}
+
+
+def test_behind_the_router_each_worker_is_a_replica() -> None:
+    one = "\n".join(line for line in SGLANG_METRICS.splitlines() if 'dp_rank="1"' not in line) + "\n"
+    assert replica_totals(one) == {"prefix_cache_queries_total": 500.0, "prefix_cache_hits_total": 100.0,
+                                   "kv_cache_tokens": 5000.0}
+    level = sglang_router.load_figures({"0": {"prefix_cache_hits_total": 100.0, "kv_cache_usage_now": 0.2,
+                                              "kv_cache_tokens": 5000.0},
+                                        "1": {"prefix_cache_hits_total": 400.0, "kv_cache_usage_now": 0.6}})
+    assert level == {"replica0_prefix_cache_hits_total": 100.0, "replica0_kv_cache_usage_now": 0.2,
+                     "replica1_prefix_cache_hits_total": 400.0, "replica1_kv_cache_usage_now": 0.6,
+                     "prefix_cache_hits_total": 500.0, "kv_cache_usage_now": 0.6}
 
 
 def test_one_replica_keeps_the_old_command_lines() -> None:
@@ -161,3 +196,15 @@ def test_a_load_level_reads_the_replicas_beside_the_totals(monkeypatch) -> None:
     values = load_values("http://127.0.0.1:1/metrics", {})
     assert values["prefix_cache_hits_total"] == 950.0  # the server's total, as before
     assert values["replica0_prefix_cache_hits_total"] + values["replica1_prefix_cache_hits_total"] == 950.0
+
+
+def test_worker_groups_left_over_are_stopped() -> None:
+    import subprocess
+
+    worker = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
+    try:
+        assert worker.pid in sglang_router.child_pids(os.getpid())
+        sglang_router.stop_worker_groups([worker.pid], grace_s=10)
+        assert worker.wait(timeout=10) is not None
+    finally:
+        worker.kill()
