@@ -216,11 +216,12 @@ def run(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
     """Start the backend, measure; (the results, the exit code). Raises ``UsageError`` (one line) for bad input."""
     import backends
     from backends.base import BackendSettings, BackendUnavailable
-    from harness import cli, limits, models
+    from harness import cli, limits, models, parallel_args
     from harness.chat import Renderer
 
     model = models.resolve(args.model, args.random_weights)
     device, dtype = cli.resolve_device(args.device, args.dtype)
+    parallel_args.check_parallel(args.dp, args.tp, args.router, [args.backend], device)  # --dp / --router as the study's
     try:  # constructing checks that the engine can be imported here (SGLang); start() does for vLLM
         backend = backends.resolve(args.backend)(BackendSettings(**cli.backend_settings(args, model, device, dtype)))
     except BackendUnavailable as exc:

@@ -76,6 +76,7 @@ def test_hf_has_no_batched_engine_call_and_writes_a_skipped_row(tmp_path, capsys
     (["--prompt-tokens", "64", "--shared-prefix-tokens", "64"], "leaves nothing"),
     (["--backend", "nope"], "no such backend"),
     (["--model", "tiny", "--prompt-tokens", "4000", "--output-tokens", "200"], "exceed the context limit of 4096"),
+    (["--backend", "sglang", "--model", "tiny", "--device", "cpu", "--dp", "2"], "--dp 2 on a CPU"),
 ])
 def test_bad_input_is_one_line_and_exit_2(args, says, capsys):
     assert load_ceiling.main(args) == 2
