@@ -43,10 +43,15 @@ def configuration(ds: Any, label: str) -> dict[str, Any]:
     router, policy = recorded.get("router"), recorded.get("policy")
     name = f"tp={tp}" if dp == 1 else f"dp={dp}" + (f" (tp={tp} each)" if tp > 1 else "") + " · " + " ".join(
         str(x) for x in (router or flags.get("router") or "internal", policy) if x)
-    return {"tp": tp, "dp": dp, "router": router, "policy": policy, "config": name,
-            "engine": "vllm" if ds.sources.get(label, ("", label))[1].startswith("vllm") else
-                      "sglang" if ds.sources.get(label, ("", label))[1].startswith("sglang") else
-                      ds.sources.get(label, ("", label))[1]}
+    return {"tp": tp, "dp": dp, "router": router, "policy": policy, "config": name, "engine": engine_of(engine, label)}
+
+
+def engine_of(engine: dict[str, Any], label: str) -> str:
+    """The engine a column ran, from what it recorded (a server's ``server_kind``; an in-process engine's version
+    key), never from its backend name; the label where it says neither."""
+    if engine.get("server_kind"):
+        return str(engine["server_kind"])
+    return next((name for name in ("vllm", "sglang") if name in engine), label)
 
 
 def per_replica(facts: dict[str, Any]) -> dict[str, dict[str, float | None]]:

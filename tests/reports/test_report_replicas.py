@@ -34,7 +34,8 @@ def level(run_id: str, backend: str, hits: tuple[float, float] | None, cached: i
 
 
 def run(tmp_path, name: str, backend: str, tp: int, dp: int, router: str, policy, hits, cached):
-    engine = {"parallel": {"tp": tp, "dp": dp, "router": router, "policy": policy}}
+    engine = {"server_kind": backend.removesuffix("-server"), "parallel": {"tp": tp, "dp": dp, "router": router,
+                                                                          "policy": policy}}
     env = {"parallel": {"tp": tp, "dp": dp, "router": "internal"}, "backends": {backend: {"engine": engine}}}
     return write_run(tmp_path / name, level(name, backend, hits, cached), env)
 
