@@ -12,6 +12,8 @@ Figures (one definition each, as the rest of the Load section):
 - expected hit share = tokens each prompt shares with what came before it ÷ prompt tokens (``expected_reuse``):
   what a perfect cache-aware router could serve from cache; reported = the engine's cached tokens ÷ prompt
   tokens over the level's requests (``reported_reuse``);
+- users within each latency target: the capacity section's figure for the column (``analysis.capacity``), beside
+  its configuration;
 - per replica: that replica's prefix-cache hits ÷ the prompt tokens it looked up over the level (the server's
   /metrics counters per ``engine`` / ``dp_rank`` label, differenced over the level:
   ``extra.level.replica{R}_prefix_cache_hits`` / ``..._queries``), and its share of all lookups (how evenly the
@@ -86,3 +88,14 @@ def configurations(rows: pd.DataFrame, levels: pd.DataFrame, ds: Any) -> pd.Data
                                          "ttft_p99", "tpot_p50", "expected_reuse", "reported_reuse")},
                     "tpot_p99": mu.percentile(values, 99), "replicas": per_replica(facts.get(key, {}))})
     return pd.DataFrame(out, columns=COLUMNS)
+
+
+def capacities(capacity_rows: pd.DataFrame, configs: pd.DataFrame) -> pd.DataFrame:
+    """The capacity section's rows (users within each latency target, ``analysis.capacity``) of the columns in
+    ``configs``, each with its configuration and engine; empty without both."""
+    if configs.empty or capacity_rows is None or capacity_rows.empty:
+        return pd.DataFrame()
+    names = configs.drop_duplicates("backend").set_index("backend")[["config", "engine"]]
+    rows = capacity_rows[capacity_rows["backend"].isin(names.index)]
+    return rows.join(names, on="backend")
+

@@ -205,13 +205,20 @@ def blocks(section, slots) -> list[Block]:
           "first token wait for the step in flight, so caller − engine of up to about one step there is the harness's "
           "stepping, not the engine.", muted=True) if engine_rows is not None else None,
         table(engine_rows) if engine_rows is not None else None,
-        *replicas_view.blocks(d.get("replicas")),
+        *replicas_view.blocks(d.get("replicas"), replicas_capacities(d)),
         p("Reuse expected = tokens each prompt shares with what came before it (every user's system prompt and tools; "
           "the user's previous turn) ÷ prompt tokens; reported = the engine's cached tokens ÷ prompt tokens. KV peak, "
           "preemptions and prefix-cache hits are the engine's own figures over the level, where it reports them.",
           muted=True),
     ]
     return compact(out)
+
+
+def replicas_capacities(d: dict[str, Any]) -> pd.DataFrame | None:
+    from reports.analysis import replicas
+
+    configs = d.get("replicas")
+    return None if configs is None else replicas.capacities(d["cap"]["capacity"], configs)
 
 
 def caveats(section, report) -> list:

@@ -31,7 +31,17 @@ def engine_table(rows: pd.DataFrame) -> Table:
     return t
 
 
-def blocks(configs: pd.DataFrame) -> list[Block]:
+def capacity_rows_table(caps: pd.DataFrame) -> Table:
+    from reports.views.capacity import capacity_text
+
+    t = Table(["configuration", "variant", "loop", "target", "users within it (capacity)"])
+    for r in caps.sort_values(["engine", "workload", "mode", "loop", "target"], kind="stable").to_dict("records"):
+        t.add([f"{r['engine']} {r['config']}", f"{r['workload']} · {r['mode']}",
+               "concurrency" if r["loop"] == "closed" else "Poisson rate", r["target"], capacity_text(r)])
+    return t
+
+
+def blocks(configs: pd.DataFrame, caps: pd.DataFrame | None = None) -> list[Block]:
     if configs is None or configs.empty:
         return []
     out: list[Block | None] = [
@@ -46,4 +56,7 @@ def blocks(configs: pd.DataFrame) -> list[Block]:
     ]
     for engine, rows in configs.groupby("engine", sort=False):
         out += [p(f"{engine}"), table(engine_table(rows))]
+    if caps is not None and not caps.empty:
+        out += [p("Users within each latency target, per configuration (the capacity section's figures: the highest "
+                  "level whose steady state met the target).", muted=True), table(capacity_rows_table(caps))]
     return compact(out)

@@ -85,3 +85,15 @@ def test_a_run_made_before_dp_is_tp_from_its_args(tmp_path):
     ds = load([old])
     assert replicas.configuration(ds, "vllm-server")["config"] == "tp=2"
     assert replicas.configurations(ds.records, mu.per_level(ds.records), ds).empty
+
+
+def test_users_within_each_target_per_configuration(two_gpu_runs, tmp_path):
+    from reports.assemble import assemble
+
+    report = assemble(load(two_gpu_runs))
+    section = next(s for s in report.sections if s.kind == "load")
+    caps = replicas.capacities(section.data["cap"]["capacity"], section.data["replicas"])
+    assert set(caps["config"]) == set(section.data["replicas"]["config"])
+    assert set(caps["target"]) == set(section.data["cap"]["capacity"]["target"])  # every target, each configuration
+    html = build(two_gpu_runs, tmp_path / "r.html").read_text()
+    assert "Users within each latency target, per configuration" in html
