@@ -232,9 +232,18 @@ class SGLangServerBackend(LaunchedServerBackend):
         finally:
             sglang_router.stop_worker_groups(list(self.worker_pgids))  # those the router's own clean-up missed
 
-    def _worker_figures(self) -> dict[str, dict[str, float]]:
+    def _worker_texts(self) -> dict[str, str]:
         log = sglang_router.read_log(self.server.log_path if self.server else None)
-        return sglang_router.worker_figures(sglang_router.worker_ports(log), self._headers)
+        return sglang_router.worker_texts(sglang_router.worker_ports(log), self._headers)
+
+    def _worker_figures(self) -> dict[str, dict[str, float]]:
+        return sglang_router.worker_figures(self._worker_texts())
+
+    def latency_snapshot(self):
+        """Behind SGLang's router: the workers' latency histograms, added up."""
+        if not uses_sglang_router(self.settings):
+            return super().latency_snapshot()
+        return sglang_router.merged_buckets(list(self._worker_texts().values()))
 
     def load_stats(self) -> dict[str, float]:
         """Behind SGLang's router: the workers' own /metrics (summed, and each as ``replica{R}_*``)."""

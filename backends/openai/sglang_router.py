@@ -22,7 +22,7 @@ import signal
 import time
 from pathlib import Path
 
-from backends.openai.metrics import scrape_text
+from backends.openai.metrics import Buckets, Histograms, parse_buckets, scrape_text
 from backends.openai.process import free_port, group_members
 from backends.openai.replicas import replica_totals
 
@@ -51,14 +51,38 @@ def read_log(path: Path | None) -> str:
         return ""
 
 
-def worker_figures(ports: dict[str, int], headers: dict[str, str]) -> dict[str, dict[str, float]]:
-    """{replica: the PER_REPLICA figures of that worker's /metrics}; a worker that does not answer is left out."""
+def worker_texts(ports: dict[str, int], headers: dict[str, str]) -> dict[str, str]:
+    """{replica: that worker's /metrics text}; a worker that does not answer is left out."""
     out = {}
     for replica, port in sorted(ports.items()):
         text = scrape_text(f"http://127.0.0.1:{port}/metrics", headers, timeout_s=5.0)
         if text:
-            out[replica] = replica_totals(text)
+            out[replica] = text
     return out
+
+
+def worker_figures(texts: dict[str, str]) -> dict[str, dict[str, float]]:
+    """{replica: the PER_REPLICA figures of that worker's /metrics}."""
+    return {replica: replica_totals(text) for replica, text in texts.items()}
+
+
+def merged_buckets(texts: list[str]) -> tuple[Buckets, Histograms] | None:
+    """The workers' latency histograms added up (as ``parse_buckets`` adds up label sets): the server-side
+    percentiles of a level over every replica; None when no worker answered."""
+    if not texts:
+        return None
+    buckets: Buckets = {}
+    sums: dict[str, tuple[float, float]] = {}
+    for text in texts:
+        b, h = parse_buckets(text)
+        for name, cumulative in b.items():
+            acc = buckets.setdefault(name, {})
+            for le, v in cumulative.items():
+                acc[le] = acc.get(le, 0.0) + v
+        for name, (total, count) in h.items():
+            s0, c0 = sums.get(name, (0.0, 0.0))
+            sums[name] = (s0 + total, c0 + count)
+    return buckets, sums
 
 
 def load_figures(view: dict[str, dict[str, float]]) -> dict[str, float]:
@@ -101,5 +125,5 @@ def child_pids(parent: int) -> list[int]:
     return out
 
 
-__all__ = ["child_pids", "free_ports", "load_figures", "read_log", "router_flags", "stop_worker_groups",
+__all__ = ["child_pids", "free_ports", "load_figures", "merged_buckets", "worker_texts", "read_log", "router_flags", "stop_worker_groups",
            "worker_figures", "worker_ports"]

