@@ -42,6 +42,7 @@ from backends.base import (
     TokenCandidate,
     TokenClock,
 )
+from backends.parallel import replica_record
 from backends.vllm import config
 
 
@@ -121,7 +122,7 @@ class VLLMBackend(Backend):
         return self._version
 
     def environment(self) -> dict[str, Any]:
-        return dict(self._env)
+        return {**self._env, "parallel": replica_record(self.settings, self.name)}  # one replica: LLM() has no dp
 
     def kv_cache_tokens(self) -> tuple[int | None, str]:
         blocks, size = self._env.get("kv_cache_blocks"), self._env.get("block_size")
