@@ -306,6 +306,7 @@ def _analyse(rows: pd.DataFrame, ctx, name: str) -> dict[str, Any]:  # noqa: ARG
 
 
 KIND = ReportKind("load", _analyse, blocks=lambda s, slots, report: cv.blocks(s.data, s.backends, slots) + blocks(s, slots),
-                  charts=CHARTS, caveats=lambda s, report: caveats(s, report) + cv.caveats(s.data, s.name),
+                  charts=CHARTS, caveats=lambda s, report: caveats(s, report) + cv.caveats(s.data, s.name)
+                  + replicas_view.caveats(s),
                   jobs=lambda s, rows, report: cv.jobs(s.data) + jobs(s, report), sees_failures=True, figures=figures,
                   agreement=False, steady_state=True)

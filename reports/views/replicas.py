@@ -60,3 +60,25 @@ def blocks(configs: pd.DataFrame, caps: pd.DataFrame | None = None) -> list[Bloc
         out += [p("Users within each latency target, per configuration (the capacity section's figures: the highest "
                   "level whose steady state met the target).", muted=True), table(capacity_rows_table(caps))]
     return compact(out)
+
+
+def caveats(section) -> list:
+    """What the replica table cannot say: a ranking from one run per configuration, and a dp > 1 configuration
+    whose replicas reported no counters."""
+    from reports.analysis.caveats import Caveat
+
+    configs = section.data.get("replicas")
+    if configs is None or configs.empty:
+        return []
+    out = []
+    if configs["config"].nunique() > 1:
+        out.append(Caveat(section.name, "Two GPUs, two ways: each row is one level of one configuration's run, with "
+                                        "no spread between engine starts on it, so the table compares the "
+                                        "configurations and ranks none of them."))
+    silent = sorted({r["config"] for r in configs.to_dict("records") if r["config"].startswith("dp=") and not r["replicas"]})
+    if silent:
+        out.append(Caveat(section.name, f"{', '.join(silent)}: no per-replica prefix-cache counters in the level "
+                                        "records (the engine's /metrics said nothing per replica): its hit share "
+                                        "is the total only."))
+    return out
+

@@ -97,3 +97,17 @@ def test_users_within_each_target_per_configuration(two_gpu_runs, tmp_path):
     assert set(caps["target"]) == set(section.data["cap"]["capacity"]["target"])  # every target, each configuration
     html = build(two_gpu_runs, tmp_path / "r.html").read_text()
     assert "Users within each latency target, per configuration" in html
+
+
+def test_caveats_say_what_the_table_cannot(two_gpu_runs, tmp_path):
+    from reports.assemble import assemble
+    from reports.views import replicas as view
+
+    runs = [*two_gpu_runs, run(tmp_path, "dp2-silent", "vllm-server", 1, 2, "vllm-dp-coordinator", None, None, 50)]
+    section = next(s for s in assemble(load(runs)).sections if s.kind == "load")
+    texts = [c.text for c in view.caveats(section)]
+    assert any("ranks none of them" in t for t in texts)
+    assert any(t.startswith("dp=2 · vllm-dp-coordinator: no per-replica") for t in texts)
+    one = next(s for s in assemble(load(two_gpu_runs[:1])).sections if s.kind == "load")
+    assert view.caveats(one) == []
+
