@@ -67,8 +67,10 @@ queue_sglang() {
   (cd /tmp/stage-sglang-router/r01 && sha256sum -c SHA256SUMS) || { echo "== router wheel damaged"; return 1; }
   python3 -m pip install --no-deps --no-index --target /tmp/site-sgl /tmp/stage-sglang-router/r01/*.whl 2>&1 | tail -n 1
   # the router parses SGLang's ServerArgs beside its own --router-* flags: both must be there in 0.5.17
-  /tmp/py-sgl -m sglang_router.launch_server --help | grep -cE -- "--(router-policy|dp-size|router-prometheus-host)" \
-    | grep -qx 3 || { echo "== sglang_router.launch_server lacks a flag the harness passes"; return 1; }
+  /tmp/py-sgl -m sglang_router.launch_server --help > $R/router-help.txt 2>&1
+  for flag in --dp-size --router-policy --router-prometheus-host --router-prometheus-port --router-dp-worker-base-port; do
+    grep -q -- "$flag" $R/router-help.txt || { echo "== sglang_router.launch_server has no $flag"; return 1; }
+  done
   study 540 h200-2gpu-sglang-tp2 sglang-server --tp 2 --python sglang-server=/tmp/py-sgl
   study 540 h200-2gpu-sglang-rr sglang-server --dp 2 --router round_robin --python sglang-server=/tmp/py-sgl
   study 540 h200-2gpu-sglang-ca sglang-server --dp 2 --router cache_aware --python sglang-server=/tmp/py-sgl
