@@ -20,6 +20,10 @@ The commands (``--enforce-eager`` on a CPU only; ``--load-format dummy`` with ra
         --context-length N --tp-size TP --grammar-backend xgrammar \\
         --constrained-json-disable-any-whitespace --enable-cache-report --enable-metrics
 
+With ``--dp N`` (docs/two-gpus.md): vLLM adds ``--data-parallel-size N`` (one API server, its internal
+balancer); SGLang adds ``--dp-size N``, and with ``--router cache_aware|round_robin`` runs
+``python -m sglang_router.launch_server`` instead (``backends/openai/sglang_router.py``).
+
 ``--served-model-name NAME`` and each ``--engine-arg BACKEND:KEY=VALUE`` of this backend (as ``--key
 value``, :func:`engine_arg_flags`) follow; a later flag wins in both servers' parsers, so an engine
 argument overrides the harness's own. vLLM runs with ``VLLM_SERVER_DEV_MODE=1`` so that ``POST /reset_prefix_cache`` exists; SGLang
