@@ -30,6 +30,13 @@ ALL: tuple[str, ...] = ("hf", "hf-graphs", "hf-cb", "vllm", "sglang")
 # Backends that talk to a server someone else started: they need --base-url (and read --api-key-env).
 EXTERNAL: tuple[str, ...] = ("openai",)
 
+# Backends that run the engine's own data parallelism (``--dp N``, harness/parallel_args.py). Not ``vllm``
+# in process: ``vllm.LLM`` raises on ``data_parallel_size > 1`` in one process (vLLM 0.26 and 0.32);
+# its data parallelism is the server's.
+DATA_PARALLEL: tuple[str, ...] = ("sglang", "vllm-server", "sglang-server")
+# Backends whose data-parallel replicas can stand behind SGLang's router (``--router cache_aware|round_robin``).
+ROUTED: tuple[str, ...] = ("sglang-server",)
+
 BACKENDS: Registry[type[Backend]] = Registry("backend", REGISTRY)
 
 

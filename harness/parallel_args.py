@@ -21,18 +21,22 @@ from __future__ import annotations
 
 import argparse
 
+from backends import DATA_PARALLEL, ROUTED
 from harness.cli_checks import UsageError
 
-DP_BACKENDS = ("vllm", "sglang", "vllm-server", "sglang-server")
+# the backends registry says which backends have data parallelism and which can stand behind a router
+DP_BACKENDS = DATA_PARALLEL
+REFUSED_IN_PROCESS = {"vllm": "vLLM's LLM class refuses data_parallel_size > 1 in one process "
+                              "(vllm/entrypoints/llm.py); its data parallelism is the server's: --backend vllm-server"}
 INTERNAL = "internal"
 SGLANG_ROUTER_POLICIES = ("cache_aware", "round_robin")
 ROUTERS = (INTERNAL, *SGLANG_ROUTER_POLICIES)
-ROUTER_BACKENDS = ("sglang-server",)  # the backends an external router can stand in front of
+ROUTER_BACKENDS = ROUTED  # the backends an external router can stand in front of
 
 
 def add_parallel_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dp", type=int, default=1, metavar="N",
-                   help="data-parallel replicas for vllm, sglang, vllm-server, sglang-server (the engine's own data "
+                   help="data-parallel replicas for sglang, vllm-server, sglang-server (the engine's own data "
                         "parallelism); tp x dp must fit the CUDA devices seen; 1 on a CPU (see docs/two-gpus.md)")
     p.add_argument("--router", choices=ROUTERS, default=INTERNAL,
                    help="with --dp > 1: internal (default: the engine's own balancer) or SGLang's router "
@@ -63,13 +67,13 @@ def check_parallel(dp: int, tp: int, router: str, names: list[str], device: str,
                          "itself (--router internal)")
     if dp == 1:
         return
+    for name in names:
+        if name in REFUSED_IN_PROCESS:
+            raise UsageError(f"--dp {dp} --backend {name}: {REFUSED_IN_PROCESS[name]}")
     others = [n for n in names if n not in DP_BACKENDS]
     if others:
         raise UsageError(f"--dp {dp} is for {', '.join(DP_BACKENDS)}: {', '.join(others)} run(s) one replica "
                          "(run them in a run of their own)")
-    if "vllm" in names:
-        raise UsageError(f"--dp {dp} --backend vllm: vLLM's LLM class refuses data_parallel_size > 1 in one process "
-                         "(vllm/entrypoints/llm.py); its data parallelism is the server's: --backend vllm-server")
     if device.split(":")[0] != "cuda":
         raise UsageError(f"--dp {dp} on a CPU: the engines run one replica there; --dp above 1 needs CUDA GPUs")
     seen = visible_cuda_devices() if cuda_devices is None else cuda_devices
