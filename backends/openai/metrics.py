@@ -27,7 +27,7 @@ from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from backends.openai.replicas import replica_values
+from backends.openai.replicas import replica_values, summed_values
 
 SOURCE = "prometheus-histogram-diff"
 
@@ -161,15 +161,7 @@ def load_values(url: str, headers: dict[str, str], timeout_s: float = 5.0) -> di
             text = resp.read().decode("utf-8", "replace")
     except (OSError, ValueError):
         return {}
-    out: dict[str, float] = {}
-    for family in text_string_to_metric_families(text):
-        key = LOAD_VALUES.get(family.name) or LOAD_VALUES.get(family.name.removesuffix("_total"))
-        if key is None or family.type not in ("gauge", "counter"):
-            continue
-        for sample in family.samples:
-            if sample.name in (family.name, family.name + "_total"):
-                out[key] = out.get(key, 0.0) + sample.value
-    return {**out, **replica_values(text)}  # a data-parallel server's (--dp) replicas, each on its own
+    return {**summed_values(text, LOAD_VALUES), **replica_values(text)}  # a data-parallel server's (--dp) replicas, each on its own
 
 
 # -- per load level: the latency histograms' difference over the level, as percentiles ------------------------

@@ -59,17 +59,23 @@ def replicas(text: str) -> dict[str, dict[str, float]]:
     return out if len(out) > 1 else {}
 
 
-def replica_totals(text: str) -> dict[str, float]:
-    """One replica's :data:`PER_REPLICA` figures (a single-replica server: a worker behind SGLang's router)."""
+def summed_values(text: str, names: dict[str, str]) -> dict[str, float]:
+    """The gauges and counters of ``names`` (metric name -> our key) in a ``/metrics`` text, summed over
+    their label sets; a counter matches with or without its ``_total`` suffix."""
     out: dict[str, float] = {}
     for family in text_string_to_metric_families(text):
-        key = PER_REPLICA.get(family.name) or PER_REPLICA.get(family.name.removesuffix("_total"))
+        key = names.get(family.name) or names.get(family.name.removesuffix("_total"))
         if key is None or family.type not in ("gauge", "counter"):
             continue
         for sample in family.samples:
             if sample.name in (family.name, family.name + "_total"):
                 out[key] = out.get(key, 0.0) + sample.value
     return out
+
+
+def replica_totals(text: str) -> dict[str, float]:
+    """One replica's :data:`PER_REPLICA` figures (a single-replica server: a worker behind SGLang's router)."""
+    return summed_values(text, PER_REPLICA)
 
 
 def replica_values(text: str) -> dict[str, float]:
