@@ -49,6 +49,9 @@ proof() {  # $1 vllm|sglang
     sleep 2
   done
   echo "[$engine] $(date -u +%T) ready in $(( $(date +%s) - t0 )) s"
+  # PROOF_WAIT_FOR=FILE: the first timed request waits for FILE (serving_sitting.sh: another bundle's install)
+  local waited=0  # at most 300 s: a file that never comes (a part not staged) must not hold the queue
+  while [ -n "${PROOF_WAIT_FOR:-}" ] && [ ! -e "$PROOF_WAIT_FOR" ] && [ $waited -lt 300 ]; do sleep 2; waited=$((waited + 2)); done
   bench() {  # $1 concurrency, $2 prompts, $3 folder, $4 file
     $PROOF_BENCH --backend $bench_backend --base-url "http://127.0.0.1:$port" \
       --endpoint /v1/completions --model "$model" --tokenizer "$model" --dataset-name random \
