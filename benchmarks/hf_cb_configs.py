@@ -127,7 +127,7 @@ def fastest(path: str, concurrency: int) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
-    from harness.cli import add_model_args
+    from harness.cli_parser import add_model_args
 
     add_model_args(p)  # the study's model and engine flags (--attn: give attn= in a --config instead)
     p.add_argument("--config", action="append", help="an LCA_HF_CB-style key=value list; repeat for several")

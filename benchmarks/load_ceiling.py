@@ -175,7 +175,7 @@ def table(docs: list[dict[str, Any]]) -> str:
 
 # --- the command line --------------------------------------------------------------------------
 def parser() -> argparse.ArgumentParser:
-    from harness.cli import add_model_args
+    from harness.cli_parser import add_model_args
 
     p = argparse.ArgumentParser(prog="python -m benchmarks.load_ceiling", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -3,7 +3,8 @@
 
 Kept apart from ``harness.cli`` (the parser, the plan and the run) so that the checks can be read in
 one place: backends and interpreters, numbers, --base-url / --api-key-env, --out and --resume,
-each kind's override options (--load, --json-calls...) and --slo, the model's tokenizer and the context limit.
+each kind's override options (--load, --json-calls...) and --slo, the model's tokenizer, the context limit
+and --client-procs.
 """
 
 from __future__ import annotations
@@ -166,6 +167,17 @@ def check_context(plan, max_model_len: int, model_path: str) -> None:
     too_long = limits.context_error(plan, max_model_len, limits.model_positions(model_path))
     if too_long:
         raise UsageError(too_long)
+
+
+def check_client_procs(n: int | None, plan) -> None:
+    """``--client-procs`` must be 1.. the sessions of the smallest load level (exit 2 before anything runs)."""
+    from backends.load_shards import client_procs_error
+    from harness.load_runner import sessions_of
+
+    levels = [len(sessions_of(g.steps)) for g in plan.groups if g.load is not None and not g.warmup]
+    problem = client_procs_error(n, min(levels)) if levels else client_procs_error(n, n or 1)
+    if problem:
+        raise UsageError(problem)
 
 
 def load_tokenizer(label: str, path: str, flag: str = "--model"):

@@ -33,7 +33,7 @@ def test_a_full_disk_leaves_the_older_page_whole(tmp_path, monkeypatch):
 
 
 def test_compare_reports_a_report_it_could_not_write(tmp_path, monkeypatch, capsys):
-    from harness.cli import build_report
+    from harness.backend_runs import build_report
 
     run = small_run(tmp_path)
     monkeypatch.setattr(os, "fsync", full_disk)

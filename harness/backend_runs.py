@@ -1,0 +1,94 @@
+"""The run itself: each backend's child process in turn, engine start by engine start, then the report.
+
+Called by harness/cli.py once the run directory is claimed and plan.json, run.json and env.json are
+written. A child that fails does not stop the others (its records are kept; ``--resume`` redoes what
+failed); ``--resume`` skips an engine start whose every request is recorded. The wall time of each
+backend goes into env.json as it finishes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+from contract.plan import Plan
+from harness.env import merge_env
+from harness.launch import run_child
+from harness.records import RECORDS, done_keys, read_records
+
+ROOT = Path(__file__).resolve().parent.parent  # the checkout: each child runs ``python -m harness.child`` from it
+
+
+def run_backends(args: argparse.Namespace, out: Path, names: list[str], pythons: dict[str, str], run_env: dict,
+                 plan: Plan, lock_fd: int) -> int:
+    """Each backend's child process in turn, then the report; the exit code (1: a backend failed)."""
+    timings: dict[str, float] = {}
+    failed: list[str] = []
+    for name in names:
+        started = time.perf_counter()
+        for start in range(args.starts):
+            print(f"== {name}" + (f" (engine start {start + 1} of {args.starts})" if args.starts > 1 else "") + " ==",
+                  flush=True)
+            if args.resume and all_recorded(out, name, plan, start):
+                print(f"{name}: engine start {start}: every request already recorded", flush=True)
+                continue
+            code = run_child(ROOT, out, name, pythons.get(name, sys.executable), lock_fd, start)
+            if code != 0:
+                failed.append(name)
+                what = "had failed requests or could not start" if code == 1 else f"exited with code {code}"
+                print(f"{name}: {what}; records written so far are kept (rerun with --resume to redo what failed)",
+                      file=sys.stderr)
+            if start == 0 and backend_skipped(out, name):
+                break  # not installed / failed to start: another start would say the same
+        timings[name] = round(time.perf_counter() - started, 1)
+        merge_env(out, {**run_env, "wall_s": timings})
+
+    rows = read_records(out)
+    print(f"{len(rows)} records in {out / RECORDS}")
+    reported = args.no_report or build_report(out)
+    if failed:
+        print(f"compare.py: {', '.join(dict.fromkeys(failed))} failed (exit 1)", file=sys.stderr)
+        return 1
+    if not reported:
+        print("compare.py: the report was not built (exit 1); the records are whole: python -m reports "
+              f"{out} builds it", file=sys.stderr)
+        return 1
+    return 0
+
+
+def all_recorded(run_dir: Path, backend: str, plan: Plan, start: int) -> bool:
+    """True when every timed request of this engine start is recorded (``--resume``: no engine start needed).
+    A start with a capacity search is never: the levels the search adds are in no plan, and only the
+    runner (with its engine) can tell whether it has finished."""
+    groups = [g for g in plan.groups if g.steps and g.steps[0].engine_start == start]
+    if any((g.load or {}).get("search") for g in groups):
+        return False
+    done = done_keys(run_dir, backend)
+    steps = [s for g in groups if not g.warmup for s in g.steps]
+    return bool(steps) and all(s.key() in done for s in steps)
+
+
+def backend_skipped(run_dir: Path, backend: str) -> bool:
+    """True when the backend's child recorded itself as skipped (not installed here, or it could not start)."""
+    path = run_dir / "env" / f"{backend}.json"
+    return path.exists() and "skipped" in json.loads(path.read_text())
+
+
+def build_report(run_dir: Path) -> bool:
+    """The run's report.html (written whole or not at all); False, with one line, when it was not built."""
+    try:
+        from reports import build
+        from reports.load import ReportError
+    except ImportError as exc:
+        print(f"report not built: {exc}", file=sys.stderr)
+        return False
+    try:
+        path = build([run_dir], run_dir / "report.html")
+    except ReportError as exc:
+        print(f"report not built: {exc}", file=sys.stderr)
+        return False
+    print(f"report: {path}")
+    return True
