@@ -46,6 +46,3 @@ def resolve(name: str) -> type[Backend]:
         return BACKENDS.get(name)
     except ImportError as exc:
         raise BackendUnavailable(f"{name} is not installed here ({exc.name or exc})") from exc
-
-
-load = resolve  # the old name, kept for branches written before the rename

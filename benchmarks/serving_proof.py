@@ -71,9 +71,9 @@ def reference_rows(folder: Path) -> dict[int, dict[str, Any]]:
 def project_rows(run_dir: Path) -> dict[int, dict[str, Any]]:
     """A ``compare.py`` run's load levels: concurrency -> tok/s, TTFT p50 (the report's definitions), client CPU."""
     from reports.analysis.many_users import level_facts, per_level
-    from reports.load import load
+    from reports.runs import read_runs
 
-    df = load([run_dir]).records
+    df = read_runs([run_dir]).records
     levels, facts = per_level(df), level_facts(df)
     out = {}
     for row in levels.to_dict("records"):

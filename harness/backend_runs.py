@@ -81,7 +81,7 @@ def build_report(run_dir: Path) -> bool:
     """The run's report.html (written whole or not at all); False, with one line, when it was not built."""
     try:
         from reports import build
-        from reports.load import ReportError
+        from reports.runs import ReportError
     except ImportError as exc:
         print(f"report not built: {exc}", file=sys.stderr)
         return False

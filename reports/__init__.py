@@ -7,7 +7,7 @@
     python -m reports --baseline RUN_DIR --candidate RUN_DIR [--threshold-pct 5]     # the regression gate (reports.gate)
 
 It never talks to a backend, so old runs can be rebuilt and runs made in different
-environments merged. ``load`` reads the runs, ``analysis`` computes the figures (pure
+environments merged. ``runs`` reads the runs, ``analysis`` computes the figures (pure
 functions, unit-tested), ``assemble`` runs them per workload, ``charts`` and ``page`` render,
 ``export`` writes the same report's tables as JSON and CSV.
 """
@@ -25,9 +25,9 @@ def report_of(run_dirs: list[str | Path], *, bandwidth_gbps: float | None = None
               slo: dict[str, float] | None = None, gpu_hour_usd: float | None = None):
     """The assembled :class:`~reports.assemble.Report` of ``run_dirs``: what the page and the exports are made of."""
     from reports.assemble import assemble
-    from reports.load import load
+    from reports.runs import read_runs
 
-    ds = load(list(run_dirs), drop=drop, merge_starts=merge_starts)
+    ds = read_runs(list(run_dirs), drop=drop, merge_starts=merge_starts)
     for problem in ds.problems:
         print(f"warning: {problem}", file=sys.stderr)
     return assemble(ds, bandwidth_gbps=bandwidth_gbps, tflops=tflops, copy_gbps=copy_gbps, slo=slo, gpu_hour_usd=gpu_hour_usd)
@@ -51,8 +51,8 @@ def write(report, out: Path, formats: tuple[str, ...]) -> list[Path]:
     written whole or not at all (a full disk leaves an older page as it was)."""
     from contract.files import atomic_write_text
     from reports import export
-    from reports.load import ReportError
     from reports.page import render
+    from reports.runs import ReportError
 
     written = []
     try:

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from reports import export, gate, report_of, write
-from reports.load import ReportError
+from reports.runs import ReportError
 
 
 def positive(text: str) -> float:

@@ -1,4 +1,4 @@
-"""Assemble the report: run every analysis over a :class:`~reports.load.Dataset`, per workload.
+"""Assemble the report: run every analysis over a :class:`~reports.runs.Dataset`, per workload.
 
 The result (:class:`Report`) is plain data the page renders; workloads are labelled by their
 name and analysed by their kind, so user workload files get the same sections as built-ins,
@@ -15,7 +15,7 @@ import pandas as pd
 from reports import kinds
 from reports.analysis import agreement, caveats, claims, status, summary
 from reports.analysis import sweep as sw
-from reports.load import Dataset
+from reports.runs import Dataset
 from reports.stats import num
 
 

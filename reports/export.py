@@ -34,7 +34,7 @@ import numpy as np
 import pandas as pd
 
 from reports.assemble import Report
-from reports.load import ReportError
+from reports.runs import ReportError
 
 FORMATS = ("html", "json", "csv")
 SUMMARY_JSON = "summary.json"

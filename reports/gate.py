@@ -27,7 +27,7 @@ from pathlib import Path
 
 from reports import fmt
 from reports.analysis.figures import HIGHER, Figure, from_dict
-from reports.load import ReportError
+from reports.runs import ReportError
 
 REGRESSED, IMPROVED, NOISE, THRESHOLD = "regressed", "improved", "within noise", "within threshold"
 MISSING, NEW, NOT_COMPARED = "missing in candidate", "only in candidate", "not compared"

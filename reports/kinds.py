@@ -37,7 +37,7 @@ REGISTRY: dict[str, str] = {
 class Context:
     """What a kind's analysis may need beyond its own records."""
 
-    ds: Any  # reports.load.Dataset
+    ds: Any  # reports.runs.Dataset
     roofs: dict[str, Any] = field(default_factory=dict)
     blocks: dict[str, int | None] = field(default_factory=dict)  # KV block size per backend
     slo: dict[str, float] | None = None

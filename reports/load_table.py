@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 from reports.analysis.many_users import per_level
-from reports.load import ReportError, load
+from reports.runs import ReportError, read_runs
 
 CELL = "tok/s · TTFT p50/p99 ms · ITL p50 ms · goodput req/s (n)"
 
@@ -47,7 +47,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--slo", type=parse_slo, default=None, help="goodput target, e.g. ttft_ms=2000,tpot_ms=200")
     args = p.parse_args(argv)
     try:
-        ds = load(args.run_dirs)
+        ds = read_runs(args.run_dirs)
     except ReportError as exc:
         print(f"python -m reports.load_table: error: {exc}", file=sys.stderr)
         return 2

@@ -20,7 +20,7 @@ from reports import fmt
 from reports.__main__ import copy_bandwidth, positive, run_backend
 from reports.analysis.summary import kv_tokens
 from reports.assemble import Report, assemble
-from reports.load import ReportError, load
+from reports.runs import ReportError, read_runs
 from reports.stats import num, spread
 
 BLOCK = re.compile(r"<!-- readme-tables: (?P<args>.*?) -->\n.*?<!-- /readme-tables -->", re.S)
@@ -138,7 +138,7 @@ def parser() -> argparse.ArgumentParser:
 
 
 def generate(args: argparse.Namespace) -> str:
-    report = assemble(load(args.run_dirs, drop=args.drop, merge_starts=args.merge_starts),
+    report = assemble(read_runs(args.run_dirs, drop=args.drop, merge_starts=args.merge_starts),
                       bandwidth_gbps=args.bandwidth_gbps, copy_gbps=args.copy_gbps)
     return table(report)
 

@@ -254,8 +254,8 @@ def test_a_real_one_replica_server_records_one_replica(tmp_path, tiny_model_dir)
 def test_vllm_in_process_records_one_replica(tiny_model_dir) -> None:
     import backends
 
-    backend = backends.load("vllm")(BackendSettings(model_path=str(tiny_model_dir), model_label="tiny", device="cpu",
-                                                    dtype="float32", random_weights=True))
+    backend = backends.resolve("vllm")(BackendSettings(model_path=str(tiny_model_dir), model_label="tiny", device="cpu",
+                                                       dtype="float32", random_weights=True))
     backend.start()
     try:
         assert backend.environment()["parallel"] == {"tp": 1, "dp": 1, "router": None, "policy": None}

@@ -13,7 +13,7 @@ import pytest
 
 from harness.records import read_records, row_key
 from reports.assemble import assemble
-from reports.load import load
+from reports.runs import read_runs
 from tests.conftest import ROOT
 from tests.harness.faulty_server import Faults, faulty_server
 from workloads.plan import Plan
@@ -55,7 +55,7 @@ def test_faulty_server_then_resume(tmp_path):
 
         planned = json.loads((out / "env.json").read_text())["planned_levels"]
         assert planned["load-fixed"] == [["S=0", "C=1"], ["S=0", "C=3"]]  # the report names levels never reached
-        report = assemble(load([out]))
+        report = assemble(read_runs([out]))
         served = [r for r in rows if r["kind"] == "load" and r["rep"] is not None and not r["error"]]
         levels = [lv for s in report.sections if s.kind == "load" for lv in s.data["levels"].to_dict("records")]
         assert sum(lv["requests"] for lv in levels) == len(served)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from reports.assemble import assemble, block_size
-from reports.load import ReportError, load
+from reports.runs import ReportError, read_runs
 from tests.reports.records import conversation_records, record, sweep_records, write_run
 
 PARAMS = 8_190_735_360
@@ -32,7 +32,7 @@ def report(tmp_path):
     rows.append(record(backend="vllm", workload="sweep", kind="sweep", mode="greedy", case="N=64", rep=5, prompt_tokens=64,
                        ttft_ms=9.0, extra={"server_ttft_ms": 7.5}))
     run = write_run(tmp_path / "h200", rows, gpu_env(["hf", "hf-graphs", "vllm", "sglang"], random_weights=True))
-    return assemble(load([run]))
+    return assemble(read_runs([run]))
 
 
 def texts(report) -> str:
@@ -65,11 +65,11 @@ def test_launch_overhead_reads_engine_facts_not_backend_names(tmp_path):
     env = gpu_env(["eager-col", "graph-col", "other"])
     env["backends"]["eager-col"]["engine"] = {"transformers": "5.17.0"}
     env["backends"]["graph-col"]["engine"] = {"transformers": "5.17.0", "cuda_graphs": True}
-    t = texts(assemble(load([write_run(tmp_path / "r", rows, env)])))
+    t = texts(assemble(read_runs([write_run(tmp_path / "r", rows, env)])))
     assert "CUDA graphs take HF's decode at N=" in t and "(eager-col) to 8 ms/token (graph-col)" in t
     assert "for comparison: other 5 ms" in t
     env["backends"]["graph-col"]["engine"] = {"transformers": "5.17.0", "cuda_graphs": False}  # no graphs: no pair
-    assert "CUDA graphs take" not in texts(assemble(load([write_run(tmp_path / "r2", rows, env)])))
+    assert "CUDA graphs take" not in texts(assemble(read_runs([write_run(tmp_path / "r2", rows, env)])))
 
 
 def test_block_rounding_random_weights_and_server_caveats(report):
@@ -107,7 +107,7 @@ def test_summary_winner_survives_both_spreads_or_is_within_noise(tmp_path):
     vllm, sglang = sweep_records("vllm", 10.0, 0.01, 5.0), sweep_records("sglang", 9.0, 0.01, 5.3)
     rows = starts(vllm, 0) + starts(vllm, 1, 0.30) + starts(sglang, 0) + starts(sglang, 1, -0.02)
     run = write_run(tmp_path / "h200", rows, gpu_env(["vllm", "sglang"]))
-    report = assemble(load([run]))
+    report = assemble(read_runs([run]))
     jobs = {j.job: j for j in report.jobs}
     lengths = report.sections[0].data["lengths"]
     row = lengths[(lengths.backend == "vllm") & (lengths.N == 256)].iloc[0]
@@ -124,21 +124,21 @@ def test_runs_of_one_setup_merge_as_starts(tmp_path):
     env = {**gpu_env(["vllm"]), "plan_hash": "p1"}
     a = write_run(tmp_path / "a", sweep_records("vllm", 10.0, 0.01, 5.0), env)
     b = write_run(tmp_path / "b", sweep_records("vllm", 20.0, 0.01, 5.0), env)
-    apart = load([a, b])
+    apart = read_runs([a, b])
     assert apart.backends == ["vllm (a)", "vllm (b)"]
-    merged = load([a, b], merge_starts=True)
+    merged = read_runs([a, b], merge_starts=True)
     assert merged.backends == ["vllm"] and set(merged.records["start"]) == {"a#0", "b#0"}
     assert [s["run_id"] for s in merged.start_envs("vllm")] == ["a", "b"]
     c = write_run(tmp_path / "c", sweep_records("vllm", 20.0, 0.01, 5.0), {**env, "plan_hash": "p2"})
     with pytest.raises(ReportError, match="differ in setup"):
-        load([a, c], merge_starts=True)
+        read_runs([a, c], merge_starts=True)
 
 
 def test_old_engine_ttft_is_not_ranked_against_the_callers(tmp_path):
     engine = [{**r, "timing_source": "engine-metrics"} for r in sweep_records("vllm", 5.0, 0.01, 5.0)]
     caller = [{**r, "timing_source": "cuda-sync"} for r in sweep_records("hf", 30.0, 0.05, 20.0)]
     rows = starts(engine, 0) + starts(engine, 1) + starts(caller, 0) + starts(caller, 1)
-    jobs = {j.job: j for j in assemble(load([write_run(tmp_path / "r", rows, gpu_env(["vllm", "hf"]))])).jobs}
+    jobs = {j.job: j for j in assemble(read_runs([write_run(tmp_path / "r", rows, gpu_env(["vllm", "hf"]))])).jobs}
     short = jobs["Many short calls (sweep)"]
     assert short.best is None and short.verdict.startswith("not ranked: vllm report the engine's internal TTFT")
     assert "engine's own TTFT, old run" in short.values[0][1]
@@ -154,7 +154,7 @@ def test_block_size_keys():
 def test_cpu_run_says_roofline_not_applicable(tmp_path):
     run = write_run(tmp_path / "cpu", sweep_records("hf", 30.0, 0.05, 20.0),
                     {"dtype": "float32", "model": {"params": 100}, "backends": {"hf": {"process": {"gpu": None}}}})
-    report = assemble(load([run]))
+    report = assemble(read_runs([run]))
     assert "No roofline for hf (CPU run: the GPU roofline is not applicable)." in texts(report)
     assert report.sections[0].data["vs_roof"].empty
 
@@ -193,7 +193,7 @@ def test_deployment_facts_per_engine_start(tmp_path):
                                         "peak_gpu_memory_bytes": None}]
     rows = starts(sweep_records("vllm", 5.0, 0.01, 5.0), 0) + starts(sweep_records("vllm", 5.0, 0.01, 5.0), 1)
     rows += sweep_records("hf", 30.0, 0.05, 20.0)
-    jobs = {j.job: j for j in assemble(load([write_run(tmp_path / "r", rows, env)])).jobs}
+    jobs = {j.job: j for j in assemble(read_runs([write_run(tmp_path / "r", rows, env)])).jobs}
     assert dict(jobs["Engine start-up"].values) == {"vllm": "105 s [100–110] (2 starts)", "hf": "10 s (1 start)"}
     assert dict(jobs["KV-cache capacity"].values) == {"vllm": "800,000 tokens (2 starts)"}
     assert dict(jobs["Peak GPU memory"].values) == {"vllm": "121 GiB [120–122] (2 starts)"}

@@ -9,7 +9,7 @@ import pytest
 
 from reports import build
 from reports.assemble import assemble
-from reports.load import load
+from reports.runs import read_runs
 from tests.reports.records import record, write_run
 
 TOKENS, GAP_S = 4, 0.020  # TPOT 20 ms: 50 tok/s a user
@@ -45,7 +45,7 @@ def run(tmp_path, name, backend="vllm", scale=1.0, env=None, facts=None, levels=
 
 
 def section(runs):
-    report = assemble(load(runs))
+    report = assemble(read_runs(runs))
     return report, next(s for s in report.sections if s.kind == "load")
 
 
@@ -118,7 +118,7 @@ def test_the_load_page_has_its_own_header_slo_rules_and_dashed_legends(tmp_path)
 def test_a_level_run_with_other_requests_is_named_and_not_compared(tmp_path):
     rows = [r for c, ms in KNEE.items() for r in level("vllm", c, ms)]
     rows += [r for r in level("hf-cb", 4, 300.0, waves=2)]  # a scaled hf-cb: 2 requests a worker, not 6
-    report = assemble(load([write_run(tmp_path / "r", rows)]))
+    report = assemble(read_runs([write_run(tmp_path / "r", rows)]))
     texts = " ".join(c.text for c in report.caveats)
     assert "lf · S=0 C=4 ran different requests per backend (vllm 24 requests" in texts and "hf-cb 8 requests" in texts
     assert not any(j.job.startswith("Many users: throughput") for j in report.jobs)  # no common level with one mix

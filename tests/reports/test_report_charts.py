@@ -12,7 +12,7 @@ from reports import charts
 from reports.analysis import json_extraction as jx
 from reports.analysis import many_users as mu
 from reports.analysis import sweep as sw
-from reports.load import load
+from reports.runs import read_runs
 from reports.views import many_users as mv
 from tests.reports.records import record, sweep_records, write_run
 from tests.reports.test_report_many_users import level_records
@@ -56,7 +56,7 @@ def test_json_pass_rate_at_one_temperature_is_bars(temperatures, expected):
 def test_sweep_at_one_prompt_length_is_bars(tmp_path, lengths, expected):
     run = write_run(tmp_path / "run", sweep_records("hf", 10.0, 0.1, 2.0, lengths=lengths)
                     + sweep_records("vllm", 12.0, 0.05, 1.5, lengths=lengths))
-    ds = load([run])
+    ds = read_runs([run])
     per = sw.per_length(ds.measured())
     for phase in ("prefill", "decode"):
         assert marks(charts.sweep_phase(per, {}, phase, ds.backends)) & {"bar", "line"} == {expected}
@@ -79,7 +79,7 @@ def test_attention_on_one_layer_is_bars():
 @pytest.mark.parametrize("levels,expected", [((1,), "bar"), ((1, 4), "line")])
 def test_load_with_one_level_is_bars(tmp_path, levels, expected):
     rows = [r for c in levels for b in ("hf", "vllm") for r in level_records(b, c, 1.0, "batched")]
-    ds = load([write_run(tmp_path / "run", rows)])
+    ds = read_runs([write_run(tmp_path / "run", rows)])
     per = mu.per_level(ds.records)
     for value in ("output_tps", "rps", "goodput_rps"):
         assert marks(mv.per_level_chart(per, ds.backends, value, value)) == {expected}

@@ -10,7 +10,7 @@ import pytest
 from reports import fmt
 from reports.analysis import claims
 from reports.assemble import assemble
-from reports.load import load
+from reports.runs import read_runs
 
 H200 = Path(__file__).parents[2] / "reports" / "examples" / "h200-qwen3-8b-shape"
 COPY_GBPS = json.loads((H200 / "bandwidth-h200.json").read_text())["copy_gbps_median"]
@@ -19,7 +19,7 @@ COPY_GBPS = json.loads((H200 / "bandwidth-h200.json").read_text())["copy_gbps_me
 @pytest.fixture(scope="module")
 def h200():
     runs = [H200 / n for n in ("h200-hf", "h200-vllm", "h200-sglang")]
-    return assemble(load(runs), copy_gbps=COPY_GBPS)
+    return assemble(read_runs(runs), copy_gbps=COPY_GBPS)
 
 
 def test_verdicts_are_a_closed_set():
@@ -70,7 +70,7 @@ def test_our_figures_come_from_the_runs(h200):
 
 def test_reuse_runs_to_the_end_where_the_template_extends_every_prompt():
     smollm2 = Path(__file__).parents[2] / "reports" / "examples" / "h200-smollm2"
-    report = assemble(load([smollm2 / "h200-smollm2-hf", smollm2 / "h200-smollm2-vllm"]))
+    report = assemble(read_runs([smollm2 / "h200-smollm2-hf", smollm2 / "h200-smollm2-vllm"]))
     claim = next(c for c in claims.check_all(report) if c.statement.startswith("Prefix reuse stops"))
     assert claim.verdict.word == "setup-specific" and "extension of the previous one" in claim.verdict.reason
     assert claim.here == {"hf": "0 tokens lost on every turn", "vllm": "0 tokens lost on every turn"}

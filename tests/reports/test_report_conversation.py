@@ -78,12 +78,12 @@ def test_first_tokens_and_prefix_breaks(df):
 
 
 def test_repeats_of_two_engine_starts_stay_apart(tmp_path):
-    from reports.load import load
+    from reports.runs import read_runs
     from tests.reports.records import write_run
 
     rows = conversation_records()
     again = [{**r, "engine_start": 1} for r in rows]
-    df = load([write_run(tmp_path / "run", rows + again)]).measured()
+    df = read_runs([write_run(tmp_path / "run", rows + again)]).measured()
     tot = conv.totals(df)
     full = tot[(tot.backend == "hf") & (tot["mode"] == "full")].iloc[0]
     assert full.tokens_med == 730 and full.tokens_n == 6  # 100 + 230 + 400 per repeat; 3 repeats x 2 starts

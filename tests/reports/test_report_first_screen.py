@@ -6,7 +6,7 @@ in silence, before issue #24."""
 from __future__ import annotations
 
 from reports.assemble import assemble
-from reports.load import load
+from reports.runs import read_runs
 from tests.reports.records import sweep_records, write_run
 from tests.reports.test_report_assemble import gpu_env, starts
 
@@ -14,7 +14,7 @@ SHORT, DECODE, REPLY = "Many short calls (sweep)", "Generating tokens (sweep)", 
 
 
 def jobs_of(*runs):
-    return {j.job: j for j in assemble(load(list(runs))).jobs}
+    return {j.job: j for j in assemble(read_runs(list(runs))).jobs}
 
 
 def two_engines(tmp_path, sglang_slow_start=0.15, env=None):

@@ -11,7 +11,7 @@ import pytest
 from reports import intervals
 from reports.analysis import claims
 from reports.assemble import assemble
-from reports.load import load
+from reports.runs import read_runs
 from tests.reports.records import record, write_run
 
 LENGTHS = (64, 256, 1024, 2048)
@@ -57,7 +57,7 @@ def sweep(backend: str, decode, rng: random.Random, starts: int = 2, reps: int =
 
 def flat_claim(tmp_path, decode) -> claims.Claim:
     run = write_run(tmp_path / "run", sweep("hf", decode, random.Random(7)))
-    report = assemble(load([run]))
+    report = assemble(read_runs([run]))
     return next(c for c in report.claims if "flat in the prompt length" in c.statement)
 
 

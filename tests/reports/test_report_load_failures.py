@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from reports.assemble import assemble
-from reports.load import load
+from reports.runs import read_runs
 from tests.reports.records import record, write_run
 from tests.reports.test_report_many_users import level_records
 
@@ -26,7 +26,7 @@ def failing(rows: list[dict], failed: set[int], error: str = "APIStatusError: 42
 
 
 def section_levels(tmp_path, rows, slo=None):
-    report = assemble(load([write_run(tmp_path / "run", rows, {"slo": slo} if slo else None)]))
+    report = assemble(read_runs([write_run(tmp_path / "run", rows, {"slo": slo} if slo else None)]))
     section = next(s for s in report.sections if s.kind == "load")
     return report, section, section.data["levels"].set_index(["backend", "case"])
 
@@ -92,7 +92,7 @@ def test_counts_leave_out_the_level_records_and_missing_levels_are_named(tmp_pat
     dead = failing(level_records("vllm", 4, 0.1, "batched by the engine"), {0, 1, 2, 3, 4}, "APIConnectionError: gone")
     dead[-1] = {**dead[-1], "error": "every request of the level failed: APIConnectionError: gone"}
     planned = {"lf": [["S=0", "C=1"], ["S=0", "C=4"], ["S=0", "C=8"]]}  # the run was killed before C=8
-    report = assemble(load([write_run(tmp_path / "run", rows + dead, {"planned_levels": planned})]))
+    report = assemble(read_runs([write_run(tmp_path / "run", rows + dead, {"planned_levels": planned})]))
     assert workload_notes(report.ds.records, "lf") == ["vllm: 5 of 10 requests failed: APIConnectionError: gone"]
     st = report.status[0]
     assert (st.measured, st.errors, st.state, st.missing) == (5, 5, "partly", ["lf · S=0 C=8"])

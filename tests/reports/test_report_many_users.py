@@ -9,7 +9,7 @@ import pytest
 from reports import build, kinds
 from reports.analysis import many_users as mu
 from reports.assemble import assemble
-from reports.load import load
+from reports.runs import read_runs
 from tests.reports.chromium import Chromium, chromium_path, problems
 from tests.reports.records import record, write_run
 from tests.reports.test_report_browser import ALL_DRAWN
@@ -52,7 +52,7 @@ def test_percentile_matches_hand_computed_linear_interpolation():
 
 
 def test_levels_throughput_latency_goodput_and_reuse(tmp_path):
-    ds = load([load_run(tmp_path)])
+    ds = read_runs([load_run(tmp_path)])
     levels = mu.per_level(ds.records, {"ttft_ms": 35.0, "tpot_ms": 20.0}).set_index(["backend", "case"])
     v1 = levels.loc[("vllm", "C=1")]
     window = 0.4 + 0.100 + 0.050  # last submit + its TTFT + its last token
@@ -75,7 +75,7 @@ def test_a_tpot_over_the_target_fails_the_slo():
 
 
 def test_section_summary_rows_and_caveats(tmp_path):
-    report = assemble(load([load_run(tmp_path, slo={"ttft_ms": 35.0, "tpot_ms": 20.0})]))
+    report = assemble(read_runs([load_run(tmp_path, slo={"ttft_ms": 35.0, "tpot_ms": 20.0})]))
     section = next(s for s in report.sections if s.kind == "load")
     assert section.data["slo"] == {"ttft_ms": 35.0, "tpot_ms": 20.0}  # the run's --slo
     jobs = {j.job: j for j in report.jobs}
@@ -126,8 +126,8 @@ def test_server_timings_chunk_gaps_and_a_busy_client_are_shown(tmp_path):
         r["engine_ttft_ms"] = r["ttft_ms"] - 4.0  # the caller saw every first token 4 ms after the engine
     engine[-1]["extra"]["level"].update(engine_step_s=0.5, engine_steps=100.0)
     rows += engine
-    report = assemble(load([write_run(tmp_path / "run", rows)]))
-    levels = mu.per_level(load([tmp_path / "run"]).records).set_index("backend")
+    report = assemble(read_runs([write_run(tmp_path / "run", rows)]))
+    levels = mu.per_level(read_runs([tmp_path / "run"]).records).set_index("backend")
     server, engine = levels.loc["vllm-server"], levels.loc["vllm"]
     assert server["itl_chunk_p50"] == pytest.approx(50.0)  # one gap per request: first token to the last chunk
     assert (server["server_ttft_p50"], server["server_tpot_p50"]) == (7.5, 9.0)

@@ -8,7 +8,7 @@ import pytest
 from reports import build
 from reports.analysis import many_users as mu
 from reports.analysis import replicas
-from reports.load import load
+from reports.runs import read_runs
 from tests.reports.records import record, write_run
 
 TPOTS = [10.0, 12.0, 14.0, 16.0, 40.0]
@@ -51,7 +51,7 @@ def two_gpu_runs(tmp_path):
 
 
 def test_each_configuration_is_named_and_measured(two_gpu_runs):
-    ds = load(two_gpu_runs)
+    ds = read_runs(two_gpu_runs)
     levels = mu.per_level(ds.records)
     got = replicas.configurations(ds.records, levels, ds).set_index("config")
     assert list(got.index) == ["tp=2", "dp=2 · sglang-router round_robin", "dp=2 · sglang-router cache_aware",
@@ -82,7 +82,7 @@ def test_the_page_shows_the_view_only_with_replicas(two_gpu_runs, tmp_path):
 
 def test_a_run_made_before_dp_is_tp_from_its_args(tmp_path):
     old = write_run(tmp_path / "old", level("old", "vllm-server", None, 10), {"args": {"tp": 2}})
-    ds = load([old])
+    ds = read_runs([old])
     assert replicas.configuration(ds, "vllm-server")["config"] == "tp=2"
     assert replicas.configurations(ds.records, mu.per_level(ds.records), ds).empty
 
@@ -90,7 +90,7 @@ def test_a_run_made_before_dp_is_tp_from_its_args(tmp_path):
 def test_users_within_each_target_per_configuration(two_gpu_runs, tmp_path):
     from reports.assemble import assemble
 
-    report = assemble(load(two_gpu_runs))
+    report = assemble(read_runs(two_gpu_runs))
     section = next(s for s in report.sections if s.kind == "load")
     caps = replicas.capacities(section.data["cap"]["capacity"], section.data["replicas"])
     assert set(caps["config"]) == set(section.data["replicas"]["config"])
@@ -104,10 +104,10 @@ def test_caveats_say_what_the_table_cannot(two_gpu_runs, tmp_path):
     from reports.views import replicas as view
 
     runs = [*two_gpu_runs, run(tmp_path, "dp2-silent", "vllm-server", 1, 2, "vllm-dp-coordinator", None, None, 50)]
-    section = next(s for s in assemble(load(runs)).sections if s.kind == "load")
+    section = next(s for s in assemble(read_runs(runs)).sections if s.kind == "load")
     texts = [c.text for c in view.caveats(section)]
     assert any("ranks none of them" in t for t in texts)
     assert any(t.startswith("dp=2 · vllm-dp-coordinator: no per-replica") for t in texts)
-    one = next(s for s in assemble(load(two_gpu_runs[:1])).sections if s.kind == "load")
+    one = next(s for s in assemble(read_runs(two_gpu_runs[:1])).sections if s.kind == "load")
     assert view.caveats(one) == []
 

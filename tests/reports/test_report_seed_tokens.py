@@ -8,7 +8,7 @@ import pytest
 from reports import reference
 from reports.analysis import claims
 from reports.assemble import assemble
-from reports.load import load
+from reports.runs import read_runs
 from tests.reports.records import PROMPTS, conversation_records, write_run
 
 QWEN3 = {"class": "Qwen2Tokenizer", "size": 151936,
@@ -22,7 +22,7 @@ def token_claims(tmp_path, tokenizer):
     env = {"model": {"label": "qwen3-8b-shape", "builtin": True, "random_weights": True}}
     if tokenizer is not None:
         env["tokenizer"] = tokenizer
-    report = assemble(load([write_run(tmp_path / "run", conversation_records(), env)]))
+    report = assemble(read_runs([write_run(tmp_path / "run", conversation_records(), env)]))
     return {c.statement.split(" (")[0].split(" in tokens")[0]: c for c in claims.check_all(report) if c.source == "seed article"}
 
 

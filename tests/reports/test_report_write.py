@@ -9,7 +9,7 @@ import os
 import pytest
 
 from reports import build
-from reports.load import ReportError
+from reports.runs import ReportError
 from tests.reports.records import record, write_run
 
 

@@ -138,7 +138,7 @@ def setup_of(env: dict[str, Any], name: str) -> tuple:
     return (env.get("plan_hash"), (env.get("model") or {}).get("config_hash"), env.get("dtype"), version)
 
 
-def load(run_dirs: list[str | Path], drop: list[tuple[str, str]] | tuple = (), merge_starts: bool = False) -> Dataset:
+def read_runs(run_dirs: list[str | Path], drop: list[tuple[str, str]] | tuple = (), merge_starts: bool = False) -> Dataset:
     rows: list[dict[str, Any]] = []
     envs: dict[str, dict[str, Any]] = {}
     dropped: set[tuple[str, str]] = set()

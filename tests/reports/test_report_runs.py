@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 
 from reports.__main__ import main
-from reports.load import ReportError, load
+from reports.runs import ReportError, read_runs
 
 
 def test_same_backend_in_two_runs_gets_two_labels(recorded_runs):
-    ds = load(recorded_runs)
+    ds = read_runs(recorded_runs)
     eager, sdpa = (r.name for r in recorded_runs)
     assert f"hf ({eager})" in ds.backends and f"hf ({sdpa})" in ds.backends
     assert ds.sources[f"hf ({sdpa})"] == (sdpa, "hf")
@@ -17,7 +17,7 @@ def test_same_backend_in_two_runs_gets_two_labels(recorded_runs):
 
 def test_drop_leaves_one_runs_backend_out(recorded_runs):
     eager, sdpa = (r.name for r in recorded_runs)
-    ds = load(recorded_runs, drop=[(eager, "hf")])
+    ds = read_runs(recorded_runs, drop=[(eager, "hf")])
     assert "hf" in ds.backends and "hf-graphs" in ds.backends  # one hf left: no run suffix
     assert set(ds.records.loc[ds.records["backend"] == "hf", "run_id"]) == {sdpa}
     assert len(ds.records[ds.records["run_id"] == eager]) == 8  # hf-graphs' and sglang's rows stay
@@ -25,7 +25,7 @@ def test_drop_leaves_one_runs_backend_out(recorded_runs):
 
 def test_drop_that_matches_nothing_is_an_error(recorded_runs, tmp_path, capsys):
     with pytest.raises(ReportError, match="no-such-run:hf"):
-        load(recorded_runs, drop=[("no-such-run", "hf")])
+        read_runs(recorded_runs, drop=[("no-such-run", "hf")])
     out = str(tmp_path / "r.html")
     assert main([*map(str, recorded_runs), "-o", out, "--drop", f"{recorded_runs[0].name}:vllm"]) == 2
     assert "no such records" in capsys.readouterr().err
@@ -41,7 +41,7 @@ def test_two_runs_with_one_id_are_told_apart_by_their_folders(recorded_runs, tmp
     renamed = tmp_path / "renamed-copy"
     shutil.copytree(recorded_runs[0], renamed)  # same run_id inside env.json
     run_id = json.loads((renamed / "env.json").read_text())["run_id"]
-    ds = load([recorded_runs[0], renamed, recorded_runs[0]])
+    ds = read_runs([recorded_runs[0], renamed, recorded_runs[0]])
     assert list(ds.envs) == [run_id, "renamed-copy", f"{recorded_runs[0].name}'"]
 
 
@@ -54,9 +54,9 @@ def test_gzipped_records_read_as_the_plain_file(tmp_path):
 
     run = write_run(tmp_path / "run", [record(backend="hf", workload="sweep", kind="sweep", case=f"N={n}", ttft_ms=n)
                                        for n in (64, 256)])
-    plain = load([run]).records
+    plain = read_runs([run]).records
     with (run / "records.jsonl").open("rb") as src, gzip.open(run / "records.jsonl.gz", "wb") as dst:
         shutil.copyfileobj(src, dst)
     (run / "records.jsonl").unlink()
-    packed = load([run]).records
+    packed = read_runs([run]).records
     assert sorted(packed["ttft_ms"]) == sorted(plain["ttft_ms"]) == [64, 256]
