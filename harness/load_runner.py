@@ -154,11 +154,14 @@ def run_search(runner: Runner, group: Group) -> int:
     from contract.capacity import choose, judge
     from contract.level_stats import level_stats
     from contract.slo import parse_targets
-    from workloads.load import search_groups
+    from workloads.kinds import kind
 
     info = group.load["search"]
     targets = parse_targets(info["targets"])
     first = group.steps[0]
+    search_groups = kind(first.kind).search_groups  # the kind cuts an added level's groups from its pool
+    if search_groups is None:
+        raise TypeError(f"kind {first.kind!r} plans a capacity search but has no search_groups")
     pool = {g.load["pool"]: g.steps for g in runner.plan.groups if g.block == info["pool"] and g.load}
     closed = info["loop"] == "closed"
     ran = 0

@@ -97,3 +97,47 @@ def test_the_contract_needs_nothing_but_the_standard_library():
         tops = {name.split(".")[0] for name in imported_modules(path.read_text(encoding="utf-8"))}
         foreign |= {f"{path.name}: {t}" for t in tops - set(sys.stdlib_module_names) - {"__future__", "contract"}}
     assert foreign == set()
+
+
+# --- the harness and the workload kinds ----------------------------------------------------------
+def imported_names(source: str) -> set[str]:
+    """Every module ``source`` imports, and for ``from package import name`` also ``package.name``
+    (``name`` may be a module: ``from workloads import load``)."""
+    names = imported_modules(source)
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return names
+
+
+def kind_rooms() -> set[str]:
+    """The module (or package) of every registered workload kind, e.g. ``workloads.load``."""
+    from workloads.kinds import REGISTRY
+
+    return {target.split(":")[0] for target in REGISTRY.values()}
+
+
+def kind_imports(source: str, rooms: set[str]) -> set[str]:
+    """The modules of ``source``'s imports that are a kind's room or inside one."""
+    return {n for n in imported_names(source) if any(n == room or n.startswith(room + ".") for room in rooms)}
+
+
+def test_the_kind_scan_sees_a_kind_module_and_only_that():
+    rooms = {"workloads.load", "workloads.sweep"}
+    assert kind_imports("def f():\n    from workloads.load import search_groups\n", rooms) == {"workloads.load",
+                                                                                            "workloads.load.search_groups"}
+    assert kind_imports("from workloads import load", rooms) == {"workloads.load"}
+    assert kind_imports("import workloads.sweep as s\nfrom workloads.load.planner import plan", rooms) == {
+        "workloads.sweep", "workloads.load.planner", "workloads.load.planner.plan"}
+    assert kind_imports("from workloads.loader import x\nfrom workloads.kinds import kind\nimport workloads", rooms) == set()
+
+
+def test_the_harness_reaches_a_workload_kind_only_through_the_registry():
+    """A kind's behaviour is a field of its ``Kind`` (``workloads.kinds``): the harness imports the registry
+    and the generic workload modules, never a kind's own module."""
+    rooms = kind_rooms()
+    assert len(rooms) >= 5  # the registry was read
+    offenders = [f"{path.relative_to(ROOT)} imports {', '.join(sorted(found))}"
+                 for path in sorted((ROOT / "harness").rglob("*.py"))
+                 if (found := kind_imports(path.read_text(encoding="utf-8"), rooms))]
+    assert offenders == []

@@ -4,8 +4,9 @@ A kind is one :class:`Kind` object in its own module (``workloads/<kind>.py``, n
 ``KIND``): its file-format model (``spec``), its planner (``plan``), how a finished request is
 scored into record fields (``score``), whether later engine starts measure it again
 (``repeated``), which group runner the harness hands its groups to (``runs_as``), the fields
-that name files and what it makes of them once read (``files``, ``with_files``), and the
-command-line options that override its fields (``overrides``). The loader, the planner, the
+that name files and what it makes of them once read (``files``, ``with_files``), the
+command-line options that override its fields (``overrides``), and the levels its capacity
+search adds (``search_groups``). The loader, the planner, the
 command line and the runner loop over this registry; none of them names a kind. The report half
 of a kind is registered in ``reports.kinds``.
 
@@ -28,7 +29,7 @@ from pydantic import BaseModel, Field, create_model, model_validator
 from contract.registry import Registry
 
 if TYPE_CHECKING:
-    from contract.plan import Step
+    from contract.plan import Group, Step
 
 REGISTRY: dict[str, str] = {
     "conversation": "workloads.conversation:KIND",
@@ -85,6 +86,10 @@ class Kind:
     # (spec, what its file held or None, workloads.loader.EntryContext) -> the specs it stands for
     with_files: Callable[[Any, Any, Any], list[Any]] | None = None
     overrides: tuple[Override, ...] = ()  # command-line options that set fields of every workload of the kind
+    # the groups of a level the capacity search adds, cut from the plan's pool of the variant (only for a kind
+    # whose planner puts a ``search`` in a group's load settings): (the search's settings, the pool's warm-up
+    # steps, its timed steps, the variant's block, concurrency, rate_rps, the target searched for) -> groups
+    search_groups: Callable[..., list[Group]] | None = None
 
 
 KINDS: Registry[Kind] = Registry("workload kind", REGISTRY, check_name=True)

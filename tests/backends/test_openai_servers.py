@@ -7,7 +7,7 @@ Two server starts (~40 s each on a CPU), shared by the tests of this module:
    and nothing of the server is left;
 2. the same run resumed (``--resume`` re-runs what failed) and interrupted with SIGINT to the
    whole ``compare.py`` process group, as a Ctrl-C does, in the last workload (the load, at the
-   CPU's scale: ``harness.load_args.CPU_LOAD``) once two of its levels are recorded: the server is
+   CPU's scale: ``workloads.load.CPU_LOAD``) once two of its levels are recorded: the server is
    gone, the port is free, the records of the first workloads show what the serving view measures
    (streaming TTFT, cached tokens from turn 2, valid constrained JSON, server-side TTFT from
    /metrics at most the client's), and the recorded load levels hold every request through the
@@ -33,8 +33,8 @@ import pytest
 from backends.base import BackendSettings
 from backends.openai.process import ServerFailed, group_members
 from backends.openai.servers import VLLMServerBackend
-from harness import load_args
 from harness.records import read_records
+from workloads.load import CPU_LOAD, parse_load
 
 pytestmark = [
     pytest.mark.openai,
@@ -199,7 +199,7 @@ def test_the_load_runs_through_the_server(runs) -> None:
     rows = [r for r in read_records(runs["out"]) if r["kind"] == "load" and not r["skipped"]]
     levels = [r for r in rows if r["rep"] is None and not r["error"]]  # those the resumed run finished
     assert len(levels) >= LOAD_LEVELS_BEFORE_CTRL_C
-    output_tokens = int(load_args.parse_load(load_args.CPU_LOAD)["output_tokens"])
+    output_tokens = int(parse_load(CPU_LOAD)["output_tokens"])
     for level in levels:
         facts = level["extra"]["level"]
         assert facts["batches_requests"] and facts["requests_started"] == facts["requests_planned"] > 0

@@ -11,11 +11,12 @@ import pytest
 import yaml
 from pydantic import BaseModel
 
-from harness import load_args
 from harness.cli import main
 from tests.conftest import compare, records
 from workloads import file_hash, hashes, load_file
 from workloads import spec as S
+from workloads.load import CPU_LOAD, parse_load
+from workloads.overrides import apply_fields
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 STUDY = EXAMPLES / "study.yaml"
@@ -74,7 +75,7 @@ def test_load_transcripts_example_lints_and_fits_the_cpu_load_scale(tiny_model_d
     [spec] = load_file(path)
     assert spec.kind == "load" and len(spec.sessions) == spec.user_count() == max(spec.levels) == 4
     assert set(hashes([path])) == {str(path), str(EXAMPLES / "sessions.jsonl")}
-    load_args.apply_load([spec], load_args.parse_load(load_args.CPU_LOAD))  # compare.py's CPU default: no mistake
+    apply_fields([spec], "--load", parse_load(CPU_LOAD))  # compare.py's CPU default: no mistake
     assert main(["--lint-only", "--workload-file", str(path)]) == 0
     assert "1 workload(s) valid: load-recorded" in capsys.readouterr().out
 
