@@ -70,7 +70,7 @@ def measure(args: argparse.Namespace) -> list[dict]:
     from backends.hf.cb import HFContinuousBatchingBackend
     from harness import cli, models
     from harness.chat import Renderer
-    from workloads.load import fixed_prompt
+    from workloads.load.prompts import fixed_prompt
 
     model = models.resolve(args.model, args.random_weights)
     device, dtype = cli.resolve_device(args.device, args.dtype)

@@ -264,7 +264,7 @@ def header(backend: Backend, args: argparse.Namespace, n: int) -> dict[str, Any]
 
 def fixed_prompts(renderer: Any, args: argparse.Namespace) -> tuple[list[list[int]], list[list[int]]]:
     """(the N measured prompts, C warm-up prompts): ``workloads.load``'s fixed shape, P tokens, the first S shared."""
-    from workloads.load import fixed_prompt, shared_prefix_ids
+    from workloads.load.prompts import fixed_prompt, shared_prefix_ids
 
     prefix, n = shared_prefix_ids(renderer, args.shared_prefix_tokens), args.requests or args.concurrency
     prompts = [fixed_prompt(renderer, prefix, args.prompt_tokens, r) for r in range(n)]

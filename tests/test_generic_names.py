@@ -26,7 +26,8 @@ ROOMS = {
     "backends/__init__.py",  # the backend registry
     "workloads/kinds.py", "reports/kinds.py",  # the kind registries
     "workloads/conversation.py", "workloads/sweep.py", "workloads/json_extraction.py", "workloads/template.py",
-    "workloads/load.py",
+    "workloads/load/__init__.py", "workloads/load/spec.py", "workloads/load/prompts.py", "workloads/load/planner.py",
+    "workloads/load/search.py",
     "reports/analysis/seed_claims.py", "reports/analysis/seed_tokens.py",  # the seed article's claims, kind by kind
     "reports/readme_tables.py",
     "reports/analysis/many_users.py", "reports/views/many_users.py",
@@ -87,7 +88,7 @@ def test_the_scan_covers_the_generic_modules():
                    "reports/analysis/agreement.py", "reports/analysis/caveats.py", "reports/page.py",
                    "backends/base.py", "backends/load_loop.py", "contract/plan.py"):
         assert module in covered, module
-    assert "backends/vllm/backend.py" not in covered and "workloads/load.py" not in covered
+    assert "backends/vllm/backend.py" not in covered and "workloads/load/planner.py" not in covered
 
 
 def test_no_generic_module_decides_on_a_kind_or_backend_name():

@@ -7,7 +7,7 @@ Two server starts (~40 s each on a CPU), shared by the tests of this module:
    and nothing of the server is left;
 2. the same run resumed (``--resume`` re-runs what failed) and interrupted with SIGINT to the
    whole ``compare.py`` process group, as a Ctrl-C does, in the last workload (the load, at the
-   CPU's scale: ``workloads.load.CPU_LOAD``) once two of its levels are recorded: the server is
+   CPU's scale: ``workloads.load.spec.CPU_LOAD``) once two of its levels are recorded: the server is
    gone, the port is free, the records of the first workloads show what the serving view measures
    (streaming TTFT, cached tokens from turn 2, valid constrained JSON, server-side TTFT from
    /metrics at most the client's), and the recorded load levels hold every request through the
@@ -34,7 +34,7 @@ from backends.base import BackendSettings
 from backends.openai.process import ServerFailed, group_members
 from backends.openai.servers import VLLMServerBackend
 from harness.records import read_records
-from workloads.load import CPU_LOAD, parse_load
+from workloads.load.spec import CPU_LOAD, parse_load
 
 pytestmark = [
     pytest.mark.openai,

@@ -15,7 +15,7 @@ from harness.cli import main
 from tests.conftest import compare, records
 from workloads import file_hash, hashes, load_file
 from workloads import spec as S
-from workloads.load import CPU_LOAD, parse_load
+from workloads.load.spec import CPU_LOAD, parse_load
 from workloads.overrides import apply_fields
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"

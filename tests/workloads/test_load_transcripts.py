@@ -10,7 +10,7 @@ from harness.chat import common_prefix_len
 from harness.cli import main
 from workloads import WorkloadFileError, build_plan, hashes, load_file
 from workloads.conversation import recorded_requests
-from workloads.load import context_needed
+from workloads.load.prompts import context_needed
 
 TOOLS = [{"type": "function", "function": {"name": "lookup_order", "description": "Fetch an order.",
                                            "parameters": {"type": "object", "properties": {"id": {"type": "integer"}}}}}]

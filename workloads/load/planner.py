@@ -1,0 +1,114 @@
+"""The load kind's planner: per variant and level, an unrecorded warm-up group and the level's group
+of steps (a user's turns, or fixed-shape requests), and the pool the capacity search cuts from.
+
+``plan`` is the kind's ``Kind.plan``; the groups' ``load`` settings tell the harness's concurrent
+runner (``harness/load_runner.py``) the level's concurrency or rate. The levels the search adds
+are cut from the pool by ``workloads/load/search.py``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from contract.chat import Renderer, common_prefix_len
+from contract.plan import Group, Plan, Step
+from workloads.load.prompts import RANDOM_SEED, SessionPrompts, fixed_prompt, shared_prefix_ids
+from workloads.load.spec import DEFAULT_USERS, STEADY_REQUESTS, LoadSpec
+
+
+def _users(spec: LoadSpec, concurrency: int | None) -> int:
+    """Sessions a level runs, each whole: C of them (at least 4, so a level is not over after one
+    session at C=1), at most the spec's users; an open-loop rate runs every user."""
+    users = spec.user_count() or DEFAULT_USERS
+    return users if concurrency is None else min(users, max(concurrency, 4))
+
+
+def fixed_requests(requests: int | None, concurrency: int | None) -> int:
+    """A fixed-shape level's requests (``requests`` when given): the first wave (C) and a steady window of
+    STEADY_REQUESTS x C, at least 32 (an open-loop rate: 33)."""
+    return requests if requests is not None else max(32, (1 + STEADY_REQUESTS) * (concurrency or 3))
+
+
+def plan(spec: LoadSpec, renderer: Renderer, out: Plan, repeats: int, start: int = 0) -> None:  # noqa: ARG001 - levels, not repeats
+    """Per variant and level: an unrecorded warm-up group (the cache reset before it), then the level's group,
+    which inherits the warm-up's cache. With the capacity search on, the variant's last closed-loop and
+    last open-loop group carry the search's settings, and a pool of steps (warm-up and timed, at the
+    search's ceiling) lets the runner cut the levels it adds (``search_groups``)."""
+    sessions = SessionPrompts(spec, renderer)
+    variants = ["sessions"] if spec.shape == "sessions" else [f"S={s}" for s in spec.shared_prefix_tokens]
+    ceiling = max([*spec.levels, spec.search_max or 0]) if spec.levels else None
+    for variant in variants:
+        prefix = shared_prefix_ids(renderer, int(variant[2:])) if spec.shape == "fixed" else []
+        last: dict[str, Group] = {}
+        for case, load in spec.loads():
+            warm, timed = _level_steps(spec, sessions, renderer, out, variant, case, prefix, load.get("concurrency"))
+            settings = _settings(spec, load)
+            block = f"{spec.name}/{variant}/{case}"
+            if warm:
+                out.groups.append(Group(block=block, steps=warm, warmup=True, reset_cache=True, load=settings))
+            out.groups.append(Group(block=block, steps=timed, reset_cache=not warm, load=settings))
+            last["closed" if load.get("concurrency") else "open"] = out.groups[-1]
+        if not spec.search_levels or not last:
+            continue
+        pool = f"{spec.name}/{variant}/search-pool"
+        for loop, group in last.items():
+            group.load = {**group.load, "search": {"loop": loop, "levels": spec.search_levels, "pool": pool,
+                                                   "ceiling": ceiling if loop == "closed" else None,
+                                                   "targets": spec.search_targets, "shape": spec.shape,
+                                                   "users": _users(spec, None), "requests": spec.requests,
+                                                   "warmup_requests": spec.warmup_requests,
+                                                   "settings": _settings(spec, {"concurrency": None})}}
+        warm = _level_steps(spec, sessions, renderer, out, variant, "pool", prefix, ceiling)[0]
+        if spec.shape == "sessions":  # every user: an open-loop level runs them all
+            timed = _level_steps(spec, sessions, renderer, out, variant, "pool", prefix, None)[1]
+        else:  # as many requests as the largest level the search may add, closed or open
+            n = max(fixed_requests(spec.requests, ceiling), fixed_requests(spec.requests, None))
+            timed = _fixed_steps(spec, renderer, out, variant, "pool", prefix, range(n))
+        if warm:
+            out.groups.append(Group(block=pool, steps=warm, warmup=True, load={"pool": "warmup"}))
+        out.groups.append(Group(block=pool, steps=timed, warmup=True, load={"pool": "timed"}))
+
+
+def _settings(spec: LoadSpec, load: dict[str, Any]) -> dict[str, Any]:
+    return {**load, "think_time_s": spec.think_time_s if spec.shape == "sessions" else 0.0, "seconds": spec.seconds,
+            "seed": RANDOM_SEED}
+
+
+def _level_steps(spec: LoadSpec, sessions: SessionPrompts, renderer: Renderer, out: Plan, variant: str, case: str,
+                 prefix: list[int], concurrency: int | None) -> tuple[list[Step], list[Step]]:
+    """A level's warm-up steps and timed steps."""
+    c = concurrency or 1
+    warm_n = spec.warmup_requests if spec.warmup_requests is not None else c
+    if spec.shape == "sessions":
+        users = spec.user_count() or DEFAULT_USERS  # warm-up users come after every timed one
+        warm = _session_steps(spec, sessions, out, case, range(users, users + warm_n), warm_turns=1)
+        return warm, _session_steps(spec, sessions, out, case, range(_users(spec, concurrency)))
+    n = fixed_requests(spec.requests, concurrency)
+    warm = _fixed_steps(spec, renderer, out, variant, case, prefix, range(10**6, 10**6 + warm_n))
+    return warm, _fixed_steps(spec, renderer, out, variant, case, prefix, range(n))
+
+
+def _step(spec: LoadSpec, mode: str, case: str, key: str, rep: int, **kw: Any) -> Step:
+    return Step(workload=spec.name, kind="load", mode=mode, case=case, prompt=key, max_new_tokens=spec.output_tokens,
+                rep=rep, temperature=0.0, ignore_eos=True, reuse_prefix=True, needs=["load"], **kw)
+
+
+def _session_steps(spec: LoadSpec, sessions: SessionPrompts, out: Plan, case: str, users: range,
+                   warm_turns: int | None = None) -> list[Step]:
+    """Every user's turns, user by user (the load loop runs a user's turns in order, users concurrently)."""
+    steps: list[Step] = []
+    for u in users:
+        prompts = sessions(u, warm_turns)
+        for t, ids in enumerate(prompts):
+            # what a prefix cache can hold for this request: the user's previous turn, else what
+            # other users' first requests share with it (the system prompt and tools, at least)
+            shared = common_prefix_len(prompts[t - 1], ids) if t else sessions.across(u, users)
+            steps.append(_step(spec, "sessions", case, out.add_prompt(ids), rep=u, turn=t + 1, user=u,
+                               shared_prefix_tokens=shared))
+    return steps
+
+
+def _fixed_steps(spec: LoadSpec, renderer: Renderer, out: Plan, variant: str, case: str, prefix: list[int],
+                 requests: range) -> list[Step]:
+    return [_step(spec, variant, case, out.add_prompt(fixed_prompt(renderer, prefix, spec.prompt_tokens, r)), rep=r,
+                  shared_prefix_tokens=len(prefix)) for r in requests]

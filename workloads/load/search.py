@@ -1,0 +1,37 @@
+"""The levels the load kind's capacity search adds (``Kind.search_groups``), cut from the plan's pool.
+
+The planner (``workloads/load/planner.py``) puts a pool of warm-up and timed steps at the search's
+ceiling into every variant that searches; the harness's runner (``harness/load_runner.py``), having
+chosen the next level (``contract.capacity``), asks the kind through the registry for that level's
+groups: a prefix of the pool's users or requests, the same ones a planned level at that load has.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from contract.plan import Group, Step
+from workloads.load.planner import fixed_requests
+
+
+def search_groups(info: dict[str, Any], pool_warm: list[Step], pool_timed: list[Step], block: str,
+                  concurrency: int | None, rate_rps: float | None, searched_for: str) -> list[Group]:
+    """The warm-up and timed groups of a level the capacity search adds, cut from the variant's pool (the
+    same requests a planned level at that load has: a prefix of the pool's users or requests)."""
+    import dataclasses
+
+    case = f"C={concurrency}" if concurrency else f"rate={rate_rps:g}"
+    c = concurrency or 1
+    warm_n = info["warmup_requests"] if info["warmup_requests"] is not None else c
+    if info["shape"] == "sessions":
+        users = min(info["users"], max(c, 4)) if concurrency else info["users"]
+        keep = sorted({s.user for s in pool_timed})[:users]
+        timed = [s for s in pool_timed if s.user in set(keep)]
+    else:
+        timed = pool_timed[:fixed_requests(info["requests"], concurrency)]
+    warm = pool_warm[:warm_n]
+    settings = {**info["settings"], "concurrency": concurrency, "rate_rps": rate_rps, "searched_for": searched_for}
+    groups = [Group(block=block + f"/{case}", steps=[dataclasses.replace(s, case=case) for s in warm], warmup=True,
+                    reset_cache=True, load=settings)] if warm else []
+    return groups + [Group(block=block + f"/{case}", steps=[dataclasses.replace(s, case=case) for s in timed],
+                           reset_cache=not warm, load=settings)]
