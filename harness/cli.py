@@ -38,7 +38,7 @@ from harness.cli_checks import (
 from harness.cli_parser import parser
 from harness.env import commit_provenance, merge_env, write_json
 from harness.launch import Interrupted, handlers
-from harness.run_plan import Planned, Workloads, describe_run, plan_prompts, read_workloads
+from harness.run_plan import Planned, Workloads, choose_workloads, describe_run, plan_prompts
 from harness.rundir import RunDirBusy, atomic_write_text, claim, is_disk_full
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -111,7 +111,7 @@ def _main(args: argparse.Namespace) -> int:
     the run directory, the model and the device, render the plan, describe the run, then write the run
     directory and run the backends' children and the report in it."""
     names, pythons = check_arguments(args)
-    chosen = read_workloads(args)
+    chosen = choose_workloads(args)
     if args.lint_only:
         return lint_only(args, chosen.specs)
     out = choose_out(args, names)
@@ -158,9 +158,9 @@ def choose_model(args: argparse.Namespace) -> tuple[models.ResolvedModel, str, s
 
 def builtins_at_cpu_scale(args: argparse.Namespace, chosen: Workloads) -> list:
     """The specs with each built-in workload at its kind's CPU scale; a workload file's run as written."""
-    from workloads import BUILTIN, load_builtin
+    from workloads import BUILTIN, read_builtin
 
-    built_in = {s.name for s in load_builtin(chosen.names if chosen.names is not None else BUILTIN)}
+    built_in = {s.name for s in read_builtin(chosen.names if chosen.names is not None else BUILTIN)}
     return cpu_scale(chosen.specs, args, built_in)  # names are unique in a run
 
 

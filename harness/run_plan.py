@@ -1,6 +1,6 @@
 """What the parent decides before any backend runs: the workloads, every prompt rendered once, env.json's run part.
 
-harness/cli.py calls these steps in order (see ``_main``): :func:`read_workloads` (the files and the
+harness/cli.py calls these steps in order (see ``_main``): :func:`choose_workloads` (the files and the
 CLI overrides), :func:`plan_prompts` (the tokenizer renders the plan; the checks that need it) and
 :func:`describe_run` (the run-level facts the report's environment card shows). Each check raises
 :class:`~harness.cli_checks.UsageError` (exit 2) before anything runs.
@@ -53,13 +53,13 @@ class Planned:
     chat_prompts: dict | None
 
 
-def read_workloads(args: argparse.Namespace) -> Workloads:
+def choose_workloads(args: argparse.Namespace) -> Workloads:
     """``--workloads`` / ``--workload-file`` read and checked, then ``--json-*``, ``--load`` and ``--slo`` applied."""
-    from workloads import BUILTIN, WorkloadFileError, load_workloads
+    from workloads import BUILTIN, WorkloadFileError, read_workloads
 
     workload_names = args.workloads.split(",") if args.workloads else ([] if args.workload_file else None)
     try:
-        specs = load_workloads(workload_names if workload_names is not None else BUILTIN, args.workload_file)
+        specs = read_workloads(workload_names if workload_names is not None else BUILTIN, args.workload_file)
     except WorkloadFileError as exc:
         raise UsageError(str(exc)) from exc
     specs = apply_overrides(specs, args)

@@ -1,6 +1,6 @@
 """The README and docs/ cannot go stale: the README's length, its workload table against the registries,
 every flag it and the docs put on a command line against the real parsers, every relative link and
-anchor, the example workload files against the loader, and the reference figures against their source."""
+anchor, the example workload files against the reader, and the reference figures against their source."""
 
 from __future__ import annotations
 
@@ -196,13 +196,13 @@ def yaml_blocks(doc: str) -> list[str]:
 
 @pytest.mark.parametrize("page,all_kinds", [(README, False), (ROOT / "docs" / "workloads.md", True)])
 def test_the_example_workload_files_load(tmp_path, page, all_kinds):
-    from workloads import kinds, load_file
+    from workloads import kinds, read_workload_file
 
     blocks = yaml_blocks(text(page))
     assert blocks, f"{page.name} has no yaml example"
     path = tmp_path / "example.yaml"
     path.write_text(blocks[0])
-    specs = load_file(path)
+    specs = read_workload_file(path)
     if all_kinds:  # "one workload of each kind"
         assert sorted({s.kind for s in specs}) == sorted(kinds.names())
 

@@ -2,7 +2,7 @@
 
 The ``brevity`` kind is registered here (one line in ``workloads.kinds.REGISTRY``, one in
 ``reports.kinds.REGISTRY``) and a workload file of that kind goes through the real pipeline: the
-loader validates it against the registered spec, the planner plans it, the child replays the plan
+reader validates it against the registered spec, the planner plans it, the child replays the plan
 on a backend (an instant echo backend) with the kind's scoring, and the report gives it a section
 with the kind's own blocks. No module outside ``tests/example_kind`` names the kind.
 """
@@ -18,7 +18,7 @@ from reports import build
 from reports import kinds as report_kinds
 from tests.harness import fakes
 from workloads import kinds as measuring_kinds
-from workloads import load_file
+from workloads import read_workload_file
 
 BREVITY = """\
 workloads:
@@ -39,12 +39,12 @@ def brevity(monkeypatch):
 
 def test_the_file_format_knows_a_registered_kind_and_only_then(tmp_path, brevity, monkeypatch):
     path = fakes.small_workload(tmp_path, BREVITY)
-    (spec,) = load_file(path)
+    (spec,) = read_workload_file(path)
     assert spec.kind == "brevity" and spec.prompts == ["Say yes.", "Say no."]
     assert measuring_kinds.names() == report_kinds.names()  # both halves registered
     monkeypatch.delitem(measuring_kinds.REGISTRY, "brevity")
     with pytest.raises(ValueError, match="unknown kind 'brevity'"):
-        load_file(path)
+        read_workload_file(path)
 
 
 def test_plan_records_report(tmp_path, tiny_model_dir, brevity):

@@ -84,7 +84,7 @@ def test_the_scan_covers_the_generic_modules():
     covered = {p.relative_to(ROOT).as_posix() for p in generic_modules()}
     for module in ("harness/cli.py", "harness/cli_parser.py", "harness/run_plan.py", "harness/backend_runs.py",
                    "harness/runner.py", "harness/load_runner.py",
-                   "harness/cli_checks.py", "workloads/loader.py", "workloads/__init__.py", "reports/assemble.py",
+                   "harness/cli_checks.py", "workloads/reader.py", "workloads/__init__.py", "reports/assemble.py",
                    "reports/analysis/agreement.py", "reports/analysis/caveats.py", "reports/page.py",
                    "backends/base.py", "backends/load_loop.py", "contract/plan.py"):
         assert module in covered, module

@@ -1,10 +1,10 @@
 """Workloads: the built-in studies (files in ``builtin/``) and user files in the same format.
 
-    specs = load_workloads(["conversation", "sweep"], ["my_study.yaml"])   # checked, or WorkloadFileError
+    specs = read_workloads(["conversation", "sweep"], ["my_study.yaml"])   # checked, or WorkloadFileError
     plan = build_plan(specs, renderer, repeats=5, starts=2)   # every request, as token ids
 
 Each kind is one registered unit (``kinds.py``: spec, planner, scoring); the file format is
-read by ``loader.py`` (line numbers, transcripts);
+read by ``reader.py`` (line numbers, transcripts);
 ``lint.py`` checks that each conversation turn's prompt extends the previous one.
 """
 
@@ -16,12 +16,12 @@ from pathlib import Path
 from contract.chat import Renderer
 from contract.plan import Plan
 from workloads.kinds import kind, names
-from workloads.loader import WorkloadFileError, file_hash, hashes, load_file
+from workloads.reader import WorkloadFileError, file_hash, hashes, read_workload_file
 from workloads.spec import WorkloadSpec
 
 __all__ = [
-    "BUILTIN", "WorkloadFileError", "build_plan", "file_hash", "hashes", "load_builtin",
-    "load_file", "load_workloads",
+    "BUILTIN", "WorkloadFileError", "build_plan", "file_hash", "hashes", "read_builtin",
+    "read_workload_file", "read_workloads",
 ]
 
 BUILTIN_DIR = Path(__file__).parent / "builtin"
@@ -30,21 +30,21 @@ BUILTIN_DIR = Path(__file__).parent / "builtin"
 BUILTIN: tuple[str, ...] = tuple(n for n in names() if (BUILTIN_DIR / f"{n}.yaml").is_file())
 
 
-def load_builtin(names: Iterable[str]) -> list[WorkloadSpec]:
+def read_builtin(names: Iterable[str]) -> list[WorkloadSpec]:
     specs: list[WorkloadSpec] = []
     for name in names:
         if name not in BUILTIN:
             raise WorkloadFileError(f"unknown workload {name!r} (built-in: {', '.join(BUILTIN)})")
-        specs += load_file(BUILTIN_DIR / f"{name}.yaml")
+        specs += read_workload_file(BUILTIN_DIR / f"{name}.yaml")
     return specs
 
 
-def load_workloads(builtin: Iterable[str], files: Iterable[str | Path]) -> list[WorkloadSpec]:
+def read_workloads(builtin: Iterable[str], files: Iterable[str | Path]) -> list[WorkloadSpec]:
     """Built-ins by name, then every file; one WorkloadFileError listing the mistakes of all files."""
-    specs, errors = load_builtin(builtin), []
+    specs, errors = read_builtin(builtin), []
     for path in files:
         try:
-            specs += load_file(path)
+            specs += read_workload_file(path)
         except WorkloadFileError as exc:
             errors.append(str(exc))
     if errors:

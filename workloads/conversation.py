@@ -75,7 +75,7 @@ def turn_messages(spec: ConversationSpec) -> list[list[dict[str, Any]]]:
             history = [*history, {"role": "assistant", "content": turn.assistant}]
         return requests
     if spec.messages is None:
-        raise ValueError(f"conversation {spec.name!r}: transcripts not loaded (read the file with workloads.load_file)")
+        raise ValueError(f"conversation {spec.name!r}: transcripts not loaded (read the file with workloads.read_workload_file)")
     return recorded_requests(spec.messages, spec.system)
 
 
@@ -132,7 +132,7 @@ def plan(spec: ConversationSpec, renderer: Renderer, out: Plan, repeats: int, st
 def with_files(spec: ConversationSpec, loaded: Any, ctx: Any) -> list[ConversationSpec]:
     """One conversation per transcript read (``<name>/<k>``); each spec keeps ``FILE:LINE`` of its turns."""
     if spec.transcripts is not None:
-        if loaded is None:  # the file could not be used: the loader has said why
+        if loaded is None:  # the file could not be used: the reader has said why
             return [spec]
         ref = ctx.path.parent / spec.transcripts.path
         out = []

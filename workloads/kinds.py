@@ -6,7 +6,7 @@ scored into record fields (``score``), whether later engine starts measure it ag
 (``repeated``), which group runner the harness hands its groups to (``runs_as``), the fields
 that name files and what it makes of them once read (``files``, ``with_files``), the
 command-line options that override its fields (``overrides``), and the levels its capacity
-search adds (``search_groups``). The loader, the planner, the
+search adds (``search_groups``). The reader, the planner, the
 command line and the runner loop over this registry; none of them names a kind. The report half
 of a kind is registered in ``reports.kinds``.
 
@@ -83,7 +83,7 @@ class Kind:
     runs_as: str = "sequential"  # the harness's group runner: "sequential" (one request at a time) or "concurrent"
     timing_only: bool = False  # measured for timing alone: no per-step log-probs asked (they add work to each step)
     files: tuple[FileRef, ...] = ()  # the fields that name a file (the first one given is read)
-    # (spec, what its file held or None, workloads.loader.EntryContext) -> the specs it stands for
+    # (spec, what its file held or None, workloads.reader.EntryContext) -> the specs it stands for
     with_files: Callable[[Any, Any, Any], list[Any]] | None = None
     overrides: tuple[Override, ...] = ()  # command-line options that set fields of every workload of the kind
     # the groups of a level the capacity search adds, cut from the plan's pool of the variant (only for a kind

@@ -5,7 +5,7 @@ A workload file is YAML with a top-level ``workloads:`` list; each entry has a `
 and registers its spec). This module holds what the specs share: the strict base, the error
 helpers, messages and tool calls, turns, tools and transcript sources. The built-in workloads are files
 in this format (``workloads/builtin/``), so user files and built-ins take one code path. The
-models check everything that can be checked without reading another file; ``workloads.loader``
+models check everything that can be checked without reading another file; ``workloads.reader``
 reads the YAML with its line numbers, resolves the files a workload names (transcripts, a
 filler text) and turns every validation error into ``FILE:LINE: field.path: message``.
 A validator that knows a deeper position than its field puts it in the error's ``at`` context.

@@ -47,7 +47,7 @@ def filler_ids(text: str, renderer: Renderer, length: int) -> list[int]:
 
 def plan(spec: SweepSpec, renderer: Renderer, out: Plan, repeats: int, start: int = 0) -> None:
     if spec.filler is None:
-        raise ValueError(f"sweep {spec.name!r}: filler_file not loaded (read the file with workloads.load_file)")
+        raise ValueError(f"sweep {spec.name!r}: filler_file not loaded (read the file with workloads.read_workload_file)")
     ids = filler_ids(spec.filler, renderer, max(spec.lengths))
     keys = {n: out.add_prompt(ids[:n]) for n in spec.lengths}
 

@@ -22,7 +22,7 @@ from backends.base import BackendSettings
 from backends.vllm import config
 from backends.vllm.backend import attention_backend_fact, engine_timing
 from tests.conftest import compare, records
-from workloads import load_builtin
+from workloads import read_builtin
 
 VLLM_MISSING = importlib.util.find_spec("vllm") is None
 ROOT = Path(__file__).resolve().parents[2]
@@ -91,7 +91,7 @@ def test_every_workload_writes_records_timed_by_the_engine(run):
         assert r["finish_reason"] in ("stop", "length")
         if r["output_tokens"] > 1:
             assert r["decode_ms_per_token"] > 0
-    decode_tokens = load_builtin(["sweep"])[0].decode_tokens
+    decode_tokens = read_builtin(["sweep"])[0].decode_tokens
     sweep = measured(rows, "sweep")
     assert sweep and all(r["output_tokens"] == decode_tokens for r in sweep)  # EOS ignored
 
@@ -120,7 +120,7 @@ def test_cached_conversation_reuses_whole_blocks_of_the_shared_prefix(run):
     block = engine["block_size"]
     assert isinstance(block, int) and block > 0
     turns = sorted(measured(rows, "conversation", "cached"), key=lambda r: r["turn"])
-    assert [r["turn"] for r in turns] == list(range(1, len(load_builtin(["conversation"])[0].turns) + 1))
+    assert [r["turn"] for r in turns] == list(range(1, len(read_builtin(["conversation"])[0].turns) + 1))
     assert turns[0]["cached_tokens"] == 0
     for r in turns[1:]:
         shared = r["shared_prefix_tokens"]
@@ -152,14 +152,14 @@ def test_first_token_of_cached_and_full_agree(run):
     rows, _, _, _ = run
     full = {(r["rep"], r["turn"]): r["first_token_id"] for r in measured(rows, "conversation", "full")}
     cached = {(r["rep"], r["turn"]): r["first_token_id"] for r in measured(rows, "conversation", "cached")}
-    assert len(full) == len(load_builtin(["conversation"])[0].turns) and full == cached
+    assert len(full) == len(read_builtin(["conversation"])[0].turns) and full == cached
 
 
 @engine_test
 def test_constrained_json_is_valid_at_every_temperature(run):
     rows, _, _, _ = run
     constrained = measured(rows, "json", "constrained")
-    assert {r["temperature"] for r in constrained} == set(load_builtin(["json"])[0].temperatures)
+    assert {r["temperature"] for r in constrained} == set(read_builtin(["json"])[0].temperatures)
     assert all(r["valid_json"] is True and r["finish_reason"] == "stop" for r in constrained), [
         r["output_text"] for r in constrained if not r["valid_json"]
     ]
@@ -167,7 +167,7 @@ def test_constrained_json_is_valid_at_every_temperature(run):
 
 @engine_test
 def test_step0_candidates_are_the_top_k_and_greedy_takes_the_first(run):
-    spec = load_builtin(["json"])[0]
+    spec = read_builtin(["json"])[0]
     grammar = {m.name: m.grammar for m in spec.modes}
     rows, _, _, _ = run
     with_candidates = [r for r in measured(rows, "json") if r["top_candidates"]]
@@ -202,7 +202,7 @@ def test_a_second_engine_start_measures_the_sweep_and_the_conversation_again(sta
     assert {r["workload"] for r in later} == {"sweep", "conversation"}
     assert len(later) == len(measured([r for r in rows if r["engine_start"] == 0 and r["workload"] in ("sweep", "conversation")]))
     assert all(r["error"] is None and r["timing_source"] == "engine-step" for r in later)
-    lengths = load_builtin(["sweep"])[0].lengths
+    lengths = read_builtin(["sweep"])[0].lengths
     assert [int(r["case"][2:]) for r in later if r["workload"] == "sweep"] == lengths[1:] + lengths[:1]  # rotated
     for r in measured(rows, "sweep"):  # stepping the engine leaves its decode as it is
         assert abs(r["decode_ms_per_token"] - r["engine_decode_ms_per_token"]) <= 0.1 * r["engine_decode_ms_per_token"] + 0.5, r

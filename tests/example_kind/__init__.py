@@ -4,5 +4,5 @@
     report half      tests/example_kind/report.py     analysis, page blocks    (reports.kinds.REGISTRY)
 
 ``tests/test_example_kind.py`` registers both (one line in each registry) and runs a workload file
-of this kind through the real loader, planner, runner and report. Nothing else in the tree knows it.
+of this kind through the real reader, planner, runner and report. Nothing else in the tree knows it.
 """

@@ -161,9 +161,9 @@ def prepare_run(run_dir: Path, workload_file: Path, model_dir: Path, repeats: in
     from transformers import AutoTokenizer
 
     from harness.chat import Renderer
-    from workloads import build_plan, load_workloads
+    from workloads import build_plan, read_workloads
 
-    specs = load_workloads([], [str(workload_file)])
+    specs = read_workloads([], [str(workload_file)])
     plan = build_plan(specs, Renderer(AutoTokenizer.from_pretrained(model_dir)), repeats)
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / "plan.json").write_text(plan.to_json())

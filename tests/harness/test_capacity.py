@@ -72,11 +72,11 @@ def plan(tiny_model_dir, tmp_path_factory):
     from transformers import AutoTokenizer
 
     from harness.chat import Renderer
-    from workloads import build_plan, load_file
+    from workloads import build_plan, read_workload_file
 
     path = tmp_path_factory.mktemp("spec") / "load.yaml"
     path.write_text(SPEC)
-    return build_plan(load_file(path), Renderer(AutoTokenizer.from_pretrained(tiny_model_dir)), repeats=1)
+    return build_plan(read_workload_file(path), Renderer(AutoTokenizer.from_pretrained(tiny_model_dir)), repeats=1)
 
 
 def run(plan, run_dir, resume=False) -> Knee:
@@ -182,11 +182,11 @@ def test_the_open_loop_search_refines_between_the_poisson_rates(tiny_model_dir, 
     from transformers import AutoTokenizer
 
     from contract.chat import Renderer
-    from workloads import build_plan, load_file
+    from workloads import build_plan, read_workload_file
 
     path = tmp_path / "load.yaml"
     path.write_text(RATES_SPEC)
-    plan = build_plan(load_file(path), Renderer(AutoTokenizer.from_pretrained(tiny_model_dir)), repeats=1)
+    plan = build_plan(read_workload_file(path), Renderer(AutoTokenizer.from_pretrained(tiny_model_dir)), repeats=1)
     out = tmp_path / "run"
     run(plan, out)
     levels = measured_levels(out, "knee", 0, "lf", "S=0", "open")
@@ -224,11 +224,11 @@ def test_the_search_on_sessions_runs_whole_sessions_of_c_users(tiny_model_dir, t
     from transformers import AutoTokenizer
 
     from contract.chat import Renderer
-    from workloads import build_plan, load_file
+    from workloads import build_plan, read_workload_file
 
     path = tmp_path / "load.yaml"
     path.write_text(SESSIONS_SPEC)
-    plan = build_plan(load_file(path), Renderer(AutoTokenizer.from_pretrained(tiny_model_dir)), repeats=1)
+    plan = build_plan(read_workload_file(path), Renderer(AutoTokenizer.from_pretrained(tiny_model_dir)), repeats=1)
     out = tmp_path / "run"
     run(plan, out)
     levels = measured_levels(out, "knee", 0, "ls", "sessions", "closed")

@@ -26,7 +26,7 @@ import pytest
 
 from harness.chat import Renderer
 from harness.models import CHAT_TEMPLATE
-from workloads import BUILTIN, BUILTIN_DIR, build_plan, load_builtin, load_file
+from workloads import BUILTIN, BUILTIN_DIR, build_plan, read_builtin, read_workload_file
 
 GOLDEN = Path(__file__).with_name("builtin_plans.json")
 REPEATS = 2
@@ -74,7 +74,7 @@ def digests(tokenizer) -> dict:
         "tiny_tokenizer_sha256": sha(tokenizer.backend_tokenizer.to_str()),
     }
     for label, r in (("bytes", ByteRenderer(tokenizer)), ("tiny", Renderer(tokenizer))):
-        out[f"plan_sha256_{label}"] = {n: sha(canonical(build_plan(load_builtin([n]), r, REPEATS))) for n in DIGESTED}
+        out[f"plan_sha256_{label}"] = {n: sha(canonical(build_plan(read_builtin([n]), r, REPEATS))) for n in DIGESTED}
     return out
 
 
@@ -107,8 +107,8 @@ def test_builtin_plan_is_unchanged_tiny_tokenizer(name, now, golden):
 
 def test_builtins_go_through_the_user_file_path():
     for name in BUILTIN:
-        assert load_builtin([name]) == load_file(BUILTIN_DIR / f"{name}.yaml")
-        names = [s.name for s in load_builtin([name])]  # the load file holds two: load-sessions, load-fixed
+        assert read_builtin([name]) == read_workload_file(BUILTIN_DIR / f"{name}.yaml")
+        names = [s.name for s in read_builtin([name])]  # the load file holds two: load-sessions, load-fixed
         assert names == [name] or all(n.startswith(f"{name}-") for n in names)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from workloads import build_plan, load_file
+from workloads import build_plan, read_workload_file
 from workloads.conversation import render_turns, turn_messages
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -16,7 +16,7 @@ def by_name(specs):
 
 
 def test_transcript_jsonl_is_replayed_one_conversation_per_line(renderer):
-    specs = by_name(load_file(EXAMPLES / "study.yaml"))
+    specs = by_name(read_workload_file(EXAMPLES / "study.yaml"))
     assert "support-chat/1" in specs and "support-chat/2" in specs
     assert "support-chat/3" not in specs  # first: 2
     lines = [json.loads(x) for x in (EXAMPLES / "transcripts.jsonl").read_text().splitlines()]
@@ -42,7 +42,7 @@ def test_transcript_jsonl_is_replayed_one_conversation_per_line(renderer):
 
 
 def test_transcript_plan_labels_records_with_the_names_in_the_file(renderer):
-    specs = [s for s in load_file(EXAMPLES / "study.yaml") if s.name.startswith("support-chat")]
+    specs = [s for s in read_workload_file(EXAMPLES / "study.yaml") if s.name.startswith("support-chat")]
     plan = build_plan(specs, renderer, repeats=1)
     assert plan.workloads() == ["support-chat/1", "support-chat/2"]
     steps = [s for g in plan.groups if not g.warmup for s in g.steps if s.workload == "support-chat/1"]
@@ -62,7 +62,7 @@ def test_inline_turns_use_the_system_prompt_in_force(renderer, write):
               - {user: c, assistant: d, system: new}
               - {user: e, assistant: f}
         """)
-    [spec] = load_file(path)
+    [spec] = read_workload_file(path)
     systems = [r[0]["content"] for r in turn_messages(spec)]
     assert systems == ["old", "new", "new"]
     assert turn_messages(spec)[2][1:] == [
@@ -73,7 +73,7 @@ def test_inline_turns_use_the_system_prompt_in_force(renderer, write):
 
 
 def test_sweep_filler_file_is_read_relative_to_the_workload_file(renderer):
-    specs = by_name(load_file(EXAMPLES / "study.yaml"))
+    specs = by_name(read_workload_file(EXAMPLES / "study.yaml"))
     sweep = specs["ticket-sweep"]
     assert sweep.filler == (EXAMPLES / "filler.txt").read_text()
     plan = build_plan([sweep], renderer, repeats=1)

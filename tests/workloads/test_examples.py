@@ -13,7 +13,7 @@ from pydantic import BaseModel
 
 from harness.cli import main
 from tests.conftest import compare, records
-from workloads import file_hash, hashes, load_file
+from workloads import file_hash, hashes, read_workload_file
 from workloads import spec as S
 from workloads.load.spec import CPU_LOAD, parse_load
 from workloads.overrides import apply_fields
@@ -65,14 +65,14 @@ def readme_example(tmp_path: Path) -> Path:
 
 def test_readme_example_is_valid_and_stable(tmp_path, tiny_model_dir, capsys):
     path = readme_example(tmp_path)
-    assert [s.kind for s in load_file(path)] == ["conversation", "sweep", "json", "template", "load"]
+    assert [s.kind for s in read_workload_file(path)] == ["conversation", "sweep", "json", "template", "load"]
     assert main(["--lint-only", "--workload-file", str(path)]) == 0
     assert "support-agent: 2 turns, stable" in capsys.readouterr().out
 
 
 def test_load_transcripts_example_lints_and_fits_the_cpu_load_scale(tiny_model_dir, capsys):
     path = EXAMPLES / "load-transcripts.yaml"
-    [spec] = load_file(path)
+    [spec] = read_workload_file(path)
     assert spec.kind == "load" and len(spec.sessions) == spec.user_count() == max(spec.levels) == 4
     assert set(hashes([path])) == {str(path), str(EXAMPLES / "sessions.jsonl")}
     apply_fields([spec], "--load", parse_load(CPU_LOAD))  # compare.py's CPU default: no mistake
@@ -85,7 +85,7 @@ def test_study_runs_on_the_tiny_model(tmp_path):
     out = tmp_path / "run"
     compare("--workload-file", str(STUDY), "--backend", "hf", "--repeats", "1", "--out", str(out), "--no-report")
     rows = records(out)
-    names = [s.name for s in load_file(STUDY)]
+    names = [s.name for s in read_workload_file(STUDY)]
     assert sorted({r["workload"] for r in rows}) == sorted(names)
     assert not [r for r in rows if r["error"] or r["skipped"]]
     assert {r["workload"] for r in rows if r["turn"] == 3} >= {"support-agent", "support-chat/1", "support-chat/2"}
@@ -120,7 +120,7 @@ def test_the_demos_arguments_and_files_are_valid_and_its_chat_is_stable(tiny_mod
     makefile = (EXAMPLES.parent / "Makefile").read_text()
     args = parser().parse_args(shlex.split(re.search(r"^DEMO_ARGS\s*\?=(.*)$", makefile, re.M).group(1)))
     files = [EXAMPLES.parent / f for f in args.workload_file]
-    kinds = {s.kind for f in files for s in load_file(f)}
+    kinds = {s.kind for f in files for s in read_workload_file(f)}
     assert {"conversation", "sweep", "load"} <= kinds  # the first screen's latency and load rows
     assert args.repeats >= 3 and len(args.json_temperatures.split(",")) == 2  # a spread, and two temperatures
     lint = ["--lint-only", "--workloads", args.workloads, *[x for f in files for x in ("--workload-file", str(f))]]

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from workloads import build_plan, load_builtin
+from workloads import build_plan, read_builtin
 
 
 def test_each_mode_warms_up_every_request_shape_it_times(renderer):
-    plan = build_plan(load_builtin(["json"]), renderer, 1)
+    plan = build_plan(read_builtin(["json"]), renderer, 1)
     for block in dict.fromkeys(g.block for g in plan.groups):
         groups = [g for g in plan.groups if g.block == block]
         warm = [s for g in groups if g.warmup for s in g.steps]

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from harness.chat import common_prefix_len
 from tests.conftest import compare
-from workloads import load_builtin, load_file
+from workloads import read_builtin, read_workload_file
 from workloads.conversation import render_turns
 from workloads.lint import check, check_all, report
 
@@ -31,7 +31,7 @@ workloads:
 
 def test_planted_timestamp_is_found_at_turn_2_inside_the_system_prompt(renderer, write):
     path = write("clock.yaml", CLOCK)
-    [spec] = load_file(path)
+    [spec] = read_workload_file(path)
     prompts = render_turns(spec, renderer)
     findings = check(spec, renderer)
     real = [f for f in findings if not f.expected]
@@ -55,7 +55,7 @@ def test_planted_timestamp_is_found_at_turn_2_inside_the_system_prompt(renderer,
 
 
 def test_builtin_conversation_only_has_the_expected_template_rewrite(renderer):
-    [spec] = load_builtin(["conversation"])
+    [spec] = read_builtin(["conversation"])
     findings = check(spec, renderer)
     assert [f.turn for f in findings] == list(range(2, len(spec.turns) + 1))  # Qwen3-style: every turn breaks...
     assert all(f.expected and f.where == "the generation prompt" for f in findings)  # ...in the generation prompt
@@ -66,7 +66,7 @@ def test_builtin_conversation_only_has_the_expected_template_rewrite(renderer):
 
 def test_lint_only_cli_names_the_turn_and_position_and_exits_1(renderer, write, tmp_path):
     path = write("clock.yaml", CLOCK)
-    [spec] = load_file(path)
+    [spec] = read_workload_file(path)
     position = common_prefix_len(*render_turns(spec, renderer)[:2])
     proc = compare("--lint-only", "--workload-file", str(path), check=False, timeout=300)
     assert proc.returncode == 1, proc.stderr

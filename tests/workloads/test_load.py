@@ -6,7 +6,7 @@ import pytest
 
 from harness.chat import common_prefix_len
 from harness.cli import main
-from workloads import WorkloadFileError, build_plan, kinds, load_builtin, load_file
+from workloads import WorkloadFileError, build_plan, kinds, read_builtin, read_workload_file
 
 FIXED = """
 workloads:
@@ -46,18 +46,18 @@ def test_bad_levels_and_rates_are_mistakes_with_their_line(write, field, value, 
     text = SESSIONS.replace("levels: [1, 2]", "levels: [1, 2]\n    rates: [1]").replace(f"{field}: [1, 2]" if field == "levels" else "rates: [1]", f"{field}: {value}")
     path = write("study.yaml", text)
     with pytest.raises(WorkloadFileError) as exc:
-        load_file(path)
+        read_workload_file(path)
     assert f"{path}:{line}: workloads[0].{field}[1]: " in str(exc.value) and message in str(exc.value)
 
 
 def test_a_shared_prefix_as_long_as_the_prompt_is_a_mistake(write):
     path = write("study.yaml", FIXED.replace("[0, 48]", "[0, 64]"))
     with pytest.raises(WorkloadFileError, match=r"study.yaml:6: workloads\[0\].shared_prefix_tokens\[1\]: a shared prefix of 64 tokens"):
-        load_file(path)
+        read_workload_file(path)
 
 
 def test_fixed_shape_prompts_are_exactly_p_tokens_sharing_exactly_s(renderer, write):
-    plan = build_plan(load_file(write("study.yaml", FIXED)), renderer, repeats=1)
+    plan = build_plan(read_workload_file(write("study.yaml", FIXED)), renderer, repeats=1)
     timed = [g for g in plan.groups if not g.warmup]
     assert [g.block for g in timed] == [f"lf/S={s}/{c}" for s in (0, 48) for c in ("C=1", "C=3", "rate=5")]
     assert timed[1].load["concurrency"] == 3 and timed[2].load["rate_rps"] == 5
@@ -78,7 +78,7 @@ def test_fixed_shape_prompts_are_exactly_p_tokens_sharing_exactly_s(renderer, wr
 
 
 def test_sessions_extend_each_users_prompt_and_share_only_the_system_prompt_across_users(renderer, write):
-    plan = build_plan(load_file(write("study.yaml", SESSIONS)), renderer, repeats=1)
+    plan = build_plan(read_workload_file(write("study.yaml", SESSIONS)), renderer, repeats=1)
     level = [g for g in plan.groups if not g.warmup][1]  # C=2: at least 4 whole sessions, at most the 3 users
     users = sorted({s.user for s in level.steps})
     assert users == [0, 1, 2] and [s.turn for s in level.steps] == [1, 2, 3] * 3
@@ -92,7 +92,7 @@ def test_sessions_extend_each_users_prompt_and_share_only_the_system_prompt_acro
 
 
 def test_the_builtin_load_file_holds_both_shapes_at_the_issue_defaults():
-    specs = load_builtin(["load"])
+    specs = read_builtin(["load"])
     assert {s.shape for s in specs} == {"sessions", "fixed"}
     fixed = next(s for s in specs if s.shape == "fixed")
     assert (fixed.prompt_tokens, fixed.shared_prefix_tokens, fixed.output_tokens, fixed.levels) == (1024, [0, 960], 64, [1, 8, 32, 128])

@@ -8,7 +8,7 @@ import pytest
 
 from harness.chat import common_prefix_len
 from harness.cli import main
-from workloads import WorkloadFileError, build_plan, hashes, load_file
+from workloads import WorkloadFileError, build_plan, hashes, read_workload_file
 from workloads.conversation import recorded_requests
 from workloads.load.prompts import context_needed
 
@@ -47,7 +47,7 @@ def study(write):
 
 
 def test_each_user_replays_one_transcript_in_order_each_request_extending_the_last(renderer, study):
-    [spec] = load_file(study())
+    [spec] = read_workload_file(study())
     assert spec.transcripts is None and len(spec.sessions) == 3 and spec.user_count() == 3  # users: one a transcript
     plan = build_plan([spec], renderer, repeats=1)
     level = [g for g in plan.groups if not g.warmup][1]  # C=3: every user once
@@ -70,10 +70,10 @@ def test_each_user_replays_one_transcript_in_order_each_request_extending_the_la
 
 def test_users_and_max_turns_pick_the_first_transcripts_and_requests(renderer, study):
     text = STUDY.replace("levels: [1, 3]", "levels: [1, 2]\n    users: 2\n    max_turns: 1")
-    plan = build_plan(load_file(study(text)), renderer, repeats=1)
+    plan = build_plan(read_workload_file(study(text)), renderer, repeats=1)
     level = [g for g in plan.groups if not g.warmup][0]
     assert [(s.user, s.turn) for s in level.steps] == [(0, 1), (1, 1)]
-    [spec] = load_file(study(STUDY.replace("levels: [1, 3]", "levels: [1, 3]\n    users: 9")))
+    [spec] = read_workload_file(study(STUDY.replace("levels: [1, 3]", "levels: [1, 3]\n    users: 9")))
     assert spec.user_count() == 3  # capped by the transcripts there are
 
 
@@ -87,7 +87,7 @@ def test_users_and_max_turns_pick_the_first_transcripts_and_requests(renderer, s
 def test_file_mistakes_name_the_workload_files_line(study, change, line, message):
     path = study(STUDY.replace(*change))
     with pytest.raises(WorkloadFileError) as exc:
-        load_file(path)
+        read_workload_file(path)
     assert f"{path}:{line}: " in str(exc.value) and message in str(exc.value)
 
 
@@ -95,7 +95,7 @@ def test_a_bad_transcript_line_is_a_mistake_at_its_line(study):
     lines = [json.dumps(TRANSCRIPTS[0]), "{not json", json.dumps([{"role": "user", "content": "hi"}, {"role": "tool", "content": "x"}])]
     path = study(lines=lines)
     with pytest.raises(WorkloadFileError) as exc:
-        load_file(path)
+        read_workload_file(path)
     text = str(exc.value)
     assert text.count("\n") == 2  # the two lines only: no level counted against a short file
     assert f"{path.parent / 'sessions.jsonl'}:2: not a messages list (not JSON" in text

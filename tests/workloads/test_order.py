@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from workloads import build_plan, load_builtin
+from workloads import build_plan, read_builtin
 from workloads.kinds import repeated_kinds
 from workloads.plan import rotated
 
@@ -19,8 +19,8 @@ def test_rotated():
 
 
 def test_every_position_of_the_sweep_holds_every_length_once_over_as_many_repeats(renderer):
-    lengths = load_builtin(["sweep"])[0].lengths
-    plan = build_plan(load_builtin(["sweep"]), renderer, repeats=len(lengths))
+    lengths = read_builtin(["sweep"])[0].lengths
+    plan = build_plan(read_builtin(["sweep"]), renderer, repeats=len(lengths))
     steps = timed(plan, "sweep")
     orders = [[s.case for s in steps if s.rep == rep] for rep in range(len(lengths))]
     assert all(sorted(o) == sorted(f"N={n}" for n in lengths) for o in orders)  # each repeat: every N once
@@ -31,7 +31,7 @@ def test_every_position_of_the_sweep_holds_every_length_once_over_as_many_repeat
 
 
 def test_later_starts_repeat_only_the_latency_kinds_with_their_own_keys(renderer):
-    specs = load_builtin(["conversation", "sweep", "json", "template"])
+    specs = read_builtin(["conversation", "sweep", "json", "template"])
     plan = build_plan([s.model_copy(update={"calls_per_temperature": 1}) if s.kind == "json" else s for s in specs],
                       renderer, repeats=2, starts=3)  # fmt: skip
     kinds = {start: {s.kind for g in plan.groups for s in g.steps if s.engine_start == start} for start in range(3)}
@@ -45,7 +45,7 @@ def test_later_starts_repeat_only_the_latency_kinds_with_their_own_keys(renderer
 
 
 def test_json_modes_take_turns_call_by_call(renderer):
-    spec = load_builtin(["json"])[0].model_copy(update={"calls_per_temperature": 3})
+    spec = read_builtin(["json"])[0].model_copy(update={"calls_per_temperature": 3})
     steps = timed(build_plan([spec], renderer, repeats=1), "json")
     modes = [m.name for m in spec.modes]
     calls = [[s.mode for s in steps[i : i + len(modes)]] for i in range(0, len(steps), len(modes))]

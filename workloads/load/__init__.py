@@ -10,7 +10,7 @@ Two shapes (``shape``):
   replies as history), so an engine can reuse the system prompt across users and each user's
   history across turns. ``think_time_s`` waits between a user's turns.
   Or recorded sessions, ``transcripts: {path: sessions.jsonl, first: N}`` (the conversation
-  kind's JSONL format; the loader reads them into ``sessions``, one messages list per user):
+  kind's JSONL format; ``workloads/reader.py`` puts them into ``sessions``, one messages list per user):
   user k replays transcript k, already a distinct user, so no incident line is added. Its
   requests are the conversation kind's for a transcript (``conversation.recorded_requests``):
   one before every recorded assistant message (after a user message, and after tool results:

@@ -23,10 +23,10 @@ def session_turns(spec: LoadSpec) -> tuple[str | None, list[dict[str, Any]] | No
     if spec.turns is not None:
         return spec.system, spec.tools, spec.turns
     if spec.transcripts is not None:
-        raise ValueError(f"load {spec.name!r}: transcripts not loaded (read the file with workloads.load_file)")
-    from workloads import load_builtin
+        raise ValueError(f"load {spec.name!r}: transcripts not loaded (read the file with workloads.read_workload_file)")
+    from workloads import read_builtin
 
-    found = [s for s in load_builtin([spec.conversation or ""]) if s.kind == "conversation" and s.turns]
+    found = [s for s in read_builtin([spec.conversation or ""]) if s.kind == "conversation" and s.turns]
     if not found:
         raise ValueError(f"load {spec.name!r}: {spec.conversation!r} is no built-in conversation with turns")
     base = found[0]

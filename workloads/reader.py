@@ -1,11 +1,11 @@
 """Read workload files: YAML with line numbers, pydantic validation, every mistake reported at once.
 
-    specs = load_file("my_study.yaml")   # or WorkloadFileError listing every mistake
+    specs = read_workload_file("my_study.yaml")   # or WorkloadFileError listing every mistake
 
 Each mistake reads ``FILE:LINE: workloads[2].turns[0].user: Field required``: the YAML is read
 with PyYAML's composer, which keeps each node's position, and a pydantic error's ``loc`` is
 walked down that node tree. The files a workload names (``transcripts.path``, ``filler_file``,
-relative to the workload file) are read and checked in the same pass, so one run of the loader
+relative to the workload file) are read and checked in the same pass, so one run of the reader
 reports the file's mistakes and its transcripts' bad lines together. Nothing is returned unless
 everything is valid. Which fields name files, and what a kind makes of a file once read, are the
 kind's (``Kind.files``, ``Kind.with_files``): a conversation with ``transcripts`` becomes one
@@ -262,7 +262,7 @@ def _unique_after_expansion(specs: list[WorkloadSpec], path: Path) -> list[Workl
     return specs
 
 
-def load_file(path: str | Path) -> list[WorkloadSpec]:
+def read_workload_file(path: str | Path) -> list[WorkloadSpec]:
     """Every workload of a file, checked; the files they name are read and inlined."""
     path = Path(path)
     data, root = read_yaml(path)

@@ -6,7 +6,7 @@ import pytest
 
 from harness.cli import main
 from tests.conftest import compare
-from workloads import WorkloadFileError, load_file
+from workloads import WorkloadFileError, read_workload_file
 
 GOOD_CONVERSATION = """
 workloads:
@@ -26,7 +26,7 @@ def line_of(path, needle: str) -> int:
 
 def mistakes(path) -> list[str]:
     with pytest.raises(WorkloadFileError) as info:
-        load_file(path)
+        read_workload_file(path)
     head, *lines = str(info.value).splitlines()
     assert head.startswith(f"{path}: ") and "nothing was run" in head
     return lines
@@ -249,17 +249,17 @@ def test_lines_after_the_first_k_are_not_read(write):
         workloads:
           - {name: chat, kind: conversation, transcripts: {path: t.jsonl, first: 1}}
         """)
-    assert [s.name for s in load_file(path)] == ["chat/1"]
+    assert [s.name for s in read_workload_file(path)] == ["chat/1"]
 
 
 def test_not_yaml_empty_and_unreadable(write, tmp_path):
     bad = write("bad.yaml", "workloads:\n  - name: [unclosed\n")
     with pytest.raises(WorkloadFileError, match=rf"^{bad}:\d+: not valid YAML"):
-        load_file(bad)
+        read_workload_file(bad)
     with pytest.raises(WorkloadFileError, match="the file is empty"):
-        load_file(write("empty.yaml", "# nothing\n"))
+        read_workload_file(write("empty.yaml", "# nothing\n"))
     with pytest.raises(WorkloadFileError, match="cannot read"):
-        load_file(tmp_path / "missing.yaml")
+        read_workload_file(tmp_path / "missing.yaml")
 
 
 def test_names_across_files_must_differ(write):

@@ -6,8 +6,8 @@ import time
 
 import pytest
 
-from tests.workloads.test_loader import line_of, mistakes
-from workloads import WorkloadFileError, load_file
+from tests.workloads.test_reader import line_of, mistakes
+from workloads import WorkloadFileError, read_workload_file
 
 JSON_SCHEMA = "schema: {type: object, properties: {a: {type: integer}}}"
 DUPLICATES = {
@@ -78,7 +78,7 @@ def test_a_transcript_file_that_never_ends_is_refused(write):  # 15.13
         """)
     started = time.monotonic()
     with pytest.raises(WorkloadFileError, match="larger than"):
-        load_file(path)
+        read_workload_file(path)
     assert time.monotonic() - started < 10
 
 
@@ -96,4 +96,4 @@ def test_a_workload_file_that_never_ends_is_refused():  # 15.13
     from pathlib import Path
 
     with pytest.raises(WorkloadFileError, match="larger than"):
-        load_file(Path("/dev/zero"))
+        read_workload_file(Path("/dev/zero"))
