@@ -58,6 +58,8 @@ def slo_target(text: str) -> dict[str, float]:
 
 
 def main(argv: list[str] | None = None, prog: str = "python -m reports") -> int:
+    """``python -m reports``: the report of run directories (the page and its exports), or with ``--baseline``
+    and ``--candidate`` the regression gate; the exit code, with one line on stderr for bad input (2)."""
     p = argparse.ArgumentParser(prog=prog, description=(
         "Build one offline HTML report from run directories (records.jsonl + env.json); several runs are merged. "
         "--format adds summary.json and CSV files of what the page shows; --baseline/--candidate is a regression gate."),
@@ -120,6 +122,8 @@ def main(argv: list[str] | None = None, prog: str = "python -m reports") -> int:
 
 
 def run_gate(args: argparse.Namespace) -> int:
+    """The regression gate: the candidate's figures against the baseline's, printed figure by figure; exit 1
+    when one regressed (or went missing, unless ``--ignore-missing``)."""
     if not (args.baseline and args.candidate):
         raise ReportError("the gate needs both --baseline and --candidate")
     if args.run_dirs:

@@ -121,6 +121,9 @@ def planned_levels(ds: Dataset) -> dict[str, list[tuple[str, str, str]]]:
 
 def assemble(ds: Dataset, bandwidth_gbps: float | None = None, tflops: float | None = None,
              copy_gbps: float | None = None, slo: dict[str, float] | None = None, gpu_hour_usd: float | None = None) -> Report:
+    """The whole report of a dataset: each workload's section analysed by its kind (``reports.kinds``), the
+    agreement across backends, the backends' status, then the caveats, summary rows and claims derived from
+    it."""
     df, measured = ds.records, ds.measured()
     roofs = {}
     for b in ds.backends:

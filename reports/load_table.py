@@ -40,6 +40,8 @@ def table(levels) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """``python -m reports.load_table``: print the load levels of the runs as a Markdown table; exit 2 with
+    one line when the runs cannot be read or hold no load records."""
     from contract.options import parse_slo
 
     p = argparse.ArgumentParser(prog="python -m reports.load_table", description=__doc__.splitlines()[0])

@@ -85,6 +85,8 @@ def _steady(kind: str) -> bool:
 
 
 def render(report: Report) -> str:
+    """The report's HTML page, one self-contained file: the Jinja template filled with the report's blocks and
+    every chart's Vega-Lite spec, the Vega bundle inlined so the page opens offline."""
     c = Charts()
     blocks = section_blocks(report, c)
     agreement_slot = c.slot(charts.agreement(report.agreement_summary, report.ds.backends), "agreement at T=0")

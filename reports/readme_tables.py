@@ -144,6 +144,8 @@ def generate(args: argparse.Namespace) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """``python -m reports.readme_tables``: print the tables, or with ``--write FILE`` replace the file's
+    ``<!-- readme-tables -->`` block with them (the command that made them kept in the block's marker)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parser().parse_args(argv)
     try:

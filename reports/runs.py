@@ -139,6 +139,9 @@ def setup_of(env: dict[str, Any], name: str) -> tuple:
 
 
 def read_runs(run_dirs: list[str | Path], drop: list[tuple[str, str]] | tuple = (), merge_starts: bool = False) -> Dataset:
+    """The records and env.json of every run directory as one :class:`Dataset` (labels, ``drop`` and
+    ``merge_starts`` as the module says); ReportError (one line) for a folder with no records or a bad
+    ``--drop``."""
     rows: list[dict[str, Any]] = []
     envs: dict[str, dict[str, Any]] = {}
     dropped: set[tuple[str, str]] = set()

@@ -46,6 +46,9 @@ def filler_ids(text: str, renderer: Renderer, length: int) -> list[int]:
 
 
 def plan(spec: SweepSpec, renderer: Renderer, out: Plan, repeats: int, start: int = 0) -> None:
+    """One prompt per length, each a prefix of the filler's tokens: the warm-up groups, then every repeat's
+    groups of one request each, the lengths rotated by repeat and engine start so no length always runs
+    first."""
     if spec.filler is None:
         raise ValueError(f"sweep {spec.name!r}: filler_file not loaded (read the file with workloads.read_workload_file)")
     ids = filler_ids(spec.filler, renderer, max(spec.lengths))

@@ -53,6 +53,9 @@ def derive(report: Report) -> list[Caveat]:
 
 # --- across workloads -----------------------------------------------------------------------
 def agreement(summary: pd.DataFrame, cached: pd.DataFrame | None = None) -> list[Caveat]:
+    """The agreement caveats: per backend pair, how many T=0 calls matched token for token and how the others
+    split (near-tie or clear margin), or why the comparison says nothing; and where cached and full runs
+    disagreed."""
     out = []
     for r in summary.to_dict("records"):
         if not r.get("informative", True):

@@ -100,6 +100,8 @@ def expected_cached(shared: int | None, prompt_tokens: int, block: int | None) -
 
 
 def explain_reuse(shared: int | None, prompt_tokens: int, cached: float | None, block: int | None) -> str:
+    """Why a turn reused as many prompt tokens as the engine reported, against the shared prefix: all of it,
+    all but the last token, a block boundary, more (an earlier request's), or fewer (evicted, not reused)."""
     if cached is None:
         return "not reported by the engine"
     cached = int(round(cached))

@@ -106,6 +106,8 @@ def launch_bound(report: Report) -> float | None:
 
 
 def notes(report: Report, job: Job) -> list[str]:
+    """What a summary row's reader should know about how its figures were taken: a backend from another run,
+    engines that shared the GPU host, or a launch-bound decode (the row compares per-step overhead)."""
     names = [b for b, _ in job.values]
     out = []
     other = other_runs(report, names)

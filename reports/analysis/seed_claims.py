@@ -66,6 +66,8 @@ def _pairs(g: pd.DataFrame, x: str, y: str) -> list[tuple[float, float]]:
 
 @claim
 def decode_flat(report: Report) -> Claim:
+    """The seed's claim that decode is flat in the prompt length, judged by the fitted change of decode over
+    the swept lengths and its bootstrap interval against a ±band, per backend."""
     statement = "Decode costs about 64 ms per token, flat in the prompt length N"
     theirs = f"≈ {fmt.n(reference.DECODE['ms_per_token'])} ms/token at every N"
     lengths, rows = _lengths(report), _sweep_rows(report)
@@ -104,6 +106,8 @@ def decode_flat(report: Report) -> Claim:
 
 @claim
 def bandwidth_share(report: Report) -> Claim:
+    """The seed's claim about the share of memory bandwidth a decode step uses: this run's share per backend
+    (datasheet, and measured copy where given), always specific to the stack."""
     statement = "A decode step uses about 16 % of the GPU's memory bandwidth"
     theirs = f"{fmt.pct(reference.DECODE['bandwidth_share'])} of the A100's datasheet bandwidth"
     s = _section(report, "sweep")
@@ -124,6 +128,8 @@ def bandwidth_share(report: Report) -> Claim:
 
 @claim
 def short_prefill_one_step(report: Report) -> Claim:
+    """The seed's claim that a short prefill costs about one decode step: median TTFT over median decode step
+    at each prompt length in the seed's range, with a bootstrap interval judged against a factor of two."""
     lo, hi = reference.PREFILL["N_lo"], reference.PREFILL["N_hi"]
     statement = f"Prefilling {lo}–{hi} tokens costs about one decode step"
     theirs = "≈ 1 decode step"
@@ -177,6 +183,8 @@ def tps_ratio(report: Report) -> Claim:
 
 @claim
 def decode_share(report: Report) -> Claim:
+    """The seed's claim that decode is most of a call with a short reply, derived from the sweep's medians
+    (TTFT + the remaining decode steps), not from a measured call."""
     statement = f"Decode is most of a call with a {reference.REPLY_TOKENS}-token reply"
     theirs = f"≈ {fmt.pct(reference.DECODE_SHARE)} (63 steps of 64 ms after a one-step prefill; from its own figures)"
     lengths = _lengths(report)
@@ -247,6 +255,8 @@ def conversation_ttft(report: Report) -> Claim:
 
 @claim
 def reuse_stops_early(report: Report) -> Claim:
+    """The seed's claim that prefix reuse stops a few tokens before the previous prompt's end, judged from
+    where the conversation's prompts break (the chat template's doing, so the same on every backend)."""
     statement = "Prefix reuse stops a few tokens before the end of the previous prompt"
     theirs = reference.REUSE
     s = _section(report, "conversation")
@@ -272,6 +282,8 @@ def reuse_stops_early(report: Report) -> Claim:
 
 @claim
 def mask_valid(report: Report) -> Claim:
+    """The seed's claim that grammar-constrained JSON replies are all valid: valid of all constrained calls,
+    per backend."""
     statement = "With a grammar mask, every JSON reply is valid (80 of 80)"
     theirs = f"{reference.JSON_MASK['valid']} of {reference.JSON_MASK['calls']}"
     s = _section(report, "json")
@@ -294,6 +306,8 @@ def mask_valid(report: Report) -> Claim:
 
 @claim
 def attention_special(report: Report) -> Claim:
+    """The seed's claim that much attention lands on special tokens: the template workload's attention share
+    on special tokens against their share of the positions (not measurable on random weights)."""
     statement = "Much of the attention lands on special tokens"
     theirs = reference.ATTENTION
     s = _section(report, "template")

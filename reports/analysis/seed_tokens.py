@@ -41,6 +41,8 @@ def _which(tok: dict[str, Any]) -> str:
 
 @claim
 def template_prompt_tokens(report: Report) -> Claim | None:
+    """The seed's template prompt counted in tokens by this run's tokenizer (env.json's tokenizer facts),
+    against the article's count; None for runs older than those facts."""
     statement = ("The template experiment's first prompt (system \"Answer with the 3-digit HTTP status code only.\", "
                  "user \"What is the HTTP status code for Not Found?\", thinking off) in tokens")
     theirs_n = reference.TOKENS.get("template_first_prompt")
@@ -65,6 +67,8 @@ def template_prompt_tokens(report: Report) -> Claim | None:
 
 @claim
 def template_special_positions(report: Report) -> Claim | None:
+    """The positions of the seed's template prompt's added tokens with this run's tokenizer, against the
+    article's; None for runs older than the tokenizer facts."""
     statement = "Where that prompt's special tokens sit (positions of the added tokens)"
     theirs_p = reference.TOKENS.get("template_special_positions")
     theirs = ", ".join(str(x) for x in theirs_p) if theirs_p else f"in the article's attention figure ({QUOTE})"
@@ -85,6 +89,8 @@ def template_special_positions(report: Report) -> Claim | None:
 
 @claim
 def conversation_turn_prompts(report: Report) -> Claim | None:
+    """The conversation's prompt length turn by turn in full mode, beside the article's: same shape, not the
+    same text, so they compare in growth only; None without conversation turns."""
     statement = "The conversation's prompt length turn by turn (tokens re-prefilled without reuse)"
     theirs_l = reference.TOKENS.get("conversation_turn_prompts")
     total = reference.CONVERSATION["tokens_full"]

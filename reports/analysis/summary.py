@@ -107,6 +107,8 @@ def conversation_jobs(s, rows: pd.DataFrame) -> list[Job | None]:
 
 
 def sweep_jobs(s, rows: pd.DataFrame) -> list[Job | None]:
+    """The sweep's summary rows at the prompt lengths every backend ran: TTFT at the shortest, prefill at the
+    longest, decode at the middle one, and a derived (unranked) end-to-end reply there."""
     rows = rows.dropna(subset=["prompt_tokens"])
     if rows.empty:
         return []
@@ -138,6 +140,8 @@ def derived(job: Job | None) -> Job | None:
 
 
 def json_jobs(s, quality: str | None) -> list[Job | None]:
+    """The JSON section's summary rows: the valid share per mode (a winner only without a tie) and the
+    grammar's decode cost per backend, shown as not resolved where it is inside the noise."""
     out: list[Job | None] = []
     rates = s.data["rates"]
     for mode in s.data["modes"]:

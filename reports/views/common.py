@@ -102,6 +102,9 @@ def case_table(cases) -> Table:
 
 
 def agreement(report, slot: Markup) -> list[Block]:
+    """The agreement section's blocks: how each backend's T=0 tokens compare with the reference's (chart,
+    table, per call), and cached vs full on the same backend; a note when fewer than two backends have T=0
+    replies."""
     summ, cases = report.agreement_summary, report.agreement_cases
     out: list[Block | None] = [note(RANDOM_QUALITY)] if report.random_weights else []
     if summ.empty:
@@ -134,6 +137,8 @@ def agreement(report, slot: Markup) -> list[Block]:
 
 
 def server(report) -> list[Block]:
+    """The caller-vs-engine TTFT blocks, where an engine reports its own TTFT: a summary per backend and
+    workload, and every request's figures in a fold."""
     df = report.server
     if df.empty:
         return []

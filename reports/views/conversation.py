@@ -72,6 +72,8 @@ def breaks_table(breaks: list[dict[str, Any]], verdicts: dict[int, dict[str, Any
 
 
 def blocks(section, slots: dict[str, Markup]) -> list[Block]:
+    """The conversation section's blocks: totals, TTFT per turn cached vs full, each backend's reuse per turn
+    (expected vs reported), first-token agreement, and where the prefix breaks."""
     d = section.data
     turns_n = int(d["totals"]["turns"].iloc[0]) if not d["totals"].empty else None
     out: list[Block | None] = [

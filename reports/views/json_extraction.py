@@ -40,6 +40,7 @@ def candidate_table(c) -> Table:
 
 
 def failures(d: dict[str, Any], backends: list[str]) -> list[Block]:
+    """One fold per backend and mode with failing replies: how many and why, and the replies shown."""
     out: list[Block] = []
     fails, counts = d["failures"], d["failure_counts"]
     for b in backends:
@@ -58,6 +59,8 @@ def failures(d: dict[str, Any], backends: list[str]) -> list[Block]:
 
 
 def blocks(section, slots: dict[str, Markup]) -> list[Block]:
+    """The JSON section's blocks: valid share vs temperature, the grammar's overhead, step-0 candidates, the
+    seed's JSON claims per backend, and the failing replies."""
     d = section.data
     out: list[Block | None] = [
         h3("Valid JSON vs temperature"),

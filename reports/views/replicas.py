@@ -42,6 +42,8 @@ def capacity_rows_table(caps: pd.DataFrame) -> Table:
 
 
 def blocks(configs: pd.DataFrame, caps: pd.DataFrame | None = None) -> list[Block]:
+    """The two-GPU comparison's blocks (tp against dp behind a router): one table per engine of each
+    configuration's levels, and the capacity per configuration where there is one."""
     if configs is None or configs.empty:
         return []
     out: list[Block | None] = [

@@ -16,6 +16,8 @@ from reports.views import Block, Table, chart, compact, h3, p, side, table
 
 
 def length_table(d: dict[str, Any], backend: str) -> Table:
+    """One backend's sweep table: per prompt length the prefill and decode medians, rates, decode share and,
+    where a roofline is known, the floors and effective bandwidth; the seed's reference row last."""
     vs = d["vs_roof"]
     roof = vs[vs["backend"] == backend] if not vs.empty else vs
     cols = ["N", "prefill ms", "decode ms/token", "prefill tok/s", "decode tok/s", "ratio", f"decode share, {REPLY_TOKENS}-token reply"]
@@ -63,6 +65,8 @@ def fit_table(fits: list) -> Table:
 
 
 def blocks(section, slots: dict[str, Markup], roofs: dict | None = None) -> list[Block]:
+    """The sweep section's blocks: the prefill and decode charts, each backend's length table, how to read it
+    (the floors' definitions), and the TTFT = a + b·N fits."""
     d = section.data
     roofs = {b: r for b, r in (roofs or {}).items() if b in section.backends}
     floors = ("No roofline: " + "; ".join(d["roof_notes"]) + ".") if d["roof_notes"] else ""

@@ -33,6 +33,8 @@ def sink_text(sink: dict[str, float] | None) -> str:
 
 
 def blocks(section, slots: dict[str, Markup]) -> list[Block]:
+    """The template section's blocks: clean answers per format, one reply per format and backend, and the
+    attention on special tokens per layer where a backend recorded it."""
     d = section.data
     out: list[Block | None] = [h3("Clean answers per format")]
     if d["rates"].empty:
