@@ -19,7 +19,7 @@ from harness.env import merge_env
 from harness.launch import run_child
 from harness.records import RECORDS, done_keys, read_records
 
-ROOT = Path(__file__).resolve().parent.parent  # the checkout: each child runs ``python -m harness.child`` from it
+ROOT = Path(__file__).resolve().parent.parent  # the checkout, where each child (harness.child) runs
 
 
 def run_backends(args: argparse.Namespace, out: Path, names: list[str], pythons: dict[str, str], run_env: dict,
@@ -72,7 +72,8 @@ def all_recorded(run_dir: Path, backend: str, plan: Plan, start: int) -> bool:
 
 
 def backend_skipped(run_dir: Path, backend: str) -> bool:
-    """True when the backend's child recorded itself as skipped (not installed here, or it could not start)."""
+    """True when the backend's child recorded itself as skipped (not installed here, or it could not
+    start)."""
     path = run_dir / "env" / f"{backend}.json"
     return path.exists() and "skipped" in json.loads(path.read_text())
 

@@ -73,7 +73,8 @@ def resolve_model(args: argparse.Namespace) -> models.ResolvedModel:
 
 
 def resolve_device(device: str, dtype: str) -> tuple[str, str]:
-    """``--device auto`` / ``--dtype auto`` made concrete: CUDA where torch sees a GPU, bfloat16 on it, float32 on a CPU."""
+    """``--device auto`` / ``--dtype auto`` made concrete: CUDA where torch sees a GPU, bfloat16 on it,
+    float32 on a CPU."""
     if device == "auto":
         import torch
 
@@ -84,8 +85,8 @@ def resolve_device(device: str, dtype: str) -> tuple[str, str]:
 
 
 def main(argv: list[str] | None = None, prog: str = "compare.py") -> int:
-    """The study's command (``prog`` names it in messages): the exit code, with one line on stderr instead of a
-    traceback for bad input (2), an interrupt (128 + signal) or a full disk (1)."""
+    """The study's command (``prog`` names it in messages): the exit code, with one line on stderr instead of
+    a traceback for bad input (2), an interrupt (128 + signal) or a full disk (1)."""
     args = parser(prog).parse_args(argv)
     try:
         return _main(args)
@@ -120,7 +121,8 @@ def _main(args: argparse.Namespace) -> int:
         chosen.specs = builtins_at_cpu_scale(args, chosen)
     planned = plan_prompts(args, names, chosen.specs, model)
     settings = backend_settings(args, model, device, dtype)
-    run_env = describe_run(args, out, model, device, dtype, settings, chosen, planned, commit_provenance(ROOT))
+    commit = commit_provenance(ROOT)
+    run_env = describe_run(args, out, model, device, dtype, settings, chosen, planned, commit)
     return write_and_run(args, out, names, pythons, planned, settings, run_env)
 
 
@@ -164,8 +166,8 @@ def builtins_at_cpu_scale(args: argparse.Namespace, chosen: Workloads) -> list:
     return cpu_scale(chosen.specs, args, built_in)  # names are unique in a run
 
 
-def write_and_run(args: argparse.Namespace, out: Path, names: list[str], pythons: dict[str, str], planned: Planned,
-                  settings: dict, run_env: dict) -> int:
+def write_and_run(args: argparse.Namespace, out: Path, names: list[str], pythons: dict[str, str],
+                  planned: Planned, settings: dict, run_env: dict) -> int:
     """Claim the run directory (one writer at a time; ``--resume`` checked against what it holds), write
     plan.json, run.json and env.json, then run the backends and the report; the exit code."""
     config_hash = run_env["model"]["config_hash"]

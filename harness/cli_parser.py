@@ -51,7 +51,8 @@ exit codes:
 
 
 def parser(prog: str = "compare.py") -> argparse.ArgumentParser:
-    """The study's parser (``compare.py``, ``llm-call-anatomy``); ``prog`` names the command in usage and errors."""
+    """The study's parser (``compare.py``, ``llm-call-anatomy``); ``prog`` names the command in usage and
+    errors."""
     from harness.console import version
 
     p = argparse.ArgumentParser(

@@ -1,4 +1,5 @@
-"""What the parent decides before any backend runs: the workloads, every prompt rendered once, env.json's run part.
+"""What the parent decides before any backend runs: the workloads, every prompt rendered once, and
+env.json's run part.
 
 harness/cli.py calls these steps in order (see ``_main``): :func:`choose_workloads` (the files and the
 CLI overrides), :func:`plan_prompts` (the tokenizer renders the plan; the checks that need it) and
@@ -43,8 +44,8 @@ class Workloads:
 
 @dataclass
 class Planned:
-    """Every prompt of the run rendered once: the plan (and the JSON written to plan.json), the renderer
-    that rendered it, the prefix-stability findings, and the messages behind each prompt (``--endpoint chat``)."""
+    """Every prompt of the run rendered once: the plan (and the JSON written to plan.json), the renderer that
+    rendered it, the prefix-stability findings, and the messages behind each prompt (``--endpoint chat``)."""
 
     plan: Plan
     plan_json: str
@@ -54,7 +55,8 @@ class Planned:
 
 
 def choose_workloads(args: argparse.Namespace) -> Workloads:
-    """``--workloads`` / ``--workload-file`` read and checked, then ``--json-*``, ``--load`` and ``--slo`` applied."""
+    """``--workloads`` / ``--workload-file`` read and checked, then ``--json-*``, ``--load`` and ``--slo``
+    applied."""
     from workloads import BUILTIN, WorkloadFileError, read_workloads
 
     workload_names = args.workloads.split(",") if args.workloads else ([] if args.workload_file else None)
@@ -68,9 +70,11 @@ def choose_workloads(args: argparse.Namespace) -> Workloads:
     return Workloads(workload_names, specs, slo, slo_targets)
 
 
-def plan_prompts(args: argparse.Namespace, names: list[str], specs: list, model: models.ResolvedModel) -> Planned:
-    """The plan rendered with the run's tokenizer and chat template, checked against the context limit, the chat
-    endpoint and ``--client-procs``; a turn that breaks the prefix is reported on stderr (the run goes on)."""
+def plan_prompts(args: argparse.Namespace, names: list[str], specs: list,
+                 model: models.ResolvedModel) -> Planned:
+    """The plan rendered with the run's tokenizer and chat template, checked against the context limit, the
+    chat endpoint and ``--client-procs``; a turn that breaks the prefix is reported on stderr (the run goes
+    on)."""
     from harness.chat import NoChatTemplate
     from workloads import build_plan
     from workloads import lint as prefix_lint
@@ -95,9 +99,11 @@ def plan_prompts(args: argparse.Namespace, names: list[str], specs: list, model:
 
 
 def describe_run(args: argparse.Namespace, out: Path, model: models.ResolvedModel, device: str, dtype: str,
-                 settings: dict, chosen: Workloads, planned: Planned, commit: tuple[str | None, str | None]) -> dict:
+                 settings: dict, chosen: Workloads, planned: Planned,
+                 commit: tuple[str | None, str | None]) -> dict:
     """The run-level part of env.json: the command, the model, the hashes that tie records to their plan,
-    workloads and tokenizer, and the settings every backend shares (``commit``: the git commit and its source)."""
+    workloads and tokenizer, and the settings every backend shares (``commit``: the git commit and its
+    source)."""
     from harness.chat import tokenizer_facts
     from workloads import hashes
     from workloads.plan import ORDER_DESCRIPTION
@@ -142,7 +148,8 @@ def describe_run(args: argparse.Namespace, out: Path, model: models.ResolvedMode
 
 
 def planned_levels(plan: Plan) -> dict[str, list[list[str]]]:
-    """The load levels of the plan, per workload, as ``[mode, case]`` in plan order (env.json ``planned_levels``)."""
+    """The load levels of the plan, per workload, as ``[mode, case]`` in plan order (env.json
+    ``planned_levels``)."""
     out: dict[str, list[list[str]]] = {}
     for group in plan.groups:
         if group.load is not None and not group.warmup:

@@ -124,12 +124,13 @@ def kind_imports(source: str, rooms: set[str]) -> set[str]:
 
 def test_the_kind_scan_sees_a_kind_module_and_only_that():
     rooms = {"workloads.load", "workloads.sweep"}
-    assert kind_imports("def f():\n    from workloads.load import search_groups\n", rooms) == {"workloads.load",
-                                                                                            "workloads.load.search_groups"}
+    planted = "def f():\n    from workloads.load import search_groups\n"
+    assert kind_imports(planted, rooms) == {"workloads.load", "workloads.load.search_groups"}
     assert kind_imports("from workloads import load", rooms) == {"workloads.load"}
     assert kind_imports("import workloads.sweep as s\nfrom workloads.load.planner import plan", rooms) == {
         "workloads.sweep", "workloads.load.planner", "workloads.load.planner.plan"}
-    assert kind_imports("from workloads.loader import x\nfrom workloads.kinds import kind\nimport workloads", rooms) == set()  # a prefix only
+    generic = "from workloads.loader import x\nfrom workloads.kinds import kind\nimport workloads"
+    assert kind_imports(generic, rooms) == set()  # workloads.loader only starts like a room
 
 
 def test_the_harness_reaches_a_workload_kind_only_through_the_registry():
