@@ -10,8 +10,8 @@ from pathlib import Path
 
 from harness.cli import parser
 from workloads import overrides
-from workloads.load import parse_load
-from workloads.loader import load_file
+from workloads.load.spec import parse_load
+from workloads.reader import read_workload_file
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "benchmarks" / "h200" / "serving_sitting.sh"
@@ -35,7 +35,7 @@ def test_the_script_is_valid_bash() -> None:
 def test_each_study_parses_and_its_load_override_validates() -> None:
     found = studies()
     assert {backend for _, backend, _ in found} == {"hf-graphs", "vllm-server", "vllm", "sglang-server"}
-    builtin = load_file(ROOT / "workloads" / "builtin" / "load.yaml")
+    builtin = read_workload_file(ROOT / "workloads" / "builtin" / "load.yaml")
     for name, backend, flags in found:
         args = parser("compare.py").parse_args(["--backend", backend, *flags])
         assert args.workloads, name
