@@ -30,12 +30,12 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from backends.answer_checks import check_answer
-from contract.adapter import BackendSettings, Capabilities, RawOutput, Request, TokenCandidate
+from contract.adapter import BackendOptions, BackendSettings, Capabilities, RawOutput, Request, TokenCandidate
 
 __all__ = [  # the contract's types re-exported beside this module's own
     "DECODE_DEFINITION", "ENGINE_DECODE_DEFINITION", "ENGINE_TTFT_DEFINITION", "TIMING_DEFINITIONS", "TTFT_DEFINITION",
-    "Backend", "BackendSettings", "BackendUnavailable", "Capabilities", "RawOutput", "Request", "Result", "TokenCandidate",
-    "TokenClock",
+    "Backend", "BackendOptions", "BackendSettings", "BackendUnavailable", "Capabilities", "RawOutput", "Request", "Result",
+    "TokenCandidate", "TokenClock",
 ]
 
 TTFT_DEFINITION = (
@@ -116,9 +116,11 @@ class Backend(ABC):
     capabilities: Capabilities = Capabilities()
     clock_source: str = "wall-clock"  # what TokenClock ticks mean for this backend
     differential_timing: bool = False  # no engine metrics and no token clock: time twice
+    options_type: type[BackendOptions] = BackendOptions  # this backend's own settings (``settings.options``)
 
     def __init__(self, settings: BackendSettings) -> None:
         self.settings = settings
+        self.options = self.options_type.of(settings.options)  # typed: ``settings.options`` read as options_type
 
     # -- lifecycle ------------------------------------------------------------------------
     def start(self) -> None:  # noqa: B027 - optional hook

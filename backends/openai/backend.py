@@ -55,6 +55,7 @@ from backends.base import (
 )
 from backends.openai.chat import chat_body
 from backends.openai.metrics import FLAVORS, MetricsProbe, flavor_of
+from backends.openai.options import OpenAIOptions
 from backends.openai.stream import StreamCut, read_stream, read_stream_async
 from contract.chat import CHAT_PROMPTS, prompt_key
 
@@ -87,6 +88,7 @@ def root_url(base_url: str) -> str:
 class OpenAIBackend(Backend):
     name = "openai"
     clock_source = "client-stream"
+    options_type = OpenAIOptions
     flavor: str | None = None  # "vllm" / "sglang" when known (launched servers); else detected
 
     def __init__(self, settings) -> None:
@@ -153,7 +155,7 @@ class OpenAIBackend(Backend):
         return key
 
     def _served_model(self) -> str:
-        wanted = self.settings.served_model_name or self.settings.options.get("served_model")
+        wanted = self.settings.served_model_name or self.options.served_model
         if wanted:  # checked against the server's listing before the run (harness/server_args.py)
             return wanted
         try:

@@ -138,7 +138,7 @@ class LaunchedServerBackend(OpenAIBackend):
         return Path(run_dir) / "logs" / f"{self.name}.log"
 
     def _start_timeout(self) -> float:
-        value = self.settings.options.get("server_start_timeout_s") or os.environ.get("LCA_SERVER_START_TIMEOUT")
+        value = self.options.server_start_timeout_s or os.environ.get("LCA_SERVER_START_TIMEOUT")
         return float(value) if value else DEFAULT_START_TIMEOUT_S
 
     def _check_server(self, wait_s: float = 0.0) -> None:
@@ -333,7 +333,7 @@ class HFServerBackend(LaunchedServerBackend):
         return argv
 
     def _served_model(self) -> str:
-        return self.settings.options.get("served_model") or self.settings.model_path  # its /v1/models lists the hub cache
+        return self.options.served_model or self.settings.model_path  # its /v1/models lists the hub cache
 
     def _connect(self) -> None:
         super()._connect()

@@ -27,7 +27,7 @@ streams one chunk per token, each carrying all output ids so far (recorded on th
 timestamps (see :mod:`backends.sglang.meta`), kept beside as the engine's own figures: engine TTFT =
 request received by the tokenizer manager -> first token sampled on the scheduler, engine decode =
 first token -> request finished, over the tokens after the first.
-``settings.options["timing"] = "engine"`` forces ``enable_metrics`` on, ``"stream"`` off; the
+``SGLangOptions(timing="engine")`` (``settings.options``) forces ``enable_metrics`` on, ``"stream"`` off; the
 ``max_tokens-differential`` is a last resort if no chunk arrives with tokens.
 """
 
@@ -46,6 +46,7 @@ from typing import Any
 from backends.base import Backend, BackendUnavailable, Capabilities, RawOutput, Request, TokenClock
 from backends.parallel import replica_record
 from backends.sglang.config import (
+    SGLangOptions,
     build_sampling_params,
     effective_config,
     engine_kwargs,
@@ -84,6 +85,7 @@ class SGLangBackend(Backend):
     )
     clock_source = "in-process-stream"
     differential_timing = True  # used only when neither the engine's stamps nor stream ticks exist
+    options_type = SGLangOptions
 
     def __init__(self, settings) -> None:
         super().__init__(settings)
@@ -93,7 +95,7 @@ class SGLangBackend(Backend):
             raise BackendUnavailable(
                 f"sglang runs on a CUDA GPU in this study (this run is on {settings.device})"
             )
-        timing = settings.options.get("timing", "auto")
+        timing = self.options.timing
         has_prometheus = importlib.util.find_spec("prometheus_client") is not None
         self.use_metrics = timing == "engine" or (timing == "auto" and has_prometheus)
         self.kwargs = {**engine_kwargs(settings, enable_metrics=self.use_metrics), **settings.engine_args}  # --engine-arg
