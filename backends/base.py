@@ -212,6 +212,23 @@ class Backend(ABC):
         takes their difference) and ``*_now`` gauges (the level keeps their peak)."""
         return {}
 
+    # -- the engine called directly (optional; benchmarks/ measure the adapter against it) ------
+    raw_call: str | None = None  # what raw_generate_timed() runs, in words; None: no raw engine call here
+    batch_call: str | None = None  # what engine_batch() runs, in words; None: no batched engine call here
+    no_batch_call: str = "no batched engine call in this process"  # why not, where batch_call is None
+
+    def raw_generate_timed(self, prompt_ids: list[int], max_new_tokens: int) -> tuple[float | None, float | None, float]:
+        """The engine's own call on ``prompt_ids`` (greedy, EOS ignored), without the adapter, timed at the
+        caller as the adapter is: (TTFT ms, decode ms per token, e2e ms). ``benchmarks/overhead.py`` compares
+        it with :meth:`generate`; only where :attr:`raw_call` says what it runs."""
+        raise NotImplementedError(f"{self.name} has no raw engine call")
+
+    def engine_batch(self, prompts: list[list[int]], request: Request) -> list[int]:
+        """The engine's own batched call on ``prompts`` with ``request``'s sampling (its ``prompt_ids`` unused):
+        the output tokens of each prompt. ``benchmarks/load_ceiling.py`` compares it with the load loop; only
+        where :attr:`batch_call` says what it runs."""
+        raise NotImplementedError(f"{self.name}: {self.no_batch_call}")
+
     # -- the one timing loop --------------------------------------------------------------
     def generate(self, request: Request) -> Result:
         cache_state = "reuse-allowed" if request.reuse_prefix else "reset-before-request"

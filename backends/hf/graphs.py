@@ -17,7 +17,7 @@ from typing import Any
 import torch
 
 from backends.base import BackendUnavailable, Capabilities, RawOutput, Request, TokenClock
-from backends.hf.backend import HFBackend
+from backends.hf.backend import QUEUED, HFBackend
 
 WARMUP_NEW_TOKENS = 16
 WARMUP_ROUNDS = 2
@@ -25,6 +25,7 @@ WARMUP_ROUNDS = 2
 
 class HFGraphsBackend(HFBackend):
     name = "hf-graphs"
+    no_batch_call = f"hf-graphs' static-cache generate() {QUEUED}"
 
     def __init__(self, settings) -> None:
         super().__init__(settings)

@@ -89,6 +89,7 @@ class OpenAIBackend(Backend):
     name = "openai"
     clock_source = "client-stream"
     options_type = OpenAIOptions
+    no_batch_call = "a server: the engine's batched call lives in the server's process, not in this one"
     flavor: str | None = None  # "vllm" / "sglang" when known (launched servers); else detected
 
     def __init__(self, settings) -> None:

@@ -86,6 +86,8 @@ class SGLangBackend(Backend):
     clock_source = "in-process-stream"
     differential_timing = True  # used only when neither the engine's stamps nor stream ticks exist
     options_type = SGLangOptions
+    raw_call = "Engine.generate(..., stream=True) on the same input_ids, stamped per chunk"
+    batch_call = "Engine.generate(input_ids=list of id lists)"
 
     def __init__(self, settings) -> None:
         super().__init__(settings)
@@ -366,16 +368,23 @@ class SGLangBackend(Backend):
         return {names[k]: float(v) for k, v in state.items() if k in names and isinstance(v, int | float)}
 
 
-def raw_generate_timed(backend: SGLangBackend, ids: list[int], new_tokens: int) -> tuple[Any, Any, float]:
-    """The public ``Engine.generate(..., stream=True)`` on ``ids`` (greedy, EOS ignored), timed as the
-    adapter times it: (TTFT ms, decode ms per token, wall-clock e2e ms), all at the caller. For
-    ``benchmarks/overhead.py``."""
-    params = {"max_new_tokens": new_tokens, "temperature": 0.0, "ignore_eos": True}
-    clock = TokenClock(lambda: None)
-    seen = 0
-    for chunk in backend.engine.generate(input_ids=ids, sampling_params=params, stream=True):
-        n = len(chunk.get("output_ids") or [])
-        if n > seen:
-            clock.tick(n - seen)
-            seen = n
-    return clock.ttft_ms(), clock.decode_ms_per_token(), (time.perf_counter() - clock.start) * 1e3
+    # -- the engine called directly (benchmarks/) ---------------------------------------------
+    def raw_generate_timed(self, prompt_ids: list[int], max_new_tokens: int) -> tuple[Any, Any, float]:
+        """The public ``Engine.generate(..., stream=True)`` on the ids (greedy, EOS ignored), timed as the
+        adapter times it (all at the caller): what :meth:`generate` costs on top of it."""
+        params = {"max_new_tokens": max_new_tokens, "temperature": 0.0, "ignore_eos": True}
+        clock = TokenClock(lambda: None)
+        seen = 0
+        for chunk in self.engine.generate(input_ids=prompt_ids, sampling_params=params, stream=True):
+            n = len(chunk.get("output_ids") or [])
+            if n > seen:
+                clock.tick(n - seen)
+                seen = n
+        return clock.ttft_ms(), clock.decode_ms_per_token(), (time.perf_counter() - clock.start) * 1e3
+
+    def engine_batch(self, prompts: list[list[int]], request: Request) -> list[int]:
+        """``Engine.generate`` on every prompt's ids at once, with the adapter's own sampling parameters."""
+        outs = self.engine.generate(input_ids=[list(p) for p in prompts], sampling_params=build_sampling_params(request))
+        outs = outs if isinstance(outs, list) else [outs]  # a batch answers a list of dicts, one per prompt
+        return [len(o.get("output_ids") or []) or int((o.get("meta_info") or {}).get("completion_tokens") or 0)
+                for o in outs]

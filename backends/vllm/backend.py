@@ -59,6 +59,8 @@ class VLLMBackend(Backend):
         batches_requests=True,
     )
     clock_source = "engine-step"
+    raw_call = "LLMEngine.add_request + step() with cumulative outputs, stamped at the caller as tokens arrive"
+    batch_call = "LLM.generate(list of TokensPrompt)"
 
     def __init__(self, settings) -> None:
         super().__init__(settings)
@@ -250,6 +252,30 @@ class VLLMBackend(Backend):
             if key and isinstance(value, int | float):
                 out[key] = out.get(key, 0.0) + float(value)
         return out
+
+    # -- the engine called directly (benchmarks/) ---------------------------------------------
+    def raw_generate_timed(self, prompt_ids: list[int], max_new_tokens: int) -> tuple[float, float, float]:
+        """The engine's own loop (what ``LLM.generate`` runs) on bare sampling parameters, stamped at the
+        caller as tokens arrive, as the adapter does: what :meth:`generate` costs on top of it."""
+        engine = self.llm.llm_engine
+        params = self._SamplingParams(max_tokens=max_new_tokens, temperature=0.0, ignore_eos=True)
+        params.output_kind = self._CUMULATIVE
+        t0 = time.perf_counter()
+        engine.add_request(f"raw-{t0}", self._prompt(list(prompt_ids)), params)
+        stamps, seen = [], 0
+        while engine.has_unfinished_requests():
+            for out in engine.step():
+                n = len(out.outputs[0].token_ids)
+                stamps += [time.perf_counter()] * (n - seen)
+                seen = max(seen, n)
+        ttft = (stamps[0] - t0) * 1e3
+        return ttft, (stamps[-1] - stamps[0]) * 1e3 / (len(stamps) - 1), (stamps[-1] - t0) * 1e3
+
+    def engine_batch(self, prompts: list[list[int]], request: Request) -> list[int]:
+        """``LLM.generate`` on every prompt at once, with the adapter's own sampling parameters."""
+        params = self._sampling_params(request)
+        outs = self.llm.generate([self._TokensPrompt(prompt_token_ids=ids) for ids in prompts], params, use_tqdm=False)
+        return [len(o.outputs[0].token_ids) for o in outs]
 
     def _prompt(self, ids: list[int]) -> Any:
         prompt = self._TokensPrompt(prompt_token_ids=ids)
