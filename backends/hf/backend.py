@@ -97,6 +97,8 @@ class HFBackend(Backend):
 
     # -- lifecycle ---------------------------------------------------------------------------
     def start(self) -> None:
+        """Tokenizer and model on the device (random weights initialised there, seed 0); the ids that end a
+        generation (the model's and the tokenizer's EOS) and the special tokens the attention probe counts."""
         s = self.settings
         dtype = DTYPES[s.dtype]
         self.tokenizer = AutoTokenizer.from_pretrained(s.model_path)

@@ -190,6 +190,8 @@ class HFContinuousBatchingBackend(HFBackend):
             raise ValueError("hf-cb runs greedy requests without grammar, log-probs or attentions (the load workload)")
 
     async def stream(self, request: Request, clock: TokenClock) -> RawOutput:
+        """One request added to the running manager, its streamed tokens ticking ``clock`` as the manager's
+        thread hands them over; a cancelled request (``--request-timeout``) is cancelled in the manager too, where it can be."""
         self._check(request)
         outputs: asyncio.Queue = asyncio.Queue()
         eos = -1 if request.ignore_eos else (sorted(self.eos_ids) or -1)

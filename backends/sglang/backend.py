@@ -180,6 +180,8 @@ class SGLangBackend(Backend):
         return effective_config(sources), source
 
     def environment(self) -> dict[str, Any]:
+        """env.json's engine facts: the effective configuration read back from the engine, how full and cached
+        modes reset, how requests are timed and sent, the warm-up and the flushes."""
         e = self.effective
         return {
             "sglang": self.version(),

@@ -75,6 +75,8 @@ class VLLMBackend(Backend):
 
     # -- lifecycle ---------------------------------------------------------------------------
     def start(self) -> None:
+        """Import vLLM (after setting its environment variables), start ``vllm.LLM`` with the engine kwargs and
+        ``--engine-arg``, warm it up, and read back its effective configuration for env.json."""
         env = config.apply_env(self.settings.device, self.settings.model_path)  # before the first vllm import
         try:
             import vllm
