@@ -57,7 +57,8 @@ def harness_side(backend: Backend, prompts: list[list[int]], request: Request, c
             "errors": len(errors), **({"first_error": errors[0]} if errors else {})}
 
 
-def engine_side(backend: Backend, prompts: list[list[int]], request: Request, concurrency: int) -> dict[str, Any]:
+def engine_side(backend: Backend, prompts: list[list[int]], request: Request,
+                concurrency: int) -> dict[str, Any]:
     backend.reset_cache()
     tokens = 0
     started = time.perf_counter()
@@ -162,8 +163,8 @@ def check(args: argparse.Namespace) -> str | None:
 
 
 def adapter_class(name: str) -> type[Backend]:
-    """The backend's adapter class (its ``batch_call`` says whether it has a batched engine call); ``UsageError``
-    where it cannot be imported here."""
+    """The backend's adapter class (its ``batch_call`` says whether it has a batched engine call);
+    ``UsageError`` where it cannot be imported here."""
     import backends
     from backends.base import BackendUnavailable
     from harness.cli import UsageError

@@ -9,8 +9,9 @@ after a flush), a two-turn chat with a shared prefix (reuse) and its second turn
 flush; then a public ``Engine.generate`` call, a streamed one and a raw ``flush_cache()``. Every
 step's raw return value goes to OUT_JSON (rewritten after each step, so a crash keeps what ran),
 with what the adapter made of it. Commit the file as ``tests/fixtures/sglang/meta_info.json``.
-KEY=VALUE pairs become the adapter's ``SGLangOptions`` (``settings.options``; e.g. ``attention_backend=triton`` where
-FlashAttention-3 is not installed; values are JSON when they parse as JSON).
+KEY=VALUE pairs become the adapter's ``SGLangOptions`` (``settings.options``; e.g.
+``attention_backend=triton`` where FlashAttention-3 is not installed; values are JSON when they parse as
+JSON; an unknown key: exit 2).
 """
 
 from __future__ import annotations
@@ -87,7 +88,8 @@ def main(argv: list[str]) -> int:
 
     unknown = sorted(set(options) - set(SGLangOptions().to_dict()))
     if unknown:
-        print(f"unknown option {', '.join(unknown)} (SGLangOptions has {', '.join(SGLangOptions().to_dict())})")
+        known = ", ".join(SGLangOptions().to_dict())
+        print(f"unknown option {', '.join(unknown)} (SGLangOptions has {known})")
         return 2
     if not Path(model_dir).is_dir():
         from harness import models

@@ -80,19 +80,21 @@ class BackendSettings:
     client_procs: int | None = None  # load on a server: client processes per level (None: automatic)
     engine_defaults: str = "matched"  # "matched": the same scheduler settings in process and as server; "own"
     prefix_caching: bool = True  # False: the engine's prefix cache off (--no-prefix-caching), for caching off vs on
-    options: BackendOptions = field(default_factory=BackendOptions)  # the backend's own (Backend.options_type)
+    options: BackendOptions = field(default_factory=BackendOptions)  # its own (Backend.options_type)
 
     def to_dict(self) -> dict[str, Any]:
         """The fields as run.json's ``settings`` hold them (``options`` as a KEY: value mapping)."""
         return {**asdict(self), "options": self.options.to_dict()}
 
     @classmethod
-    def from_dict(cls, raw: Mapping[str, Any], options_type: type[BackendOptions] = BackendOptions) -> BackendSettings:
+    def from_dict(cls, raw: Mapping[str, Any],
+                  options_type: type[BackendOptions] = BackendOptions) -> BackendSettings:
         """Settings from run.json's ``settings`` (fields it lacks take their defaults: an older run), with
         ``options`` read as ``options_type``."""
         return cls(**{**raw, "options": options_type.from_dict(raw.get("options"))})
 
-    def with_options(self, options_type: type[BackendOptions], raw: Mapping[str, Any] | None) -> BackendSettings:
+    def with_options(self, options_type: type[BackendOptions],
+                     raw: Mapping[str, Any] | None) -> BackendSettings:
         """These settings with ``raw`` (run.json's ``options``) read as ``options_type``."""
         return replace(self, options=options_type.from_dict(raw))
 

@@ -56,9 +56,10 @@ def _main(argv: list[str] | None = None) -> int:
     run = json.loads((args.run_dir / "run.json").read_text())
     plan = Plan.from_json((args.run_dir / "plan.json").read_text())
     raw = run["settings"]  # engine_args: {backend: {key: value}} for the run, this backend's for its settings
-    # options: a KEY: value mapping (an older run's may name other backends' keys), read as the adapter's type below
-    settings = BackendSettings.from_dict({**raw, "engine_args": (raw.get("engine_args") or {}).get(args.backend, {}),
-                                          "run_dir": str(args.run_dir)})
+    # options: a KEY: value mapping (an older run's may name other backends' keys), read as the adapter's
+    # type below
+    engine_args = (raw.get("engine_args") or {}).get(args.backend, {})
+    settings = BackendSettings.from_dict({**raw, "engine_args": engine_args, "run_dir": str(args.run_dir)})
     if settings.api_key_env:  # whatever the server echoes, the key is written nowhere
         secrets.register(os.environ.get(settings.api_key_env))
     base = {

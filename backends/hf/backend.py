@@ -70,13 +70,13 @@ def xgrammar_available() -> bool:
 
 
 # why hf and hf-graphs have no batched engine call (benchmarks/load_ceiling.py writes it as its skipped row)
-QUEUED = ("has no batched engine call for requests that arrive at different times: under load the harness serves "
-          "it one request at a time behind a queue")
+QUEUED = ("has no batched engine call for requests that arrive at different times: under load the harness "
+          "serves it one request at a time behind a queue")
 
 
 class HFBackend(Backend):
     name = "hf"
-    raw_call = "a hand-written prefill + decode loop of model(...) forward passes (argmax), synchronized per token"
+    raw_call = "a hand-written prefill + decode loop of model(...) forward passes (argmax), synced per token"
     no_batch_call = f"transformers' eager generate() {QUEUED}"
 
     def __init__(self, settings) -> None:

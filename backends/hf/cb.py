@@ -191,7 +191,8 @@ class HFContinuousBatchingBackend(HFBackend):
 
     async def stream(self, request: Request, clock: TokenClock) -> RawOutput:
         """One request added to the running manager, its streamed tokens ticking ``clock`` as the manager's
-        thread hands them over; a cancelled request (``--request-timeout``) is cancelled in the manager too, where it can be."""
+        thread hands them over; a cancelled request (``--request-timeout``) is cancelled in the manager too,
+        where it can be."""
         self._check(request)
         outputs: asyncio.Queue = asyncio.Queue()
         eos = -1 if request.ignore_eos else (sorted(self.eos_ids) or -1)
@@ -233,12 +234,13 @@ class HFContinuousBatchingBackend(HFBackend):
         )
 
     def engine_batch(self, prompts: list[list[int]], request: Request) -> list[int]:
-        """``generate_batch``'s loop on the running manager (``generate_batch`` would start its own), EOS ignored."""
+        """``generate_batch``'s loop on the running manager (``generate_batch`` would start its own), EOS
+        ignored."""
         manager = self.manager
         ids = set()
         for k, prompt in enumerate(prompts, start=self._requests + 1):
-            ids.add(manager.add_request(list(prompt), request_id=f"lca-batch-{k}", max_new_tokens=request.max_new_tokens,
-                                        eos_token_id=-1))
+            ids.add(manager.add_request(list(prompt), request_id=f"lca-batch-{k}",
+                                        max_new_tokens=request.max_new_tokens, eos_token_id=-1))
         self._requests += len(prompts)
         self._used = True  # the next reset_cache() starts a fresh manager
         counts: list[int] = []

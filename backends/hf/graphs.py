@@ -33,8 +33,9 @@ class HFGraphsBackend(HFBackend):
         self.compile_seconds: float | None = None
 
     def start(self) -> None:
-        """The HF start, then CUDA-graph compilation by warm-up generations at the longest and a short prompt
-        (untimed; its duration goes to env.json): no timed request compiles or re-allocates the static cache."""
+        """The HF start, then CUDA-graph compilation by warm-up generations at the longest and a short
+        prompt (untimed; its duration goes to env.json): no timed request compiles or re-allocates the static
+        cache."""
         if self.device.type != "cuda" or not torch.cuda.is_available():
             raise BackendUnavailable(
                 "hf-graphs captures CUDA graphs: it needs a CUDA device (on a CPU, torch.compile would measure "

@@ -259,9 +259,11 @@ class OpenAIBackend(Backend):
                                         max_retries=0)
             self._async = (loop, client)
         self._check_server()
-        out = await streamed_call.call_async(self._async[1], self._body(request, FORMS[self.form]), chat=self.chat,
-                                             request=request, clock=clock, tokenizer=self.tokenizer,
-                                             timeout_s=self.settings.request_timeout_s, check_server=self._check_server)
+        body = self._body(request, FORMS[self.form])
+        out = await streamed_call.call_async(self._async[1], body, chat=self.chat, request=request,
+                                             clock=clock, tokenizer=self.tokenizer,
+                                             timeout_s=self.settings.request_timeout_s,
+                                             check_server=self._check_server)
         self._describe(out)
         return out
 

@@ -270,7 +270,8 @@ class SGLangServerBackend(LaunchedServerBackend):
         return self.http.server_info().get("load_balance_method")
 
     def server_argv(self, port: int) -> list[str]:
-        """SGLang's server command line (behind SGLang's router with ``--router``), set as the in-process engine is."""
+        """SGLang's server command line (behind SGLang's router with ``--router``), set as the in-process
+        engine is."""
         s = self.settings
         module = "sglang_router.launch_server" if uses_sglang_router(s) else "sglang.launch_server"
         argv = [

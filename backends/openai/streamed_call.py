@@ -1,4 +1,4 @@
-"""One streamed call through the ``openai`` client, bounded by ``--request-timeout``, with a lost server named.
+"""One streamed call through the ``openai`` client, bounded by ``--request-timeout``, a lost server named.
 
 :func:`call` serves the batch-1 workloads: the client's timeout bounds the wait for the response and a
 timer closes the stream at the deadline, so the timeout bounds the whole request (as under load,

@@ -386,7 +386,8 @@ class SGLangBackend(Backend):
 
     def engine_batch(self, prompts: list[list[int]], request: Request) -> list[int]:
         """``Engine.generate`` on every prompt's ids at once, with the adapter's own sampling parameters."""
-        outs = self.engine.generate(input_ids=[list(p) for p in prompts], sampling_params=build_sampling_params(request))
+        outs = self.engine.generate(input_ids=[list(p) for p in prompts],
+                                    sampling_params=build_sampling_params(request))
         outs = outs if isinstance(outs, list) else [outs]  # a batch answers a list of dicts, one per prompt
-        return [len(o.get("output_ids") or []) or int((o.get("meta_info") or {}).get("completion_tokens") or 0)
-                for o in outs]
+        return [len(o.get("output_ids") or [])
+                or int((o.get("meta_info") or {}).get("completion_tokens") or 0) for o in outs]

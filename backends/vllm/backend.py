@@ -60,7 +60,7 @@ class VLLMBackend(Backend):
         batches_requests=True,
     )
     clock_source = "engine-step"
-    raw_call = "LLMEngine.add_request + step() with cumulative outputs, stamped at the caller as tokens arrive"
+    raw_call = "LLMEngine.add_request + step(), cumulative outputs stamped at the caller as tokens arrive"
     batch_call = "LLM.generate(list of TokensPrompt)"
 
     def __init__(self, settings) -> None:
@@ -75,8 +75,8 @@ class VLLMBackend(Backend):
 
     # -- lifecycle ---------------------------------------------------------------------------
     def start(self) -> None:
-        """Import vLLM (after setting its environment variables), start ``vllm.LLM`` with the engine kwargs and
-        ``--engine-arg``, warm it up, and read back its effective configuration for env.json."""
+        """Import vLLM (after setting its environment variables), start ``vllm.LLM`` with the engine kwargs
+        and ``--engine-arg``, warm it up, and read back its effective configuration for env.json."""
         env = config.apply_env(self.settings.device, self.settings.model_path)  # before the first vllm import
         try:
             import vllm
@@ -277,7 +277,8 @@ class VLLMBackend(Backend):
     def engine_batch(self, prompts: list[list[int]], request: Request) -> list[int]:
         """``LLM.generate`` on every prompt at once, with the adapter's own sampling parameters."""
         params = self._sampling_params(request)
-        outs = self.llm.generate([self._TokensPrompt(prompt_token_ids=ids) for ids in prompts], params, use_tqdm=False)
+        prompts_in = [self._TokensPrompt(prompt_token_ids=ids) for ids in prompts]
+        outs = self.llm.generate(prompts_in, params, use_tqdm=False)
         return [len(o.outputs[0].token_ids) for o in outs]
 
     def _prompt(self, ids: list[int]) -> Any:

