@@ -30,12 +30,12 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from backends.answer_checks import check_answer
-from contract.adapter import BackendSettings, Capabilities, RawOutput, Request, TokenCandidate
+from contract.adapter import BackendOptions, BackendSettings, Capabilities, RawOutput, Request, TokenCandidate
 
 __all__ = [  # the contract's types re-exported beside this module's own
     "DECODE_DEFINITION", "ENGINE_DECODE_DEFINITION", "ENGINE_TTFT_DEFINITION", "TIMING_DEFINITIONS", "TTFT_DEFINITION",
-    "Backend", "BackendSettings", "BackendUnavailable", "Capabilities", "RawOutput", "Request", "Result", "TokenCandidate",
-    "TokenClock",
+    "Backend", "BackendOptions", "BackendSettings", "BackendUnavailable", "Capabilities", "RawOutput",
+    "Request", "Result", "TokenCandidate", "TokenClock",
 ]
 
 TTFT_DEFINITION = (
@@ -116,9 +116,11 @@ class Backend(ABC):
     capabilities: Capabilities = Capabilities()
     clock_source: str = "wall-clock"  # what TokenClock ticks mean for this backend
     differential_timing: bool = False  # no engine metrics and no token clock: time twice
+    options_type: type[BackendOptions] = BackendOptions  # this backend's own settings (``settings.options``)
 
     def __init__(self, settings: BackendSettings) -> None:
         self.settings = settings
+        self.options = self.options_type.of(settings.options)  # ``settings.options`` read as options_type
 
     # -- lifecycle ------------------------------------------------------------------------
     def start(self) -> None:  # noqa: B027 - optional hook
@@ -209,6 +211,24 @@ class Backend(ABC):
         """Engine figures under load, where the engine reports them: ``*_total`` counters (the level
         takes their difference) and ``*_now`` gauges (the level keeps their peak)."""
         return {}
+
+    # -- the engine called directly (optional; benchmarks/ measure the adapter against it) ------
+    raw_call: str | None = None  # what raw_generate_timed() runs, in words; None: no raw engine call here
+    batch_call: str | None = None  # what engine_batch() runs, in words; None: no batched engine call here
+    no_batch_call: str = "no batched engine call in this process"  # why not, where batch_call is None
+
+    def raw_generate_timed(self, prompt_ids: list[int],
+                           max_new_tokens: int) -> tuple[float | None, float | None, float]:
+        """The engine's own call on ``prompt_ids`` (greedy, EOS ignored), without the adapter, timed at the
+        caller as the adapter is: (TTFT ms, decode ms per token, e2e ms). ``benchmarks/overhead.py`` compares
+        it with :meth:`generate`; only where :attr:`raw_call` says what it runs."""
+        raise NotImplementedError(f"{self.name} has no raw engine call")
+
+    def engine_batch(self, prompts: list[list[int]], request: Request) -> list[int]:
+        """The engine's own batched call on ``prompts`` with ``request``'s sampling (its ``prompt_ids``
+        unused): the output tokens of each prompt. ``benchmarks/load_ceiling.py`` compares it with the load
+        loop; only where :attr:`batch_call` says what it runs."""
+        raise NotImplementedError(f"{self.name}: {self.no_batch_call}")
 
     # -- the one timing loop --------------------------------------------------------------
     def generate(self, request: Request) -> Result:

@@ -107,6 +107,8 @@ class GpuTelemetry:
 
     # -- facts ----------------------------------------------------------------------------
     def facts(self) -> dict[str, Any]:
+        """The samples summed up for env.json: mean and peak power, mean utilisation, peak memory, energy (the
+        NVML counter's difference where it has one, else the power samples integrated), or why none."""
         if self.why_not is not None:
             return {"gpu_telemetry": self.why_not}
         power = [(t, w) for t, w, _, _ in self.samples if w is not None]

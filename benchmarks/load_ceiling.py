@@ -6,7 +6,8 @@ first S shared, O greedy output tokens with EOS ignored), in alternating order p
 does not land on one side, the prefix cache reset before each side so neither inherits the other's:
 
 - harness: ``backends.load_loop.run_level`` at concurrency C (a closed loop, the study's load path);
-- engine: its own batched call on the same prompt ids with the adapter's own sampling parameters —
+- engine: its own batched call on the same prompt ids with the adapter's own sampling parameters
+  (the adapter's ``engine_batch``, ``backends.base.Backend``) —
   vLLM ``LLM.generate([TokensPrompt, ...])``, SGLang ``Engine.generate(input_ids=[...])``, hf-cb
   ``generate_batch``'s loop on the backend's running manager — given C prompts per call (one call
   when N <= C), so that both sides hold at most C requests in flight.
@@ -34,62 +35,12 @@ import json
 import os
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from backends.base import Backend, Request
 
 TARGET = 0.9  # harness output tokens/s over the engine's
-
-
-# --- the engines' own batched calls: output tokens per prompt ---------------------------------
-def vllm_batch(backend: Any, prompts: list[list[int]], request: Request) -> list[int]:
-    params = backend._sampling_params(request)  # the adapter's own: greedy, ignore_eos, max_tokens=O
-    outs = backend.llm.generate([backend._TokensPrompt(prompt_token_ids=ids) for ids in prompts], params,
-                                use_tqdm=False)
-    return [len(o.outputs[0].token_ids) for o in outs]
-
-
-def sglang_batch(backend: Any, prompts: list[list[int]], request: Request) -> list[int]:
-    from backends.sglang.config import build_sampling_params
-
-    outs = backend.engine.generate(input_ids=[list(p) for p in prompts], sampling_params=build_sampling_params(request))
-    outs = outs if isinstance(outs, list) else [outs]  # a batch answers a list of dicts, one per prompt
-    return [len(o.get("output_ids") or []) or int((o.get("meta_info") or {}).get("completion_tokens") or 0)
-            for o in outs]
-
-
-def hf_cb_batch(backend: Any, prompts: list[list[int]], request: Request) -> list[int]:
-    """``generate_batch``'s loop on the backend's running manager (``generate_batch`` would start its own), EOS ignored."""
-    manager = backend.manager
-    ids = set()
-    for k, prompt in enumerate(prompts, start=backend._requests + 1):
-        ids.add(manager.add_request(list(prompt), request_id=f"lca-batch-{k}", max_new_tokens=request.max_new_tokens,
-                                    eos_token_id=-1))
-    backend._requests += len(prompts)
-    backend._used = True  # the next reset_cache() starts a fresh manager
-    counts: list[int] = []
-    while len(counts) < len(ids):
-        result = manager.get_result(timeout=1)
-        if result is None and not manager.is_running():
-            raise RuntimeError("the continuous-batching manager stopped")
-        if result is not None and result.error:
-            raise RuntimeError(f"continuous batching: {result.error}")
-        if result is not None and result.request_id in ids and result.is_finished():
-            counts.append(len(result.generated_tokens))
-    return counts
-
-
-ENGINE_CALLS: dict[str, tuple[str, Callable[[Any, list[list[int]], Request], list[int]]]] = {
-    "vllm": ("LLM.generate(list of TokensPrompt)", vllm_batch),
-    "sglang": ("Engine.generate(input_ids=list of id lists)", sglang_batch),
-    "hf-cb": ("ContinuousBatchingManager.add_request per prompt + get_result (generate_batch's loop)", hf_cb_batch),
-}
-QUEUED = ("has no batched engine call for requests that arrive at different times: under load the harness serves "
-          "it one request at a time behind a queue")
-NO_CALL = {"hf": f"transformers' eager generate() {QUEUED}", "hf-graphs": f"hf-graphs' static-cache generate() {QUEUED}"}
-SERVER = "a server: the engine's batched call lives in the server's process, not in this one"
 
 
 # --- measuring ----------------------------------------------------------------------------------
@@ -106,13 +57,13 @@ def harness_side(backend: Backend, prompts: list[list[int]], request: Request, c
             "errors": len(errors), **({"first_error": errors[0]} if errors else {})}
 
 
-def engine_side(backend: Backend, call: Callable, prompts: list[list[int]], request: Request,
+def engine_side(backend: Backend, prompts: list[list[int]], request: Request,
                 concurrency: int) -> dict[str, Any]:
     backend.reset_cache()
     tokens = 0
     started = time.perf_counter()
     for i in range(0, len(prompts), concurrency):
-        tokens += sum(call(backend, prompts[i:i + concurrency], request))
+        tokens += sum(backend.engine_batch(prompts[i:i + concurrency], request))
     wall_s = time.perf_counter() - started
     return {"wall_s": wall_s, "output_tokens": tokens, "tokens_per_s": tokens / wall_s, "errors": 0}
 
@@ -120,10 +71,9 @@ def engine_side(backend: Backend, call: Callable, prompts: list[list[int]], requ
 def measure(backend: Backend, prompts: list[list[int]], warmup: list[list[int]], args: argparse.Namespace
             ) -> dict[str, list[dict[str, Any]]]:
     """Both sides once on ``warmup`` (unrecorded), then ``repeats`` alternating pairs on ``prompts``."""
-    _, call = ENGINE_CALLS[backend.name]
     request = Request(prompt_ids=[], max_new_tokens=args.output_tokens, ignore_eos=True)
     sides = {"harness": lambda ps: harness_side(backend, ps, request, args.concurrency),
-             "engine": lambda ps: engine_side(backend, call, ps, request, args.concurrency)}
+             "engine": lambda ps: engine_side(backend, ps, request, args.concurrency)}
     for side in sides.values():
         side(warmup)
     out: dict[str, list[dict[str, Any]]] = {"harness": [], "engine": []}
@@ -212,9 +162,21 @@ def check(args: argparse.Namespace) -> str | None:
     return None
 
 
-def run(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
-    """Start the backend, measure; (the results, the exit code). Raises ``UsageError`` (one line) for bad input."""
+def adapter_class(name: str) -> type[Backend]:
+    """The backend's adapter class (its ``batch_call`` says whether it has a batched engine call);
+    ``UsageError`` where it cannot be imported here."""
     import backends
+    from backends.base import BackendUnavailable
+    from harness.cli import UsageError
+
+    try:
+        return backends.resolve(name)
+    except BackendUnavailable as exc:
+        raise UsageError(f"--backend {name}: {exc}") from exc
+
+
+def run(args: argparse.Namespace, adapter: type[Backend]) -> tuple[dict[str, Any], int]:
+    """Start the backend, measure; (the results, the exit code). Raises ``UsageError`` (one line) for bad input."""
     from backends.base import BackendSettings, BackendUnavailable
     from harness import cli, limits, models, parallel_args
     from harness.chat import Renderer
@@ -223,7 +185,7 @@ def run(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
     device, dtype = cli.resolve_device(args.device, args.dtype)
     parallel_args.check_parallel(args.dp, args.tp, args.router, [args.backend], device)  # --dp / --router as the study's
     try:  # constructing checks that the engine can be imported here (SGLang); start() does for vLLM
-        backend = backends.resolve(args.backend)(BackendSettings(**cli.backend_settings(args, model, device, dtype)))
+        backend = adapter(BackendSettings(**cli.backend_settings(args, model, device, dtype)))
     except BackendUnavailable as exc:
         raise cli.UsageError(f"--backend {args.backend}: {exc}") from exc
     positions = limits.model_positions(model.path)
@@ -259,7 +221,7 @@ def header(backend: Backend, args: argparse.Namespace, n: int) -> dict[str, Any]
             "dtype": s.dtype, "concurrency": args.concurrency, "requests": n, "prompt_tokens": args.prompt_tokens,
             "shared_prefix_tokens": args.shared_prefix_tokens, "output_tokens": args.output_tokens,
             "repeats": args.repeats,
-            "engine_call": ENGINE_CALLS[backend.name][0] + f", {args.concurrency} prompts per call"}
+            "engine_call": f"{backend.batch_call}, {args.concurrency} prompts per call"}
 
 
 def fixed_prompts(renderer: Any, args: argparse.Namespace) -> tuple[list[list[int]], list[list[int]]]:
@@ -289,7 +251,7 @@ def child_hook(backend: Backend, plan: Any) -> None:  # noqa: ARG001 - the promp
     from harness import cli
     from harness.chat import Renderer
 
-    if backend.name not in ENGINE_CALLS:
+    if backend.batch_call is None:
         return
     s = backend.settings
     args = parser().parse_args([*shlex.split(os.environ.get(HOOK_ARGS_ENV, "")), "--backend", backend.name])
@@ -311,15 +273,17 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     error = check(args)
     code = 0
-    if error is None and args.backend not in ENGINE_CALLS:
-        reason = NO_CALL.get(args.backend, SERVER)
-        doc: dict[str, Any] = {"benchmark": "load_ceiling", "backend": args.backend, "skipped": reason}
-    elif error is None:
+    if error is None:
         from harness.cli import UsageError
         from harness.models import ModelError
 
         try:
-            doc, code = run(args)
+            adapter = adapter_class(args.backend)
+            if adapter.batch_call is None:
+                doc: dict[str, Any] = {"benchmark": "load_ceiling", "backend": args.backend,
+                                       "skipped": adapter.no_batch_call}
+            else:
+                doc, code = run(args, adapter)
         except (UsageError, ModelError) as exc:
             error = str(exc)
     if error is not None:

@@ -2,7 +2,7 @@
 
 For each prompt (the sweep's N=256 and N=1024 prompts, 64 greedy tokens, EOS ignored, cache
 reset before each call) it alternates ``backend.generate(Request)`` with the engine called
-directly and timed the same way:
+directly and timed the same way (each adapter's ``raw_generate_timed``, ``backends.base.Backend``):
 
 - hf: a hand-written prefill + decode loop of ``model(...)`` forward passes (argmax), the device
   synchronized at every token, as the adapter's streamer does;
@@ -27,8 +27,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -41,68 +39,9 @@ NEW_TOKENS = 64
 LENGTHS = (256, 1024)
 
 
-# --- raw engine calls ---------------------------------------------------------------------------
-def raw_hf(backend: Any, ids: list[int], new_tokens: int) -> tuple[float, float, float]:
-    import torch
-    from transformers import DynamicCache
-
-    model, sync = backend.model, backend.synchronize
-    sync()
-    t0 = time.perf_counter()
-    with torch.inference_mode():
-        cache = DynamicCache()
-        out = model(torch.tensor([ids], device=backend.device), past_key_values=cache, use_cache=True)
-        token = out.logits[:, -1:].argmax(-1)
-        sync()
-        stamps = [time.perf_counter()]
-        for _ in range(new_tokens - 1):
-            out = model(token, past_key_values=cache, use_cache=True)
-            token = out.logits[:, -1:].argmax(-1)
-            sync()
-            stamps.append(time.perf_counter())
-    ttft = (stamps[0] - t0) * 1e3
-    return ttft, (stamps[-1] - stamps[0]) * 1e3 / (new_tokens - 1), (stamps[-1] - t0) * 1e3
-
-
-def raw_vllm(backend: Any, ids: list[int], new_tokens: int) -> tuple[float, float, float]:
-    from vllm.sampling_params import RequestOutputKind
-
-    engine = backend.llm.llm_engine
-    params = backend._SamplingParams(max_tokens=new_tokens, temperature=0.0, ignore_eos=True)
-    params.output_kind = RequestOutputKind.CUMULATIVE
-    render = getattr(backend.llm, "_preprocess_cmpl_one", lambda p: p)  # as LLM.generate renders a prompt
-    t0 = time.perf_counter()
-    engine.add_request(f"raw-{t0}", render(backend._TokensPrompt(prompt_token_ids=ids)), params)
-    stamps, seen = [], 0
-    while engine.has_unfinished_requests():
-        for out in engine.step():
-            n = len(out.outputs[0].token_ids)
-            stamps += [time.perf_counter()] * (n - seen)
-            seen = max(seen, n)
-    ttft = (stamps[0] - t0) * 1e3
-    return ttft, (stamps[-1] - stamps[0]) * 1e3 / (len(stamps) - 1), (stamps[-1] - t0) * 1e3
-
-
-RAW: dict[str, Callable[[Any, list[int], int], tuple[float, float, float]]] = {
-    "hf": raw_hf,
-    "hf-graphs": raw_hf,
-    "vllm": raw_vllm,
-}
-
-
-def register_sglang() -> None:
-    try:
-        from backends.sglang.backend import raw_generate_timed  # the adapter's own timing, minus the adapter
-    except ImportError:
-        return
-    RAW["sglang"] = raw_generate_timed
-
-
 # --- measuring ----------------------------------------------------------------------------------
 def measure(backend: Backend, prompts: dict[int, list[int]], reps: int = 5) -> list[dict[str, Any]]:
-    register_sglang()
-    raw = RAW.get(backend.name)
-    if raw is None:
+    if backend.raw_call is None:  # the adapter's raw_generate_timed(): the engine called without the adapter
         return [{"backend": backend.name, "skipped": "no raw engine call defined for this backend"}]
     rows = []
     for n, ids in prompts.items():
@@ -113,7 +52,7 @@ def measure(backend: Backend, prompts: dict[int, list[int]], reps: int = 5) -> l
             r = backend.generate(request)
             adapter.append((r.ttft_ms, r.decode_ms_per_token, r.e2e_ms))
             backend.reset_cache()
-            direct.append(raw(backend, ids, NEW_TOKENS))
+            direct.append(backend.raw_generate_timed(ids, NEW_TOKENS))
         rows.append({"backend": backend.name, "N": n, "reps": reps, "adapter": adapter, "raw": direct})
     return rows
 

@@ -9,8 +9,9 @@ after a flush), a two-turn chat with a shared prefix (reuse) and its second turn
 flush; then a public ``Engine.generate`` call, a streamed one and a raw ``flush_cache()``. Every
 step's raw return value goes to OUT_JSON (rewritten after each step, so a crash keeps what ran),
 with what the adapter made of it. Commit the file as ``tests/fixtures/sglang/meta_info.json``.
-KEY=VALUE pairs become the adapter's ``settings.options`` (e.g. ``attention_backend=triton`` where
-FlashAttention-3 is not installed; values are JSON when they parse as JSON).
+KEY=VALUE pairs become the adapter's ``SGLangOptions`` (``settings.options``; e.g.
+``attention_backend=triton`` where FlashAttention-3 is not installed; values are JSON when they parse as
+JSON; an unknown key: exit 2).
 """
 
 from __future__ import annotations
@@ -83,6 +84,13 @@ def main(argv: list[str]) -> int:
         return 2
     model_dir, out_path = argv[0], Path(argv[1])
     options = dict(option(a) for a in argv[2:])
+    from backends.sglang.config import SGLangOptions
+
+    unknown = sorted(set(options) - set(SGLangOptions().to_dict()))
+    if unknown:
+        known = ", ".join(SGLangOptions().to_dict())
+        print(f"unknown option {', '.join(unknown)} (SGLangOptions has {known})")
+        return 2
     if not Path(model_dir).is_dir():
         from harness import models
 
@@ -115,7 +123,8 @@ def main(argv: list[str]) -> int:
     doc["turns"] = {"turn1_tokens": len(turn1), "turn2_tokens": len(turn2), "shared_prefix_tokens": shared}
 
     settings = BackendSettings(
-        model_path=model_dir, model_label=model_dir, random_weights=True, max_model_len=4096, options=options
+        model_path=model_dir, model_label=model_dir, random_weights=True, max_model_len=4096,
+        options=SGLangOptions(**options),
     )
     backend = SGLangBackend(settings)
     say(f"starting sglang.Engine on {model_dir} (minutes) ...")

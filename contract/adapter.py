@@ -1,17 +1,20 @@
 """What the harness and a backend adapter exchange: the request, the adapter's raw output, its
-capabilities and its settings.
+capabilities and its settings (with each backend's own options).
 
 The harness builds a :class:`Request` (prompt token ids, rendered once for every backend) from
 each plan step and hands it to ``backends.base.Backend.generate``; the adapter returns a
 :class:`RawOutput`, which the one timing loop wraps with its figures. :class:`Capabilities` are
 typed flags a workload's steps name in ``Step.needs``; a backend that lacks one gets a ``skipped``
-record. ``backends.base`` re-exports every name here.
+record. :class:`BackendSettings` are what the command line gives every adapter; a backend with
+settings of its own declares a :class:`BackendOptions` subclass beside its adapter (the harness
+never looks inside). ``backends.base`` re-exports every name here.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, fields, replace
+from typing import Any, Self
 
 
 @dataclass(frozen=True)
@@ -27,6 +30,29 @@ class Capabilities:
     load: bool = False  # runs a load level: many requests submitted at once (backends.load_loop)
     batches_requests: bool = False  # requests in flight share engine steps (False: one at a time, queued)
     single_requests: bool = True  # times one request at a time (the batch-1 workloads); False: a load-only column
+
+
+@dataclass(frozen=True)
+class BackendOptions:
+    """A backend's own settings beyond the command line's: none here. An adapter with some subclasses
+    this with defaulted fields (``backends.sglang.config.SGLangOptions``...) and names it as its
+    ``Backend.options_type``; in run.json they are a KEY: value mapping (``to_dict`` / ``from_dict``)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, raw: Mapping[str, Any] | None) -> Self:
+        """The fields of ``cls`` named in ``raw``; other keys are another backend's (an old run.json held
+        one flat ``options`` dict for every backend), so they are left out."""
+        names = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in (raw or {}).items() if k in names})
+
+    @classmethod
+    def of(cls, options: BackendOptions) -> Self:
+        """``options`` as ``cls``: themselves, or their fields read by name (the defaults from plain
+        :class:`BackendOptions`, which generic code builds)."""
+        return options if isinstance(options, cls) else cls.from_dict(options.to_dict())
 
 
 @dataclass(frozen=True)
@@ -54,7 +80,23 @@ class BackendSettings:
     client_procs: int | None = None  # load on a server: client processes per level (None: automatic)
     engine_defaults: str = "matched"  # "matched": the same scheduler settings in process and as server; "own"
     prefix_caching: bool = True  # False: the engine's prefix cache off (--no-prefix-caching), for caching off vs on
-    options: dict[str, Any] = field(default_factory=dict)  # backend-specific extras
+    options: BackendOptions = field(default_factory=BackendOptions)  # its own (Backend.options_type)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The fields as run.json's ``settings`` hold them (``options`` as a KEY: value mapping)."""
+        return {**asdict(self), "options": self.options.to_dict()}
+
+    @classmethod
+    def from_dict(cls, raw: Mapping[str, Any],
+                  options_type: type[BackendOptions] = BackendOptions) -> BackendSettings:
+        """Settings from run.json's ``settings`` (fields it lacks take their defaults: an older run), with
+        ``options`` read as ``options_type``."""
+        return cls(**{**raw, "options": options_type.from_dict(raw.get("options"))})
+
+    def with_options(self, options_type: type[BackendOptions],
+                     raw: Mapping[str, Any] | None) -> BackendSettings:
+        """These settings with ``raw`` (run.json's ``options``) read as ``options_type``."""
+        return replace(self, options=options_type.from_dict(raw))
 
 
 @dataclass(frozen=True)

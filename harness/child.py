@@ -56,8 +56,10 @@ def _main(argv: list[str] | None = None) -> int:
     run = json.loads((args.run_dir / "run.json").read_text())
     plan = Plan.from_json((args.run_dir / "plan.json").read_text())
     raw = run["settings"]  # engine_args: {backend: {key: value}} for the run, this backend's for its settings
-    settings = BackendSettings(**{**raw, "engine_args": (raw.get("engine_args") or {}).get(args.backend, {}),
-                                  "run_dir": str(args.run_dir)})
+    # options: a KEY: value mapping (an older run's may name other backends' keys), read as the adapter's
+    # type below
+    engine_args = (raw.get("engine_args") or {}).get(args.backend, {})
+    settings = BackendSettings.from_dict({**raw, "engine_args": engine_args, "run_dir": str(args.run_dir)})
     if settings.api_key_env:  # whatever the server echoes, the key is written nowhere
         secrets.register(os.environ.get(settings.api_key_env))
     base = {
@@ -74,7 +76,8 @@ def _main(argv: list[str] | None = None) -> int:
     memory = MemoryWatch()  # before anything touches the device
     started = time.perf_counter()
     try:
-        backend = backends.resolve(args.backend)(settings)
+        adapter = backends.resolve(args.backend)
+        backend = adapter(settings.with_options(adapter.options_type, raw.get("options")))
         backend.start()
     except BackendUnavailable as exc:
         if run["resume"] and has_measurements(args.run_dir, args.backend):

@@ -10,6 +10,7 @@ logits, and the attention probe from ``output_attentions=True``.
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import torch
@@ -68,8 +69,15 @@ def xgrammar_available() -> bool:
     return True
 
 
+# why hf and hf-graphs have no batched engine call (benchmarks/load_ceiling.py writes it as its skipped row)
+QUEUED = ("has no batched engine call for requests that arrive at different times: under load the harness "
+          "serves it one request at a time behind a queue")
+
+
 class HFBackend(Backend):
     name = "hf"
+    raw_call = "a hand-written prefill + decode loop of model(...) forward passes (argmax), synced per token"
+    no_batch_call = f"transformers' eager generate() {QUEUED}"
 
     def __init__(self, settings) -> None:
         super().__init__(settings)
@@ -89,6 +97,8 @@ class HFBackend(Backend):
 
     # -- lifecycle ---------------------------------------------------------------------------
     def start(self) -> None:
+        """Tokenizer and model on the device (random weights initialised there, seed 0); the ids that end a
+        generation (the model's and the tokenizer's EOS) and the special tokens the attention probe counts."""
         s = self.settings
         dtype = DTYPES[s.dtype]
         self.tokenizer = AutoTokenizer.from_pretrained(s.model_path)
@@ -136,6 +146,26 @@ class HFBackend(Backend):
 
     def kv_cache_tokens(self) -> tuple[int | None, str]:
         return None, "no fixed KV pool: transformers grows a DynamicCache per request, up to free device memory"
+
+    def raw_generate_timed(self, prompt_ids: list[int], max_new_tokens: int) -> tuple[float, float, float]:
+        """Prefill and decode as bare ``model(...)`` forward passes (argmax, no stop), the device synchronized
+        at every token as the adapter's streamer does: what ``generate()`` costs on top of them."""
+        model, sync = self.model, self.synchronize
+        sync()
+        t0 = time.perf_counter()
+        with torch.inference_mode():
+            cache = DynamicCache()
+            out = model(torch.tensor([prompt_ids], device=self.device), past_key_values=cache, use_cache=True)
+            token = out.logits[:, -1:].argmax(-1)
+            sync()
+            stamps = [time.perf_counter()]
+            for _ in range(max_new_tokens - 1):
+                out = model(token, past_key_values=cache, use_cache=True)
+                token = out.logits[:, -1:].argmax(-1)
+                sync()
+                stamps.append(time.perf_counter())
+        ttft = (stamps[0] - t0) * 1e3
+        return ttft, (stamps[-1] - stamps[0]) * 1e3 / (max_new_tokens - 1), (stamps[-1] - t0) * 1e3
 
     # -- one request ---------------------------------------------------------------------------
     def _generate(self, request: Request, clock: TokenClock) -> RawOutput:

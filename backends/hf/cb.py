@@ -64,6 +64,8 @@ def split_attn(fields: dict[str, Any]) -> tuple[str, dict[str, Any]]:
 
 class HFContinuousBatchingBackend(HFBackend):
     name = "hf-cb"
+    raw_call = None  # requests go through the manager: hf's bare forward loop is no call of this engine's
+    batch_call = "ContinuousBatchingManager.add_request per prompt + get_result (generate_batch's loop)"
 
     def __init__(self, settings) -> None:
         attn, self.tuning = split_attn(overrides(os.environ.get("LCA_HF_CB")))
@@ -188,6 +190,9 @@ class HFContinuousBatchingBackend(HFBackend):
             raise ValueError("hf-cb runs greedy requests without grammar, log-probs or attentions (the load workload)")
 
     async def stream(self, request: Request, clock: TokenClock) -> RawOutput:
+        """One request added to the running manager, its streamed tokens ticking ``clock`` as the manager's
+        thread hands them over; a cancelled request (``--request-timeout``) is cancelled in the manager too,
+        where it can be."""
         self._check(request)
         outputs: asyncio.Queue = asyncio.Queue()
         eos = -1 if request.ignore_eos else (sorted(self.eos_ids) or -1)
@@ -227,6 +232,27 @@ class HFContinuousBatchingBackend(HFBackend):
             cached_tokens=self._matched.pop(request_id, 0),
             prompt_ids_used=list(request.prompt_ids),
         )
+
+    def engine_batch(self, prompts: list[list[int]], request: Request) -> list[int]:
+        """``generate_batch``'s loop on the running manager (``generate_batch`` would start its own), EOS
+        ignored."""
+        manager = self.manager
+        ids = set()
+        for k, prompt in enumerate(prompts, start=self._requests + 1):
+            ids.add(manager.add_request(list(prompt), request_id=f"lca-batch-{k}",
+                                        max_new_tokens=request.max_new_tokens, eos_token_id=-1))
+        self._requests += len(prompts)
+        self._used = True  # the next reset_cache() starts a fresh manager
+        counts: list[int] = []
+        while len(counts) < len(ids):
+            result = manager.get_result(timeout=1)
+            if result is None and not manager.is_running():
+                raise RuntimeError("the continuous-batching manager stopped")
+            if result is not None and result.error:
+                raise RuntimeError(f"continuous batching: {result.error}")
+            if result is not None and result.request_id in ids and result.is_finished():
+                counts.append(len(result.generated_tokens))
+        return counts
 
     def load_stats(self) -> dict[str, float]:
         """Prompt tokens submitted and served from the prefix cache (counters), and KV-cache use where visible."""

@@ -17,7 +17,7 @@ from typing import Any
 import torch
 
 from backends.base import BackendUnavailable, Capabilities, RawOutput, Request, TokenClock
-from backends.hf.backend import HFBackend
+from backends.hf.backend import QUEUED, HFBackend
 
 WARMUP_NEW_TOKENS = 16
 WARMUP_ROUNDS = 2
@@ -25,6 +25,7 @@ WARMUP_ROUNDS = 2
 
 class HFGraphsBackend(HFBackend):
     name = "hf-graphs"
+    no_batch_call = f"hf-graphs' static-cache generate() {QUEUED}"
 
     def __init__(self, settings) -> None:
         super().__init__(settings)
@@ -32,6 +33,9 @@ class HFGraphsBackend(HFBackend):
         self.compile_seconds: float | None = None
 
     def start(self) -> None:
+        """The HF start, then CUDA-graph compilation by warm-up generations at the longest and a short
+        prompt (untimed; its duration goes to env.json): no timed request compiles or re-allocates the static
+        cache."""
         if self.device.type != "cuda" or not torch.cuda.is_available():
             raise BackendUnavailable(
                 "hf-graphs captures CUDA graphs: it needs a CUDA device (on a CPU, torch.compile would measure "

@@ -27,21 +27,21 @@ not asked for (``logprobs`` off: chat's log-prob shape differs), so those steps 
 
 The API key is read from the variable named by ``--api-key-env`` and lives only in the
 client: it is never written to records, env.json, logs or the report.
+
+This class holds the adapter's state and lifecycle; its pieces: ``bodies.py`` / ``chat.py`` (the request
+bodies), ``streamed_call.py`` (one streamed call and its timeout), ``stream.py`` (reading the chunks),
+``server_http.py`` (the server's own endpoints: kind, version, cache reset), ``server_facts.py`` and
+``metrics.py`` (what its /metrics says).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import sys
-import time
-import urllib.error
-import urllib.request
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-import httpx
 import openai
 
 from backends.base import (
@@ -53,40 +53,20 @@ from backends.base import (
     Result,
     TokenClock,
 )
+from backends.openai import server_facts, streamed_call
+from backends.openai.bodies import FORMS, completions_body
 from backends.openai.chat import chat_body
-from backends.openai.metrics import FLAVORS, MetricsProbe, flavor_of
-from backends.openai.stream import StreamCut, read_stream, read_stream_async
+from backends.openai.metrics import FLAVORS, MetricsProbe, level_timings
+from backends.openai.options import OpenAIOptions
+from backends.openai.server_http import ServerHTTP, root_url
 from contract.chat import CHAT_PROMPTS, prompt_key
-
-# How prompts are sent, best first; a generic server is moved down on its first rejection.
-FORMS = ("token-ids+extensions", "token-ids", "text")
-RESET_PATHS = {"vllm": "/reset_prefix_cache", "sglang": "/flush_cache"}
-# What a request sees when its server went away: a refused, reset or broken connection, before or in
-# the middle of the stream (the client wraps it as APIConnectionError; httpx's own error where a
-# client version does not), or a stream that ended early (StreamCut). A launched server then says
-# whether it exited (``_check_server``), and the error names its log.
-SERVER_GONE = (openai.APIConnectionError, openai.InternalServerError, httpx.TransportError, StreamCut)
-
-
-class RequestTimeout(RuntimeError):
-    """A request was not answered whole within ``--request-timeout``."""
-
-
-def timeout_message(timeout_s: float) -> str:
-    from backends.load_loop import timeout_message as message
-
-    return message(timeout_s)
-
-
-def root_url(base_url: str) -> str:
-    """``http://host:port/v1`` -> ``http://host:port`` (where /health, /metrics, /version live)."""
-    url = base_url.rstrip("/")
-    return url[: -len("/v1")] if url.endswith("/v1") else url
 
 
 class OpenAIBackend(Backend):
     name = "openai"
     clock_source = "client-stream"
+    options_type = OpenAIOptions
+    no_batch_call = "a server: the engine's batched call lives in the server's process, not in this one"
     flavor: str | None = None  # "vllm" / "sglang" when known (launched servers); else detected
 
     def __init__(self, settings) -> None:
@@ -118,6 +98,7 @@ class OpenAIBackend(Backend):
         key = self._api_key()
         self._headers = {"Authorization": f"Bearer {key}"} if key != "EMPTY" else {}
         self.root = root_url(self.base_url)
+        self.http = ServerHTTP(self.root, self._headers)
         timeout = self.settings.request_timeout_s
         self.client = openai.OpenAI(base_url=self.base_url, api_key=key, timeout=timeout, max_retries=0)
         self.tokenizer = AutoTokenizer.from_pretrained(self.settings.tokenizer_path or self.settings.model_path)
@@ -125,9 +106,11 @@ class OpenAIBackend(Backend):
         if self.chat:
             self.capabilities = replace(self.capabilities, logprobs=False)
         self.served_model = self._served_model()
-        metrics_flavor = self._setup_metrics()
-        self.flavor = self.flavor or metrics_flavor or self._flavor_from_endpoints()
-        self.server_version = self._server_version()
+        self.metrics, metrics_flavor = server_facts.find_metrics(self.root, self._headers, self.flavor)
+        if self.metrics is None:
+            self.notes.append("no engine latency histograms at /metrics: server-side timing not recorded")
+        self.flavor = self.flavor or metrics_flavor or self.http.flavor()
+        self.server_version = self.http.version(self.flavor)
         self._form_locked = self.flavor in FLAVORS  # vLLM and SGLang take token ids and the extensions
         self._reset_ok = self._reset()
         self.capabilities = replace(self.capabilities, resets_cache=self._reset_ok)
@@ -153,7 +136,7 @@ class OpenAIBackend(Backend):
         return key
 
     def _served_model(self) -> str:
-        wanted = self.settings.served_model_name or self.settings.options.get("served_model")
+        wanted = self.settings.served_model_name or self.options.served_model
         if wanted:  # checked against the server's listing before the run (harness/server_args.py)
             return wanted
         try:
@@ -167,45 +150,6 @@ class OpenAIBackend(Backend):
             raise RuntimeError(f"{self.base_url}/models lists no model")
         return ids[0]
 
-    def _setup_metrics(self) -> str | None:
-        """Find the engine's latency histograms at /metrics; returns whose they are (None: none there)."""
-        probe = MetricsProbe(self.root + "/metrics", FLAVORS["vllm"], self._headers)
-        flavor = flavor_of(probe.scrape() or {})
-        if flavor is None or (self.flavor is not None and flavor != self.flavor):
-            self.notes.append("no engine latency histograms at /metrics: server-side timing not recorded")
-            return None
-        probe.names = FLAVORS[flavor]
-        self.metrics = probe
-        return flavor
-
-    def _flavor_from_endpoints(self) -> str | None:
-        if self._http("GET", "/get_server_info")[0] == 200:
-            return "sglang"
-        if self._http("GET", "/version")[0] == 200:
-            return "vllm"
-        return None
-
-    def _server_version(self) -> str | None:
-        paths = {"vllm": ("/version",), "sglang": ("/get_server_info", "/server_info")}.get(self.flavor or "", ())
-        for path in paths:
-            status, body = self._http("GET", path)
-            if status == 200:
-                try:
-                    return str(json.loads(body)["version"])
-                except (ValueError, KeyError, TypeError):
-                    return None
-        return None
-
-    def _http(self, method: str, path: str, timeout_s: float = 10.0) -> tuple[int | None, str]:
-        req = urllib.request.Request(self.root + path, method=method, headers=self._headers)
-        try:
-            with urllib.request.urlopen(req, timeout=timeout_s) as resp:  # noqa: S310 - the server's own URL
-                return resp.status, resp.read().decode("utf-8", "replace")
-        except urllib.error.HTTPError as exc:
-            return exc.code, ""
-        except (OSError, ValueError) as exc:
-            return None, str(exc)
-
     def close(self) -> None:
         if self.client is not None:
             self.client.close()
@@ -218,6 +162,8 @@ class OpenAIBackend(Backend):
         return {"served_model": self.served_model, "server_kind": self.flavor, "server_version": self.server_version}
 
     def environment(self) -> dict[str, Any]:
+        """env.json's facts of the server and of how it was asked (endpoint, request form, timeouts, the key's
+        variable name, never its value)."""
         return {
             "base_url": self.base_url,
             "endpoint": ("chat/completions, streamed, messages: the server applies its own chat template" if self.chat
@@ -242,19 +188,7 @@ class OpenAIBackend(Backend):
             self._reset_ok = self._reset()
 
     def _reset(self) -> bool:
-        """Drop the server's prefix cache; vLLM refuses while blocks are held, so retry briefly."""
-        path = RESET_PATHS.get(self.flavor or "")
-        if path is None:
-            return False
-        for _ in range(20):
-            status, body = self._http("POST", path)
-            if status == 200 and '"success":false' not in body.replace(" ", ""):
-                return True
-            if status in (None, 404, 405):
-                return False
-            time.sleep(0.05)
-        print(f"{self.name}: the server did not drop its prefix cache", file=sys.stderr)
-        return False
+        return self.http.reset_prefix_cache(self.flavor, self.name)
 
     # -- one request ---------------------------------------------------------------------------
     def generate(self, request: Request) -> Result:
@@ -292,27 +226,11 @@ class OpenAIBackend(Backend):
         return True
 
     def _generate(self, request: Request, clock: TokenClock) -> RawOutput:
-        """One streamed request; ``--request-timeout`` bounds the whole of it (as under load): the client's
-        timeout bounds the wait for the response, a timer closes the stream at the deadline."""
-        import threading
-
+        """One streamed request; ``--request-timeout`` bounds the whole of it (``streamed_call.call``)."""
         body = self._body(request, FORMS[self.form])
-        timeout_s = self.settings.request_timeout_s
-        deadline = time.perf_counter() + timeout_s
-        try:
-            stream = self._create(self.client, body)
-            timer = threading.Timer(max(0.0, deadline - time.perf_counter()), stream.close)
-            timer.start()
-            try:
-                out = read_stream(stream, clock, self.tokenizer, request.top_logprobs, request.step_logprobs)
-            finally:
-                timer.cancel()
-        except Exception as exc:
-            if isinstance(exc, openai.APITimeoutError) or time.perf_counter() >= deadline:
-                raise RequestTimeout(timeout_message(timeout_s)) from exc
-            if isinstance(exc, SERVER_GONE):
-                self._check_server(wait_s=3.0)
-            raise
+        out = streamed_call.call(self.client, body, chat=self.chat, request=request, clock=clock,
+                                 tokenizer=self.tokenizer, timeout_s=self.settings.request_timeout_s,
+                                 check_server=self._check_server)
         self._describe(out)
         return out
 
@@ -326,11 +244,6 @@ class OpenAIBackend(Backend):
         out.prompt_as_text = FORMS[self.form] == "text"
         out.extra["prompt_sent_as"] = "text" if out.prompt_as_text else "token_ids"
         out.extra["request_form"] = FORMS[self.form]
-
-    def _create(self, client, body: dict[str, Any]):
-        """The streamed request on the chosen endpoint (``client`` sync or async: the call is the same)."""
-        return (client.chat.completions if self.chat else client.completions).create(**body)
-
 
     # -- under load ----------------------------------------------------------------------------
     async def stream(self, request: Request, clock: TokenClock) -> RawOutput:
@@ -346,59 +259,27 @@ class OpenAIBackend(Backend):
                                         max_retries=0)
             self._async = (loop, client)
         self._check_server()
-        try:
-            stream = await self._create(self._async[1], self._body(request, FORMS[self.form]))
-            out = await read_stream_async(stream, clock, self.tokenizer, request.top_logprobs)
-        except openai.APITimeoutError as exc:
-            raise RequestTimeout(timeout_message(self.settings.request_timeout_s)) from exc
-        except SERVER_GONE:
-            self._check_server(wait_s=3.0)
-            raise
+        body = self._body(request, FORMS[self.form])
+        out = await streamed_call.call_async(self._async[1], body, chat=self.chat, request=request,
+                                             clock=clock, tokenizer=self.tokenizer,
+                                             timeout_s=self.settings.request_timeout_s,
+                                             check_server=self._check_server)
         self._describe(out)
         return out
 
     def latency_snapshot(self):
         """Its /metrics latency histograms (buckets, sum, count), for the level's server-side percentiles."""
-        if self.metrics is None:
-            return None
-        from backends.openai.metrics import parse_buckets, scrape_text
-
-        text = scrape_text(self.metrics.url, self._headers)
-        return parse_buckets(text) if text else None
+        return server_facts.latency_histograms(self.metrics)
 
     def latency_diff(self, before, after) -> dict[str, Any]:
-        from backends.openai.metrics import level_timings
-
         return level_timings(before, after)
 
     def kv_cache_tokens(self) -> tuple[int | None, str]:
-        """The server's KV-cache capacity from its /metrics (vLLM: ``vllm:cache_config_info``; SGLang:
-        ``sglang:max_total_num_tokens``)."""
-        from backends.openai.metrics import scheduler_from_metrics, scrape_text
-
-        text = scrape_text(self.metrics.url, self._headers) if self.metrics else None
-        facts = scheduler_from_metrics(text) if text else {}
-        if facts.get("kv_cache_tokens") is not None:
-            return facts["kv_cache_tokens"], facts["kv_cache_tokens_source"]
-        return None, "the server's /metrics does not say" if self.metrics else "no /metrics at this server"
+        return server_facts.kv_cache_tokens(self.metrics)
 
     def scheduler(self) -> dict[str, Any]:
-        """What the server says of its scheduler and KV cache (its /metrics; SGLang also /get_server_info)."""
-        from backends.openai.metrics import scheduler_from_metrics, scrape_text
-
-        text = scrape_text(self.metrics.url, self._headers) if self.metrics else None
-        out = scheduler_from_metrics(text) if text else {}
-        if self.flavor == "sglang":
-            status, body = self._http("GET", "/get_server_info")
-            try:
-                info = json.loads(body) if status == 200 else {}
-            except ValueError:
-                info = {}
-            for key in ("chunked_prefill_size", "max_running_requests", "max_prefill_tokens", "mem_fraction_static",
-                        "max_total_num_tokens"):
-                if key in info:
-                    out[key] = info[key]
-        return out
+        """What the server says of its scheduler and KV cache, for env.json (``server_facts.scheduler``)."""
+        return server_facts.scheduler(self.metrics, self.http, self.flavor)
 
     def server_gone(self) -> str | None:
         try:
@@ -438,46 +319,12 @@ class OpenAIBackend(Backend):
 
     def load_stats(self) -> dict[str, float]:
         """The server's own gauges and counters at /metrics (vLLM: KV-cache usage, preemptions, prefix-cache hits)."""
-        if self.metrics is None:
-            return {}
-        from backends.openai.metrics import load_values
-
-        return load_values(self.metrics.url, self._headers)
+        return server_facts.gauges(self.metrics)
 
     def _body(self, request: Request, form: str) -> dict[str, Any]:
         if self.chat:
             return self._chat_body(request)
-        ids = request.prompt_ids
-        prompt = self.tokenizer.decode(ids, skip_special_tokens=False) if form == "text" else ids
-        body: dict[str, Any] = {
-            "model": self.served_model,
-            "prompt": prompt,
-            "max_tokens": request.max_new_tokens,
-            "temperature": request.temperature,
-            "stream": True,
-            "stream_options": {"include_usage": True},
-        }
-        if request.temperature > 0:
-            body["top_p"] = request.top_p
-        if request.seed is not None:
-            body["seed"] = request.seed
-        if request.top_logprobs or request.step_logprobs:
-            body["logprobs"] = max(request.top_logprobs, request.step_logprobs)
-        extra: dict[str, Any] = {}
-        if request.json_schema is not None:
-            extra["response_format"] = {
-                "type": "json_schema",
-                "json_schema": {"name": "output", "schema": request.json_schema, "strict": True},
-            }
-        if form == FORMS[0]:
-            extra["return_token_ids"] = True
-            if request.ignore_eos:
-                extra["ignore_eos"] = True
-            if (request.top_logprobs or request.step_logprobs) and self.flavor == "vllm":
-                extra["return_tokens_as_token_ids"] = True  # top_logprobs keyed "token_id:N"
-        if extra:
-            body["extra_body"] = extra
-        return body
+        return completions_body(request, form, self.served_model, self.flavor, self.tokenizer)
 
     def _chat_body(self, request: Request) -> dict[str, Any]:
         chat = (self.chat_prompts or {}).get(prompt_key(request.prompt_ids))

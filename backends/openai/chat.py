@@ -1,5 +1,5 @@
 """The body of one streamed ``chat/completions`` request (``--endpoint chat``): the prompt's messages
-and tools as the workload wrote them, sampled as the completions body is (backend.py ``_body``).
+and tools as the workload wrote them, sampled as the completions body is (bodies.py).
 
 The server renders the messages with its own chat template; vLLM and SGLang are asked to render with
 thinking off (``chat_template_kwargs``), as the harness does (harness/chat.py), and vLLM to return the
@@ -15,6 +15,8 @@ from backends.openai.metrics import FLAVORS
 
 
 def chat_body(request: Request, chat: dict[str, Any], served_model: str | None, flavor: str | None) -> dict[str, Any]:
+    """The ``chat.completions.create`` keyword arguments of ``request``, with ``chat`` (the prompt's messages
+    and tools) in place of its token ids."""
     body: dict[str, Any] = {
         "model": served_model,
         "messages": chat["messages"],

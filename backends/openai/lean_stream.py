@@ -97,6 +97,9 @@ class LeanClient:
             self._session = None
 
     def body(self, request: Request, want_ids: bool) -> bytes:
+        """The completions request as JSON bytes; ``want_ids``: a server with the extensions (vLLM, SGLang)
+        is asked for the generated ids, else for usage in every chunk, which counts the tokens without
+        them."""
         body: dict[str, Any] = {"model": self.spec.model, "prompt": request.prompt_ids,
                                 "max_tokens": request.max_new_tokens, "temperature": request.temperature,
                                 "stream": True, "stream_options": {"include_usage": True}}
@@ -165,6 +168,9 @@ class ChunkReader:
         return False
 
     def chunk(self, chunk: dict) -> None:
+        """Take one parsed chunk: its tokens tick the clock (by ids, by the usage count, or one per text
+        chunk), its usage, finish reason and echoed prompt ids are kept; an error chunk raises
+        :class:`StreamFault`."""
         usage = chunk.get("usage")
         choices = chunk.get("choices")
         if self.response_id is None:
@@ -201,6 +207,7 @@ class ChunkReader:
             self.finish = choice.get("finish_reason") or self.finish
 
     def output(self) -> RawOutput:
+        """The finished stream as a RawOutput; one without a finish reason raises :class:`StreamFault`."""
         if self.finish is None:
             tokens = sum(n for _, n in self.clock.stamps)
             raise StreamFault(f"the stream ended without a finish reason after {tokens} token(s) "

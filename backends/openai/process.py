@@ -105,6 +105,8 @@ class ServerProcess:
         self.returncode: int | None = None
 
     def start(self) -> None:
+        """Start the server in its own session, its output appended to the log under a header line; it dies
+        with this process (Linux: the parent-death signal) and is stopped at exit."""
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self._log = self.log_path.open("ab")
         stamp = time.strftime("%Y-%m-%d %H:%M:%S")

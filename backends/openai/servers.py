@@ -43,8 +43,9 @@ from pathlib import Path
 from typing import Any
 
 from backends.base import BackendUnavailable, Capabilities
-from backends.openai import sglang_router
-from backends.openai.backend import FORMS, OpenAIBackend
+from backends.openai import server_facts, sglang_router
+from backends.openai.backend import OpenAIBackend
+from backends.openai.bodies import FORMS
 from backends.openai.process import ServerFailed, ServerProcess, describe_exit, exit_on_sigterm, free_port
 from backends.parallel import SGLANG_ROUTER_MODULE, replica_record, uses_sglang_router
 from backends.vllm import config as vllm_config
@@ -105,6 +106,8 @@ class LaunchedServerBackend(OpenAIBackend):
 
     # -- lifecycle -------------------------------------------------------------------------
     def start(self) -> None:
+        """Launch the server on a free port with the harness's variables, wait until it is healthy, then
+        connect as the ``openai`` backend does; a server that fails to come up is stopped."""
         if importlib.util.find_spec(self.engine_module) is None:
             raise BackendUnavailable(
                 f"{self.engine_module} is not installed in {sys.executable}: pass --python {self.name}=PATH "
@@ -138,7 +141,7 @@ class LaunchedServerBackend(OpenAIBackend):
         return Path(run_dir) / "logs" / f"{self.name}.log"
 
     def _start_timeout(self) -> float:
-        value = self.settings.options.get("server_start_timeout_s") or os.environ.get("LCA_SERVER_START_TIMEOUT")
+        value = self.options.server_start_timeout_s or os.environ.get("LCA_SERVER_START_TIMEOUT")
         return float(value) if value else DEFAULT_START_TIMEOUT_S
 
     def _check_server(self, wait_s: float = 0.0) -> None:
@@ -171,10 +174,9 @@ class LaunchedServerBackend(OpenAIBackend):
 
     def _replicas(self) -> dict[str, dict[str, float]] | str:
         """Each replica's KV capacity and prefix-cache counters, from /metrics (at the end: the run's totals)."""
-        from backends.openai.metrics import scrape_text
         from backends.openai.replicas import replicas
 
-        text = scrape_text(self.metrics.url, self._headers) if self.metrics else None
+        text = server_facts.metrics_page(self.metrics)
         return (replicas(text) or "the server's /metrics has no per-replica series") if text else "no /metrics"
 
 
@@ -185,6 +187,7 @@ class VLLMServerBackend(LaunchedServerBackend):
     forced_env = ("VLLM_SERVER_DEV_MODE",)  # POST /reset_prefix_cache exists only in dev mode
 
     def server_argv(self, port: int) -> list[str]:
+        """``vllm serve``'s command line, with the in-process engine's settings (``backends.vllm.config``)."""
         s = self.settings
         argv = [
             sys.executable, "-m", "vllm.entrypoints.openai.api_server",
@@ -264,13 +267,11 @@ class SGLangServerBackend(LaunchedServerBackend):
         """SGLang's controller's ``load_balance_method`` as the server reports it (/get_server_info)."""
         if uses_sglang_router(self.settings) or self.settings.dp <= 1 or self.server is None:
             return None
-        status, body = self._http("GET", "/get_server_info")
-        try:
-            return json.loads(body).get("load_balance_method") if status == 200 else None
-        except (ValueError, AttributeError):
-            return None
+        return self.http.server_info().get("load_balance_method")
 
     def server_argv(self, port: int) -> list[str]:
+        """SGLang's server command line (behind SGLang's router with ``--router``), set as the in-process
+        engine is."""
         s = self.settings
         module = "sglang_router.launch_server" if uses_sglang_router(s) else "sglang.launch_server"
         argv = [
@@ -333,7 +334,7 @@ class HFServerBackend(LaunchedServerBackend):
         return argv
 
     def _served_model(self) -> str:
-        return self.settings.options.get("served_model") or self.settings.model_path  # its /v1/models lists the hub cache
+        return self.options.served_model or self.settings.model_path  # its /v1/models lists the hub cache
 
     def _connect(self) -> None:
         super()._connect()

@@ -76,6 +76,8 @@ class StreamReader:
         return len(self.ids) if self.server_ids else sum(1 for t in self.texts if t)
 
     def add(self, chunk) -> None:
+        """Take one chunk of the ``openai`` client's stream: its tokens tick the clock; its text, ids, step-0
+        candidates, per-step top-k, finish reason and usage are kept."""
         choices = getattr(chunk, "choices", None)
         if not isinstance(choices, list):
             raise malformed(CHUNK_WITHOUT_CHOICES, self.tokens())
@@ -101,6 +103,7 @@ class StreamReader:
             self.usage = chunk.usage
 
     def output(self) -> RawOutput:
+        """The finished stream as a RawOutput; a stream without a finish reason raises :class:`StreamCut`."""
         if self.finish is None:
             raise StreamCut(f"{NO_FINISH_REASON} after {self.tokens()} token(s) (the server stopped answering)")
         text = "".join(self.texts)

@@ -27,7 +27,7 @@ streams one chunk per token, each carrying all output ids so far (recorded on th
 timestamps (see :mod:`backends.sglang.meta`), kept beside as the engine's own figures: engine TTFT =
 request received by the tokenizer manager -> first token sampled on the scheduler, engine decode =
 first token -> request finished, over the tokens after the first.
-``settings.options["timing"] = "engine"`` forces ``enable_metrics`` on, ``"stream"`` off; the
+``SGLangOptions(timing="engine")`` (``settings.options``) forces ``enable_metrics`` on, ``"stream"`` off; the
 ``max_tokens-differential`` is a last resort if no chunk arrives with tokens.
 """
 
@@ -46,6 +46,7 @@ from typing import Any
 from backends.base import Backend, BackendUnavailable, Capabilities, RawOutput, Request, TokenClock
 from backends.parallel import replica_record
 from backends.sglang.config import (
+    SGLangOptions,
     build_sampling_params,
     effective_config,
     engine_kwargs,
@@ -84,6 +85,9 @@ class SGLangBackend(Backend):
     )
     clock_source = "in-process-stream"
     differential_timing = True  # used only when neither the engine's stamps nor stream ticks exist
+    options_type = SGLangOptions
+    raw_call = "Engine.generate(..., stream=True) on the same input_ids, stamped per chunk"
+    batch_call = "Engine.generate(input_ids=list of id lists)"
 
     def __init__(self, settings) -> None:
         super().__init__(settings)
@@ -93,7 +97,7 @@ class SGLangBackend(Backend):
             raise BackendUnavailable(
                 f"sglang runs on a CUDA GPU in this study (this run is on {settings.device})"
             )
-        timing = settings.options.get("timing", "auto")
+        timing = self.options.timing
         has_prometheus = importlib.util.find_spec("prometheus_client") is not None
         self.use_metrics = timing == "engine" or (timing == "auto" and has_prometheus)
         self.kwargs = {**engine_kwargs(settings, enable_metrics=self.use_metrics), **settings.engine_args}  # --engine-arg
@@ -176,6 +180,8 @@ class SGLangBackend(Backend):
         return effective_config(sources), source
 
     def environment(self) -> dict[str, Any]:
+        """env.json's engine facts: the effective configuration read back from the engine, how full and cached
+        modes reset, how requests are timed and sent, the warm-up and the flushes."""
         e = self.effective
         return {
             "sglang": self.version(),
@@ -364,16 +370,24 @@ class SGLangBackend(Backend):
         return {names[k]: float(v) for k, v in state.items() if k in names and isinstance(v, int | float)}
 
 
-def raw_generate_timed(backend: SGLangBackend, ids: list[int], new_tokens: int) -> tuple[Any, Any, float]:
-    """The public ``Engine.generate(..., stream=True)`` on ``ids`` (greedy, EOS ignored), timed as the
-    adapter times it: (TTFT ms, decode ms per token, wall-clock e2e ms), all at the caller. For
-    ``benchmarks/overhead.py``."""
-    params = {"max_new_tokens": new_tokens, "temperature": 0.0, "ignore_eos": True}
-    clock = TokenClock(lambda: None)
-    seen = 0
-    for chunk in backend.engine.generate(input_ids=ids, sampling_params=params, stream=True):
-        n = len(chunk.get("output_ids") or [])
-        if n > seen:
-            clock.tick(n - seen)
-            seen = n
-    return clock.ttft_ms(), clock.decode_ms_per_token(), (time.perf_counter() - clock.start) * 1e3
+    # -- the engine called directly (benchmarks/) ---------------------------------------------
+    def raw_generate_timed(self, prompt_ids: list[int], max_new_tokens: int) -> tuple[Any, Any, float]:
+        """The public ``Engine.generate(..., stream=True)`` on the ids (greedy, EOS ignored), timed as the
+        adapter times it (all at the caller): what :meth:`generate` costs on top of it."""
+        params = {"max_new_tokens": max_new_tokens, "temperature": 0.0, "ignore_eos": True}
+        clock = TokenClock(lambda: None)
+        seen = 0
+        for chunk in self.engine.generate(input_ids=prompt_ids, sampling_params=params, stream=True):
+            n = len(chunk.get("output_ids") or [])
+            if n > seen:
+                clock.tick(n - seen)
+                seen = n
+        return clock.ttft_ms(), clock.decode_ms_per_token(), (time.perf_counter() - clock.start) * 1e3
+
+    def engine_batch(self, prompts: list[list[int]], request: Request) -> list[int]:
+        """``Engine.generate`` on every prompt's ids at once, with the adapter's own sampling parameters."""
+        outs = self.engine.generate(input_ids=[list(p) for p in prompts],
+                                    sampling_params=build_sampling_params(request))
+        outs = outs if isinstance(outs, list) else [outs]  # a batch answers a list of dicts, one per prompt
+        return [len(o.get("output_ids") or [])
+                or int((o.get("meta_info") or {}).get("completion_tokens") or 0) for o in outs]

@@ -1,6 +1,6 @@
-"""SGLang settings: the ``sglang.Engine`` keyword arguments, the per-request sampling parameters,
-and the effective engine configuration read back for env.json. Pure functions (no sglang import),
-so CI tests them without the engine.
+"""SGLang settings: the adapter's own options (:class:`SGLangOptions`), the ``sglang.Engine``
+keyword arguments, the per-request sampling parameters, and the effective engine configuration
+read back for env.json. Pure functions (no sglang import), so CI tests them without the engine.
 
 Every name here was checked against the SGLang 0.5.17 source:
 - ``ServerArgs`` fields (``sglang/srt/server_args.py``): ``model_path``, ``load_format``,
@@ -21,11 +21,29 @@ from __future__ import annotations
 import dataclasses
 import enum
 import json
+from dataclasses import dataclass
 from typing import Any
 
-from backends.base import BackendSettings, Request
+from backends.base import BackendOptions, BackendSettings, Request
 
-# settings.options keys passed straight to sglang.Engine (all ServerArgs fields in 0.5.17)
+
+@dataclass(frozen=True)
+class SGLangOptions(BackendOptions):
+    """The SGLang adapter's own settings (``settings.options``); None: SGLang's default."""
+
+    # "auto": the scheduler's timestamps where prometheus_client is installed; "engine" forces
+    # ``enable_metrics`` on, "stream" off (see backends.sglang.backend)
+    timing: str = "auto"
+    # ServerArgs fields (0.5.17) passed straight to sglang.Engine where set (ENGINE_OPTIONS)
+    attention_backend: str | None = None
+    mem_fraction_static: float | None = None
+    disable_cuda_graph: bool | None = None
+    chunked_prefill_size: int | None = None
+    page_size: int | None = None
+    disable_overlap_schedule: bool | None = None
+
+
+# SGLangOptions fields passed straight to sglang.Engine (all ServerArgs fields in 0.5.17)
 ENGINE_OPTIONS = (
     "attention_backend",
     "mem_fraction_static",
@@ -89,9 +107,10 @@ def engine_kwargs(settings: BackendSettings, *, enable_metrics: bool) -> dict[st
         kwargs["dp_size"] = settings.dp  # ServerArgs.dp_size: the data-parallel controller's replicas
     if settings.random_weights:
         kwargs["load_format"] = "dummy"
+    options = SGLangOptions.of(settings.options)
     for key in ENGINE_OPTIONS:
-        if key in settings.options:
-            kwargs[key] = settings.options[key]
+        if getattr(options, key) is not None:
+            kwargs[key] = getattr(options, key)
     return kwargs
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import time
 
+import pytest
+
 from backends.base import Backend, BackendSettings, RawOutput, Request, TokenClock
 
 SETTINGS = BackendSettings(model_path="unused", model_label="unused")
@@ -76,3 +78,20 @@ def test_cache_is_reset_unless_the_request_may_reuse_a_prefix():
     assert b.resets == 1
     assert b.generate(Request([1], max_new_tokens=1, reuse_prefix=True)).cache_state == "reuse-allowed"
     assert b.resets == 1
+
+
+def test_a_backend_without_direct_engine_calls_says_so_and_the_benchmarks_skip_it():
+    """The optional hooks of benchmarks/: absent by default (None), the calls refuse, each benchmark writes
+    a skipped row."""
+    from benchmarks import load_ceiling, overhead
+
+    b = Scripted()
+    assert b.raw_call is None and b.batch_call is None and b.no_batch_call
+    with pytest.raises(NotImplementedError, match="no raw engine call"):
+        b.raw_generate_timed([1, 2], 4)
+    with pytest.raises(NotImplementedError, match=b.no_batch_call):
+        b.engine_batch([[1, 2]], Request([], max_new_tokens=4))
+    skipped = "no raw engine call defined for this backend"
+    assert overhead.measure(b, {2: [1, 2]}) == [{"backend": "base", "skipped": skipped}]
+    assert b.calls == []  # skipped before anything ran
+    load_ceiling.child_hook(b, None)  # a study's hook on such a backend does nothing (no file written)

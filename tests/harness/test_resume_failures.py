@@ -46,6 +46,35 @@ def test_a_resume_that_cannot_start_damages_nothing(tmp_path, tiny_model_dir, ec
     assert json.loads((run / "env" / "echo.json").read_text()) == env_before  # the engine configuration kept
 
 
+def test_an_old_run_json_options_dict_reaches_the_adapter_typed(tmp_path, tiny_model_dir, echo, monkeypatch):
+    """An older run.json held one flat ``options`` dict for every backend: the child reads this backend's
+    keys as its options type (the others left out), so such a run still resumes."""
+    from dataclasses import dataclass
+
+    from backends.base import BackendOptions
+
+    @dataclass(frozen=True)
+    class EchoOptions(BackendOptions):
+        depth: int = 1
+
+    seen = []
+
+    class WithOptions(echo.EchoBackend):
+        options_type = EchoOptions
+
+        def start(self):
+            seen.append(self.options)
+
+    monkeypatch.setattr(echo, "EchoBackend", WithOptions)
+    run = tmp_path / "run"
+    prepare_run(run, small_workload(tmp_path), tiny_model_dir)
+    doc = json.loads((run / "run.json").read_text())
+    doc["settings"]["options"] = {"depth": 3, "timing": "stream"}
+    (run / "run.json").write_text(json.dumps(doc))
+    assert child.main([str(run), "echo"]) == 0
+    assert seen == [EchoOptions(depth=3)]
+
+
 @pytest.mark.openai
 def test_a_resume_refuses_another_model_behind_the_same_url(tmp_path, tiny_model_dir):
     """Item 12: the served model, server kind and version belong to the resume check (they are known once the

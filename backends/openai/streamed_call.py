@@ -1,0 +1,77 @@
+"""One streamed call through the ``openai`` client, bounded by ``--request-timeout``, a lost server named.
+
+:func:`call` serves the batch-1 workloads: the client's timeout bounds the wait for the response and a
+timer closes the stream at the deadline, so the timeout bounds the whole request (as under load,
+``backends.load_loop``). :func:`call_async` serves a load level driven from this process (a server that
+takes text prompts only), in the level's event loop. Either way a connection lost before or during the
+stream asks ``check_server`` (a launched server: did it exit, and where is its log) before the error
+goes up. The caller builds the body (``bodies.py``, ``chat.py``) and says how the prompt went out.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import httpx
+import openai
+
+from backends.base import RawOutput, Request, TokenClock
+from backends.openai.stream import StreamCut, read_stream, read_stream_async
+
+# What a request sees when its server went away: a refused, reset or broken connection, before or in
+# the middle of the stream (the client wraps it as APIConnectionError; httpx's own error where a
+# client version does not), or a stream that ended early (StreamCut). A launched server then says
+# whether it exited (``check_server``), and the error names its log.
+SERVER_GONE = (openai.APIConnectionError, openai.InternalServerError, httpx.TransportError, StreamCut)
+
+
+class RequestTimeout(RuntimeError):
+    """A request was not answered whole within ``--request-timeout``."""
+
+
+def timeout_message(timeout_s: float) -> str:
+    from backends.load_loop import timeout_message as message
+
+    return message(timeout_s)
+
+
+def create(client: Any, body: dict[str, Any], chat: bool) -> Any:
+    """The streamed request on its endpoint (``client`` sync or async: the call is the same)."""
+    return (client.chat.completions if chat else client.completions).create(**body)
+
+
+def call(client: openai.OpenAI, body: dict[str, Any], *, chat: bool, request: Request, clock: TokenClock,
+         tokenizer: Any, timeout_s: float, check_server: Callable[..., None]) -> RawOutput:
+    """``body`` streamed, the clock ticking as tokens arrive; :class:`RequestTimeout` past ``timeout_s``."""
+    deadline = time.perf_counter() + timeout_s
+    try:
+        stream = create(client, body, chat)
+        timer = threading.Timer(max(0.0, deadline - time.perf_counter()), stream.close)
+        timer.start()
+        try:
+            return read_stream(stream, clock, tokenizer, request.top_logprobs, request.step_logprobs)
+        finally:
+            timer.cancel()
+    except Exception as exc:
+        if isinstance(exc, openai.APITimeoutError) or time.perf_counter() >= deadline:
+            raise RequestTimeout(timeout_message(timeout_s)) from exc
+        if isinstance(exc, SERVER_GONE):
+            check_server(wait_s=3.0)
+        raise
+
+
+async def call_async(client: openai.AsyncOpenAI, body: dict[str, Any], *, chat: bool, request: Request,
+                     clock: TokenClock, tokenizer: Any, timeout_s: float,
+                     check_server: Callable[..., None]) -> RawOutput:
+    """:func:`call` in an event loop, among other requests in flight (the client's timeout bounds it)."""
+    try:
+        stream = await create(client, body, chat)
+        return await read_stream_async(stream, clock, tokenizer, request.top_logprobs)
+    except openai.APITimeoutError as exc:
+        raise RequestTimeout(timeout_message(timeout_s)) from exc
+    except SERVER_GONE:
+        check_server(wait_s=3.0)
+        raise
