@@ -4,18 +4,30 @@ one server, same prompt shape, same levels — and the table that compares them.
 ``benchmarks/h200/serving_proof.sh`` starts each server once with exactly the harness's flags
 (``command``), drives it with the reference client and then with ``compare.py --backend openai``
 at the same shape (1,024-token random prompts, 64 output tokens, EOS ignored, closed loop at
-C = 32 and 128, 4 x C requests), and ``table`` turns the outputs into one JSON table:
+C = 32 and 128, C + 10 x C requests), and ``table`` turns the outputs into one JSON table:
 
 - reference: ``vllm bench serve`` (``--save-result`` JSON: ``output_throughput``,
   ``median_ttft_ms``...). For vLLM with ``--backend vllm``; for SGLang the same client pointed at
   SGLang's OpenAI ``/v1/completions`` (``--backend openai``), since ``sglang.bench_serving``
   reports nonsense on dummy weights (requests end at once, TTFT 0).
-- project: the run's records, by the report's own definitions (``reports.analysis.many_users``:
-  output tok/s over the level's window, TTFT at the caller, p50), with the client processes' CPU
-  shares from the level records.
+- project: the run's records, by the report's own definitions (``reports.analysis.many_users``
+  ``per_level``: output tok/s over the level's whole window, TTFT at the caller, p50), with the
+  client processes' CPU shares and the server's own TTFT p50 from the level records.
 
 Per level and server: both tok/s and their ratio, both TTFT p50 and their ratio, and whether the
-targets hold (tok/s >= 95 % of the reference's, TTFT p50 within 10 %).
+targets hold (tok/s >= 95 % of the reference's, TTFT p50 within 10 %). Both clients' figures have
+``vllm bench serve``'s definitions: output tokens of all the level's requests over its whole
+duration (first submit to last token), TTFT p50 over all of them (the first wave included).
+
+What makes the two runs the same work (the first sitting, 2026-12-01, had none of it, and its
+reference runs were served partly from the prefix cache — vLLM's log showed hit rates of 20-40 %
+during them, 0 % during the project's — so its reference figures are too high): every reference
+run has its own ``--seed`` (the random dataset's prompts of one seed are the same prompts, so two
+runs with one seed share them), the server's prefix cache is reset before every run (vLLM ``POST
+/reset_prefix_cache``, SGLang ``POST /flush_cache``; the project resets it before each level
+itself), the reference runs as many requests as the project's level (C + 10 x C, after its own
+C warm-up requests), and vLLM's ``/metrics`` prefix-cache counters are read around each reference
+run (``prefix_cache_hit_share``: should be 0).
 
     python -m benchmarks.serving_proof command vllm --port 8100 --python /tmp/py-vllm [--model ... --random-weights]
     python -m benchmarks.serving_proof table --reference vllm=DIR --project vllm=RUN_DIR [...] --out proof.json
@@ -64,8 +76,25 @@ def reference_rows(folder: Path) -> dict[int, dict[str, Any]]:
             "tok_s": data["output_throughput"], "ttft_p50_ms": data.get("median_ttft_ms"),
             "ttft_mean_ms": data.get("mean_ttft_ms"), "tpot_p50_ms": data.get("median_tpot_ms"),
             "itl_p50_ms": data.get("median_itl_ms"), "completed": data.get("completed"), "file": path.name,
+            "prefix_cache_hit_share": prefix_cache_hit_share(path.with_suffix(".metrics-before"),
+                                                             path.with_suffix(".metrics-after")),
         }
     return out
+
+
+def prefix_cache_hit_share(before: Path, after: Path) -> float | None:
+    """vLLM's prefix-cache hits / queries between two ``/metrics`` scrapes (None: not scraped, or not vLLM's)."""
+    if not before.exists() or not after.exists():
+        return None
+    from backends.openai.metrics import LOAD_VALUES
+    from backends.openai.replicas import summed_values
+
+    b, a = (summed_values(p.read_text(), LOAD_VALUES) for p in (before, after))
+    if "prefix_cache_queries_total" not in a or "prefix_cache_queries_total" not in b:
+        return None  # SGLang exports no such counters (its cache_hit_rate is a gauge of the moment)
+    queries = a["prefix_cache_queries_total"] - b["prefix_cache_queries_total"]
+    hits = a.get("prefix_cache_hits_total", 0.0) - b.get("prefix_cache_hits_total", 0.0)
+    return round(hits / queries, 4) if queries > 0 else None
 
 
 def project_rows(run_dir: Path) -> dict[int, dict[str, Any]]:
@@ -110,6 +139,7 @@ def table(reference: dict[str, Path], project: dict[str, Path], after: dict[str,
                 "ttft_p50_ratio": _r(ttft),
                 "meets_targets": None if tps is None or ttft is None else bool(tps >= TPS_TARGET and abs(ttft - 1) <= TTFT_TOLERANCE),
                 "reference_after_tok_s": r2.get("tok_s"), "reference_after_ttft_p50_ms": r2.get("ttft_p50_ms"),
+                "reference_cache_hit_share": r.get("prefix_cache_hit_share"),
                 "reference": r, "project": p,
             })
     return {"targets": f"project tok/s >= {TPS_TARGET:.0%} of the reference's and TTFT p50 within "
@@ -117,8 +147,9 @@ def table(reference: dict[str, Path], project: dict[str, Path], after: dict[str,
             "reference_client": "vllm bench serve (vLLM: --backend vllm; SGLang: --backend openai on its /v1/completions)",
             "project_client": "compare.py --backend openai: the lean client in --client-procs processes "
                               "(backends/openai/lean_stream.py, backends/load_shards.py)",
-            "definitions": "tok/s: output tokens / the level's window (reference: its benchmark duration); TTFT p50: "
-                           "the median over requests, at each client",
+            "definitions": "tok/s: output tokens of all the level's requests / first submit to last token (the "
+                           "reference: its benchmark duration, the same); TTFT p50: the median over all of them, at "
+                           "each client",
             "rows": rows}
 
 
@@ -137,14 +168,18 @@ def _pairs(items: list[str], option: str) -> dict[str, Path]:
 
 
 def markdown(result: dict[str, Any]) -> str:
-    lines = ["| server | C | reference tok/s (after) | project tok/s (ratio) | TTFT p50 ms reference / project (ratio) | targets |",
-             "|---|---|---|---|---|---|"]
+    lines = ["| server | C | reference tok/s (after) | project tok/s (ratio) | TTFT p50 ms reference / project (ratio) | "
+             "reference cache hits | targets |", "|---|---|---|---|---|---|---|"]
     for r in result["rows"]:
         lines.append(f"| {r['server']} | {r['concurrency']} | {_f(r['reference_tok_s'])} ({_f(r['reference_after_tok_s'])}) | "
                      f"{_f(r['project_tok_s'])} "
                      f"({r['tok_s_ratio']}) | {_f(r['reference_ttft_p50_ms'])} / {_f(r['project_ttft_p50_ms'])} "
-                     f"({r['ttft_p50_ratio']}) | {'met' if r['meets_targets'] else 'not met' if r['meets_targets'] is False else '-'} |")
+                     f"({r['ttft_p50_ratio']}) | {_share(r.get('reference_cache_hit_share'))} | {'met' if r['meets_targets'] else 'not met' if r['meets_targets'] is False else '-'} |")
     return "\n".join(lines)
+
+
+def _share(x: float | None) -> str:
+    return "not read" if x is None else f"{x:.0%}"
 
 
 def _f(x: float | None) -> str:

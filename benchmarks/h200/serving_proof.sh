@@ -7,7 +7,9 @@
 #   bash benchmarks/h200/serving_proof.sh poll [S]          # wait up to S s, copy what is done to $OUT
 #
 # Per engine (port 8100 vLLM, 8101 SGLang), in this order, against the one server:
-#   1. `vllm bench serve` warm-up (32 prompts, not kept), then C=32 and C=128 (4 x C prompts each; random dataset,
+#   1. `vllm bench serve` at C=32 and C=128, each a C-prompt warm-up (not kept) then C + 10 x C prompts, as the
+#      project's level (random dataset, each run its own --seed, the prefix cache reset before every run,
+#      /metrics scraped around it for vLLM's prefix-cache counters;
 #      1,024 input / 64 output tokens, --ignore-eos, --random-range-ratio 0), --save-result -> reference/;
 #      vLLM: --backend vllm; SGLang: --backend openai on its /v1/completions (sglang.bench_serving reports nonsense
 #      on dummy weights);
@@ -52,22 +54,33 @@ proof() {  # $1 vllm|sglang
   # PROOF_WAIT_FOR=FILE: the first timed request waits for FILE (serving_sitting.sh: another bundle's install)
   local waited=0  # at most 300 s: a file that never comes (a part not staged) must not hold the queue
   while [ -n "${PROOF_WAIT_FOR:-}" ] && [ ! -e "$PROOF_WAIT_FOR" ] && [ $waited -lt 300 ]; do sleep 2; waited=$((waited + 2)); done
-  bench() {  # $1 concurrency, $2 prompts, $3 folder, $4 file
+  local seed=100
+  reset_cache() {  # the server's prefix cache emptied before every run: no run is served from another's prompts
+    if [ "$engine" = vllm ]; then curl -sf -X POST "http://127.0.0.1:$port/reset_prefix_cache" > /dev/null
+    else curl -sf -X POST "http://127.0.0.1:$port/flush_cache" > /dev/null; fi || echo "[$engine] cache reset failed"
+  }
+  bench() {  # $1 concurrency, $2 prompts, $3 folder, $4 file; each run its own --seed (one seed = the same prompts)
+    seed=$((seed + 1)); reset_cache
+    curl -sf "http://127.0.0.1:$port/metrics" > "$3/${4%.json}.metrics-before"
     $PROOF_BENCH --backend $bench_backend --base-url "http://127.0.0.1:$port" \
       --endpoint /v1/completions --model "$model" --tokenizer "$model" --dataset-name random \
       --random-input-len "$PROOF_INPUT" --random-output-len "$PROOF_OUTPUT" --random-range-ratio 0 --ignore-eos \
       --max-concurrency "$1" --num-prompts "$2" \
-      --request-rate inf --seed 13 --save-result --result-dir "$3" --result-filename "$4" 2>&1 \
+      --request-rate inf --seed $seed --save-result --result-dir "$3" --result-filename "$4" 2>&1 \
       | grep -E "throughput|TTFT|TPOT|ITL|Successful|Benchmark duration" | sed "s/^/[$engine bench C=$1] /"
+    curl -sf "http://127.0.0.1:$port/metrics" > "$3/${4%.json}.metrics-after"
   }
-  local first; first=${PROOF_LEVELS%% *}
-  bench "$first" "$first" "$d" warmup.json
-  for c in $PROOF_LEVELS; do bench "$c" $((4 * c)) "$d/reference" "$engine-c$c.json"; done
+  # the reference runs what the project's level runs: C warm-up requests (not kept), then C + 10 x C (first wave + window)
+  reference() {  # $1 folder
+    local c; for c in $PROOF_LEVELS; do bench "$c" "$c" "$d" "warmup-c$c.json"; bench "$c" $((11 * c)) "$1" "$engine-c$c.json"; done
+  }
+  reference "$d/reference"
   echo "[$engine] $(date -u +%T) project load"
+  reset_cache
   timeout 400 "$PY_VLLM" compare.py --backend openai --base-url "http://127.0.0.1:$port/v1" --model "$PROOF_MODEL" \
     --random-weights --max-model-len 3072 --workload-file "$PROOF_WORKLOAD" --out "$d/project" --device "$PROOF_DEVICE" \
     --no-report 2>&1 | tail -n 15 | sed "s/^/[$engine project] /"
-  for c in $PROOF_LEVELS; do bench "$c" $((4 * c)) "$d/reference-after" "$engine-c$c.json"; done
+  reference "$d/reference-after"
   kill -- -$spid 2>/dev/null; sleep 3; kill -9 -- -$spid 2>/dev/null
   "$PY_VLLM" -m benchmarks.serving_proof table --reference "$engine=$d/reference" --reference-after "$engine=$d/reference-after" \
     --project "$engine=$d/project" --out "$R/serving-proof-$engine.json"

@@ -48,6 +48,9 @@ def test_the_table_compares_the_project_run_with_the_reference(tmp_path: Path) -
     for c, tps, ttft in ((2, 400.0, 10.0), (4, 800.0, 12.0)):
         (ref / f"vllm-c{c}.json").write_text(json.dumps(bench_result(c, tps, ttft)))
     (ref / "warmup.json").write_text(json.dumps({**bench_result(2, 1.0, 1.0), "max_concurrency": None}))
+    metrics = "# TYPE vllm:prefix_cache_{0}_total counter\nvllm:prefix_cache_{0}_total{{engine=\"0\"}} {1}\n"
+    (ref / "vllm-c2.metrics-before").write_text(metrics.format("queries", 1000.0) + metrics.format("hits", 500.0))
+    (ref / "vllm-c2.metrics-after").write_text(metrics.format("queries", 1400.0) + metrics.format("hits", 600.0))
     result = table({"vllm": ref}, {"vllm": tmp_path / "run"})
     rows = {r["concurrency"]: r for r in result["rows"]}
     assert sorted(rows) == [2, 4]
@@ -65,6 +68,8 @@ def test_the_table_compares_the_project_run_with_the_reference(tmp_path: Path) -
         assert row["ttft_p50_ratio"] == pytest.approx(row["project_ttft_p50_ms"] / ttft, abs=1e-4)
         assert row["project"]["client_procs"] == 2 and len(row["project"]["client_cpu_share"]) == 2
         assert all(len(r["chunk_times_s"]) == 6 for r in mine)
+    # the reference's prefix-cache hits between the scrapes around its run: (600 - 500) / (1400 - 1000)
+    assert rows[2]["reference_cache_hit_share"] == 0.25 and rows[4]["reference_cache_hit_share"] is None
     out = tmp_path / "proof.json"
     assert main(["table", "--reference", f"vllm={ref}", "--project", f"vllm={tmp_path / 'run'}", "--out", str(out)]) == 0
     assert json.loads(out.read_text())["rows"][0]["server"] == "vllm"
