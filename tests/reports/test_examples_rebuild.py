@@ -22,7 +22,7 @@ EXAMPLES = ROOT / "reports" / "examples"
 
 # example folder -> (run folders in the committed column order, extra arguments); as each README says
 BUILDS = {
-    "h200-qwen3-8b-shape": (["h200-hf", "h200-vllm", "h200-sglang"],
+    "h200-qwen3-8b-shape": (["h200-hf", "h200-vllm", "h200-sglang", "h200-hf-graphs"],
                             ["--copy-gbps", "reports/examples/h200-qwen3-8b-shape/bandwidth-h200.json"]),
     "h200-smollm2": (["h200-smollm2-hf", "h200-smollm2-vllm", "h200-smollm2-sglang", "h200-smollm2-hf-graphs"],
                      ["--copy-gbps", "reports/examples/h200-smollm2/bandwidth-h200x2.json"]),

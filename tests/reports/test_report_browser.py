@@ -61,8 +61,8 @@ ORDER = ("['summary', 'wl-1', 'claims', 'agreement', 'caveats', 'environment']"
 
 
 def test_layout_results_first_and_no_sideways_scroll(tmp_path):
-    """The committed H200 study (three backends): no page-wide sideways scroll at 1,400 or 800 px; results above the environment."""
-    runs = [H200 / n for n in ("h200-hf", "h200-vllm", "h200-sglang")]
+    """The committed H200 study (four backends): no page-wide sideways scroll at 1,400 or 800 px; results above the environment."""
+    runs = [H200 / n for n in ("h200-hf", "h200-vllm", "h200-sglang", "h200-hf-graphs")]
     page = build(runs, tmp_path / "report.html", copy_gbps=COPY_GBPS)
     with Chromium(width=1400) as browser:
         browser.open_page()

@@ -14,12 +14,12 @@ from reports.runs import read_runs
 
 H200 = Path(__file__).parents[2] / "reports" / "examples" / "h200-qwen3-8b-shape"
 COPY_GBPS = json.loads((H200 / "bandwidth-h200.json").read_text())["copy_gbps_median"]
+RUNS = ("h200-hf", "h200-vllm", "h200-sglang", "h200-hf-graphs")  # the committed page's columns, in its order
 
 
 @pytest.fixture(scope="module")
 def h200():
-    runs = [H200 / n for n in ("h200-hf", "h200-vllm", "h200-sglang")]
-    return assemble(read_runs(runs), copy_gbps=COPY_GBPS)
+    return assemble(read_runs([H200 / n for n in RUNS]), copy_gbps=COPY_GBPS)
 
 
 def test_verdicts_are_a_closed_set():
@@ -61,11 +61,38 @@ def test_every_seed_claim_is_listed_with_a_verdict(h200):
 def test_our_figures_come_from_the_runs(h200):
     lengths = next(s for s in h200.sections if s.kind == "sweep").data["lengths"]
     ratio = next(c for c in h200.claims if "494" in c.statement)
-    for backend in ("hf", "vllm", "sglang"):
+    for backend in ("hf", "vllm", "sglang", "hf-graphs"):
         row = lengths[(lengths.backend == backend) & (lengths.N == 1024)].iloc[0]
         assert ratio.here[backend] == fmt.times(row.tps_ratio)
     one_step = next(c for c in h200.claims if "one decode step" in c.statement)
     assert one_step.verdict.word == "setup-specific" and "hf" in one_step.verdict.reason.split(";")[0]
+
+
+def test_hf_graphs_is_flagged_by_what_differs_in_env_json(h200):
+    """hf-graphs ran alone, hours after the others, from another commit: the first screen says what differs
+    (env.json's day, machine and commit, read here from the runs) and nothing that does not."""
+    envs = {n: json.loads((H200 / n / "env.json").read_text()) for n in RUNS}
+    hosts = {n: {s["gpu_host"]["hostname"] for b in e["backends"].values() for s in b["starts"]} for n, e in envs.items()}
+    commit = envs["h200-hf-graphs"]["git_commit"]
+    assert {envs[n]["git_commit"] for n in RUNS[:3]} == {envs["h200-hf"]["git_commit"]} != {commit}
+    assert len({e["started"][:10] for e in envs.values()}) == 1 and len(set.union(*hosts.values())) == 1  # same day, same host
+    ranked = [j for j in h200.jobs if j.latency and "hf-graphs" in dict(j.values)]
+    assert ranked
+    for job in ranked:
+        assert f"from another run than the rest: hf-graphs (commit {commit[:12]})" in job.caution
+        assert "day " not in job.caution and "machine " not in job.caution and "shared the GPU host" not in job.caution
+    alone = envs["h200-hf-graphs"]["backends"]["hf-graphs"]["starts"][0]["gpu_host"]
+    assert alone["other_processes"] == 0 and alone["declared"] is None and all(p["ours"] for p in alone["gpu_processes"])
+
+
+def test_a_backend_without_a_prefix_cache_is_left_out_of_the_reuse_claims(h200):
+    skipped = h200.ds.records.query("backend == 'hf-graphs' and workload == 'conversation' and mode == 'cached'")
+    assert len(skipped) == 1 and skipped.skipped.notna().all()
+    for start in ("Prefix reuse cuts", "Summed TTFT over the conversation"):
+        claim = next(c for c in h200.claims if c.statement.startswith(start))
+        assert set(claim.here) == {"hf", "vllm", "sglang"}
+    flat = next(c for c in h200.claims if "flat in the prompt length" in c.statement)
+    assert set(flat.here) == {"hf", "vllm", "sglang", "hf-graphs"}
 
 
 def test_reuse_runs_to_the_end_where_the_template_extends_every_prompt():
