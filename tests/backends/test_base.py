@@ -95,3 +95,12 @@ def test_a_backend_without_direct_engine_calls_says_so_and_the_benchmarks_skip_i
     assert overhead.measure(b, {2: [1, 2]}) == [{"backend": "base", "skipped": skipped}]
     assert b.calls == []  # skipped before anything ran
     load_ceiling.child_hook(b, None)  # a study's hook on such a backend does nothing (no file written)
+
+
+def test_only_backends_whose_raw_call_is_their_own_path_declare_one() -> None:
+    """Benchmark 1 compares the adapter with the engine's own call: hf-graphs' would be hf's eager loop (not its
+    compiled static-cache path), and hf-cb's requests go through the manager, so both skip it."""
+    import backends
+
+    assert backends.resolve("hf").raw_call and backends.resolve("vllm").raw_call and backends.resolve("sglang").raw_call
+    assert backends.resolve("hf-graphs").raw_call is None and backends.resolve("hf-cb").raw_call is None
