@@ -92,7 +92,8 @@ proof() {  # $1 vllm|sglang
 wait_bundle() {  # $1 vllm|sglang, $2 parts (c01/NPARTS wins, as resplit.sh writes it): install once all are staged
   local parts=$2
   until [ -f /tmp/stage-"$1"/c01.done ] && [ "$(ls /tmp/stage-"$1"/*.done 2>/dev/null | wc -l)" -ge \
-      "$(cat /tmp/stage-"$1"/c01/NPARTS 2>/dev/null || echo "$parts")" ]; do sleep 5; done
+      "$(cat /tmp/stage-"$1"/c01/NPARTS 2>/dev/null || grep -c '^part ' /tmp/stage-"$1"/c01/SHA256SUMS 2>/dev/null \
+      || echo "$parts")" ]; do sleep 5; done
   flock /tmp/install.lock bash benchmarks/h200/install.sh "$1"
 }
 

@@ -39,14 +39,16 @@ cd /tmp/lca-repo || exit 1
 export OUT=$R PYTHONUNBUFFERED=1 PROOF_RESULTS=$R
 nvidia-smi --query-gpu=index,name,driver_version,memory.used --format=csv,noheader
 
-staged() { [ "$(ls /tmp/stage-"$1"/*.done 2>/dev/null | wc -l)" -ge "$2" ]; }
+# a bundle is staged when all its parts are: c01/NPARTS (resplit.sh, vLLM) or c01/SHA256SUMS' part lines (SGLang)
+nparts() { cat /tmp/stage-"$1"/c01/NPARTS 2>/dev/null || grep -c '^part ' /tmp/stage-"$1"/c01/SHA256SUMS 2>/dev/null || echo 99; }
+staged() { [ -f /tmp/stage-"$1"/c01.done ] && [ "$(ls /tmp/stage-"$1"/*.done 2>/dev/null | wc -l)" -ge "${2:-$(nparts "$1")}" ]; }
 study() { STUDY_TIMEOUT=$1 OVERHEAD=${OVERHEAD:-0} bash benchmarks/h200/study.sh "${@:2}"; echo "== $(date -u +%T) $2 done"; }
 
 queue() {
-  until staged vllm 3 && staged qwen3-8b-shape 1; do sleep 5; done
+  until staged vllm && staged qwen3-8b-shape 1; do sleep 5; done
   bash benchmarks/h200/unpack_model.sh qwen3-8b-shape > /dev/null
   bash benchmarks/h200/install.sh vllm > $R/install-vllm.log 2>&1; echo "== $(date -u +%T) vllm installed"
-  ( until staged sglang 5; do sleep 5; done; bash benchmarks/h200/install.sh sglang > $R/install-sglang.log 2>&1
+  ( until staged sglang; do sleep 5; done; bash benchmarks/h200/install.sh sglang > $R/install-sglang.log 2>&1
     touch /tmp/sglang.installed; echo "== $(date -u +%T) sglang installed" ) &
   PROOF_WAIT_FOR=/tmp/sglang.installed bash benchmarks/h200/serving_proof.sh run vllm
   bash benchmarks/h200/serving_proof.sh run sglang
@@ -59,7 +61,7 @@ queue() {
     --python sglang-server=/tmp/py-sgl
 }
 
-export -f staged study queue
+export -f nparts staged study queue
 export R
 setsid bash -c 'queue; touch $R/queue.done' > $R/queue.log 2>&1 < /dev/null &
 sleep 3; tail -n 5 $R/queue.log
