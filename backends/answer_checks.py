@@ -25,7 +25,9 @@ from __future__ import annotations
 
 from contract.adapter import RawOutput, Request
 
-TEXT_PROMPT_SLACK = 0.1  # a text prompt tokenized again by the server: its count may differ by this share (and 2 tokens)
+TEXT_PROMPT_SLACK = (
+    0.1  # a text prompt tokenized again by the server: its count may differ by this share (and 2 tokens)
+)
 
 
 class AnswerContradicts(RuntimeError):
@@ -41,7 +43,9 @@ def contradictions(request: Request, output: RawOutput, chunks_with_tokens: int 
         out.append(f"{n} output tokens for max_tokens {limit}")
     reported = output.reported_output_tokens
     if reported is not None and chunks_with_tokens and reported < chunks_with_tokens:
-        out.append(f"usage says {reported} output tokens, the stream carried {chunks_with_tokens} chunks with text")
+        out.append(
+            f"usage says {reported} output tokens, the stream carried {chunks_with_tokens} chunks with text"
+        )
     sent = len(request.prompt_ids)
     cached = output.cached_tokens
     if cached is not None and not 0 <= cached <= sent:
@@ -50,17 +54,25 @@ def contradictions(request: Request, output: RawOutput, chunks_with_tokens: int 
     if said is not None and not output.prompt_as_text and said != sent:
         out.append(f"usage says {said} prompt tokens, {sent} were sent")
     if request.ignore_eos and n < limit:
-        out.append(f"a short answer under ignore_eos: {n} of {limit} tokens, finish {output.finish_reason!r} "
-                   "(the server did not honour ignore_eos)")
+        out.append(
+            f"a short answer under ignore_eos: {n} of {limit} tokens, finish {output.finish_reason!r} "
+            "(the server did not honour ignore_eos)"
+        )
     return out
 
 
 def notes(request: Request, output: RawOutput) -> list[str]:
     """What is true but worth saying on the record: a text prompt the server read as another number of tokens."""
     said, sent = output.reported_prompt_tokens, len(request.prompt_ids)
-    if said is not None and output.prompt_as_text and abs(said - sent) > max(2, round(TEXT_PROMPT_SLACK * sent)):
-        return [f"the server counted {said} prompt tokens for the {sent} sent as text (its tokenizer's reading of "
-                "the decoded ids): it computed another prompt than the plan's"]
+    if (
+        said is not None
+        and output.prompt_as_text
+        and abs(said - sent) > max(2, round(TEXT_PROMPT_SLACK * sent))
+    ):
+        return [
+            f"the server counted {said} prompt tokens for the {sent} sent as text (its tokenizer's reading of "
+            "the decoded ids): it computed another prompt than the plan's"
+        ]
     return []
 
 

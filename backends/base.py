@@ -33,9 +33,21 @@ from backends.answer_checks import check_answer
 from contract.adapter import BackendOptions, BackendSettings, Capabilities, RawOutput, Request, TokenCandidate
 
 __all__ = [  # the contract's types re-exported beside this module's own
-    "DECODE_DEFINITION", "ENGINE_DECODE_DEFINITION", "ENGINE_TTFT_DEFINITION", "TIMING_DEFINITIONS", "TTFT_DEFINITION",
-    "Backend", "BackendOptions", "BackendSettings", "BackendUnavailable", "Capabilities", "RawOutput",
-    "Request", "Result", "TokenCandidate", "TokenClock",
+    "DECODE_DEFINITION",
+    "ENGINE_DECODE_DEFINITION",
+    "ENGINE_TTFT_DEFINITION",
+    "TIMING_DEFINITIONS",
+    "TTFT_DEFINITION",
+    "Backend",
+    "BackendOptions",
+    "BackendSettings",
+    "BackendUnavailable",
+    "Capabilities",
+    "RawOutput",
+    "Request",
+    "Result",
+    "TokenCandidate",
+    "TokenClock",
 ]
 
 TTFT_DEFINITION = (
@@ -217,8 +229,9 @@ class Backend(ABC):
     batch_call: str | None = None  # what engine_batch() runs, in words; None: no batched engine call here
     no_batch_call: str = "no batched engine call in this process"  # why not, where batch_call is None
 
-    def raw_generate_timed(self, prompt_ids: list[int],
-                           max_new_tokens: int) -> tuple[float | None, float | None, float]:
+    def raw_generate_timed(
+        self, prompt_ids: list[int], max_new_tokens: int
+    ) -> tuple[float | None, float | None, float]:
         """The engine's own call on ``prompt_ids`` (greedy, EOS ignored), without the adapter, timed at the
         caller as the adapter is: (TTFT ms, decode ms per token, e2e ms). ``benchmarks/overhead.py`` compares
         it with :meth:`generate`; only where :attr:`raw_call` says what it runs."""

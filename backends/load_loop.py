@@ -43,7 +43,9 @@ from backends.answer_checks import check_answer
 from backends.base import Backend, RawOutput, Request, TokenClock
 from backends.telemetry import GpuTelemetry
 
-SAMPLE_EVERY_S = 0.1  # gauges (KV-cache usage) are sampled this often: a level shorter than that may show no peak
+SAMPLE_EVERY_S = (
+    0.1  # gauges (KV-cache usage) are sampled this often: a level shorter than that may show no peak
+)
 FIRST_SAMPLE_S = 0.01
 
 
@@ -58,8 +60,11 @@ class LoadSettings:
 
     @classmethod
     def of(cls, group_load: dict[str, Any]) -> LoadSettings:
-        return cls(**{k: group_load.get(k) for k in ("concurrency", "rate_rps", "seconds")},
-                   think_time_s=group_load.get("think_time_s") or 0.0, seed=group_load.get("seed", 13))
+        return cls(
+            **{k: group_load.get(k) for k in ("concurrency", "rate_rps", "seconds")},
+            think_time_s=group_load.get("think_time_s") or 0.0,
+            seed=group_load.get("seed", 13),
+        )
 
 
 @dataclass
@@ -73,7 +78,9 @@ class Outcome:
     first_token_s: float | None = None
     finish_s: float | None = None
     token_times_s: list[float] = field(default_factory=list)  # one per output token, as it arrived
-    chunk_times_s: list[float] = field(default_factory=list)  # one per chunk (a tick of the clock), as it arrived
+    chunk_times_s: list[float] = field(
+        default_factory=list
+    )  # one per chunk (a tick of the clock), as it arrived
     queue_ms: float | None = None  # queued backends: time before its turn came
     error: str | None = None
 
@@ -94,7 +101,9 @@ def token_times(clock: TokenClock, origin: float) -> list[float]:
     return out
 
 
-async def _one(stream, timeout_s: float, request: Request, outcome: Outcome, origin: float, report=None) -> None:
+async def _one(
+    stream, timeout_s: float, request: Request, outcome: Outcome, origin: float, report=None
+) -> None:
     clock = TokenClock(lambda: None)  # the backend's own stream synchronizes where it must
     outcome.submit_s = clock.start - origin
     if report is not None:
@@ -105,10 +114,15 @@ async def _one(stream, timeout_s: float, request: Request, outcome: Outcome, ori
         # there (vLLM in process, SGLang, the HTTP client closing its stream)
         async with asyncio.timeout(timeout_s) as deadline:
             outcome.output = await stream(request, clock)
-        check_answer(request, outcome.output, clock.tokens_ticked())  # a usage count that contradicts the stream: an error
+        check_answer(
+            request, outcome.output, clock.tokens_ticked()
+        )  # a usage count that contradicts the stream: an error
     except TimeoutError as exc:  # ours, or one the backend raised itself
-        outcome.error = (f"TimeoutError: {timeout_message(timeout_s)}" if deadline.expired()
-                         else f"{type(exc).__name__}: {exc}")
+        outcome.error = (
+            f"TimeoutError: {timeout_message(timeout_s)}"
+            if deadline.expired()
+            else f"{type(exc).__name__}: {exc}"
+        )
     except Exception as exc:  # noqa: BLE001 - a failed request is an outcome, the level goes on
         outcome.error = f"{type(exc).__name__}: {exc}"
     outcome.finish_s = time.perf_counter() - origin
@@ -131,8 +145,14 @@ class Drive:
     report: Any = None  # (event, Outcome) -> None: "submit" and "done", as they happen (client processes)
 
 
-async def drive(d: Drive, sessions: list[list[Request]], outs: list[list[Outcome]], s: LoadSettings,
-                arrivals: list[float] | None = None, workers: int | None = None) -> None:
+async def drive(
+    d: Drive,
+    sessions: list[list[Request]],
+    outs: list[list[Outcome]],
+    s: LoadSettings,
+    arrivals: list[float] | None = None,
+    workers: int | None = None,
+) -> None:
     """THE load loop: the sessions at the load ``s`` (``workers`` closed-loop workers, default ``s.concurrency``;
     open loop: session k starts ``arrivals[k]`` s after the origin). Client processes run it over their shard."""
     deadline = d.origin + s.seconds if s.seconds else None
@@ -140,8 +160,11 @@ async def drive(d: Drive, sessions: list[list[Request]], outs: list[list[Outcome
     async def session(k: int) -> None:
         for i, (request, outcome) in enumerate(zip(sessions[k], outs[k], strict=True)):
             if i and s.think_time_s:  # never past the level's deadline: it would only wait to stop
-                await asyncio.sleep(s.think_time_s if deadline is None
-                                    else max(0.0, min(s.think_time_s, deadline - time.perf_counter())))
+                await asyncio.sleep(
+                    s.think_time_s
+                    if deadline is None
+                    else max(0.0, min(s.think_time_s, deadline - time.perf_counter()))
+                )
             if deadline is not None and time.perf_counter() >= deadline:
                 return
             await _one(d.stream, d.timeout_s, request, outcome, d.origin, d.report)
@@ -182,7 +205,9 @@ def new_outcomes(sessions: list[list[Request]]) -> list[list[Outcome]]:
     return [[Outcome(session=k, turn=t) for t in range(len(reqs))] for k, reqs in enumerate(sessions)]
 
 
-async def _level(backend: Backend, sessions: list[list[Request]], s: LoadSettings) -> tuple[list[list[Outcome]], dict]:
+async def _level(
+    backend: Backend, sessions: list[list[Request]], s: LoadSettings
+) -> tuple[list[list[Outcome]], dict]:
     outs = new_outcomes(sessions)
     stats = _Sampler(backend)
     gpu = GpuTelemetry().__enter__()  # its own thread: power, utilisation, memory and energy over the level
@@ -193,12 +218,16 @@ async def _level(backend: Backend, sessions: list[list[Request]], s: LoadSetting
     sampler.cancel()
     gpu.__exit__(None, None, None)
     finished = sum(o.output is not None for session in outs for o in session)
-    facts = {"wall_s": wall_s, "client_procs": 0, **stats.facts(finished), **gpu.facts()}  # 0: in this process
+    facts = {
+        "wall_s": wall_s,
+        "client_procs": 0,
+        **stats.facts(finished),
+        **gpu.facts(),
+    }  # 0: in this process
     return outs, facts
 
 
 class _Sampler:
-
     """The backend's engine figures at the level's start and end, and the peaks of its gauges in between."""
 
     def __init__(self, backend: Backend) -> None:
@@ -251,7 +280,9 @@ class _Sampler:
         return out
 
 
-def run_level(backend: Backend, sessions: list[list[Request]], settings: LoadSettings) -> tuple[list[list[Outcome]], dict]:
+def run_level(
+    backend: Backend, sessions: list[list[Request]], settings: LoadSettings
+) -> tuple[list[list[Outcome]], dict]:
     """Run one load level to the end; per session its requests' outcomes, and the level's engine facts.
     A backend with a load client (:meth:`Backend.load_client`: an HTTP server) is driven from client
     processes (``backends.load_shards``), while this process samples the server's metrics."""

@@ -74,7 +74,11 @@ def shards(sessions: int, n: int, settings: LoadSettings) -> list[tuple[list[int
     out = []
     for j in range(n):
         keys = list(range(j, sessions, n))
-        workers = 0 if settings.rate_rps else (settings.concurrency or 1) // n + (j < (settings.concurrency or 1) % n)
+        workers = (
+            0
+            if settings.rate_rps
+            else (settings.concurrency or 1) // n + (j < (settings.concurrency or 1) % n)
+        )
         out.append((keys, workers))
     return out
 
@@ -83,10 +87,18 @@ class _Client:
     """One client process, seen from the parent: its pipe, and a thread that reads its messages."""
 
     def __init__(self, index: int, job: dict[str, Any]) -> None:
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)}
+        env = {
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p),
+        }
         self.index = index
-        self.proc = subprocess.Popen([sys.executable, "-m", "backends.load_shards"], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, env=env, cwd=str(ROOT))
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "backends.load_shards"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env=env,
+            cwd=str(ROOT),
+        )
         self.messages: list[tuple] = []
         self.ready = threading.Event()
         pickle.dump(job, self.proc.stdin)
@@ -120,16 +132,24 @@ class _Client:
         return f"client process {self.index} (pid {self.proc.pid}) died with {how}"
 
 
-async def run_sharded(backend, spec, sessions: list, settings: LoadSettings, sampler) -> tuple[list[list[Outcome]], dict]:
+async def run_sharded(
+    backend, spec, sessions: list, settings: LoadSettings, sampler
+) -> tuple[list[list[Outcome]], dict]:
     """The level from client processes; this process only starts them, merges their outcomes, samples metrics."""
     n = settings.client_procs or auto_client_procs(settings, len(sessions))
     arrivals = arrival_times(len(sessions), settings) if settings.rate_rps else None
     plan = shards(len(sessions), n, settings)
     clients = []
     for j, (keys, workers) in enumerate(plan):
-        job = {"spec": spec, "sessions": [sessions[k] for k in keys], "settings": settings, "workers": workers,
-               "arrivals": [arrivals[k] for k in keys] if arrivals else None, "index": j,
-               "timeout_s": backend.settings.request_timeout_s}
+        job = {
+            "spec": spec,
+            "sessions": [sessions[k] for k in keys],
+            "settings": settings,
+            "workers": workers,
+            "arrivals": [arrivals[k] for k in keys] if arrivals else None,
+            "index": j,
+            "timeout_s": backend.settings.request_timeout_s,
+        }
         clients.append(_Client(j, job))
     try:
         for c in clients:  # imports and the session set-up happen before the level's clock starts
@@ -151,9 +171,15 @@ async def run_sharded(backend, spec, sessions: list, settings: LoadSettings, sam
     outs = new_outcomes(sessions)
     ends = [_merge(c, keys, outs) for c, (keys, _) in zip(clients, plan, strict=True)]
     finished = sum(o.output is not None for session in outs for o in session)
-    facts: dict[str, Any] = {"wall_s": wall_s, "origin_perf_counter": origin, "client_procs": len(clients),
-                             "client": spec.describe(), "client_cpu_share": [], **sampler.facts(finished),
-                             **gpu.facts()}
+    facts: dict[str, Any] = {
+        "wall_s": wall_s,
+        "origin_perf_counter": origin,
+        "client_procs": len(clients),
+        "client": spec.describe(),
+        "client_cpu_share": [],
+        **sampler.facts(finished),
+        **gpu.facts(),
+    }
     failed = []
     for c, (keys, _), ended in zip(clients, plan, ends, strict=True):
         if ended is None:
@@ -178,7 +204,12 @@ async def run_sharded(backend, spec, sessions: list, settings: LoadSettings, sam
 
 def _name_the_server(backend, outs: list[list[Outcome]]) -> None:
     """A server that died mid-level: the clients saw lost connections; each such error gets the server's own account."""
-    failed = [o for session in outs for o in session if o.error and not o.error.startswith(("TimeoutError", "ClientDied"))]
+    failed = [
+        o
+        for session in outs
+        for o in session
+        if o.error and not o.error.startswith(("TimeoutError", "ClientDied"))
+    ]
     gone = backend.server_gone() if failed else None
     if gone:
         for o in failed:
@@ -230,8 +261,14 @@ def _child() -> None:
 
     async def level() -> None:
         try:
-            await drive(Drive(client.stream, job["timeout_s"], origin, report), job["sessions"], outs, job["settings"],
-                        job["arrivals"], job["workers"])
+            await drive(
+                Drive(client.stream, job["timeout_s"], origin, report),
+                job["sessions"],
+                outs,
+                job["settings"],
+                job["arrivals"],
+                job["workers"],
+            )
         finally:
             await client.aclose()
 

@@ -32,7 +32,9 @@ def device_index() -> int:
 class GpuTelemetry:
     def __init__(self, every_s: float = EVERY_S, nvml: Any = None) -> None:
         self.every_s = every_s
-        self.samples: list[tuple[float, float | None, float | None, float | None]] = []  # (t, W, util %, bytes)
+        self.samples: list[
+            tuple[float, float | None, float | None, float | None]
+        ] = []  # (t, W, util %, bytes)
         self.why_not: str | None = None
         self.energy_mj: list[float] = []
         self._stop = threading.Event()
@@ -123,9 +125,14 @@ class GpuTelemetry:
         if mem:
             out["gpu_memory_used_peak_bytes"] = max(mem)
         if len(self.energy_mj) == 2:
-            out["gpu_energy_j"], out["gpu_energy_source"] = (self.energy_mj[1] - self.energy_mj[0]) / 1e3, "nvml-counter"
+            out["gpu_energy_j"], out["gpu_energy_source"] = (
+                (self.energy_mj[1] - self.energy_mj[0]) / 1e3,
+                "nvml-counter",
+            )
         elif len(power) > 1:
-            out["gpu_energy_j"] = sum((b[0] - a[0]) * (a[1] + b[1]) / 2 for a, b in zip(power, power[1:], strict=False))
+            out["gpu_energy_j"] = sum(
+                (b[0] - a[0]) * (a[1] + b[1]) / 2 for a, b in zip(power, power[1:], strict=False)
+            )
             out["gpu_energy_source"] = "power-integral"
         if not power and not util and not mem:
             out = {"gpu_telemetry": "not measured: NVML answered no query on this GPU"}

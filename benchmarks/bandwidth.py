@@ -51,8 +51,11 @@ def copy_bandwidth(n_bytes: int, repeats: int, device: str) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m benchmarks.bandwidth", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog="python -m benchmarks.bandwidth",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("--gib", type=float, default=4.0, help="buffer size in GiB (default: 4)")
     p.add_argument("--repeats", type=int, default=20)
     p.add_argument("--device", default="cuda")

@@ -32,12 +32,74 @@ import socket
 import time
 
 MODEL = "fake"
-TTFT_BUCKETS = (0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0,
-                20.0, 40.0, 80.0, 160.0, 640.0, 2560.0)
-ITL_BUCKETS = (0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 20.0,
-               40.0, 80.0)
-E2E_BUCKETS = (0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0, 60.0, 120.0, 240.0,
-               480.0, 960.0, 1920.0, 7680.0)
+TTFT_BUCKETS = (
+    0.001,
+    0.005,
+    0.01,
+    0.02,
+    0.04,
+    0.06,
+    0.08,
+    0.1,
+    0.25,
+    0.5,
+    0.75,
+    1.0,
+    2.5,
+    5.0,
+    7.5,
+    10.0,
+    20.0,
+    40.0,
+    80.0,
+    160.0,
+    640.0,
+    2560.0,
+)
+ITL_BUCKETS = (
+    0.01,
+    0.025,
+    0.05,
+    0.075,
+    0.1,
+    0.15,
+    0.2,
+    0.3,
+    0.4,
+    0.5,
+    0.75,
+    1.0,
+    2.5,
+    5.0,
+    7.5,
+    10.0,
+    20.0,
+    40.0,
+    80.0,
+)
+E2E_BUCKETS = (
+    0.3,
+    0.5,
+    0.8,
+    1.0,
+    1.5,
+    2.0,
+    2.5,
+    5.0,
+    10.0,
+    15.0,
+    20.0,
+    30.0,
+    40.0,
+    50.0,
+    60.0,
+    120.0,
+    240.0,
+    480.0,
+    960.0,
+    1920.0,
+    7680.0,
+)
 HISTOGRAMS = {  # vLLM's names and bucket bounds (v0.26 vllm/v1/metrics/loggers.py)
     "vllm:time_to_first_token_seconds": TTFT_BUCKETS,
     "vllm:inter_token_latency_seconds": ITL_BUCKETS,
@@ -67,8 +129,11 @@ class Histogram:
         for b, c in zip(self.bounds, self.counts, strict=True):
             acc += c
             out.append(f'{name}_bucket{{{labels},le="{b}"}} {float(acc)}')
-        out += [f'{name}_bucket{{{labels},le="+Inf"}} {float(self.count)}', f"{name}_count{{{labels}}} {float(self.count)}",
-                f"{name}_sum{{{labels}}} {self.sum}"]
+        out += [
+            f'{name}_bucket{{{labels},le="+Inf"}} {float(self.count)}',
+            f"{name}_count{{{labels}}} {float(self.count)}",
+            f"{name}_sum{{{labels}}} {self.sum}",
+        ]
         return out
 
 
@@ -77,12 +142,19 @@ class Stream:
         self.writer, self.rid, self.body, self.received = writer, rid, body, received
         self.n = int(body.get("max_tokens") or 16)
         opts = body.get("stream_options") or {}
-        self.ids, self.usage, self.running = bool(body.get("return_token_ids")), bool(opts.get("include_usage")), \
-            bool(opts.get("continuous_usage_stats"))
+        self.ids, self.usage, self.running = (
+            bool(body.get("return_token_ids")),
+            bool(opts.get("include_usage")),
+            bool(opts.get("continuous_usage_stats")),
+        )
         prompt = body.get("prompt") or []
         self.prompt = prompt if isinstance(prompt, list) else [1] * max(1, len(str(prompt)) // 4)
         self.sent: list[float] = []
-        self.fault = str(body.get("model", "")).removeprefix("fault:") if str(body.get("model", "")).startswith("fault:") else None
+        self.fault = (
+            str(body.get("model", "")).removeprefix("fault:")
+            if str(body.get("model", "")).startswith("fault:")
+            else None
+        )
         self.done = asyncio.get_running_loop().create_future()
 
 
@@ -113,15 +185,30 @@ class FakeEngine:
     def _emit(self, s: Stream) -> None:
         i = len(s.sent)
         last = i == s.n - 1
-        choice: dict = {"index": 0, "text": " x", "logprobs": None, "finish_reason": "length" if last else None,
-                        "stop_reason": None}
+        choice: dict = {
+            "index": 0,
+            "text": " x",
+            "logprobs": None,
+            "finish_reason": "length" if last else None,
+            "stop_reason": None,
+        }
         if s.ids:
             choice["token_ids"] = [i % 100 + 1]
             if i == 0:
                 choice["prompt_token_ids"] = s.prompt
-        chunk: dict = {"id": s.rid, "object": "text_completion", "created": 0, "model": MODEL, "choices": [choice]}
+        chunk: dict = {
+            "id": s.rid,
+            "object": "text_completion",
+            "created": 0,
+            "model": MODEL,
+            "choices": [choice],
+        }
         if s.running:
-            chunk["usage"] = {"prompt_tokens": len(s.prompt), "completion_tokens": i + 1, "total_tokens": len(s.prompt) + i + 1}
+            chunk["usage"] = {
+                "prompt_tokens": len(s.prompt),
+                "completion_tokens": i + 1,
+                "total_tokens": len(s.prompt) + i + 1,
+            }
         text = "data: " + json.dumps(chunk) + "\n\n"
         if s.fault == "not-json" and i == 1:
             text = "data: {not json\n\n"
@@ -134,10 +221,25 @@ class FakeEngine:
         if last:
             tail = ""
             if s.usage:
-                tail = "data: " + json.dumps({"id": s.rid, "object": "text_completion", "created": 0, "model": MODEL,
-                                              "choices": [], "usage": {"prompt_tokens": len(s.prompt), "completion_tokens": s.n,
-                                                                       "total_tokens": len(s.prompt) + s.n,
-                                                                       "prompt_tokens_details": {"cached_tokens": 0}}}) + "\n\n"
+                tail = (
+                    "data: "
+                    + json.dumps(
+                        {
+                            "id": s.rid,
+                            "object": "text_completion",
+                            "created": 0,
+                            "model": MODEL,
+                            "choices": [],
+                            "usage": {
+                                "prompt_tokens": len(s.prompt),
+                                "completion_tokens": s.n,
+                                "total_tokens": len(s.prompt) + s.n,
+                                "prompt_tokens_details": {"cached_tokens": 0},
+                            },
+                        }
+                    )
+                    + "\n\n"
+                )
             self._finish(s, None, tail + "data: [DONE]\n\n")
 
     def _finish(self, s: Stream, raw: str | None, text: str = "") -> None:
@@ -150,7 +252,9 @@ class FakeEngine:
             for a, b in zip(sent, sent[1:], strict=False):
                 self.hist["vllm:inter_token_latency_seconds"].observe(b - a)
             if len(sent) > 1:
-                self.hist["vllm:request_time_per_output_token_seconds"].observe((sent[-1] - sent[0]) / (len(sent) - 1))
+                self.hist["vllm:request_time_per_output_token_seconds"].observe(
+                    (sent[-1] - sent[0]) / (len(sent) - 1)
+                )
             self.hist["vllm:e2e_request_latency_seconds"].observe(sent[-1] - s.received)
             self.hist["vllm:request_queue_time_seconds"].observe(0.0)
             self.hist["vllm:request_prefill_time_seconds"].observe(sent[0] - s.received)
@@ -163,18 +267,32 @@ class FakeEngine:
 
     def metrics(self) -> str:
         labels = f'engine="0",model_name="{MODEL}"'
-        lines = ["# HELP vllm:num_requests_running fake", "# TYPE vllm:num_requests_running gauge",
-                 f"vllm:num_requests_running{{{labels}}} {float(len(self.active))}",
-                 "# HELP vllm:num_requests_waiting fake", "# TYPE vllm:num_requests_waiting gauge",
-                 f"vllm:num_requests_waiting{{{labels}}} 0.0",
-                 "# HELP vllm:kv_cache_usage_perc fake", "# TYPE vllm:kv_cache_usage_perc gauge",
-                 f"vllm:kv_cache_usage_perc{{{labels}}} {min(1.0, len(self.active) * 70 / (KV_BLOCKS * BLOCK_SIZE))}",
-                 "# HELP vllm:cache_config_info fake", "# TYPE vllm:cache_config_info gauge",
-                 f'vllm:cache_config_info{{block_size="{BLOCK_SIZE}",cache_dtype="auto",engine="0",'
-                 f'gpu_memory_utilization="0.9",num_gpu_blocks="{KV_BLOCKS}",enable_prefix_caching="True"}} 1.0']
-        for name, value in (("vllm:request_success", self.finished), ("vllm:prompt_tokens", self.prompt_tokens),
-                            ("vllm:generation_tokens", self.generation_tokens), ("vllm:num_preemptions", 0)):
-            lines += [f"# HELP {name}_total fake", f"# TYPE {name}_total counter", f"{name}_total{{{labels}}} {float(value)}"]
+        lines = [
+            "# HELP vllm:num_requests_running fake",
+            "# TYPE vllm:num_requests_running gauge",
+            f"vllm:num_requests_running{{{labels}}} {float(len(self.active))}",
+            "# HELP vllm:num_requests_waiting fake",
+            "# TYPE vllm:num_requests_waiting gauge",
+            f"vllm:num_requests_waiting{{{labels}}} 0.0",
+            "# HELP vllm:kv_cache_usage_perc fake",
+            "# TYPE vllm:kv_cache_usage_perc gauge",
+            f"vllm:kv_cache_usage_perc{{{labels}}} {min(1.0, len(self.active) * 70 / (KV_BLOCKS * BLOCK_SIZE))}",
+            "# HELP vllm:cache_config_info fake",
+            "# TYPE vllm:cache_config_info gauge",
+            f'vllm:cache_config_info{{block_size="{BLOCK_SIZE}",cache_dtype="auto",engine="0",'
+            f'gpu_memory_utilization="0.9",num_gpu_blocks="{KV_BLOCKS}",enable_prefix_caching="True"}} 1.0',
+        ]
+        for name, value in (
+            ("vllm:request_success", self.finished),
+            ("vllm:prompt_tokens", self.prompt_tokens),
+            ("vllm:generation_tokens", self.generation_tokens),
+            ("vllm:num_preemptions", 0),
+        ):
+            lines += [
+                f"# HELP {name}_total fake",
+                f"# TYPE {name}_total counter",
+                f"{name}_total{{{labels}}} {float(value)}",
+            ]
         for name, h in self.hist.items():
             lines += h.lines(name, labels)
         return "\n".join(lines) + "\n"
@@ -188,7 +306,14 @@ class FakeEngine:
                 head = await reader.readuntil(b"\r\n\r\n")
                 lines = head.decode("latin-1").split("\r\n")
                 method, path, _ = lines[0].split(" ", 2)
-                length = next((int(v) for k, _, v in (x.partition(":") for x in lines[1:]) if k.lower() == "content-length"), 0)
+                length = next(
+                    (
+                        int(v)
+                        for k, _, v in (x.partition(":") for x in lines[1:])
+                        if k.lower() == "content-length"
+                    ),
+                    0,
+                )
                 raw = await reader.readexactly(length) if length else b""
                 received = time.perf_counter()
                 if method == "POST" and path.endswith("/completions"):
@@ -215,10 +340,14 @@ class FakeEngine:
         if s.fault in ("429", "503"):
             reason = "Too Many Requests" if s.fault == "429" else "Service Unavailable"
             data = json.dumps({"error": {"message": f"fake {reason.lower()}", "code": int(s.fault)}}).encode()
-            writer.write(b"HTTP/1.1 %s %s\r\ncontent-type: application/json\r\ncontent-length: %d\r\n\r\n%s"
-                         % (s.fault.encode(), reason.encode(), len(data), data))
+            writer.write(
+                b"HTTP/1.1 %s %s\r\ncontent-type: application/json\r\ncontent-length: %d\r\n\r\n%s"
+                % (s.fault.encode(), reason.encode(), len(data), data)
+            )
             return
-        writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n")
+        writer.write(
+            b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
+        )
         self.active.append(s)
         self.wake.set()
         await s.done
@@ -231,8 +360,10 @@ def _chunk(writer, text: str) -> None:
 
 def _send(writer, status: int, ctype: str, data: bytes) -> None:
     reason = {200: "OK", 404: "Not Found"}[status]
-    writer.write(b"HTTP/1.1 %d %s\r\ncontent-type: %s\r\ncontent-length: %d\r\n\r\n%s"
-                 % (status, reason.encode(), ctype.encode(), len(data), data))
+    writer.write(
+        b"HTTP/1.1 %d %s\r\ncontent-type: %s\r\ncontent-length: %d\r\n\r\n%s"
+        % (status, reason.encode(), ctype.encode(), len(data), data)
+    )
 
 
 def _json(writer, obj) -> None:

@@ -38,30 +38,50 @@ def gaps_ms(token_times: list[float]) -> list[float]:
     return [(b - a) * 1e3 for a, b in zip(token_times, token_times[1:], strict=False) if b > a]
 
 
-def run_config(backend, config: str, prompts: list[list[int]], levels: tuple[int, ...], output_tokens: int) -> dict:
+def run_config(
+    backend, config: str, prompts: list[list[int]], levels: tuple[int, ...], output_tokens: int
+) -> dict:
     from backends.base import Request
     from backends.load_loop import LoadSettings, run_level
 
     started = time.perf_counter()
     backend.reconfigure(config)
-    row: dict[str, Any] = {"config": config or "(default)", "start_s": round(time.perf_counter() - started, 2),
-                           "effective": dict(backend.effective), "levels": []}
-    requests = [Request(prompt_ids=p, max_new_tokens=output_tokens, ignore_eos=True, reuse_prefix=True) for p in prompts]
+    row: dict[str, Any] = {
+        "config": config or "(default)",
+        "start_s": round(time.perf_counter() - started, 2),
+        "effective": dict(backend.effective),
+        "levels": [],
+    }
+    requests = [
+        Request(prompt_ids=p, max_new_tokens=output_tokens, ignore_eos=True, reuse_prefix=True)
+        for p in prompts
+    ]
     for c in levels:
         n = max(2 * c, 4)
         warm, timed = requests[:c], requests[c : c + n]
-        run_level(backend, [[r] for r in warm], LoadSettings(concurrency=c))  # first shapes of this level: not timed
+        run_level(
+            backend, [[r] for r in warm], LoadSettings(concurrency=c)
+        )  # first shapes of this level: not timed
         outcomes, facts = run_level(backend, [[r] for r in timed], LoadSettings(concurrency=c))
         done = [o for (o,) in outcomes if o.error is None and o.output is not None]
         steps = [g for o in done for g in gaps_ms(o.token_times_s)]
-        row["levels"].append({
-            "concurrency": c, "requests": len(timed), "errors": sorted({o.error for (o,) in outcomes if o.error}),
-            "step_ms_median": statistics.median(steps) if steps else None,
-            "ttft_ms_median": statistics.median((o.first_token_s - o.submit_s) * 1e3 for o in done) if done else None,
-            "output_tok_s": sum(len(o.output.token_ids) for o in done) / facts["wall_s"],
-        })
-        print(f"  {row['config']}: C={c} step {row['levels'][-1]['step_ms_median']} ms, "
-              f"{row['levels'][-1]['output_tok_s']:.0f} tok/s", flush=True)
+        row["levels"].append(
+            {
+                "concurrency": c,
+                "requests": len(timed),
+                "errors": sorted({o.error for (o,) in outcomes if o.error}),
+                "step_ms_median": statistics.median(steps) if steps else None,
+                "ttft_ms_median": statistics.median((o.first_token_s - o.submit_s) * 1e3 for o in done)
+                if done
+                else None,
+                "output_tok_s": sum(len(o.output.token_ids) for o in done) / facts["wall_s"],
+            }
+        )
+        print(
+            f"  {row['config']}: C={c} step {row['levels'][-1]['step_ms_median']} ms, "
+            f"{row['levels'][-1]['output_tok_s']:.0f} tok/s",
+            flush=True,
+        )
     return row
 
 
@@ -89,8 +109,17 @@ def measure(args: argparse.Namespace) -> list[dict]:
             rows.append({"config": config or "(default)", "error": f"{type(exc).__name__}: {exc}"})
             print(f"  {config or '(default)'}: {rows[-1]['error']}", flush=True)
         if args.out:
-            Path(args.out).write_text(json.dumps({"model": args.model, "prompt_tokens": args.prompt_tokens,
-                                                  "output_tokens": args.output_tokens, "rows": rows}, indent=1))
+            Path(args.out).write_text(
+                json.dumps(
+                    {
+                        "model": args.model,
+                        "prompt_tokens": args.prompt_tokens,
+                        "output_tokens": args.output_tokens,
+                        "rows": rows,
+                    },
+                    indent=1,
+                )
+            )
     backend.close()
     return rows
 
@@ -103,14 +132,18 @@ def show(path: str) -> None:
             print(f"{row['config']:<45} error: {row['error']}")
             continue
         eff = row["effective"]
-        head = (f"{row['config']:<45} attn={eff.get('attn_implementation')} graphs={eff.get('use_cuda_graph')} "
-                f"async={eff.get('use_async_batching')} blocks={eff.get('num_blocks')} start={row['start_s']}s")
+        head = (
+            f"{row['config']:<45} attn={eff.get('attn_implementation')} graphs={eff.get('use_cuda_graph')} "
+            f"async={eff.get('use_async_batching')} blocks={eff.get('num_blocks')} start={row['start_s']}s"
+        )
         print(head)
         for lv in row["levels"]:
             step = lv["step_ms_median"]
-            print(f"    C={lv['concurrency']:<4} step {step if step is None else round(step, 2)} ms  "
-                  f"ttft {lv['ttft_ms_median'] and round(lv['ttft_ms_median'], 1)} ms  {lv['output_tok_s']:.0f} tok/s"
-                  + (f"  errors: {lv['errors']}" if lv["errors"] else ""))
+            print(
+                f"    C={lv['concurrency']:<4} step {step if step is None else round(step, 2)} ms  "
+                f"ttft {lv['ttft_ms_median'] and round(lv['ttft_ms_median'], 1)} ms  {lv['output_tok_s']:.0f} tok/s"
+                + (f"  errors: {lv['errors']}" if lv["errors"] else "")
+            )
 
 
 def fastest(path: str, concurrency: int) -> str:
@@ -118,7 +151,11 @@ def fastest(path: str, concurrency: int) -> str:
     best: tuple[float, str] | None = None
     for row in json.loads(Path(path).read_text())["rows"]:
         for lv in row.get("levels", []):
-            if lv["concurrency"] == concurrency and not lv["errors"] and (best is None or lv["output_tok_s"] > best[0]):
+            if (
+                lv["concurrency"] == concurrency
+                and not lv["errors"]
+                and (best is None or lv["output_tok_s"] > best[0])
+            ):
                 best = (lv["output_tok_s"], "" if row["config"] == "(default)" else row["config"])
     if best is None:
         raise SystemExit(f"{path}: no configuration ran at C={concurrency}")
@@ -126,7 +163,9 @@ def fastest(path: str, concurrency: int) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     from harness.cli_parser import add_model_args
 
     add_model_args(p)  # the study's model and engine flags (--attn: give attn= in a --config instead)
@@ -136,7 +175,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--output-tokens", type=int, default=32)
     p.add_argument("--out", help="JSON file (rewritten after each configuration)")
     p.add_argument("--show", metavar="FILE", help="print the table of a written file and exit")
-    p.add_argument("--fastest", metavar="FILE", help="print the fastest configuration of a written file (at --at) and exit")
+    p.add_argument(
+        "--fastest",
+        metavar="FILE",
+        help="print the fastest configuration of a written file (at --at) and exit",
+    )
     p.add_argument("--at", type=int, default=32, help="the concurrency --fastest compares at (default 32)")
     args = p.parse_args(argv)
     if args.fastest:

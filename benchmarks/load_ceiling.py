@@ -44,36 +44,49 @@ TARGET = 0.9  # harness output tokens/s over the engine's
 
 
 # --- measuring ----------------------------------------------------------------------------------
-def harness_side(backend: Backend, prompts: list[list[int]], request: Request, concurrency: int) -> dict[str, Any]:
+def harness_side(
+    backend: Backend, prompts: list[list[int]], request: Request, concurrency: int
+) -> dict[str, Any]:
     from backends.load_loop import LoadSettings, run_level
 
-    sessions = [[Request(prompt_ids=ids, max_new_tokens=request.max_new_tokens, ignore_eos=True)] for ids in prompts]
+    sessions = [
+        [Request(prompt_ids=ids, max_new_tokens=request.max_new_tokens, ignore_eos=True)] for ids in prompts
+    ]
     backend.reset_cache()
     outcomes, facts = run_level(backend, sessions, LoadSettings(concurrency=concurrency))
     done = [o for (o,) in outcomes]
     errors = [o.error for o in done if o.error]
     tokens = sum(len(o.output.token_ids) for o in done if o.output is not None)
-    return {"wall_s": facts["wall_s"], "output_tokens": tokens, "tokens_per_s": tokens / facts["wall_s"],
-            "errors": len(errors), **({"first_error": errors[0]} if errors else {})}
+    return {
+        "wall_s": facts["wall_s"],
+        "output_tokens": tokens,
+        "tokens_per_s": tokens / facts["wall_s"],
+        "errors": len(errors),
+        **({"first_error": errors[0]} if errors else {}),
+    }
 
 
-def engine_side(backend: Backend, prompts: list[list[int]], request: Request,
-                concurrency: int) -> dict[str, Any]:
+def engine_side(
+    backend: Backend, prompts: list[list[int]], request: Request, concurrency: int
+) -> dict[str, Any]:
     backend.reset_cache()
     tokens = 0
     started = time.perf_counter()
     for i in range(0, len(prompts), concurrency):
-        tokens += sum(backend.engine_batch(prompts[i:i + concurrency], request))
+        tokens += sum(backend.engine_batch(prompts[i : i + concurrency], request))
     wall_s = time.perf_counter() - started
     return {"wall_s": wall_s, "output_tokens": tokens, "tokens_per_s": tokens / wall_s, "errors": 0}
 
 
-def measure(backend: Backend, prompts: list[list[int]], warmup: list[list[int]], args: argparse.Namespace
-            ) -> dict[str, list[dict[str, Any]]]:
+def measure(
+    backend: Backend, prompts: list[list[int]], warmup: list[list[int]], args: argparse.Namespace
+) -> dict[str, list[dict[str, Any]]]:
     """Both sides once on ``warmup`` (unrecorded), then ``repeats`` alternating pairs on ``prompts``."""
     request = Request(prompt_ids=[], max_new_tokens=args.output_tokens, ignore_eos=True)
-    sides = {"harness": lambda ps: harness_side(backend, ps, request, args.concurrency),
-             "engine": lambda ps: engine_side(backend, ps, request, args.concurrency)}
+    sides = {
+        "harness": lambda ps: harness_side(backend, ps, request, args.concurrency),
+        "engine": lambda ps: engine_side(backend, ps, request, args.concurrency),
+    }
     for side in sides.values():
         side(warmup)
     out: dict[str, list[dict[str, Any]]] = {"harness": [], "engine": []}
@@ -82,8 +95,11 @@ def measure(backend: Backend, prompts: list[list[int]], warmup: list[list[int]],
         for position, name in enumerate(order):
             row = {"repeat": rep, "ran": "first" if position == 0 else "second", **sides[name](prompts)}
             out[name].append(row)
-            print(f"  repeat {rep + 1}/{args.repeats} {name}: {row['output_tokens']} tokens in {row['wall_s']:.2f} s "
-                  f"= {row['tokens_per_s']:,.0f} tok/s", flush=True)
+            print(
+                f"  repeat {rep + 1}/{args.repeats} {name}: {row['output_tokens']} tokens in {row['wall_s']:.2f} s "
+                f"= {row['tokens_per_s']:,.0f} tok/s",
+                flush=True,
+            )
     return out
 
 
@@ -92,7 +108,9 @@ def summarise(doc: dict[str, Any]) -> dict[str, Any]:
     from reports.stats import spread
 
     h, e = (spread(r["tokens_per_s"] for r in doc[side]) for side in ("harness", "engine"))
-    pairs = [a["tokens_per_s"] / b["tokens_per_s"] for a, b in zip(doc["harness"], doc["engine"], strict=True)]
+    pairs = [
+        a["tokens_per_s"] / b["tokens_per_s"] for a, b in zip(doc["harness"], doc["engine"], strict=True)
+    ]
     ratio, per_repeat = h.median / e.median, spread(pairs)
     if ratio >= TARGET:
         verdict = "yes"
@@ -101,25 +119,34 @@ def summarise(doc: dict[str, Any]) -> dict[str, Any]:
     else:
         verdict = "no"
     fields = ("median", "q1", "q3", "lo", "hi", "n")
-    return {"harness_tokens_per_s": {k: getattr(h, k) for k in fields},
-            "engine_tokens_per_s": {k: getattr(e, k) for k in fields},
-            "ratio": ratio, "ratio_per_repeat": {k: getattr(per_repeat, k) for k in fields},
-            "target": TARGET, "meets_target": verdict}
+    return {
+        "harness_tokens_per_s": {k: getattr(h, k) for k in fields},
+        "engine_tokens_per_s": {k: getattr(e, k) for k in fields},
+        "ratio": ratio,
+        "ratio_per_repeat": {k: getattr(per_repeat, k) for k in fields},
+        "target": TARGET,
+        "meets_target": verdict,
+    }
 
 
 def table(docs: list[dict[str, Any]]) -> str:
-    lines = ["| backend | C | N | P (S) | O | harness tok/s (IQR) | engine tok/s (IQR) | harness / engine "
-             f"| >= {TARGET:.0%} |", "|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| backend | C | N | P (S) | O | harness tok/s (IQR) | engine tok/s (IQR) | harness / engine "
+        f"| >= {TARGET:.0%} |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for d in docs:
         if "skipped" in d:
             lines.append(f"| {d['backend']} | | | | | skipped: {d['skipped']} | | | |")
             continue
         s = d.get("summary") or summarise(d)
         h, e = s["harness_tokens_per_s"], s["engine_tokens_per_s"]
-        lines.append(f"| {d['backend']} | {d['concurrency']} | {d['requests']} | {d['prompt_tokens']} "
-                     f"({d['shared_prefix_tokens']}) | {d['output_tokens']} | {h['median']:,.0f} ({h['q1']:,.0f}–"
-                     f"{h['q3']:,.0f}) | {e['median']:,.0f} ({e['q1']:,.0f}–{e['q3']:,.0f}) | {s['ratio']:.1%} "
-                     f"| {s['meets_target']} |")
+        lines.append(
+            f"| {d['backend']} | {d['concurrency']} | {d['requests']} | {d['prompt_tokens']} "
+            f"({d['shared_prefix_tokens']}) | {d['output_tokens']} | {h['median']:,.0f} ({h['q1']:,.0f}–"
+            f"{h['q3']:,.0f}) | {e['median']:,.0f} ({e['q1']:,.0f}–{e['q3']:,.0f}) | {s['ratio']:.1%} "
+            f"| {s['meets_target']} |"
+        )
     return "\n".join(lines)
 
 
@@ -127,20 +154,40 @@ def table(docs: list[dict[str, Any]]) -> str:
 def parser() -> argparse.ArgumentParser:
     from harness.cli_parser import add_model_args
 
-    p = argparse.ArgumentParser(prog="python -m benchmarks.load_ceiling", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--backend", default="vllm",
-                   help="vllm, sglang or hf-cb (default: vllm); hf, hf-graphs and the servers: a skipped row")
+    p = argparse.ArgumentParser(
+        prog="python -m benchmarks.load_ceiling",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument(
+        "--backend",
+        default="vllm",
+        help="vllm, sglang or hf-cb (default: vllm); hf, hf-graphs and the servers: a skipped row",
+    )
     add_model_args(p)
-    p.add_argument("--concurrency", type=int, default=128, metavar="C", help="requests in flight (default: 128)")
+    p.add_argument(
+        "--concurrency", type=int, default=128, metavar="C", help="requests in flight (default: 128)"
+    )
     p.add_argument("--requests", type=int, default=None, metavar="N", help="per side and repeat (default: C)")
-    p.add_argument("--prompt-tokens", type=int, default=1024, metavar="P", help="tokens per prompt (default: 1024)")
-    p.add_argument("--shared-prefix-tokens", type=int, default=0, metavar="S", help="of them shared (default: 0)")
-    p.add_argument("--output-tokens", type=int, default=64, metavar="O", help="greedy, EOS ignored (default: 64)")
+    p.add_argument(
+        "--prompt-tokens", type=int, default=1024, metavar="P", help="tokens per prompt (default: 1024)"
+    )
+    p.add_argument(
+        "--shared-prefix-tokens", type=int, default=0, metavar="S", help="of them shared (default: 0)"
+    )
+    p.add_argument(
+        "--output-tokens", type=int, default=64, metavar="O", help="greedy, EOS ignored (default: 64)"
+    )
     p.add_argument("--repeats", type=int, default=3, help="pairs of runs, order alternating (default: 3)")
     p.add_argument("--out", type=Path, default=None, metavar="FILE.json", help="write the results here")
-    p.add_argument("--table", type=Path, nargs="+", default=None, metavar="FILE.json",
-                   help="only print the table of results written before (no engine)")
+    p.add_argument(
+        "--table",
+        type=Path,
+        nargs="+",
+        default=None,
+        metavar="FILE.json",
+        help="only print the table of results written before (no engine)",
+    )
     return p
 
 
@@ -150,15 +197,22 @@ def check(args: argparse.Namespace) -> str | None:
 
     if args.backend not in backends.REGISTRY:
         return f"--backend {args.backend}: no such backend (choose from {', '.join(backends.REGISTRY)})"
-    for flag, value, least in (("--concurrency", args.concurrency, 1), ("--requests", args.requests, 1),
-                               ("--prompt-tokens", args.prompt_tokens, 2), ("--shared-prefix-tokens",
-                               args.shared_prefix_tokens, 0), ("--output-tokens", args.output_tokens, 1),
-                               ("--repeats", args.repeats, 1), ("--max-model-len", args.max_model_len, 2)):
+    for flag, value, least in (
+        ("--concurrency", args.concurrency, 1),
+        ("--requests", args.requests, 1),
+        ("--prompt-tokens", args.prompt_tokens, 2),
+        ("--shared-prefix-tokens", args.shared_prefix_tokens, 0),
+        ("--output-tokens", args.output_tokens, 1),
+        ("--repeats", args.repeats, 1),
+        ("--max-model-len", args.max_model_len, 2),
+    ):
         if value is not None and value < least:
             return f"{flag} must be at least {least} (got {value})"
     if args.shared_prefix_tokens >= args.prompt_tokens:
-        return (f"--shared-prefix-tokens {args.shared_prefix_tokens} leaves nothing of a {args.prompt_tokens}-token "
-                "prompt to tell requests apart")
+        return (
+            f"--shared-prefix-tokens {args.shared_prefix_tokens} leaves nothing of a {args.prompt_tokens}-token "
+            "prompt to tell requests apart"
+        )
     return None
 
 
@@ -183,7 +237,9 @@ def run(args: argparse.Namespace, adapter: type[Backend]) -> tuple[dict[str, Any
 
     model = models.resolve(args.model, args.random_weights)
     device, dtype = cli.resolve_device(args.device, args.dtype)
-    parallel_args.check_parallel(args.dp, args.tp, args.router, [args.backend], device)  # --dp / --router as the study's
+    parallel_args.check_parallel(
+        args.dp, args.tp, args.router, [args.backend], device
+    )  # --dp / --router as the study's
     try:  # constructing checks that the engine can be imported here (SGLang); start() does for vLLM
         backend = adapter(BackendSettings(**cli.backend_settings(args, model, device, dtype)))
     except BackendUnavailable as exc:
@@ -191,8 +247,10 @@ def run(args: argparse.Namespace, adapter: type[Backend]) -> tuple[dict[str, Any
     positions = limits.model_positions(model.path)
     limit = min(args.max_model_len, positions or args.max_model_len)
     if args.prompt_tokens + args.output_tokens > limit:
-        raise cli.UsageError(f"{args.prompt_tokens} prompt + {args.output_tokens} output tokens exceed the context "
-                             f"limit of {limit} (--max-model-len {args.max_model_len}; the model has {positions} positions)")
+        raise cli.UsageError(
+            f"{args.prompt_tokens} prompt + {args.output_tokens} output tokens exceed the context "
+            f"limit of {limit} (--max-model-len {args.max_model_len}; the model has {positions} positions)"
+        )
     renderer = Renderer(cli.load_tokenizer(args.model, model.path))
     prompts, warmup = fixed_prompts(renderer, args)
     n = len(prompts)
@@ -204,8 +262,11 @@ def run(args: argparse.Namespace, adapter: type[Backend]) -> tuple[dict[str, Any
     doc = {**header(backend, args, n), "startup_s": time.perf_counter() - started}
     try:
         doc["backend_version"] = backend.version()
-        print(f"{args.backend} {doc['backend_version']}: started in {doc['startup_s']:.1f} s; C={args.concurrency} "
-              f"N={n} P={args.prompt_tokens} S={args.shared_prefix_tokens} O={args.output_tokens}", flush=True)
+        print(
+            f"{args.backend} {doc['backend_version']}: started in {doc['startup_s']:.1f} s; C={args.concurrency} "
+            f"N={n} P={args.prompt_tokens} S={args.shared_prefix_tokens} O={args.output_tokens}",
+            flush=True,
+        )
         doc.update(measure(backend, prompts, warmup, args))
         doc["engine_config"] = backend.environment()
     finally:
@@ -217,11 +278,20 @@ def run(args: argparse.Namespace, adapter: type[Backend]) -> tuple[dict[str, Any
 def header(backend: Backend, args: argparse.Namespace, n: int) -> dict[str, Any]:
     """What was measured, on what: the fields every result file starts with (standalone or inside a study)."""
     s = backend.settings
-    return {"benchmark": "load_ceiling", "backend": backend.name, "model": s.model_label, "device": s.device,
-            "dtype": s.dtype, "concurrency": args.concurrency, "requests": n, "prompt_tokens": args.prompt_tokens,
-            "shared_prefix_tokens": args.shared_prefix_tokens, "output_tokens": args.output_tokens,
-            "repeats": args.repeats,
-            "engine_call": f"{backend.batch_call}, {args.concurrency} prompts per call"}
+    return {
+        "benchmark": "load_ceiling",
+        "backend": backend.name,
+        "model": s.model_label,
+        "device": s.device,
+        "dtype": s.dtype,
+        "concurrency": args.concurrency,
+        "requests": n,
+        "prompt_tokens": args.prompt_tokens,
+        "shared_prefix_tokens": args.shared_prefix_tokens,
+        "output_tokens": args.output_tokens,
+        "repeats": args.repeats,
+        "engine_call": f"{backend.batch_call}, {args.concurrency} prompts per call",
+    }
 
 
 def fixed_prompts(renderer: Any, args: argparse.Namespace) -> tuple[list[list[int]], list[list[int]]]:
@@ -230,13 +300,19 @@ def fixed_prompts(renderer: Any, args: argparse.Namespace) -> tuple[list[list[in
 
     prefix, n = shared_prefix_ids(renderer, args.shared_prefix_tokens), args.requests or args.concurrency
     prompts = [fixed_prompt(renderer, prefix, args.prompt_tokens, r) for r in range(n)]
-    return prompts, [fixed_prompt(renderer, prefix, args.prompt_tokens, 10**6 + r) for r in range(min(n, args.concurrency))]
+    return prompts, [
+        fixed_prompt(renderer, prefix, args.prompt_tokens, 10**6 + r) for r in range(min(n, args.concurrency))
+    ]
 
 
 def problems(doc: dict[str, Any], expected: int) -> list[str]:
-    return [f"{side} repeat {r['repeat']}: {r['output_tokens']} of {expected} output tokens"
-            + (f" ({r['errors']} failed: {r['first_error']})" if r["errors"] else "")
-            for side in ("harness", "engine") for r in doc[side] if r["output_tokens"] != expected]
+    return [
+        f"{side} repeat {r['repeat']}: {r['output_tokens']} of {expected} output tokens"
+        + (f" ({r['errors']} failed: {r['first_error']})" if r["errors"] else "")
+        for side in ("harness", "engine")
+        for r in doc[side]
+        if r["output_tokens"] != expected
+    ]
 
 
 HOOK_ARGS_ENV, HOOK_OUT_ENV = "LCA_CEILING_ARGS", "LCA_CEILING_DIR"
@@ -280,8 +356,11 @@ def main(argv: list[str] | None = None) -> int:
         try:
             adapter = adapter_class(args.backend)
             if adapter.batch_call is None:
-                doc: dict[str, Any] = {"benchmark": "load_ceiling", "backend": args.backend,
-                                       "skipped": adapter.no_batch_call}
+                doc: dict[str, Any] = {
+                    "benchmark": "load_ceiling",
+                    "backend": args.backend,
+                    "skipped": adapter.no_batch_call,
+                }
             else:
                 doc, code = run(args, adapter)
         except (UsageError, ModelError) as exc:

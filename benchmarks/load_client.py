@@ -54,19 +54,36 @@ def pct(values: list[float], q: float) -> float | None:
 
 def machine() -> dict[str, Any]:
     info = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""
-    model = next((line.split(":", 1)[1].strip() for line in info.splitlines() if line.startswith("model name")),
-                 platform.processor())
-    return {"host": platform.node(), "cpu": model, "cpus": os.cpu_count(), "python": platform.python_version(),
-            "load_average_before": os.getloadavg()}
+    model = next(
+        (line.split(":", 1)[1].strip() for line in info.splitlines() if line.startswith("model name")),
+        platform.processor(),
+    )
+    return {
+        "host": platform.node(),
+        "cpu": model,
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+        "load_average_before": os.getloadavg(),
+    }
 
 
 def measure_level(backend, url: str, c: int, args: argparse.Namespace) -> dict[str, Any]:
     from backends.base import Request
     from backends.load_loop import LoadSettings, run_level
 
-    n = max(2 * c, int(args.seconds * c / (args.tokens * args.step_ms / 1e3)))  # about --seconds at the server's pace
-    sessions = [[Request(prompt_ids=[(k * 7919 + i) % 30000 + 1 for i in range(args.prompt_tokens)],
-                         max_new_tokens=args.tokens, ignore_eos=True)] for k in range(n)]
+    n = max(
+        2 * c, int(args.seconds * c / (args.tokens * args.step_ms / 1e3))
+    )  # about --seconds at the server's pace
+    sessions = [
+        [
+            Request(
+                prompt_ids=[(k * 7919 + i) % 30000 + 1 for i in range(args.prompt_tokens)],
+                max_new_tokens=args.tokens,
+                ignore_eos=True,
+            )
+        ]
+        for k in range(n)
+    ]
     seen = set(_log(url))
     cpu0 = time.process_time()
     outs, facts = run_level(backend, sessions, LoadSettings(concurrency=c, client_procs=args.client_procs))
@@ -84,22 +101,41 @@ def measure_level(backend, url: str, c: int, args: argparse.Namespace) -> dict[s
             added_itl += [(t + origin - s) * 1e3 for t, s in zip(o.token_times_s, entry["sent"], strict=True)]
             submit_read.append((entry["received"] - (o.submit_s + origin)) * 1e3)
     client_ttft = [(o.first_token_s - o.submit_s) * 1e3 for o in done if o.first_token_s is not None]
-    server_ttft = [(e["sent"][0] - e["received"]) * 1e3 for k, e in log.items() if k not in seen and e["sent"]]
-    server_gaps = [(b - a) * 1e3 for k, e in log.items() if k not in seen for a, b in zip(e["sent"], e["sent"][1:], strict=False)]
+    server_ttft = [
+        (e["sent"][0] - e["received"]) * 1e3 for k, e in log.items() if k not in seen and e["sent"]
+    ]
+    server_gaps = [
+        (b - a) * 1e3
+        for k, e in log.items()
+        if k not in seen
+        for a, b in zip(e["sent"], e["sent"][1:], strict=False)
+    ]
     tokens = sum(len(o.token_times_s) for o in done)
     gaps = [(b - a) * 1e3 for o in done for a, b in zip(o.token_times_s, o.token_times_s[1:], strict=False)]
     return {
         "client": "openai (in process)" if args.old_client else facts.get("client"),
-        "concurrency": c, "requests": len(done), "failed": n - len(done), "wall_s": round(facts["wall_s"], 3),
-        "tokens_per_s": round(tokens / facts["wall_s"], 1), "server_pace_tokens_per_s": round(c / (args.step_ms / 1e3), 1),
-        "client_ttft_ms_p50": _r(pct(client_ttft, 50)), "server_ttft_ms_p50": _r(pct(server_ttft, 50)),
-        "client_minus_server_ttft_ms_p50": _r(pct(client_ttft, 50) - pct(server_ttft, 50)) if client_ttft and server_ttft else None,
-        "added_ttft_ms_p50": _r(pct(added_ttft, 50)), "added_ttft_ms_p99": _r(pct(added_ttft, 99)),
-        "added_itl_ms_p50": _r(pct(added_itl, 50)), "added_itl_ms_p99": _r(pct(added_itl, 99)),
+        "concurrency": c,
+        "requests": len(done),
+        "failed": n - len(done),
+        "wall_s": round(facts["wall_s"], 3),
+        "tokens_per_s": round(tokens / facts["wall_s"], 1),
+        "server_pace_tokens_per_s": round(c / (args.step_ms / 1e3), 1),
+        "client_ttft_ms_p50": _r(pct(client_ttft, 50)),
+        "server_ttft_ms_p50": _r(pct(server_ttft, 50)),
+        "client_minus_server_ttft_ms_p50": _r(pct(client_ttft, 50) - pct(server_ttft, 50))
+        if client_ttft and server_ttft
+        else None,
+        "added_ttft_ms_p50": _r(pct(added_ttft, 50)),
+        "added_ttft_ms_p99": _r(pct(added_ttft, 99)),
+        "added_itl_ms_p50": _r(pct(added_itl, 50)),
+        "added_itl_ms_p99": _r(pct(added_itl, 99)),
         "submit_to_read_ms_p50": _r(pct(submit_read, 50)),
-        "client_itl_ms_p50": _r(pct(gaps, 50)), "server_itl_ms_p50": _r(pct(server_gaps, 50)),
-        "server_itl_ms_mean": _r(statistics.fmean(server_gaps)) if server_gaps else None, "client_itl_ms_mean": _r(statistics.fmean(gaps)) if gaps else None,
-        "client_procs": facts.get("client_procs"), "client_cpu_share": facts.get("client_cpu_share"),
+        "client_itl_ms_p50": _r(pct(gaps, 50)),
+        "server_itl_ms_p50": _r(pct(server_gaps, 50)),
+        "server_itl_ms_mean": _r(statistics.fmean(server_gaps)) if server_gaps else None,
+        "client_itl_ms_mean": _r(statistics.fmean(gaps)) if gaps else None,
+        "client_procs": facts.get("client_procs"),
+        "client_cpu_share": facts.get("client_cpu_share"),
         "client_limited": facts.get("client_limited"),
         "harness_process_cpu_share": round(harness_cpu / facts["wall_s"], 3),
     }
@@ -121,8 +157,14 @@ def measure(args: argparse.Namespace, model_path: str) -> list[dict]:
 
     proc, url = start(args.step_ms / 1e3)
     try:
-        backend = OpenAIBackend(BackendSettings(model_path=model_path, model_label="fake", base_url=url + "/v1",
-                                                client_procs=args.client_procs))
+        backend = OpenAIBackend(
+            BackendSettings(
+                model_path=model_path,
+                model_label="fake",
+                base_url=url + "/v1",
+                client_procs=args.client_procs,
+            )
+        )
         backend.start()
         if args.old_client:
             backend.load_client = lambda: None  # the openai package's AsyncOpenAI, in this process
@@ -135,24 +177,32 @@ def measure(args: argparse.Namespace, model_path: str) -> list[dict]:
 
 
 def table(rows: list[dict]) -> str:
-    lines = ["| C | tok/s (server pace) | added TTFT p50 / p99 ms | added ITL p50 / p99 ms | client CPU share |",
-             "|---|---|---|---|---|"]
+    lines = [
+        "| C | tok/s (server pace) | added TTFT p50 / p99 ms | added ITL p50 / p99 ms | client CPU share |",
+        "|---|---|---|---|---|",
+    ]
     for r in rows:
-        lines.append(f"| {r['concurrency']} | {r['tokens_per_s']:,.0f} ({r['server_pace_tokens_per_s']:,.0f}) | "
-                     f"{r['added_ttft_ms_p50']} / {r['added_ttft_ms_p99']} | {r['added_itl_ms_p50']} / {r['added_itl_ms_p99']} | "
-                     f"{r['client_cpu_share']} |")
+        lines.append(
+            f"| {r['concurrency']} | {r['tokens_per_s']:,.0f} ({r['server_pace_tokens_per_s']:,.0f}) | "
+            f"{r['added_ttft_ms_p50']} / {r['added_ttft_ms_p99']} | {r['added_itl_ms_p50']} / {r['added_itl_ms_p99']} | "
+            f"{r['client_cpu_share']} |"
+        )
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--levels", default="1,32,128", help="closed-loop concurrencies, comma-separated")
-    p.add_argument("--seconds", type=float, default=8.0, help="about how long each level runs at the server's pace")
+    p.add_argument(
+        "--seconds", type=float, default=8.0, help="about how long each level runs at the server's pace"
+    )
     p.add_argument("--tokens", type=int, default=64, help="output tokens per request")
     p.add_argument("--prompt-tokens", type=int, default=1024)
     p.add_argument("--step-ms", type=float, default=7.0, help="the fake engine's step")
     p.add_argument("--client-procs", type=int, default=None, help="client processes (default: automatic)")
-    p.add_argument("--old-client", action="store_true", help="the openai package in this process instead (comparison)")
+    p.add_argument(
+        "--old-client", action="store_true", help="the openai package in this process instead (comparison)"
+    )
     p.add_argument("--out", default=None, help="write the result (rows + machine) here as JSON")
     args = p.parse_args(argv)
     args.levels = [int(x) for x in args.levels.split(",")]
@@ -164,9 +214,14 @@ def main(argv: list[str] | None = None) -> int:
     rows = measure(args, str(build_tiny()))
     print(table(rows))
     if args.out:
-        result = {"benchmark": "load_client (benchmark 4)", "machine": before, "load_average_after": os.getloadavg(),
-                  "settings": {k: v for k, v in vars(args).items() if k != "out"},
-                  "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "rows": rows}
+        result = {
+            "benchmark": "load_client (benchmark 4)",
+            "machine": before,
+            "load_average_after": os.getloadavg(),
+            "settings": {k: v for k, v in vars(args).items() if k != "out"},
+            "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "rows": rows,
+        }
         with open(args.out, "w") as f:
             json.dump(result, f, indent=1)
     return 0

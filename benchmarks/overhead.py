@@ -119,14 +119,19 @@ def table(rows: list[dict[str, Any]]) -> str:
         if "skipped" in s:
             lines.append(f"| {s['backend']} | - | skipped: {s['skipped']} | | | |")
             continue
-        cells = [f"{s[k][0]:.2f} / {s[k][1]:.2f} ({s[k + '_raw_iqr']:.2f})" for k in ("ttft_ms", "decode_ms_per_token")]
+        cells = [
+            f"{s[k][0]:.2f} / {s[k][1]:.2f} ({s[k + '_raw_iqr']:.2f})"
+            for k in ("ttft_ms", "decode_ms_per_token")
+        ]
         cells.append(f"{s['e2e_ms'][0]:.2f} / {s['e2e_ms'][1]:.2f}")
         lines.append(f"| {s['backend']} | {s['N']} | " + " | ".join(cells) + f" | {verdict(s)} |")
     return "\n".join(lines)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("files", nargs="+", type=Path, help="JSON files written through LCA_OVERHEAD_DIR")
     rows = [row for f in parser.parse_args().files for row in json.loads(f.read_text())]
     print(table(rows))

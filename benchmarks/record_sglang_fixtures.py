@@ -123,7 +123,10 @@ def main(argv: list[str]) -> int:
     doc["turns"] = {"turn1_tokens": len(turn1), "turn2_tokens": len(turn2), "shared_prefix_tokens": shared}
 
     settings = BackendSettings(
-        model_path=model_dir, model_label=model_dir, random_weights=True, max_model_len=4096,
+        model_path=model_dir,
+        model_label=model_dir,
+        random_weights=True,
+        max_model_len=4096,
         options=SGLangOptions(**options),
     )
     backend = SGLangBackend(settings)

@@ -43,7 +43,10 @@ from typing import Any
 
 TPS_TARGET = 0.95  # the project's output tok/s at least this share of the reference's
 TTFT_TOLERANCE = 0.10  # the project's TTFT p50 within this share of the reference's
-SERVERS = {"vllm": "backends.openai.servers:VLLMServerBackend", "sglang": "backends.openai.servers:SGLangServerBackend"}
+SERVERS = {
+    "vllm": "backends.openai.servers:VLLMServerBackend",
+    "sglang": "backends.openai.servers:SGLangServerBackend",
+}
 
 
 def server_command(engine: str, port: int, args: argparse.Namespace) -> str:
@@ -54,9 +57,15 @@ def server_command(engine: str, port: int, args: argparse.Namespace) -> str:
     from harness import models
 
     model = models.resolve(args.model, args.random_weights)
-    settings = BackendSettings(model_path=model.path, model_label=model.label, dtype=args.dtype, device=args.device,
-                               random_weights=args.random_weights or not model.has_weights, tp=args.tp,
-                               max_model_len=args.max_model_len)
+    settings = BackendSettings(
+        model_path=model.path,
+        model_label=model.label,
+        dtype=args.dtype,
+        device=args.device,
+        random_weights=args.random_weights or not model.has_weights,
+        tp=args.tp,
+        max_model_len=args.max_model_len,
+    )
     module, name = SERVERS[engine].split(":")
     backend = getattr(importlib.import_module(module), name)(settings)
     argv = backend.server_argv(port)
@@ -73,11 +82,16 @@ def reference_rows(folder: Path) -> dict[int, dict[str, Any]]:
         if "output_throughput" not in data or data.get("max_concurrency") is None:
             continue  # a warm-up or another file
         out[int(data["max_concurrency"])] = {
-            "tok_s": data["output_throughput"], "ttft_p50_ms": data.get("median_ttft_ms"),
-            "ttft_mean_ms": data.get("mean_ttft_ms"), "tpot_p50_ms": data.get("median_tpot_ms"),
-            "itl_p50_ms": data.get("median_itl_ms"), "completed": data.get("completed"), "file": path.name,
-            "prefix_cache_hit_share": prefix_cache_hit_share(path.with_suffix(".metrics-before"),
-                                                             path.with_suffix(".metrics-after")),
+            "tok_s": data["output_throughput"],
+            "ttft_p50_ms": data.get("median_ttft_ms"),
+            "ttft_mean_ms": data.get("mean_ttft_ms"),
+            "tpot_p50_ms": data.get("median_tpot_ms"),
+            "itl_p50_ms": data.get("median_itl_ms"),
+            "completed": data.get("completed"),
+            "file": path.name,
+            "prefix_cache_hit_share": prefix_cache_hit_share(
+                path.with_suffix(".metrics-before"), path.with_suffix(".metrics-after")
+            ),
         }
     return out
 
@@ -110,16 +124,23 @@ def project_rows(run_dir: Path) -> dict[int, dict[str, Any]]:
             continue  # open-loop rates are not part of the proof
         f = facts.get((row["backend"], row["workload"], row["mode"], row["case"]), {})
         out[int(row["concurrency"])] = {
-            "tok_s": row["output_tps"], "ttft_p50_ms": row["ttft_p50"], "tpot_p50_ms": row["tpot_p50"],
-            "itl_p50_ms": row["itl_p50"], "completed": row["requests"], "errors": row["errors"],
-            "client_procs": f.get("client_procs"), "client_cpu_share": f.get("client_cpu_share"),
+            "tok_s": row["output_tps"],
+            "ttft_p50_ms": row["ttft_p50"],
+            "tpot_p50_ms": row["tpot_p50"],
+            "itl_p50_ms": row["itl_p50"],
+            "completed": row["requests"],
+            "errors": row["errors"],
+            "client_procs": f.get("client_procs"),
+            "client_cpu_share": f.get("client_cpu_share"),
             "client_limited": f.get("client_limited"),
             "server_ttft_p50_ms": (f.get("server_timings") or {}).get("ttft_ms_p50"),
         }
     return out
 
 
-def table(reference: dict[str, Path], project: dict[str, Path], after: dict[str, Path] | None = None) -> dict[str, Any]:
+def table(
+    reference: dict[str, Path], project: dict[str, Path], after: dict[str, Path] | None = None
+) -> dict[str, Any]:
     """One row per server and level. ``after``: the reference run again after the project's, so the row also shows
     how much the server itself moved between the turns (a gap smaller than that is no difference)."""
     rows = []
@@ -131,26 +152,42 @@ def table(reference: dict[str, Path], project: dict[str, Path], after: dict[str,
         for c in sorted(set(ref) | set(own)):
             r, p, r2 = ref.get(c, {}), own.get(c, {}), again.get(c, {})
             tps = p["tok_s"] / r["tok_s"] if r.get("tok_s") and p.get("tok_s") is not None else None
-            ttft = p["ttft_p50_ms"] / r["ttft_p50_ms"] if r.get("ttft_p50_ms") and p.get("ttft_p50_ms") is not None else None
-            rows.append({
-                "server": server, "concurrency": c,
-                "reference_tok_s": r.get("tok_s"), "project_tok_s": p.get("tok_s"), "tok_s_ratio": _r(tps),
-                "reference_ttft_p50_ms": r.get("ttft_p50_ms"), "project_ttft_p50_ms": p.get("ttft_p50_ms"),
-                "ttft_p50_ratio": _r(ttft),
-                "meets_targets": None if tps is None or ttft is None else bool(tps >= TPS_TARGET and abs(ttft - 1) <= TTFT_TOLERANCE),
-                "reference_after_tok_s": r2.get("tok_s"), "reference_after_ttft_p50_ms": r2.get("ttft_p50_ms"),
-                "reference_cache_hit_share": r.get("prefix_cache_hit_share"),
-                "reference": r, "project": p,
-            })
-    return {"targets": f"project tok/s >= {TPS_TARGET:.0%} of the reference's and TTFT p50 within "
-                       f"{TTFT_TOLERANCE:.0%}, per server and level",
-            "reference_client": "vllm bench serve (vLLM: --backend vllm; SGLang: --backend openai on its /v1/completions)",
-            "project_client": "compare.py --backend openai: the lean client in --client-procs processes "
-                              "(backends/openai/lean_stream.py, backends/load_shards.py)",
-            "definitions": "tok/s: output tokens of all the level's requests / first submit to last token (the "
-                           "reference: its benchmark duration, the same); TTFT p50: the median over all of them, at "
-                           "each client",
-            "rows": rows}
+            ttft = (
+                p["ttft_p50_ms"] / r["ttft_p50_ms"]
+                if r.get("ttft_p50_ms") and p.get("ttft_p50_ms") is not None
+                else None
+            )
+            rows.append(
+                {
+                    "server": server,
+                    "concurrency": c,
+                    "reference_tok_s": r.get("tok_s"),
+                    "project_tok_s": p.get("tok_s"),
+                    "tok_s_ratio": _r(tps),
+                    "reference_ttft_p50_ms": r.get("ttft_p50_ms"),
+                    "project_ttft_p50_ms": p.get("ttft_p50_ms"),
+                    "ttft_p50_ratio": _r(ttft),
+                    "meets_targets": None
+                    if tps is None or ttft is None
+                    else bool(tps >= TPS_TARGET and abs(ttft - 1) <= TTFT_TOLERANCE),
+                    "reference_after_tok_s": r2.get("tok_s"),
+                    "reference_after_ttft_p50_ms": r2.get("ttft_p50_ms"),
+                    "reference_cache_hit_share": r.get("prefix_cache_hit_share"),
+                    "reference": r,
+                    "project": p,
+                }
+            )
+    return {
+        "targets": f"project tok/s >= {TPS_TARGET:.0%} of the reference's and TTFT p50 within "
+        f"{TTFT_TOLERANCE:.0%}, per server and level",
+        "reference_client": "vllm bench serve (vLLM: --backend vllm; SGLang: --backend openai on its /v1/completions)",
+        "project_client": "compare.py --backend openai: the lean client in --client-procs processes "
+        "(backends/openai/lean_stream.py, backends/load_shards.py)",
+        "definitions": "tok/s: output tokens of all the level's requests / first submit to last token (the "
+        "reference: its benchmark duration, the same); TTFT p50: the median over all of them, at "
+        "each client",
+        "rows": rows,
+    }
 
 
 def _r(x: float | None) -> float | None:
@@ -168,13 +205,18 @@ def _pairs(items: list[str], option: str) -> dict[str, Path]:
 
 
 def markdown(result: dict[str, Any]) -> str:
-    lines = ["| server | C | reference tok/s (after) | project tok/s (ratio) | TTFT p50 ms reference / project (ratio) | "
-             "reference cache hits | targets |", "|---|---|---|---|---|---|---|"]
+    lines = [
+        "| server | C | reference tok/s (after) | project tok/s (ratio) | TTFT p50 ms reference / project (ratio) | "
+        "reference cache hits | targets |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for r in result["rows"]:
-        lines.append(f"| {r['server']} | {r['concurrency']} | {_f(r['reference_tok_s'])} ({_f(r['reference_after_tok_s'])}) | "
-                     f"{_f(r['project_tok_s'])} "
-                     f"({r['tok_s_ratio']}) | {_f(r['reference_ttft_p50_ms'])} / {_f(r['project_ttft_p50_ms'])} "
-                     f"({r['ttft_p50_ratio']}) | {_share(r.get('reference_cache_hit_share'))} | {'met' if r['meets_targets'] else 'not met' if r['meets_targets'] is False else '-'} |")
+        lines.append(
+            f"| {r['server']} | {r['concurrency']} | {_f(r['reference_tok_s'])} ({_f(r['reference_after_tok_s'])}) | "
+            f"{_f(r['project_tok_s'])} "
+            f"({r['tok_s_ratio']}) | {_f(r['reference_ttft_p50_ms'])} / {_f(r['project_ttft_p50_ms'])} "
+            f"({r['ttft_p50_ratio']}) | {_share(r.get('reference_cache_hit_share'))} | {'met' if r['meets_targets'] else 'not met' if r['meets_targets'] is False else '-'} |"
+        )
     return "\n".join(lines)
 
 
@@ -192,7 +234,9 @@ def main(argv: list[str] | None = None) -> int:
     cmd = sub.add_parser("command", help="print the shell line that starts a server with the harness's flags")
     cmd.add_argument("engine", choices=sorted(SERVERS))
     cmd.add_argument("--port", type=int, required=True)
-    cmd.add_argument("--python", default="python3", help="the interpreter (wrapper) of the engine's environment")
+    cmd.add_argument(
+        "--python", default="python3", help="the interpreter (wrapper) of the engine's environment"
+    )
     cmd.add_argument("--model", default="qwen3-8b-shape")
     cmd.add_argument("--random-weights", action="store_true")
     cmd.add_argument("--dtype", default=None, help="default: bfloat16 on cuda, float32 on cpu")
@@ -200,19 +244,34 @@ def main(argv: list[str] | None = None) -> int:
     cmd.add_argument("--tp", type=int, default=1)
     cmd.add_argument("--max-model-len", type=int, default=3072)
     tab = sub.add_parser("table", help="the reference vs project table from the outputs")
-    tab.add_argument("--reference", action="append", default=[], metavar="SERVER=DIR",
-                     help="a folder of `vllm bench serve --save-result` files")
-    tab.add_argument("--reference-after", action="append", default=[], metavar="SERVER=DIR",
-                     help="the reference run again after the project's (the server's own drift)")
-    tab.add_argument("--project", action="append", default=[], metavar="SERVER=RUN_DIR", help="a compare.py run")
+    tab.add_argument(
+        "--reference",
+        action="append",
+        default=[],
+        metavar="SERVER=DIR",
+        help="a folder of `vllm bench serve --save-result` files",
+    )
+    tab.add_argument(
+        "--reference-after",
+        action="append",
+        default=[],
+        metavar="SERVER=DIR",
+        help="the reference run again after the project's (the server's own drift)",
+    )
+    tab.add_argument(
+        "--project", action="append", default=[], metavar="SERVER=RUN_DIR", help="a compare.py run"
+    )
     tab.add_argument("--out", default=None, help="write the table here (JSON)")
     args = p.parse_args(argv)
     if args.what == "command":
         args.dtype = args.dtype or ("float32" if args.device == "cpu" else "bfloat16")
         print(server_command(args.engine, args.port, args))
         return 0
-    result = table(_pairs(args.reference, "--reference"), _pairs(args.project, "--project"),
-                   _pairs(args.reference_after, "--reference-after"))
+    result = table(
+        _pairs(args.reference, "--reference"),
+        _pairs(args.project, "--project"),
+        _pairs(args.reference_after, "--reference-after"),
+    )
     print(markdown(result))
     if args.out:
         Path(args.out).write_text(json.dumps(result, indent=1))

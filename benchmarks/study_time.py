@@ -27,16 +27,19 @@ def rows(run_dirs: list[Path]) -> list[dict]:
             process_s = env.get("wall_s", {}).get(backend)
             hook_s = facts.get("child_hook_s", facts.get("overhead_benchmark_s"))
             overhead_s = hook_s or 0.0
-            out.append({
-                "run": run_dir.name,
-                "backend": backend,
-                "process_s": process_s,
-                "study_s": None if process_s is None else process_s - overhead_s,
-                "overhead_benchmark_s": hook_s,
-                "startup_s": summed([s.get("startup_s") for s in facts.get("starts", [])]) or facts.get("startup_s"),
-                "workloads_s": workload_seconds(facts),
-                "starts": len(facts.get("starts", [])) or 1,
-            })
+            out.append(
+                {
+                    "run": run_dir.name,
+                    "backend": backend,
+                    "process_s": process_s,
+                    "study_s": None if process_s is None else process_s - overhead_s,
+                    "overhead_benchmark_s": hook_s,
+                    "startup_s": summed([s.get("startup_s") for s in facts.get("starts", [])])
+                    or facts.get("startup_s"),
+                    "workloads_s": workload_seconds(facts),
+                    "starts": len(facts.get("starts", [])) or 1,
+                }
+            )
     return out
 
 
@@ -67,7 +70,9 @@ def table(data: list[dict]) -> str:
         cells = [r["backend"], r["run"], fmt(r["study_s"]), fmt(r["startup_s"])]
         cells += [fmt(r["workloads_s"].get(w)) for w in workloads] + [fmt(r["overhead_benchmark_s"])]
         lines.append("| " + " | ".join(cells) + " |")
-    lines.append(f"\ntotal (all backend processes, benchmark 1 excluded): {total:.0f} s = {total / 60:.1f} min")
+    lines.append(
+        f"\ntotal (all backend processes, benchmark 1 excluded): {total:.0f} s = {total / 60:.1f} min"
+    )
     return "\n".join(lines)
 
 
@@ -76,7 +81,9 @@ def fmt(x: float | None) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("run_dirs", nargs="+", type=Path)
     print(table(rows(parser.parse_args().run_dirs)))
 

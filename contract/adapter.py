@@ -29,7 +29,9 @@ class Capabilities:
     attentions: bool = False  # per-layer attention weights (eager attention in process)
     load: bool = False  # runs a load level: many requests submitted at once (backends.load_loop)
     batches_requests: bool = False  # requests in flight share engine steps (False: one at a time, queued)
-    single_requests: bool = True  # times one request at a time (the batch-1 workloads); False: a load-only column
+    single_requests: bool = (
+        True  # times one request at a time (the batch-1 workloads); False: a load-only column
+    )
 
 
 @dataclass(frozen=True)
@@ -73,13 +75,21 @@ class BackendSettings:
     base_url: str | None = None
     api_key_env: str | None = None
     request_timeout_s: float = 300.0
-    tokenizer_path: str | None = None  # --tokenizer: the prompts' tokenizer when not the model's (a server's name)
+    tokenizer_path: str | None = (
+        None  # --tokenizer: the prompts' tokenizer when not the model's (a server's name)
+    )
     served_model_name: str | None = None  # --served-model-name: the name to ask a server for
-    endpoint: str = "completions"  # --endpoint: completions (token ids) or chat (messages, the server's template)
-    engine_args: dict[str, Any] = field(default_factory=dict)  # --engine-arg BACKEND:KEY=VALUE, this backend's
+    endpoint: str = (
+        "completions"  # --endpoint: completions (token ids) or chat (messages, the server's template)
+    )
+    engine_args: dict[str, Any] = field(
+        default_factory=dict
+    )  # --engine-arg BACKEND:KEY=VALUE, this backend's
     client_procs: int | None = None  # load on a server: client processes per level (None: automatic)
     engine_defaults: str = "matched"  # "matched": the same scheduler settings in process and as server; "own"
-    prefix_caching: bool = True  # False: the engine's prefix cache off (--no-prefix-caching), for caching off vs on
+    prefix_caching: bool = (
+        True  # False: the engine's prefix cache off (--no-prefix-caching), for caching off vs on
+    )
     options: BackendOptions = field(default_factory=BackendOptions)  # its own (Backend.options_type)
 
     def to_dict(self) -> dict[str, Any]:
@@ -87,14 +97,16 @@ class BackendSettings:
         return {**asdict(self), "options": self.options.to_dict()}
 
     @classmethod
-    def from_dict(cls, raw: Mapping[str, Any],
-                  options_type: type[BackendOptions] = BackendOptions) -> BackendSettings:
+    def from_dict(
+        cls, raw: Mapping[str, Any], options_type: type[BackendOptions] = BackendOptions
+    ) -> BackendSettings:
         """Settings from run.json's ``settings`` (fields it lacks take their defaults: an older run), with
         ``options`` read as ``options_type``."""
         return cls(**{**raw, "options": options_type.from_dict(raw.get("options"))})
 
-    def with_options(self, options_type: type[BackendOptions],
-                     raw: Mapping[str, Any] | None) -> BackendSettings:
+    def with_options(
+        self, options_type: type[BackendOptions], raw: Mapping[str, Any] | None
+    ) -> BackendSettings:
         """These settings with ``raw`` (run.json's ``options``) read as ``options_type``."""
         return replace(self, options=options_type.from_dict(raw))
 
@@ -147,8 +159,12 @@ class RawOutput:
     # how many tokens the engine says it generated, where ``token_ids`` are not its own (a server that
     # streams text only: the text re-tokenized need not have as many); None: ``len(token_ids)``
     reported_output_tokens: int | None = None
-    reported_prompt_tokens: int | None = None  # the prompt tokens the server says it got (usage), where it says
-    prompt_as_text: bool = False  # the prompt went as text (the server tokenized it again), not as the plan's ids
+    reported_prompt_tokens: int | None = (
+        None  # the prompt tokens the server says it got (usage), where it says
+    )
+    prompt_as_text: bool = (
+        False  # the prompt went as text (the server tokenized it again), not as the plan's ids
+    )
 
     @property
     def output_tokens(self) -> int:

@@ -96,7 +96,9 @@ def next_level(met: dict[float, bool], integer: bool, ceiling: float | None) -> 
     return _mid(lo, hi, integer)
 
 
-def capacity(target: Target, loop: str, judged: dict[float, tuple[Verdict, dict]], ceiling: float | None = None) -> Capacity:
+def capacity(
+    target: Target, loop: str, judged: dict[float, tuple[Verdict, dict]], ceiling: float | None = None
+) -> Capacity:
     """The target's capacity from the judged levels (level -> (verdict, the level's engine facts))."""
     met = {x: bool(v.met) for x, (v, _) in judged.items() if v.met is not None}
     lo, hi, non_monotone = bracket(met)
@@ -108,13 +110,28 @@ def capacity(target: Target, loop: str, judged: dict[float, tuple[Verdict, dict]
     integer = loop == "closed"
     more = next_level(met, integer, ceiling)
     bound = "exact" if more is None else "bracket"
-    return Capacity(target.name, loop, lo, bound if lo is not None else "none", hi, limiter_text(verdict, facts), non_monotone)
+    return Capacity(
+        target.name,
+        loop,
+        lo,
+        bound if lo is not None else "none",
+        hi,
+        limiter_text(verdict, facts),
+        non_monotone,
+    )
 
 
-def choose(targets: tuple[Target, ...], judged: dict[str, dict[float, bool]], integer: bool, ceiling: float | None,
-           measured: set[float]) -> tuple[Target, float] | None:
+def choose(
+    targets: tuple[Target, ...],
+    judged: dict[str, dict[float, bool]],
+    integer: bool,
+    ceiling: float | None,
+    measured: set[float],
+) -> tuple[Target, float] | None:
     """The next (target, level) for the search: the first target (tightest first) with a level still to measure."""
-    ordered = sorted((t for t in targets if not t.throughput_only), key=lambda t: min(lim.ms for lim in t.limits))
+    ordered = sorted(
+        (t for t in targets if not t.throughput_only), key=lambda t: min(lim.ms for lim in t.limits)
+    )
     for t in ordered:
         x = next_level(judged.get(t.name, {}), integer, ceiling)
         if x is not None and x not in measured:

@@ -41,21 +41,33 @@ class Renderer:
     # prompt_key(ids) -> {"messages", "tools"} of every prompt rendered from messages (--endpoint chat)
     chats: dict[str, dict[str, Any]] = field(default_factory=dict, repr=False)
 
-    def chat_ids(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None) -> list[int]:
+    def chat_ids(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
+    ) -> list[int]:
         text = self.chat_text(messages, tools)
         ids = self.text_ids(text)
         self.chats[prompt_key(ids)] = {"messages": messages, "tools": tools}
         return ids
 
     def chat_text(
-        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None, *, generation_prompt: bool = True
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None = None,
+        *,
+        generation_prompt: bool = True,
     ) -> str:
         if not getattr(self.tokenizer, "chat_template", None):
-            raise NoChatTemplate("its tokenizer has no chat template, and the conversation, json and template "
-                                 "workloads render their prompts with one (a base model? use its instruction-tuned "
-                                 "version, or add a chat_template to its tokenizer_config.json)")
+            raise NoChatTemplate(
+                "its tokenizer has no chat template, and the conversation, json and template "
+                "workloads render their prompts with one (a base model? use its instruction-tuned "
+                "version, or add a chat_template to its tokenizer_config.json)"
+            )
         return self.tokenizer.apply_chat_template(
-            messages, tools=tools, tokenize=False, add_generation_prompt=generation_prompt, enable_thinking=False
+            messages,
+            tools=tools,
+            tokenize=False,
+            add_generation_prompt=generation_prompt,
+            enable_thinking=False,
         )
 
     def text_ids(self, text: str) -> list[int]:
@@ -64,7 +76,9 @@ class Renderer:
     def token_texts(self, ids: list[int]) -> list[str]:
         return [self.tokenizer.decode([i]) for i in ids]
 
-    def prefix_break(self, previous: list[int], current: list[int], context: int = 4) -> dict[str, Any] | None:
+    def prefix_break(
+        self, previous: list[int], current: list[int], context: int = 4
+    ) -> dict[str, Any] | None:
         """Where ``current`` stops extending ``previous``: position and the tokens around it."""
         shared = common_prefix_len(previous, current)
         if shared == len(previous):

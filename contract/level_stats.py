@@ -65,7 +65,9 @@ class LevelStats:
     input_tps: float | None = None
     in_flight_share: float | None = None  # closed loop: share of the window with >= C in flight
     no_steady: str | None = None  # why the level has no steady throughput (None: it has one)
-    arrivals: list[float] = field(default_factory=list, repr=False)  # output tokens' arrival times in the window
+    arrivals: list[float] = field(
+        default_factory=list, repr=False
+    )  # output tokens' arrival times in the window
 
     @property
     def window_s(self) -> float | None:
@@ -100,7 +102,9 @@ class LevelStats:
         for t in self.arrivals:
             counts[min(BLOCKS - 1, int((t - t0) / span * BLOCKS))] += 1
         rng = random.Random(SEED)
-        values = sorted(sum(counts[rng.randrange(BLOCKS)] for _ in range(BLOCKS)) / span for _ in range(RESAMPLES))
+        values = sorted(
+            sum(counts[rng.randrange(BLOCKS)] for _ in range(BLOCKS)) / span for _ in range(RESAMPLES)
+        )
 
         def at(p: float) -> float:
             return values[min(len(values) - 1, int(round(p / 100 * (len(values) - 1))))]
@@ -110,7 +114,9 @@ class LevelStats:
     def failed_in(self, rows: list[dict]) -> int:
         return sum(_failed(r) for r in rows)
 
-    def interval(self, figure: Callable[[list[dict], float], float | None], low: float = 5, high: float = 95) -> tuple[float, float] | None:
+    def interval(
+        self, figure: Callable[[list[dict], float], float | None], low: float = 5, high: float = 95
+    ) -> tuple[float, float] | None:
         """Bootstrap interval of ``figure(rows, window_s)`` over BLOCKS time blocks of the window."""
         if self.window is None or not self.steady or not self.window_s:
             return None
@@ -173,15 +179,24 @@ def level_stats(rows: list[dict], concurrency: int | None) -> LevelStats:
     span = t1 - t0
     if c and span > 0:
         stats.in_flight_share = _in_flight_share(rows, c, t0, t1)
-    durations = sorted(f - s for r in rows if not _failed(r)
-                       for s, f in [(_num(r.get("submit_s")), _num(r.get("finish_s")))] if s is not None and f is not None)
+    durations = sorted(
+        f - s
+        for r in rows
+        if not _failed(r)
+        for s, f in [(_num(r.get("submit_s")), _num(r.get("finish_s")))]
+        if s is not None and f is not None
+    )
     turnover = durations[len(durations) // 2] if durations else None
     if span <= 0 or turnover is None or span < MIN_TURNOVERS * turnover:
-        stats.no_steady = (f"the window ({span * 1e3:.0f} ms) is shorter than {MIN_TURNOVERS:g} median request"
-                           + (f" ({turnover * 1e3:.0f} ms)" if turnover is not None else "")
-                           + ": too few arrivals for a steady throughput (a longer level has one)")
+        stats.no_steady = (
+            f"the window ({span * 1e3:.0f} ms) is shorter than {MIN_TURNOVERS:g} median request"
+            + (f" ({turnover * 1e3:.0f} ms)" if turnover is not None else "")
+            + ": too few arrivals for a steady throughput (a longer level has one)"
+        )
         return stats
-    stats.arrivals = [t for r in rows if not _failed(r) for t in (r.get("token_times_s") or []) if t0 <= t <= t1]
+    stats.arrivals = [
+        t for r in rows if not _failed(r) for t in (r.get("token_times_s") or []) if t0 <= t <= t1
+    ]
     stats.output_tps = len(stats.arrivals) / span
     stats.input_tps = sum(_num(r.get("prompt_tokens")) or 0 for r in rest) / span
     return stats

@@ -55,7 +55,9 @@ class Group:
     steps: list[Step]
     warmup: bool = False
     reset_cache: bool = False  # drop every cached prefix before the group (a conversation repeat)
-    load: dict[str, Any] | None = None  # a load level: its steps run concurrently (backends.load_loop.LoadSettings)
+    load: dict[str, Any] | None = (
+        None  # a load level: its steps run concurrently (backends.load_loop.LoadSettings)
+    )
 
 
 @dataclass
@@ -75,13 +77,20 @@ class Plan:
     def from_json(cls, text: str) -> Plan:
         data = json.loads(text)
         groups = [
-            Group(block=g["block"], warmup=g["warmup"], reset_cache=g["reset_cache"], load=g.get("load"),
-                  steps=[Step(**s) for s in g["steps"]])
+            Group(
+                block=g["block"],
+                warmup=g["warmup"],
+                reset_cache=g["reset_cache"],
+                load=g.get("load"),
+                steps=[Step(**s) for s in g["steps"]],
+            )
             for g in data["groups"]
         ]
         return cls(prompts={k: list(v) for k, v in data["prompts"].items()}, groups=groups)
 
     def workloads(self, engine_start: int | None = None) -> list[str]:
-        return list(dict.fromkeys(
-            s.workload for g in self.groups for s in g.steps if engine_start in (None, s.engine_start)
-        ))
+        return list(
+            dict.fromkeys(
+                s.workload for g in self.groups for s in g.steps if engine_start in (None, s.engine_start)
+            )
+        )

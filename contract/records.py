@@ -91,7 +91,9 @@ class Record:
     correct: bool | None = None
     grammar: bool | None = None  # json: decoding was constrained to the schema
     top_candidates: list[dict[str, Any]] | None = None
-    step_logprobs: list[list[list]] | None = None  # greedy calls: per step, top-2 [token_id, logprob], best first
+    step_logprobs: list[list[list]] | None = (
+        None  # greedy calls: per step, top-2 [token_id, logprob], best first
+    )
     attention_special_share: list[float] | None = None
     prefix_break: dict[str, Any] | None = None
     random_weights: bool | None = None
@@ -103,7 +105,9 @@ class Record:
     first_token_s: float | None = None
     finish_s: float | None = None
     token_times_s: list[float] | None = None  # each output token's arrival
-    chunk_times_s: list[float] | None = None  # each streamed chunk's arrival (a chunk may carry several tokens)
+    chunk_times_s: list[float] | None = (
+        None  # each streamed chunk's arrival (a chunk may carry several tokens)
+    )
     queue_ms: float | None = None  # waiting for a queued backend's turn (one request at a time)
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -112,8 +116,6 @@ class Record:
 
 
 FIELD_NAMES = {f.name for f in fields(Record)}
-
-
 
 
 def row_key(row: dict[str, Any]) -> RecordKey:
@@ -130,7 +132,13 @@ def level_of(row: dict[str, Any]) -> tuple | None:
     rate), None for other records."""
     if row.get("skipped") or (row.get("load_concurrency") is None and row.get("load_rate_rps") is None):
         return None
-    return row.get("backend"), row.get("engine_start") or 0, row.get("workload"), row.get("mode"), row.get("case")
+    return (
+        row.get("backend"),
+        row.get("engine_start") or 0,
+        row.get("workload"),
+        row.get("mode"),
+        row.get("case"),
+    )
 
 
 def attempt_of(row: dict[str, Any]) -> str | None:

@@ -57,7 +57,9 @@ class Registry(Generic[T]):
             raise ValueError(f"{self.what} {name!r}: registry entry {target!r} is not 'module:attribute'")
         found = getattr(importlib.import_module(module_name), attr)
         if self.check_name and getattr(found, "name", None) != name:
-            raise RuntimeError(f"{target} registers {self.what} {getattr(found, 'name', None)!r}, not {name!r}")
+            raise RuntimeError(
+                f"{target} registers {self.what} {getattr(found, 'name', None)!r}, not {name!r}"
+            )
         return found
 
     def find(self, name: str) -> T | None:

@@ -61,10 +61,12 @@ class Target:
 
 
 DEFAULT_SPECS = ("chat:ttft_p90_ms=500,tpot_p90_ms=50", "agent:ttft_p90_ms=2000,tpot_p90_ms=100", "batch:")
-SOURCES = ("MLPerf Inference (loadgen/mlperf.conf, server scenario, p99): Llama-3.1-8B server TTFT 2 s, TPOT 100 ms "
-           "(agent); Llama-3.1-8B interactive TTFT 500 ms, TPOT 30 ms (chat's TTFT; its TPOT 50 ms = 20 tokens/s a "
-           "reader); offline: throughput only (batch). p90, not p99: a level has tens to hundreds of requests. "
-           "docs/capacity.md")
+SOURCES = (
+    "MLPerf Inference (loadgen/mlperf.conf, server scenario, p99): Llama-3.1-8B server TTFT 2 s, TPOT 100 ms "
+    "(agent); Llama-3.1-8B interactive TTFT 500 ms, TPOT 30 ms (chat's TTFT; its TPOT 50 ms = 20 tokens/s a "
+    "reader); offline: throughput only (batch). p90, not p99: a level has tens to hundreds of requests. "
+    "docs/capacity.md"
+)
 
 
 def _number(text: str, what: str) -> float:
@@ -90,10 +92,14 @@ def _pairs(body: str, text: str) -> list[tuple[str, str]]:
 def parse_limit(key: str, value: str) -> Limit:
     m = LIMIT_KEY.match(key)
     if not m:
-        raise ValueError(f"--slo: unknown key {key!r} (expected METRIC_pP_ms with METRIC one of: {', '.join(METRICS)}, "
-                         "e.g. ttft_p90_ms)")
+        raise ValueError(
+            f"--slo: unknown key {key!r} (expected METRIC_pP_ms with METRIC one of: {', '.join(METRICS)}, "
+            "e.g. ttft_p90_ms)"
+        )
     if m["metric"] not in METRICS:
-        raise ValueError(f"--slo: unknown metric {m['metric']!r} in {key!r} (choose from: {', '.join(METRICS)})")
+        raise ValueError(
+            f"--slo: unknown metric {m['metric']!r} in {key!r} (choose from: {', '.join(METRICS)})"
+        )
     p = float(m["p"])
     if not 0 < p <= 100:
         raise ValueError(f"--slo: percentile {m['p']} in {key!r} is outside (0, 100]")
@@ -109,18 +115,29 @@ def parse_target(text: str) -> Target:
             raise ValueError(f"--slo {text!r}: expected NAME:METRIC_pP_ms=V[,...]")
         unknown = [k for k in pairs if k not in LEGACY_KEYS]
         if unknown:
-            raise ValueError(f"--slo: unknown key {unknown[0]!r} (name the target, e.g. chat:ttft_p90_ms=500, "
-                             f"or give both of {', '.join(LEGACY_KEYS)})")
+            raise ValueError(
+                f"--slo: unknown key {unknown[0]!r} (name the target, e.g. chat:ttft_p90_ms=500, "
+                f"or give both of {', '.join(LEGACY_KEYS)})"
+            )
         values = {k: _number(v, k) for k, v in pairs.items()}
         missing = [k for k in LEGACY_KEYS if k not in values]
         if missing:
-            raise ValueError(f"--slo {text!r}: an unnamed target needs both {' and '.join(LEGACY_KEYS)} (missing "
-                             f"{missing[0]}); to limit TTFT only, name it: custom:ttft_p90_ms={values['ttft_ms' if 'ttft_ms' in values else 'tpot_ms']:g}")
-        return Target("custom", (Limit("ttft", LEGACY_PERCENTILE, values["ttft_ms"]),
-                                 Limit("tpot", LEGACY_PERCENTILE, values["tpot_ms"])))
+            raise ValueError(
+                f"--slo {text!r}: an unnamed target needs both {' and '.join(LEGACY_KEYS)} (missing "
+                f"{missing[0]}); to limit TTFT only, name it: custom:ttft_p90_ms={values['ttft_ms' if 'ttft_ms' in values else 'tpot_ms']:g}"
+            )
+        return Target(
+            "custom",
+            (
+                Limit("ttft", LEGACY_PERCENTILE, values["ttft_ms"]),
+                Limit("tpot", LEGACY_PERCENTILE, values["tpot_ms"]),
+            ),
+        )
     name = name.strip()
     if not NAME.match(name):
-        raise ValueError(f"--slo {text!r}: a target's name is a letter then letters, digits, '_' or '-' (got {name!r})")
+        raise ValueError(
+            f"--slo {text!r}: a target's name is a letter then letters, digits, '_' or '-' (got {name!r})"
+        )
     limits = [parse_limit(k, v) for k, v in _pairs(body, text)]
     keys = [lim.key for lim in limits]
     if len(set(keys)) != len(keys):
@@ -186,9 +203,14 @@ def evaluate(target: Target, samples: dict[str, list[float]], failed: int) -> Ve
         values[lim.key], ns[lim.key] = v, len(xs)
         judged = judged or v is not None
         if v is not None and v > lim.ms and limiter is None:
-            limiter = (f"{METRICS[lim.metric]} p{lim.percentile:g} " + ("failures" if v == math.inf else f"{v:.0f} ms")
-                       + f" > {lim.ms:g} ms (n={len(xs)})")
+            limiter = (
+                f"{METRICS[lim.metric]} p{lim.percentile:g} "
+                + ("failures" if v == math.inf else f"{v:.0f} ms")
+                + f" > {lim.ms:g} ms (n={len(xs)})"
+            )
     if target.throughput_only:
         has = any(samples.values()) or failed
-        return Verdict(None if not has else failed == 0, {}, {}, f"{failed} failed requests" if failed else None)
+        return Verdict(
+            None if not has else failed == 0, {}, {}, f"{failed} failed requests" if failed else None
+        )
     return Verdict(limiter is None if judged else None, values, ns, limiter)

@@ -22,16 +22,27 @@ from harness.records import RECORDS, done_keys, read_records
 ROOT = Path(__file__).resolve().parent.parent  # the checkout, where each child (harness.child) runs
 
 
-def run_backends(args: argparse.Namespace, out: Path, names: list[str], pythons: dict[str, str], run_env: dict,
-                 plan: Plan, lock_fd: int) -> int:
+def run_backends(
+    args: argparse.Namespace,
+    out: Path,
+    names: list[str],
+    pythons: dict[str, str],
+    run_env: dict,
+    plan: Plan,
+    lock_fd: int,
+) -> int:
     """Each backend's child process in turn, then the report; the exit code (1: a backend failed)."""
     timings: dict[str, float] = {}
     failed: list[str] = []
     for name in names:
         started = time.perf_counter()
         for start in range(args.starts):
-            print(f"== {name}" + (f" (engine start {start + 1} of {args.starts})" if args.starts > 1 else "") + " ==",
-                  flush=True)
+            print(
+                f"== {name}"
+                + (f" (engine start {start + 1} of {args.starts})" if args.starts > 1 else "")
+                + " ==",
+                flush=True,
+            )
             if args.resume and all_recorded(out, name, plan, start):
                 print(f"{name}: engine start {start}: every request already recorded", flush=True)
                 continue
@@ -39,8 +50,10 @@ def run_backends(args: argparse.Namespace, out: Path, names: list[str], pythons:
             if code != 0:
                 failed.append(name)
                 what = "had failed requests or could not start" if code == 1 else f"exited with code {code}"
-                print(f"{name}: {what}; records written so far are kept (rerun with --resume to redo what failed)",
-                      file=sys.stderr)
+                print(
+                    f"{name}: {what}; records written so far are kept (rerun with --resume to redo what failed)",
+                    file=sys.stderr,
+                )
             if start == 0 and backend_skipped(out, name):
                 break  # not installed / failed to start: another start would say the same
         timings[name] = round(time.perf_counter() - started, 1)
@@ -53,8 +66,11 @@ def run_backends(args: argparse.Namespace, out: Path, names: list[str], pythons:
         print(f"compare.py: {', '.join(dict.fromkeys(failed))} failed (exit 1)", file=sys.stderr)
         return 1
     if not reported:
-        print("compare.py: the report was not built (exit 1); the records are whole: python -m reports "
-              f"{out} builds it", file=sys.stderr)
+        print(
+            "compare.py: the report was not built (exit 1); the records are whole: python -m reports "
+            f"{out} builds it",
+            file=sys.stderr,
+        )
         return 1
     return 0
 

@@ -27,5 +27,8 @@ def tokenizer_facts(renderer: Renderer, model_path: str, seed_prompt: list[dict[
     except (NoChatTemplate, ValueError, TypeError):  # a template that cannot render it: say nothing
         return facts
     added = set(getattr(tok, "added_tokens_decoder", {}) or {})
-    facts["seed_template_prompt"] = {"tokens": len(ids), "added_token_positions": [i for i, t in enumerate(ids) if t in added]}
+    facts["seed_template_prompt"] = {
+        "tokens": len(ids),
+        "added_token_positions": [i for i, t in enumerate(ids) if t in added],
+    }
     return facts

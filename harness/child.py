@@ -42,13 +42,18 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as exc:
         if not is_disk_full(exc):
             raise
-        print(f"harness.child: error: the disk is full ({exc.strerror}): the records written so far are whole; "
-              "free some space and rerun with --resume", file=sys.stderr)
+        print(
+            f"harness.child: error: the disk is full ({exc.strerror}): the records written so far are whole; "
+            "free some space and rerun with --resume",
+            file=sys.stderr,
+        )
         return 1
 
 
 def _main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("run_dir", type=Path)
     parser.add_argument("backend")
     parser.add_argument("--start", type=int, default=0, help="which engine start this process is (0-based)")
@@ -92,18 +97,33 @@ def _main(argv: list[str] | None = None) -> int:
     startup_s = time.perf_counter() - started
     differs = identity_differs(env_path, backend.identity())
     if differs:
-        console.print(secrets.redact(f"{args.backend}: not the engine this run was measured with ({differs}); its records "
-                                     "are left as they are: measure it in another --out"), style="red")
+        console.print(
+            secrets.redact(
+                f"{args.backend}: not the engine this run was measured with ({differs}); its records "
+                "are left as they are: measure it in another --out"
+            ),
+            style="red",
+        )
         backend.close()
         return 1
     memory.sample()
     kv_tokens, kv_source = backend.kv_cache_tokens()
     host = gpu_host.facts()  # what else runs on the GPU host, now that the engine is up
-    start.update(startup_s=startup_s, kv_cache_tokens=kv_tokens, kv_cache_tokens_source=kv_source, gpu_host=host)
+    start.update(
+        startup_s=startup_s, kv_cache_tokens=kv_tokens, kv_cache_tokens_source=kv_source, gpu_host=host
+    )
     if args.start == 0:
         env["process"] = device_facts()
-        write_json(env_path, {**env, "engine": backend.environment(), "identity": backend.identity(), "startup_s": startup_s,
-                              "starts": start.all()})
+        write_json(
+            env_path,
+            {
+                **env,
+                "engine": backend.environment(),
+                "identity": backend.identity(),
+                "startup_s": startup_s,
+                "starts": start.all(),
+            },
+        )
     base["backend_version"] = backend.version()
     console.print(f"{args.backend}: engine start {args.start} ready in {startup_s:.1f} s")
     runner = Runner(backend, plan, args.run_dir, base, resume=run["resume"], engine_start=args.start)
@@ -116,16 +136,29 @@ def _main(argv: list[str] | None = None) -> int:
             hook_s = run_child_hook(backend, plan)
         engine = backend.environment()  # read before close(): some engines forget their config then
     finally:
-        start.update(**memory.facts(), torch_peak_allocated_bytes=torch_peak_allocated_bytes(), gpu_host=gpu_host.facts(host),
-                     wall_s=time.perf_counter() - started,
-                     workload_wall_s={k: round(v, 2) for k, v in runner.wall_s.items()})
+        start.update(
+            **memory.facts(),
+            torch_peak_allocated_bytes=torch_peak_allocated_bytes(),
+            gpu_host=gpu_host.facts(host),
+            wall_s=time.perf_counter() - started,
+            workload_wall_s={k: round(v, 2) for k, v in runner.wall_s.items()},
+        )
         backend.close()
     if args.start == 0:
-        write_json(env_path, {**env, "engine": engine, "identity": backend.identity(), "startup_s": startup_s,
-                              "wall_s": time.perf_counter() - started, "child_hook": os.environ.get(HOOK_ENV) or None,
-                              "child_hook_s": hook_s,
-                              "workload_wall_s": {k: round(v, 2) for k, v in runner.wall_s.items()},
-                              "starts": start.all()})
+        write_json(
+            env_path,
+            {
+                **env,
+                "engine": engine,
+                "identity": backend.identity(),
+                "startup_s": startup_s,
+                "wall_s": time.perf_counter() - started,
+                "child_hook": os.environ.get(HOOK_ENV) or None,
+                "child_hook_s": hook_s,
+                "workload_wall_s": {k: round(v, 2) for k, v in runner.wall_s.items()},
+                "starts": start.all(),
+            },
+        )
     return 1 if runner.errors_seen else 0
 
 
@@ -178,7 +211,9 @@ def identity_differs(env_path: Path, identity: dict) -> str | None:
     before = json.loads(env_path.read_text()).get("identity")
     if not isinstance(before, dict):
         return None  # start 0 of a fresh run, or a run older than the identity check
-    changed = [f"{k} was {before.get(k)!r}, now {v!r}" for k, v in identity.items() if k in before and before[k] != v]
+    changed = [
+        f"{k} was {before.get(k)!r}, now {v!r}" for k, v in identity.items() if k in before and before[k] != v
+    ]
     return "; ".join(changed) or None
 
 
@@ -190,13 +225,22 @@ def has_measurements(run_dir: Path, backend: str) -> bool:
 def resume_could_not_start(backend: str, reason: str) -> int:
     """A resume whose backend cannot start now: the run stays as it was (no ``skipped`` records beside the
     measured ones, env/<backend>.json and its engine configuration kept); exit 1, the resume did not finish."""
-    console.print(secrets.redact(f"{backend}: could not start to resume ({reason}); the run is left as it was: "
-                                 "rerun with --resume once it can start"), style="red")
+    console.print(
+        secrets.redact(
+            f"{backend}: could not start to resume ({reason}); the run is left as it was: "
+            "rerun with --resume once it can start"
+        ),
+        style="red",
+    )
     return 1
 
 
-def skip_all(run_dir: Path, plan: Plan, base: dict, env_path: Path, env: dict, reason: str, start: StartFacts) -> int:
-    console.print(secrets.redact(f"{base['backend']}: skipped: {reason}"), style="yellow", soft_wrap=True)  # one line
+def skip_all(
+    run_dir: Path, plan: Plan, base: dict, env_path: Path, env: dict, reason: str, start: StartFacts
+) -> int:
+    console.print(
+        secrets.redact(f"{base['backend']}: skipped: {reason}"), style="yellow", soft_wrap=True
+    )  # one line
     with RecordWriter(run_dir) as writer:
         for workload in plan.workloads(base["engine_start"]):
             writer.write(Record(**base, workload=workload, skipped=reason))

@@ -47,16 +47,26 @@ ROOT = Path(__file__).resolve().parent.parent
 def backend_settings(args: argparse.Namespace, model: models.ResolvedModel, device: str, dtype: str) -> dict:
     """The ``BackendSettings`` fields of a run (``run.json`` ``settings``); server flags where ``args`` has them."""
     return {
-        "model_path": model.path, "model_label": model.label, "dtype": dtype, "device": device,
-        "random_weights": args.random_weights or not model.has_weights, "attn": args.attn, "tp": args.tp,
-        "max_model_len": args.max_model_len, "base_url": getattr(args, "base_url", None),
-        "api_key_env": getattr(args, "api_key_env", None), "request_timeout_s": getattr(args, "request_timeout", 300.0),
-        "tokenizer_path": getattr(args, "tokenizer_path", None), "served_model_name": getattr(args, "served_model", None),
-        "endpoint": getattr(args, "endpoint", "completions"), "engine_args": getattr(args, "engine_args", {}),
+        "model_path": model.path,
+        "model_label": model.label,
+        "dtype": dtype,
+        "device": device,
+        "random_weights": args.random_weights or not model.has_weights,
+        "attn": args.attn,
+        "tp": args.tp,
+        "max_model_len": args.max_model_len,
+        "base_url": getattr(args, "base_url", None),
+        "api_key_env": getattr(args, "api_key_env", None),
+        "request_timeout_s": getattr(args, "request_timeout", 300.0),
+        "tokenizer_path": getattr(args, "tokenizer_path", None),
+        "served_model_name": getattr(args, "served_model", None),
+        "endpoint": getattr(args, "endpoint", "completions"),
+        "engine_args": getattr(args, "engine_args", {}),
         "client_procs": getattr(args, "client_procs", None),
         "engine_defaults": getattr(args, "engine_defaults", "matched"),
         "prefix_caching": not getattr(args, "no_prefix_caching", False),
-        "dp": getattr(args, "dp", 1), "router": getattr(args, "router", "internal"),
+        "dp": getattr(args, "dp", 1),
+        "router": getattr(args, "router", "internal"),
     }
 
 
@@ -95,15 +105,20 @@ def main(argv: list[str] | None = None, prog: str = "compare.py") -> int:
         return 2
     except (KeyboardInterrupt, Interrupted) as exc:
         signum = exc.signum if isinstance(exc, Interrupted) else signal.SIGINT
-        print(f"\n{prog}: interrupted ({signal.Signals(signum).name}): every process of the run was stopped and "
-              "the records written so far are kept whole; rerun the same command with --resume to finish",
-              file=sys.stderr)
+        print(
+            f"\n{prog}: interrupted ({signal.Signals(signum).name}): every process of the run was stopped and "
+            "the records written so far are kept whole; rerun the same command with --resume to finish",
+            file=sys.stderr,
+        )
         return 128 + signum
     except OSError as exc:
         if not is_disk_full(exc):
             raise
-        print(f"{prog}: error: the disk is full ({exc.filename or args.out}): records written so far are kept "
-              "whole; free some space and rerun with --resume", file=sys.stderr)
+        print(
+            f"{prog}: error: the disk is full ({exc.filename or args.out}): records written so far are kept "
+            "whole; free some space and rerun with --resume",
+            file=sys.stderr,
+        )
         return 1
 
 
@@ -117,7 +132,9 @@ def _main(args: argparse.Namespace) -> int:
         return lint_only(args, chosen.specs)
     out = choose_out(args, names)
     model, device, dtype = choose_model(args)
-    if device == "cpu":  # a kind's built-ins at its CPU scale (the load's would take hours); a file's run as written
+    if (
+        device == "cpu"
+    ):  # a kind's built-ins at its CPU scale (the load's would take hours); a file's run as written
         chosen.specs = builtins_at_cpu_scale(args, chosen)
     planned = plan_prompts(args, names, chosen.specs, model)
     settings = backend_settings(args, model, device, dtype)
@@ -144,15 +161,19 @@ def choose_out(args: argparse.Namespace, names: list[str]) -> Path:
     data-parallel flags checked against the backends and the device."""
     out = args.out or Path.cwd() / "runs" / dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     check_out(out, args.resume)
-    parallel_args.check_parallel(args.dp, args.tp, args.router, names, resolve_device(args.device, args.dtype)[0])
+    parallel_args.check_parallel(
+        args.dp, args.tp, args.router, names, resolve_device(args.device, args.dtype)[0]
+    )
     return out
 
 
 def choose_model(args: argparse.Namespace) -> tuple[models.ResolvedModel, str, str]:
     """The model (a word about what ``tiny`` is), the device and the dtype."""
     if args.model == models.TINY:
-        print("model 'tiny': a tiny Qwen3-architecture model with random weights, built here: latency plumbing only, "
-              "its answers are noise. Pass --model smollm2 (a real 135M instruct model) or Qwen/Qwen3-8B for real answers.")
+        print(
+            "model 'tiny': a tiny Qwen3-architecture model with random weights, built here: latency plumbing only, "
+            "its answers are noise. Pass --model smollm2 (a real 135M instruct model) or Qwen/Qwen3-8B for real answers."
+        )
     model = resolve_model(args)
     device, dtype = resolve_device(args.device, args.dtype)
     return model, device, dtype
@@ -166,8 +187,15 @@ def builtins_at_cpu_scale(args: argparse.Namespace, chosen: Workloads) -> list:
     return cpu_scale(chosen.specs, args, built_in)  # names are unique in a run
 
 
-def write_and_run(args: argparse.Namespace, out: Path, names: list[str], pythons: dict[str, str],
-                  planned: Planned, settings: dict, run_env: dict) -> int:
+def write_and_run(
+    args: argparse.Namespace,
+    out: Path,
+    names: list[str],
+    pythons: dict[str, str],
+    planned: Planned,
+    settings: dict,
+    run_env: dict,
+) -> int:
     """Claim the run directory (one writer at a time; ``--resume`` checked against what it holds), write
     plan.json, run.json and env.json, then run the backends and the report; the exit code."""
     config_hash = run_env["model"]["config_hash"]
@@ -176,10 +204,19 @@ def write_and_run(args: argparse.Namespace, out: Path, names: list[str], pythons
             if args.resume:
                 check_resume(out, planned.plan_json, {**settings, "model_config_hash": config_hash})
             atomic_write_text(out / "plan.json", planned.plan_json)
-            if planned.chat_prompts is not None:  # --endpoint chat: the messages behind each prompt, for the server's template
+            if (
+                planned.chat_prompts is not None
+            ):  # --endpoint chat: the messages behind each prompt, for the server's template
                 atomic_write_text(out / server_args.CHAT_PROMPTS, json.dumps(planned.chat_prompts))
-            write_json(out / "run.json", {"run_id": out.name, "settings": settings, "resume": args.resume,
-                                          "model_config_hash": config_hash})
+            write_json(
+                out / "run.json",
+                {
+                    "run_id": out.name,
+                    "settings": settings,
+                    "resume": args.resume,
+                    "model_config_hash": config_hash,
+                },
+            )
             merge_env(out, run_env)
             return run_backends(args, out, names, pythons, run_env, planned.plan, lock_fd)
     except RunDirBusy as exc:

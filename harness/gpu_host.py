@@ -25,7 +25,9 @@ def _parent(pid: int) -> int | None:
     except OSError:
         return None
     try:
-        return int(stat.rsplit(")", 1)[1].split()[1])  # the field after the state, past the command's parentheses
+        return int(
+            stat.rsplit(")", 1)[1].split()[1]
+        )  # the field after the state, past the command's parentheses
     except (IndexError, ValueError):
         return None
 
@@ -65,8 +67,15 @@ def gpu_processes() -> list[dict[str, Any]] | None:
             handle = pynvml.nvmlDeviceGetHandleByIndex(index)
             for proc in pynvml.nvmlDeviceGetComputeRunningProcesses(handle):
                 used = getattr(proc, "usedGpuMemory", None)
-                out.append({"gpu": index, "pid": int(proc.pid), "used_bytes": int(used) if isinstance(used, int) else None,
-                            "ours": is_ours(int(proc.pid)), "command": _name(int(proc.pid))})
+                out.append(
+                    {
+                        "gpu": index,
+                        "pid": int(proc.pid),
+                        "used_bytes": int(used) if isinstance(used, int) else None,
+                        "ours": is_ours(int(proc.pid)),
+                        "command": _name(int(proc.pid)),
+                    }
+                )
     except Exception:  # noqa: BLE001 - a partial list is still a fact; say where it stopped
         out.append({"error": "NVML stopped answering"})
     finally:

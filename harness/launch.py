@@ -58,7 +58,10 @@ def stop_group(proc: subprocess.Popen, sig: int) -> None:
 
 
 def run_child(root: Path, run_dir: Path, backend: str, python: str, lock_fd: int, start: int = 0) -> int:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")]))}
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")])),
+    }
     command = [python, "-m", "harness.child", str(run_dir), backend, "--start", str(start)]
     proc = subprocess.Popen(command, cwd=root, env=env, start_new_session=True, pass_fds=(lock_fd,))
     try:

@@ -47,7 +47,11 @@ def context_error(plan: Plan, max_model_len: int, positions: int | None) -> str 
         return None
     step, total = over[0]
     prompt = len(plan.prompts[step.prompt])
-    whence = f"--max-model-len {max_model_len}" + (f"; the model has {positions} positions" if positions else "")
+    whence = f"--max-model-len {max_model_len}" + (
+        f"; the model has {positions} positions" if positions else ""
+    )
     more = f" ({len(over) - 1} more requests too)" if len(over) > 1 else ""
-    return (f"workload {step.workload!r} mode {step.mode} case {step.case}: {prompt} prompt tokens + "
-            f"{step.max_new_tokens} new tokens = {total} exceed the context limit of {limit} ({whence}){more}")
+    return (
+        f"workload {step.workload!r} mode {step.mode} case {step.case}: {prompt} prompt tokens + "
+        f"{step.max_new_tokens} new tokens = {total} exceed the context limit of {limit} ({whence}){more}"
+    )

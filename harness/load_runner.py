@@ -53,14 +53,24 @@ def outcome_fields(o: Outcome, prompt: list[int]) -> dict:
     times = o.token_times_s
     ttft = None if o.first_token_s is None else (o.first_token_s - o.submit_s) * 1e3
     decode = (times[-1] - times[0]) * 1e3 / (len(times) - 1) if len(times) > 1 else None
-    fields = {"submit_s": o.submit_s, "first_token_s": o.first_token_s, "finish_s": o.finish_s,
-              "token_times_s": [round(t, 6) for t in times], "chunk_times_s": [round(t, 6) for t in o.chunk_times_s],
-              "queue_ms": o.queue_ms, "ttft_ms": ttft,
-              "decode_ms_per_token": decode, "e2e_ms": (o.finish_s - o.submit_s) * 1e3}
+    fields = {
+        "submit_s": o.submit_s,
+        "first_token_s": o.first_token_s,
+        "finish_s": o.finish_s,
+        "token_times_s": [round(t, 6) for t in times],
+        "chunk_times_s": [round(t, 6) for t in o.chunk_times_s],
+        "queue_ms": o.queue_ms,
+        "ttft_ms": ttft,
+        "decode_ms_per_token": decode,
+        "e2e_ms": (o.finish_s - o.submit_s) * 1e3,
+    }
     out = o.output
     if out is not None:
-        fields.update(output_fields(out, prompt), engine_ttft_ms=out.engine_ttft_ms,
-                      engine_decode_ms_per_token=out.engine_decode_ms_per_token)
+        fields.update(
+            output_fields(out, prompt),
+            engine_ttft_ms=out.engine_ttft_ms,
+            engine_decode_ms_per_token=out.engine_decode_ms_per_token,
+        )
     return fields
 
 
@@ -96,33 +106,66 @@ def run_level_group(runner: Runner, group: Group, record: bool) -> list[Record]:
             started += 1
             fields = outcome_fields(o, runner.plan.prompts[step.prompt])
             extra = {**(fields.pop("extra", None) or {}), ATTEMPT: attempt}
-            rec = runner.record(step, **fields, **level, user=step.user, error=redact(o.error) if o.error else None,
-                                 timing_source=backend.clock_source, cache_state="reuse-allowed", extra=extra)
+            rec = runner.record(
+                step,
+                **fields,
+                **level,
+                user=step.user,
+                error=redact(o.error) if o.error else None,
+                timing_source=backend.clock_source,
+                cache_state="reuse-allowed",
+                extra=extra,
+            )
             runner.writer.write(rec)
             records.append(rec)
     first = group.steps[0]
     failed = [r.error for r in records if r.error]
     # a level whose every request failed (a server that died) has no facts to keep: its record says so
-    level_error = f"every request of the level failed: {failed[0]}" if records and len(failed) == len(records) else None
-    level_error = level_error or facts.get("client_failed")  # a client process died: --resume redoes the level
-    facts = {**facts, "requests_planned": len(group.steps), "requests_started": started,
-             "batches_requests": backend.capabilities.batches_requests,
-             "served_as": "batched by the engine" if backend.capabilities.batches_requests
-             else "one at a time, queued (FIFO)", "think_time_s": settings.think_time_s, "seconds": settings.seconds,
-             "searched_for": (group.load or {}).get("searched_for")}
-    runner.writer.write(Record(**{**runner.base, "engine_start": first.engine_start}, workload=first.workload, kind=first.kind,
-                               mode=first.mode, case=first.case, **level, error=level_error,
-                               extra={"level": facts, ATTEMPT: attempt}))
+    level_error = (
+        f"every request of the level failed: {failed[0]}" if records and len(failed) == len(records) else None
+    )
+    level_error = level_error or facts.get(
+        "client_failed"
+    )  # a client process died: --resume redoes the level
+    facts = {
+        **facts,
+        "requests_planned": len(group.steps),
+        "requests_started": started,
+        "batches_requests": backend.capabilities.batches_requests,
+        "served_as": "batched by the engine"
+        if backend.capabilities.batches_requests
+        else "one at a time, queued (FIFO)",
+        "think_time_s": settings.think_time_s,
+        "seconds": settings.seconds,
+        "searched_for": (group.load or {}).get("searched_for"),
+    }
+    runner.writer.write(
+        Record(
+            **{**runner.base, "engine_start": first.engine_start},
+            workload=first.workload,
+            kind=first.kind,
+            mode=first.mode,
+            case=first.case,
+            **level,
+            error=level_error,
+            extra={"level": facts, ATTEMPT: attempt},
+        )
+    )
     errors = sum(r.error is not None for r in records)
-    runner.errors_seen.update(r.error for r in records if r.error)  # the child's exit 1, as for one request at a time
-    console.print(f"  {group.block}: {started} requests in {facts['wall_s']:.1f} s"
-                  + (f", {errors} failed" if errors else ""))
+    runner.errors_seen.update(
+        r.error for r in records if r.error
+    )  # the child's exit 1, as for one request at a time
+    console.print(
+        f"  {group.block}: {started} requests in {facts['wall_s']:.1f} s"
+        + (f", {errors} failed" if errors else "")
+    )
     return records
 
 
 # --- the capacity search (contract.capacity) -----------------------------------------------------
-def measured_levels(run_dir, backend: str, engine_start: int, workload: str, mode: str, loop: str,
-                    kind: str | None = None) -> dict[float, tuple]:
+def measured_levels(
+    run_dir, backend: str, engine_start: int, workload: str, mode: str, loop: str, kind: str | None = None
+) -> dict[float, tuple]:
     """Every level of one variant and loop on disk (this attempt's and an earlier one's): level -> (its
     request rows, its level facts). ``kind``: the variant's kind (None: whichever kind has load levels)."""
     from harness.records import read_records
@@ -131,9 +174,13 @@ def measured_levels(run_dir, backend: str, engine_start: int, workload: str, mod
     other = "load_rate_rps" if loop == "closed" else "load_concurrency"
     rows: dict[float, tuple[list, dict]] = {}
     for r in read_records(run_dir):
-        if (r.get("backend"), r.get("engine_start") or 0, r.get("workload"), r.get("mode")) != (
-                backend, engine_start, workload, mode) or (kind is not None and r.get("kind") != kind) \
-                or r.get(key) is None or r.get(other) is not None:
+        if (
+            (r.get("backend"), r.get("engine_start") or 0, r.get("workload"), r.get("mode"))
+            != (backend, engine_start, workload, mode)
+            or (kind is not None and r.get("kind") != kind)
+            or r.get(key) is None
+            or r.get(other) is not None
+        ):
             continue
         reqs, facts = rows.setdefault(r[key], ([], {}))
         if r.get("rep") is None:
@@ -166,22 +213,46 @@ def run_search(runner: Runner, group: Group) -> int:
     closed = info["loop"] == "closed"
     ran = 0
     while True:
-        levels = measured_levels(runner.writer.path.parent, runner.backend.name, first.engine_start, first.workload,
-                                 first.mode, info["loop"], first.kind)
-        levels = {x: v for x, v in levels.items() if v[1]}  # a level is there when its level record is (not cut short)
+        levels = measured_levels(
+            runner.writer.path.parent,
+            runner.backend.name,
+            first.engine_start,
+            first.workload,
+            first.mode,
+            info["loop"],
+            first.kind,
+        )
+        levels = {
+            x: v for x, v in levels.items() if v[1]
+        }  # a level is there when its level record is (not cut short)
         added = sum(1 for _, facts in levels.values() if facts.get("searched_for"))
         if added >= info["levels"]:
             break
-        judged = {t.name: {x: v.met for x, (rows, _) in levels.items()
-                           if (v := judge(t, level_stats(rows, x if closed else None))).met is not None} for t in targets}
+        judged = {
+            t.name: {
+                x: v.met
+                for x, (rows, _) in levels.items()
+                if (v := judge(t, level_stats(rows, x if closed else None))).met is not None
+            }
+            for t in targets
+        }
         pick = choose(targets, judged, closed, info["ceiling"], set(levels))
         if pick is None:
             break
         target, x = pick
-        console.print(f"  capacity search ({target.name}): {first.workload}/{first.mode} at "
-                      + (f"C={x}" if closed else f"rate={x:g}"))
-        for g in search_groups(info, pool.get("warmup", []), pool["timed"], f"{first.workload}/{first.mode}",
-                               x if closed else None, None if closed else x, target.name):
+        console.print(
+            f"  capacity search ({target.name}): {first.workload}/{first.mode} at "
+            + (f"C={x}" if closed else f"rate={x:g}")
+        )
+        for g in search_groups(
+            info,
+            pool.get("warmup", []),
+            pool["timed"],
+            f"{first.workload}/{first.mode}",
+            x if closed else None,
+            None if closed else x,
+            target.name,
+        ):
             runner.run_group(g, record=not g.warmup)
         ran += 1
     return ran

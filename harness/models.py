@@ -61,7 +61,9 @@ class ResolvedModel:
 
 def cache_root() -> Path:
     # absolute: the built model's path goes to child processes started in another directory
-    return Path(os.environ.get("LCA_CACHE", Path.home() / ".cache" / "llm-call-anatomy")).expanduser().absolute()
+    return (
+        Path(os.environ.get("LCA_CACHE", Path.home() / ".cache" / "llm-call-anatomy")).expanduser().absolute()
+    )
 
 
 def resolve(model: str, random_weights: bool) -> ResolvedModel:
@@ -70,7 +72,9 @@ def resolve(model: str, random_weights: bool) -> ResolvedModel:
         return ResolvedModel(model, str(build_tiny()), builtin=True, has_weights=True, random_init=True)
     if model == SMOLLM2:
         if random_weights:
-            raise ModelError(f"--model {SMOLLM2} has real weights: drop --random-weights (or use --model {SHAPE} or tiny)")
+            raise ModelError(
+                f"--model {SMOLLM2} has real weights: drop --random-weights (or use --model {SHAPE} or tiny)"
+            )
         return ResolvedModel(model, str(build_smollm2()), builtin=True, has_weights=True)
     if model == SHAPE:
         if not random_weights:
@@ -80,14 +84,18 @@ def resolve(model: str, random_weights: bool) -> ResolvedModel:
     if path.exists():
         if not (path / "config.json").is_file():
             raise ModelError(f"--model {model}: directory has no config.json")
-        if random_weights and wants_qwen3_tokenizer(path):  # a Qwen3-family config alone: Qwen3's real tokenizer
+        if random_weights and wants_qwen3_tokenizer(
+            path
+        ):  # a Qwen3-family config alone: Qwen3's real tokenizer
             config = json.loads((path / "config.json").read_text())
             built = _build_with_qwen3_tokenizer("qwen3-config", config, model)
             return ResolvedModel(model, str(built), builtin=False, has_weights=False)
         return ResolvedModel(model, str(path.resolve()), builtin=False, has_weights=True)
     if HUB_ID.match(model) and not model.startswith((".", "/", "~")):
         return ResolvedModel(model, model, builtin=False, has_weights=True)
-    raise ModelError(f"--model {model}: no such directory, and not a hub id (owner/name) or a built-in ({', '.join(BUILTIN_MODELS)})")
+    raise ModelError(
+        f"--model {model}: no such directory, and not a hub id (owner/name) or a built-in ({', '.join(BUILTIN_MODELS)})"
+    )
 
 
 # --- building -----------------------------------------------------------------------------
@@ -97,7 +105,9 @@ def _corpus() -> list[str]:
 
 
 def _key(*parts: object) -> str:
-    return hashlib.sha256(json.dumps([BUILDER_VERSION, *parts], sort_keys=True, default=str).encode()).hexdigest()[:12]
+    return hashlib.sha256(
+        json.dumps([BUILDER_VERSION, *parts], sort_keys=True, default=str).encode()
+    ).hexdigest()[:12]
 
 
 def _build_once(name: str, key: str, fill) -> Path:
@@ -129,13 +139,25 @@ def build_tiny() -> Path:
     corpus = _corpus()
     special_base = TINY_BPE
     vocab = -(-(special_base + len(QWEN3_ADDED_TOKENS)) // 64) * 64
-    config = {**TINY_CONFIG, "vocab_size": vocab, "bos_token_id": special_base, "eos_token_id": special_base + 2}
+    config = {
+        **TINY_CONFIG,
+        "vocab_size": vocab,
+        "bos_token_id": special_base,
+        "eos_token_id": special_base + 2,
+    }
 
     def fill(d: Path) -> None:
         import torch
         from transformers import AutoConfig, AutoModelForCausalLM
 
-        write_tokenizer(d, corpus, bpe_size=TINY_BPE, special_base=special_base, vocab_size=vocab, chat_template=CHAT_TEMPLATE)
+        write_tokenizer(
+            d,
+            corpus,
+            bpe_size=TINY_BPE,
+            special_base=special_base,
+            vocab_size=vocab,
+            chat_template=CHAT_TEMPLATE,
+        )
         (d / "config.json").write_text(json.dumps(config, indent=1))
         torch.manual_seed(0)
         model = AutoModelForCausalLM.from_config(AutoConfig.from_pretrained(d), dtype=torch.float32)
@@ -167,9 +189,14 @@ def wants_qwen3_tokenizer(path: Path) -> bool:
         config = json.loads((path / "config.json").read_text())
     except (OSError, ValueError):
         return False
-    has_tokenizer = any((path / f).is_file() for f in ("tokenizer.json", "tokenizer_config.json", "vocab.json"))
-    return (config.get("model_type") in QWEN3_FAMILY and int(config.get("vocab_size") or 0) >= QWEN3_IDS
-            and not has_tokenizer)
+    has_tokenizer = any(
+        (path / f).is_file() for f in ("tokenizer.json", "tokenizer_config.json", "vocab.json")
+    )
+    return (
+        config.get("model_type") in QWEN3_FAMILY
+        and int(config.get("vocab_size") or 0) >= QWEN3_IDS
+        and not has_tokenizer
+    )
 
 
 def _qwen3_dir(name: str, config: dict) -> Path:
@@ -198,15 +225,24 @@ def _build_with_qwen3_tokenizer(name: str, config: dict, label: str) -> Path:
     def fill(d: Path) -> None:
         qt.fill(d, ranks, config["vocab_size"], _corpus(), label)
         (d / "config.json").write_text(json.dumps(config, indent=1))
-        (d / "generation_config.json").write_text(json.dumps(_generation_config([151645, 151643], 151643), indent=1))
+        (d / "generation_config.json").write_text(
+            json.dumps(_generation_config([151645, 151643], 151643), indent=1)
+        )
 
     try:
         return _build_once(name, final.name.removeprefix(f"{name}-"), fill)
     except qt.Qwen3TokenizerError as exc:
         raise ModelError(str(exc)) from exc
-    except (OSError, ValueError, RuntimeError, ImportError) as exc:  # nothing is left in the cache: _build_once cleans up
+    except (
+        OSError,
+        ValueError,
+        RuntimeError,
+        ImportError,
+    ) as exc:  # nothing is left in the cache: _build_once cleans up
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-        raise ModelError(f"--model {label}: building the tokenizer failed ({type(exc).__name__}: {first[:200]})") from exc
+        raise ModelError(
+            f"--model {label}: building the tokenizer failed ({type(exc).__name__}: {first[:200]})"
+        ) from exc
 
 
 def smollm2_dir() -> Path:
@@ -239,10 +275,14 @@ def build_smollm2() -> Path:
         raise ModelError(str(exc)) from exc
     except ImportError as exc:  # transformers asks for accelerate / a newer gguf in one long message
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise ModelError(f"--model {SMOLLM2}: cannot dequantize the GGUF ({first}): {smollm2.EXTRA_INSTALL}") from exc
+        raise ModelError(
+            f"--model {SMOLLM2}: cannot dequantize the GGUF ({first}): {smollm2.EXTRA_INSTALL}"
+        ) from exc
     except (OSError, ValueError, RuntimeError) as exc:  # nothing is left in the cache: _build_once cleans up
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-        raise ModelError(f"--model {SMOLLM2}: building the model folder failed ({type(exc).__name__}: {first[:200]})") from exc
+        raise ModelError(
+            f"--model {SMOLLM2}: building the model folder failed ({type(exc).__name__}: {first[:200]})"
+        ) from exc
 
 
 def read_config(model_path: str) -> dict | None:

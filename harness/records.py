@@ -21,8 +21,17 @@ from harness.rundir import cut_torn_tail
 from harness.secrets import redact
 
 __all__ = [  # the contract's names, re-exported for the harness and the tests
-    "ATTEMPT", "KEY_FIELDS", "RECORDS", "Record", "RecordKey", "RecordWriter", "done_keys", "failed_keys",
-    "latest_attempts", "read_records", "row_key",
+    "ATTEMPT",
+    "KEY_FIELDS",
+    "RECORDS",
+    "Record",
+    "RecordKey",
+    "RecordWriter",
+    "done_keys",
+    "failed_keys",
+    "latest_attempts",
+    "read_records",
+    "row_key",
 ]
 
 
@@ -38,8 +47,11 @@ class RecordWriter:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         cut = cut_torn_tail(self.path)
         if cut:
-            print(f"{self.path}: cut a torn last line ({cut} bytes, a record a crash left half-written; "
-                  "its case is run again)", file=sys.stderr)
+            print(
+                f"{self.path}: cut a torn last line ({cut} bytes, a record a crash left half-written; "
+                "its case is run again)",
+                file=sys.stderr,
+            )
         self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
 
     def write(self, record: Record) -> None:
@@ -99,4 +111,8 @@ def done_keys(run_dir: str | Path, backend: str) -> set[tuple]:
 
 def failed_keys(run_dir: str | Path, backend: str) -> set[tuple]:
     """Keys of the cases whose latest record is an error (``--resume`` redoes them)."""
-    return {RecordKey.of_row(r).without_backend() for r in read_records(run_dir) if r["backend"] == backend and r.get("error")}
+    return {
+        RecordKey.of_row(r).without_backend()
+        for r in read_records(run_dir)
+        if r["backend"] == backend and r.get("error")
+    }

@@ -70,8 +70,9 @@ def choose_workloads(args: argparse.Namespace) -> Workloads:
     return Workloads(workload_names, specs, slo, slo_targets)
 
 
-def plan_prompts(args: argparse.Namespace, names: list[str], specs: list,
-                 model: models.ResolvedModel) -> Planned:
+def plan_prompts(
+    args: argparse.Namespace, names: list[str], specs: list, model: models.ResolvedModel
+) -> Planned:
     """The plan rendered with the run's tokenizer and chat template, checked against the context limit, the
     chat endpoint and ``--client-procs``; a turn that breaks the prefix is reported on stderr (the run goes
     on)."""
@@ -79,8 +80,11 @@ def plan_prompts(args: argparse.Namespace, names: list[str], specs: list,
     from workloads import build_plan
     from workloads import lint as prefix_lint
 
-    tokenizer = (load_tokenizer(args.tokenizer, args.tokenizer_path, flag="--tokenizer") if args.tokenizer
-                 else load_tokenizer(args.model, model.path))
+    tokenizer = (
+        load_tokenizer(args.tokenizer, args.tokenizer_path, flag="--tokenizer")
+        if args.tokenizer
+        else load_tokenizer(args.model, model.path)
+    )
     renderer = Renderer(tokenizer)
     try:
         plan = build_plan(specs, renderer, args.repeats, args.starts)
@@ -98,9 +102,17 @@ def plan_prompts(args: argparse.Namespace, names: list[str], specs: list,
     return Planned(plan, plan_json, renderer, stability, chat_prompts)
 
 
-def describe_run(args: argparse.Namespace, out: Path, model: models.ResolvedModel, device: str, dtype: str,
-                 settings: dict, chosen: Workloads, planned: Planned,
-                 commit: tuple[str | None, str | None]) -> dict:
+def describe_run(
+    args: argparse.Namespace,
+    out: Path,
+    model: models.ResolvedModel,
+    device: str,
+    dtype: str,
+    settings: dict,
+    chosen: Workloads,
+    planned: Planned,
+    commit: tuple[str | None, str | None],
+) -> dict:
     """The run-level part of env.json: the command, the model, the hashes that tie records to their plan,
     workloads and tokenizer, and the settings every backend shares (``commit``: the git commit and its
     source)."""
@@ -123,14 +135,24 @@ def describe_run(args: argparse.Namespace, out: Path, model: models.ResolvedMode
         "slo": chosen.slo,
         "slo_targets": chosen.slo_targets,
         "gpu_hour_usd": args.gpu_hour_usd,
-        "prefix_caching": settings["prefix_caching"],  # off: --no-prefix-caching (the page pairs it with a run with it on)
-        "model": {"label": model.label, "path": model.path, "builtin": model.builtin,
-                  "config_hash": models.config_hash(model.path), "config": models.read_config(model.path),
-                  # the weights are random numbers: loaded at random (--random-weights) or built so (tiny)
-                  "random_weights": settings["random_weights"] or model.random_init,
-                  "params": models.param_count(model.path), "dtype_bytes": models.DTYPE_BYTES[dtype]},
+        "prefix_caching": settings[
+            "prefix_caching"
+        ],  # off: --no-prefix-caching (the page pairs it with a run with it on)
+        "model": {
+            "label": model.label,
+            "path": model.path,
+            "builtin": model.builtin,
+            "config_hash": models.config_hash(model.path),
+            "config": models.read_config(model.path),
+            # the weights are random numbers: loaded at random (--random-weights) or built so (tiny)
+            "random_weights": settings["random_weights"] or model.random_init,
+            "params": models.param_count(model.path),
+            "dtype_bytes": models.DTYPE_BYTES[dtype],
+        },
         "chat_template_hash": sha(renderer.tokenizer.chat_template or ""),
-        "tokenizer": tokenizer_facts(renderer, args.tokenizer_path or model.path, list(TEMPLATE_FIRST_PROMPT)),
+        "tokenizer": tokenizer_facts(
+            renderer, args.tokenizer_path or model.path, list(TEMPLATE_FIRST_PROMPT)
+        ),
         "workloads": [s.name for s in specs],
         "workload_files": hashes(args.workload_file),
         "prefix_stability": {name: [vars(f) for f in fs] for name, fs in planned.stability.items()},
@@ -143,7 +165,11 @@ def describe_run(args: argparse.Namespace, out: Path, model: models.ResolvedMode
         "tokenizer_path": args.tokenizer_path,  # --tokenizer (None: the model's)
         "served_model_name": args.served_model,
         "engine_args": args.engine_args,
-        "parallel": {"tp": args.tp, "dp": args.dp, "router": args.router},  # per backend: env/<backend>.json engine
+        "parallel": {
+            "tp": args.tp,
+            "dp": args.dp,
+            "router": args.router,
+        },  # per backend: env/<backend>.json engine
     }
 
 

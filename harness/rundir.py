@@ -26,12 +26,35 @@ from contract.files import atomic_write_text  # noqa: F401 - re-exported: the ha
 
 LOCK = ".lock"
 # Settings that change what is measured; a resume must match them (``run.json`` ``settings``).
-RESUME_SETTINGS = ("model_label", "model_path", "model_config_hash", "dtype", "device", "random_weights", "attn",
-                   "tp", "max_model_len", "base_url", "endpoint", "engine_args", "tokenizer_path", "served_model_name",
-                   "prefix_caching", "dp", "router")
+RESUME_SETTINGS = (
+    "model_label",
+    "model_path",
+    "model_config_hash",
+    "dtype",
+    "device",
+    "random_weights",
+    "attn",
+    "tp",
+    "max_model_len",
+    "base_url",
+    "endpoint",
+    "engine_args",
+    "tokenizer_path",
+    "served_model_name",
+    "prefix_caching",
+    "dp",
+    "router",
+)
 # what a run made before a setting existed had (its run.json does not name it)
-RESUME_DEFAULTS = {"endpoint": "completions", "engine_args": {}, "tokenizer_path": None, "served_model_name": None,
-                   "prefix_caching": True, "dp": 1, "router": "internal"}
+RESUME_DEFAULTS = {
+    "endpoint": "completions",
+    "engine_args": {},
+    "tokenizer_path": None,
+    "served_model_name": None,
+    "prefix_caching": True,
+    "dp": 1,
+    "router": "internal",
+}
 
 
 class RunDirBusy(RuntimeError):
@@ -46,8 +69,10 @@ def lock(run_dir: Path) -> int:
     except BlockingIOError as exc:
         holder = os.pread(fd, 32, 0).decode(errors="replace").strip()
         os.close(fd)
-        raise RunDirBusy(f"another process{f' (pid {holder})' if holder else ''} is writing into {run_dir}: "
-                         "wait for it to finish, or stop it") from exc
+        raise RunDirBusy(
+            f"another process{f' (pid {holder})' if holder else ''} is writing into {run_dir}: "
+            "wait for it to finish, or stop it"
+        ) from exc
     os.ftruncate(fd, 0)
     os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
     os.set_inheritable(fd, True)
@@ -105,11 +130,15 @@ def cut_torn_tail(path: Path) -> int:
 
 def settings_diff(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     """``name was X, now Y`` for each measuring setting that differs between a run and its resume."""
+
     def value(settings: dict[str, Any], k: str) -> Any:
         return settings.get(k, RESUME_DEFAULTS.get(k))
 
-    return [f"{k.replace('_', '-')} was {value(old, k)!r}, now {value(new, k)!r}"
-            for k in RESUME_SETTINGS if value(old, k) != value(new, k)]
+    return [
+        f"{k.replace('_', '-')} was {value(old, k)!r}, now {value(new, k)!r}"
+        for k in RESUME_SETTINGS
+        if value(old, k) != value(new, k)
+    ]
 
 
 def is_disk_full(exc: BaseException) -> bool:

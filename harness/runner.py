@@ -38,7 +38,6 @@ from workloads.plan import Group, Plan, Step
 __all__ = ["STEP_LOGPROBS", "GroupRunner", "Runner", "console", "request_for", "step_logprobs_for", "summary"]
 
 
-
 @dataclass(frozen=True)
 class GroupRunner:
     """How the groups of a kind run (``Kind.runs_as`` names one): the function, and the capability it needs."""
@@ -108,11 +107,19 @@ class Runner:
         """The groups of this engine start in plan order (the plan interleaves N and modes within a
         repeat); a block's warm-ups run once, untimed, before its first group that still has to run."""
         # a load variant's search pool is cut into the levels the capacity search adds, never run as it is
-        groups = [g for g in self.plan.groups if g.steps and g.steps[0].engine_start == self.engine_start
-                  and not (g.load or {}).get("pool")]
+        groups = [
+            g
+            for g in self.plan.groups
+            if g.steps and g.steps[0].engine_start == self.engine_start and not (g.load or {}).get("pool")
+        ]
         todo_blocks = {g.block for g in groups if not g.warmup and self._todo(g)}
         total = sum(len(g.steps) for g in groups if not g.warmup)
-        columns = (TextColumn(escape(self.label), style="bold"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+        columns = (
+            TextColumn(escape(self.label), style="bold"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+        )
         skipped: set[str] = set()
         with Progress(*columns, console=console, transient=False) as progress:
             task = progress.add_task("requests", total=total)
@@ -194,8 +201,9 @@ def steps_done(runner: Runner, group: Group) -> bool:
 # Kind.runs_as -> its group runner
 GROUP_RUNNERS: dict[str, GroupRunner] = {
     "sequential": GroupRunner(run_sequential, needs="single_requests", done=steps_done),
-    "concurrent": GroupRunner(load_runner.run_level_group, needs="load", done=load_runner.level_done,
-                              after=load_runner.after_level),
+    "concurrent": GroupRunner(
+        load_runner.run_level_group, needs="load", done=load_runner.level_done, after=load_runner.after_level
+    ),
 }
 
 

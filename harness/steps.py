@@ -55,10 +55,16 @@ def output_fields(out: RawOutput, prompt: list[int]) -> dict[str, Any]:
     """The record fields of what a backend returned for one request, the same for one request at a time and
     for a load level: cached and computed prompt tokens, whether the engine saw our prompt ids, the output."""
     cached = out.cached_tokens
-    return {"cached_tokens": cached, "computed_tokens": None if cached is None else len(prompt) - cached,
-            "prompt_ids_match": None if out.prompt_ids_used is None else out.prompt_ids_used == prompt,
-            "output_tokens": out.output_tokens, "first_token_id": out.token_ids[0] if out.token_ids else None,
-            "output_token_ids": out.token_ids, "finish_reason": out.finish_reason, "extra": out.extra}
+    return {
+        "cached_tokens": cached,
+        "computed_tokens": None if cached is None else len(prompt) - cached,
+        "prompt_ids_match": None if out.prompt_ids_used is None else out.prompt_ids_used == prompt,
+        "output_tokens": out.output_tokens,
+        "first_token_id": out.token_ids[0] if out.token_ids else None,
+        "output_token_ids": out.token_ids,
+        "finish_reason": out.finish_reason,
+        "extra": out.extra,
+    }
 
 
 def missing_capability(step: Step, caps: Capabilities, runner_needs: str) -> str | None:

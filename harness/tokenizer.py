@@ -112,7 +112,9 @@ def write_tokenizer(
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "tokenizer.json").write_text(json.dumps(spec, ensure_ascii=False))
     added_decoder = {
-        str(t["id"]): {k: t[k] for k in ("content", "lstrip", "normalized", "rstrip", "single_word", "special")}
+        str(t["id"]): {
+            k: t[k] for k in ("content", "lstrip", "normalized", "rstrip", "single_word", "special")
+        }
         for t in spec["added_tokens"][: len(QWEN3_ADDED_TOKENS)]
     }
     config = {

@@ -20,9 +20,17 @@ from pathlib import Path
 __all__ = ["build", "report_of", "write"]
 
 
-def report_of(run_dirs: list[str | Path], *, bandwidth_gbps: float | None = None, tflops: float | None = None,
-              drop: list[tuple[str, str]] | tuple = (), copy_gbps: float | None = None, merge_starts: bool = False,
-              slo: dict[str, float] | None = None, gpu_hour_usd: float | None = None):
+def report_of(
+    run_dirs: list[str | Path],
+    *,
+    bandwidth_gbps: float | None = None,
+    tflops: float | None = None,
+    drop: list[tuple[str, str]] | tuple = (),
+    copy_gbps: float | None = None,
+    merge_starts: bool = False,
+    slo: dict[str, float] | None = None,
+    gpu_hour_usd: float | None = None,
+):
     """The assembled :class:`~reports.assemble.Report` of ``run_dirs``: what the page and the exports are made of."""
     from reports.assemble import assemble
     from reports.runs import read_runs
@@ -30,17 +38,41 @@ def report_of(run_dirs: list[str | Path], *, bandwidth_gbps: float | None = None
     ds = read_runs(list(run_dirs), drop=drop, merge_starts=merge_starts)
     for problem in ds.problems:
         print(f"warning: {problem}", file=sys.stderr)
-    return assemble(ds, bandwidth_gbps=bandwidth_gbps, tflops=tflops, copy_gbps=copy_gbps, slo=slo, gpu_hour_usd=gpu_hour_usd)
+    return assemble(
+        ds,
+        bandwidth_gbps=bandwidth_gbps,
+        tflops=tflops,
+        copy_gbps=copy_gbps,
+        slo=slo,
+        gpu_hour_usd=gpu_hour_usd,
+    )
 
 
-def build(run_dirs: list[str | Path], out_path: str | Path, *, bandwidth_gbps: float | None = None,
-          tflops: float | None = None, drop: list[tuple[str, str]] | tuple = (), copy_gbps: float | None = None,
-          merge_starts: bool = False, slo: dict[str, float] | None = None, formats: tuple[str, ...] = ("html",),
-          gpu_hour_usd: float | None = None) -> Path:
+def build(
+    run_dirs: list[str | Path],
+    out_path: str | Path,
+    *,
+    bandwidth_gbps: float | None = None,
+    tflops: float | None = None,
+    drop: list[tuple[str, str]] | tuple = (),
+    copy_gbps: float | None = None,
+    merge_starts: bool = False,
+    slo: dict[str, float] | None = None,
+    formats: tuple[str, ...] = ("html",),
+    gpu_hour_usd: float | None = None,
+) -> Path:
     """Write the report for ``run_dirs`` to ``out_path`` and return its path; ``formats`` beyond ``html``
     (``json``, ``csv``: ``reports.export``) are written beside it, from the same report."""
-    report = report_of(run_dirs, bandwidth_gbps=bandwidth_gbps, tflops=tflops, drop=drop, copy_gbps=copy_gbps,
-                       merge_starts=merge_starts, slo=slo, gpu_hour_usd=gpu_hour_usd)
+    report = report_of(
+        run_dirs,
+        bandwidth_gbps=bandwidth_gbps,
+        tflops=tflops,
+        drop=drop,
+        copy_gbps=copy_gbps,
+        merge_starts=merge_starts,
+        slo=slo,
+        gpu_hour_usd=gpu_hour_usd,
+    )
     out = Path(out_path)
     write(report, out, formats)
     return out

@@ -34,7 +34,9 @@ def copy_bandwidth(text: str) -> float:
         try:
             return positive(str(json.loads(path.read_text())["copy_gbps_median"]))
         except (OSError, ValueError, KeyError) as exc:
-            raise argparse.ArgumentTypeError(f"{text}: no copy_gbps_median in it ({type(exc).__name__})") from exc
+            raise argparse.ArgumentTypeError(
+                f"{text}: no copy_gbps_median in it ({type(exc).__name__})"
+            ) from exc
     return positive(text)
 
 
@@ -60,54 +62,132 @@ def slo_target(text: str) -> dict[str, float]:
 def main(argv: list[str] | None = None, prog: str = "python -m reports") -> int:
     """``python -m reports``: the report of run directories (the page and its exports), or with ``--baseline``
     and ``--candidate`` the regression gate; the exit code, with one line on stderr for bad input (2)."""
-    p = argparse.ArgumentParser(prog=prog, description=(
-        "Build one offline HTML report from run directories (records.jsonl + env.json); several runs are merged. "
-        "--format adds summary.json and CSV files of what the page shows; --baseline/--candidate is a regression gate."),
+    p = argparse.ArgumentParser(
+        prog=prog,
+        description=(
+            "Build one offline HTML report from run directories (records.jsonl + env.json); several runs are merged. "
+            "--format adds summary.json and CSV files of what the page shows; --baseline/--candidate is a regression gate."
+        ),
         epilog="exit codes: 0 written (gate: no figure regressed); 1 gate: a figure regressed or went missing; "
-        "2 bad input (no run directory, an unknown format, nothing to compare)")
+        "2 bad input (no run directory, an unknown format, nothing to compare)",
+    )
     p.add_argument("run_dirs", nargs="*", type=Path, metavar="RUN_DIR")
-    p.add_argument("-o", "--out", type=Path, default=None, help="output file (default: RUN_DIR/report.html for one run, "
-                   "report.html for several); exports go beside it")
-    p.add_argument("--format", default="html", metavar="html,json,csv",
-                   help=f"what to write, comma-separated (known: {', '.join(export.FORMATS)}; default html): json = "
-                   f"{export.SUMMARY_JSON}, csv = one file per table under {export.CSV_DIR}/, both from the page's own figures")
-    p.add_argument("--bandwidth-gbps", type=positive, default=None, help="GPU memory bandwidth for the roofline (GB/s), "
-                   "instead of the datasheet value for the GPU in env.json")
-    p.add_argument("--copy-gbps", type=copy_bandwidth, default=None, metavar="GBPS|FILE.json",
-                   help="measured device-to-device copy bandwidth (GB/s, or the JSON python -m benchmarks.bandwidth wrote): "
-                   "drawn as a second decode floor beside the datasheet's")
-    p.add_argument("--merge-starts", action="store_true", help="count runs of the same backend with the same setup (plan, "
-                   "model config, dtype, version) as engine starts of one column, instead of separate columns")
-    p.add_argument("--tflops", type=positive, default=None, help="peak dense TFLOP/s for the roofline, instead of the datasheet value")
-    p.add_argument("--drop", type=run_backend, action="append", default=[], metavar="RUN:BACKEND",
-                   help="leave out one run's records of one backend, e.g. a column a later run superseded "
-                   "(RUN: the run directory's name); repeatable")
-    p.add_argument("--gpu-hour-usd", type=positive, default=None, metavar="PRICE",
-                   help="a GPU-hour's price: cost per million output tokens at each capacity point (default: the run's "
-                        "--gpu-hour-usd, else none: the page shows the formula)")
-    p.add_argument("--slo", type=slo_target, default=None, metavar="ttft_ms=X,tpot_ms=Y",
-                   help="the latency target goodput counts against in the Load section (default: the run's --slo, "
-                   "else the page's stated default)")
-    g = p.add_argument_group("regression gate", "compare a candidate with a baseline, figure by figure; exit 1 on a regression")
-    g.add_argument("--baseline", nargs="+", type=Path, metavar="RUN_DIR|summary.json",
-                   help="the runs to compare against (run directories, several merged as engine starts with "
-                   "--merge-starts, or a summary.json from --format json)")
-    g.add_argument("--candidate", nargs="+", type=Path, metavar="RUN_DIR|summary.json", help="the runs under test")
-    g.add_argument("--threshold-pct", type=non_negative, default=5.0, metavar="PCT",
-                   help="a figure regresses when it is worse by more than its spread and more than this (default 5)")
-    g.add_argument("--ignore-missing", action="store_true", help="a baseline figure absent from the candidate "
-                   "(a failed backend, a workload left out) does not fail the gate")
+    p.add_argument(
+        "-o",
+        "--out",
+        type=Path,
+        default=None,
+        help="output file (default: RUN_DIR/report.html for one run, "
+        "report.html for several); exports go beside it",
+    )
+    p.add_argument(
+        "--format",
+        default="html",
+        metavar="html,json,csv",
+        help=f"what to write, comma-separated (known: {', '.join(export.FORMATS)}; default html): json = "
+        f"{export.SUMMARY_JSON}, csv = one file per table under {export.CSV_DIR}/, both from the page's own figures",
+    )
+    p.add_argument(
+        "--bandwidth-gbps",
+        type=positive,
+        default=None,
+        help="GPU memory bandwidth for the roofline (GB/s), "
+        "instead of the datasheet value for the GPU in env.json",
+    )
+    p.add_argument(
+        "--copy-gbps",
+        type=copy_bandwidth,
+        default=None,
+        metavar="GBPS|FILE.json",
+        help="measured device-to-device copy bandwidth (GB/s, or the JSON python -m benchmarks.bandwidth wrote): "
+        "drawn as a second decode floor beside the datasheet's",
+    )
+    p.add_argument(
+        "--merge-starts",
+        action="store_true",
+        help="count runs of the same backend with the same setup (plan, "
+        "model config, dtype, version) as engine starts of one column, instead of separate columns",
+    )
+    p.add_argument(
+        "--tflops",
+        type=positive,
+        default=None,
+        help="peak dense TFLOP/s for the roofline, instead of the datasheet value",
+    )
+    p.add_argument(
+        "--drop",
+        type=run_backend,
+        action="append",
+        default=[],
+        metavar="RUN:BACKEND",
+        help="leave out one run's records of one backend, e.g. a column a later run superseded "
+        "(RUN: the run directory's name); repeatable",
+    )
+    p.add_argument(
+        "--gpu-hour-usd",
+        type=positive,
+        default=None,
+        metavar="PRICE",
+        help="a GPU-hour's price: cost per million output tokens at each capacity point (default: the run's "
+        "--gpu-hour-usd, else none: the page shows the formula)",
+    )
+    p.add_argument(
+        "--slo",
+        type=slo_target,
+        default=None,
+        metavar="ttft_ms=X,tpot_ms=Y",
+        help="the latency target goodput counts against in the Load section (default: the run's --slo, "
+        "else the page's stated default)",
+    )
+    g = p.add_argument_group(
+        "regression gate", "compare a candidate with a baseline, figure by figure; exit 1 on a regression"
+    )
+    g.add_argument(
+        "--baseline",
+        nargs="+",
+        type=Path,
+        metavar="RUN_DIR|summary.json",
+        help="the runs to compare against (run directories, several merged as engine starts with "
+        "--merge-starts, or a summary.json from --format json)",
+    )
+    g.add_argument(
+        "--candidate", nargs="+", type=Path, metavar="RUN_DIR|summary.json", help="the runs under test"
+    )
+    g.add_argument(
+        "--threshold-pct",
+        type=non_negative,
+        default=5.0,
+        metavar="PCT",
+        help="a figure regresses when it is worse by more than its spread and more than this (default 5)",
+    )
+    g.add_argument(
+        "--ignore-missing",
+        action="store_true",
+        help="a baseline figure absent from the candidate "
+        "(a failed backend, a workload left out) does not fail the gate",
+    )
     args = p.parse_args(argv)
     try:
         if args.baseline or args.candidate:
             return run_gate(args)
         formats = export.parse_formats(args.format)
         if not args.run_dirs:
-            raise ReportError("give one or more RUN_DIRs to report on, or --baseline and --candidate to compare")
-        out = args.out or (args.run_dirs[0] / "report.html" if len(args.run_dirs) == 1 else Path("report.html"))
-        report = report_of(args.run_dirs, bandwidth_gbps=args.bandwidth_gbps, tflops=args.tflops, drop=args.drop,
-                           copy_gbps=args.copy_gbps, merge_starts=args.merge_starts, slo=args.slo,
-                           gpu_hour_usd=args.gpu_hour_usd)
+            raise ReportError(
+                "give one or more RUN_DIRs to report on, or --baseline and --candidate to compare"
+            )
+        out = args.out or (
+            args.run_dirs[0] / "report.html" if len(args.run_dirs) == 1 else Path("report.html")
+        )
+        report = report_of(
+            args.run_dirs,
+            bandwidth_gbps=args.bandwidth_gbps,
+            tflops=args.tflops,
+            drop=args.drop,
+            copy_gbps=args.copy_gbps,
+            merge_starts=args.merge_starts,
+            slo=args.slo,
+            gpu_hour_usd=args.gpu_hour_usd,
+        )
         written = write(report, out, formats)
     except ReportError as exc:
         print(f"{prog}: error: {exc}", file=sys.stderr)
@@ -129,14 +209,18 @@ def run_gate(args: argparse.Namespace) -> int:
     if args.run_dirs:
         raise ReportError("give RUN_DIRs to report on, or --baseline and --candidate to compare, not both")
     if args.out or args.format != "html":
-        raise ReportError("the gate prints its verdict; -o and --format are for a report (python -m reports RUN_DIR "
-                          "--format json writes the summary.json a later gate can take as its baseline)")
+        raise ReportError(
+            "the gate prints its verdict; -o and --format are for a report (python -m reports RUN_DIR "
+            "--format json writes the summary.json a later gate can take as its baseline)"
+        )
     base = gate.figures_of(args.baseline, args.merge_starts)
     cand = gate.figures_of(args.candidate, args.merge_starts)
     deltas = gate.compare(base, cand, args.threshold_pct / 100)
     if not any(d.base and d.cand for d in deltas):
-        raise ReportError(f"no figure in common between the baseline ({len(base)} figures) and the candidate "
-                          f"({len(cand)}): the same workloads and backends are needed")
+        raise ReportError(
+            f"no figure in common between the baseline ({len(base)} figures) and the candidate "
+            f"({len(cand)}): the same workloads and backends are needed"
+        )
     print(gate.text(deltas, args.threshold_pct / 100, args.ignore_missing), end="")
     return 1 if gate.failed(deltas, args.ignore_missing) else 0
 

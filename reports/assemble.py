@@ -81,11 +81,13 @@ def model_notes(ds: Dataset) -> list[str]:
         if model.get("random_weights") or params is None or params >= SMALL_MODEL:
             continue
         label = model.get("label") or "the model"
-        out.append(f"{label} has {params / 1e6:.0f} M parameters. Latency: a step moves so few weight bytes that every "
-                   "backend is bound by per-call and per-step overhead (Python, kernel launches, scheduling), not by "
-                   "memory bandwidth; read these latencies as each stack's overhead, and a large model's run (the "
-                   "Qwen3-8B-shape study) for the latency story. Quality (JSON validity, fence ranks, clean answers, "
-                   f"agreement) is {label}'s, a small instruct model's: it says nothing about Qwen3-8B's answers.")
+        out.append(
+            f"{label} has {params / 1e6:.0f} M parameters. Latency: a step moves so few weight bytes that every "
+            "backend is bound by per-call and per-step overhead (Python, kernel launches, scheduling), not by "
+            "memory bandwidth; read these latencies as each stack's overhead, and a large model's run (the "
+            "Qwen3-8B-shape study) for the latency story. Quality (JSON validity, fence ranks, clean answers, "
+            f"agreement) is {label}'s, a small instruct model's: it says nothing about Qwen3-8B's answers."
+        )
     return list(dict.fromkeys(out))
 
 
@@ -119,8 +121,14 @@ def planned_levels(ds: Dataset) -> dict[str, list[tuple[str, str, str]]]:
     return out
 
 
-def assemble(ds: Dataset, bandwidth_gbps: float | None = None, tflops: float | None = None,
-             copy_gbps: float | None = None, slo: dict[str, float] | None = None, gpu_hour_usd: float | None = None) -> Report:
+def assemble(
+    ds: Dataset,
+    bandwidth_gbps: float | None = None,
+    tflops: float | None = None,
+    copy_gbps: float | None = None,
+    slo: dict[str, float] | None = None,
+    gpu_hour_usd: float | None = None,
+) -> Report:
     """The whole report of a dataset: each workload's section analysed by its kind (``reports.kinds``), the
     agreement across backends, the backends' status, then the caveats, summary rows and claims derived from
     it."""
@@ -128,8 +136,15 @@ def assemble(ds: Dataset, bandwidth_gbps: float | None = None, tflops: float | N
     roofs = {}
     for b in ds.backends:
         process = ds.env_of(b).get("process") or {}
-        roofs[b] = sw.roof_for(b, process.get("gpu"), ds.run_env_of(b), bandwidth_gbps, tflops, known="gpu" in process,
-                               copy_gbps=copy_gbps)
+        roofs[b] = sw.roof_for(
+            b,
+            process.get("gpu"),
+            ds.run_env_of(b),
+            bandwidth_gbps,
+            tflops,
+            known="gpu" in process,
+            copy_gbps=copy_gbps,
+        )
     blocks = {b: block_size(ds.env_of(b).get("engine") or {}) for b in ds.backends}
     sections = []
     ctx = kinds.Context(ds, roofs, blocks, slo_of(ds, slo), gpu_hour_usd)
@@ -140,7 +155,9 @@ def assemble(ds: Dataset, bandwidth_gbps: float | None = None, tflops: float | N
         rows = source[source["workload"] == name]
         present = [b for b in ds.backends if b in set(rows["backend"])]
         section = Section(name, kind, present, status.workload_notes(df, name))
-        if present and report_kind is not None:  # none present: every request failed or was skipped (the notes say why)
+        if (
+            present and report_kind is not None
+        ):  # none present: every request failed or was skipped (the notes say why)
             section.data = report_kind.analyse(rows, ctx, name)
         sections.append(section)
     # agreement compares one request's tokens across backends; a load level's requests are its own section's
@@ -148,13 +165,23 @@ def assemble(ds: Dataset, bandwidth_gbps: float | None = None, tflops: float | N
     cases = agreement.per_case(single, ds.backends)
     flat = agreement.flat_backends(single)
     cached = agreement.cached_vs_full(single)
-    report = Report(ds, status.backend_status(df, ds.backends, planned_levels(ds)), sections, cases, agreement.summary(cases, flat),
-                    status.server_timings(measured), roofs, random_weights_note(ds), [], [],
-                    agreement_cached=cached, agreement_cached_summary=agreement.summary(cached, flat),
-                    flat_logits=flat, model_notes=model_notes(ds))
+    report = Report(
+        ds,
+        status.backend_status(df, ds.backends, planned_levels(ds)),
+        sections,
+        cases,
+        agreement.summary(cases, flat),
+        status.server_timings(measured),
+        roofs,
+        random_weights_note(ds),
+        [],
+        [],
+        agreement_cached=cached,
+        agreement_cached_summary=agreement.summary(cached, flat),
+        flat_logits=flat,
+        model_notes=model_notes(ds),
+    )
     report.caveats = caveats.derive(report)
     report.jobs = summary.jobs(report)
     report.claims = claims.check_all(report)
     return report
-
-

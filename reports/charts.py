@@ -18,7 +18,18 @@ from reports.analysis.sweep import Roof
 WIDTH, HEIGHT = 230, 170
 
 
-PALETTE = ["#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac"]
+PALETTE = [
+    "#4e79a7",
+    "#f28e2b",
+    "#e15759",
+    "#76b7b2",
+    "#59a14f",
+    "#edc948",
+    "#b07aa1",
+    "#ff9da7",
+    "#9c755f",
+    "#bab0ac",
+]
 GREYS = ["#444444", "#888888", "#bbbbbb"]
 
 
@@ -26,7 +37,10 @@ def _colors(backends: list[str], present: list[str]) -> alt.Scale:
     """Only the series present, each backend in its own colour on every chart (roofline lines in grey)."""
     shown = [b for b in backends if b in present] + [s for s in present if s not in backends]
     extra = [s for s in shown if s not in backends]
-    colors = [PALETTE[backends.index(b) % len(PALETTE)] if b in backends else GREYS[extra.index(b) % len(GREYS)] for b in shown]
+    colors = [
+        PALETTE[backends.index(b) % len(PALETTE)] if b in backends else GREYS[extra.index(b) % len(GREYS)]
+        for b in shown
+    ]
     return alt.Scale(domain=shown, range=colors)
 
 
@@ -39,15 +53,32 @@ def single(values: Any) -> bool:
     return len({v for v in values if v is not None and v == v}) == 1
 
 
-def bar_chart(data: pd.DataFrame, category: str, y: alt.Y, color: alt.Color, tooltip: list,
-         err: tuple[str, str] | None = None, sort: list | None = None, title: str | None = None) -> alt.LayerChart:
+def bar_chart(
+    data: pd.DataFrame,
+    category: str,
+    y: alt.Y,
+    color: alt.Color,
+    tooltip: list,
+    err: tuple[str, str] | None = None,
+    sort: list | None = None,
+    title: str | None = None,
+) -> alt.LayerChart:
     """The one-x-value form of a chart: a bar per ``category`` (its IQR as an error bar where ``err`` names it)."""
-    base = alt.Chart().encode(x=alt.X(f"{category}:N", title=title, sort=sort, axis=alt.Axis(labelAngle=0, labelLimit=160)),
-                                  color=color)
+    base = alt.Chart().encode(
+        x=alt.X(f"{category}:N", title=title, sort=sort, axis=alt.Axis(labelAngle=0, labelLimit=160)),
+        color=color,
+    )
     layers = [base.mark_bar().encode(y=y, tooltip=tooltip)]
     if err is not None:
-        layers.append(base.transform_filter(f"isValid(datum.{err[0]})").mark_errorbar(color="#333333").encode(
-            y=alt.Y(f"{err[0]}:Q", title=y.to_dict().get("title")), y2=f"{err[1]}:Q", color=alt.value("#333333")))
+        layers.append(
+            base.transform_filter(f"isValid(datum.{err[0]})")
+            .mark_errorbar(color="#333333")
+            .encode(
+                y=alt.Y(f"{err[0]}:Q", title=y.to_dict().get("title")),
+                y2=f"{err[1]}:Q",
+                color=alt.value("#333333"),
+            )
+        )
     return alt.layer(*layers, data=data)
 
 
@@ -55,16 +86,30 @@ def conversation_ttft(turns: pd.DataFrame) -> dict[str, Any] | None:
     """TTFT per turn, cached vs full, one panel per backend (median, IQR as error bars)."""
     if turns.empty:
         return None
-    data = turns[["backend", "mode", "turn", "ttft_med", "ttft_q1", "ttft_q3", "ttft_n", "prompt_tokens"]].dropna(subset=["ttft_med"])
-    color = alt.Color("mode:N", title="mode", scale=alt.Scale(domain=["full", "cached"], range=["#e15759", "#4e79a7"]))
+    data = turns[
+        ["backend", "mode", "turn", "ttft_med", "ttft_q1", "ttft_q3", "ttft_n", "prompt_tokens"]
+    ].dropna(subset=["ttft_med"])
+    color = alt.Color(
+        "mode:N", title="mode", scale=alt.Scale(domain=["full", "cached"], range=["#e15759", "#4e79a7"])
+    )
     tooltip = ["backend", "mode", "turn", "prompt_tokens", alt.Tooltip("ttft_med:Q", format=".1f"), "ttft_n"]
     facet = alt.Column("backend:N", title=None, sort=list(dict.fromkeys(data["backend"])))
     if single(data["turn"]):
-        chart = bar_chart(data, "mode", alt.Y("ttft_med:Q", title="TTFT (ms, median)"), color, tooltip,
-                     err=("ttft_q1", "ttft_q3"), sort=["full", "cached"], title=f"turn {data['turn'].iloc[0]}")
+        chart = bar_chart(
+            data,
+            "mode",
+            alt.Y("ttft_med:Q", title="TTFT (ms, median)"),
+            color,
+            tooltip,
+            err=("ttft_q1", "ttft_q3"),
+            sort=["full", "cached"],
+            title=f"turn {data['turn'].iloc[0]}",
+        )
         return _spec(chart.properties(width=WIDTH // 2, height=HEIGHT).facet(column=facet))
     base = alt.Chart(data).encode(x=alt.X("turn:O", title="turn"), color=color)
-    line = base.mark_line(point=True).encode(y=alt.Y("ttft_med:Q", title="TTFT (ms, median)"), tooltip=tooltip)
+    line = base.mark_line(point=True).encode(
+        y=alt.Y("ttft_med:Q", title="TTFT (ms, median)"), tooltip=tooltip
+    )
     err = base.mark_errorbar().encode(y=alt.Y("ttft_q1:Q", title="TTFT (ms, median)"), y2="ttft_q3:Q")
     return _spec(alt.layer(line, err, data=data).properties(width=WIDTH, height=HEIGHT).facet(column=facet))
 
@@ -72,8 +117,10 @@ def conversation_ttft(turns: pd.DataFrame) -> dict[str, Any] | None:
 def floor_labels(roof: Roof) -> dict[str, str]:
     """Legend entries of a roofline's floors: one per bandwidth (datasheet, measured copy) and the compute floor."""
     peak = roof.peak
-    out = {"compute": f"compute floor: {peak.label} {peak.tflops:,.0f} TFLOP/s ({peak.source})",  # type: ignore[union-attr]
-           "datasheet": f"decode floor: {peak.label} {peak.bandwidth_gbps:,.0f} GB/s ({peak.source})"}  # type: ignore[union-attr]
+    out = {
+        "compute": f"compute floor: {peak.label} {peak.tflops:,.0f} TFLOP/s ({peak.source})",  # type: ignore[union-attr]
+        "datasheet": f"decode floor: {peak.label} {peak.bandwidth_gbps:,.0f} GB/s ({peak.source})",
+    }  # type: ignore[union-attr]
     if roof.copy_gbps:
         out["copy"] = f"decode floor: measured copy {roof.copy_gbps:,.0f} GB/s"
     return out
@@ -84,7 +131,9 @@ def _sweep_long(lengths: pd.DataFrame, roofs: dict[str, Roof], phase: str) -> pd
     for r in lengths.to_dict("records"):
         med, q1, q3 = r[f"{phase}_med"], r[f"{phase}_q1"], r[f"{phase}_q3"]
         if med is not None and med == med:
-            rows.append({"series": r["backend"], "kind": "measured", "N": r["N"], "ms": med, "q1": q1, "q3": q3})
+            rows.append(
+                {"series": r["backend"], "kind": "measured", "N": r["N"], "ms": med, "q1": q1, "q3": q3}
+            )
     floors: dict[str, dict[int, float]] = {}
     for backend, roof in roofs.items():
         if not roof.ok or backend not in set(lengths["backend"]):
@@ -98,11 +147,16 @@ def _sweep_long(lengths: pd.DataFrame, roofs: dict[str, Roof], phase: str) -> pd
             if "copy" in labels:
                 floors.setdefault(labels["copy"], {})[n] = roof.decode_floor_ms(n, measured=True)  # type: ignore[assignment]
     for label, points in floors.items():
-        rows += [{"series": label, "kind": "roofline", "N": n, "ms": ms, "q1": None, "q3": None} for n, ms in points.items()]
+        rows += [
+            {"series": label, "kind": "roofline", "N": n, "ms": ms, "q1": None, "q3": None}
+            for n, ms in points.items()
+        ]
     return pd.DataFrame(rows)
 
 
-def sweep_phase(lengths: pd.DataFrame, roofs: dict[str, Roof], phase: str, backends: list[str]) -> dict[str, Any] | None:
+def sweep_phase(
+    lengths: pd.DataFrame, roofs: dict[str, Roof], phase: str, backends: list[str]
+) -> dict[str, Any] | None:
     """Prefill ms (or decode ms/token) vs N on log axes, each floor dashed with its own legend entry."""
     if lengths.empty:
         return None
@@ -113,33 +167,61 @@ def sweep_phase(lengths: pd.DataFrame, roofs: dict[str, Roof], phase: str, backe
     series = list(dict.fromkeys(data["series"]))
     if single(data["N"]):
         color = alt.Color("series:N", title=None, scale=_colors(backends, series), legend=None)
-        chart = bar_chart(data, "series", alt.Y("ms:Q", title=title), color, ["series", "N", alt.Tooltip("ms:Q", format=".3g")],
-                     err=("q1", "q3"), sort=series, title=f"N={data['N'].iloc[0]:g} prompt tokens")
+        chart = bar_chart(
+            data,
+            "series",
+            alt.Y("ms:Q", title=title),
+            color,
+            ["series", "N", alt.Tooltip("ms:Q", format=".3g")],
+            err=("q1", "q3"),
+            sort=series,
+            title=f"N={data['N'].iloc[0]:g} prompt tokens",
+        )
         return _spec(chart.properties(width=WIDTH + 90, height=HEIGHT + 30, title=title))
     y = alt.Y("ms:Q", scale=alt.Scale(type="log"), title=f"{title} (log)")
     base = alt.Chart(data).encode(
         x=alt.X("N:Q", scale=alt.Scale(type="log", base=2), title="prompt tokens N (log)"),
-        color=alt.Color("series:N", title=None, scale=_colors(backends, list(dict.fromkeys(data["series"]))),
-                        legend=alt.Legend(orient="bottom", columns=1, labelLimit=360)),
+        color=alt.Color(
+            "series:N",
+            title=None,
+            scale=_colors(backends, list(dict.fromkeys(data["series"]))),
+            legend=alt.Legend(orient="bottom", columns=1, labelLimit=360),
+        ),
     )
     enc: dict[str, Any] = {"y": y, "tooltip": ["series", "N", alt.Tooltip("ms:Q", format=".3g")]}
     if (data["kind"] == "roofline").any():
-        enc["strokeDash"] = alt.StrokeDash("kind:N", legend=None, scale=alt.Scale(domain=["measured", "roofline"], range=[[1, 0], [5, 4]]))
+        enc["strokeDash"] = alt.StrokeDash(
+            "kind:N", legend=None, scale=alt.Scale(domain=["measured", "roofline"], range=[[1, 0], [5, 4]])
+        )
     line = base.mark_line(point=True).encode(**enc)
-    bars = base.transform_filter("isValid(datum.q1)").mark_errorbar().encode(y=alt.Y("q1:Q", title=f"{title} (log)"), y2="q3:Q")
+    bars = (
+        base.transform_filter("isValid(datum.q1)")
+        .mark_errorbar()
+        .encode(y=alt.Y("q1:Q", title=f"{title} (log)"), y2="q3:Q")
+    )
     return _spec(alt.layer(line, bars).properties(width=WIDTH + 90, height=HEIGHT + 30, title=title))
 
 
-def decode_vs_floor(lengths: pd.DataFrame, vs_roof: pd.DataFrame, backends: list[str], limit: float = 3.0) -> dict[str, Any] | None:
+def decode_vs_floor(
+    lengths: pd.DataFrame, vs_roof: pd.DataFrame, backends: list[str], limit: float = 3.0
+) -> dict[str, Any] | None:
     """Decode as a multiple of its floor on a linear axis, for the backends within ``limit``× of it: close lines stay apart."""
     if vs_roof.empty:
         return None
     measured = vs_roof["copy_floor_ms"].notna().all()
-    floor_col, which = ("copy_floor_ms", "the measured-copy floor") if measured else ("decode_floor_ms", "the datasheet floor")
-    data = vs_roof[["backend", "N", floor_col]].merge(lengths[["backend", "N", "decode_med", "decode_q1", "decode_q3"]],
-                                                      on=["backend", "N"])
-    data = data.assign(x=data["decode_med"] / data[floor_col], x1=data["decode_q1"] / data[floor_col],
-                       x3=data["decode_q3"] / data[floor_col])
+    floor_col, which = (
+        ("copy_floor_ms", "the measured-copy floor")
+        if measured
+        else ("decode_floor_ms", "the datasheet floor")
+    )
+    data = vs_roof[["backend", "N", floor_col]].merge(
+        lengths[["backend", "N", "decode_med", "decode_q1", "decode_q3"]], on=["backend", "N"]
+    )
+    data = data.assign(
+        x=data["decode_med"] / data[floor_col],
+        x1=data["decode_q1"] / data[floor_col],
+        x3=data["decode_q3"] / data[floor_col],
+    )
     near = [b for b, g in data.groupby("backend", sort=False) if g["x"].max() <= limit]
     data = data[data["backend"].isin(near)]
     if data.empty:
@@ -147,16 +229,27 @@ def decode_vs_floor(lengths: pd.DataFrame, vs_roof: pd.DataFrame, backends: list
     title = f"decode ÷ {which}, backends within {limit:g}× (linear)"
     if single(data["N"]):
         color = alt.Color("backend:N", title=None, scale=_colors(backends, near), legend=None)
-        chart = bar_chart(data, "backend", alt.Y("x:Q", title="× floor"), color,
-                     ["backend", "N", alt.Tooltip("x:Q", format=".3f")], err=("x1", "x3"), sort=near,
-                     title=f"N={data['N'].iloc[0]:g} prompt tokens")
+        chart = bar_chart(
+            data,
+            "backend",
+            alt.Y("x:Q", title="× floor"),
+            color,
+            ["backend", "N", alt.Tooltip("x:Q", format=".3f")],
+            err=("x1", "x3"),
+            sort=near,
+            title=f"N={data['N'].iloc[0]:g} prompt tokens",
+        )
         return _spec(chart.properties(width=WIDTH + 90, height=HEIGHT + 30, title=title))
     base = alt.Chart(data).encode(
         x=alt.X("N:Q", scale=alt.Scale(type="log", base=2), title="prompt tokens N (log)"),
-        color=alt.Color("backend:N", title=None, scale=_colors(backends, near), legend=alt.Legend(orient="bottom")),
+        color=alt.Color(
+            "backend:N", title=None, scale=_colors(backends, near), legend=alt.Legend(orient="bottom")
+        ),
     )
-    line = base.mark_line(point=True).encode(y=alt.Y("x:Q", scale=alt.Scale(zero=False), title="× floor"),
-                                             tooltip=["backend", "N", alt.Tooltip("x:Q", format=".3f")])
+    line = base.mark_line(point=True).encode(
+        y=alt.Y("x:Q", scale=alt.Scale(zero=False), title="× floor"),
+        tooltip=["backend", "N", alt.Tooltip("x:Q", format=".3f")],
+    )
     bars = base.mark_errorbar().encode(y=alt.Y("x1:Q", title="× floor"), y2="x3:Q")
     return _spec(alt.layer(line, bars).properties(width=WIDTH + 90, height=HEIGHT + 30, title=title))
 
@@ -172,18 +265,35 @@ def json_pass(rates: pd.DataFrame) -> dict[str, Any] | None:
     tooltip = ["backend", "mode", "temperature", "valid", "n", alt.Tooltip("pass_rate:Q", format=".0%")]
     facet = alt.Column("backend:N", title=None, sort=list(dict.fromkeys(data["backend"])))
     if single(data["temperature"]):
-        chart = bar_chart(data, "mode", y, alt.Color("mode:N", title="mode", sort=modes, legend=None), tooltip,
-                     sort=modes, title=f"mode, at temperature {temps[0]:g}")
+        chart = bar_chart(
+            data,
+            "mode",
+            y,
+            alt.Color("mode:N", title="mode", sort=modes, legend=None),
+            tooltip,
+            sort=modes,
+            title=f"mode, at temperature {temps[0]:g}",
+        )
         return _spec(chart.properties(width=WIDTH, height=HEIGHT).facet(column=facet))
     step = (min(b - a for a, b in zip(temps, temps[1:], strict=False)) if len(temps) > 1 else 1.0) * 0.12
-    data = data.assign(x=[t + (modes.index(m) - (len(modes) - 1) / 2) * step / max(1, len(modes) - 1)
-                          for t, m in zip(data["temperature"], data["mode"], strict=True)])
-    chart = alt.Chart(data).mark_line(point=True).encode(
-        x=alt.X("x:Q", title="temperature"), y=y,
-        color=alt.Color("mode:N", title="mode", sort=modes),
-        strokeDash=alt.StrokeDash("mode:N", sort=modes, legend=None),
-        tooltip=tooltip,
-    ).properties(width=WIDTH, height=HEIGHT)
+    data = data.assign(
+        x=[
+            t + (modes.index(m) - (len(modes) - 1) / 2) * step / max(1, len(modes) - 1)
+            for t, m in zip(data["temperature"], data["mode"], strict=True)
+        ]
+    )
+    chart = (
+        alt.Chart(data)
+        .mark_line(point=True)
+        .encode(
+            x=alt.X("x:Q", title="temperature"),
+            y=y,
+            color=alt.Color("mode:N", title="mode", sort=modes),
+            strokeDash=alt.StrokeDash("mode:N", sort=modes, legend=None),
+            tooltip=tooltip,
+        )
+        .properties(width=WIDTH, height=HEIGHT)
+    )
     return _spec(chart.facet(column=facet))
 
 
@@ -194,13 +304,31 @@ def agreement(summary: pd.DataFrame, backends: list[str]) -> dict[str, Any] | No
     if summary.empty:
         return None
     data = summary.assign(pair=summary["backend"] + " vs " + summary["reference"])
-    chart = alt.Chart(data).mark_bar().encode(
-        y=alt.Y("workload:N", title=None, sort=list(dict.fromkeys(data["workload"]))),
-        yOffset=alt.YOffset("backend:N", sort=backends),
-        x=alt.X("share:Q", title="identical token ids at T=0", scale=alt.Scale(domain=[0, 1]), axis=alt.Axis(format="%")),
-        color=alt.Color("backend:N", title=None, scale=_colors(backends, list(dict.fromkeys(data["backend"])))),
-        tooltip=["pair", "workload", "identical", "cases", alt.Tooltip("median_divergence:Q", title="median first divergence")],
-    ).properties(width=WIDTH + 120, height=alt.Step(14))
+    chart = (
+        alt.Chart(data)
+        .mark_bar()
+        .encode(
+            y=alt.Y("workload:N", title=None, sort=list(dict.fromkeys(data["workload"]))),
+            yOffset=alt.YOffset("backend:N", sort=backends),
+            x=alt.X(
+                "share:Q",
+                title="identical token ids at T=0",
+                scale=alt.Scale(domain=[0, 1]),
+                axis=alt.Axis(format="%"),
+            ),
+            color=alt.Color(
+                "backend:N", title=None, scale=_colors(backends, list(dict.fromkeys(data["backend"])))
+            ),
+            tooltip=[
+                "pair",
+                "workload",
+                "identical",
+                "cases",
+                alt.Tooltip("median_divergence:Q", title="median first divergence"),
+            ],
+        )
+        .properties(width=WIDTH + 120, height=alt.Step(14))
+    )
     return _spec(chart)
 
 
@@ -209,10 +337,19 @@ def attention(shares: pd.DataFrame, backends: list[str]) -> dict[str, Any] | Non
     if shares.empty:
         return None
     y = alt.Y("share:Q", title="attention on special tokens", axis=alt.Axis(format="%"))
-    color = alt.Color("backend:N", title=None, scale=_colors(backends, list(dict.fromkeys(shares["backend"]))))
+    color = alt.Color(
+        "backend:N", title=None, scale=_colors(backends, list(dict.fromkeys(shares["backend"])))
+    )
     tooltip = ["backend", "layer", alt.Tooltip("share:Q", format=".1%")]
     if single(shares["layer"]):
-        return _spec(bar_chart(shares, "backend", y, color.legend(None), tooltip, title=f"layer {shares['layer'].iloc[0]}")
-                     .properties(width=WIDTH + 90, height=HEIGHT))
-    chart = alt.Chart(shares).mark_line(point=True).encode(x=alt.X("layer:O", title="layer"), y=y, color=color, tooltip=tooltip)
+        return _spec(
+            bar_chart(
+                shares, "backend", y, color.legend(None), tooltip, title=f"layer {shares['layer'].iloc[0]}"
+            ).properties(width=WIDTH + 90, height=HEIGHT)
+        )
+    chart = (
+        alt.Chart(shares)
+        .mark_line(point=True)
+        .encode(x=alt.X("layer:O", title="layer"), y=y, color=color, tooltip=tooltip)
+    )
     return _spec(chart.properties(width=WIDTH + 90, height=HEIGHT))

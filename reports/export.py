@@ -46,7 +46,9 @@ def parse_formats(text: str) -> tuple[str, ...]:
     asked = [f.strip().lower() for f in text.split(",") if f.strip()]
     unknown = [f for f in asked if f not in FORMATS]
     if unknown or not asked:
-        raise ReportError(f"--format: unknown format {', '.join(map(repr, unknown)) or repr(text)}: known formats are {', '.join(FORMATS)}")
+        raise ReportError(
+            f"--format: unknown format {', '.join(map(repr, unknown)) or repr(text)}: known formats are {', '.join(FORMATS)}"
+        )
     return tuple(dict.fromkeys(asked))
 
 
@@ -78,7 +80,11 @@ def frame(value: Any) -> pd.DataFrame | None:
     """A table of a section's data: a DataFrame, or a list of records (dataclasses or dicts); None otherwise."""
     if isinstance(value, pd.DataFrame):
         return value
-    if isinstance(value, list) and value and all(isinstance(v, dict) or dataclasses.is_dataclass(v) for v in value):
+    if (
+        isinstance(value, list)
+        and value
+        and all(isinstance(v, dict) or dataclasses.is_dataclass(v) for v in value)
+    ):
         return pd.DataFrame([plain(v) for v in value])
     return None
 
@@ -90,20 +96,58 @@ def summary_rows(report: Report) -> pd.DataFrame:
     for j in report.jobs:
         for place, (backend, text) in enumerate(j.values, start=1):
             s = j.stats.get(backend)
-            rows.append({"job": j.job, "figure": j.figure, "place": place, "backend": backend, "value": text,
-                         "median": s.median if s else None, "unit": j.unit if s else None,
-                         "spread_within_start": s.within if s else None, "spread_across_starts": s.across if s else None,
-                         "starts": s.starts if s else None, "n": s.n if s else None,
-                         "best": j.best, "verdict": j.verdict, "caution": j.caution})
-    df = pd.DataFrame(rows, columns=["job", "figure", "place", "backend", "value", "median", "unit", "spread_within_start",
-                                     "spread_across_starts", "starts", "n", "best", "verdict", "caution"])
+            rows.append(
+                {
+                    "job": j.job,
+                    "figure": j.figure,
+                    "place": place,
+                    "backend": backend,
+                    "value": text,
+                    "median": s.median if s else None,
+                    "unit": j.unit if s else None,
+                    "spread_within_start": s.within if s else None,
+                    "spread_across_starts": s.across if s else None,
+                    "starts": s.starts if s else None,
+                    "n": s.n if s else None,
+                    "best": j.best,
+                    "verdict": j.verdict,
+                    "caution": j.caution,
+                }
+            )
+    df = pd.DataFrame(
+        rows,
+        columns=[
+            "job",
+            "figure",
+            "place",
+            "backend",
+            "value",
+            "median",
+            "unit",
+            "spread_within_start",
+            "spread_across_starts",
+            "starts",
+            "n",
+            "best",
+            "verdict",
+            "caution",
+        ],
+    )
     return df.astype({"starts": "Int64", "n": "Int64"})  # whole numbers, empty where the row has no figure
 
 
 def status_rows(report: Report) -> pd.DataFrame:
-    rows = [{"backend": st.backend, "status": st.state, "measured": st.measured, "failed": st.errors,
-             "first_error": st.first_error, "skipped": "; ".join(f"{wl}{' / ' + m if m else ''}: {why}" for wl, m, why in st.skipped)}
-            for st in report.status]
+    rows = [
+        {
+            "backend": st.backend,
+            "status": st.state,
+            "measured": st.measured,
+            "failed": st.errors,
+            "first_error": st.first_error,
+            "skipped": "; ".join(f"{wl}{' / ' + m if m else ''}: {why}" for wl, m, why in st.skipped),
+        }
+        for st in report.status
+    ]
     return pd.DataFrame(rows, columns=["backend", "status", "measured", "failed", "first_error", "skipped"])
 
 
@@ -119,12 +163,18 @@ def tables(report: Report) -> dict[str, pd.DataFrame]:
     """Every exported table by its file stem (``summary``, ``backends``, ..., ``<workload>.<table>``)."""
     from reports.analysis.figures import FIGURE_FIELDS, collect
 
-    out = {"summary": summary_rows(report), "backends": status_rows(report), "agreement": report.agreement_summary,
-           "agreement_cached": report.agreement_cached_summary,
-           "caveats": pd.DataFrame([plain(c) for c in report.caveats], columns=["topic", "text"]),
-           "claims": pd.DataFrame([_flat_claim(c) for c in report.claims],
-                                  columns=["source", "statement", "theirs", "verdict", "reason", "here"]),
-           "figures": pd.DataFrame([plain(f) for f in collect(report)], columns=FIGURE_FIELDS)}
+    out = {
+        "summary": summary_rows(report),
+        "backends": status_rows(report),
+        "agreement": report.agreement_summary,
+        "agreement_cached": report.agreement_cached_summary,
+        "caveats": pd.DataFrame([plain(c) for c in report.caveats], columns=["topic", "text"]),
+        "claims": pd.DataFrame(
+            [_flat_claim(c) for c in report.claims],
+            columns=["source", "statement", "theirs", "verdict", "reason", "here"],
+        ),
+        "figures": pd.DataFrame([plain(f) for f in collect(report)], columns=FIGURE_FIELDS),
+    }
     for name, by_key in section_tables(report).items():
         out.update({f"{name}.{key}": df for key, df in by_key.items()})
     return out
@@ -143,16 +193,27 @@ def summary(report: Report) -> dict[str, Any]:
 
     return {
         "generated": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-        "runs": {run_id: {"model": (env.get("model") or {}).get("label"), "dtype": env.get("dtype")}
-                 for run_id, env in report.ds.envs.items()},
+        "runs": {
+            run_id: {"model": (env.get("model") or {}).get("label"), "dtype": env.get("dtype")}
+            for run_id, env in report.ds.envs.items()
+        },
         "backends": report.ds.backends,
         "summary": plain(summary_rows(report)),
         "status": plain(status_rows(report)),
-        "workloads": [{"name": s.name, "kind": s.kind, "backends": s.backends, "notes": s.notes,
-                       "tables": {k: plain(df) for k, df in section_tables(report).get(s.name, {}).items()}}
-                      for s in report.sections],
-        "agreement": plain(report.agreement_summary), "agreement_cached": plain(report.agreement_cached_summary),
-        "caveats": plain(report.caveats), "claims": plain(report.claims),
+        "workloads": [
+            {
+                "name": s.name,
+                "kind": s.kind,
+                "backends": s.backends,
+                "notes": s.notes,
+                "tables": {k: plain(df) for k, df in section_tables(report).get(s.name, {}).items()},
+            }
+            for s in report.sections
+        ],
+        "agreement": plain(report.agreement_summary),
+        "agreement_cached": plain(report.agreement_cached_summary),
+        "caveats": plain(report.caveats),
+        "claims": plain(report.claims),
         "figures": plain(collect(report)),
     }
 
@@ -175,14 +236,18 @@ def write(report: Report, out_dir: Path, formats: tuple[str, ...]) -> list[Path]
         path = out_dir / SUMMARY_JSON
         from contract.files import atomic_write_text
 
-        atomic_write_text(path, json.dumps(summary(report), ensure_ascii=False, indent=1) + "\n")  # whole or not at all
+        atomic_write_text(
+            path, json.dumps(summary(report), ensure_ascii=False, indent=1) + "\n"
+        )  # whole or not at all
         written.append(path)
     if "csv" in formats:
         folder = out_dir / CSV_DIR
         folder.mkdir(exist_ok=True)
         for stem, df in tables(report).items():
             path = folder / csv_name(stem)
-            while path in written:  # two workload names that differ only in characters a file name cannot hold
+            while (
+                path in written
+            ):  # two workload names that differ only in characters a file name cannot hold
                 path = path.with_stem(path.stem + "_")
             df.map(_cell).to_csv(path, index=False) if not df.empty else df.to_csv(path, index=False)
             written.append(path)

@@ -81,7 +81,10 @@ def judge(base: Figure, cand: Figure, threshold: float) -> Delta:
 def compare(base: list[Figure], cand: list[Figure], threshold: float) -> list[Delta]:
     """Every figure of either side, judged; ``threshold`` is relative (0.05 for 5 %). Regressions first."""
     by_key = {f.key: f for f in cand}
-    out = [judge(b, by_key[b.key], threshold) if b.key in by_key else Delta(b, None, None, None, MISSING) for b in base]
+    out = [
+        judge(b, by_key[b.key], threshold) if b.key in by_key else Delta(b, None, None, None, MISSING)
+        for b in base
+    ]
     seen = {b.key for b in base}
     out += [Delta(None, c, None, None, NEW) for c in cand if c.key not in seen]
     return sorted(out, key=lambda d: ORDER.index(d.verdict))  # stable: the page's order within a verdict
@@ -99,7 +102,9 @@ def figures_of(paths: list[Path], merge_starts: bool = False) -> list[Figure]:
             data = json.loads(paths[0].read_text(encoding="utf-8"))
             return [from_dict(d) for d in data["figures"]]
         except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError) as exc:
-            raise ReportError(f"{paths[0]}: not a summary.json with figures ({type(exc).__name__}: {exc})") from exc
+            raise ReportError(
+                f"{paths[0]}: not a summary.json with figures ({type(exc).__name__}: {exc})"
+            ) from exc
     from reports import report_of
 
     return figures(report_of(paths, merge_starts=merge_starts))
@@ -118,18 +123,27 @@ def _value(f: Figure | None) -> str:
 
 def line(d: Delta) -> str:
     f = d.figure
-    change = "" if d.change is None else f", {'worse' if d.change > 0 else 'better'} by {fmt.rel(abs(d.change))}"
-    spread = "" if d.base is None or d.cand is None else (
-        f", spread ±{fmt.rel(d.spread)}" if d.spread is not None else ", spread not measured")
+    change = (
+        "" if d.change is None else f", {'worse' if d.change > 0 else 'better'} by {fmt.rel(abs(d.change))}"
+    )
+    spread = (
+        ""
+        if d.base is None or d.cand is None
+        else (f", spread ±{fmt.rel(d.spread)}" if d.spread is not None else ", spread not measured")
+    )
     better = f"{f.better} is better"
-    return (f"{d.verdict.upper():<20} {f.group} · {f.figure} · {f.backend}: {_value(d.base)} → {_value(d.cand)} "
-            f"({better}{change}{spread})")
+    return (
+        f"{d.verdict.upper():<20} {f.group} · {f.figure} · {f.backend}: {_value(d.base)} → {_value(d.cand)} "
+        f"({better}{change}{spread})"
+    )
 
 
 def text(deltas: list[Delta], threshold: float, ignore_missing: bool = False) -> str:
     counts = {v: sum(d.verdict == v for d in deltas) for v in ORDER}
     tally = ", ".join(f"{n} {v}" for v, n in counts.items() if n)
     verdict = "FAIL" if failed(deltas, ignore_missing) else "PASS"
-    head = (f"regression gate: {len(deltas)} figures; a figure regresses when it is worse beyond both its spread and "
-            f"the threshold ({fmt.rel(threshold)})")
+    head = (
+        f"regression gate: {len(deltas)} figures; a figure regresses when it is worse beyond both its spread and "
+        f"the threshold ({fmt.rel(threshold)})"
+    )
     return "\n".join([head, *map(line, deltas), f"{verdict}: {tally}"]) + "\n"

@@ -35,8 +35,12 @@ def against_band(interval: tuple[float, float] | None, lo: float, hi: float) -> 
     return ACROSS
 
 
-def bootstrap(strata: Sequence[Sequence[tuple[float, float]]], statistic: Callable[[np.ndarray, np.ndarray], float | None],
-              resamples: int = RESAMPLES, seed: int = SEED) -> tuple[float, float] | None:
+def bootstrap(
+    strata: Sequence[Sequence[tuple[float, float]]],
+    statistic: Callable[[np.ndarray, np.ndarray], float | None],
+    resamples: int = RESAMPLES,
+    seed: int = SEED,
+) -> tuple[float, float] | None:
     """Percentile interval of ``statistic(x, y)`` with the (x, y) pairs resampled within each stratum."""
     arrays = [np.asarray(s, dtype=float) for s in strata if len(s)]
     if not arrays:

@@ -47,16 +47,28 @@ class Context:
 @dataclass(frozen=True)
 class ReportKind:
     name: str
-    analyse: Callable[[Any, Context, str], dict[str, Any]]  # (its measured rows, context, workload name) -> data
+    analyse: Callable[
+        [Any, Context, str], dict[str, Any]
+    ]  # (its measured rows, context, workload name) -> data
     blocks: Callable[[Any, Slots, Any], list]  # (section, chart slots, report) -> page blocks
-    charts: dict[str, tuple[Callable[[dict[str, Any], Any], dict[str, Any] | None], str]] = field(default_factory=dict)
+    charts: dict[str, tuple[Callable[[dict[str, Any], Any], dict[str, Any] | None], str]] = field(
+        default_factory=dict
+    )
     caveats: Callable[[Any, Any], list] = lambda section, report: []  # noqa: E731 - (section, report) -> Caveats
     jobs: Callable[[Any, Any, Any], list] = lambda section, rows, report: []  # noqa: E731 - -> summary Jobs
-    quality_note: str | None = None  # shown above the section when the weights are random (its figures are about answers)
-    agreement: bool = True  # its T=0 requests are compared token by token across backends (a load level's are not)
+    quality_note: str | None = (
+        None  # shown above the section when the weights are random (its figures are about answers)
+    )
+    agreement: bool = (
+        True  # its T=0 requests are compared token by token across backends (a load level's are not)
+    )
     cached_vs_full: bool = False  # its ``cached`` mode is compared with its ``full`` mode, per backend
-    steady_state: bool = False  # its figures are load levels' steady states, not medians over repeats (the page says which)
-    sees_failures: bool = False  # analyse gets the failed requests too (load: a failure is an SLO miss, not nothing)
+    steady_state: bool = (
+        False  # its figures are load levels' steady states, not medians over repeats (the page says which)
+    )
+    sees_failures: bool = (
+        False  # analyse gets the failed requests too (load: a failure is an SLO miss, not nothing)
+    )
     figures: Callable[[Any, Any], list] = lambda section, report: []  # noqa: E731 - -> reports.analysis.figures.Figure (the gate's)
 
 
@@ -68,8 +80,10 @@ class Slots(dict):
         self.kind = kind
 
     def __missing__(self, key: str) -> Markup:
-        raise KeyError(f"chart {key!r} is not registered for workload kind {self.kind!r} "
-                       f"(registered: {', '.join(self) or 'none'}; see reports/kinds.py)")
+        raise KeyError(
+            f"chart {key!r} is not registered for workload kind {self.kind!r} "
+            f"(registered: {', '.join(self) or 'none'}; see reports/kinds.py)"
+        )
 
 
 REPORT_KINDS: Registry[ReportKind] = Registry("report kind", REGISTRY, check_name=True)
@@ -99,7 +113,18 @@ def cached_vs_full_kinds() -> tuple[str, ...]:
     return tuple(n for n in REPORT_KINDS if REPORT_KINDS.get(n).cached_vs_full)
 
 
-def slots_for(kind: ReportKind, data: dict[str, Any], report: Any, add: Callable[[dict | None, str], Markup],
-              section_name: str) -> Slots:
+def slots_for(
+    kind: ReportKind,
+    data: dict[str, Any],
+    report: Any,
+    add: Callable[[dict | None, str], Markup],
+    section_name: str,
+) -> Slots:
     """Every registered chart of the kind built and placed (``add`` registers a spec with the page)."""
-    return Slots(kind.name, {key: add(build(data, report), f"{label}, {section_name}") for key, (build, label) in kind.charts.items()})
+    return Slots(
+        kind.name,
+        {
+            key: add(build(data, report), f"{label}, {section_name}")
+            for key, (build, label) in kind.charts.items()
+        },
+    )

@@ -26,8 +26,10 @@ def _fmt(x, digits: int = 0) -> str:
 
 
 def cell(row) -> str:
-    return (f"{_fmt(row['output_tps'])} · {_fmt(row['ttft_p50'])}/{_fmt(row['ttft_p99'])} · "
-            f"{_fmt(row['itl_p50'], 1)} · {_fmt(row['goodput_rps'], 2)} ({int(row['requests'])})")
+    return (
+        f"{_fmt(row['output_tps'])} · {_fmt(row['ttft_p50'])}/{_fmt(row['ttft_p99'])} · "
+        f"{_fmt(row['itl_p50'], 1)} · {_fmt(row['goodput_rps'], 2)} ({int(row['requests'])})"
+    )
 
 
 def table(levels) -> str:
@@ -46,7 +48,9 @@ def main(argv: list[str] | None = None) -> int:
 
     p = argparse.ArgumentParser(prog="python -m reports.load_table", description=__doc__.splitlines()[0])
     p.add_argument("run_dirs", nargs="+", type=Path, metavar="RUN_DIR")
-    p.add_argument("--slo", type=parse_slo, default=None, help="goodput target, e.g. ttft_ms=2000,tpot_ms=200")
+    p.add_argument(
+        "--slo", type=parse_slo, default=None, help="goodput target, e.g. ttft_ms=2000,tpot_ms=200"
+    )
     args = p.parse_args(argv)
     try:
         ds = read_runs(args.run_dirs)

@@ -51,12 +51,19 @@ class Charts:
             return Markup("")
         cid = f"spec-{len(self.specs)}"
         self.specs.append((cid, json_script(spec)))
-        return Markup('<div class="chart" data-spec="{}" role="img" aria-label="{}"></div>').format(cid, label)
+        return Markup('<div class="chart" data-spec="{}" role="img" aria-label="{}"></div>').format(
+            cid, label
+        )
 
 
 def environment() -> jinja2.Environment:
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True, undefined=jinja2.StrictUndefined,
-                             trim_blocks=True, lstrip_blocks=True)
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(TEMPLATES),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
     env.filters.update(n=fmt.n, count=fmt.count)
     env.globals.update(ref=reference)
     return env
@@ -89,25 +96,35 @@ def render(report: Report) -> str:
     every chart's Vega-Lite spec, the Vega bundle inlined so the page opens offline."""
     c = Charts()
     blocks = section_blocks(report, c)
-    agreement_slot = c.slot(charts.agreement(report.agreement_summary, report.ds.backends), "agreement at T=0")
-    models = list(dict.fromkeys(str((e.get("model") or {}).get("label") or "?") for e in report.ds.envs.values()))
+    agreement_slot = c.slot(
+        charts.agreement(report.agreement_summary, report.ds.backends), "agreement at T=0"
+    )
+    models = list(
+        dict.fromkeys(str((e.get("model") or {}).get("label") or "?") for e in report.ds.envs.values())
+    )
     df = report.ds.records
-    versions = {b: next(iter(df[df["backend"] == b]["backend_version"].dropna()), None) for b in report.ds.backends}
-    return environment().get_template("report.html.jinja").render(
-        r=report,
-        runs=report.ds.envs,
-        orders=list(dict.fromkeys(str(e["order"]) for e in report.ds.envs.values() if e.get("order"))),
-        load_only=bool(report.sections) and all(_steady(s.kind) for s in report.sections),
-        has_load=any(_steady(s.kind) for s in report.sections),
-        models=models,
-        versions=versions,
-        generated=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-        summary_blocks=common.summary(report),
-        section_blocks=blocks,
-        agreement_blocks=common.agreement(report, agreement_slot),
-        server_blocks=common.server(report),
-        caveat_blocks=common.caveats(report),
-        claim_blocks=claims.blocks(report.claims, report.ds.backends),
-        specs=c.specs,
-        bundle=Markup(vega_bundle()),
+    versions = {
+        b: next(iter(df[df["backend"] == b]["backend_version"].dropna()), None) for b in report.ds.backends
+    }
+    return (
+        environment()
+        .get_template("report.html.jinja")
+        .render(
+            r=report,
+            runs=report.ds.envs,
+            orders=list(dict.fromkeys(str(e["order"]) for e in report.ds.envs.values() if e.get("order"))),
+            load_only=bool(report.sections) and all(_steady(s.kind) for s in report.sections),
+            has_load=any(_steady(s.kind) for s in report.sections),
+            models=models,
+            versions=versions,
+            generated=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+            summary_blocks=common.summary(report),
+            section_blocks=blocks,
+            agreement_blocks=common.agreement(report, agreement_slot),
+            server_blocks=common.server(report),
+            caveat_blocks=common.caveats(report),
+            claim_blocks=claims.blocks(report.claims, report.ds.backends),
+            specs=c.specs,
+            bundle=Markup(vega_bundle()),
+        )
     )

@@ -48,44 +48,76 @@ def rows(report: Report) -> list[tuple[str, dict[str, str]]]:
         lengths, vs = sweep.data["lengths"], sweep.data["vs_roof"]
         ns = sorted(set(lengths["N"]))
         reps = {b: spread(g["decode_n"]) for b, g in lengths.groupby("backend", sort=False)}
-        out.append(("engine starts · calls per N, all starts (median over N)",
-                    {b: f"{starts.get(b, 0)} · {fmt.n(reps[b].median)}" for b in reps}))
-        out.append((f"decode ms/token, N = {ns[0]} … {ns[-1]} (medians)",
-                     {b: _span(list(g["decode_med"].map(num))) for b, g in lengths.groupby("backend", sort=False)}))
+        out.append(
+            (
+                "engine starts · calls per N, all starts (median over N)",
+                {b: f"{starts.get(b, 0)} · {fmt.n(reps[b].median)}" for b in reps},
+            )
+        )
+        out.append(
+            (
+                f"decode ms/token, N = {ns[0]} … {ns[-1]} (medians)",
+                {b: _span(list(g["decode_med"].map(num))) for b, g in lengths.groupby("backend", sort=False)},
+            )
+        )
         if not vs.empty:
-            out.append((f"bytes a decode step reads, GB, N = {ns[0]} … {ns[-1]}",
-                        {b: _span(list(g["step_bytes"] / 1e9)) for b, g in vs.groupby("backend", sort=False)}))
-            for col, floor_col, what in (("decode_x_copy", "copy_floor_ms", "measured copy bandwidth"),
-                                         ("decode_x", "decode_floor_ms", "datasheet bandwidth")):
+            out.append(
+                (
+                    f"bytes a decode step reads, GB, N = {ns[0]} … {ns[-1]}",
+                    {b: _span(list(g["step_bytes"] / 1e9)) for b, g in vs.groupby("backend", sort=False)},
+                )
+            )
+            for col, floor_col, what in (
+                ("decode_x_copy", "copy_floor_ms", "measured copy bandwidth"),
+                ("decode_x", "decode_floor_ms", "datasheet bandwidth"),
+            ):
                 if vs[col].notna().any():
                     floor = _span(list(vs[floor_col]), 2)
-                    out.append((f"÷ floor {floor} ms ({what}; bytes a step reads)",
-                                {b: _span(list(g[col]), 2, "×") for b, g in vs.groupby("backend", sort=False)}))
+                    out.append(
+                        (
+                            f"÷ floor {floor} ms ({what}; bytes a step reads)",
+                            {b: _span(list(g[col]), 2, "×") for b, g in vs.groupby("backend", sort=False)},
+                        )
+                    )
         picks = [n for n in (ns[0], ns[len(ns) // 2], ns[-1])]
         engine = {b for b, g in df.groupby("backend", sort=False) if not g["ttft_common"].all()}
         cells = {}
         for b, g in lengths.groupby("backend", sort=False):
-            vals = [fmt.n(num(g[g["N"] == n]["prefill_med"].iloc[0])) if (g["N"] == n).any() else "–" for n in picks]
+            vals = [
+                fmt.n(num(g[g["N"] == n]["prefill_med"].iloc[0])) if (g["N"] == n).any() else "–"
+                for n in picks
+            ]
             cells[b] = " / ".join(vals) + (" (engine's own)" if b in engine else "")
         out.append((f"TTFT ms at N = {' / '.join(map(str, picks))}", cells))
         fits: dict[str, str] = {}
         for f in sweep.data["fits"]:
             if f.backend in fits and not f.holds:
                 continue
-            text = f"{fmt.n(f.a_ms)} ms (r² {fmt.n(f.r2, 2)}{', ' + f.note if f.note else ''})" if f.holds else \
-                f"no floor: r² {fmt.n(f.r2, 2)} < 0.9"
+            text = (
+                f"{fmt.n(f.a_ms)} ms (r² {fmt.n(f.r2, 2)}{', ' + f.note if f.note else ''})"
+                if f.holds
+                else f"no floor: r² {fmt.n(f.r2, 2)} < 0.9"
+            )
             fits[f.backend] = text if f.backend not in fits else f"{fits[f.backend]}; {text}"
         out.append(("per-call floor a of TTFT = a + b·N", fits))
     conv = _section(report, "conversation")
     if conv is not None:
         tot = conv.data["totals"]
-        for col, label, unit in (("ttft", "conversation, summed TTFT full → cached", " ms"),
-                                 ("tokens", "conversation, tokens computed full → cached", "")):
+        for col, label, unit in (
+            ("ttft", "conversation, summed TTFT full → cached", " ms"),
+            ("tokens", "conversation, tokens computed full → cached", ""),
+        ):
             cells = {}
             for b, g in tot.groupby("backend", sort=False):
-                full, cached = (num(g[g["mode"] == m][f"{col}_med"].iloc[0]) if (g["mode"] == m).any() else None
-                                for m in ("full", "cached"))
-                cells[b] = f"{fmt.n(full)} → {fmt.n(cached)}{unit}" if cached is not None else f"{fmt.n(full)}{unit} (full only)"
+                full, cached = (
+                    num(g[g["mode"] == m][f"{col}_med"].iloc[0]) if (g["mode"] == m).any() else None
+                    for m in ("full", "cached")
+                )
+                cells[b] = (
+                    f"{fmt.n(full)} → {fmt.n(cached)}{unit}"
+                    if cached is not None
+                    else f"{fmt.n(full)}{unit} (full only)"
+                )
             out.append((label, cells))
     js = _section(report, "json")
     if js is not None:
@@ -94,25 +126,38 @@ def rows(report: Report) -> list[tuple[str, dict[str, str]]]:
         rates = js.data["rates"]
         rates = rates[rates["mode"].isin(modes)]
         if not rates.empty:
-            out.append(("constrained JSON valid, all temperatures", {
-                b: f"{fmt.pct(g['valid'].sum() / g['n'].sum())} ({int(g['valid'].sum())} of {int(g['n'].sum())})"
-                for b, g in rates.groupby("backend", sort=False)}))
+            out.append(
+                (
+                    "constrained JSON valid, all temperatures",
+                    {
+                        b: f"{fmt.pct(g['valid'].sum() / g['n'].sum())} ({int(g['valid'].sum())} of {int(g['n'].sum())})"
+                        for b, g in rates.groupby("backend", sort=False)
+                    },
+                )
+            )
         cells = {}
         for r in over.to_dict("records"):
             c, u = r["constrained"], r["unconstrained"]
             noise = ((c.q3 - c.q1) + (u.q3 - u.q1)) / 2
             text = f"{r['extra_ms']:+.2f} ms ({r['extra_ms'] / u.median:+.1%})".replace("-", "−")
-            cells[r["backend"]] = text if abs(r["extra_ms"]) > noise else f"not resolved ({text}, inside ±{fmt.n(noise)} ms)"
+            cells[r["backend"]] = (
+                text if abs(r["extra_ms"]) > noise else f"not resolved ({text}, inside ±{fmt.n(noise)} ms)"
+            )
         if cells:
             out.append(("grammar cost per decoded token (constrained − strict)", cells))
-    facts = {"engine start-up s": lambda s: num(s.get("startup_s")), "KV-cache capacity, tokens": kv_tokens,
-             "peak GPU memory GiB": lambda s: (num(s.get("peak_gpu_memory_bytes")) or 0) / 2**30 or None}
+    facts = {
+        "engine start-up s": lambda s: num(s.get("startup_s")),
+        "KV-cache capacity, tokens": kv_tokens,
+        "peak GPU memory GiB": lambda s: (num(s.get("peak_gpu_memory_bytes")) or 0) / 2**30 or None,
+    }
     for label, get in facts.items():
         cells = {}
         for b in report.ds.backends:
             st = spread(get(s) for s in report.ds.start_envs(b))
             if st.ok:
-                cells[b] = fmt.n(st.median) + (f" [{fmt.n(st.lo)}–{fmt.n(st.hi)}] ({st.n} starts)" if st.n > 1 else "")
+                cells[b] = fmt.n(st.median) + (
+                    f" [{fmt.n(st.lo)}–{fmt.n(st.hi)}] ({st.n} starts)" if st.n > 1 else ""
+                )
         if cells:
             out.append((label, cells))
     return out
@@ -133,13 +178,18 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--copy-gbps", type=copy_bandwidth, default=None, metavar="GBPS|FILE.json")
     p.add_argument("--bandwidth-gbps", type=positive, default=None)
     p.add_argument("--merge-starts", action="store_true")
-    p.add_argument("--write", type=Path, default=None, metavar="FILE", help="replace the readme-tables block of FILE")
+    p.add_argument(
+        "--write", type=Path, default=None, metavar="FILE", help="replace the readme-tables block of FILE"
+    )
     return p
 
 
 def generate(args: argparse.Namespace) -> str:
-    report = assemble(read_runs(args.run_dirs, drop=args.drop, merge_starts=args.merge_starts),
-                      bandwidth_gbps=args.bandwidth_gbps, copy_gbps=args.copy_gbps)
+    report = assemble(
+        read_runs(args.run_dirs, drop=args.drop, merge_starts=args.merge_starts),
+        bandwidth_gbps=args.bandwidth_gbps,
+        copy_gbps=args.copy_gbps,
+    )
     return table(report)
 
 
@@ -157,7 +207,7 @@ def main(argv: list[str] | None = None) -> int:
         print(text, end="")
         return 0
     at = argv.index("--write") if "--write" in argv else None
-    kept = argv[:at] + argv[at + 2:] if at is not None else [a for a in argv if not a.startswith("--write=")]
+    kept = argv[:at] + argv[at + 2 :] if at is not None else [a for a in argv if not a.startswith("--write=")]
     block = f"<!-- readme-tables: {shlex.join(kept)} -->\n{text}<!-- /readme-tables -->"
     try:
         old = args.write.read_text(encoding="utf-8")
@@ -165,7 +215,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"python -m reports.readme_tables: error: {args.write}: {exc.strerror}", file=sys.stderr)
         return 2
     if not BLOCK.search(old):
-        print(f"python -m reports.readme_tables: error: {args.write} has no <!-- readme-tables: ... --> block", file=sys.stderr)
+        print(
+            f"python -m reports.readme_tables: error: {args.write} has no <!-- readme-tables: ... --> block",
+            file=sys.stderr,
+        )
         return 2
     args.write.write_text(BLOCK.sub(lambda _: block, old, count=1), encoding="utf-8")
     print(f"{args.write}: table regenerated")

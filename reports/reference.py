@@ -18,7 +18,11 @@ CONVERSATION = {
 }
 SWEEP = {"N": 1024, "tps_ratio": 494.0}
 DECODE = {"ms_per_token": 64.0, "bandwidth_share": 0.16}
-PREFILL = {"N_lo": 64, "N_hi": 256, "decode_steps": 1.0}  # prefill of 64-256 tokens costs about one decode step
+PREFILL = {
+    "N_lo": 64,
+    "N_hi": 256,
+    "decode_steps": 1.0,
+}  # prefill of 64-256 tokens costs about one decode step
 REPLY_TOKENS = 64
 # Decode's share of a 64-token call follows from the seed's own figures: 63 steps of 64 ms after a
 # prefill of about one step (64 ms) -> 63 / 64 of the call.

@@ -48,7 +48,6 @@ GPUS: list[tuple[str, str, float, float]] = [
 ]
 
 
-
 @dataclass(frozen=True)
 class Peak:
     label: str  # "H200 SXM", or "command line"
@@ -57,7 +56,9 @@ class Peak:
     source: str  # "datasheet" | "command line"
 
 
-def gpu_peak(gpu: str | None, bandwidth_gbps: float | None = None, tflops: float | None = None) -> Peak | None:
+def gpu_peak(
+    gpu: str | None, bandwidth_gbps: float | None = None, tflops: float | None = None
+) -> Peak | None:
     """Peak figures for a GPU name, overrides first; None without a GPU or when a figure is unknown."""
     if gpu is None:
         return None
@@ -103,7 +104,9 @@ class ModelSize:
 
     @property
     def weight_bytes(self) -> float | None:
-        return None if self.params is None or self.dtype_bytes is None else float(self.params * self.dtype_bytes)
+        return (
+            None if self.params is None or self.dtype_bytes is None else float(self.params * self.dtype_bytes)
+        )
 
 
 def model_size(env: dict[str, Any]) -> ModelSize:
@@ -114,12 +117,18 @@ def model_size(env: dict[str, Any]) -> ModelSize:
         return ModelSize(int(model["params"]), dtype_bytes, "env.json")
     path = Path(str(model.get("path") or "")) / "config.json"
     if not model.get("path") or not path.is_file():
-        return ModelSize(None, dtype_bytes, "parameter count not available (no model.params in env.json, config.json not readable)")
+        return ModelSize(
+            None,
+            dtype_bytes,
+            "parameter count not available (no model.params in env.json, config.json not readable)",
+        )
     try:
         config = json.loads(path.read_text())
         params = qwen3_params(config)
     except (OSError, ValueError, KeyError) as exc:
-        return ModelSize(None, dtype_bytes, f"parameter count not available ({type(exc).__name__} reading {path})")
+        return ModelSize(
+            None, dtype_bytes, f"parameter count not available ({type(exc).__name__} reading {path})"
+        )
     if dtype_bytes is None:
         dtype_bytes = DTYPE_BYTES.get(str(config.get("torch_dtype") or config.get("dtype") or ""))
     return ModelSize(params, dtype_bytes, f"computed from {path}")
@@ -161,7 +170,12 @@ def step_bytes(size: ModelSize, config: dict[str, Any] | None, source: str = "")
     if size.weight_bytes is None or size.dtype_bytes is None:
         return None
     if not config:
-        return StepBytes(size.weight_bytes, 0.0, None, f"all weights ({source or 'no config'}: embedding and KV cache not separable)")
+        return StepBytes(
+            size.weight_bytes,
+            0.0,
+            None,
+            f"all weights ({source or 'no config'}: embedding and KV cache not separable)",
+        )
     try:
         h, vocab, layers = config["hidden_size"], config["vocab_size"], config["num_hidden_layers"]
     except KeyError:
@@ -172,9 +186,18 @@ def step_bytes(size: ModelSize, config: dict[str, Any] | None, source: str = "")
     tied = bool(config.get("tie_word_embeddings"))
     embed = 0.0 if tied else float(vocab * h * size.dtype_bytes)
     kv = float(layers * 2 * kv_heads * head_dim * size.dtype_bytes)
-    how = ("weights incl. the embedding, streamed as the tied lm_head" if tied else "weights less the input embedding")
-    return StepBytes(size.weight_bytes - embed, embed, kv, f"{how} + KV cache ({layers} layers × 2 × {kv_heads} KV heads × "
-                     f"{head_dim} × {size.dtype_bytes} B per token of context); shape from {source}")
+    how = (
+        "weights incl. the embedding, streamed as the tied lm_head"
+        if tied
+        else "weights less the input embedding"
+    )
+    return StepBytes(
+        size.weight_bytes - embed,
+        embed,
+        kv,
+        f"{how} + KV cache ({layers} layers × 2 × {kv_heads} KV heads × "
+        f"{head_dim} × {size.dtype_bytes} B per token of context); shape from {source}",
+    )
 
 
 def decode_floor_ms(step_bytes: float, bandwidth_gbps: float) -> float:

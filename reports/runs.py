@@ -24,10 +24,21 @@ import pandas as pd
 from contract.records import RECORDS, Record, RecordKey, latest_attempts
 
 COLUMNS = [f.name for f in fields(Record)]
-NEW_FIELDS = ("engine_start", "engine_ttft_ms", "engine_decode_ms_per_token")  # issue 14; absent from old runs
+NEW_FIELDS = (
+    "engine_start",
+    "engine_ttft_ms",
+    "engine_decode_ms_per_token",
+)  # issue 14; absent from old runs
 ENGINE_INTERNAL = "engine-metrics"  # old runs: ttft_ms was the engine's own figure
 # The JSON types each record field may hold (besides null), from the Record dataclass's annotations.
-_TYPES = {"str": (str,), "int": (int,), "float": (int, float), "bool": (bool,), "list": (list,), "dict": (dict,)}
+_TYPES = {
+    "str": (str,),
+    "int": (int,),
+    "float": (int, float),
+    "bool": (bool,),
+    "list": (list,),
+    "dict": (dict,),
+}
 FIELD_TYPES = {f.name: _TYPES[str(f.type).split("[")[0].split(" ")[0]] for f in fields(Record)}
 
 
@@ -41,8 +52,12 @@ class Dataset:
     envs: dict[str, dict[str, Any]]  # run_id -> env.json
     backends: list[str]  # column labels, in order of appearance
     sources: dict[str, tuple[str, str]] = field(default_factory=dict)  # label -> (run_id, backend name)
-    members: dict[str, list[tuple[str, str]]] = field(default_factory=dict)  # label -> every (run_id, name) merged in it
-    problems: list[str] = field(default_factory=list)  # bad lines left out, one line per file (stderr and the page)
+    members: dict[str, list[tuple[str, str]]] = field(
+        default_factory=dict
+    )  # label -> every (run_id, name) merged in it
+    problems: list[str] = field(
+        default_factory=list
+    )  # bad lines left out, one line per file (stderr and the page)
 
     def start_envs(self, label: str) -> list[dict[str, Any]]:
         """One dict per engine start of a column: env.json's ``starts`` entries, or the backend block (old runs)."""
@@ -50,7 +65,9 @@ class Dataset:
         for run_id, name in self.members.get(label) or [self.sources.get(label, ("", label))]:
             block = ((self.envs.get(run_id) or {}).get("backends") or {}).get(name) or {}
             starts = [s for s in block.get("starts") or [] if isinstance(s, dict)]
-            out += [{**s, "run_id": run_id} for s in starts] or ([{**block, "engine_start": 0, "run_id": run_id}] if block else [])
+            out += [{**s, "run_id": run_id} for s in starts] or (
+                [{**block, "engine_start": 0, "run_id": run_id}] if block else []
+            )
         return out
 
     def env_of(self, label: str) -> dict[str, Any]:
@@ -127,18 +144,24 @@ def read_checked(path: Path) -> tuple[list[dict[str, Any]], list[int]]:
 
 def bad_lines_note(path: Path, bad: list[int]) -> str:
     shown = ", ".join(map(str, bad[:20])) + (f" and {len(bad) - 20} more" if len(bad) > 20 else "")
-    return (f"{path}: {len(bad)} bad line{'s' if len(bad) > 1 else ''} left out (not a whole record, or a field of "
-            f"the wrong type): line{'s' if len(bad) > 1 else ''} {shown}")
+    return (
+        f"{path}: {len(bad)} bad line{'s' if len(bad) > 1 else ''} left out (not a whole record, or a field of "
+        f"the wrong type): line{'s' if len(bad) > 1 else ''} {shown}"
+    )
 
 
 def setup_of(env: dict[str, Any], name: str) -> tuple:
     """What must match for two runs of a backend to count as starts of one setup."""
     block = (env.get("backends") or {}).get(name) or {}
-    version = (block.get("packages") or {}).get(name.split("-")[0]) or (block.get("engine") or {}).get(name.split("-")[0])
+    version = (block.get("packages") or {}).get(name.split("-")[0]) or (block.get("engine") or {}).get(
+        name.split("-")[0]
+    )
     return (env.get("plan_hash"), (env.get("model") or {}).get("config_hash"), env.get("dtype"), version)
 
 
-def read_runs(run_dirs: list[str | Path], drop: list[tuple[str, str]] | tuple = (), merge_starts: bool = False) -> Dataset:
+def read_runs(
+    run_dirs: list[str | Path], drop: list[tuple[str, str]] | tuple = (), merge_starts: bool = False
+) -> Dataset:
     """The records and env.json of every run directory as one :class:`Dataset` (labels, ``drop`` and
     ``merge_starts`` as the module says); ReportError (one line) for a folder with no records or a bad
     ``--drop``."""
@@ -166,16 +189,26 @@ def read_runs(run_dirs: list[str | Path], drop: list[tuple[str, str]] | tuple = 
             if key in drop:
                 dropped.add(key)
                 continue
-            rows.append({**{c: row.get(c) for c in COLUMNS}, **{c: row.get(c) for c in NEW_FIELDS},
-                         "run_id": run_id, "backend_name": row.get("backend")})
+            rows.append(
+                {
+                    **{c: row.get(c) for c in COLUMNS},
+                    **{c: row.get(c) for c in NEW_FIELDS},
+                    "run_id": run_id,
+                    "backend_name": row.get("backend"),
+                }
+            )
     unmatched = [f"{run}:{name}" for run, name in drop if (run, name) not in dropped]
     if unmatched:
         raise ReportError(f"--drop {', '.join(unmatched)}: no such records (RUN is a run directory's name)")
     if not rows:
-        raise ReportError("the run directories hold no records" + (f" ({'; '.join(problems)})" if problems else ""))
+        raise ReportError(
+            "the run directories hold no records" + (f" ({'; '.join(problems)})" if problems else "")
+        )
     df = pd.DataFrame(rows, columns=[*COLUMNS, *[c for c in NEW_FIELDS if c not in COLUMNS], "backend_name"])
     df["extra"] = df["extra"].map(lambda e: e if isinstance(e, dict) else {})
-    df["engine_start"] = [int(s) if pd.notna(s) else 0 for s in pd.to_numeric(df["engine_start"], errors="coerce")]
+    df["engine_start"] = [
+        int(s) if pd.notna(s) else 0 for s in pd.to_numeric(df["engine_start"], errors="coerce")
+    ]
     df["start"] = [f"{r}#{s}" for r, s in zip(df["run_id"], df["engine_start"], strict=True)]
     df["ttft_common"] = df["timing_source"] != ENGINE_INTERNAL
     pairs = list(dict.fromkeys(zip(df["run_id"], df["backend_name"], strict=True)))
@@ -185,8 +218,10 @@ def read_runs(run_dirs: list[str | Path], drop: list[tuple[str, str]] | tuple = 
         for run, name in pairs:
             setup = setup_of(envs[run], name)
             if setups.setdefault(name, setup) != setup:
-                raise ReportError(f"--merge-starts: the runs of {name} differ in setup (plan hash, model config hash, dtype, "
-                                  f"version: {setups[name]} vs {setup}); merge only runs of the same setup")
+                raise ReportError(
+                    f"--merge-starts: the runs of {name} differ in setup (plan hash, model config hash, dtype, "
+                    f"version: {setups[name]} vs {setup}); merge only runs of the same setup"
+                )
         labels = {(run, name): name for run, name in pairs}
     else:
         labels = {(run, name): (name if names.count(name) == 1 else f"{name} ({run})") for run, name in pairs}
@@ -196,5 +231,11 @@ def read_runs(run_dirs: list[str | Path], drop: list[tuple[str, str]] | tuple = 
     for key, label in labels.items():
         sources.setdefault(label, key)  # merged starts: the first run's env.json describes the column
         members.setdefault(label, []).append(key)
-    return Dataset(records=df, envs=envs, backends=list(dict.fromkeys(labels.values())), sources=sources, members=members,
-                   problems=problems)
+    return Dataset(
+        records=df,
+        envs=envs,
+        backends=list(dict.fromkeys(labels.values())),
+        sources=sources,
+        members=members,
+        problems=problems,
+    )

@@ -60,8 +60,15 @@ def agg(df: pd.DataFrame, by: Sequence[str], value: str, prefix: str | None = No
     for key, group in df.groupby(list(by), sort=False, dropna=False):
         key = key if isinstance(key, tuple) else (key,)
         s = spread(group[value])
-        rows.append({**dict(zip(by, key, strict=True)), f"{p}_med": s.median, f"{p}_q1": s.q1,
-                     f"{p}_q3": s.q3, f"{p}_n": s.n})
+        rows.append(
+            {
+                **dict(zip(by, key, strict=True)),
+                f"{p}_med": s.median,
+                f"{p}_q1": s.q1,
+                f"{p}_q3": s.q3,
+                f"{p}_n": s.n,
+            }
+        )
     return pd.DataFrame(rows, columns=[*by, f"{p}_med", f"{p}_q1", f"{p}_q3", f"{p}_n"])
 
 
@@ -131,8 +138,14 @@ def over_starts(values: Iterable[object], starts: Iterable[object]) -> StartStat
     med = float(np.median(medians))
     within = [(s.q3 - s.q1) / 2 / abs(s.median) for s in stats if s.n > 1 and s.median]  # type: ignore[operator]
     across = (max(medians) - min(medians)) / 2 / abs(med) if len(stats) > 1 and med else None  # type: ignore[type-var]
-    return StartStat(med, float(np.median(within)) if within else None, across, len(stats), sum(s.n for s in stats),
-                     tuple(medians))  # type: ignore[arg-type]
+    return StartStat(
+        med,
+        float(np.median(within)) if within else None,
+        across,
+        len(stats),
+        sum(s.n for s in stats),
+        tuple(medians),
+    )  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)
@@ -142,9 +155,15 @@ class Ranking:
     order: list[str]  # best first
     margin: float | None  # relative gap from the best to the next
     noise: float  # the larger relative half-spread of the two (within or across starts)
-    winner: str | None  # None: one backend, the gap is within the noise, or a spread across starts is unmeasured
-    one_start: tuple[str, ...] = ()  # of the top two, those with too few engine starts (spread across starts unknown)
-    why_not: str | None = None  # where there is no winner though both have enough starts: which test the gap failed
+    winner: (
+        str | None
+    )  # None: one backend, the gap is within the noise, or a spread across starts is unmeasured
+    one_start: tuple[
+        str, ...
+    ] = ()  # of the top two, those with too few engine starts (spread across starts unknown)
+    why_not: str | None = (
+        None  # where there is no winner though both have enough starts: which test the gap failed
+    )
 
 
 def rank(values: dict[str, StartStat], higher: bool = False, min_starts: int = 2) -> Ranking:
@@ -168,17 +187,27 @@ def rank(values: dict[str, StartStat], higher: bool = False, min_starts: int = 2
     across = 2 * max(best.across or 0.0, second.across or 0.0)
     one_start = tuple(b for b in order[:2] if have[b].starts < min_starts)
     apart = separated(best, second, higher)
-    wins = margin is not None and margin > 0 and margin > within and margin > across and not one_start and apart
+    wins = (
+        margin is not None and margin > 0 and margin > within and margin > across and not one_start and apart
+    )
     why = None
     if not wins and margin is not None and not one_start:
-        why = (f"the gap is inside the spread within a start (±{_rel(within)} together)" if margin <= within else
-               f"the gap is inside the spread between engine starts ({_rel(across)})" if margin <= across else
-               "one backend's engine starts overlap the other's" if not apart else None)
+        why = (
+            f"the gap is inside the spread within a start (±{_rel(within)} together)"
+            if margin <= within
+            else f"the gap is inside the spread between engine starts ({_rel(across)})"
+            if margin <= across
+            else "one backend's engine starts overlap the other's"
+            if not apart
+            else None
+        )
     return Ranking(order, margin, noise, order[0] if wins else None, one_start, why)
 
 
 def _rel(x: float) -> str:
-    return f"{x * 100:.1f}%" if x < 0.1 else f"{x * 100:.0f}%"  # as reports.fmt.rel (which imports this module)
+    return (
+        f"{x * 100:.1f}%" if x < 0.1 else f"{x * 100:.0f}%"
+    )  # as reports.fmt.rel (which imports this module)
 
 
 def separated(best: StartStat, second: StartStat, higher: bool = False) -> bool:

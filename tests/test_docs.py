@@ -28,7 +28,11 @@ def section(doc: str, heading: str) -> str:
 
 
 def table_rows(block: str) -> list[list[str]]:
-    rows = [[c.strip() for c in line.strip().strip("|").split("|")] for line in block.splitlines() if line.startswith("|")]
+    rows = [
+        [c.strip() for c in line.strip().strip("|").split("|")]
+        for line in block.splitlines()
+        if line.startswith("|")
+    ]
     return [r for r in rows[2:]]  # past the header and its rule
 
 
@@ -38,9 +42,19 @@ def test_the_readme_fits_on_a_few_screens():
 
 def test_the_readme_sections_come_in_the_order_a_newcomer_reads_them():
     headings = re.findall(r"^## (.+)$", text(README), re.M)
-    order = ["What you get", "Quick start", "Your GPU and your model", "Your own server", "The workloads",
-             "Your own workload", "How it is measured", "Reference results", "The ten flags that matter, and the exit codes",
-             "When to use this, and when another tool", "Licence"]
+    order = [
+        "What you get",
+        "Quick start",
+        "Your GPU and your model",
+        "Your own server",
+        "The workloads",
+        "Your own workload",
+        "How it is measured",
+        "Reference results",
+        "The ten flags that matter, and the exit codes",
+        "When to use this, and when another tool",
+        "Licence",
+    ]
     assert [h for h in headings if h in order] == order
 
 
@@ -56,12 +70,23 @@ def test_the_workload_table_lists_exactly_the_registered_kinds_and_built_ins():
     assert sorted(builtins) == sorted(BUILTIN)
 
 
-NUMBERS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10}
+NUMBERS = {
+    "one": 1,
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+    "ten": 10,
+}
 
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name if p == README else f"docs/{p.name}")
 def test_counts_of_kinds_and_built_ins_are_the_registries(page):
-    """"Five kinds", "all five built-in workloads": a count of kinds or of built-ins is the registry's
+    """ "Five kinds", "all five built-in workloads": a count of kinds or of built-ins is the registry's
     ("the four batch-1 workloads" of a past run is a fact about that run, not a count of the registry)."""
     from workloads import BUILTIN, kinds
 
@@ -150,8 +175,13 @@ def test_every_flag_the_readme_names_exists():
     """Prose included ("`--lint-only` also checks..."): a flag the README names is compare.py's or the report's,
     unless its line runs another tool (``vllm serve --port``)."""
     known = compare_options() | report_options()
-    unknown = [f"{flag}: {line.strip()}" for line in text(README).splitlines() if not OTHER_TOOLS.search(line)
-               for flag in re.findall(r"(?<![\w-])--[a-z][a-z0-9-]*", line) if flag not in known]
+    unknown = [
+        f"{flag}: {line.strip()}"
+        for line in text(README).splitlines()
+        if not OTHER_TOOLS.search(line)
+        for flag in re.findall(r"(?<![\w-])--[a-z][a-z0-9-]*", line)
+        if flag not in known
+    ]
     assert unknown == []
 
 
@@ -210,7 +240,8 @@ def test_the_example_workload_files_load(tmp_path, page, all_kinds):
 def test_the_reference_figures_are_the_committed_runs():
     """Every number in the README's reference table is quoted from docs/h200-results.md or the runs' READMEs."""
     sources = text(ROOT / "docs" / "h200-results.md") + "".join(
-        text(p) for p in (ROOT / "reports" / "examples").glob("*/README.md"))
+        text(p) for p in (ROOT / "reports" / "examples").glob("*/README.md")
+    )
     rows = table_rows(section(text(README), "Reference results"))
     assert len(rows) >= 3
     for row in rows:

@@ -31,7 +31,9 @@ workloads:
 
 @pytest.fixture
 def brevity(monkeypatch):
-    monkeypatch.setitem(measuring_kinds.REGISTRY, "brevity", "tests.example_kind.workload:KIND")  # registry line 1
+    monkeypatch.setitem(
+        measuring_kinds.REGISTRY, "brevity", "tests.example_kind.workload:KIND"
+    )  # registry line 1
     monkeypatch.setitem(report_kinds.REGISTRY, "brevity", "tests.example_kind.report:KIND")  # registry line 2
     monkeypatch.setattr(fakes, "EchoBackend", fakes.echo_backend_class(), raising=False)
     monkeypatch.setitem(backends.REGISTRY, "echo", "tests.harness.fakes:EchoBackend")
@@ -53,7 +55,9 @@ def test_plan_records_report(tmp_path, tiny_model_dir, brevity):
     assert child.main([str(run), "echo"]) == 0
     rows = read_records(run)
     assert len(rows) == 2 * 2 and {r["kind"] for r in rows} == {"brevity"}
-    assert all(r["clean"] is False and r["output_tokens"] == 3 for r in rows)  # echo never stops on its own: scored
+    assert all(
+        r["clean"] is False and r["output_tokens"] == 3 for r in rows
+    )  # echo never stops on its own: scored
     (run / "env.json").write_text('{"run_id": "run"}')
     html = build([run], tmp_path / "report.html").read_text(encoding="utf-8")
     assert "Stopped on its own" in html and "0/4" in html  # the kind's own block, from its own analysis
@@ -64,5 +68,7 @@ def test_the_runner_takes_the_group_runner_from_the_kind(tmp_path, tiny_model_di
     run = tmp_path / "run"
     fakes.prepare_run(run, fakes.small_workload(tmp_path, BREVITY), tiny_model_dir)
     assert child.main([str(run), "echo"]) == 0
-    rows = read_records(run)  # the concurrent runner needs the load capability, which echo lacks: skipped, not run
+    rows = read_records(
+        run
+    )  # the concurrent runner needs the load capability, which echo lacks: skipped, not run
     assert rows and {r["skipped"] for r in rows} == {"echo does not support load"}

@@ -24,13 +24,22 @@ PACKAGES = ("contract", "backends", "workloads", "reports", "harness")
 # The rooms of one kind or one backend (they name themselves) and the registry tables.
 ROOMS = {
     "backends/__init__.py",  # the backend registry
-    "workloads/kinds.py", "reports/kinds.py",  # the kind registries
-    "workloads/conversation.py", "workloads/sweep.py", "workloads/json_extraction.py", "workloads/template.py",
-    "workloads/load/__init__.py", "workloads/load/spec.py", "workloads/load/prompts.py", "workloads/load/planner.py",
+    "workloads/kinds.py",
+    "reports/kinds.py",  # the kind registries
+    "workloads/conversation.py",
+    "workloads/sweep.py",
+    "workloads/json_extraction.py",
+    "workloads/template.py",
+    "workloads/load/__init__.py",
+    "workloads/load/spec.py",
+    "workloads/load/prompts.py",
+    "workloads/load/planner.py",
     "workloads/load/search.py",
-    "reports/analysis/seed_claims.py", "reports/analysis/seed_tokens.py",  # the seed article's claims, kind by kind
+    "reports/analysis/seed_claims.py",
+    "reports/analysis/seed_tokens.py",  # the seed article's claims, kind by kind
     "reports/readme_tables.py",
-    "reports/analysis/many_users.py", "reports/views/many_users.py",
+    "reports/analysis/many_users.py",
+    "reports/views/many_users.py",
 }
 DECIDING_CALLS = {"eq", "ne", "isin"}
 # (module, literal) that coincide with a registered name without naming it, and why
@@ -67,34 +76,68 @@ def deciding_names(source: str, watched: set[str]) -> list[tuple[int, str]]:
 
 def generic_modules() -> list[Path]:
     paths = [p for pkg in PACKAGES for p in sorted((ROOT / pkg).rglob("*.py"))]
-    return [p for p in paths if "examples" not in p.parts and p.relative_to(ROOT).as_posix() not in ROOMS
-            and not any(part in ("hf", "vllm", "sglang", "openai") for part in p.relative_to(ROOT).parts[1:-1])]
+    return [
+        p
+        for p in paths
+        if "examples" not in p.parts
+        and p.relative_to(ROOT).as_posix() not in ROOMS
+        and not any(part in ("hf", "vllm", "sglang", "openai") for part in p.relative_to(ROOT).parts[1:-1])
+    ]
 
 
 def test_the_scan_sees_each_form_of_deciding_on_a_name():
     watched = {"json", "load", "hf", "vllm"}
-    src = ('if spec.kind == "json": pass\nif "load" in step.needs: pass\nok = name in ("hf", "vllm")\n'
-           'df[df["kind"].eq("json")]\nRecord(kind="load")\n')
-    assert sorted(deciding_names(src, watched)) == [(1, "json"), (2, "load"), (3, "hf"), (3, "vllm"), (4, "json"), (5, "load")]
-    harmless = 'group.get("load")\nPACKAGES = ("torch", "vllm")\nGroupRunner(run, needs="load")\nx = {"json": 1}\n'
+    src = (
+        'if spec.kind == "json": pass\nif "load" in step.needs: pass\nok = name in ("hf", "vllm")\n'
+        'df[df["kind"].eq("json")]\nRecord(kind="load")\n'
+    )
+    assert sorted(deciding_names(src, watched)) == [
+        (1, "json"),
+        (2, "load"),
+        (3, "hf"),
+        (3, "vllm"),
+        (4, "json"),
+        (5, "load"),
+    ]
+    harmless = (
+        'group.get("load")\nPACKAGES = ("torch", "vllm")\nGroupRunner(run, needs="load")\nx = {"json": 1}\n'
+    )
     assert deciding_names(harmless, watched) == []
 
 
 def test_the_scan_covers_the_generic_modules():
     covered = {p.relative_to(ROOT).as_posix() for p in generic_modules()}
-    for module in ("harness/cli.py", "harness/cli_parser.py", "harness/run_plan.py", "harness/backend_runs.py",
-                   "harness/runner.py", "harness/load_runner.py",
-                   "harness/cli_checks.py", "workloads/reader.py", "workloads/__init__.py", "reports/assemble.py",
-                   "reports/analysis/agreement.py", "reports/analysis/caveats.py", "reports/page.py",
-                   "backends/base.py", "backends/load_loop.py", "contract/plan.py"):
+    for module in (
+        "harness/cli.py",
+        "harness/cli_parser.py",
+        "harness/run_plan.py",
+        "harness/backend_runs.py",
+        "harness/runner.py",
+        "harness/load_runner.py",
+        "harness/cli_checks.py",
+        "workloads/reader.py",
+        "workloads/__init__.py",
+        "reports/assemble.py",
+        "reports/analysis/agreement.py",
+        "reports/analysis/caveats.py",
+        "reports/page.py",
+        "backends/base.py",
+        "backends/load_loop.py",
+        "contract/plan.py",
+    ):
         assert module in covered, module
     assert "backends/vllm/backend.py" not in covered and "workloads/load/planner.py" not in covered
 
 
 def test_no_generic_module_decides_on_a_kind_or_backend_name():
     watched = names()
-    offences = [f"{p.relative_to(ROOT)}:{line}: {name!r}" for p in generic_modules()
-                for line, name in deciding_names(p.read_text(encoding="utf-8"), watched)
-                if (p.relative_to(ROOT).as_posix(), name) not in COINCIDENCES]
-    assert not offences, "decided on a registered name (make it a field of the kind, a capability or an env fact):\n" + \
-        "\n".join(offences)
+    offences = [
+        f"{p.relative_to(ROOT)}:{line}: {name!r}"
+        for p in generic_modules()
+        for line, name in deciding_names(p.read_text(encoding="utf-8"), watched)
+        if (p.relative_to(ROOT).as_posix(), name) not in COINCIDENCES
+    ]
+    assert not offences, (
+        "decided on a registered name (make it a field of the kind, a capability or an env fact):\n"
+        + "\n".join(offences)
+    )

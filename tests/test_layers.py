@@ -57,7 +57,10 @@ def test_the_scan_sees_every_form_of_import():
     assert imported_layers("import benchmarks.study_time as st") == {"benchmarks"}
     assert imported_layers("from benchmarks import overhead") == {"benchmarks"}
     assert imported_layers("try:\n    import harness.chat\nexcept ImportError:\n    pass\n") == {"harness"}
-    assert imported_layers("import benchmarks_extra\nfrom .benchmarks import x\nx = 'benchmarks.overhead'") == set()
+    assert (
+        imported_layers("import benchmarks_extra\nfrom .benchmarks import x\nx = 'benchmarks.overhead'")
+        == set()
+    )
     assert imported_layers("import json, pandas\nfrom contracts import x") == set()
 
 
@@ -66,16 +69,24 @@ def test_a_planted_upward_import_is_caught():
     # report reading the harness's records module, an adapter parsing with the harness's options
     assert upward_imports("workloads", "from harness.chat import Renderer") == {"harness"}
     assert upward_imports("reports", "from harness.records import Record") == {"harness"}
-    assert upward_imports("backends", "def f():\n    from harness.load_args import parse_pairs\n") == {"harness"}
+    assert upward_imports("backends", "def f():\n    from harness.load_args import parse_pairs\n") == {
+        "harness"
+    }
     assert upward_imports("reports", "from workloads.plan import Step") == {"workloads"}
     assert upward_imports("backends", "from workloads import build_plan") == {"workloads"}
     assert upward_imports("contract", "from backends.base import Request") == {"backends"}
     assert upward_imports("harness", "from benchmarks import overhead") == {"benchmarks"}
     assert upward_imports("harness", "import compare") == {"compare"}
     # and what is allowed
-    assert upward_imports("reports", "from contract.records import Record\nfrom reports.stats import spread") == set()
+    assert (
+        upward_imports("reports", "from contract.records import Record\nfrom reports.stats import spread")
+        == set()
+    )
     assert upward_imports("harness", "from backends.base import Backend\nfrom reports import build") == set()
-    assert upward_imports("benchmarks", "from harness.chat import Renderer\nfrom reports.stats import spread") == set()
+    assert (
+        upward_imports("benchmarks", "from harness.chat import Renderer\nfrom reports.stats import spread")
+        == set()
+    )
 
 
 def test_every_module_imports_only_its_floor_and_below():
@@ -95,7 +106,9 @@ def test_the_contract_needs_nothing_but_the_standard_library():
     foreign = set()
     for path in sorted((ROOT / "contract").rglob("*.py")):
         tops = {name.split(".")[0] for name in imported_modules(path.read_text(encoding="utf-8"))}
-        foreign |= {f"{path.name}: {t}" for t in tops - set(sys.stdlib_module_names) - {"__future__", "contract"}}
+        foreign |= {
+            f"{path.name}: {t}" for t in tops - set(sys.stdlib_module_names) - {"__future__", "contract"}
+        }
     assert foreign == set()
 
 
@@ -128,7 +141,10 @@ def test_the_kind_scan_sees_a_kind_module_and_only_that():
     assert kind_imports(planted, rooms) == {"workloads.load", "workloads.load.search_groups"}
     assert kind_imports("from workloads import load", rooms) == {"workloads.load"}
     assert kind_imports("import workloads.sweep as s\nfrom workloads.load.planner import plan", rooms) == {
-        "workloads.sweep", "workloads.load.planner", "workloads.load.planner.plan"}
+        "workloads.sweep",
+        "workloads.load.planner",
+        "workloads.load.planner.plan",
+    }
     generic = "from workloads.loader import x\nfrom workloads.kinds import kind\nimport workloads"
     assert kind_imports(generic, rooms) == set()  # workloads.loader only starts like a room
 
@@ -138,7 +154,9 @@ def test_the_harness_reaches_a_workload_kind_only_through_the_registry():
     and the generic workload modules, never a kind's own module."""
     rooms = kind_rooms()
     assert len(rooms) >= 5  # the registry was read
-    offenders = [f"{path.relative_to(ROOT)} imports {', '.join(sorted(found))}"
-                 for path in sorted((ROOT / "harness").rglob("*.py"))
-                 if (found := kind_imports(path.read_text(encoding="utf-8"), rooms))]
+    offenders = [
+        f"{path.relative_to(ROOT)} imports {', '.join(sorted(found))}"
+        for path in sorted((ROOT / "harness").rglob("*.py"))
+        if (found := kind_imports(path.read_text(encoding="utf-8"), rooms))
+    ]
     assert offenders == []

@@ -20,8 +20,14 @@ from workloads.reader import WorkloadFileError, file_hash, hashes, read_workload
 from workloads.spec import WorkloadSpec
 
 __all__ = [
-    "BUILTIN", "WorkloadFileError", "build_plan", "file_hash", "hashes", "read_builtin",
-    "read_workload_file", "read_workloads",
+    "BUILTIN",
+    "WorkloadFileError",
+    "build_plan",
+    "file_hash",
+    "hashes",
+    "read_builtin",
+    "read_workload_file",
+    "read_workloads",
 ]
 
 BUILTIN_DIR = Path(__file__).parent / "builtin"
@@ -52,7 +58,9 @@ def read_workloads(builtin: Iterable[str], files: Iterable[str | Path]) -> list[
     names = [s.name for s in specs]
     twice = sorted({n for n in names if names.count(n) > 1})
     if twice:
-        raise WorkloadFileError(f"workload name(s) declared twice: {', '.join(twice)} (records are keyed by the name)")
+        raise WorkloadFileError(
+            f"workload name(s) declared twice: {', '.join(twice)} (records are keyed by the name)"
+        )
     return specs
 
 

@@ -75,7 +75,9 @@ def turn_messages(spec: ConversationSpec) -> list[list[dict[str, Any]]]:
             history = [*history, {"role": "assistant", "content": turn.assistant}]
         return requests
     if spec.messages is None:
-        raise ValueError(f"conversation {spec.name!r}: transcripts not loaded (read the file with workloads.read_workload_file)")
+        raise ValueError(
+            f"conversation {spec.name!r}: transcripts not loaded (read the file with workloads.read_workload_file)"
+        )
     return recorded_requests(spec.messages, spec.system)
 
 
@@ -123,10 +125,14 @@ def plan(spec: ConversationSpec, renderer: Renderer, out: Plan, repeats: int, st
         ]
 
     for mode in MODES:
-        out.groups.append(Group(block=f"{spec.name}/{mode}", steps=turn_steps(mode, rep=-1), warmup=True, reset_cache=True))
+        out.groups.append(
+            Group(block=f"{spec.name}/{mode}", steps=turn_steps(mode, rep=-1), warmup=True, reset_cache=True)
+        )
     for rep in range(repeats):
         for mode in rotated(MODES, rep + start):
-            out.groups.append(Group(block=f"{spec.name}/{mode}", steps=turn_steps(mode, rep), reset_cache=True))
+            out.groups.append(
+                Group(block=f"{spec.name}/{mode}", steps=turn_steps(mode, rep), reset_cache=True)
+            )
 
 
 def with_files(spec: ConversationSpec, loaded: Any, ctx: Any) -> list[ConversationSpec]:
@@ -137,7 +143,9 @@ def with_files(spec: ConversationSpec, loaded: Any, ctx: Any) -> list[Conversati
         ref = ctx.path.parent / spec.transcripts.path
         out = []
         for k, (line, messages) in enumerate(loaded, start=1):
-            one = spec.model_copy(update={"name": f"{spec.name}/{k}", "messages": messages, "transcripts": None})
+            one = spec.model_copy(
+                update={"name": f"{spec.name}/{k}", "messages": messages, "transcripts": None}
+            )
             one._origins = [f"{ctx.shown(ref)}:{line}"]
             out.append(one)
         return out
@@ -148,5 +156,11 @@ def with_files(spec: ConversationSpec, loaded: Any, ctx: Any) -> list[Conversati
     return [spec]
 
 
-KIND = Kind("conversation", ConversationSpec, plan, repeated=True,
-            files=(FileRef(("transcripts", "path"), reads="transcripts", takes_first=True),), with_files=with_files)
+KIND = Kind(
+    "conversation",
+    ConversationSpec,
+    plan,
+    repeated=True,
+    files=(FileRef(("transcripts", "path"), reads="transcripts", takes_first=True),),
+    with_files=with_files,
+)

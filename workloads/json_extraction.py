@@ -65,7 +65,11 @@ class JsonSpec(_Strict):
 
         check = jsonschema.validators.validator_for(self.json_schema)(self.json_schema)
         for i, case in enumerate(self.cases):
-            error = None if case.expected is None else jsonschema.exceptions.best_match(check.iter_errors(case.expected))
+            error = (
+                None
+                if case.expected is None
+                else jsonschema.exceptions.best_match(check.iter_errors(case.expected))
+            )
             if error is not None:
                 reason = f"expected values do not validate against the schema: {error.message}"
                 raise mistake(reason, ["cases", i, "expected", *error.path])
@@ -93,14 +97,23 @@ def plan(spec: JsonSpec, renderer: Renderer, out: Plan, repeats: int, start: int
     steps_of: dict[str, Any] = {}
     for mode in spec.modes:
         keys = [
-            out.add_prompt(renderer.chat_ids([{"role": "user", "content": mode.prompt.replace("{input}", c.input)}]))
+            out.add_prompt(
+                renderer.chat_ids([{"role": "user", "content": mode.prompt.replace("{input}", c.input)}])
+            )
             for c in spec.cases
         ]
         needs = ["grammar"] if mode.grammar else []
 
         def step(
-            i: int, t: float, rep: int, *, top_logprobs: int = 0, mode_name: str = mode.name, keys: list[str] = keys,
-            grammar: bool = mode.grammar, needs: list[str] = needs,
+            i: int,
+            t: float,
+            rep: int,
+            *,
+            top_logprobs: int = 0,
+            mode_name: str = mode.name,
+            keys: list[str] = keys,
+            grammar: bool = mode.grammar,
+            needs: list[str] = needs,
         ) -> Step:
             c = i % len(spec.cases)
             return Step(
@@ -156,7 +169,13 @@ def parse_temperatures(text: str) -> list[float]:
     return values
 
 
-KIND = Kind("json", JsonSpec, plan, score=score_output, overrides=(
-    Override("--json-calls", lambda n: {"calls_per_temperature": n}),
-    Override("--json-temperatures", lambda text: {"temperatures": parse_temperatures(text)}),
-))
+KIND = Kind(
+    "json",
+    JsonSpec,
+    plan,
+    score=score_output,
+    overrides=(
+        Override("--json-calls", lambda n: {"calls_per_temperature": n}),
+        Override("--json-temperatures", lambda text: {"temperatures": parse_temperatures(text)}),
+    ),
+)

@@ -49,7 +49,9 @@ class FileRef:
     """A field of a kind's spec that names a file, read (relative to the workload file) when the file is loaded."""
 
     loc: tuple[str, ...]  # where the path sits in a workload entry: ("filler_file",), ("transcripts", "path")
-    reads: str = "text"  # "text": a non-empty UTF-8 file; "transcripts": JSONL messages (``workloads.transcripts``)
+    reads: str = (
+        "text"  # "text": a non-empty UTF-8 file; "transcripts": JSONL messages (``workloads.transcripts``)
+    )
     takes_first: bool = False  # the mapping holding the path may say ``first: K`` (read only the first K)
 
 
@@ -80,8 +82,12 @@ class Kind:
     plan: Callable[..., None]  # plan(spec, renderer, out: Plan, repeats, start=0)
     score: Callable[[Step, Any], dict[str, Any]] = _no_score  # (step, RawOutput) -> record fields
     repeated: bool = False  # measured again in engine starts after the first (--starts K)
-    runs_as: str = "sequential"  # the harness's group runner: "sequential" (one request at a time) or "concurrent"
-    timing_only: bool = False  # measured for timing alone: no per-step log-probs asked (they add work to each step)
+    runs_as: str = (
+        "sequential"  # the harness's group runner: "sequential" (one request at a time) or "concurrent"
+    )
+    timing_only: bool = (
+        False  # measured for timing alone: no per-step log-probs asked (they add work to each step)
+    )
     files: tuple[FileRef, ...] = ()  # the fields that name a file (the first one given is read)
     # (spec, what its file held or None, workloads.reader.EntryContext) -> the specs it stands for
     with_files: Callable[[Any, Any, Any], list[Any]] | None = None

@@ -39,7 +39,9 @@ class Finding:
     where: str  # "the generation prompt" or "message 1 (system)"
 
 
-def _rendered_len(renderer: Renderer, messages: list[dict[str, Any]], tools: Any, ids: list[int]) -> int | None:
+def _rendered_len(
+    renderer: Renderer, messages: list[dict[str, Any]], tools: Any, ids: list[int]
+) -> int | None:
     """How many leading tokens of ``ids`` the messages account for, without a generation prompt."""
     try:
         text = renderer.chat_text(messages, tools, generation_prompt=False)
@@ -48,7 +50,9 @@ def _rendered_len(renderer: Renderer, messages: list[dict[str, Any]], tools: Any
     return common_prefix_len(renderer.text_ids(text), ids)
 
 
-def _message_at(renderer: Renderer, messages: list[dict[str, Any]], tools: Any, ids: list[int], position: int) -> str:
+def _message_at(
+    renderer: Renderer, messages: list[dict[str, Any]], tools: Any, ids: list[int], position: int
+) -> str:
     for k in range(1, len(messages) + 1):
         n = _rendered_len(renderer, messages[:k], tools, ids)
         if n is not None and n > position:
@@ -68,8 +72,10 @@ def check(spec: ConversationSpec, renderer: Renderer) -> list[Finding]:
             continue
         start = _rendered_len(renderer, requests[i - 1], spec.tools, prompts[i - 1])
         expected = start is not None and br["position"] >= start
-        where = "the generation prompt" if expected else _message_at(
-            renderer, requests[i - 1], spec.tools, prompts[i - 1], br["position"]
+        where = (
+            "the generation prompt"
+            if expected
+            else _message_at(renderer, requests[i - 1], spec.tools, prompts[i - 1], br["position"])
         )
         found.append(
             Finding(
@@ -114,7 +120,8 @@ def describe(name: str, turns: int, findings: list[Finding]) -> list[str]:
     f = real[0]
     cut = f.position - f.context_start
     lines = [
-        f"{name}: BREAK at turn {f.turn}" + (f" ({f.origin})" if f.origin else "")
+        f"{name}: BREAK at turn {f.turn}"
+        + (f" ({f.origin})" if f.origin else "")
         + f": its prompt does not extend turn {f.turn - 1}'s at token {f.position} of {f.previous_prompt_tokens},"
         f" in {f.where}; {f.tokens_lost} tokens cannot be reused",
         f"    shared:    ... {_tokens(f.previous[:cut])}",
@@ -135,6 +142,8 @@ def report(specs: list[WorkloadSpec], found: dict[str, list[Finding]]) -> tuple[
     for name, findings in found.items():
         lines += ["  " + line for line in describe(name, turns[name], findings)]
     broken = [n for n, fs in found.items() if any(not f.expected for f in fs)]
-    lines.append(f"{len(found)} conversation(s) checked, {len(broken)} with a real break" + (
-        f": {', '.join(broken)}" if broken else ""))
+    lines.append(
+        f"{len(found)} conversation(s) checked, {len(broken)} with a real break"
+        + (f": {', '.join(broken)}" if broken else "")
+    )
     return lines, 1 if broken else 0

@@ -32,7 +32,9 @@ def with_fields(spec: Any, fields: dict[str, Any], option: str) -> Any:
     except ValidationError as exc:
         err = exc.errors(include_url=False)[0]
         where = ".".join(str(p) for p in err["loc"])
-        raise ValueError(f"{option}: {spec.name}: {where + ': ' if where else ''}{err['msg'].removeprefix('Value error, ')}") from exc
+        raise ValueError(
+            f"{option}: {spec.name}: {where + ': ' if where else ''}{err['msg'].removeprefix('Value error, ')}"
+        ) from exc
 
 
 def apply_fields(specs: list, option: str, fields: dict[str, Any]) -> list:
@@ -71,5 +73,7 @@ def cpu_defaults(specs: list, values: dict[str, Any], builtin: set[str]) -> tupl
             if chosen:
                 fields = o.fields(o.cpu_default)
                 specs = [with_fields(s, fields, o.option) if s.name in chosen else s for s in specs]
-                notes.append(f"{name} workloads at the CPU's scale: {o.option} {o.cpu_default} (pass {o.option} to choose)")
+                notes.append(
+                    f"{name} workloads at the CPU's scale: {o.option} {o.cpu_default} (pass {o.option} to choose)"
+                )
     return specs, notes

@@ -63,7 +63,9 @@ def read_yaml(path: Path) -> tuple[Any, Node | None]:
     try:
         text = transcripts.read_capped(path).decode("utf-8")
     except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise WorkloadFileError(f"{path}: cannot read the workload file ({getattr(exc, 'strerror', None) or exc})") from exc
+        raise WorkloadFileError(
+            f"{path}: cannot read the workload file ({getattr(exc, 'strerror', None) or exc})"
+        ) from exc
     loader = yaml.SafeLoader(text)
     try:
         node = loader.get_single_node()
@@ -135,7 +137,10 @@ def pydantic_mistakes(exc: ValidationError, root: Node | None, file: str, at: tu
         loc = (*at, *error_loc(err))
         msg = err["msg"].removeprefix("Value error, ")
         if err["type"] == "union_tag_invalid":
-            loc, msg = (*loc, "kind"), f"unknown kind {err['ctx']['tag']!r} (choose from: {', '.join(kinds.names())})"
+            loc, msg = (
+                (*loc, "kind"),
+                f"unknown kind {err['ctx']['tag']!r} (choose from: {', '.join(kinds.names())})",
+            )
         elif err["type"] == "union_tag_not_found":
             loc, msg = (*loc, "kind"), f"Field required (one of: {', '.join(kinds.names())})"
         elif err["type"] == "extra_forbidden":
@@ -200,12 +205,16 @@ def _read_refs(path: Path, data: Any, root: Node | None, mistakes: list[Mistake]
             found, bad = READERS[ref.reads](file, first)
         except (OSError, UnicodeDecodeError, ValueError) as exc:
             line, where = locate(root, loc)
-            mistakes.append(Mistake(str(path), line, where, f"cannot use {file}: {getattr(exc, 'strerror', None) or exc}"))
+            mistakes.append(
+                Mistake(str(path), line, where, f"cannot use {file}: {getattr(exc, 'strerror', None) or exc}")
+            )
             continue
         mistakes += [Mistake(str(file), n, "", msg) for n, msg in bad]
         if first is not None and not bad and len(found) < first:
             line, where = locate(root, (*loc[:-1], "first"))
-            mistakes.append(Mistake(str(path), line, where, f"asks for {first} transcripts, {file} holds {len(found)}"))
+            mistakes.append(
+                Mistake(str(path), line, where, f"asks for {first} transcripts, {file} holds {len(found)}")
+            )
         if not bad:  # a file with bad lines is not used further (a load would count its users short)
             loaded[i] = found
     return loaded
@@ -244,8 +253,9 @@ class EntryContext:
             return spec
 
 
-def _with_files(specs: list[WorkloadSpec], loaded: dict[int, Any], root: Node | None, path: Path,
-                mistakes: list[Mistake]) -> list[WorkloadSpec]:
+def _with_files(
+    specs: list[WorkloadSpec], loaded: dict[int, Any], root: Node | None, path: Path, mistakes: list[Mistake]
+) -> list[WorkloadSpec]:
     """Each spec as its kind takes the file it names (inlined, expanded, validated again), in file order."""
     out: list[WorkloadSpec] = []
     for i, spec in enumerate(specs):
@@ -258,7 +268,9 @@ def _unique_after_expansion(specs: list[WorkloadSpec], path: Path) -> list[Workl
     names = [s.name for s in specs]
     clash = sorted({n for n in names if names.count(n) > 1})
     if clash:
-        raise WorkloadFileError(f"{path}: workload names repeat after transcripts are expanded: {', '.join(clash)}")
+        raise WorkloadFileError(
+            f"{path}: workload names repeat after transcripts are expanded: {', '.join(clash)}"
+        )
     return specs
 
 

@@ -77,8 +77,14 @@ MAX_SESSION_CHARS = 4_000_000
 def message_chars(m: Message) -> int:
     """The characters of a message's text: its content and its tool calls' arguments."""
     calls = m.tool_calls or []
-    return len(m.content or "") + sum(len(c.function.arguments if isinstance(c.function.arguments, str)
-                                          else json.dumps(c.function.arguments)) for c in calls)
+    return len(m.content or "") + sum(
+        len(
+            c.function.arguments
+            if isinstance(c.function.arguments, str)
+            else json.dumps(c.function.arguments)
+        )
+        for c in calls
+    )
 
 
 class FunctionCall(BaseModel):
@@ -110,8 +116,11 @@ class Message(BaseModel):
             raise mistake(f"a {self.role} message needs {need}", ["content"])
         chars = message_chars(self)
         if chars > MAX_MESSAGE_CHARS:
-            raise mistake(f"{chars:,} characters: a message may hold at most {MAX_MESSAGE_CHARS:,} (about 250k tokens, "
-                          "beyond any context here; tokenizing more takes gigabytes)", ["content"])
+            raise mistake(
+                f"{chars:,} characters: a message may hold at most {MAX_MESSAGE_CHARS:,} (about 250k tokens, "
+                "beyond any context here; tokenizing more takes gigabytes)",
+                ["content"],
+            )
         return self
 
     def chat(self) -> dict[str, Any]:
@@ -132,15 +141,20 @@ def check_order(messages: list[Message]) -> list[Message]:
         raise mistake("has no user message")
     total = sum(message_chars(m) for m in messages)
     if total > MAX_SESSION_CHARS:
-        raise mistake(f"{total:,} characters in all: a session may hold at most {MAX_SESSION_CHARS:,} (its last prompt "
-                      "is all of it, tokenized at once)")
+        raise mistake(
+            f"{total:,} characters in all: a session may hold at most {MAX_SESSION_CHARS:,} (its last prompt "
+            "is all of it, tokenized at once)"
+        )
     for i, m in enumerate(messages):
         prev = messages[i - 1] if i else None
         if m.role == "system" and i:
             raise mistake("a system message may only come first", [i, "role"])
         if prev is None or prev.role == "system":
             if m.role != "system" and m.role != "user":
-                raise mistake(f"must start with a user message (after an optional system message), not {m.role}", [i, "role"])
+                raise mistake(
+                    f"must start with a user message (after an optional system message), not {m.role}",
+                    [i, "role"],
+                )
         elif m.role == "assistant" and prev.role not in ("user", "tool"):
             raise mistake("an assistant message must follow a user or tool message", [i, "role"])
         elif m.role == "tool" and not (prev.role == "tool" or (prev.role == "assistant" and prev.tool_calls)):
@@ -155,7 +169,9 @@ Messages = Annotated[list[Message], Field(min_length=1), AfterValidator(check_or
 class Turn(_Strict):
     user: str
     assistant: str = Field(description="the fixed reply written into the history for later turns")
-    system: str | None = Field(None, description="the system prompt from this turn on (an agent that re-renders it)")
+    system: str | None = Field(
+        None, description="the system prompt from this turn on (an agent that re-renders it)"
+    )
 
 
 class ToolFunction(BaseModel):
@@ -170,7 +186,9 @@ class Tool(BaseModel):
 
 
 class TranscriptSource(_Strict):
-    path: str = Field(min_length=1, description="JSONL, one messages list per line; relative to the workload file")
+    path: str = Field(
+        min_length=1, description="JSONL, one messages list per line; relative to the workload file"
+    )
     first: int | None = Field(None, ge=1, description="replay the first K transcripts (default: all)")
 
 

@@ -26,7 +26,9 @@ class SweepSpec(_Strict):
     decode_tokens: int = Field(64, ge=2)
     warmup: int = Field(1, ge=0)
     filler: str | None = Field(None, min_length=1)
-    filler_file: str | None = Field(None, min_length=1, description="text file, relative to the workload file")
+    filler_file: str | None = Field(
+        None, min_length=1, description="text file, relative to the workload file"
+    )
 
     @model_validator(mode="after")
     def _one_filler(self) -> SweepSpec:
@@ -50,7 +52,9 @@ def plan(spec: SweepSpec, renderer: Renderer, out: Plan, repeats: int, start: in
     groups of one request each, the lengths rotated by repeat and engine start so no length always runs
     first."""
     if spec.filler is None:
-        raise ValueError(f"sweep {spec.name!r}: filler_file not loaded (read the file with workloads.read_workload_file)")
+        raise ValueError(
+            f"sweep {spec.name!r}: filler_file not loaded (read the file with workloads.read_workload_file)"
+        )
     ids = filler_ids(spec.filler, renderer, max(spec.lengths))
     keys = {n: out.add_prompt(ids[:n]) for n in spec.lengths}
 
@@ -69,15 +73,33 @@ def plan(spec: SweepSpec, renderer: Renderer, out: Plan, repeats: int, start: in
 
     if spec.warmup:
         for n in spec.lengths:
-            out.groups.append(Group(block=f"{spec.name}/N={n}", steps=[step(n, -1) for _ in range(spec.warmup)], warmup=True))
+            out.groups.append(
+                Group(
+                    block=f"{spec.name}/N={n}", steps=[step(n, -1) for _ in range(spec.warmup)], warmup=True
+                )
+            )
     for rep in range(repeats):
-        out.groups.extend(Group(block=f"{spec.name}/N={n}", steps=[step(n, rep)]) for n in rotated(spec.lengths, rep + start))
+        out.groups.extend(
+            Group(block=f"{spec.name}/N={n}", steps=[step(n, rep)])
+            for n in rotated(spec.lengths, rep + start)
+        )
 
 
 def with_files(spec: SweepSpec, loaded: str | None, ctx: object) -> list[SweepSpec]:  # noqa: ARG001
     """The filler file's text as the sweep's ``filler``."""
-    return [spec.model_copy(update={"filler": loaded}) if spec.filler_file is not None and loaded is not None else spec]
+    return [
+        spec.model_copy(update={"filler": loaded})
+        if spec.filler_file is not None and loaded is not None
+        else spec
+    ]
 
 
-KIND = Kind("sweep", SweepSpec, plan, repeated=True, timing_only=True, files=(FileRef(("filler_file",)),),
-            with_files=with_files)
+KIND = Kind(
+    "sweep",
+    SweepSpec,
+    plan,
+    repeated=True,
+    timing_only=True,
+    files=(FileRef(("filler_file",)),),
+    with_files=with_files,
+)

@@ -26,7 +26,9 @@ class Question(_Strict):
 
 class TemplateFormat(_Strict):
     name: str = Field(min_length=1)
-    text: str | None = Field(None, description="format string with {system} and {question}; none = chat template")
+    text: str | None = Field(
+        None, description="format string with {system} and {question}; none = chat template"
+    )
 
     @field_validator("text")
     @classmethod

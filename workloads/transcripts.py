@@ -55,7 +55,9 @@ def parse_line(text: str) -> list[Message]:
     if isinstance(value, dict) and "messages" in value:
         value = value["messages"]
     if not isinstance(value, list):
-        raise ValueError(f"expected a list of messages or an object with 'messages', got {type(value).__name__}")
+        raise ValueError(
+            f"expected a list of messages or an object with 'messages', got {type(value).__name__}"
+        )
     try:
         return MESSAGES.validate_python(value)
     except ValidationError as exc:
@@ -65,7 +67,9 @@ def parse_line(text: str) -> list[Message]:
         raise ValueError("; ".join(reasons)) from exc
 
 
-def read(path: Path, first: int | None = None) -> tuple[list[tuple[int, list[Message]]], list[tuple[int, str]]]:
+def read(
+    path: Path, first: int | None = None
+) -> tuple[list[tuple[int, list[Message]]], list[tuple[int, str]]]:
     """The first ``first`` transcripts (all when None) as (line, messages), and (line, mistake) pairs.
 
     OSError when the file cannot be read; ValueError when it holds no transcript at all.

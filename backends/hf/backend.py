@@ -57,8 +57,10 @@ def step_top(scores: tuple[torch.Tensor, ...], k: int) -> list[list[list]]:
     grammar mask, like vLLM's and SGLang's log-probs; with no logits processor they are the raw logits)."""
     stacked = torch.stack([step[0] for step in scores]).float()
     top = torch.topk(torch.log_softmax(stacked, dim=-1), k, dim=-1)
-    return [[[int(i), float(v)] for i, v in zip(ids, vals, strict=True)]
-            for ids, vals in zip(top.indices.tolist(), top.values.tolist(), strict=True)]
+    return [
+        [[int(i), float(v)] for i, v in zip(ids, vals, strict=True)]
+        for ids, vals in zip(top.indices.tolist(), top.values.tolist(), strict=True)
+    ]
 
 
 def xgrammar_available() -> bool:
@@ -70,8 +72,10 @@ def xgrammar_available() -> bool:
 
 
 # why hf and hf-graphs have no batched engine call (benchmarks/load_ceiling.py writes it as its skipped row)
-QUEUED = ("has no batched engine call for requests that arrive at different times: under load the harness "
-          "serves it one request at a time behind a queue")
+QUEUED = (
+    "has no batched engine call for requests that arrive at different times: under load the harness "
+    "serves it one request at a time behind a queue"
+)
 
 
 class HFBackend(Backend):
@@ -108,7 +112,9 @@ class HFBackend(Backend):
             with self.device:  # initialise on the device directly (seconds on a GPU, not minutes)
                 self.model = AutoModelForCausalLM.from_config(config, dtype=dtype, attn_implementation=s.attn)
         else:
-            self.model = AutoModelForCausalLM.from_pretrained(s.model_path, dtype=dtype, attn_implementation=s.attn)
+            self.model = AutoModelForCausalLM.from_pretrained(
+                s.model_path, dtype=dtype, attn_implementation=s.attn
+            )
             self.model.to(self.device)
         self.model.eval()
         eos = self.model.generation_config.eos_token_id
@@ -141,11 +147,15 @@ class HFBackend(Backend):
             "device": str(self.device),
             "cache": "DynamicCache, cropped to the shared prefix in cached mode",
             "grammar": "xgrammar.contrib.hf.LogitsProcessor, any_whitespace=False, xgrammar's default separators"
-            if self.capabilities.grammar else None,
+            if self.capabilities.grammar
+            else None,
         }
 
     def kv_cache_tokens(self) -> tuple[int | None, str]:
-        return None, "no fixed KV pool: transformers grows a DynamicCache per request, up to free device memory"
+        return (
+            None,
+            "no fixed KV pool: transformers grows a DynamicCache per request, up to free device memory",
+        )
 
     def raw_generate_timed(self, prompt_ids: list[int], max_new_tokens: int) -> tuple[float, float, float]:
         """Prefill and decode as bare ``model(...)`` forward passes (argmax, no stop), the device synchronized
@@ -205,7 +215,9 @@ class HFBackend(Backend):
             finish_reason=finish,
             cached_tokens=cached,
             prompt_ids_used=prompt,
-            top_candidates=self._candidates(out.logits[0][0], request.top_logprobs) if request.top_logprobs else None,
+            top_candidates=self._candidates(out.logits[0][0], request.top_logprobs)
+            if request.top_logprobs
+            else None,
             step_logprobs=step_top(out.scores, request.step_logprobs) if request.step_logprobs else None,
         )
 
@@ -267,6 +279,9 @@ class HFBackend(Backend):
             finish_reason="length",
             prompt_ids_used=prompt,
             attention_special_share=shares,
-            extra={"special_positions": int(special.sum()), "position0_share": first,
-                   "position0_special": bool(special[0]) if len(prompt) else None},
+            extra={
+                "special_positions": int(special.sum()),
+                "position0_share": first,
+                "position0_special": bool(special[0]) if len(prompt) else None,
+            },
         )

@@ -70,8 +70,14 @@ class HFContinuousBatchingBackend(HFBackend):
     def __init__(self, settings) -> None:
         attn, self.tuning = split_attn(overrides(os.environ.get("LCA_HF_CB")))
         super().__init__(replace(settings, attn=attn))
-        self.capabilities = Capabilities(prefix_cache=True, reports_cached_tokens=True, resets_cache=True, load=True,
-                                         batches_requests=True, single_requests=False)
+        self.capabilities = Capabilities(
+            prefix_cache=True,
+            reports_cached_tokens=True,
+            resets_cache=True,
+            load=True,
+            batches_requests=True,
+            single_requests=False,
+        )
         self.manager = None
         self._used = False  # a request ran on the current manager
         self._matched: dict[str, int] = {}  # request id -> prompt tokens served from the prefix cache
@@ -91,7 +97,9 @@ class HFContinuousBatchingBackend(HFBackend):
 
         fields = dict(self.tuning)
         if not self.settings.prefix_caching:
-            fields.setdefault("allow_block_sharing", False)  # --no-prefix-caching: no block shared between requests
+            fields.setdefault(
+                "allow_block_sharing", False
+            )  # --no-prefix-caching: no block shared between requests
         if self.device.type != "cuda":
             page = fields.get("page_size") or fields.get("block_size") or 256
             fields.setdefault("num_blocks", max(4, CPU_CACHE_TOKENS // int(page)))
@@ -101,15 +109,21 @@ class HFContinuousBatchingBackend(HFBackend):
     def _start_manager(self) -> None:
         from transformers import GenerationConfig
 
-        generation = GenerationConfig(max_new_tokens=64, do_sample=False, eos_token_id=sorted(self.eos_ids) or -1,
-                                      pad_token_id=self.model.generation_config.pad_token_id)
+        generation = GenerationConfig(
+            max_new_tokens=64,
+            do_sample=False,
+            eos_token_id=sorted(self.eos_ids) or -1,
+            pad_token_id=self.model.generation_config.pad_token_id,
+        )
         started = time.perf_counter()
-        manager = self.model.init_continuous_batching(generation_config=generation,
-                                                      continuous_batching_config=self._config())
+        manager = self.model.init_continuous_batching(
+            generation_config=generation, continuous_batching_config=self._config()
+        )
         manager.warmup()  # creates the cache now (and captures CUDA graphs where they are on)
         cache = manager.batch_processor.cache
         match = getattr(cache, "search_prefix_match", None)
         if match is not None:
+
             def counted(request_id: str, prompt_ids: list[int], _match=match) -> int:
                 n = _match(request_id, prompt_ids)
                 self._matched[request_id] = self._matched.get(request_id, 0) + int(n)
@@ -124,7 +138,8 @@ class HFContinuousBatchingBackend(HFBackend):
         self.effective = {
             "attn_implementation": self.model.config._attn_implementation,
             "num_blocks": getattr(cache, "num_blocks", None),
-            "block_size": getattr(cache, "block_size", None) or getattr(cfg, "page_size", None)
+            "block_size": getattr(cache, "block_size", None)
+            or getattr(cfg, "page_size", None)
             or getattr(cfg, "block_size", None),  # tokens a block holds: page_size from transformers 5.19
             "max_batch_tokens": getattr(cache, "max_batch_tokens", None),
             "use_cuda_graph": getattr(cfg, "use_cuda_graph", None),
@@ -171,23 +186,37 @@ class HFContinuousBatchingBackend(HFBackend):
 
     def environment(self) -> dict[str, Any]:
         env = super().environment()
-        env.update(cache="PagedAttentionCache (continuous batching), block sharing for prefixes", grammar=None,
-                   continuous_batching={**self.effective, "overrides (LCA_HF_CB)": self.tuning or None})
+        env.update(
+            cache="PagedAttentionCache (continuous batching), block sharing for prefixes",
+            grammar=None,
+            continuous_batching={**self.effective, "overrides (LCA_HF_CB)": self.tuning or None},
+        )
         return env
 
     def kv_cache_tokens(self) -> tuple[int | None, str]:
         blocks, size = self.effective.get("num_blocks"), self.effective.get("block_size")
         if blocks and size:
-            return int(blocks) * int(size), "ContinuousBatchingManager's PagedAttentionCache: num_blocks x block_size"
+            return int(blocks) * int(
+                size
+            ), "ContinuousBatchingManager's PagedAttentionCache: num_blocks x block_size"
         return None, "not reported by this transformers version"
 
     # -- requests ------------------------------------------------------------------------------
     def _generate(self, request: Request, clock: TokenClock) -> RawOutput:
-        raise NotImplementedError("hf-cb runs many requests at once (the load workload); single requests are hf's")
+        raise NotImplementedError(
+            "hf-cb runs many requests at once (the load workload); single requests are hf's"
+        )
 
     def _check(self, request: Request) -> None:
-        if request.temperature or request.json_schema is not None or request.top_logprobs or request.want_attentions:
-            raise ValueError("hf-cb runs greedy requests without grammar, log-probs or attentions (the load workload)")
+        if (
+            request.temperature
+            or request.json_schema is not None
+            or request.top_logprobs
+            or request.want_attentions
+        ):
+            raise ValueError(
+                "hf-cb runs greedy requests without grammar, log-probs or attentions (the load workload)"
+            )
 
     async def stream(self, request: Request, clock: TokenClock) -> RawOutput:
         """One request added to the running manager, its streamed tokens ticking ``clock`` as the manager's
@@ -200,8 +229,13 @@ class HFContinuousBatchingBackend(HFBackend):
         request_id = f"lca-{self._requests}"
         # the handler is in place before the request is, so its first token cannot go to the shared queue
         self.manager.register_result_handler(request_id, outputs.put_nowait)
-        added = self.manager.add_request(list(request.prompt_ids), request_id=request_id,
-                                         max_new_tokens=request.max_new_tokens, streaming=True, eos_token_id=eos)
+        added = self.manager.add_request(
+            list(request.prompt_ids),
+            request_id=request_id,
+            max_new_tokens=request.max_new_tokens,
+            streaming=True,
+            eos_token_id=eos,
+        )
         if added is None:
             raise RuntimeError("the continuous-batching manager refused the request (stopped or failed)")
         self._used = True
@@ -228,7 +262,9 @@ class HFContinuousBatchingBackend(HFBackend):
         return RawOutput(
             token_ids=tokens,
             text=self.tokenizer.decode(tokens, skip_special_tokens=True),
-            finish_reason="stop" if tokens and tokens[-1] in self.eos_ids and not request.ignore_eos else "length",
+            finish_reason="stop"
+            if tokens and tokens[-1] in self.eos_ids and not request.ignore_eos
+            else "length",
             cached_tokens=self._matched.pop(request_id, 0),
             prompt_ids_used=list(request.prompt_ids),
         )
@@ -239,8 +275,14 @@ class HFContinuousBatchingBackend(HFBackend):
         manager = self.manager
         ids = set()
         for k, prompt in enumerate(prompts, start=self._requests + 1):
-            ids.add(manager.add_request(list(prompt), request_id=f"lca-batch-{k}",
-                                        max_new_tokens=request.max_new_tokens, eos_token_id=-1))
+            ids.add(
+                manager.add_request(
+                    list(prompt),
+                    request_id=f"lca-batch-{k}",
+                    max_new_tokens=request.max_new_tokens,
+                    eos_token_id=-1,
+                )
+            )
         self._requests += len(prompts)
         self._used = True  # the next reset_cache() starts a fresh manager
         counts: list[int] = []
@@ -256,8 +298,10 @@ class HFContinuousBatchingBackend(HFBackend):
 
     def load_stats(self) -> dict[str, float]:
         """Prompt tokens submitted and served from the prefix cache (counters), and KV-cache use where visible."""
-        out: dict[str, float] = {"prefix_cache_queries_total": float(self._queried),
-                                 "prefix_cache_hits_total": float(self._hits)}
+        out: dict[str, float] = {
+            "prefix_cache_queries_total": float(self._queried),
+            "prefix_cache_hits_total": float(self._hits),
+        }
         cache = getattr(getattr(self.manager, "batch_processor", None), "cache", None)
         free = getattr(cache, "get_num_free_blocks", None)
         if callable(free) and getattr(cache, "num_blocks", None):

@@ -71,8 +71,14 @@ class OpenAIBackend(Backend):
 
     def __init__(self, settings) -> None:
         super().__init__(settings)
-        self.capabilities = Capabilities(prefix_cache=True, reports_cached_tokens=True, grammar=True, logprobs=True,
-                                         load=True, batches_requests=True)
+        self.capabilities = Capabilities(
+            prefix_cache=True,
+            reports_cached_tokens=True,
+            grammar=True,
+            logprobs=True,
+            load=True,
+            batches_requests=True,
+        )
         self.base_url = settings.base_url
         self.client: openai.OpenAI | None = None
         self.served_model: str | None = None
@@ -101,7 +107,9 @@ class OpenAIBackend(Backend):
         self.http = ServerHTTP(self.root, self._headers)
         timeout = self.settings.request_timeout_s
         self.client = openai.OpenAI(base_url=self.base_url, api_key=key, timeout=timeout, max_retries=0)
-        self.tokenizer = AutoTokenizer.from_pretrained(self.settings.tokenizer_path or self.settings.model_path)
+        self.tokenizer = AutoTokenizer.from_pretrained(
+            self.settings.tokenizer_path or self.settings.model_path
+        )
         self.chat_prompts = self._chat_prompts() if self.chat else None
         if self.chat:
             self.capabilities = replace(self.capabilities, logprobs=False)
@@ -142,7 +150,9 @@ class OpenAIBackend(Backend):
         try:
             ids = [m.id for m in self.client.models.list().data]
         except openai.APIError as exc:
-            raise RuntimeError(f"cannot list the models at {self.base_url}: {type(exc).__name__}: {exc}") from exc
+            raise RuntimeError(
+                f"cannot list the models at {self.base_url}: {type(exc).__name__}: {exc}"
+            ) from exc
         for candidate in (self.settings.model_label, self.settings.model_path):
             if candidate in ids:
                 return candidate
@@ -159,15 +169,22 @@ class OpenAIBackend(Backend):
 
     def identity(self) -> dict[str, Any]:
         """A different model, server kind or version behind the same --base-url is another column, not a resume."""
-        return {"served_model": self.served_model, "server_kind": self.flavor, "server_version": self.server_version}
+        return {
+            "served_model": self.served_model,
+            "server_kind": self.flavor,
+            "server_version": self.server_version,
+        }
 
     def environment(self) -> dict[str, Any]:
         """env.json's facts of the server and of how it was asked (endpoint, request form, timeouts, the key's
         variable name, never its value)."""
         return {
             "base_url": self.base_url,
-            "endpoint": ("chat/completions, streamed, messages: the server applies its own chat template" if self.chat
-                         else "completions, streamed, prompt as token ids"),
+            "endpoint": (
+                "chat/completions, streamed, messages: the server applies its own chat template"
+                if self.chat
+                else "completions, streamed, prompt as token ids"
+            ),
             "tokenizer": self.settings.tokenizer_path or self.settings.model_path,
             "served_model": self.served_model,
             "server_kind": self.flavor,
@@ -219,18 +236,33 @@ class OpenAIBackend(Backend):
         """Raise a clear error when the server is known to be gone (launched servers override this)."""
 
     def _downgrade(self, request: Request, exc: Exception) -> bool:
-        if self.chat or self._form_locked or self.form == len(FORMS) - 1 or request.json_schema or request.top_logprobs:
+        if (
+            self.chat
+            or self._form_locked
+            or self.form == len(FORMS) - 1
+            or request.json_schema
+            or request.top_logprobs
+        ):
             return False
-        self.notes.append(f"{FORMS[self.form]} rejected ({str(exc)[:200]}); now sending {FORMS[self.form + 1]}")
+        self.notes.append(
+            f"{FORMS[self.form]} rejected ({str(exc)[:200]}); now sending {FORMS[self.form + 1]}"
+        )
         self.form += 1
         return True
 
     def _generate(self, request: Request, clock: TokenClock) -> RawOutput:
         """One streamed request; ``--request-timeout`` bounds the whole of it (``streamed_call.call``)."""
         body = self._body(request, FORMS[self.form])
-        out = streamed_call.call(self.client, body, chat=self.chat, request=request, clock=clock,
-                                 tokenizer=self.tokenizer, timeout_s=self.settings.request_timeout_s,
-                                 check_server=self._check_server)
+        out = streamed_call.call(
+            self.client,
+            body,
+            chat=self.chat,
+            request=request,
+            clock=clock,
+            tokenizer=self.tokenizer,
+            timeout_s=self.settings.request_timeout_s,
+            check_server=self._check_server,
+        )
         self._describe(out)
         return out
 
@@ -239,7 +271,9 @@ class OpenAIBackend(Backend):
         count is a note, not a contradiction (``backends.answer_checks``); token ids must match exactly."""
         if self.chat:
             out.prompt_as_text = True
-            out.extra.update(prompt_sent_as="chat-messages", chat_template="the server's", request_form="chat")
+            out.extra.update(
+                prompt_sent_as="chat-messages", chat_template="the server's", request_form="chat"
+            )
             return
         out.prompt_as_text = FORMS[self.form] == "text"
         out.extra["prompt_sent_as"] = "text" if out.prompt_as_text else "token_ids"
@@ -255,15 +289,22 @@ class OpenAIBackend(Backend):
         loop = asyncio.get_running_loop()
         if self._async is None or self._async[0] is not loop:
             key = self._api_key()
-            client = openai.AsyncOpenAI(base_url=self.base_url, api_key=key, timeout=self.settings.request_timeout_s,
-                                        max_retries=0)
+            client = openai.AsyncOpenAI(
+                base_url=self.base_url, api_key=key, timeout=self.settings.request_timeout_s, max_retries=0
+            )
             self._async = (loop, client)
         self._check_server()
         body = self._body(request, FORMS[self.form])
-        out = await streamed_call.call_async(self._async[1], body, chat=self.chat, request=request,
-                                             clock=clock, tokenizer=self.tokenizer,
-                                             timeout_s=self.settings.request_timeout_s,
-                                             check_server=self._check_server)
+        out = await streamed_call.call_async(
+            self._async[1],
+            body,
+            chat=self.chat,
+            request=request,
+            clock=clock,
+            tokenizer=self.tokenizer,
+            timeout_s=self.settings.request_timeout_s,
+            check_server=self._check_server,
+        )
         self._describe(out)
         return out
 
@@ -299,9 +340,13 @@ class OpenAIBackend(Backend):
             self._check_server()
         except Exception:  # noqa: BLE001 - a launched server that exited: the per-request path names it in each error
             return None
-        return LeanClientSpec(base_url=self.base_url, model=self.served_model, headers=dict(self._headers),
-                              flavor=self.flavor if FORMS[self.form] == FORMS[0] else None,
-                              timeout_s=self.settings.request_timeout_s)
+        return LeanClientSpec(
+            base_url=self.base_url,
+            model=self.served_model,
+            headers=dict(self._headers),
+            flavor=self.flavor if FORMS[self.form] == FORMS[0] else None,
+            timeout_s=self.settings.request_timeout_s,
+        )
 
     def run_async(self, coroutine):
         """A load level in its own event loop; its client is closed in that loop when the level ends."""
@@ -329,5 +374,7 @@ class OpenAIBackend(Backend):
     def _chat_body(self, request: Request) -> dict[str, Any]:
         chat = (self.chat_prompts or {}).get(prompt_key(request.prompt_ids))
         if chat is None:
-            raise RuntimeError("--endpoint chat: this prompt was not rendered from messages (raw text or exact ids)")
+            raise RuntimeError(
+                "--endpoint chat: this prompt was not rendered from messages (raw text or exact ids)"
+            )
         return chat_body(request, chat, self.served_model, self.flavor)

@@ -16,8 +16,9 @@ from backends.base import Request
 FORMS = ("token-ids+extensions", "token-ids", "text")
 
 
-def completions_body(request: Request, form: str, served_model: str | None, flavor: str | None,
-                     tokenizer: Any) -> dict[str, Any]:
+def completions_body(
+    request: Request, form: str, served_model: str | None, flavor: str | None, tokenizer: Any
+) -> dict[str, Any]:
     """The ``completions.create`` keyword arguments of ``request`` in ``form`` (``extra_body``: the fields the
     ``openai`` client does not know, sent as they are)."""
     ids = request.prompt_ids

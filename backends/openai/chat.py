@@ -14,7 +14,9 @@ from backends.base import Request
 from backends.openai.metrics import FLAVORS
 
 
-def chat_body(request: Request, chat: dict[str, Any], served_model: str | None, flavor: str | None) -> dict[str, Any]:
+def chat_body(
+    request: Request, chat: dict[str, Any], served_model: str | None, flavor: str | None
+) -> dict[str, Any]:
     """The ``chat.completions.create`` keyword arguments of ``request``, with ``chat`` (the prompt's messages
     and tools) in place of its token ids."""
     body: dict[str, Any] = {

@@ -45,6 +45,7 @@ try:
     loads = orjson.loads
     JSON_LIBRARY = f"orjson {orjson.__version__}"
 except ImportError:  # pragma: no cover - orjson is in the openai extra; json still works
+
     def dumps(obj: Any) -> bytes:
         return json.dumps(obj, separators=(",", ":")).encode()
 
@@ -86,9 +87,15 @@ class LeanClient:
 
     def _client(self) -> aiohttp.ClientSession:
         if self._session is None:
-            connector = aiohttp.TCPConnector(limit=0, force_close=False)  # no pool cap: C streams, C connections
-            self._session = aiohttp.ClientSession(connector=connector, headers=self.spec.headers,
-                                                  timeout=aiohttp.ClientTimeout(total=None), auto_decompress=False)
+            connector = aiohttp.TCPConnector(
+                limit=0, force_close=False
+            )  # no pool cap: C streams, C connections
+            self._session = aiohttp.ClientSession(
+                connector=connector,
+                headers=self.spec.headers,
+                timeout=aiohttp.ClientTimeout(total=None),
+                auto_decompress=False,
+            )
         return self._session
 
     async def aclose(self) -> None:
@@ -100,16 +107,23 @@ class LeanClient:
         """The completions request as JSON bytes; ``want_ids``: a server with the extensions (vLLM, SGLang)
         is asked for the generated ids, else for usage in every chunk, which counts the tokens without
         them."""
-        body: dict[str, Any] = {"model": self.spec.model, "prompt": request.prompt_ids,
-                                "max_tokens": request.max_new_tokens, "temperature": request.temperature,
-                                "stream": True, "stream_options": {"include_usage": True}}
+        body: dict[str, Any] = {
+            "model": self.spec.model,
+            "prompt": request.prompt_ids,
+            "max_tokens": request.max_new_tokens,
+            "temperature": request.temperature,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
         if request.temperature > 0:
             body["top_p"] = request.top_p
         if request.seed is not None:
             body["seed"] = request.seed
         if request.json_schema is not None:
-            body["response_format"] = {"type": "json_schema",
-                                       "json_schema": {"name": "output", "schema": request.json_schema, "strict": True}}
+            body["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": "output", "schema": request.json_schema, "strict": True},
+            }
         if self.spec.flavor in EXTENSIONS:
             if request.ignore_eos:
                 body["ignore_eos"] = True
@@ -124,11 +138,15 @@ class LeanClient:
         self.ids_sampled = True
         data = self.body(request, want_ids)
         reader = ChunkReader(clock)
-        async with self._client().post(self.url, data=data, headers={"Content-Type": "application/json"}) as resp:
+        async with self._client().post(
+            self.url, data=data, headers={"Content-Type": "application/json"}
+        ) as resp:
             if resp.status != 200:
                 text = (await resp.text(errors="replace"))[:200].strip()
-                raise StreamFault(f"the server answered HTTP {resp.status} {resp.reason or ''}".rstrip()
-                                  + (f": {text}" if text else ""))
+                raise StreamFault(
+                    f"the server answered HTTP {resp.status} {resp.reason or ''}".rstrip()
+                    + (f": {text}" if text else "")
+                )
             async for line in resp.content:
                 if reader.line(line):
                     break
@@ -161,9 +179,13 @@ class ChunkReader:
         try:
             chunk = loads(payload)
         except ValueError:
-            raise StreamFault(f"the server sent a line that is not JSON: {payload[:120].decode('utf-8', 'replace')!r}") from None
+            raise StreamFault(
+                f"the server sent a line that is not JSON: {payload[:120].decode('utf-8', 'replace')!r}"
+            ) from None
         if not isinstance(chunk, dict):
-            raise StreamFault(f"the server sent a line that is not JSON object: {payload[:120].decode('utf-8', 'replace')!r}")
+            raise StreamFault(
+                f"the server sent a line that is not JSON object: {payload[:120].decode('utf-8', 'replace')!r}"
+            )
         self.chunk(chunk)
         return False
 
@@ -210,14 +232,19 @@ class ChunkReader:
         """The finished stream as a RawOutput; one without a finish reason raises :class:`StreamFault`."""
         if self.finish is None:
             tokens = sum(n for _, n in self.clock.stamps)
-            raise StreamFault(f"the stream ended without a finish reason after {tokens} token(s) "
-                              "(the server stopped answering)")
+            raise StreamFault(
+                f"the stream ended without a finish reason after {tokens} token(s) "
+                "(the server stopped answering)"
+            )
         usage = self.usage or {}
         details = usage.get("prompt_tokens_details") or {}
         counted = usage.get("completion_tokens")
-        extra: dict[str, Any] = {"server_prompt_tokens": usage.get("prompt_tokens"), "client": "lean-aiohttp",
-                                 "output_ids_from": "server" if self.server_ids else "not-requested",
-                                 "response_id": self.response_id}
+        extra: dict[str, Any] = {
+            "server_prompt_tokens": usage.get("prompt_tokens"),
+            "client": "lean-aiohttp",
+            "output_ids_from": "server" if self.server_ids else "not-requested",
+            "response_id": self.response_id,
+        }
         return RawOutput(
             token_ids=self.ids,
             text="".join(self.texts),

@@ -85,7 +85,9 @@ def flavor_of(histograms: Histograms) -> str | None:
 class MetricsProbe:
     """Scrapes ``url`` around each request and turns histogram differences into per-request figures."""
 
-    def __init__(self, url: str, names: MetricNames, headers: dict[str, str], timeout_s: float = 10.0) -> None:
+    def __init__(
+        self, url: str, names: MetricNames, headers: dict[str, str], timeout_s: float = 10.0
+    ) -> None:
         self.url = url
         self.names = names
         self.headers = headers
@@ -103,7 +105,11 @@ class MetricsProbe:
         """Server-side TTFT / prefill / decode of the one request run since ``before`` (None where unknown)."""
         deadline = time.monotonic() + wait_s
         after = self.scrape()
-        while after is not None and _moved(before, after, self.names.finished) < 1 and time.monotonic() < deadline:
+        while (
+            after is not None
+            and _moved(before, after, self.names.finished) < 1
+            and time.monotonic() < deadline
+        ):
             time.sleep(0.02)
             after = self.scrape()
         if after is None:
@@ -117,8 +123,15 @@ class MetricsProbe:
             "server_timing_source": SOURCE,
         }
         if finished != 1:
-            figures["server_timing_note"] = f"{finished:g} requests finished between the scrapes: not attributable"
-            figures.update(server_ttft_ms=None, server_prefill_ms=None, server_decode_ms_per_token=None, server_queue_ms=None)
+            figures["server_timing_note"] = (
+                f"{finished:g} requests finished between the scrapes: not attributable"
+            )
+            figures.update(
+                server_ttft_ms=None,
+                server_prefill_ms=None,
+                server_decode_ms_per_token=None,
+                server_queue_ms=None,
+            )
         return figures
 
     def _decode(self, before: Histograms, after: Histograms, output_tokens: int) -> float | None:
@@ -145,12 +158,17 @@ def _one(before: Histograms, after: Histograms, name: str | None) -> float | Non
 
 # Gauges and counters a load level reads (backends.load_loop): "_now" gauges keep their peak, "_total" counters their difference.
 LOAD_VALUES = {
-    "vllm:kv_cache_usage_perc": "kv_cache_usage_now", "vllm:gpu_cache_usage_perc": "kv_cache_usage_now",
-    "vllm:num_requests_running": "requests_running_now", "vllm:num_requests_waiting": "requests_waiting_now",
-    "vllm:num_preemptions": "preemptions_total", "vllm:prefix_cache_queries": "prefix_cache_queries_total",
+    "vllm:kv_cache_usage_perc": "kv_cache_usage_now",
+    "vllm:gpu_cache_usage_perc": "kv_cache_usage_now",
+    "vllm:num_requests_running": "requests_running_now",
+    "vllm:num_requests_waiting": "requests_waiting_now",
+    "vllm:num_preemptions": "preemptions_total",
+    "vllm:prefix_cache_queries": "prefix_cache_queries_total",
     "vllm:prefix_cache_hits": "prefix_cache_hits_total",
-    "sglang:token_usage": "kv_cache_usage_now", "sglang:num_running_reqs": "requests_running_now",
-    "sglang:num_queue_reqs": "requests_waiting_now", "sglang:cache_hit_rate": "prefix_cache_hit_rate_now",
+    "sglang:token_usage": "kv_cache_usage_now",
+    "sglang:num_running_reqs": "requests_running_now",
+    "sglang:num_queue_reqs": "requests_waiting_now",
+    "sglang:cache_hit_rate": "prefix_cache_hit_rate_now",
 }
 
 
@@ -161,22 +179,35 @@ def load_values(url: str, headers: dict[str, str], timeout_s: float = 5.0) -> di
             text = resp.read().decode("utf-8", "replace")
     except (OSError, ValueError):
         return {}
-    return {**summed_values(text, LOAD_VALUES), **replica_values(text)}  # a data-parallel server's (--dp) replicas, each on its own
+    return {
+        **summed_values(text, LOAD_VALUES),
+        **replica_values(text),
+    }  # a data-parallel server's (--dp) replicas, each on its own
 
 
 # -- per load level: the latency histograms' difference over the level, as percentiles ------------------------
 # First name present wins (vLLM renamed time_per_output_token to inter_token_latency in v0.11; SGLang 0.5 names).
 LEVEL_HISTOGRAMS: dict[str, tuple[str, ...]] = {
     "ttft": ("vllm:time_to_first_token_seconds", "sglang:time_to_first_token_seconds"),
-    "itl": ("vllm:inter_token_latency_seconds", "vllm:time_per_output_token_seconds", "sglang:inter_token_latency_seconds"),
-    "tpot": ("vllm:request_time_per_output_token_seconds",),  # per request: (last - first token) / (tokens - 1)
+    "itl": (
+        "vllm:inter_token_latency_seconds",
+        "vllm:time_per_output_token_seconds",
+        "sglang:inter_token_latency_seconds",
+    ),
+    "tpot": (
+        "vllm:request_time_per_output_token_seconds",
+    ),  # per request: (last - first token) / (tokens - 1)
     "e2e": ("vllm:e2e_request_latency_seconds", "sglang:e2e_request_latency_seconds"),
     "queue": ("vllm:request_queue_time_seconds", "sglang:queue_time_seconds"),
 }
-LEVEL_SOURCE = ("the server's /metrics histograms, scraped before and after the level and differenced; percentiles "
-                "interpolated linearly within a bucket (as Prometheus' histogram_quantile), so they are only as fine "
-                "as the server's bucket bounds")
-Buckets = dict[str, dict[float, float]]  # histogram -> {upper bound: cumulative count}, "+Inf" as inf, summed over labels
+LEVEL_SOURCE = (
+    "the server's /metrics histograms, scraped before and after the level and differenced; percentiles "
+    "interpolated linearly within a bucket (as Prometheus' histogram_quantile), so they are only as fine "
+    "as the server's bucket bounds"
+)
+Buckets = dict[
+    str, dict[float, float]
+]  # histogram -> {upper bound: cumulative count}, "+Inf" as inf, summed over labels
 
 
 def parse_buckets(text: str) -> tuple[Buckets, Histograms]:
@@ -248,8 +279,12 @@ def level_timings(before: tuple[Buckets, Histograms], after: tuple[Buckets, Hist
         for q in (50, 90, 99):
             v = bucket_quantile(diff, q / 100)
             out[f"{figure}_ms_p{q}"] = None if v is None else v * 1e3
-        bounds = bucket_bounds(diff, 0.5)  # the p50's bucket: a figure inside (0, 300 ms] says little below 300 ms
-        out[f"{figure}_p50_bucket_ms"] = None if bounds is None else [b * 1e3 if b != float("inf") else None for b in bounds]
+        bounds = bucket_bounds(
+            diff, 0.5
+        )  # the p50's bucket: a figure inside (0, 300 ms] says little below 300 ms
+        out[f"{figure}_p50_bucket_ms"] = (
+            None if bounds is None else [b * 1e3 if b != float("inf") else None for b in bounds]
+        )
         out[f"{figure}_histogram"] = name
     if out:
         out["source"] = LEVEL_SOURCE
@@ -272,13 +307,18 @@ def scheduler_from_metrics(text: str) -> dict[str, Any]:
     for family in text_string_to_metric_families(text):
         if family.name == "vllm:cache_config_info" and family.samples:
             labels = family.samples[0].labels
-            tokens, blocks, size = (_int(labels.get(k)) for k in ("kv_cache_size_tokens", "num_gpu_blocks", "block_size"))
+            tokens, blocks, size = (
+                _int(labels.get(k)) for k in ("kv_cache_size_tokens", "num_gpu_blocks", "block_size")
+            )
             if tokens is None and blocks is not None and size is not None:
                 tokens = blocks * size
             if tokens is not None:
                 out["kv_cache_tokens"] = tokens
                 out["kv_cache_tokens_source"] = "/metrics vllm:cache_config_info" + (
-                    "" if _int(labels.get("kv_cache_size_tokens")) else f" (num_gpu_blocks {blocks} x block_size {size})")
+                    ""
+                    if _int(labels.get("kv_cache_size_tokens"))
+                    else f" (num_gpu_blocks {blocks} x block_size {size})"
+                )
             if _float(labels.get("gpu_memory_utilization")) is not None:
                 out["gpu_memory_utilization"] = _float(labels.get("gpu_memory_utilization"))
         elif family.name == "sglang:max_total_num_tokens" and family.samples:

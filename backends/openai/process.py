@@ -129,13 +129,17 @@ class ServerProcess:
         while True:
             code = self.exit_code()
             if code is not None:
-                raise ServerFailed(f"{self.label} exited with {describe_exit(code)} before it became healthy; "
-                                   f"see {self.log_path}{self.log_tail()}")
+                raise ServerFailed(
+                    f"{self.label} exited with {describe_exit(code)} before it became healthy; "
+                    f"see {self.log_path}{self.log_tail()}"
+                )
             if _ok(url):
                 return
             if time.monotonic() > deadline:
-                raise ServerFailed(f"{self.label} was not healthy within {timeout_s:g} s "
-                                   f"(LCA_SERVER_START_TIMEOUT); see {self.log_path}{self.log_tail()}")
+                raise ServerFailed(
+                    f"{self.label} was not healthy within {timeout_s:g} s "
+                    f"(LCA_SERVER_START_TIMEOUT); see {self.log_path}{self.log_tail()}"
+                )
             time.sleep(0.5)
 
     def exit_code(self, wait_s: float = 0.0) -> int | None:

@@ -21,10 +21,14 @@ from prometheus_client.parser import text_string_to_metric_families
 REPLICA_LABELS = ("engine", "dp_rank")
 # metric family -> (the key, counters "_total" / gauges "_now" / facts "")
 PER_REPLICA = {
-    "vllm:prefix_cache_queries": "prefix_cache_queries_total", "vllm:prefix_cache_hits": "prefix_cache_hits_total",
-    "vllm:kv_cache_usage_perc": "kv_cache_usage_now", "vllm:num_requests_running": "requests_running_now",
-    "sglang:prompt_tokens": "prefix_cache_queries_total", "sglang:cached_tokens": "prefix_cache_hits_total",
-    "sglang:token_usage": "kv_cache_usage_now", "sglang:num_running_reqs": "requests_running_now",
+    "vllm:prefix_cache_queries": "prefix_cache_queries_total",
+    "vllm:prefix_cache_hits": "prefix_cache_hits_total",
+    "vllm:kv_cache_usage_perc": "kv_cache_usage_now",
+    "vllm:num_requests_running": "requests_running_now",
+    "sglang:prompt_tokens": "prefix_cache_queries_total",
+    "sglang:cached_tokens": "prefix_cache_hits_total",
+    "sglang:token_usage": "kv_cache_usage_now",
+    "sglang:num_running_reqs": "requests_running_now",
     "sglang:max_total_num_tokens": "kv_cache_tokens",
 }
 
@@ -80,10 +84,21 @@ def replica_totals(text: str) -> dict[str, float]:
 
 def replica_values(text: str) -> dict[str, float]:
     """The per-replica figures as flat keys for a load level: ``replica{R}_{key}``."""
-    return {f"replica{r}_{k}": v for r, row in replicas(text).items() for k, v in row.items() if k != "kv_cache_tokens"}
+    return {
+        f"replica{r}_{k}": v
+        for r, row in replicas(text).items()
+        for k, v in row.items()
+        if k != "kv_cache_tokens"
+    }
 
 
 def hit_shares(view: dict[str, dict[str, float]]) -> dict[str, float | None]:
     """Each replica's share of looked-up prompt tokens found in its prefix cache (hits / queries)."""
-    return {r: (row["prefix_cache_hits_total"] / row["prefix_cache_queries_total"]
-                if row.get("prefix_cache_queries_total") else None) for r, row in view.items()}
+    return {
+        r: (
+            row["prefix_cache_hits_total"] / row["prefix_cache_queries_total"]
+            if row.get("prefix_cache_queries_total")
+            else None
+        )
+        for r, row in view.items()
+    }

@@ -23,12 +23,18 @@ from backends.openai.metrics import (
 from backends.openai.server_http import ServerHTTP
 
 # what SGLang's /get_server_info adds to the scheduler facts its /metrics gives
-SGLANG_INFO_KEYS = ("chunked_prefill_size", "max_running_requests", "max_prefill_tokens",
-                    "mem_fraction_static", "max_total_num_tokens")
+SGLANG_INFO_KEYS = (
+    "chunked_prefill_size",
+    "max_running_requests",
+    "max_prefill_tokens",
+    "mem_fraction_static",
+    "max_total_num_tokens",
+)
 
 
-def find_metrics(root: str, headers: dict[str, str],
-                 flavor: str | None) -> tuple[MetricsProbe | None, str | None]:
+def find_metrics(
+    root: str, headers: dict[str, str], flavor: str | None
+) -> tuple[MetricsProbe | None, str | None]:
     """A probe of the engine's latency histograms at ``root``/metrics and whose they are (vLLM's or SGLang's
     names); (None, None) where there are none, or not those of the ``flavor`` already known."""
     probe = MetricsProbe(root + "/metrics", FLAVORS["vllm"], headers)

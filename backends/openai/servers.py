@@ -115,7 +115,11 @@ class LaunchedServerBackend(OpenAIBackend):
             )
         self.port = free_port()
         self.base_url = f"http://127.0.0.1:{self.port}/v1"
-        self.command = self.server_argv(self.port) + self.served_name_flags() + engine_arg_flags(self.settings.engine_args)
+        self.command = (
+            self.server_argv(self.port)
+            + self.served_name_flags()
+            + engine_arg_flags(self.settings.engine_args)
+        )
         wanted = self.server_env()  # the user's own values win, except for what the harness relies on
         self.env_set = {k: v for k, v in wanted.items() if k in self.forced_env or k not in os.environ}
         env = {**os.environ, **self.env_set}
@@ -147,7 +151,9 @@ class LaunchedServerBackend(OpenAIBackend):
     def _check_server(self, wait_s: float = 0.0) -> None:
         code = self.server.exit_code(wait_s) if self.server is not None else None
         if code is not None:
-            raise ServerExited(f"{self.name}: the server exited with {describe_exit(code)}; see {self._log_name()}")
+            raise ServerExited(
+                f"{self.name}: the server exited with {describe_exit(code)}; see {self._log_name()}"
+            )
 
     def _log_name(self) -> str:
         if self.server is None:
@@ -177,7 +183,9 @@ class LaunchedServerBackend(OpenAIBackend):
         from backends.openai.replicas import replicas
 
         text = server_facts.metrics_page(self.metrics)
-        return (replicas(text) or "the server's /metrics has no per-replica series") if text else "no /metrics"
+        return (
+            (replicas(text) or "the server's /metrics has no per-replica series") if text else "no /metrics"
+        )
 
 
 class VLLMServerBackend(LaunchedServerBackend):
@@ -203,7 +211,10 @@ class VLLMServerBackend(LaunchedServerBackend):
             *vllm_config.scheduler_flags(s),  # the in-process engine's own (--engine-defaults matched)
         ]  # fmt: skip
         if s.dp > 1:
-            argv += ["--data-parallel-size", str(s.dp)]  # one API server, its internal balancer over the engines
+            argv += [
+                "--data-parallel-size",
+                str(s.dp),
+            ]  # one API server, its internal balancer over the engines
         if s.device == "cpu":
             argv.append("--enforce-eager")  # torch.compile costs a minute on a CPU and buys nothing here
         if s.random_weights:
@@ -211,7 +222,12 @@ class VLLMServerBackend(LaunchedServerBackend):
         return argv
 
     def server_env(self) -> dict[str, str]:
-        env = {**super().server_env(), "VLLM_SERVER_DEV_MODE": "1", "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1"}
+        env = {
+            **super().server_env(),
+            "VLLM_SERVER_DEV_MODE": "1",
+            "VLLM_NO_USAGE_STATS": "1",
+            "DO_NOT_TRACK": "1",
+        }
         if self.settings.device == "cpu":
             env.update(VLLM_CPU_KVCACHE_SPACE="1", OMP_NUM_THREADS="1")
         return env
@@ -222,13 +238,17 @@ class SGLangServerBackend(LaunchedServerBackend):
     flavor = "sglang"
     engine_module = "sglang"
 
-    router_ports: tuple[int, int] | None = None  # SGLang's router: its Prometheus port, the workers' base port
+    router_ports: tuple[int, int] | None = (
+        None  # SGLang's router: its Prometheus port, the workers' base port
+    )
     worker_pgids: tuple[int, ...] = ()  # the router's worker processes, each its own process group
 
     def start(self) -> None:
         if uses_sglang_router(self.settings) and importlib.util.find_spec(SGLANG_ROUTER_MODULE) is None:
-            raise BackendUnavailable(f"--router {self.settings.router}: sglang-router is not installed in {sys.executable} "
-                                     "(pip install sglang-router; on the H200 its wheel: docs/two-gpus.md)")
+            raise BackendUnavailable(
+                f"--router {self.settings.router}: sglang-router is not installed in {sys.executable} "
+                "(pip install sglang-router; on the H200 its wheel: docs/two-gpus.md)"
+            )
         super().start()
         if uses_sglang_router(self.settings) and self.server is not None and self.server.pid:
             self.worker_pgids = tuple(sglang_router.child_pids(self.server.pid))
@@ -237,7 +257,9 @@ class SGLangServerBackend(LaunchedServerBackend):
         try:
             super().close()
         finally:
-            sglang_router.stop_worker_groups(list(self.worker_pgids))  # those the router's own clean-up missed
+            sglang_router.stop_worker_groups(
+                list(self.worker_pgids)
+            )  # those the router's own clean-up missed
 
     def _worker_texts(self) -> dict[str, str]:
         log = sglang_router.read_log(self.server.log_path if self.server else None)
@@ -287,7 +309,10 @@ class SGLangServerBackend(LaunchedServerBackend):
             "--enable-metrics",
         ]  # fmt: skip
         if s.dp > 1:
-            argv += ["--dp-size", str(s.dp)]  # replicas: SGLang's controller, or one worker each behind the router
+            argv += [
+                "--dp-size",
+                str(s.dp),
+            ]  # replicas: SGLang's controller, or one worker each behind the router
         if uses_sglang_router(s):
             self.router_ports = self.router_ports or sglang_router.free_ports()
             argv += sglang_router.router_flags(s.router, *self.router_ports)
@@ -318,19 +343,41 @@ class HFServerBackend(LaunchedServerBackend):
     def start(self) -> None:
         missing = [m for m in self.needs if importlib.util.find_spec(m) is None]
         if missing:
-            raise BackendUnavailable(f"transformers serve needs {', '.join(missing)} in {sys.executable} "
-                                     "(pip install 'transformers[serving]')")
+            raise BackendUnavailable(
+                f"transformers serve needs {', '.join(missing)} in {sys.executable} "
+                "(pip install 'transformers[serving]')"
+            )
         super().start()
 
     def server_argv(self, port: int) -> list[str]:
         from backends.hf.cb import CPU_BATCH_TOKENS, CPU_CACHE_TOKENS
 
         s = self.settings
-        argv = [sys.executable, "-m", "transformers.cli.transformers", "serve", s.model_path, "--continuous-batching",
-                "--host", "127.0.0.1", "--port", str(port), "--dtype", s.dtype, "--device", s.device]
+        argv = [
+            sys.executable,
+            "-m",
+            "transformers.cli.transformers",
+            "serve",
+            s.model_path,
+            "--continuous-batching",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--dtype",
+            s.dtype,
+            "--device",
+            s.device,
+        ]
         if s.device == "cpu":
-            argv += ["--cb-block-size", "256", "--cb-num-blocks", str(CPU_CACHE_TOKENS // 256),
-                     "--cb-max-batch-tokens", str(CPU_BATCH_TOKENS)]
+            argv += [
+                "--cb-block-size",
+                "256",
+                "--cb-num-blocks",
+                str(CPU_CACHE_TOKENS // 256),
+                "--cb-max-batch-tokens",
+                str(CPU_BATCH_TOKENS),
+            ]
         return argv
 
     def _served_model(self) -> str:
@@ -338,8 +385,17 @@ class HFServerBackend(LaunchedServerBackend):
 
     def _connect(self) -> None:
         super()._connect()
-        self.form, self._form_locked = len(FORMS) - 1, True  # text: its completions endpoint rejects token ids (422)
+        self.form, self._form_locked = (
+            len(FORMS) - 1,
+            True,
+        )  # text: its completions endpoint rejects token ids (422)
 
 
-__all__ = ["HFServerBackend", "LaunchedServerBackend", "SGLangServerBackend", "ServerExited", "ServerFailed",
-           "VLLMServerBackend"]
+__all__ = [
+    "HFServerBackend",
+    "LaunchedServerBackend",
+    "SGLangServerBackend",
+    "ServerExited",
+    "ServerFailed",
+    "VLLMServerBackend",
+]

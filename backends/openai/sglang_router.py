@@ -30,8 +30,16 @@ WORKER_LINE = re.compile(r"Launching DP server process (\d+) on port (\d+)")
 
 
 def router_flags(policy: str, metrics_port: int, worker_base_port: int) -> list[str]:
-    return ["--router-policy", policy, "--router-prometheus-host", "127.0.0.1", "--router-prometheus-port",
-            str(metrics_port), "--router-dp-worker-base-port", str(worker_base_port)]
+    return [
+        "--router-policy",
+        policy,
+        "--router-prometheus-host",
+        "127.0.0.1",
+        "--router-prometheus-port",
+        str(metrics_port),
+        "--router-dp-worker-base-port",
+        str(worker_base_port),
+    ]
 
 
 def free_ports() -> tuple[int, int]:
@@ -94,7 +102,9 @@ def load_figures(view: dict[str, dict[str, float]]) -> dict[str, float]:
             if key == "kv_cache_tokens":
                 continue
             out[f"replica{replica}_{key}"] = value
-            out[key] = max(out.get(key, 0.0), value) if key == "kv_cache_usage_now" else out.get(key, 0.0) + value
+            out[key] = (
+                max(out.get(key, 0.0), value) if key == "kv_cache_usage_now" else out.get(key, 0.0) + value
+            )
     return out
 
 
@@ -125,5 +135,15 @@ def child_pids(parent: int) -> list[int]:
     return out
 
 
-__all__ = ["child_pids", "free_ports", "load_figures", "merged_buckets", "worker_texts", "read_log", "router_flags", "stop_worker_groups",
-           "worker_figures", "worker_ports"]
+__all__ = [
+    "child_pids",
+    "free_ports",
+    "load_figures",
+    "merged_buckets",
+    "worker_texts",
+    "read_log",
+    "router_flags",
+    "stop_worker_groups",
+    "worker_figures",
+    "worker_ports",
+]

@@ -34,10 +34,14 @@ class MalformedStream(RuntimeError):
 
 
 def malformed(what: str, after_tokens: int, detail: str = "") -> MalformedStream:
-    return MalformedStream(f"malformed stream: {what} after {after_tokens} token(s)" + (f" ({detail})" if detail else ""))
+    return MalformedStream(
+        f"malformed stream: {what} after {after_tokens} token(s)" + (f" ({detail})" if detail else "")
+    )
 
 
-def read_stream(stream, clock: TokenClock, tokenizer, top_logprobs: int = 0, step_logprobs: int = 0) -> RawOutput:
+def read_stream(
+    stream, clock: TokenClock, tokenizer, top_logprobs: int = 0, step_logprobs: int = 0
+) -> RawOutput:
     reader = StreamReader(clock, tokenizer, top_logprobs, step_logprobs)
     try:
         with stream:
@@ -48,7 +52,9 @@ def read_stream(stream, clock: TokenClock, tokenizer, top_logprobs: int = 0, ste
     return reader.output()
 
 
-async def read_stream_async(stream, clock: TokenClock, tokenizer, top_logprobs: int = 0, step_logprobs: int = 0) -> RawOutput:
+async def read_stream_async(
+    stream, clock: TokenClock, tokenizer, top_logprobs: int = 0, step_logprobs: int = 0
+) -> RawOutput:
     """The same from ``AsyncOpenAI`` (many requests in flight: ``backends.load_loop``)."""
     reader = StreamReader(clock, tokenizer, top_logprobs, step_logprobs)
     try:
@@ -64,7 +70,12 @@ class StreamReader:
     """One streamed completion, chunk by chunk: the clock ticks as chunks with tokens arrive."""
 
     def __init__(self, clock: TokenClock, tokenizer, top_logprobs: int = 0, step_logprobs: int = 0) -> None:
-        self.clock, self.tokenizer, self.top_logprobs, self.step_logprobs = clock, tokenizer, top_logprobs, step_logprobs
+        self.clock, self.tokenizer, self.top_logprobs, self.step_logprobs = (
+            clock,
+            tokenizer,
+            top_logprobs,
+            step_logprobs,
+        )
         self.ids: list[int] = []
         self.steps: list[list[list]] = []
         self.texts: list[str] = []
@@ -96,8 +107,10 @@ class StreamReader:
             if self.top_logprobs and self.top is None and n:
                 self.top = candidates(choice.logprobs, self.top_logprobs, self.tokenizer)
             if self.step_logprobs and choice.logprobs is not None:
-                self.steps += [ranked(position or {}, self.step_logprobs, self.tokenizer)
-                               for position in choice.logprobs.top_logprobs or []]
+                self.steps += [
+                    ranked(position or {}, self.step_logprobs, self.tokenizer)
+                    for position in choice.logprobs.top_logprobs or []
+                ]
             self.finish = choice.finish_reason or self.finish
         if chunk.usage is not None:
             self.usage = chunk.usage
@@ -105,7 +118,9 @@ class StreamReader:
     def output(self) -> RawOutput:
         """The finished stream as a RawOutput; a stream without a finish reason raises :class:`StreamCut`."""
         if self.finish is None:
-            raise StreamCut(f"{NO_FINISH_REASON} after {self.tokens()} token(s) (the server stopped answering)")
+            raise StreamCut(
+                f"{NO_FINISH_REASON} after {self.tokens()} token(s) (the server stopped answering)"
+            )
         text = "".join(self.texts)
         ids = self.ids
         said_prompt = getattr(self.usage, "prompt_tokens", None)
@@ -115,7 +130,9 @@ class StreamReader:
             ids = self.tokenizer.encode(text, add_special_tokens=False)
             extra["output_ids_from"] = "retokenized-text"
             counted = getattr(self.usage, "completion_tokens", None)
-            reported = counted if isinstance(counted, int) else None  # the server's count beats the re-tokenized text's
+            reported = (
+                counted if isinstance(counted, int) else None
+            )  # the server's count beats the re-tokenized text's
         details = getattr(self.usage, "prompt_tokens_details", None)
         return RawOutput(
             token_ids=ids,

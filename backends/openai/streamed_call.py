@@ -43,8 +43,17 @@ def create(client: Any, body: dict[str, Any], chat: bool) -> Any:
     return (client.chat.completions if chat else client.completions).create(**body)
 
 
-def call(client: openai.OpenAI, body: dict[str, Any], *, chat: bool, request: Request, clock: TokenClock,
-         tokenizer: Any, timeout_s: float, check_server: Callable[..., None]) -> RawOutput:
+def call(
+    client: openai.OpenAI,
+    body: dict[str, Any],
+    *,
+    chat: bool,
+    request: Request,
+    clock: TokenClock,
+    tokenizer: Any,
+    timeout_s: float,
+    check_server: Callable[..., None],
+) -> RawOutput:
     """``body`` streamed, the clock ticking as tokens arrive; :class:`RequestTimeout` past ``timeout_s``."""
     deadline = time.perf_counter() + timeout_s
     try:
@@ -63,9 +72,17 @@ def call(client: openai.OpenAI, body: dict[str, Any], *, chat: bool, request: Re
         raise
 
 
-async def call_async(client: openai.AsyncOpenAI, body: dict[str, Any], *, chat: bool, request: Request,
-                     clock: TokenClock, tokenizer: Any, timeout_s: float,
-                     check_server: Callable[..., None]) -> RawOutput:
+async def call_async(
+    client: openai.AsyncOpenAI,
+    body: dict[str, Any],
+    *,
+    chat: bool,
+    request: Request,
+    clock: TokenClock,
+    tokenizer: Any,
+    timeout_s: float,
+    check_server: Callable[..., None],
+) -> RawOutput:
     """:func:`call` in an event loop, among other requests in flight (the client's timeout bounds it)."""
     try:
         stream = await create(client, body, chat)

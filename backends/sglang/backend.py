@@ -80,7 +80,12 @@ def import_sglang() -> Any:
 class SGLangBackend(Backend):
     name = "sglang"
     capabilities = Capabilities(
-        prefix_cache=True, reports_cached_tokens=True, resets_cache=True, grammar=True, logprobs=True, load=True,
+        prefix_cache=True,
+        reports_cached_tokens=True,
+        resets_cache=True,
+        grammar=True,
+        logprobs=True,
+        load=True,
         batches_requests=True,
     )
     clock_source = "in-process-stream"
@@ -100,7 +105,10 @@ class SGLangBackend(Backend):
         timing = self.options.timing
         has_prometheus = importlib.util.find_spec("prometheus_client") is not None
         self.use_metrics = timing == "engine" or (timing == "auto" and has_prometheus)
-        self.kwargs = {**engine_kwargs(settings, enable_metrics=self.use_metrics), **settings.engine_args}  # --engine-arg
+        self.kwargs = {
+            **engine_kwargs(settings, enable_metrics=self.use_metrics),
+            **settings.engine_args,
+        }  # --engine-arg
         self.notes: list[str] = []
         if "attention_backend" not in self.kwargs and fa3_missing():
             self.kwargs["attention_backend"] = "triton"
@@ -194,8 +202,12 @@ class SGLangBackend(Backend):
             "grammar_after_flush": "flush_cache() drops compiled grammars: the next constrained request "
             "compiles its schema again, inside its TTFT",
             "timing": "in-process-stream: stream=True, the clock ticks per chunk received; "
-            + ("engine_ttft_ms = meta_info prefill_finished_time - request_received_ts, engine decode to "
-               "request_finished_ts" if self.use_metrics else "no engine figures (enable_metrics off)"),
+            + (
+                "engine_ttft_ms = meta_info prefill_finished_time - request_received_ts, engine decode to "
+                "request_finished_ts"
+                if self.use_metrics
+                else "no engine figures (enable_metrics off)"
+            ),
             "sampling_seed": "sent; SGLang applies it only with enable_deterministic_inference",
             "request_path": "tokenizer_manager.generate_request(GenerateReqInput(return_prompt_token_ids=True))"
             if self.direct
@@ -304,7 +316,6 @@ class SGLangBackend(Backend):
         except Exception:  # noqa: BLE001 - a candidate's text is informative only
             return ""
 
-
     # -- under load ---------------------------------------------------------------------------------
     def run_async(self, coroutine):
         """A load level runs on the engine's own event loop, where its tokenizer manager lives."""
@@ -321,8 +332,9 @@ class SGLangBackend(Backend):
             from sglang.srt.managers.io_struct import GenerateReqInput
 
             rid = f"lca-{uuid.uuid4().hex}"
-            obj = GenerateReqInput(**fields, rid=rid, stream=True, return_prompt_token_ids=True,
-                                   return_text_in_logprobs=True)
+            obj = GenerateReqInput(
+                **fields, rid=rid, stream=True, return_prompt_token_ids=True, return_text_in_logprobs=True
+            )
             chunks = self.engine.tokenizer_manager.generate_request(obj, None)
         else:
             chunks = await self.engine.async_generate(**fields, stream=True)
@@ -345,16 +357,25 @@ class SGLangBackend(Backend):
         if last is None:
             raise RuntimeError("sglang streamed no output")
         response = {**last, "output_ids": list(last.get("output_ids") or [])}
-        return to_raw_output(response, request.prompt_ids, top_k=request.top_logprobs, decode=self._decode,
-                             constrained=request.json_schema is not None)
+        return to_raw_output(
+            response,
+            request.prompt_ids,
+            top_k=request.top_logprobs,
+            decode=self._decode,
+            constrained=request.json_schema is not None,
+        )
 
     def load_stats(self) -> dict[str, float]:
         """SGLang's scheduler figures under load: its load snapshot (what ``/v1/loads`` serves; SGLang 0.5.17's
         ``tokenizer_manager.load_snapshot_reader``), else ``get_server_info()``'s internal state (older versions).
         Called from the sampler's thread and at the level's end: one lock, the reader is a socket."""
-        names = {"token_usage": "kv_cache_usage_now", "num_running_reqs": "requests_running_now",
-                 "num_queue_reqs": "requests_waiting_now", "num_waiting_reqs": "requests_waiting_now",
-                 "cache_hit_rate": "prefix_cache_hit_rate_now"}
+        names = {
+            "token_usage": "kv_cache_usage_now",
+            "num_running_reqs": "requests_running_now",
+            "num_queue_reqs": "requests_waiting_now",
+            "num_waiting_reqs": "requests_waiting_now",
+            "cache_hit_rate": "prefix_cache_hit_rate_now",
+        }
         reader = getattr(getattr(self.engine, "tokenizer_manager", None), "load_snapshot_reader", None)
         try:
             if reader is not None:
@@ -364,11 +385,12 @@ class SGLangBackend(Backend):
             else:  # no snapshot reader: the older internal state (not from a running loop: it runs one itself)
                 info = self.engine.get_server_info()
                 states = info.get("internal_states") if isinstance(info, dict) else None
-                state = states[0] if isinstance(states, list) and states and isinstance(states[0], dict) else {}
+                state = (
+                    states[0] if isinstance(states, list) and states and isinstance(states[0], dict) else {}
+                )
         except Exception:  # noqa: BLE001 - nothing reported
             return {}
         return {names[k]: float(v) for k, v in state.items() if k in names and isinstance(v, int | float)}
-
 
     # -- the engine called directly (benchmarks/) ---------------------------------------------
     def raw_generate_timed(self, prompt_ids: list[int], max_new_tokens: int) -> tuple[Any, Any, float]:
@@ -386,8 +408,11 @@ class SGLangBackend(Backend):
 
     def engine_batch(self, prompts: list[list[int]], request: Request) -> list[int]:
         """``Engine.generate`` on every prompt's ids at once, with the adapter's own sampling parameters."""
-        outs = self.engine.generate(input_ids=[list(p) for p in prompts],
-                                    sampling_params=build_sampling_params(request))
+        outs = self.engine.generate(
+            input_ids=[list(p) for p in prompts], sampling_params=build_sampling_params(request)
+        )
         outs = outs if isinstance(outs, list) else [outs]  # a batch answers a list of dicts, one per prompt
-        return [len(o.get("output_ids") or [])
-                or int((o.get("meta_info") or {}).get("completion_tokens") or 0) for o in outs]
+        return [
+            len(o.get("output_ids") or []) or int((o.get("meta_info") or {}).get("completion_tokens") or 0)
+            for o in outs
+        ]

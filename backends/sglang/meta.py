@@ -138,8 +138,11 @@ def step_logprobs(meta: dict[str, Any], k: int) -> list[list[list]] | None:
     out = []
     for row in rows:
         entries = row if isinstance(row, list | tuple) else []
-        pairs = [[int(e[1]), _num(e[0])] for e in entries
-                 if isinstance(e, list | tuple) and len(e) >= 2 and _int(e[1]) is not None]
+        pairs = [
+            [int(e[1]), _num(e[0])]
+            for e in entries
+            if isinstance(e, list | tuple) and len(e) >= 2 and _int(e[1]) is not None
+        ]
         out.append(sorted(pairs, key=lambda p: -(p[1] if p[1] is not None else -math.inf))[:k])
     return out
 

@@ -69,9 +69,14 @@ class VLLMBackend(Backend):
         self._env: dict[str, Any] = {}
         self._version: str | None = None
         self._requests = 0  # request ids of the stepped requests: lca-1, lca-2, ...
-        self._inflight: dict[str, tuple[Any, Any, list[int]]] = {}  # under load: request id -> (clock, future)
+        self._inflight: dict[
+            str, tuple[Any, Any, list[int]]
+        ] = {}  # under load: request id -> (clock, future)
         self._stepper: Any = None
-        self._step_s, self._steps = 0.0, 0  # under load: wall time inside LLMEngine.step() and its count (load_stats)
+        self._step_s, self._steps = (
+            0.0,
+            0,
+        )  # under load: wall time inside LLMEngine.step() and its count (load_stats)
 
     # -- lifecycle ---------------------------------------------------------------------------
     def start(self) -> None:
@@ -127,7 +132,10 @@ class VLLMBackend(Backend):
         return self._version
 
     def environment(self) -> dict[str, Any]:
-        return {**self._env, "parallel": replica_record(self.settings, self.name)}  # one replica: LLM() has no dp
+        return {
+            **self._env,
+            "parallel": replica_record(self.settings, self.name),
+        }  # one replica: LLM() has no dp
 
     def kv_cache_tokens(self) -> tuple[int | None, str]:
         blocks, size = self._env.get("kv_cache_blocks"), self._env.get("block_size")
@@ -164,8 +172,10 @@ class VLLMBackend(Backend):
             candidates = self._candidates(completion.logprobs[0], request.top_logprobs)
         steps = None
         if request.step_logprobs and completion.logprobs:
-            steps = [[[c.token_id, c.logprob] for c in self._ranked(position, request.step_logprobs)]
-                     for position in completion.logprobs]
+            steps = [
+                [[c.token_id, c.logprob] for c in self._ranked(position, request.step_logprobs)]
+                for position in completion.logprobs
+            ]
         return RawOutput(
             token_ids=list(completion.token_ids),
             text=completion.text,
@@ -210,7 +220,9 @@ class VLLMBackend(Backend):
         try:
             while self._inflight:
                 started = time.perf_counter()
-                outs = engine.step()  # on the event loop: an arrival waits for the step in flight (load_stats)
+                outs = (
+                    engine.step()
+                )  # on the event loop: an arrival waits for the step in flight (load_stats)
                 self._step_s += time.perf_counter() - started
                 self._steps += 1
                 for out in outs:
@@ -238,13 +250,21 @@ class VLLMBackend(Backend):
         """vLLM's own Prometheus figures (``LLM.get_metrics()``): KV-cache usage, preemptions, prefix-cache hits."""
         if self.llm is None:
             return {}
-        names = {"vllm:kv_cache_usage_perc": "kv_cache_usage_now", "vllm:gpu_cache_usage_perc": "kv_cache_usage_now",
-                 "vllm:num_preemptions": "preemptions_total", "vllm:prefix_cache_queries": "prefix_cache_queries_total",
-                 "vllm:prefix_cache_hits": "prefix_cache_hits_total", "vllm:num_requests_waiting": "requests_waiting_now",
-                 "vllm:num_requests_running": "requests_running_now"}
+        names = {
+            "vllm:kv_cache_usage_perc": "kv_cache_usage_now",
+            "vllm:gpu_cache_usage_perc": "kv_cache_usage_now",
+            "vllm:num_preemptions": "preemptions_total",
+            "vllm:prefix_cache_queries": "prefix_cache_queries_total",
+            "vllm:prefix_cache_hits": "prefix_cache_hits_total",
+            "vllm:num_requests_waiting": "requests_waiting_now",
+            "vllm:num_requests_running": "requests_running_now",
+        }
         # the stepping task's own figures: the level divides them into its mean step (harness-side cause of
         # caller TTFT - engine TTFT: arrivals and first tokens wait for the step() in flight to return)
-        out: dict[str, float] = {"engine_step_s_total": self._step_s, "engine_steps_total": float(self._steps)}
+        out: dict[str, float] = {
+            "engine_step_s_total": self._step_s,
+            "engine_steps_total": float(self._steps),
+        }
         try:
             metrics = self.llm.get_metrics()
         except Exception:  # noqa: BLE001 - no stats in this engine: nothing reported
@@ -321,7 +341,10 @@ class VLLMBackend(Backend):
         ranked = sorted(
             allowed, key=lambda kv: (kv[1].rank if kv[1].rank is not None else math.inf, -kv[1].logprob)
         )
-        return [TokenCandidate(int(tid), lp.decoded_token or "", float(lp.logprob), None) for tid, lp in ranked[:k]]
+        return [
+            TokenCandidate(int(tid), lp.decoded_token or "", float(lp.logprob), None)
+            for tid, lp in ranked[:k]
+        ]
 
     def _candidates(self, position: dict, k: int) -> list[TokenCandidate]:
         """The step-0 top-k with their texts."""

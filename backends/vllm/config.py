@@ -37,8 +37,12 @@ FULL_MODE = "reset_prefix_cache() before every request"
 # EngineArgs.get_batch_defaults). "matched" (the default, --engine-defaults) gives both sides the server's values
 # for the device, so that the in-process vs HTTP difference is HTTP; "own" leaves each its defaults. A user's
 # --engine-arg goes on top of either.
-MATCHED_SCHEDULER_GPU = {"max_num_batched_tokens": 8192, "max_num_seqs": 1024, "enable_chunked_prefill": True,
-                         "gpu_memory_utilization": 0.9}
+MATCHED_SCHEDULER_GPU = {
+    "max_num_batched_tokens": 8192,
+    "max_num_seqs": 1024,
+    "enable_chunked_prefill": True,
+    "gpu_memory_utilization": 0.9,
+}
 MATCHED_SCHEDULER_CPU = {"max_num_batched_tokens": 2048, "max_num_seqs": 128, "enable_chunked_prefill": True}
 
 
@@ -48,13 +52,18 @@ def is_cpu(device: str) -> bool:
 
 def engine_env(device: str, model_path: str) -> dict[str, str]:
     """The variables this adapter sets by default for ``device`` and the model at ``model_path``."""
-    return {**COMMON_ENV, **(LOCAL_MODEL_ENV if Path(model_path).is_dir() else {}),
-            **(CPU_ENV if is_cpu(device) else {})}
+    return {
+        **COMMON_ENV,
+        **(LOCAL_MODEL_ENV if Path(model_path).is_dir() else {}),
+        **(CPU_ENV if is_cpu(device) else {}),
+    }
 
 
 def apply_env(device: str, model_path: str) -> dict[str, str]:
     """``os.environ.setdefault`` for each variable; returns the values in effect."""
-    return {name: os.environ.setdefault(name, value) for name, value in engine_env(device, model_path).items()}
+    return {
+        name: os.environ.setdefault(name, value) for name, value in engine_env(device, model_path).items()
+    }
 
 
 def scheduler_kwargs(settings: BackendSettings) -> dict[str, Any]:

@@ -64,11 +64,16 @@ def scheduler_facts(vc: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
     block = getattr(cache, "effective_attention_block_size", None) or cache.block_size
     chunked = getattr(sched, "enable_chunked_prefill", None)
     return {
-        "max_num_batched_tokens": sched.max_num_batched_tokens, "max_num_seqs": sched.max_num_seqs,
-        "chunked_prefill": bool(chunked if chunked is not None else getattr(sched, "chunked_prefill_enabled", False)),
+        "max_num_batched_tokens": sched.max_num_batched_tokens,
+        "max_num_seqs": sched.max_num_seqs,
+        "chunked_prefill": bool(
+            chunked if chunked is not None else getattr(sched, "chunked_prefill_enabled", False)
+        ),
         "gpu_memory_utilization": getattr(cache, "gpu_memory_utilization", None),
         "kv_cache_tokens": blocks * block if isinstance(blocks, int) else None,
-        "defaults": "matched with vllm serve (backends/vllm/config.py)" if "max_num_seqs" in kwargs else "vLLM's own (LLM class)",
+        "defaults": "matched with vllm serve (backends/vllm/config.py)"
+        if "max_num_seqs" in kwargs
+        else "vLLM's own (LLM class)",
     }
 
 

@@ -27,10 +27,32 @@ KEY = ["workload", "mode", "case", "turn", "rep", "engine_start"]
 # candidates closer than about 0.1 nat can swap order by rounding alone.
 NEAR_TIE = 0.1
 FLAT = 1e-6  # two log-probs this close are equal
-CASE_COLUMNS = [*KEY, "backend", "reference", "same_first", "identical", "first_divergence", "tokens",
-                "margin_reference", "margin_backend"]
-SUMMARY_COLUMNS = ["workload", "backend", "reference", "cases", "same_first", "identical", "share",
-                   "median_divergence", "near_tie", "clear", "no_margin", "informative", "why"]
+CASE_COLUMNS = [
+    *KEY,
+    "backend",
+    "reference",
+    "same_first",
+    "identical",
+    "first_divergence",
+    "tokens",
+    "margin_reference",
+    "margin_backend",
+]
+SUMMARY_COLUMNS = [
+    "workload",
+    "backend",
+    "reference",
+    "cases",
+    "same_first",
+    "identical",
+    "share",
+    "median_divergence",
+    "near_tie",
+    "clear",
+    "no_margin",
+    "informative",
+    "why",
+]
 
 
 def _ids(value: object) -> list[int] | None:
@@ -65,9 +87,14 @@ def _compare(a: dict, b: dict) -> dict:
     ids_a, ids_b = _ids(a["output_token_ids"]) or [], _ids(b["output_token_ids"]) or []
     same = ids_a == ids_b
     div = None if same else common_prefix_len(ids_a, ids_b)
-    return {"same_first": bool(ids_a[:1] == ids_b[:1] and ids_a), "identical": same, "first_divergence": div,
-            "tokens": min(len(ids_a), len(ids_b)), "margin_reference": margin_at(a.get("step_logprobs"), div),
-            "margin_backend": margin_at(b.get("step_logprobs"), div)}
+    return {
+        "same_first": bool(ids_a[:1] == ids_b[:1] and ids_a),
+        "identical": same,
+        "first_divergence": div,
+        "tokens": min(len(ids_a), len(ids_b)),
+        "margin_reference": margin_at(a.get("step_logprobs"), div),
+        "margin_backend": margin_at(b.get("step_logprobs"), div),
+    }
 
 
 def _greedy(df: pd.DataFrame) -> pd.DataFrame:
@@ -91,13 +118,22 @@ def per_case(df: pd.DataFrame, backends: list[str]) -> pd.DataFrame:
     if len(present) < 2:
         return pd.DataFrame(columns=CASE_COLUMNS)
     ref, others = present[0], present[1:]
-    rows_of = {b: {_key(r, KEY): r for r in greedy[greedy["backend"] == b].to_dict("records")} for b in present}
+    rows_of = {
+        b: {_key(r, KEY): r for r in greedy[greedy["backend"] == b].to_dict("records")} for b in present
+    }
     rows = []
     for backend in others:
         for k, mine in rows_of[backend].items():
             theirs = rows_of[ref].get(k)
             if theirs is not None:
-                rows.append({**dict(zip(KEY, k, strict=True)), "backend": backend, "reference": ref, **_compare(theirs, mine)})
+                rows.append(
+                    {
+                        **dict(zip(KEY, k, strict=True)),
+                        "backend": backend,
+                        "reference": ref,
+                        **_compare(theirs, mine),
+                    }
+                )
     return pd.DataFrame(rows, columns=CASE_COLUMNS)
 
 
@@ -116,8 +152,15 @@ def cached_vs_full(df: pd.DataFrame, kinds: tuple[str, ...] | None = None) -> pd
         for r in g[g["mode"] == "cached"].to_dict("records"):
             f = full.get(_key(r, keys))
             if f is not None:
-                rows.append({**dict(zip(keys, _key(r, keys), strict=True)), "mode": "cached", "backend": backend,
-                             "reference": "full", **_compare(f, r)})
+                rows.append(
+                    {
+                        **dict(zip(keys, _key(r, keys), strict=True)),
+                        "mode": "cached",
+                        "backend": backend,
+                        "reference": "full",
+                        **_compare(f, r),
+                    }
+                )
     return pd.DataFrame(rows, columns=CASE_COLUMNS)
 
 
@@ -141,11 +184,23 @@ def summary(cases: pd.DataFrame, flat: dict[str, bool] | None = None) -> pd.Data
         div = g["first_divergence"].dropna()
         kinds = [split_kind(r) for r in g.to_dict("records")]
         flat_sides = [b for b in (ref, backend) if flat.get(b)]
-        rows.append({"workload": workload, "backend": backend, "reference": ref, "cases": len(g),
-                     "same_first": int(g["same_first"].sum()), "identical": int(g["identical"].sum()),
-                     "share": float(g["identical"].mean()),
-                     "median_divergence": float(div.median()) if len(div) else None,
-                     "near_tie": kinds.count("near-tie"), "clear": kinds.count("clear margin"),
-                     "no_margin": kinds.count("no margin recorded"), "informative": not flat_sides,
-                     "why": f"flat logits on {', '.join(flat_sides)}: every step-0 candidate equally likely" if flat_sides else ""})
+        rows.append(
+            {
+                "workload": workload,
+                "backend": backend,
+                "reference": ref,
+                "cases": len(g),
+                "same_first": int(g["same_first"].sum()),
+                "identical": int(g["identical"].sum()),
+                "share": float(g["identical"].mean()),
+                "median_divergence": float(div.median()) if len(div) else None,
+                "near_tie": kinds.count("near-tie"),
+                "clear": kinds.count("clear margin"),
+                "no_margin": kinds.count("no margin recorded"),
+                "informative": not flat_sides,
+                "why": f"flat logits on {', '.join(flat_sides)}: every step-0 candidate equally likely"
+                if flat_sides
+                else "",
+            }
+        )
     return pd.DataFrame(rows, columns=SUMMARY_COLUMNS)

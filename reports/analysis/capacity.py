@@ -48,7 +48,14 @@ def targets_of(envs: dict[str, dict]) -> tuple[Target, ...]:
 
 
 def price_of(envs: dict[str, dict]) -> float | None:
-    return next((float(e["gpu_hour_usd"]) for e in envs.values() if num(e.get("gpu_hour_usd")) and e["gpu_hour_usd"] > 0), None)
+    return next(
+        (
+            float(e["gpu_hour_usd"])
+            for e in envs.values()
+            if num(e.get("gpu_hour_usd")) and e["gpu_hour_usd"] > 0
+        ),
+        None,
+    )
 
 
 def mix_of(rows: list[dict]) -> str:
@@ -71,25 +78,42 @@ def level_row(key: tuple, rows: list[dict], facts: dict, stats: LevelStats) -> d
     planned, started = num(facts.get("requests_planned")), num(facts.get("requests_started"))
     return {
         **dict(zip(KEY, key, strict=True)),
-        "concurrency": stats.concurrency, "rate_rps": num(rows[0].get("load_rate_rps")) if rows else None,
+        "concurrency": stats.concurrency,
+        "rate_rps": num(rows[0].get("load_rate_rps")) if rows else None,
         "loop": "closed" if stats.concurrency else "open",
-        "n_steady": len(stats.steady), "failed": stats.failed, "first_n": len(stats.first_wave),
-        "first_ttft_p50": _p(first["ttft"], 50), "first_ttft_p90": _p(first["ttft"], 90),
+        "n_steady": len(stats.steady),
+        "failed": stats.failed,
+        "first_n": len(stats.first_wave),
+        "first_ttft_p50": _p(first["ttft"], 50),
+        "first_ttft_p90": _p(first["ttft"], 90),
         **{f"ttft_p{q}": _p(s["ttft"], q) for q in (50, 90, 99)},
-        "tpot_p50": tpot50, "tpot_p90": _p(s["tpot"], 90), "e2e_p50": _p(s["e2e"], 50), "e2e_p90": _p(s["e2e"], 90),
-        "itl_p50": _p(s["itl"], 50), "itl_p99": _p(s["itl"], 99), "n_latency": len(s["ttft"]),
+        "tpot_p50": tpot50,
+        "tpot_p90": _p(s["tpot"], 90),
+        "e2e_p50": _p(s["e2e"], 50),
+        "e2e_p90": _p(s["e2e"], 90),
+        "itl_p50": _p(s["itl"], 50),
+        "itl_p99": _p(s["itl"], 99),
+        "n_latency": len(s["ttft"]),
         "small_p99": len(s["ttft"]) < SMALL_N,
-        "output_tps": stats.output_tps, "output_tps_lo": tps_lo_hi[0] if tps_lo_hi else None,
-        "output_tps_hi": tps_lo_hi[1] if tps_lo_hi else None, "input_tps": stats.input_tps, "total_tps": stats.total_tps,
-        "in_flight_share": stats.in_flight_share, "no_steady": stats.no_steady,
+        "output_tps": stats.output_tps,
+        "output_tps_lo": tps_lo_hi[0] if tps_lo_hi else None,
+        "output_tps_hi": tps_lo_hi[1] if tps_lo_hi else None,
+        "input_tps": stats.input_tps,
+        "total_tps": stats.total_tps,
+        "in_flight_share": stats.in_flight_share,
+        "no_steady": stats.no_steady,
         "per_user_tps": 1000 / tpot50 if tpot50 else None,
         "energy_j_per_1k": energy / served_tokens * 1000 if energy is not None and served_tokens else None,
-        "power_w": num(facts.get("gpu_power_w_mean")), "gpu_util": num(facts.get("gpu_util_pct_mean")),
+        "power_w": num(facts.get("gpu_power_w_mean")),
+        "gpu_util": num(facts.get("gpu_util_pct_mean")),
         "gpu_memory_gb": (num(facts.get("gpu_memory_used_peak_bytes")) or 0) / 1e9 or None,
         "telemetry": facts.get("gpu_telemetry"),
-        "kv_peak": num(facts.get("kv_cache_usage_peak")), "preemptions": num(facts.get("preemptions")),
-        "searched_for": facts.get("searched_for"), "partial": bool(planned and started is not None and started < planned),
-        "mix": mix_of(rows), "mean_prompt": sum(num(r.get("prompt_tokens")) or 0 for r in rows) / len(rows) if rows else None,
+        "kv_peak": num(facts.get("kv_cache_usage_peak")),
+        "preemptions": num(facts.get("preemptions")),
+        "searched_for": facts.get("searched_for"),
+        "partial": bool(planned and started is not None and started < planned),
+        "mix": mix_of(rows),
+        "mean_prompt": sum(num(r.get("prompt_tokens")) or 0 for r in rows) / len(rows) if rows else None,
     }
 
 
@@ -98,7 +122,9 @@ def _failed(r: dict) -> bool:
     return e is not None and e == e
 
 
-def analyse(rows: pd.DataFrame, facts: dict[tuple, dict], targets: tuple[Target, ...], price: float | None) -> dict[str, Any]:
+def analyse(
+    rows: pd.DataFrame, facts: dict[tuple, dict], targets: tuple[Target, ...], price: float | None
+) -> dict[str, Any]:
     """The steady levels, the capacities (with energy and cost at each) for the Load section."""
     from reports.analysis.many_users import requests
 
@@ -123,32 +149,80 @@ def analyse(rows: pd.DataFrame, facts: dict[tuple, dict], targets: tuple[Target,
                     if x is None or x != x:
                         continue
                     key = (b, w, m, r["case"])
-                    judged[float(x)] = (judge(t, stats[key][1]), {"kv_cache_usage_peak": r["kv_peak"], "preemptions": r["preemptions"]})
+                    judged[float(x)] = (
+                        judge(t, stats[key][1]),
+                        {"kv_cache_usage_peak": r["kv_peak"], "preemptions": r["preemptions"]},
+                    )
                 if t.throughput_only:
                     best = g.dropna(subset=["output_tps"])
                     best = best[best["failed"] == 0]
                     top = best.loc[best["output_tps"].idxmax()] if len(best) else None
-                    caps.append(_cap_row(b, w, m, loop, t, None if top is None else top[axis], "peak", None, None,
-                                         top, price))
+                    caps.append(
+                        _cap_row(
+                            b,
+                            w,
+                            m,
+                            loop,
+                            t,
+                            None if top is None else top[axis],
+                            "peak",
+                            None,
+                            None,
+                            top,
+                            price,
+                        )
+                    )
                     continue
                 cap = capacity(t, loop, judged)
-                at = g[g[axis] == cap.value].iloc[0] if cap.value is not None and (g[axis] == cap.value).any() else None
-                caps.append(_cap_row(b, w, m, loop, t, cap.value, cap.bound, cap.next_up, cap.limiter, at, price,
-                                     cap.non_monotone))
+                at = (
+                    g[g[axis] == cap.value].iloc[0]
+                    if cap.value is not None and (g[axis] == cap.value).any()
+                    else None
+                )
+                caps.append(
+                    _cap_row(
+                        b,
+                        w,
+                        m,
+                        loop,
+                        t,
+                        cap.value,
+                        cap.bound,
+                        cap.next_up,
+                        cap.limiter,
+                        at,
+                        price,
+                        cap.non_monotone,
+                    )
+                )
     return {"steady": levels, "capacity": pd.DataFrame(caps), "targets": targets, "price": price}
 
 
-def _cap_row(b, w, m, loop, t: Target, value, bound, next_up, limiter, at, price, non_monotone=False) -> dict[str, Any]:
+def _cap_row(
+    b, w, m, loop, t: Target, value, bound, next_up, limiter, at, price, non_monotone=False
+) -> dict[str, Any]:
     tps = None if at is None else num(at["output_tps"])
-    return {"backend": b, "workload": w, "mode": m, "loop": loop, "target": t.name, "value": value, "bound": bound,
-            "next_up": next_up, "limiter": limiter, "non_monotone": non_monotone, "output_tps": tps,
-            "per_user_tps": None if at is None else num(at["per_user_tps"]),
-            "energy_j_per_1k": None if at is None else num(at["energy_j_per_1k"]),
-            "cost_per_m": price / (3600 * tps) * 1e6 if price and tps else None}
+    return {
+        "backend": b,
+        "workload": w,
+        "mode": m,
+        "loop": loop,
+        "target": t.name,
+        "value": value,
+        "bound": bound,
+        "next_up": next_up,
+        "limiter": limiter,
+        "non_monotone": non_monotone,
+        "output_tps": tps,
+        "per_user_tps": None if at is None else num(at["per_user_tps"]),
+        "energy_j_per_1k": None if at is None else num(at["energy_j_per_1k"]),
+        "cost_per_m": price / (3600 * tps) * 1e6 if price and tps else None,
+    }
 
 
-def caching_ratios(steady: pd.DataFrame, capacity_rows: pd.DataFrame, caching: dict[str, bool | None],
-                   names: dict[str, str]) -> pd.DataFrame:
+def caching_ratios(
+    steady: pd.DataFrame, capacity_rows: pd.DataFrame, caching: dict[str, bool | None], names: dict[str, str]
+) -> pd.DataFrame:
     """For each backend measured with the cache on and off (column labels -> ``caching``, the adapter's
     ``names``): at every level both ran with the same mix, tok/s on ÷ off and TTFT p50 off ÷ on; per target,
     capacity on ÷ off."""
@@ -160,19 +234,43 @@ def caching_ratios(steady: pd.DataFrame, capacity_rows: pd.DataFrame, caching: d
     for name, pair in by_name.items():
         if set(pair) != {True, False} or steady.empty:
             continue
-        on, off = (steady[steady["backend"] == pair[v]].set_index(["workload", "mode", "case"]) for v in (True, False))
+        on, off = (
+            steady[steady["backend"] == pair[v]].set_index(["workload", "mode", "case"])
+            for v in (True, False)
+        )
         for key in on.index.intersection(off.index):
             a, z = on.loc[key], off.loc[key]
             same = a["mix"] == z["mix"]
-            rows.append({"backend": name, "workload": key[0], "mode": key[1], "case": key[2], "what": "level",
-                         "tps_ratio": _ratio(a["output_tps"], z["output_tps"]) if same else None,
-                         "ttft_ratio": _ratio(z["ttft_p50"], a["ttft_p50"]) if same else None, "same_mix": same})
+            rows.append(
+                {
+                    "backend": name,
+                    "workload": key[0],
+                    "mode": key[1],
+                    "case": key[2],
+                    "what": "level",
+                    "tps_ratio": _ratio(a["output_tps"], z["output_tps"]) if same else None,
+                    "ttft_ratio": _ratio(z["ttft_p50"], a["ttft_p50"]) if same else None,
+                    "same_mix": same,
+                }
+            )
         if not capacity_rows.empty:
-            ca = capacity_rows[capacity_rows["backend"] == pair[True]].set_index(["workload", "mode", "loop", "target"])
-            cz = capacity_rows[capacity_rows["backend"] == pair[False]].set_index(["workload", "mode", "loop", "target"])
+            ca = capacity_rows[capacity_rows["backend"] == pair[True]].set_index(
+                ["workload", "mode", "loop", "target"]
+            )
+            cz = capacity_rows[capacity_rows["backend"] == pair[False]].set_index(
+                ["workload", "mode", "loop", "target"]
+            )
             for key in ca.index.intersection(cz.index):
-                rows.append({"backend": name, "workload": key[0], "mode": key[1], "case": f"{key[2]} · {key[3]}",
-                             "what": "capacity", "capacity_ratio": _ratio(ca.loc[key, "value"], cz.loc[key, "value"])})
+                rows.append(
+                    {
+                        "backend": name,
+                        "workload": key[0],
+                        "mode": key[1],
+                        "case": f"{key[2]} · {key[3]}",
+                        "what": "capacity",
+                        "capacity_ratio": _ratio(ca.loc[key, "value"], cz.loc[key, "value"]),
+                    }
+                )
     return pd.DataFrame(rows)
 
 

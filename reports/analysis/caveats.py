@@ -37,8 +37,13 @@ class Caveat:
 def derive(report: Report) -> list[Caveat]:
     out: list[Caveat] = []
     if report.random_weights:
-        out.append(Caveat("model", f"Weights are random ({report.random_weights}): latency and cache figures hold; quality "
-                                   "figures (JSON validity without a grammar, clean answers, agreement) do not."))
+        out.append(
+            Caveat(
+                "model",
+                f"Weights are random ({report.random_weights}): latency and cache figures hold; quality "
+                "figures (JSON validity without a grammar, clean answers, agreement) do not.",
+            )
+        )
     from reports.kinds import report_kind
 
     for section in report.sections:
@@ -59,11 +64,18 @@ def agreement(summary: pd.DataFrame, cached: pd.DataFrame | None = None) -> list
     out = []
     for r in summary.to_dict("records"):
         if not r.get("informative", True):
-            out.append(Caveat("agreement", f"{r['backend']} vs {r['reference']} ({r['workload']}): not informative, "
-                                           f"{r['why']}: identical tokens there say nothing about the engines."))
+            out.append(
+                Caveat(
+                    "agreement",
+                    f"{r['backend']} vs {r['reference']} ({r['workload']}): not informative, "
+                    f"{r['why']}: identical tokens there say nothing about the engines.",
+                )
+            )
             continue
-        text = (f"At T=0 {r['backend']} matched {r['reference']} token for token on {r['identical']} of {r['cases']} "
-                f"{r['workload']} calls (same first token on {r['same_first']})")
+        text = (
+            f"At T=0 {r['backend']} matched {r['reference']} token for token on {r['identical']} of {r['cases']} "
+            f"{r['workload']} calls (same first token on {r['same_first']})"
+        )
         if num(r["median_divergence"]) is not None:
             text += f"; where they differ, the first different token is at index {fmt.n(r['median_divergence'])} (median)"
         if r.get("near_tie") or r.get("clear"):
@@ -71,9 +83,14 @@ def agreement(summary: pd.DataFrame, cached: pd.DataFrame | None = None) -> list
         out.append(Caveat("agreement", text + "."))
     for r in (cached if cached is not None else pd.DataFrame()).to_dict("records"):
         if r.get("informative", True) and r["identical"] < r["cases"]:
-            out.append(Caveat("agreement", f"{r['backend']}: cached and full gave different tokens on "
-                                           f"{r['cases'] - r['identical']} of {r['cases']} {r['workload']} calls "
-                                           f"({r['near_tie']} at a near-tie, {r['clear']} at a clear margin)."))
+            out.append(
+                Caveat(
+                    "agreement",
+                    f"{r['backend']}: cached and full gave different tokens on "
+                    f"{r['cases'] - r['identical']} of {r['cases']} {r['workload']} calls "
+                    f"({r['near_tie']} at a near-tie, {r['clear']} at a clear margin).",
+                )
+            )
     return out
 
 
@@ -81,7 +98,9 @@ def timing(df: pd.DataFrame) -> list[Caveat]:
     out = []
     for (backend, source), g in df.groupby(["backend", "timing_source"], sort=False):
         if source in TIMING_NOTES:
-            out.append(Caveat("timing", f"{backend}: {len(g)} calls timed by '{source}': {TIMING_NOTES[source]}."))
+            out.append(
+                Caveat("timing", f"{backend}: {len(g)} calls timed by '{source}': {TIMING_NOTES[source]}.")
+            )
     return out
 
 
@@ -92,6 +111,11 @@ def server(df: pd.DataFrame) -> list[Caveat]:
     for backend, g in df.groupby("backend", sort=False):
         d = spread(g["difference_ms"])
         if d.ok:
-            out.append(Caveat("timing", f"{backend}: the client saw TTFT {fmt.stat(d, 'ms')} above the server's own figure "
-                                        "(HTTP, queueing and detokenisation)."))
+            out.append(
+                Caveat(
+                    "timing",
+                    f"{backend}: the client saw TTFT {fmt.stat(d, 'ms')} above the server's own figure "
+                    "(HTTP, queueing and detokenisation).",
+                )
+            )
     return out

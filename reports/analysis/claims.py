@@ -21,10 +21,18 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from reports.assemble import Report
 
-HOLDS, DOES_NOT_HOLD, SETUP_SPECIFIC, NOT_MEASURABLE = "holds", "does not hold", "setup-specific", "not measurable here"
+HOLDS, DOES_NOT_HOLD, SETUP_SPECIFIC, NOT_MEASURABLE = (
+    "holds",
+    "does not hold",
+    "setup-specific",
+    "not measurable here",
+)
 NOT_DECIDED = "not decided"  # a numeric test whose interval crosses the claim's band (reports.intervals)
 VERDICTS = (HOLDS, DOES_NOT_HOLD, SETUP_SPECIFIC, NOT_MEASURABLE, NOT_DECIDED)
-MODULES = ("reports.analysis.seed_claims", "reports.analysis.seed_tokens")  # imported in this order; each registers its checks with @claim
+MODULES = (
+    "reports.analysis.seed_claims",
+    "reports.analysis.seed_tokens",
+)  # imported in this order; each registers its checks with @claim
 
 _CHECKS: list[tuple[str, Callable[[Report], Claim | None]]] = []
 

@@ -35,8 +35,12 @@ def per_turn(df: pd.DataFrame) -> pd.DataFrame:
     df = df.assign(processed=df.apply(processed_tokens, axis=1))
     keys = ["backend", "mode", "turn"]
     out = agg(df, keys, "ttft_ms", "ttft")
-    for col, name in (("cached_tokens", "cached"), ("processed", "computed"), ("prompt_tokens", "prompt"),
-                      ("shared_prefix_tokens", "shared")):
+    for col, name in (
+        ("cached_tokens", "cached"),
+        ("processed", "computed"),
+        ("prompt_tokens", "prompt"),
+        ("shared_prefix_tokens", "shared"),
+    ):
         out = out.merge(agg(df, keys, col, name)[[*keys, f"{name}_med"]], on=keys)
     out = out.rename(columns={"prompt_med": "prompt_tokens", "shared_med": "shared_prefix_tokens"})
     out["turn"] = out["turn"].astype(int)
@@ -50,17 +54,29 @@ def totals(df: pd.DataFrame) -> pd.DataFrame:
     df = df.assign(processed=df.apply(processed_tokens, axis=1))
     turns = df["turn"].nunique()
     reps = []
-    by = ["backend", "mode", *(["start"] if "start" in df else []), "rep"]  # reps restart in every engine start
+    by = [
+        "backend",
+        "mode",
+        *(["start"] if "start" in df else []),
+        "rep",
+    ]  # reps restart in every engine start
     for key, g in df.groupby(by, sort=False):
         backend, mode, rep = key[0], key[1], key[-1]
         complete = g["turn"].nunique() == turns and len(g) == turns
-        reps.append({
-            "backend": backend, "mode": mode, "rep": rep, "complete": complete,
-            "tokens": g["processed"].sum() if complete and g["processed"].notna().all() else None,
-            "ttft": g["ttft_ms"].sum() if complete and g["ttft_ms"].notna().all() else None,
-        })
+        reps.append(
+            {
+                "backend": backend,
+                "mode": mode,
+                "rep": rep,
+                "complete": complete,
+                "tokens": g["processed"].sum() if complete and g["processed"].notna().all() else None,
+                "ttft": g["ttft_ms"].sum() if complete and g["ttft_ms"].notna().all() else None,
+            }
+        )
     per_rep = pd.DataFrame(reps)
-    out = agg(per_rep, ["backend", "mode"], "tokens").merge(agg(per_rep, ["backend", "mode"], "ttft"), on=["backend", "mode"])
+    out = agg(per_rep, ["backend", "mode"], "tokens").merge(
+        agg(per_rep, ["backend", "mode"], "ttft"), on=["backend", "mode"]
+    )
     out["turns"] = turns
     return out
 
@@ -106,7 +122,11 @@ def explain_reuse(shared: int | None, prompt_tokens: int, cached: float | None, 
         return "not reported by the engine"
     cached = int(round(cached))
     if not shared:
-        return "first turn: nothing shared yet" if cached == 0 else f"{cached} tokens reused from an earlier request"
+        return (
+            "first turn: nothing shared yet"
+            if cached == 0
+            else f"{cached} tokens reused from an earlier request"
+        )
     expected = expected_cached(shared, prompt_tokens, block)
     if cached == shared:
         return "all of the shared prefix"
@@ -130,11 +150,18 @@ def reuse(turns: pd.DataFrame, blocks: dict[str, int | None]) -> pd.DataFrame:
         shared = None if num(r["shared_prefix_tokens"]) is None else int(r["shared_prefix_tokens"])
         prompt = int(r["prompt_tokens"])
         block = blocks.get(r["backend"])
-        rows.append({
-            "backend": r["backend"], "turn": int(r["turn"]), "prompt_tokens": prompt, "shared_prefix_tokens": shared,
-            "expected": expected_cached(shared, prompt, block), "cached": num(r["cached_med"]), "block": block,
-            "why": explain_reuse(shared, prompt, num(r["cached_med"]), block),
-        })
+        rows.append(
+            {
+                "backend": r["backend"],
+                "turn": int(r["turn"]),
+                "prompt_tokens": prompt,
+                "shared_prefix_tokens": shared,
+                "expected": expected_cached(shared, prompt, block),
+                "cached": num(r["cached_med"]),
+                "block": block,
+                "why": explain_reuse(shared, prompt, num(r["cached_med"]), block),
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -149,8 +176,14 @@ def first_tokens(df: pd.DataFrame) -> pd.DataFrame:
         if both.empty:
             continue
         differ = sorted({int(k[0]) for k, row in both.iterrows() if row["full"] != row["cached"]})
-        rows.append({"backend": backend, "compared": len(both), "same": int((both["full"] == both["cached"]).sum()),
-                     "differing_turns": differ})
+        rows.append(
+            {
+                "backend": backend,
+                "compared": len(both),
+                "same": int((both["full"] == both["cached"]).sum()),
+                "differing_turns": differ,
+            }
+        )
     return pd.DataFrame(rows, columns=["backend", "compared", "same", "differing_turns"])
 
 
@@ -191,9 +224,17 @@ def data(rows: pd.DataFrame, ctx: Any, name: str) -> dict[str, Any]:
     by_turn = per_turn(rows)
     sums = totals(rows)
     breaks = prefix_breaks(rows)
-    return {"turns": by_turn, "totals": sums, "ratios": mode_ratios(sums), "reuse": reuse(by_turn, blocks),
-            "first_tokens": first_tokens(rows), "breaks": breaks, "break_summary": break_summary(breaks),
-            "blocks": blocks, "verdicts": verdicts}
+    return {
+        "turns": by_turn,
+        "totals": sums,
+        "ratios": mode_ratios(sums),
+        "reuse": reuse(by_turn, blocks),
+        "first_tokens": first_tokens(rows),
+        "breaks": breaks,
+        "break_summary": break_summary(breaks),
+        "blocks": blocks,
+        "verdicts": verdicts,
+    }
 
 
 def caveats(s: Any) -> list[Caveat]:
@@ -202,9 +243,14 @@ def caveats(s: Any) -> list[Caveat]:
     for r in s.data["ratios"]:
         if r.tokens_ratio and r.ttft_ratio:
             link = "but summed TTFT only" if r.ttft_ratio < r.tokens_ratio / 2 else "and summed TTFT"
-            out.append(Caveat(s.name, f"{r.backend}: reusing the prefix cut the tokens processed over the conversation "
-                                      f"from {fmt.n(r.tokens_full)} to {fmt.n(r.tokens_cached)} ({fmt.times(r.tokens_ratio)}) "
-                                      f"{link} from {fmt.n(r.ttft_full)} to {fmt.n(r.ttft_cached)} ms ({fmt.times(r.ttft_ratio)})."))
+            out.append(
+                Caveat(
+                    s.name,
+                    f"{r.backend}: reusing the prefix cut the tokens processed over the conversation "
+                    f"from {fmt.n(r.tokens_full)} to {fmt.n(r.tokens_cached)} ({fmt.times(r.tokens_ratio)}) "
+                    f"{link} from {fmt.n(r.ttft_full)} to {fmt.n(r.ttft_cached)} ms ({fmt.times(r.ttft_ratio)}).",
+                )
+            )
     out += break_even(s)
     reuse = s.data["reuse"]
     if not reuse.empty:
@@ -212,24 +258,44 @@ def caveats(s: Any) -> list[Caveat]:
             rounded = g[g["why"].str.startswith("block granularity")]
             if len(rounded):
                 lost = int((rounded["shared_prefix_tokens"] - rounded["cached"]).sum())
-                out.append(Caveat(s.name, f"{backend} reused {lost} fewer tokens than shared on {len(rounded)} turns: block "
-                                          f"granularity (block {int(rounded['block'].iloc[0])}: cached = ⌊shared / block⌋ × block)."))
+                out.append(
+                    Caveat(
+                        s.name,
+                        f"{backend} reused {lost} fewer tokens than shared on {len(rounded)} turns: block "
+                        f"granularity (block {int(rounded['block'].iloc[0])}: cached = ⌊shared / block⌋ × block).",
+                    )
+                )
             short = g[g["why"].str.contains("fewer than expected")]
             if len(short):
-                out.append(Caveat(s.name, f"{backend} reused fewer tokens than even its block size allows on turns "
-                                          f"{', '.join(str(t) for t in short['turn'])} (evicted, or not matched)."))
+                out.append(
+                    Caveat(
+                        s.name,
+                        f"{backend} reused fewer tokens than even its block size allows on turns "
+                        f"{', '.join(str(t) for t in short['turn'])} (evicted, or not matched).",
+                    )
+                )
     bs = s.data["break_summary"]
     if bs:
         lost = bs["lost"]
-        out.append(Caveat(s.name, f"The prompt breaks away from the previous one on {len(bs['turns'])} turns, dropping "
-                                  f"{fmt.n(lost.median)} tokens each time (median, n={lost.n}) starting with "
-                                  f"{' '.join(fmt.token(t) for t in bs['first_lost_tokens'][:6])}: no engine can reuse those."))
+        out.append(
+            Caveat(
+                s.name,
+                f"The prompt breaks away from the previous one on {len(bs['turns'])} turns, dropping "
+                f"{fmt.n(lost.median)} tokens each time (median, n={lost.n}) starting with "
+                f"{' '.join(fmt.token(t) for t in bs['first_lost_tokens'][:6])}: no engine can reuse those.",
+            )
+        )
     ft = s.data["first_tokens"]
     for r in ft.to_dict("records"):
         if r["differing_turns"]:
-            out.append(Caveat(s.name, f"{r['backend']}: cached and full chose a different first token on {r['compared'] - r['same']} "
-                                      f"of {r['compared']} calls ({'turn' if len(r['differing_turns']) == 1 else 'turns'} "
-                                      f"{', '.join(map(str, r['differing_turns']))})."))
+            out.append(
+                Caveat(
+                    s.name,
+                    f"{r['backend']}: cached and full chose a different first token on {r['compared'] - r['same']} "
+                    f"of {r['compared']} calls ({'turn' if len(r['differing_turns']) == 1 else 'turns'} "
+                    f"{', '.join(map(str, r['differing_turns']))}).",
+                )
+            )
     return out
 
 
@@ -245,23 +311,42 @@ def break_even(s: Any) -> list[Caveat]:
         common = [t for t in full.index if t in cached.index and t > 1]
         if not common:
             continue
-        faster = [num(cached.at[t, "ttft_q3"]) is not None and num(full.at[t, "ttft_q1"]) is not None
-                  and cached.at[t, "ttft_q3"] < full.at[t, "ttft_q1"] for t in common]
+        faster = [
+            num(cached.at[t, "ttft_q3"]) is not None
+            and num(full.at[t, "ttft_q1"]) is not None
+            and cached.at[t, "ttft_q3"] < full.at[t, "ttft_q1"]
+            for t in common
+        ]
         first = next((i for i in range(len(common)) if all(faster[i:])), None)
         last = common[-1]
         tail = f"(turn {last}, {fmt.n(full.at[last, 'prompt_tokens'])} tokens: {fmt.n(full.at[last, 'ttft_med'])} ms full vs {fmt.n(cached.at[last, 'ttft_med'])} ms cached)"
         if first is None:
-            out.append(Caveat(s.name, f"{backend}: the cache did not clearly lower TTFT up to the last turn {tail}; "
-                                      "below that, a call costs about the same either way."))
+            out.append(
+                Caveat(
+                    s.name,
+                    f"{backend}: the cache did not clearly lower TTFT up to the last turn {tail}; "
+                    "below that, a call costs about the same either way.",
+                )
+            )
         elif first == 0:
             t = common[0]
-            out.append(Caveat(s.name, f"{backend}: the cache saves time from the first reuse on (turn {t}, "
-                                      f"{fmt.n(full.at[t, 'prompt_tokens'])} prompt tokens: {fmt.n(full.at[t, 'ttft_med'])} → "
-                                      f"{fmt.n(cached.at[t, 'ttft_med'])} ms)."))
+            out.append(
+                Caveat(
+                    s.name,
+                    f"{backend}: the cache saves time from the first reuse on (turn {t}, "
+                    f"{fmt.n(full.at[t, 'prompt_tokens'])} prompt tokens: {fmt.n(full.at[t, 'ttft_med'])} → "
+                    f"{fmt.n(cached.at[t, 'ttft_med'])} ms).",
+                )
+            )
         else:
             t, before = common[first], common[first - 1]
-            out.append(Caveat(s.name, f"{backend}: the cache saves time only past ~{fmt.n(full.at[t, 'prompt_tokens'])} prompt "
-                                      f"tokens (from turn {t} on, IQRs apart); before that cached and full overlap (turn {before}, "
-                                      f"{fmt.n(full.at[before, 'prompt_tokens'])} tokens: {fmt.n(full.at[before, 'ttft_med'])} ms full "
-                                      f"vs {fmt.n(cached.at[before, 'ttft_med'])} ms cached)."))
+            out.append(
+                Caveat(
+                    s.name,
+                    f"{backend}: the cache saves time only past ~{fmt.n(full.at[t, 'prompt_tokens'])} prompt "
+                    f"tokens (from turn {t} on, IQRs apart); before that cached and full overlap (turn {before}, "
+                    f"{fmt.n(full.at[before, 'prompt_tokens'])} tokens: {fmt.n(full.at[before, 'ttft_med'])} ms full "
+                    f"vs {fmt.n(cached.at[before, 'ttft_med'])} ms cached).",
+                )
+            )
     return out

@@ -32,7 +32,9 @@ class Figure:
     unit: str
     better: str  # LOWER | HIGHER
     within: float | None = None  # relative half-spread of the repeats inside a start (None: not measured)
-    across: float | None = None  # relative half-spread of the per-start medians (None: one start, not measured)
+    across: float | None = (
+        None  # relative half-spread of the per-start medians (None: one start, not measured)
+    )
     starts: int = 1
     n: int = 0
 
@@ -54,7 +56,11 @@ def summary_figures(report: Report) -> list[Figure]:
     for j in report.jobs:
         for backend, s in j.stats.items():
             if s.median is not None:
-                out.append(Figure(j.job, j.figure, backend, s.median, j.unit, LOWER, s.within, s.across, s.starts, s.n))
+                out.append(
+                    Figure(
+                        j.job, j.figure, backend, s.median, j.unit, LOWER, s.within, s.across, s.starts, s.n
+                    )
+                )
     return out
 
 

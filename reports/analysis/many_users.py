@@ -43,16 +43,56 @@ from reports.stats import num
 # published, engine-neutral pair. The page states the values it used; --slo changes them.
 DEFAULT_SLO = {"ttft_ms": 2000.0, "tpot_ms": 200.0}
 SLO_SOURCE = "MLPerf Inference server scenario, Llama-2-70B: TTFT ≤ 2 s, TPOT ≤ 200 ms"
-CLIENT_LIMITED = "the client may have limited this level"  # a level whose client process was busy > 50 % (load_shards)
+CLIENT_LIMITED = (
+    "the client may have limited this level"  # a level whose client process was busy > 50 % (load_shards)
+)
 HOLDS_SHARE = 0.9  # a level "holds" the SLO when at least this share of its requests meet it
 
-COLUMNS = ["backend", "workload", "mode", "case", "concurrency", "rate_rps", "requests", "errors", "window_s",
-           "output_tps", "rps", "ttft_p50", "ttft_p90", "ttft_p99", "itl_p50", "itl_p99", "itl_n", "tpot_p50",
-           "slo_met", "slo_share", "goodput_rps", "expected_reuse", "reported_reuse", "queue_p50", "served_as",
-           "kv_cache_usage_peak", "preemptions", "prefix_hit_rate", "fact_problems", "itl_chunk_p50",
-           "server_ttft_p50", "server_tpot_p50", "server_itl_p50", "client_busy_max", "client_limited", "engine_ttft_p50",
-           "caller_minus_engine_ttft_p50", "engine_step_ms"]
-COUNTERS = ("preemptions", "prefix_cache_queries", "prefix_cache_hits")  # differences over the level: never < 0
+COLUMNS = [
+    "backend",
+    "workload",
+    "mode",
+    "case",
+    "concurrency",
+    "rate_rps",
+    "requests",
+    "errors",
+    "window_s",
+    "output_tps",
+    "rps",
+    "ttft_p50",
+    "ttft_p90",
+    "ttft_p99",
+    "itl_p50",
+    "itl_p99",
+    "itl_n",
+    "tpot_p50",
+    "slo_met",
+    "slo_share",
+    "goodput_rps",
+    "expected_reuse",
+    "reported_reuse",
+    "queue_p50",
+    "served_as",
+    "kv_cache_usage_peak",
+    "preemptions",
+    "prefix_hit_rate",
+    "fact_problems",
+    "itl_chunk_p50",
+    "server_ttft_p50",
+    "server_tpot_p50",
+    "server_itl_p50",
+    "client_busy_max",
+    "client_limited",
+    "engine_ttft_p50",
+    "caller_minus_engine_ttft_p50",
+    "engine_step_ms",
+]
+COUNTERS = (
+    "preemptions",
+    "prefix_cache_queries",
+    "prefix_cache_hits",
+)  # differences over the level: never < 0
 
 
 def percentile(values: list[float] | np.ndarray | pd.Series, p: float) -> float | None:
@@ -86,7 +126,9 @@ def requests(df: pd.DataFrame) -> pd.DataFrame:
 def level_facts(df: pd.DataFrame) -> dict[tuple, dict[str, Any]]:
     """(backend, workload, mode, case) -> the level record's ``extra.level``."""
     out = {}
-    rows = df[(df["kind"] == "load") & df["rep"].isna() & df["skipped"].isna()] if "kind" in df else df.iloc[0:0]
+    rows = (
+        df[(df["kind"] == "load") & df["rep"].isna() & df["skipped"].isna()] if "kind" in df else df.iloc[0:0]
+    )
     for r in rows.to_dict("records"):
         level = (r.get("extra") or {}).get("level")
         if isinstance(level, dict):
@@ -100,7 +142,9 @@ def level_fact_values(f: dict[str, Any]) -> tuple[dict[str, float | None], list[
     problems = []
     for k in COUNTERS:
         if values[k] is not None and values[k] < 0:
-            problems.append(f"{k.replace('_', ' ')} {values[k]:g} (a counter that went down: reset during the level)")
+            problems.append(
+                f"{k.replace('_', ' ')} {values[k]:g} (a counter that went down: reset during the level)"
+            )
             values[k] = None
     kv = values["kv_cache_usage_peak"]
     if kv is not None and not 0 <= kv <= 1:
@@ -112,19 +156,29 @@ def level_fact_values(f: dict[str, Any]) -> tuple[dict[str, float | None], list[
 def server_and_client(facts: dict[str, Any]) -> dict[str, Any]:
     """A level's server-side percentiles and its busiest client process, from its level record."""
     server = facts.get("server_timings") or {}
-    return {"server_ttft_p50": num(server.get("ttft_ms_p50")), "server_tpot_p50": num(server.get("tpot_ms_p50")),
-            "server_itl_p50": num(server.get("itl_ms_p50")), "client_busy_max": num(facts.get("client_busy_max")),
-            "client_limited": bool(facts.get("client_limited"))}
+    return {
+        "server_ttft_p50": num(server.get("ttft_ms_p50")),
+        "server_tpot_p50": num(server.get("tpot_ms_p50")),
+        "server_itl_p50": num(server.get("itl_ms_p50")),
+        "client_busy_max": num(facts.get("client_busy_max")),
+        "client_limited": bool(facts.get("client_limited")),
+    }
 
 
 def caller_and_engine(ok: pd.DataFrame, facts: dict[str, Any]) -> dict[str, Any]:
     """The engine's own TTFT p50 (per request, in process), the caller's minus it per request (p50), and the mean
     ``LLMEngine.step()`` of a stepped engine (vLLM in process: its cause, an arrival or a first token waits for it)."""
-    both = ok[ok["ttft_ms"].notna() & ok["engine_ttft_ms"].notna()] if "engine_ttft_ms" in ok else ok.iloc[0:0]
+    both = (
+        ok[ok["ttft_ms"].notna() & ok["engine_ttft_ms"].notna()] if "engine_ttft_ms" in ok else ok.iloc[0:0]
+    )
     steps, step_s = num(facts.get("engine_steps")), num(facts.get("engine_step_s"))
-    return {"engine_ttft_p50": percentile(both["engine_ttft_ms"], 50) if len(both) else None,
-            "caller_minus_engine_ttft_p50": percentile(both["ttft_ms"] - both["engine_ttft_ms"], 50) if len(both) else None,
-            "engine_step_ms": step_s / steps * 1e3 if steps and step_s is not None else None}
+    return {
+        "engine_ttft_p50": percentile(both["engine_ttft_ms"], 50) if len(both) else None,
+        "caller_minus_engine_ttft_p50": percentile(both["ttft_ms"] - both["engine_ttft_ms"], 50)
+        if len(both)
+        else None,
+        "engine_step_ms": step_s / steps * 1e3 if steps and step_s is not None else None,
+    }
 
 
 def per_level(df: pd.DataFrame, slo: dict[str, float] | None = None) -> pd.DataFrame:
@@ -137,36 +191,51 @@ def per_level(df: pd.DataFrame, slo: dict[str, float] | None = None) -> pd.DataF
         window = (g["finish_s"].max() - g["submit_s"].min()) if len(g) else None
         window = window if window and window > 0 else None
         itl = [x for t in ok["token_times_s"] for x in gaps_ms(t)]
-        met = int(sum(slo_met(a, b, slo) for a, b in zip(ok["ttft_ms"], ok["decode_ms_per_token"], strict=True)))
+        met = int(
+            sum(slo_met(a, b, slo) for a, b in zip(ok["ttft_ms"], ok["decode_ms_per_token"], strict=True))
+        )
         prompt = ok["prompt_tokens"].sum()
         cached = ok["cached_tokens"].dropna()
         f = facts.get(key, {})
         values, problems = level_fact_values(f)
         queries, hits = values["prefix_cache_queries"], values["prefix_cache_hits"]
-        rows.append({
-            **dict(zip(["backend", "workload", "mode", "case"], key, strict=True)),
-            "concurrency": num(g["load_concurrency"].iloc[0]), "rate_rps": num(g["load_rate_rps"].iloc[0]),
-            "requests": len(ok), "errors": int(g["error"].notna().sum()), "window_s": window,
-            "output_tps": ok["output_tokens"].sum() / window if window else None,
-            "rps": len(ok) / window if window else None,
-            "ttft_p50": percentile(ok["ttft_ms"], 50), "ttft_p90": percentile(ok["ttft_ms"], 90),
-            "ttft_p99": percentile(ok["ttft_ms"], 99),
-            "itl_p50": percentile(itl, 50), "itl_p99": percentile(itl, 99), "itl_n": len(itl),
-            "tpot_p50": percentile(ok["decode_ms_per_token"], 50),
-            "slo_met": met, "slo_share": met / len(g),
-            "goodput_rps": met / window if window else None,
-            "expected_reuse": ok["shared_prefix_tokens"].fillna(0).sum() / prompt if prompt else None,
-            "reported_reuse": cached.sum() / ok.loc[cached.index, "prompt_tokens"].sum() if len(cached) and prompt else None,
-            "queue_p50": percentile(ok["queue_ms"], 50),
-            "served_as": f.get("served_as"),
-            "kv_cache_usage_peak": values["kv_cache_usage_peak"],
-            "preemptions": values["preemptions"],
-            "prefix_hit_rate": hits / queries if queries and hits is not None else None,
-            "fact_problems": problems,
-            "itl_chunk_p50": percentile([x for t in ok.get("chunk_times_s", pd.Series(dtype=object)) for x in gaps_ms(t)], 50),
-            **server_and_client(f),
-            **caller_and_engine(ok, f),
-        })
+        rows.append(
+            {
+                **dict(zip(["backend", "workload", "mode", "case"], key, strict=True)),
+                "concurrency": num(g["load_concurrency"].iloc[0]),
+                "rate_rps": num(g["load_rate_rps"].iloc[0]),
+                "requests": len(ok),
+                "errors": int(g["error"].notna().sum()),
+                "window_s": window,
+                "output_tps": ok["output_tokens"].sum() / window if window else None,
+                "rps": len(ok) / window if window else None,
+                "ttft_p50": percentile(ok["ttft_ms"], 50),
+                "ttft_p90": percentile(ok["ttft_ms"], 90),
+                "ttft_p99": percentile(ok["ttft_ms"], 99),
+                "itl_p50": percentile(itl, 50),
+                "itl_p99": percentile(itl, 99),
+                "itl_n": len(itl),
+                "tpot_p50": percentile(ok["decode_ms_per_token"], 50),
+                "slo_met": met,
+                "slo_share": met / len(g),
+                "goodput_rps": met / window if window else None,
+                "expected_reuse": ok["shared_prefix_tokens"].fillna(0).sum() / prompt if prompt else None,
+                "reported_reuse": cached.sum() / ok.loc[cached.index, "prompt_tokens"].sum()
+                if len(cached) and prompt
+                else None,
+                "queue_p50": percentile(ok["queue_ms"], 50),
+                "served_as": f.get("served_as"),
+                "kv_cache_usage_peak": values["kv_cache_usage_peak"],
+                "preemptions": values["preemptions"],
+                "prefix_hit_rate": hits / queries if queries and hits is not None else None,
+                "fact_problems": problems,
+                "itl_chunk_p50": percentile(
+                    [x for t in ok.get("chunk_times_s", pd.Series(dtype=object)) for x in gaps_ms(t)], 50
+                ),
+                **server_and_client(f),
+                **caller_and_engine(ok, f),
+            }
+        )
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
@@ -184,9 +253,28 @@ def peaks(levels: pd.DataFrame) -> pd.DataFrame:
         pool = clean if len(clean) else g
         top = pool.loc[pool["output_tps"].idxmax()]
         held = g[(g["slo_share"] >= HOLDS_SHARE) & g["concurrency"].notna() & g["rate_rps"].isna()]
-        rows.append({"backend": b, "workload": w, "mode": m, "peak_tps": top["output_tps"], "peak_case": top["case"],
-                     "peak_errors": int(top["errors"]),
-                     "holds_c": held["concurrency"].max() if len(held) else None,
-                     "tested_c": g["concurrency"].max()})
-    return pd.DataFrame(rows, columns=["backend", "workload", "mode", "peak_tps", "peak_case", "peak_errors", "holds_c",
-                                       "tested_c"])
+        rows.append(
+            {
+                "backend": b,
+                "workload": w,
+                "mode": m,
+                "peak_tps": top["output_tps"],
+                "peak_case": top["case"],
+                "peak_errors": int(top["errors"]),
+                "holds_c": held["concurrency"].max() if len(held) else None,
+                "tested_c": g["concurrency"].max(),
+            }
+        )
+    return pd.DataFrame(
+        rows,
+        columns=[
+            "backend",
+            "workload",
+            "mode",
+            "peak_tps",
+            "peak_case",
+            "peak_errors",
+            "holds_c",
+            "tested_c",
+        ],
+    )

@@ -30,8 +30,23 @@ import pandas as pd
 from reports.analysis import many_users as mu
 from reports.stats import num
 
-COLUMNS = ["config", "engine", "backend", "workload", "mode", "case", "requests", "output_tps", "ttft_p50", "ttft_p99",
-           "tpot_p50", "tpot_p99", "expected_reuse", "reported_reuse", "replicas"]
+COLUMNS = [
+    "config",
+    "engine",
+    "backend",
+    "workload",
+    "mode",
+    "case",
+    "requests",
+    "output_tps",
+    "ttft_p50",
+    "ttft_p99",
+    "tpot_p50",
+    "tpot_p99",
+    "expected_reuse",
+    "reported_reuse",
+    "replicas",
+]
 REPLICA_KEY = re.compile(r"^replica(?P<r>[^_]+)_prefix_cache_(?P<what>hits|queries)$")
 
 
@@ -43,9 +58,22 @@ def configuration(ds: Any, label: str) -> dict[str, Any]:
     tp = int(recorded.get("tp") or flags.get("tp") or (run_env.get("args") or {}).get("tp") or 1)
     dp = int(recorded.get("dp") or flags.get("dp") or 1)
     router, policy = recorded.get("router"), recorded.get("policy")
-    name = f"tp={tp}" if dp == 1 else f"dp={dp}" + (f" (tp={tp} each)" if tp > 1 else "") + " · " + " ".join(
-        str(x) for x in (router or flags.get("router") or "internal", policy) if x)
-    return {"tp": tp, "dp": dp, "router": router, "policy": policy, "config": name, "engine": engine_of(engine, label)}
+    name = (
+        f"tp={tp}"
+        if dp == 1
+        else f"dp={dp}"
+        + (f" (tp={tp} each)" if tp > 1 else "")
+        + " · "
+        + " ".join(str(x) for x in (router or flags.get("router") or "internal", policy) if x)
+    )
+    return {
+        "tp": tp,
+        "dp": dp,
+        "router": router,
+        "policy": policy,
+        "config": name,
+        "engine": engine_of(engine, label),
+    }
 
 
 def engine_of(engine: dict[str, Any], label: str) -> str:
@@ -65,9 +93,13 @@ def per_replica(facts: dict[str, Any]) -> dict[str, dict[str, float | None]]:
         if m and v is not None and v >= 0:  # a counter that went down (a reset) is no figure
             counts.setdefault(m["r"], {})[m["what"]] = v
     total = sum(c.get("queries", 0.0) for c in counts.values())
-    return {r: {"hit_share": c["hits"] / c["queries"] if c.get("queries") and "hits" in c else None,
-                "lookup_share": c.get("queries", 0.0) / total if total else None}
-            for r, c in sorted(counts.items())}
+    return {
+        r: {
+            "hit_share": c["hits"] / c["queries"] if c.get("queries") and "hits" in c else None,
+            "lookup_share": c.get("queries", 0.0) / total if total else None,
+        }
+        for r, c in sorted(counts.items())
+    }
 
 
 def configurations(rows: pd.DataFrame, levels: pd.DataFrame, ds: Any) -> pd.DataFrame:
@@ -77,16 +109,38 @@ def configurations(rows: pd.DataFrame, levels: pd.DataFrame, ds: Any) -> pd.Data
     if not any(c["dp"] > 1 for c in configs.values()):
         return pd.DataFrame(columns=COLUMNS)
     reqs, facts = mu.requests(rows), mu.level_facts(rows)
-    tpot = {key: g[g["error"].isna()]["decode_ms_per_token"]
-            for key, g in reqs.groupby(["backend", "workload", "mode", "case"], sort=False)}
+    tpot = {
+        key: g[g["error"].isna()]["decode_ms_per_token"]
+        for key, g in reqs.groupby(["backend", "workload", "mode", "case"], sort=False)
+    }
     out = []
     for r in levels.to_dict("records"):
         key = (r["backend"], r["workload"], r["mode"], r["case"])
         values = tpot.get(key, pd.Series(dtype=float))
-        out.append({"config": configs[r["backend"]]["config"], "engine": configs[r["backend"]]["engine"],
-                    **{k: r[k] for k in ("backend", "workload", "mode", "case", "requests", "output_tps", "ttft_p50",
-                                         "ttft_p99", "tpot_p50", "expected_reuse", "reported_reuse")},
-                    "tpot_p99": mu.percentile(values, 99), "replicas": per_replica(facts.get(key, {}))})
+        out.append(
+            {
+                "config": configs[r["backend"]]["config"],
+                "engine": configs[r["backend"]]["engine"],
+                **{
+                    k: r[k]
+                    for k in (
+                        "backend",
+                        "workload",
+                        "mode",
+                        "case",
+                        "requests",
+                        "output_tps",
+                        "ttft_p50",
+                        "ttft_p99",
+                        "tpot_p50",
+                        "expected_reuse",
+                        "reported_reuse",
+                    )
+                },
+                "tpot_p99": mu.percentile(values, 99),
+                "replicas": per_replica(facts.get(key, {})),
+            }
+        )
     return pd.DataFrame(out, columns=COLUMNS)
 
 
@@ -98,4 +152,3 @@ def capacities(capacity_rows: pd.DataFrame, configs: pd.DataFrame) -> pd.DataFra
     names = configs.drop_duplicates("backend").set_index("backend")[["config", "engine"]]
     rows = capacity_rows[capacity_rows["backend"].isin(names.index)]
     return rows.join(names, on="backend")
-

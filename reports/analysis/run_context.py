@@ -36,7 +36,11 @@ def _identity(report: Report, backend: str) -> dict[str, str | None]:
     process = report.ds.env_of(backend).get("process") or {}
     hosts = {((s.get("gpu_host") or {}).get("hostname")) for s in report.ds.start_envs(backend)} - {None}
     machine = " / ".join(str(x) for x in (process.get("gpu"), process.get("platform"), *sorted(hosts)) if x)
-    return {"day": (env.get("started") or "")[:10] or None, "machine": machine or None, "commit": env.get("git_commit")}
+    return {
+        "day": (env.get("started") or "")[:10] or None,
+        "machine": machine or None,
+        "commit": env.get("git_commit"),
+    }
 
 
 def other_runs(report: Report, backends: list[str]) -> dict[str, str]:
@@ -63,7 +67,9 @@ def _span(report: Report, run_id: str) -> tuple[dt.datetime, dt.datetime] | None
         return None
     wall = 0.0
     for block in (env.get("backends") or {}).values():
-        starts = [s for s in block.get("starts") or [] if isinstance(s, dict)] if isinstance(block, dict) else []
+        starts = (
+            [s for s in block.get("starts") or [] if isinstance(s, dict)] if isinstance(block, dict) else []
+        )
         wall += sum(num(s.get("wall_s")) or 0.0 for s in starts) or (num(block.get("wall_s")) or 0.0)
     return (start, start + dt.timedelta(seconds=wall)) if wall else None
 
@@ -97,7 +103,9 @@ def shared_host(report: Report, backends: list[str]) -> dict[str, str]:
 
 def launch_bound(report: Report) -> float | None:
     """The largest decode bandwidth share of any backend, where all are under :data:`LAUNCH_BOUND`."""
-    s = next((s for s in report.sections if s.data and "vs_roof" in s.data), None)  # the section with a roofline table
+    s = next(
+        (s for s in report.sections if s.data and "vs_roof" in s.data), None
+    )  # the section with a roofline table
     vs = s.data.get("vs_roof") if s is not None else None
     if vs is None or vs.empty or "bandwidth_share" not in vs:
         return None
@@ -118,11 +126,16 @@ def notes(report: Report, job: Job) -> list[str]:
         by_why: dict[str, list[str]] = {}
         for b, why in shared.items():
             by_why.setdefault(why, []).append(b)
-        out.append("shared the GPU host with another engine: " + "; ".join(f"{', '.join(bs)} ({why})" for why, bs in by_why.items()))
+        out.append(
+            "shared the GPU host with another engine: "
+            + "; ".join(f"{', '.join(bs)} ({why})" for why, bs in by_why.items())
+        )
     share = launch_bound(report)
     if share is not None:
-        out.append(f"launch-bound: decode reads at most {fmt.pct(share)} of the bandwidth floor on any backend, so this "
-                   "compares each stack's per-step overhead, not its use of the GPU")
+        out.append(
+            f"launch-bound: decode reads at most {fmt.pct(share)} of the bandwidth floor on any backend, so this "
+            "compares each stack's per-step overhead, not its use of the GPU"
+        )
     return out
 
 
@@ -146,9 +159,11 @@ def annotate(report: Report, job: Job) -> Job:
     if job.best:
         short = missing_starts(report, [b for b, _ in job.values[:2]])
         if short:
-            lost = ", ".join(f"{b} has {had} of the {planned} engine starts its run planned" for b, (had, planned) in short.items())
+            lost = ", ".join(
+                f"{b} has {had} of the {planned} engine starts its run planned"
+                for b, (had, planned) in short.items()
+            )
             job = replace(job, best=None, verdict=f"not decided: {lost} (was: {job.best} {job.verdict})")
     if not extra:
         return job
     return replace(job, caution="; ".join([*([job.caution] if job.caution else []), *extra]))
-

@@ -43,8 +43,10 @@ def _which(tok: dict[str, Any]) -> str:
 def template_prompt_tokens(report: Report) -> Claim | None:
     """The seed's template prompt counted in tokens by this run's tokenizer (env.json's tokenizer facts),
     against the article's count; None for runs older than those facts."""
-    statement = ("The template experiment's first prompt (system \"Answer with the 3-digit HTTP status code only.\", "
-                 "user \"What is the HTTP status code for Not Found?\", thinking off) in tokens")
+    statement = (
+        'The template experiment\'s first prompt (system "Answer with the 3-digit HTTP status code only.", '
+        'user "What is the HTTP status code for Not Found?", thinking off) in tokens'
+    )
     theirs_n = reference.TOKENS.get("template_first_prompt")
     theirs = f"{fmt.n(theirs_n)} tokens" if theirs_n is not None else f"stated in the article ({QUOTE})"
     toks = [t for t in _tokenizers(report) if isinstance(t.get("seed_template_prompt"), dict)]
@@ -53,14 +55,26 @@ def template_prompt_tokens(report: Report) -> Claim | None:
     counts = sorted({int(t["seed_template_prompt"]["tokens"]) for t in toks})
     text = " / ".join(f"{c} tokens" for c in counts) + f" with {_which(toks[0])}"
     here = {b: text for b in report.ds.backends}
-    differs = ("our template workload asks its questions in its own words (system \"Answer with the short answer "
-               "only, no explanation.\"), so its prompts are not this one; this prompt is counted at run time")
+    differs = (
+        'our template workload asks its questions in its own words (system "Answer with the short answer '
+        'only, no explanation."), so its prompts are not this one; this prompt is counted at run time'
+    )
     if not all(_is_qwen3(t) for t in toks):
-        return Claim(SEED, statement, theirs, setup_specific(
-            f"the count belongs to the tokenizer, and this run's is not Qwen3's; {differs}"), here)
+        return Claim(
+            SEED,
+            statement,
+            theirs,
+            setup_specific(f"the count belongs to the tokenizer, and this run's is not Qwen3's; {differs}"),
+            here,
+        )
     if theirs_n is None:
-        return Claim(SEED, statement, theirs, not_measurable(
-            f"ours is Qwen3's own count; the article's figure is {QUOTE}; {differs}"), here)
+        return Claim(
+            SEED,
+            statement,
+            theirs,
+            not_measurable(f"ours is Qwen3's own count; the article's figure is {QUOTE}; {differs}"),
+            here,
+        )
     verdict = holds if counts == [int(theirs_n)] else does_not_hold
     return Claim(SEED, statement, theirs, verdict(f"Qwen3's tokenizer, the article's text; {differs}"), here)
 
@@ -71,7 +85,9 @@ def template_special_positions(report: Report) -> Claim | None:
     article's; None for runs older than the tokenizer facts."""
     statement = "Where that prompt's special tokens sit (positions of the added tokens)"
     theirs_p = reference.TOKENS.get("template_special_positions")
-    theirs = ", ".join(str(x) for x in theirs_p) if theirs_p else f"in the article's attention figure ({QUOTE})"
+    theirs = (
+        ", ".join(str(x) for x in theirs_p) if theirs_p else f"in the article's attention figure ({QUOTE})"
+    )
     toks = [t for t in _tokenizers(report) if isinstance(t.get("seed_template_prompt"), dict)]
     if not toks:
         return None
@@ -80,7 +96,13 @@ def template_special_positions(report: Report) -> Claim | None:
     text = f"{', '.join(str(x) for x in positions)} of {prompt['tokens']} ({_which(toks[0])})"
     here = {b: text for b in report.ds.backends}
     if not _is_qwen3(toks[0]):
-        return Claim(SEED, statement, theirs, setup_specific("positions follow the tokenizer, and this run's is not Qwen3's"), here)
+        return Claim(
+            SEED,
+            statement,
+            theirs,
+            setup_specific("positions follow the tokenizer, and this run's is not Qwen3's"),
+            here,
+        )
     if not theirs_p:
         return Claim(SEED, statement, theirs, not_measurable(f"the article's positions are {QUOTE}"), here)
     verdict = holds if list(theirs_p) == positions else does_not_hold
@@ -94,8 +116,11 @@ def conversation_turn_prompts(report: Report) -> Claim | None:
     statement = "The conversation's prompt length turn by turn (tokens re-prefilled without reuse)"
     theirs_l = reference.TOKENS.get("conversation_turn_prompts")
     total = reference.CONVERSATION["tokens_full"]
-    theirs = (", ".join(fmt.n(x) for x in theirs_l) + f" (sum {fmt.n(total)})") if theirs_l else \
-        f"sum {fmt.n(total)} over its turns (per turn: {QUOTE})"
+    theirs = (
+        (", ".join(fmt.n(x) for x in theirs_l) + f" (sum {fmt.n(total)})")
+        if theirs_l
+        else f"sum {fmt.n(total)} over its turns (per turn: {QUOTE})"
+    )
     s = next((s for s in report.sections if s.kind == "conversation" and s.data), None)
     turns = s.data.get("turns") if s is not None else None
     if turns is None or turns.empty:
@@ -109,6 +134,13 @@ def conversation_turn_prompts(report: Report) -> Claim | None:
         return None
     toks = _tokenizers(report)
     which = _which(toks[0]) if toks else "this model's tokenizer"
-    return Claim(SEED, statement, theirs, setup_specific(
-        f"counted with {which}; our ten logs are the project's own, modelled on the article's turns (same shape: a "
-        "system prompt, a log per turn, a one-line reply), not its text, so the lengths compare in growth, not in value"), here)
+    return Claim(
+        SEED,
+        statement,
+        theirs,
+        setup_specific(
+            f"counted with {which}; our ten logs are the project's own, modelled on the article's turns (same shape: a "
+            "system prompt, a log per turn, a one-line reply), not its text, so the lengths compare in growth, not in value"
+        ),
+        here,
+    )

@@ -24,7 +24,9 @@ class BackendStatus:
     errors: int = 0
     skipped: list[tuple[str, str | None, str]] = field(default_factory=list)  # (workload, mode, reason)
     first_error: str | None = None
-    missing: list[str] = field(default_factory=list)  # planned load levels with no records ("workload · mode case")
+    missing: list[str] = field(
+        default_factory=list
+    )  # planned load levels with no records ("workload · mode case")
 
     @property
     def state(self) -> str:
@@ -47,8 +49,9 @@ def level_records(df: pd.DataFrame) -> pd.Series:
     return level & df["rep"].isna() & df["skipped"].isna()
 
 
-def backend_status(df: pd.DataFrame, backends: list[str],
-                   planned: dict[str, list[tuple[str, str, str]]] | None = None) -> list[BackendStatus]:
+def backend_status(
+    df: pd.DataFrame, backends: list[str], planned: dict[str, list[tuple[str, str, str]]] | None = None
+) -> list[BackendStatus]:
     """Per backend: requests measured and failed, what was skipped, and the planned load levels
     (``planned``: backend -> (workload, mode, case)) it has no records of."""
     out = []
@@ -56,14 +59,20 @@ def backend_status(df: pd.DataFrame, backends: list[str],
     for backend in backends:
         g = requests[requests["backend"] == backend]
         s = BackendStatus(backend)
-        seen = set(zip(*(df.loc[df["backend"] == backend, c] for c in ("workload", "mode", "case")), strict=True))
-        s.missing = [f"{w} · {m} {c}" for w, m, c in (planned or {}).get(backend, []) if (w, m, c) not in seen]
+        seen = set(
+            zip(*(df.loc[df["backend"] == backend, c] for c in ("workload", "mode", "case")), strict=True)
+        )
+        s.missing = [
+            f"{w} · {m} {c}" for w, m, c in (planned or {}).get(backend, []) if (w, m, c) not in seen
+        ]
         s.measured = int((g["skipped"].isna() & g["error"].isna()).sum())
         errs = g[g["error"].notna()]
         s.errors = len(errs)
         s.first_error = str(errs.iloc[0]["error"]) if len(errs) else None
-        s.skipped = [(str(r["workload"]), r["mode"] if isinstance(r["mode"], str) else None, str(r["skipped"]))
-                     for r in g[g["skipped"].notna()].to_dict("records")]
+        s.skipped = [
+            (str(r["workload"]), r["mode"] if isinstance(r["mode"], str) else None, str(r["skipped"]))
+            for r in g[g["skipped"].notna()].to_dict("records")
+        ]
         out.append(s)
     return out
 
@@ -76,7 +85,9 @@ def workload_notes(df: pd.DataFrame, workload: str) -> list[str]:
         what = f"mode {r['mode']}" if isinstance(r["mode"], str) else "the whole workload"
         notes.append(f"{r['backend']}: {what} skipped: {r['skipped']}")
     for backend, errs in g[g["error"].notna()].groupby("backend", sort=False):
-        notes.append(f"{backend}: {len(errs)} of {int((g['backend'] == backend).sum())} requests failed: {errs.iloc[0]['error']}")
+        notes.append(
+            f"{backend}: {len(errs)} of {int((g['backend'] == backend).sum())} requests failed: {errs.iloc[0]['error']}"
+        )
     return notes
 
 
@@ -96,11 +107,22 @@ def server_timings(df: pd.DataFrame) -> pd.DataFrame:
         if server is None:
             continue
         client = num(r.get("ttft_ms"))
-        rows.append({"backend": r["backend"], "workload": r["workload"], "mode": r["mode"], "case": r["case"],
-                     "rep": r["rep"], "turn": r["turn"], "client_ttft_ms": client, "server_ttft_ms": server,
-                     "difference_ms": None if client is None else client - server,
-                     "server_prefill_ms": num(extra.get("server_prefill_ms")),
-                     "server_decode_ms_per_token": num(r.get("engine_decode_ms_per_token"))
-                     if num(r.get("engine_decode_ms_per_token")) is not None else num(extra.get("server_decode_ms_per_token")),
-                     "client_decode_ms_per_token": num(r.get("decode_ms_per_token"))})
+        rows.append(
+            {
+                "backend": r["backend"],
+                "workload": r["workload"],
+                "mode": r["mode"],
+                "case": r["case"],
+                "rep": r["rep"],
+                "turn": r["turn"],
+                "client_ttft_ms": client,
+                "server_ttft_ms": server,
+                "difference_ms": None if client is None else client - server,
+                "server_prefill_ms": num(extra.get("server_prefill_ms")),
+                "server_decode_ms_per_token": num(r.get("engine_decode_ms_per_token"))
+                if num(r.get("engine_decode_ms_per_token")) is not None
+                else num(extra.get("server_decode_ms_per_token")),
+                "client_decode_ms_per_token": num(r.get("decode_ms_per_token")),
+            }
+        )
     return pd.DataFrame(rows)

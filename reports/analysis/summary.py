@@ -36,9 +36,13 @@ class Job:
     best: str | None  # None: a single backend, a tie, within noise, or not comparable
     verdict: str = ""  # "by 57 % over vllm", "within noise (±9 %)", "not ranked: ..."
     caution: str | None = None
-    stats: dict[str, StartStat] = field(default_factory=dict)  # a latency job's figures behind ``values`` (exports, the gate)
+    stats: dict[str, StartStat] = field(
+        default_factory=dict
+    )  # a latency job's figures behind ``values`` (exports, the gate)
     unit: str = ""  # of ``stats`` (lower is better)
-    latency: bool = False  # a measured latency compared over engine starts (what the run-context notes apply to)
+    latency: bool = (
+        False  # a measured latency compared over engine starts (what the run-context notes apply to)
+    )
 
 
 def stat_text(s: StartStat, unit: str, digits: int | None = None) -> str:
@@ -48,8 +52,14 @@ def stat_text(s: StartStat, unit: str, digits: int | None = None) -> str:
     return f"{fmt.n(s.median, digits)} {unit}{within} ({starts}, n={s.n})".replace("  ", " ")
 
 
-def _latency_job(job: str, figure: str, stats: dict[str, StartStat], unit: str, ttft: dict[str, bool] | None = None,
-                 caution: str | None = None) -> Job | None:
+def _latency_job(
+    job: str,
+    figure: str,
+    stats: dict[str, StartStat],
+    unit: str,
+    ttft: dict[str, bool] | None = None,
+    caution: str | None = None,
+) -> Job | None:
     stats = {b: s for b, s in stats.items() if s.median is not None}
     if not stats:
         return None
@@ -57,27 +67,61 @@ def _latency_job(job: str, figure: str, stats: dict[str, StartStat], unit: str, 
     return replace(ranked, stats={b: stats[b] for b, _ in ranked.values}, unit=unit)
 
 
-def _ranked_job(job: str, figure: str, stats: dict[str, StartStat], unit: str, ttft: dict[str, bool] | None,
-                caution: str | None) -> Job:
+def _ranked_job(
+    job: str,
+    figure: str,
+    stats: dict[str, StartStat],
+    unit: str,
+    ttft: dict[str, bool] | None,
+    caution: str | None,
+) -> Job:
     engine_internal = [b for b, common in (ttft or {}).items() if b in stats and not common]
     r = rank(stats)
-    shown = [(b, stat_text(stats[b], unit) + (" (engine's own TTFT, old run)" if b in engine_internal else ""))
-             for b in r.order]
+    shown = [
+        (b, stat_text(stats[b], unit) + (" (engine's own TTFT, old run)" if b in engine_internal else ""))
+        for b in r.order
+    ]
     if len(r.order) < 2:
         return Job(job, figure, shown, None, "one backend: nothing to choose", caution, latency=True)
     if engine_internal and len(engine_internal) < len(stats):
-        why = (f"not ranked: {', '.join(engine_internal)} report the engine's internal TTFT (old runs, timing_source "
-               "engine-metrics), the others the caller's")
+        why = (
+            f"not ranked: {', '.join(engine_internal)} report the engine's internal TTFT (old runs, timing_source "
+            "engine-metrics), the others the caller's"
+        )
         return Job(job, figure, shown, None, why, caution, latency=True)
     second = r.order[1]
     if r.one_start and r.margin is not None and r.margin > r.noise:
-        return Job(job, figure, shown, None, f"{r.order[0]} leads by {fmt.rel(r.margin)} over {second}, beyond the noise "
-                   f"within a start (±{fmt.rel(r.noise)}); not decided: one engine start of {', '.join(r.one_start)}, "
-                   "so the spread across starts is unmeasured", caution, latency=True)
+        return Job(
+            job,
+            figure,
+            shown,
+            None,
+            f"{r.order[0]} leads by {fmt.rel(r.margin)} over {second}, beyond the noise "
+            f"within a start (±{fmt.rel(r.noise)}); not decided: one engine start of {', '.join(r.one_start)}, "
+            "so the spread across starts is unmeasured",
+            caution,
+            latency=True,
+        )
     if r.winner:
-        return Job(job, figure, shown, r.winner, f"by {fmt.rel(r.margin)} over {second} (noise ±{fmt.rel(r.noise)})", caution, latency=True)
+        return Job(
+            job,
+            figure,
+            shown,
+            r.winner,
+            f"by {fmt.rel(r.margin)} over {second} (noise ±{fmt.rel(r.noise)})",
+            caution,
+            latency=True,
+        )
     why = f": {r.why_not}" if r.why_not else ""
-    return Job(job, figure, shown, None, f"within noise (gap to {second} {fmt.rel(r.margin)}{why})", caution, latency=True)
+    return Job(
+        job,
+        figure,
+        shown,
+        None,
+        f"within noise (gap to {second} {fmt.rel(r.margin)}{why})",
+        caution,
+        latency=True,
+    )
 
 
 def _by_backend(rows: pd.DataFrame, value: pd.Series | str) -> dict[str, StartStat]:
@@ -94,16 +138,34 @@ def conversation_jobs(s, rows: pd.DataFrame) -> list[Job | None]:
     sums = []
     for (b, mode, start, _rep), g in rows.groupby(["backend", "mode", "start", "rep"], sort=False):
         if g["turn"].nunique() == turns and g["ttft_ms"].notna().all():
-            sums.append({"backend": b, "mode": mode, "start": start, "ttft": g["ttft_ms"].sum(), "common": g["ttft_common"].all()})
+            sums.append(
+                {
+                    "backend": b,
+                    "mode": mode,
+                    "start": start,
+                    "ttft": g["ttft_ms"].sum(),
+                    "common": g["ttft_common"].all(),
+                }
+            )
     if not sums:
         return []
     df = pd.DataFrame(sums)
-    pick = {b: ("cached" if (g["mode"] == "cached").any() else "full") for b, g in df.groupby("backend", sort=False)}
+    pick = {
+        b: ("cached" if (g["mode"] == "cached").any() else "full")
+        for b, g in df.groupby("backend", sort=False)
+    }
     df = df[[pick[b] == m for b, m in zip(df["backend"], df["mode"], strict=True)]]
     stats = _by_backend(df, "ttft")
     common = {b: bool(g["common"].all()) for b, g in df.groupby("backend", sort=False)}
-    return [_latency_job(f"Multi-turn chat ({s.name})", f"summed TTFT over {turns} turns, prefix reuse where the backend "
-                         "has it", stats, "ms", common)]
+    return [
+        _latency_job(
+            f"Multi-turn chat ({s.name})",
+            f"summed TTFT over {turns} turns, prefix reuse where the backend has it",
+            stats,
+            "ms",
+            common,
+        )
+    ]
 
 
 def sweep_jobs(s, rows: pd.DataFrame) -> list[Job | None]:
@@ -112,22 +174,44 @@ def sweep_jobs(s, rows: pd.DataFrame) -> list[Job | None]:
     rows = rows.dropna(subset=["prompt_tokens"])
     if rows.empty:
         return []
-    common = sorted(set.intersection(*(set(g["prompt_tokens"].astype(int)) for _, g in rows.groupby("backend"))))
+    common = sorted(
+        set.intersection(*(set(g["prompt_tokens"].astype(int)) for _, g in rows.groupby("backend")))
+    )
     if not common:
         return []
     lo, mid, hi = common[0], common[len(common) // 2], common[-1]
     at = {n: rows[rows["prompt_tokens"] == n] for n in (lo, mid, hi)}
     e2e = at[mid]["ttft_ms"] + (REPLY_TOKENS - 1) * at[mid]["decode_ms_per_token"]
     return [
-        _latency_job(f"Many short calls ({s.name})", f"TTFT at the shortest prompt, N={lo}",
-                     _by_backend(at[lo], "ttft_ms"), "ms", _ttft_common(at[lo])),
-        _latency_job(f"Long prompts ({s.name})", f"prefill time (TTFT) at N={hi}", _by_backend(at[hi], "ttft_ms"), "ms",
-                     _ttft_common(at[hi])),
-        _latency_job(f"Generating tokens ({s.name})", f"decode ms/token at N={mid}",
-                     _by_backend(at[mid], "decode_ms_per_token"), "ms/token"),
-        derived(_latency_job(f"A {REPLY_TOKENS}-token reply ({s.name})",
-                             f"derived, end to end at N={mid}: TTFT + {REPLY_TOKENS - 1} × decode",
-                             _by_backend(at[mid], e2e), "ms", _ttft_common(at[mid]))),
+        _latency_job(
+            f"Many short calls ({s.name})",
+            f"TTFT at the shortest prompt, N={lo}",
+            _by_backend(at[lo], "ttft_ms"),
+            "ms",
+            _ttft_common(at[lo]),
+        ),
+        _latency_job(
+            f"Long prompts ({s.name})",
+            f"prefill time (TTFT) at N={hi}",
+            _by_backend(at[hi], "ttft_ms"),
+            "ms",
+            _ttft_common(at[hi]),
+        ),
+        _latency_job(
+            f"Generating tokens ({s.name})",
+            f"decode ms/token at N={mid}",
+            _by_backend(at[mid], "decode_ms_per_token"),
+            "ms/token",
+        ),
+        derived(
+            _latency_job(
+                f"A {REPLY_TOKENS}-token reply ({s.name})",
+                f"derived, end to end at N={mid}: TTFT + {REPLY_TOKENS - 1} × decode",
+                _by_backend(at[mid], e2e),
+                "ms",
+                _ttft_common(at[mid]),
+            )
+        ),
     ]
 
 
@@ -135,8 +219,13 @@ def derived(job: Job | None) -> Job | None:
     """A figure computed from measured ones: shown, never ranked beside what was measured."""
     if job is None:
         return None
-    return replace(job, best=None, verdict="derived from the measured TTFT and decode step, not a measured call: "
-                   "not ranked beside measured figures", latency=False)
+    return replace(
+        job,
+        best=None,
+        verdict="derived from the measured TTFT and decode step, not a measured call: "
+        "not ranked beside measured figures",
+        latency=False,
+    )
 
 
 def json_jobs(s, quality: str | None) -> list[Job | None]:
@@ -146,14 +235,26 @@ def json_jobs(s, quality: str | None) -> list[Job | None]:
     rates = s.data["rates"]
     for mode in s.data["modes"]:
         g = rates[rates["mode"] == mode]
-        per = {b: (int(x["valid"].sum()), int(x["n"].sum())) for b, x in g.groupby("backend", sort=False) if x["n"].sum()}
+        per = {
+            b: (int(x["valid"].sum()), int(x["n"].sum()))
+            for b, x in g.groupby("backend", sort=False)
+            if x["n"].sum()
+        }
         if not per:
             continue
         order = sorted(per, key=lambda b: -per[b][0] / per[b][1])
         shown = [(b, f"{fmt.pct(per[b][0] / per[b][1])} ({per[b][0]} of {per[b][1]})") for b in order]
         tie = len(order) < 2 or per[order[0]][0] / per[order[0]][1] == per[order[1]][0] / per[order[1]][1]
-        out.append(Job(f"JSON output, mode '{mode}' ({s.name})", "valid JSON, all temperatures", shown,
-                       None if tie else order[0], "one backend" if len(order) < 2 else ("a tie" if tie else ""), quality))
+        out.append(
+            Job(
+                f"JSON output, mode '{mode}' ({s.name})",
+                "valid JSON, all temperatures",
+                shown,
+                None if tie else order[0],
+                "one backend" if len(order) < 2 else ("a tie" if tie else ""),
+                quality,
+            )
+        )
     over = s.data["overhead"]
     if not over.empty:
         shown = []
@@ -161,10 +262,26 @@ def json_jobs(s, quality: str | None) -> list[Job | None]:
             c, u = r["constrained"], r["unconstrained"]
             noise = ((c.q3 - c.q1) + (u.q3 - u.q1)) / 2
             sign = "+" if r["extra_ms"] >= 0 else "−"
-            text = f"{sign}{fmt.n(abs(r['extra_ms']))} ms/token ({sign}{fmt.rel(abs(r['extra_ms']) / u.median)})"
-            shown.append((r["backend"], text if abs(r["extra_ms"]) > noise else f"not resolved ({text}, inside ±{fmt.n(noise)} ms)"))
-        out.append(Job(f"Grammar cost ({s.name})", f"decode ms/token, '{over['mode'].iloc[0]}' − '{over['base'].iloc[0]}' on "
-                       "the same prompts", shown, None, "a cost, not ranked"))
+            text = (
+                f"{sign}{fmt.n(abs(r['extra_ms']))} ms/token ({sign}{fmt.rel(abs(r['extra_ms']) / u.median)})"
+            )
+            shown.append(
+                (
+                    r["backend"],
+                    text
+                    if abs(r["extra_ms"]) > noise
+                    else f"not resolved ({text}, inside ±{fmt.n(noise)} ms)",
+                )
+            )
+        out.append(
+            Job(
+                f"Grammar cost ({s.name})",
+                f"decode ms/token, '{over['mode'].iloc[0]}' − '{over['base'].iloc[0]}' on the same prompts",
+                shown,
+                None,
+                "a cost, not ranked",
+            )
+        )
     return out
 
 
@@ -172,12 +289,23 @@ def template_job(s, quality: str | None) -> Job | None:
     rates = s.data["rates"]
     if rates.empty:
         return None
-    best = {b: g.sort_values("rate", ascending=False).iloc[0] for b, g in rates.groupby("backend", sort=False)}
+    best = {
+        b: g.sort_values("rate", ascending=False).iloc[0] for b, g in rates.groupby("backend", sort=False)
+    }
     order = sorted(best, key=lambda b: -best[b]["rate"])
-    shown = [(b, f"{fmt.pct(best[b]['rate'])} ({best[b]['clean']} of {best[b]['n']}, {best[b]['format']})") for b in order]
+    shown = [
+        (b, f"{fmt.pct(best[b]['rate'])} ({best[b]['clean']} of {best[b]['n']}, {best[b]['format']})")
+        for b in order
+    ]
     tie = len(order) < 2 or best[order[0]]["rate"] == best[order[1]]["rate"]
-    return Job(f"Short exact answers ({s.name})", "clean-answer rate of each backend's best format", shown,
-               None if tie else order[0], "one backend" if len(order) < 2 else ("a tie" if tie else ""), quality)
+    return Job(
+        f"Short exact answers ({s.name})",
+        "clean-answer rate of each backend's best format",
+        shown,
+        None if tie else order[0],
+        "one backend" if len(order) < 2 else ("a tie" if tie else ""),
+        quality,
+    )
 
 
 def kv_tokens(start: dict[str, Any]) -> float | None:
@@ -198,14 +326,27 @@ def deployment_jobs(report: Report) -> list[Job]:
         starts = report.ds.start_envs(b)
         up = spread(s.get("startup_s") for s in starts)
         kv = spread(kv_tokens(s) for s in starts)
-        mem = spread(num(s.get("peak_gpu_memory_bytes")) / 2**30 if num(s.get("peak_gpu_memory_bytes")) else None for s in starts)
+        mem = spread(
+            num(s.get("peak_gpu_memory_bytes")) / 2**30 if num(s.get("peak_gpu_memory_bytes")) else None
+            for s in starts
+        )
         for key, st, unit in (("startup", up, "s"), ("kv", kv, "tokens"), ("mem", mem, "GiB")):
             if st.ok:
                 rng = f" [{fmt.n(st.lo)}–{fmt.n(st.hi)}]" if st.n > 1 and st.lo != st.hi else ""
-                facts[key].append((b, f"{fmt.n(st.median)} {unit}{rng} ({st.n} start{'s' if st.n > 1 else ''})"))
-    labels = {"startup": ("Engine start-up", "seconds from constructing the backend to ready (load, compile, warm-up)"),
-              "kv": ("KV-cache capacity", "tokens the engine's KV pool holds (HF: no fixed pool)"),
-              "mem": ("Peak GPU memory", "whole-GPU memory in use at its peak, less what was in use before the start")}
+                facts[key].append(
+                    (b, f"{fmt.n(st.median)} {unit}{rng} ({st.n} start{'s' if st.n > 1 else ''})")
+                )
+    labels = {
+        "startup": (
+            "Engine start-up",
+            "seconds from constructing the backend to ready (load, compile, warm-up)",
+        ),
+        "kv": ("KV-cache capacity", "tokens the engine's KV pool holds (HF: no fixed pool)"),
+        "mem": (
+            "Peak GPU memory",
+            "whole-GPU memory in use at its peak, less what was in use before the start",
+        ),
+    }
     return [Job(labels[k][0], labels[k][1], v, None, "a fact, not ranked") for k, v in facts.items() if v]
 
 

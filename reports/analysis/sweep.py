@@ -27,19 +27,34 @@ def per_length(df: pd.DataFrame, reply_tokens: int = REPLY_TOKENS) -> pd.DataFra
         return pd.DataFrame()
     df = df.assign(N=df["prompt_tokens"])
     out = agg(df, ["backend", "N"], "ttft_ms", "prefill").merge(
-        agg(df, ["backend", "N"], "decode_ms_per_token", "decode"), on=["backend", "N"])
+        agg(df, ["backend", "N"], "decode_ms_per_token", "decode"), on=["backend", "N"]
+    )
     out["N"] = out["N"].astype(int)
     if "start" in df:  # the spread across engine starts, beside the IQR within (pooled over starts)
         across = []
         for (b, n), g in df.groupby(["backend", "N"], sort=False):
             p, d = over_starts(g["ttft_ms"], g["start"]), over_starts(g["decode_ms_per_token"], g["start"])
-            across.append({"backend": b, "N": int(n), "starts": max(p.starts, d.starts), "prefill_across": p.across,
-                           "decode_across": d.across})
+            across.append(
+                {
+                    "backend": b,
+                    "N": int(n),
+                    "starts": max(p.starts, d.starts),
+                    "prefill_across": p.across,
+                    "decode_across": d.across,
+                }
+            )
         out = out.merge(pd.DataFrame(across), on=["backend", "N"], how="left")
-    out["prefill_tps"] = [ratio(n, p / 1e3) if num(p) else None for n, p in zip(out["N"], out["prefill_med"], strict=True)]
+    out["prefill_tps"] = [
+        ratio(n, p / 1e3) if num(p) else None for n, p in zip(out["N"], out["prefill_med"], strict=True)
+    ]
     out["decode_tps"] = [ratio(1e3, d) for d in out["decode_med"].map(num)]
-    out["tps_ratio"] = [ratio(num(p), num(d)) for p, d in zip(out["prefill_tps"], out["decode_tps"], strict=True)]
-    out["decode_share"] = [decode_share(num(p), num(d), reply_tokens) for p, d in zip(out["prefill_med"], out["decode_med"], strict=True)]
+    out["tps_ratio"] = [
+        ratio(num(p), num(d)) for p, d in zip(out["prefill_tps"], out["decode_tps"], strict=True)
+    ]
+    out["decode_share"] = [
+        decode_share(num(p), num(d), reply_tokens)
+        for p, d in zip(out["prefill_med"], out["decode_med"], strict=True)
+    ]
     order = {b: i for i, b in enumerate(dict.fromkeys(df["backend"]))}
     out = out.assign(_o=out["backend"].map(order)).sort_values(["_o", "N"]).drop(columns="_o")
     return out.reset_index(drop=True)
@@ -139,8 +154,15 @@ class Roof:
         return roofline.prefill_floor_ms(self.size.params, n, self.peak) if self.ok else None  # type: ignore[arg-type]
 
 
-def roof_for(backend: str, gpu: str | None, run_env: dict, bandwidth_gbps: float | None, tflops: float | None,
-             known: bool = True, copy_gbps: float | None = None) -> Roof:
+def roof_for(
+    backend: str,
+    gpu: str | None,
+    run_env: dict,
+    bandwidth_gbps: float | None,
+    tflops: float | None,
+    known: bool = True,
+    copy_gbps: float | None = None,
+) -> Roof:
     """The roofline of one backend's run; ``known=False``: env.json does not say which device it ran on."""
     size = roofline.model_size(run_env)
     config, source = roofline.model_config(run_env)
@@ -151,9 +173,17 @@ def roof_for(backend: str, gpu: str | None, run_env: dict, bandwidth_gbps: float
         return Roof(backend, None, None, size, "CPU run: the GPU roofline is not applicable")
     peak = roofline.gpu_peak(gpu, bandwidth_gbps, tflops)
     if peak is None:
-        return Roof(backend, gpu, None, size, f"{gpu} is not in the table of known GPUs: pass --bandwidth-gbps and --tflops")
+        return Roof(
+            backend,
+            gpu,
+            None,
+            size,
+            f"{gpu} is not in the table of known GPUs: pass --bandwidth-gbps and --tflops",
+        )
     if size.params is None or size.dtype_bytes is None:
-        return Roof(backend, gpu, peak, size, size.source if size.params is None else "bytes per parameter unknown")
+        return Roof(
+            backend, gpu, peak, size, size.source if size.params is None else "bytes per parameter unknown"
+        )
     return Roof(backend, gpu, peak, size, None, step, copy_gbps)
 
 
@@ -165,16 +195,29 @@ def against_roof(lengths: pd.DataFrame, roofs: dict[str, Roof]) -> pd.DataFrame:
         if roof is None or not roof.ok:
             continue
         n = r["N"]
-        dfloor, cfloor, pfloor = roof.decode_floor_ms(n), roof.decode_floor_ms(n, measured=True), roof.prefill_floor_ms(n)
+        dfloor, cfloor, pfloor = (
+            roof.decode_floor_ms(n),
+            roof.decode_floor_ms(n, measured=True),
+            roof.prefill_floor_ms(n),
+        )
         decode = num(r["decode_med"])
         eff = roofline.effective_bandwidth_gbps(roof.step_bytes(n), decode) if decode else None  # type: ignore[arg-type]
-        rows.append({
-            "backend": r["backend"], "N": n, "step_bytes": roof.step_bytes(n), "prefill_floor_ms": pfloor,
-            "prefill_x": ratio(num(r["prefill_med"]), pfloor), "decode_floor_ms": dfloor, "decode_x": ratio(decode, dfloor),
-            "copy_floor_ms": cfloor, "decode_x_copy": ratio(decode, cfloor), "effective_gbps": eff,
-            "bandwidth_share": ratio(eff, roof.peak.bandwidth_gbps),  # type: ignore[union-attr]
-            "copy_share": ratio(eff, roof.copy_gbps),
-        })
+        rows.append(
+            {
+                "backend": r["backend"],
+                "N": n,
+                "step_bytes": roof.step_bytes(n),
+                "prefill_floor_ms": pfloor,
+                "prefill_x": ratio(num(r["prefill_med"]), pfloor),
+                "decode_floor_ms": dfloor,
+                "decode_x": ratio(decode, dfloor),
+                "copy_floor_ms": cfloor,
+                "decode_x_copy": ratio(decode, cfloor),
+                "effective_gbps": eff,
+                "bandwidth_share": ratio(eff, roof.peak.bandwidth_gbps),  # type: ignore[union-attr]
+                "copy_share": ratio(eff, roof.copy_gbps),
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -183,9 +226,15 @@ def data(rows: pd.DataFrame, ctx: Any, name: str) -> dict[str, Any]:  # noqa: AR
     """The section's data (``ReportKind.analyse``)."""
     roofs = ctx.roofs
     lengths = per_length(rows)
-    notes = list(dict.fromkeys(roofs[b].note for b in dict.fromkeys(rows["backend"]) if b in roofs and roofs[b].note))
-    return {"lengths": lengths, "fits": fits(rows), "roof_notes": notes,
-            "vs_roof": against_roof(lengths, roofs) if not lengths.empty else pd.DataFrame()}
+    notes = list(
+        dict.fromkeys(roofs[b].note for b in dict.fromkeys(rows["backend"]) if b in roofs and roofs[b].note)
+    )
+    return {
+        "lengths": lengths,
+        "fits": fits(rows),
+        "roof_notes": notes,
+        "vs_roof": against_roof(lengths, roofs) if not lengths.empty else pd.DataFrame(),
+    }
 
 
 def caveats(s: Any, report: Any) -> list[Caveat]:
@@ -197,26 +246,56 @@ def caveats(s: Any, report: Any) -> list[Caveat]:
         if f.note:
             law += f", {f.note}"
         if not f.holds:
-            out.append(Caveat(s.name, f"{f.backend}: TTFT is not a straight line in N ({law}, below {R2_FLOOR}); its a is "
-                                      "not a per-call floor."))
+            out.append(
+                Caveat(
+                    s.name,
+                    f"{f.backend}: TTFT is not a straight line in N ({law}, below {R2_FLOOR}); its a is "
+                    "not a per-call floor.",
+                )
+            )
         elif f.a_ms <= 0:
-            out.append(Caveat(s.name, f"{f.backend}: TTFT grows faster than linearly with the prompt, so the straight-line fit "
-                                      f"has no positive per-call floor ({law}): attention's quadratic cost shows at these lengths."))
+            out.append(
+                Caveat(
+                    s.name,
+                    f"{f.backend}: TTFT grows faster than linearly with the prompt, so the straight-line fit "
+                    f"has no positive per-call floor ({law}): attention's quadratic cost shows at these lengths.",
+                )
+            )
         elif knee is None:
             out.append(Caveat(s.name, f"{f.backend}: TTFT does not grow with the prompt here ({law})."))
         elif knee < min(f.lengths):
-            out.append(Caveat(s.name, f"{f.backend}: at every measured length (N ≥ {min(f.lengths)}) the per-token cost dominates "
-                                      f"the per-call floor a ≈ {fmt.n(f.a_ms)} ms ({law})."))
+            out.append(
+                Caveat(
+                    s.name,
+                    f"{f.backend}: at every measured length (N ≥ {min(f.lengths)}) the per-token cost dominates "
+                    f"the per-call floor a ≈ {fmt.n(f.a_ms)} ms ({law}).",
+                )
+            )
         else:
-            where = f"N≈{fmt.n(knee)}" if knee <= max(f.lengths) else f"N={max(f.lengths)} (the longest measured)"
-            out.append(Caveat(s.name, f"{f.backend}: below {where} tokens every prefill costs about the same: the floor "
-                                      f"a ≈ {fmt.n(f.a_ms)} ms is at least half the TTFT there ({law})."))
+            where = (
+                f"N≈{fmt.n(knee)}" if knee <= max(f.lengths) else f"N={max(f.lengths)} (the longest measured)"
+            )
+            out.append(
+                Caveat(
+                    s.name,
+                    f"{f.backend}: below {where} tokens every prefill costs about the same: the floor "
+                    f"a ≈ {fmt.n(f.a_ms)} ms is at least half the TTFT there ({law}).",
+                )
+            )
     roofs = [report.roofs[b] for b in s.backends if b in report.roofs]
     missing = [r for r in roofs if not r.ok]
     if missing:
         notes = dict.fromkeys(r.note for r in missing)
-        out.append(Caveat(s.name, "No roofline for " + "; ".join(
-            f"{', '.join(r.backend for r in missing if r.note == note)} ({note})" for note in notes) + "."))
+        out.append(
+            Caveat(
+                s.name,
+                "No roofline for "
+                + "; ".join(
+                    f"{', '.join(r.backend for r in missing if r.note == note)} ({note})" for note in notes
+                )
+                + ".",
+            )
+        )
     vs = s.data["vs_roof"]
     if not vs.empty:
         for backend, g in vs.groupby("backend", sort=False):
@@ -224,13 +303,18 @@ def caveats(s: Any, report: Any) -> list[Caveat]:
             roof = report.roofs[backend]
             lengths = s.data["lengths"]
             decode = lengths[(lengths["backend"] == backend) & (lengths["N"] == lo["N"])].iloc[0]
-            out.append(Caveat(s.name, f"{backend}: decode is {fmt.times(lo['decode_x'])} the roofline at N={lo['N']}: "
-                                      f"{fmt.n(decode['decode_med'])} ms/token vs a floor of {fmt.n(lo['decode_floor_ms'])} ms "
-                                      f"({fmt.n(lo['step_bytes'] / 1e9)} GB read per step / {fmt.n(roof.peak.bandwidth_gbps)} GB/s, "
-                                      f"{roof.peak.label} datasheet); effective bandwidth {fmt.n(lo['effective_gbps'])} GB/s = "
-                                      f"{fmt.pct(lo['bandwidth_share'])} of peak. Prefill at N={hi['N']} is "
-                                      f"{fmt.times(hi['prefill_x'])} its compute floor ({fmt.n(hi['prefill_floor_ms'])} ms at "
-                                      f"{fmt.n(roof.peak.tflops)} TFLOP/s)."))
+            out.append(
+                Caveat(
+                    s.name,
+                    f"{backend}: decode is {fmt.times(lo['decode_x'])} the roofline at N={lo['N']}: "
+                    f"{fmt.n(decode['decode_med'])} ms/token vs a floor of {fmt.n(lo['decode_floor_ms'])} ms "
+                    f"({fmt.n(lo['step_bytes'] / 1e9)} GB read per step / {fmt.n(roof.peak.bandwidth_gbps)} GB/s, "
+                    f"{roof.peak.label} datasheet); effective bandwidth {fmt.n(lo['effective_gbps'])} GB/s = "
+                    f"{fmt.pct(lo['bandwidth_share'])} of peak. Prefill at N={hi['N']} is "
+                    f"{fmt.times(hi['prefill_x'])} its compute floor ({fmt.n(hi['prefill_floor_ms'])} ms at "
+                    f"{fmt.n(roof.peak.tflops)} TFLOP/s).",
+                )
+            )
     out += launch_overhead(s, report)
     return out
 
@@ -261,7 +345,10 @@ def launch_overhead(s: Any, report: Any) -> list[Caveat]:
     if not eager or not graphs:
         return []
     if graphs[0] not in s.backends:
-        why = next((st.reasons()[0] for st in report.status if st.backend == graphs[0] and st.reasons()), "no measurements")
+        why = next(
+            (st.reasons()[0] for st in report.status if st.backend == graphs[0] and st.reasons()),
+            "no measurements",
+        )
         return [Caveat(s.name, f"Launch overhead not measured: {graphs[0]} did not run ({why}).")]
     e, g = eager[0], graphs[0]
     common = sorted(set(lengths[lengths["backend"] == e]["N"]) & set(lengths[lengths["backend"] == g]["N"]))
@@ -277,13 +364,19 @@ def launch_overhead(s: Any, report: Any) -> list[Caveat]:
     if de is None or dg is None:
         return []
     floor = report.roofs[e].decode_floor_ms() if e in report.roofs else None
-    others = [f"{b} {fmt.n(decode(b))} ms" + (f" ({fmt.times(decode(b) / floor)} floor)" if floor and decode(b) else "")
-              for b in s.backends if b not in (e, g) and b not in hf]
+    others = [
+        f"{b} {fmt.n(decode(b))} ms"
+        + (f" ({fmt.times(decode(b) / floor)} floor)" if floor and decode(b) else "")
+        for b in s.backends
+        if b not in (e, g) and b not in hf
+    ]
     text = f"CUDA graphs take HF's decode at N={at} from {fmt.n(de)} ms/token ({e}) to {fmt.n(dg)} ms/token ({g})"
     if floor and de > floor:
         share = (de - dg) / (de - floor)
-        text += (f"; the roofline floor is {fmt.n(floor)} ms, so launch overhead explains {fmt.pct(share)} of HF eager's "
-                 f"gap to it")
+        text += (
+            f"; the roofline floor is {fmt.n(floor)} ms, so launch overhead explains {fmt.pct(share)} of HF eager's "
+            f"gap to it"
+        )
     else:
         text += f" ({fmt.pct((de - dg) / de)} less; no roofline to compare the gap with)"
     if others:

@@ -20,7 +20,15 @@ def clean_rates(df: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for (backend, fmt), g in answers.groupby(["backend", "mode"], sort=False):
         clean = g["clean"].astype(bool)
-        rows.append({"backend": backend, "format": fmt, "n": len(clean), "clean": int(clean.sum()), "rate": float(clean.mean())})
+        rows.append(
+            {
+                "backend": backend,
+                "format": fmt,
+                "n": len(clean),
+                "clean": int(clean.sum()),
+                "rate": float(clean.mean()),
+            }
+        )
     return pd.DataFrame(rows, columns=["backend", "format", "n", "clean", "rate"])
 
 
@@ -30,8 +38,16 @@ def samples(df: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for (backend, fmt), g in answers.groupby(["backend", "mode"], sort=False):
         r = g.iloc[0]
-        rows.append({"backend": backend, "format": fmt, "case": r["case"], "text": r["output_text"] or "",
-                     "clean": r["clean"], "finish_reason": r["finish_reason"]})
+        rows.append(
+            {
+                "backend": backend,
+                "format": fmt,
+                "case": r["case"],
+                "text": r["output_text"] or "",
+                "clean": r["clean"],
+                "finish_reason": r["finish_reason"],
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -43,14 +59,30 @@ def attention(df: pd.DataFrame) -> pd.DataFrame:
         if isinstance(shares, list):
             extra = r.get("extra") or {}
             first = extra.get("position0_share") if isinstance(extra.get("position0_share"), list) else []
-            rows += [{"backend": r["backend"], "layer": i, "share": float(s), "special_positions": extra.get("special_positions"),
-                      "prompt_tokens": r.get("prompt_tokens"),
-                      "position0": float(first[i]) if i < len(first) else None,
-                      "position0_special": extra.get("position0_special")} for i, s in enumerate(shares)]
+            rows += [
+                {
+                    "backend": r["backend"],
+                    "layer": i,
+                    "share": float(s),
+                    "special_positions": extra.get("special_positions"),
+                    "prompt_tokens": r.get("prompt_tokens"),
+                    "position0": float(first[i]) if i < len(first) else None,
+                    "position0_special": extra.get("position0_special"),
+                }
+                for i, s in enumerate(shares)
+            ]
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
-COLUMNS = ["backend", "layer", "share", "special_positions", "prompt_tokens", "position0", "position0_special"]
+COLUMNS = [
+    "backend",
+    "layer",
+    "share",
+    "special_positions",
+    "prompt_tokens",
+    "position0",
+    "position0_special",
+]
 
 
 def sink(att: pd.DataFrame) -> dict[str, float] | None:
@@ -58,8 +90,11 @@ def sink(att: pd.DataFrame) -> dict[str, float] | None:
     known = att.dropna(subset=["position0"])
     if known.empty or not known["position0_special"].fillna(False).astype(bool).all():
         return None
-    return {"share": float(known["share"].median()), "position0": float(known["position0"].median()),
-            "rest": float((known["share"] - known["position0"]).median())}
+    return {
+        "share": float(known["share"].median()),
+        "position0": float(known["position0"].median()),
+        "rest": float((known["share"] - known["position0"]).median()),
+    }
 
 
 # --- the section's data (the kind's report half, ``reports.views.template.KIND``) ---

@@ -29,7 +29,11 @@ def capacity_text(r: dict) -> str:
     if r["bound"] == "peak":
         return "no level" if v is None or v != v else f"peak tok/s at {head}{fmt.n(v)}{unit}"
     if v is None or v != v:
-        below = "" if r["next_up"] is None or r["next_up"] != r["next_up"] else f" (missed at {head}{fmt.n(r['next_up'])}{unit})"
+        below = (
+            ""
+            if r["next_up"] is None or r["next_up"] != r["next_up"]
+            else f" (missed at {head}{fmt.n(r['next_up'])}{unit})"
+        )
         return "none" + below
     text = f"{head}{fmt.n(v)}{unit}"
     if r["bound"] == "floor":
@@ -40,21 +44,55 @@ def capacity_text(r: dict) -> str:
 
 
 def capacity_table(caps: pd.DataFrame, via: dict[str, str] | None = None) -> Table:
-    cols = ["variant", "backend", "served", "loop", "target", "capacity", "what limited it (next level up)", "tok/s there",
-            "tok/s a user", "J per 1k tok", "$ per M tok"]
+    cols = [
+        "variant",
+        "backend",
+        "served",
+        "loop",
+        "target",
+        "capacity",
+        "what limited it (next level up)",
+        "tok/s there",
+        "tok/s a user",
+        "J per 1k tok",
+        "$ per M tok",
+    ]
     t = Table(cols, numeric={7, 8, 9, 10})
     for r in caps.sort_values(["workload", "mode", "loop", "target"], kind="stable").to_dict("records"):
-        t.add([_variant(r), r["backend"], (via or {}).get(r["backend"], ""),
-               "concurrency" if r["loop"] == "closed" else "Poisson rate", r["target"],
-               capacity_text(r), r["limiter"] or "", fmt.n(r["output_tps"]), fmt.n(r["per_user_tps"], 1),
-               fmt.n(r["energy_j_per_1k"]), fmt.n(r["cost_per_m"], 3)])
+        t.add(
+            [
+                _variant(r),
+                r["backend"],
+                (via or {}).get(r["backend"], ""),
+                "concurrency" if r["loop"] == "closed" else "Poisson rate",
+                r["target"],
+                capacity_text(r),
+                r["limiter"] or "",
+                fmt.n(r["output_tps"]),
+                fmt.n(r["per_user_tps"], 1),
+                fmt.n(r["energy_j_per_1k"]),
+                fmt.n(r["cost_per_m"], 3),
+            ]
+        )
     return t
 
 
 def steady_table(steady: pd.DataFrame, backend: str, all_cases: dict[tuple, list[str]]) -> Table:
-    cols = ["variant", "load", "n steady (first wave)", "first-wave TTFT p50", "TTFT p50 / p90 / p99 ms", "TPOT p50 / p90",
-            "e2e p50 / p90 ms", "out tok/s [5–95 %]", "in / total tok/s", "tok/s a user", "C in flight", "W · J/1k tok",
-            "note"]
+    cols = [
+        "variant",
+        "load",
+        "n steady (first wave)",
+        "first-wave TTFT p50",
+        "TTFT p50 / p90 / p99 ms",
+        "TPOT p50 / p90",
+        "e2e p50 / p90 ms",
+        "out tok/s [5–95 %]",
+        "in / total tok/s",
+        "tok/s a user",
+        "C in flight",
+        "W · J/1k tok",
+        "note",
+    ]
     t = Table(cols, numeric=set(range(2, 12)))
     mine = steady[steady["backend"] == backend]
     have = {(r["workload"], r["mode"], r["case"]): r for r in mine.to_dict("records")}
@@ -62,29 +100,78 @@ def steady_table(steady: pd.DataFrame, backend: str, all_cases: dict[tuple, list
         for case in cases:
             r = have.get((w, m, case))
             if r is None:
-                t.add([f"{w} · {m}", case, "not run", "", "", "", "", "", "", "", "", "", "not run for this backend"])
+                t.add(
+                    [
+                        f"{w} · {m}",
+                        case,
+                        "not run",
+                        "",
+                        "",
+                        "",
+                        "",
+                        "",
+                        "",
+                        "",
+                        "",
+                        "",
+                        "not run for this backend",
+                    ]
+                )
                 continue
             p99 = fmt.n(r["ttft_p99"]) + ("*" if r["small_p99"] else "")
-            note = "; ".join(x for x in (
-                f"added by the search ({r['searched_for']})" if r["searched_for"] else "",
-                "stopped early (seconds)" if r["partial"] else "",
-                f"{r['failed']} failed" if r["failed"] else "", f"mix {r['mix']}") if x)
-            t.add([f"{w} · {m}", r["case"], f"{r['n_steady']} ({r['first_n']})", fmt.n(r["first_ttft_p50"]),
-                   f"{fmt.n(r['ttft_p50'])} / {fmt.n(r['ttft_p90'])} / {p99}",
-                   f"{fmt.n(r['tpot_p50'], 1)} / {fmt.n(r['tpot_p90'], 1)}",
-                   f"{fmt.n(r['e2e_p50'])} / {fmt.n(r['e2e_p90'])}",
-                   f"{fmt.n(r['output_tps'])} [{fmt.n(r['output_tps_lo'])}–{fmt.n(r['output_tps_hi'])}]",
-                   f"{fmt.n(r['input_tps'])} / {fmt.n(r['total_tps'])}", fmt.n(r["per_user_tps"], 1),
-                   fmt.pct(r["in_flight_share"]), f"{fmt.n(r['power_w'])} · {fmt.n(r['energy_j_per_1k'])}", note])
+            note = "; ".join(
+                x
+                for x in (
+                    f"added by the search ({r['searched_for']})" if r["searched_for"] else "",
+                    "stopped early (seconds)" if r["partial"] else "",
+                    f"{r['failed']} failed" if r["failed"] else "",
+                    f"mix {r['mix']}",
+                )
+                if x
+            )
+            t.add(
+                [
+                    f"{w} · {m}",
+                    r["case"],
+                    f"{r['n_steady']} ({r['first_n']})",
+                    fmt.n(r["first_ttft_p50"]),
+                    f"{fmt.n(r['ttft_p50'])} / {fmt.n(r['ttft_p90'])} / {p99}",
+                    f"{fmt.n(r['tpot_p50'], 1)} / {fmt.n(r['tpot_p90'], 1)}",
+                    f"{fmt.n(r['e2e_p50'])} / {fmt.n(r['e2e_p90'])}",
+                    f"{fmt.n(r['output_tps'])} [{fmt.n(r['output_tps_lo'])}–{fmt.n(r['output_tps_hi'])}]",
+                    f"{fmt.n(r['input_tps'])} / {fmt.n(r['total_tps'])}",
+                    fmt.n(r["per_user_tps"], 1),
+                    fmt.pct(r["in_flight_share"]),
+                    f"{fmt.n(r['power_w'])} · {fmt.n(r['energy_j_per_1k'])}",
+                    note,
+                ]
+            )
     return t
 
 
 def caching_table(ratios: pd.DataFrame) -> Table:
-    t = Table(["backend", "variant", "level / capacity", "tok/s on ÷ off", "TTFT p50 off ÷ on", "capacity on ÷ off"],
-              numeric={3, 4, 5})
+    t = Table(
+        [
+            "backend",
+            "variant",
+            "level / capacity",
+            "tok/s on ÷ off",
+            "TTFT p50 off ÷ on",
+            "capacity on ÷ off",
+        ],
+        numeric={3, 4, 5},
+    )
     for r in ratios.to_dict("records"):
-        t.add([r["backend"], _variant(r), r["case"], fmt.n(r.get("tps_ratio"), 2) if r.get("same_mix", True) else "other mix",
-               fmt.n(r.get("ttft_ratio"), 2), fmt.n(r.get("capacity_ratio"), 2)])
+        t.add(
+            [
+                r["backend"],
+                _variant(r),
+                r["case"],
+                fmt.n(r.get("tps_ratio"), 2) if r.get("same_mix", True) else "other mix",
+                fmt.n(r.get("ttft_ratio"), 2),
+                fmt.n(r.get("capacity_ratio"), 2),
+            ]
+        )
     return t
 
 
@@ -101,35 +188,57 @@ def blocks(d: dict[str, Any], backends: list[str], slots) -> list[Block]:
     why_not = sorted({str(x) for x in steady["telemetry"].dropna()})
     out: list[Block | None] = [
         h3("How many users one GPU holds, per target"),
-        p(Markup("Targets: {}. A level meets a target when each percentile over its <b>steady-state</b> requests is "
-                 "within the limit; a failed request is a miss. ({})").format(
-            "; ".join(t.label() for t in targets), SOURCES)),
+        p(
+            Markup(
+                "Targets: {}. A level meets a target when each percentile over its <b>steady-state</b> requests is "
+                "within the limit; a failed request is a miss. ({})"
+            ).format("; ".join(t.label() for t in targets), SOURCES)
+        ),
         table(capacity_table(caps, cap.get("via"))) if not caps.empty else None,
-        p("Capacity = the highest level that met the target, refined by the capacity search between the levels "
-          "measured; '≥' where every level met it (a floor, not a limit); the limiter is the next level up's first missed "
-          "limit, with the engine's KV-cache peak and preemptions there. Compared across backends only on the same "
-          "request mix (the mix column).", muted=True),
-        p(f"Energy: the GPU's over each level (NVML, on a thread of its own) ÷ output tokens. {PRICE_FORMULA}"
-          + (f"; PRICE = ${price:g} (--gpu-hour-usd)." if price else "; no --gpu-hour-usd given: the $ column is empty.")
-          + (f" GPU telemetry: {'; '.join(why_not)}." if why_not else ""), muted=True),
+        p(
+            "Capacity = the highest level that met the target, refined by the capacity search between the levels "
+            "measured; '≥' where every level met it (a floor, not a limit); the limiter is the next level up's first missed "
+            "limit, with the engine's KV-cache peak and preemptions there. Compared across backends only on the same "
+            "request mix (the mix column).",
+            muted=True,
+        ),
+        p(
+            f"Energy: the GPU's over each level (NVML, on a thread of its own) ÷ output tokens. {PRICE_FORMULA}"
+            + (
+                f"; PRICE = ${price:g} (--gpu-hour-usd)."
+                if price
+                else "; no --gpu-hour-usd given: the $ column is empty."
+            )
+            + (f" GPU telemetry: {'; '.join(why_not)}." if why_not else ""),
+            muted=True,
+        ),
         h3("Steady state of every level"),
-        p("The first wave (the C requests that start together) is kept apart: its TTFT in its own column, never in the "
-          "percentiles. The window runs from the first submit after it to the last submit; 'C in flight' is the share "
-          "of the window that really had C requests between submit and finish. tok/s interval: bootstrap over 5 time "
-          "blocks of the window (one run, not repeats). * a p99 from fewer than 100 requests (close to the maximum). "
-          "'served': in process (the engine in the harness's process, tokens stamped as the engine hands them over) or HTTP "
-          "(an OpenAI-compatible server, tokens stamped as the stream delivers them); the engine's own figures (KV peak, "
-          "preemptions) come from the engine in process or from the server's /metrics.",
-          muted=True),
+        p(
+            "The first wave (the C requests that start together) is kept apart: its TTFT in its own column, never in the "
+            "percentiles. The window runs from the first submit after it to the last submit; 'C in flight' is the share "
+            "of the window that really had C requests between submit and finish. tok/s interval: bootstrap over 5 time "
+            "blocks of the window (one run, not repeats). * a p99 from fewer than 100 requests (close to the maximum). "
+            "'served': in process (the engine in the harness's process, tokens stamped as the engine hands them over) or HTTP "
+            "(an OpenAI-compatible server, tokens stamped as the stream delivers them); the engine's own figures (KV peak, "
+            "preemptions) come from the engine in process or from the server's /metrics.",
+            muted=True,
+        ),
         chart_block(slots),
-        side([(b, [table(steady_table(steady, b, cases))]) for b in backends if (steady["backend"] == b).any()]),
+        side(
+            [(b, [table(steady_table(steady, b, cases))]) for b in backends if (steady["backend"] == b).any()]
+        ),
     ]
     ratios = cap.get("caching")
     if ratios is not None and not ratios.empty:
-        out += [h3("What prefix caching buys"),
-                p("The same backend run with its prefix cache on and off (--no-prefix-caching), at the same levels and "
-                  "mix: tok/s on ÷ off, TTFT p50 off ÷ on, capacity on ÷ off.", muted=True),
-                table(caching_table(ratios))]
+        out += [
+            h3("What prefix caching buys"),
+            p(
+                "The same backend run with its prefix cache on and off (--no-prefix-caching), at the same levels and "
+                "mix: tok/s on ÷ off, TTFT p50 off ÷ on, capacity on ÷ off.",
+                muted=True,
+            ),
+            table(caching_table(ratios)),
+        ]
     return compact(out)
 
 
@@ -146,23 +255,55 @@ def users_chart(steady: pd.DataFrame, targets, backends: list[str]) -> dict[str,
     if d.empty:
         return None
     d["variant"] = d["workload"] + " · " + d["mode"]
-    rules = [{"variant": v, "per_user_tps": 1000 / lim.ms, "target": f"{t.name}: ≥ {1000 / lim.ms:g} tok/s a user"}
-             for v in dict.fromkeys(d["variant"]) for t in targets for lim in t.limits if lim.metric == "tpot"]
+    rules = [
+        {"variant": v, "per_user_tps": 1000 / lim.ms, "target": f"{t.name}: ≥ {1000 / lim.ms:g} tok/s a user"}
+        for v in dict.fromkeys(d["variant"])
+        for t in targets
+        for lim in t.limits
+        if lim.metric == "tpot"
+    ]
     cols = ["backend", "variant", "case", "concurrency", "output_tps", "per_user_tps"]
-    data = pd.concat([d[cols].assign(layer="level", target=""), pd.DataFrame(rules, columns=["variant", "per_user_tps", "target"])
-                      .assign(layer="target")], ignore_index=True)
-    values = [{k: None if isinstance(v, float) and v != v else v for k, v in r.items()} for r in data.to_dict("records")]
+    data = pd.concat(
+        [
+            d[cols].assign(layer="level", target=""),
+            pd.DataFrame(rules, columns=["variant", "per_user_tps", "target"]).assign(layer="target"),
+        ],
+        ignore_index=True,
+    )
+    values = [
+        {k: None if isinstance(v, float) and v != v else v for k, v in r.items()}
+        for r in data.to_dict("records")
+    ]
     base = alt.Chart(alt.Data(values=values))  # no NaN in the page's JSON
-    points = base.transform_filter(alt.datum.layer == "level").mark_line(point=True).encode(
-        x=alt.X("output_tps:Q", title="output tok/s of the GPU"), y=alt.Y("per_user_tps:Q", title="tok/s a user"),
-        order="concurrency:Q",
-        color=alt.Color("backend:N", title=None, scale=_colors(backends, list(dict.fromkeys(d["backend"])))),
-        tooltip=["backend:N", "variant:N", "case:N", alt.Tooltip("output_tps:Q", format=".4g"),
-                 alt.Tooltip("per_user_tps:Q", format=".3g")])
-    lines = base.transform_filter(alt.datum.layer == "target").mark_rule(strokeDash=[4, 3], color="#888").encode(
-        y="per_user_tps:Q", tooltip=["target:N"])
-    return _spec(alt.layer(points, lines).properties(width=WIDTH, height=170).facet(
-        column=alt.Column("variant:N", title=None, sort=list(dict.fromkeys(d["variant"])))))
+    points = (
+        base.transform_filter(alt.datum.layer == "level")
+        .mark_line(point=True)
+        .encode(
+            x=alt.X("output_tps:Q", title="output tok/s of the GPU"),
+            y=alt.Y("per_user_tps:Q", title="tok/s a user"),
+            order="concurrency:Q",
+            color=alt.Color(
+                "backend:N", title=None, scale=_colors(backends, list(dict.fromkeys(d["backend"])))
+            ),
+            tooltip=[
+                "backend:N",
+                "variant:N",
+                "case:N",
+                alt.Tooltip("output_tps:Q", format=".4g"),
+                alt.Tooltip("per_user_tps:Q", format=".3g"),
+            ],
+        )
+    )
+    lines = (
+        base.transform_filter(alt.datum.layer == "target")
+        .mark_rule(strokeDash=[4, 3], color="#888")
+        .encode(y="per_user_tps:Q", tooltip=["target:N"])
+    )
+    return _spec(
+        alt.layer(points, lines)
+        .properties(width=WIDTH, height=170)
+        .facet(column=alt.Column("variant:N", title=None, sort=list(dict.fromkeys(d["variant"]))))
+    )
 
 
 # --- summary rows ---------------------------------------------------------------------------------
@@ -180,10 +321,20 @@ def jobs(d: dict[str, Any]) -> list:
     for (w, m, loop, target), g in caps.groupby(["workload", "mode", "loop", "target"], sort=False):
         t = next(x for x in cap["targets"] if x.name == target)
         values = [(r["backend"], capacity_text(r)) for r in g.to_dict("records")]
-        what = ("highest concurrency" if loop == "closed" else "highest Poisson rate") + f" within {t.label()}"
-        out.append(Job(f"Many users: {target} ({w} · {m}{'' if loop == 'closed' else ', open loop'})", what, values, None,
-                       "one backend: nothing to choose" if len(values) < 2 else "levels are searched per backend: compare the "
-                       "numbers, not a rank"))
+        what = (
+            "highest concurrency" if loop == "closed" else "highest Poisson rate"
+        ) + f" within {t.label()}"
+        out.append(
+            Job(
+                f"Many users: {target} ({w} · {m}{'' if loop == 'closed' else ', open loop'})",
+                what,
+                values,
+                None,
+                "one backend: nothing to choose"
+                if len(values) < 2
+                else "levels are searched per backend: compare the numbers, not a rank",
+            )
+        )
     closed = steady[steady["loop"] == "closed"].dropna(subset=["output_tps"])
     for (w, m), g in closed.groupby(["workload", "mode"], sort=False):
         # the level where the most backends ran the same requests (then the highest such level): a backend
@@ -196,15 +347,29 @@ def jobs(d: dict[str, Any]) -> list:
             continue
         at = best[1].sort_values("output_tps", ascending=False).to_dict("records")
         common = [best[0][1]]
-        values = [(r["backend"], f"{fmt.n(r['output_tps'])} tok/s [{fmt.n(r['output_tps_lo'])}–{fmt.n(r['output_tps_hi'])}]")
-                  for r in at]
+        values = [
+            (
+                r["backend"],
+                f"{fmt.n(r['output_tps'])} tok/s [{fmt.n(r['output_tps_lo'])}–{fmt.n(r['output_tps_hi'])}]",
+            )
+            for r in at
+        ]
         top, second = at[0], at[1]
-        clear = None not in (top["output_tps_lo"], second["output_tps_hi"]) and top["output_tps_lo"] > second["output_tps_hi"]
-        out.append(Job(f"Many users: throughput ({w} · {m}, C={fmt.n(max(common))})",
-                       "steady output tok/s at the level the most backends ran with the same requests (the highest such)", values,
-                       top["backend"] if clear else None,
-                       f"by {fmt.n(100 * (top['output_tps'] / second['output_tps'] - 1))} % over {second['backend']}" if clear
-                       else "within the intervals: not ranked"))
+        clear = (
+            None not in (top["output_tps_lo"], second["output_tps_hi"])
+            and top["output_tps_lo"] > second["output_tps_hi"]
+        )
+        out.append(
+            Job(
+                f"Many users: throughput ({w} · {m}, C={fmt.n(max(common))})",
+                "steady output tok/s at the level the most backends ran with the same requests (the highest such)",
+                values,
+                top["backend"] if clear else None,
+                f"by {fmt.n(100 * (top['output_tps'] / second['output_tps'] - 1))} % over {second['backend']}"
+                if clear
+                else "within the intervals: not ranked",
+            )
+        )
     return out
 
 
@@ -219,8 +384,15 @@ def caveats(d: dict[str, Any], section_name: str) -> list:
         return out
     for (w, m, case), g in steady.groupby(["workload", "mode", "case"], sort=False):
         if g["mix"].nunique() > 1:
-            mixes = ", ".join(f"{r['backend']} {r['requests_n']} requests, mean prompt {fmt.n(r['mean_prompt'])} tokens"
-                              for r in g.assign(requests_n=g["n_steady"] + g["first_n"]).to_dict("records"))
-            out.append(Caveat(section_name, f"{w} · {m} {case} ran different requests per backend ({mixes}): those rows "
-                                            "are not compared with each other."))
+            mixes = ", ".join(
+                f"{r['backend']} {r['requests_n']} requests, mean prompt {fmt.n(r['mean_prompt'])} tokens"
+                for r in g.assign(requests_n=g["n_steady"] + g["first_n"]).to_dict("records")
+            )
+            out.append(
+                Caveat(
+                    section_name,
+                    f"{w} · {m} {case} ran different requests per backend ({mixes}): those rows "
+                    "are not compared with each other.",
+                )
+            )
     return out

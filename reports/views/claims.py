@@ -12,8 +12,9 @@ def claims_table(claims: list[Claim], backends: list[str]) -> Table:
     shown = [b for b in backends if any(b in c.here for c in claims)]
     t = Table(["claim", "their figure", *[f"here: {b}" for b in shown], "verdict"])
     for c in claims:
-        verdict = Markup('<span class="verdict v-{}">{}</span>: {}').format(c.verdict.word.replace(" ", "-"), c.verdict.word,
-                                                                           c.verdict.reason)
+        verdict = Markup('<span class="verdict v-{}">{}</span>: {}').format(
+            c.verdict.word.replace(" ", "-"), c.verdict.word, c.verdict.reason
+        )
         t.add([c.statement, c.theirs, *[c.here.get(b, "–") for b in shown], verdict])
     return t
 
@@ -25,9 +26,14 @@ def blocks(claims: list[Claim], backends: list[str]) -> list[Block]:
     for source in dict.fromkeys(c.source for c in claims):
         mine = [c for c in claims if c.source == source]
         out += [Block("h3", f"Claims of the {source}"), table(claims_table(mine, backends))]
-    out.append(p("Verdicts: holds — the claim is true of every backend here; setup-specific — its figure belongs to the "
-                 "source's stack, GPU or workload (the reason says which); does not hold; not measurable here — the "
-                 "reason says why; not decided — the 95 % interval of the data crosses the edge of the claim's band (the "
-                 "noise is larger than the question: more repeats or engine starts would decide). Our figures are computed "
-                 "from these runs, never typed in.", muted=True))
+    out.append(
+        p(
+            "Verdicts: holds — the claim is true of every backend here; setup-specific — its figure belongs to the "
+            "source's stack, GPU or workload (the reason says which); does not hold; not measurable here — the "
+            "reason says why; not decided — the 95 % interval of the data crosses the edge of the claim's band (the "
+            "noise is larger than the question: more repeats or engine starts would decide). Our figures are computed "
+            "from these runs, never typed in.",
+            muted=True,
+        )
+    )
     return out

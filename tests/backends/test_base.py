@@ -102,5 +102,9 @@ def test_only_backends_whose_raw_call_is_their_own_path_declare_one() -> None:
     compiled static-cache path), and hf-cb's requests go through the manager, so both skip it."""
     import backends
 
-    assert backends.resolve("hf").raw_call and backends.resolve("vllm").raw_call and backends.resolve("sglang").raw_call
+    assert (
+        backends.resolve("hf").raw_call
+        and backends.resolve("vllm").raw_call
+        and backends.resolve("sglang").raw_call
+    )
     assert backends.resolve("hf-graphs").raw_call is None and backends.resolve("hf-cb").raw_call is None

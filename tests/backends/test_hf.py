@@ -10,10 +10,32 @@ from transformers import AutoTokenizer
 
 from tests.conftest import compare, records
 
-CONTRACT = ("run_id", "backend", "backend_version", "model", "workload", "mode", "case", "rep", "turn",
-            "temperature", "prompt_tokens", "shared_prefix_tokens", "cached_tokens", "computed_tokens", "ttft_ms",
-            "decode_ms_per_token", "output_tokens", "first_token_id", "output_text", "valid_json", "clean",
-            "timing_source", "error", "skipped")
+CONTRACT = (
+    "run_id",
+    "backend",
+    "backend_version",
+    "model",
+    "workload",
+    "mode",
+    "case",
+    "rep",
+    "turn",
+    "temperature",
+    "prompt_tokens",
+    "shared_prefix_tokens",
+    "cached_tokens",
+    "computed_tokens",
+    "ttft_ms",
+    "decode_ms_per_token",
+    "output_tokens",
+    "first_token_id",
+    "output_text",
+    "valid_json",
+    "clean",
+    "timing_source",
+    "error",
+    "skipped",
+)
 
 
 @pytest.fixture(scope="module")
@@ -25,8 +47,17 @@ def run(tmp_path_factory):
 
 def test_every_workload_writes_records_with_the_contract_fields(run):
     _, all_rows = run
-    assert {r["workload"] for r in all_rows} == {"conversation", "sweep", "json", "template", "load-sessions", "load-fixed"}
-    rows = [r for r in all_rows if not (r["kind"] == "load" and r["rep"] is None)]  # not a load level's own record
+    assert {r["workload"] for r in all_rows} == {
+        "conversation",
+        "sweep",
+        "json",
+        "template",
+        "load-sessions",
+        "load-fixed",
+    }
+    rows = [
+        r for r in all_rows if not (r["kind"] == "load" and r["rep"] is None)
+    ]  # not a load level's own record
     for r in rows:
         assert set(CONTRACT) <= set(r)
         assert r["error"] is None and r["skipped"] is None
@@ -39,13 +70,24 @@ def test_every_workload_writes_records_with_the_contract_fields(run):
 def test_under_load_hf_serves_one_request_at_a_time_behind_a_queue(run):
     _, rows = run
     for case in ("C=1", "C=4"):
-        level = sorted((r for r in rows if r["workload"] == "load-fixed" and r["mode"] == "S=0" and r["case"] == case
-                        and r["rep"] is not None), key=lambda r: r["first_token_s"])
+        level = sorted(
+            (
+                r
+                for r in rows
+                if r["workload"] == "load-fixed"
+                and r["mode"] == "S=0"
+                and r["case"] == case
+                and r["rep"] is not None
+            ),
+            key=lambda r: r["first_token_s"],
+        )
         assert len(level) == 4 and all(r["queue_ms"] is not None and r["error"] is None for r in level)
         for a, b in zip(level, level[1:], strict=False):
             assert b["first_token_s"] >= a["finish_s"] - 0.005  # no two requests decode at once
     c4 = [r for r in rows if r["workload"] == "load-fixed" and r["case"] == "C=4" and r["rep"] is not None]
-    assert max(r["queue_ms"] for r in c4) > 2 * min(r["e2e_ms"] - r["queue_ms"] for r in c4)  # waited for others
+    assert max(r["queue_ms"] for r in c4) > 2 * min(
+        r["e2e_ms"] - r["queue_ms"] for r in c4
+    )  # waited for others
     level = [r["extra"]["level"] for r in rows if r["workload"] == "load-sessions" and r["rep"] is None]
     assert len(level) == 2 and all(f["served_as"] == "one at a time, queued (FIFO)" for f in level)
 
@@ -58,7 +100,9 @@ def test_shared_prefix_matches_an_independent_count_and_reveals_the_rewrite(run,
     prompts, history = [], [{"role": "system", "content": spec.system}]
     for turn in spec.turns:
         history.append({"role": "user", "content": turn.user})
-        text = tok.apply_chat_template(history, tokenize=False, add_generation_prompt=True, enable_thinking=False)
+        text = tok.apply_chat_template(
+            history, tokenize=False, add_generation_prompt=True, enable_thinking=False
+        )
         prompts.append(tok(text, add_special_tokens=False)["input_ids"])
         history.append({"role": "assistant", "content": turn.assistant})
     _, rows = run
@@ -152,4 +196,6 @@ def test_step_top_is_the_log_softmax_top_k_per_step():
     scores = (torch.tensor([[0.0, 2.0, 1.0]]), torch.tensor([[3.0, float("-inf"), 3.0]]))
     steps = step_top(scores, 2)
     assert [[i for i, _ in s] for s in steps] == [[1, 2], [0, 2]]
-    assert steps[0][0][1] - steps[0][1][1] == pytest.approx(1.0) and steps[1][0][1] == pytest.approx(steps[1][1][1])
+    assert steps[0][0][1] - steps[0][1][1] == pytest.approx(1.0) and steps[1][0][1] == pytest.approx(
+        steps[1][1][1]
+    )

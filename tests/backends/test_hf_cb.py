@@ -18,8 +18,14 @@ def run(tmp_path_factory):
 
 
 def requests_of(rows, workload, mode, case):
-    return sorted((r for r in rows if r["workload"] == workload and r["mode"] == mode and r["case"] == case
-                   and r["rep"] is not None), key=lambda r: r["submit_s"])
+    return sorted(
+        (
+            r
+            for r in rows
+            if r["workload"] == workload and r["mode"] == mode and r["case"] == case and r["rep"] is not None
+        ),
+        key=lambda r: r["submit_s"],
+    )
 
 
 def test_requests_in_flight_share_the_managers_steps(run):
@@ -40,8 +46,11 @@ def test_a_users_later_turn_is_served_from_the_prefix_cache_and_levels_start_col
     assert later and all(0 < r["cached_tokens"] <= r["shared_prefix_tokens"] for r in later)
     # C=4 replays the same fixed-shape prompts as C=1: a fresh manager per level means nothing is inherited
     assert all(r["cached_tokens"] == 0 for r in requests_of(rows, "load-fixed", "S=0", "C=4"))
-    level = next(r["extra"]["level"] for r in rows if r["workload"] == "load-sessions" and r["case"] == "C=1"
-                 and r["rep"] is None)
+    level = next(
+        r["extra"]["level"]
+        for r in rows
+        if r["workload"] == "load-sessions" and r["case"] == "C=1" and r["rep"] is None
+    )
     assert level["prefix_cache_hits"] == sum(r["cached_tokens"] for r in sessions)
 
 
@@ -56,7 +65,12 @@ def test_single_requests_are_skipped_with_the_reason_and_env_says_how_it_ran(run
 
 def test_overrides_read_typed_key_values():
     assert overrides("attn=eager, use_cuda_graph=true,num_blocks=512,max_memory_percent=0.5,seed=none") == {
-        "attn": "eager", "use_cuda_graph": True, "num_blocks": 512, "max_memory_percent": 0.5, "seed": None}
+        "attn": "eager",
+        "use_cuda_graph": True,
+        "num_blocks": 512,
+        "max_memory_percent": 0.5,
+        "seed": None,
+    }
     assert overrides("") == {} and overrides(None) == {}
     with pytest.raises(ValueError, match="LCA_HF_CB"):
         overrides("attn")
@@ -69,17 +83,27 @@ def test_a_request_past_the_request_timeout_is_cancelled_in_the_manager(tiny_mod
     from backends.hf.cb import HFContinuousBatchingBackend
     from backends.load_loop import LoadSettings, run_level
 
-    settings = BackendSettings(model_path=str(tiny_model_dir), model_label="tiny", dtype="float32", device="cpu",
-                               request_timeout_s=1.0)
+    settings = BackendSettings(
+        model_path=str(tiny_model_dir),
+        model_label="tiny",
+        dtype="float32",
+        device="cpu",
+        request_timeout_s=1.0,
+    )
     backend = HFContinuousBatchingBackend(settings)
     backend.start()
     try:
         hung = Request(prompt_ids=[5] * 16, max_new_tokens=3000, ignore_eos=True)
         after = Request(prompt_ids=[6] * 16, max_new_tokens=20, ignore_eos=True)
         (outs,), _ = run_level(backend, [[hung, after]], LoadSettings(concurrency=1))
-        assert [o.error for o in outs] == ["TimeoutError: no answer within 1 s (--request-timeout: the whole request, from submit to its last token)", None]
+        assert [o.error for o in outs] == [
+            "TimeoutError: no answer within 1 s (--request-timeout: the whole request, from submit to its last token)",
+            None,
+        ]
         assert 0 < len(outs[0].token_times_s) < 3000 and len(outs[1].token_times_s) == 20
         scheduler = backend.manager.batch_processor.scheduler
-        assert not scheduler.active_requests and not scheduler.waiting_requests  # cancelled, not left decoding
+        assert (
+            not scheduler.active_requests and not scheduler.waiting_requests
+        )  # cancelled, not left decoding
     finally:
         backend.close()

@@ -47,8 +47,15 @@ def server_backend(fake_url: str, tiny_model_dir) -> Iterator:
 
     def make(model: str | None = None) -> OpenAIBackend:
         options = OpenAIOptions(served_model=model)
-        backend = OpenAIBackend(BackendSettings(model_path=str(tiny_model_dir), model_label="fake", base_url=fake_url + "/v1",
-                                                request_timeout_s=30.0, options=options))
+        backend = OpenAIBackend(
+            BackendSettings(
+                model_path=str(tiny_model_dir),
+                model_label="fake",
+                base_url=fake_url + "/v1",
+                request_timeout_s=30.0,
+                options=options,
+            )
+        )
         backend.start()
         made.append(backend)
         return backend
@@ -70,7 +77,9 @@ def test_two_client_processes_merge_into_one_level(fake_url: str, server_backend
     server = facts["server_timings"]  # the fake server's /metrics over the level, sampled by this process
     assert server["ttft_n"] == server["e2e_n"] == 10 and server["itl_n"] == 10 * 11
     assert 0 < server["ttft_ms_p50"] <= server["ttft_ms_p99"] and server["tpot_n"] == 10
-    assert {(o.session, o.turn) for s in outs for o in s} == {(k, 0) for k in range(10)}  # each once, none lost
+    assert {(o.session, o.turn) for s in outs for o in s} == {
+        (k, 0) for k in range(10)
+    }  # each once, none lost
     with urllib.request.urlopen(fake_url + "/fake/log") as resp:
         log = json.loads(resp.read())
     origin = facts["origin_perf_counter"]
@@ -100,17 +109,24 @@ def test_open_loop_shards_keep_the_arrivals(server_backend) -> None:
     assert submits[0] < 0.05 and submits[-1] > submits[0]  # Poisson gaps, not all at once
 
 
-@pytest.mark.parametrize(("fault", "cause"), [
-    ("429", "HTTP 429 Too Many Requests"), ("503", "HTTP 503 Service Unavailable"),
-    ("not-json", "a line that is not JSON"), ("no-choices", "a chunk without choices"),
-    ("no-finish", "the stream ended without a finish reason"),
-])
+@pytest.mark.parametrize(
+    ("fault", "cause"),
+    [
+        ("429", "HTTP 429 Too Many Requests"),
+        ("503", "HTTP 503 Service Unavailable"),
+        ("not-json", "a line that is not JSON"),
+        ("no-choices", "a chunk without choices"),
+        ("no-finish", "the stream ended without a finish reason"),
+    ],
+)
 def test_faults_name_their_cause(fake_url: str, fault: str, cause: str) -> None:
     client = LeanClientSpec(base_url=fake_url + "/v1", model=f"fault:{fault}", flavor="vllm").build()
 
     async def one():
         try:
-            return await client.stream(Request(prompt_ids=prompt(16), max_new_tokens=4), TokenClock(lambda: None))
+            return await client.stream(
+                Request(prompt_ids=prompt(16), max_new_tokens=4), TokenClock(lambda: None)
+            )
         finally:
             await client.aclose()
 
@@ -120,8 +136,12 @@ def test_faults_name_their_cause(fake_url: str, fault: str, cause: str) -> None:
 
 def test_a_fault_is_one_error_record_and_the_level_goes_on(server_backend) -> None:
     sessions = [[Request(prompt_ids=prompt(16), max_new_tokens=4)] for _ in range(3)]
-    outs, facts = run_level(server_backend("fault:no-choices"), sessions, LoadSettings(concurrency=3, client_procs=1))
-    assert [o.error.split(":")[0] for (o,) in outs] == ["StreamFault"] * 3 and "chunk without choices" in outs[0][0].error
+    outs, facts = run_level(
+        server_backend("fault:no-choices"), sessions, LoadSettings(concurrency=3, client_procs=1)
+    )
+    assert [o.error.split(":")[0] for (o,) in outs] == [
+        "StreamFault"
+    ] * 3 and "chunk without choices" in outs[0][0].error
     assert "client_failed" not in facts
 
 
@@ -134,20 +154,28 @@ def test_a_client_process_that_dies_turns_its_requests_into_errors(server_backen
     died = [o for o in mine if o.error]
     assert died and all("client process 0" in o.error and "died with exit code 3" in o.error for o in died)
     assert sum(o.output is not None for o in mine) == 1  # the one it reported before it died, kept once
-    assert len(died) == 1 and sum(not o.started for o in mine) == 2  # in flight: an error; never started: not started
+    assert (
+        len(died) == 1 and sum(not o.started for o in mine) == 2
+    )  # in flight: an error; never started: not started
     assert all(o.started for o in died) and "client process 0" in facts["client_failed"]
     assert facts["client_cpu_share"][0] is None and facts["client_cpu_share"][1] is not None
 
 
 def test_client_procs_bounds_and_the_automatic_count() -> None:
-    assert "give 1 or more" in client_procs_error(0, 8) and "more client processes than the 8" in client_procs_error(9, 8)
+    assert "give 1 or more" in client_procs_error(
+        0, 8
+    ) and "more client processes than the 8" in client_procs_error(9, 8)
     assert client_procs_error(None, 8) is None and client_procs_error(8, 8) is None
     assert auto_client_procs(LoadSettings(concurrency=128), 512, cpus=16) == 4
     assert auto_client_procs(LoadSettings(concurrency=128), 512, cpus=2) == 1
     assert auto_client_procs(LoadSettings(concurrency=8), 512, cpus=16) == 1
     assert auto_client_procs(LoadSettings(concurrency=128), 2, cpus=16) == 2
     split = shards(10, 3, LoadSettings(concurrency=8))
-    assert sorted(k for keys, _ in split for k in keys) == list(range(10)) and [w for _, w in split] == [3, 3, 2]
+    assert sorted(k for keys, _ in split for k in keys) == list(range(10)) and [w for _, w in split] == [
+        3,
+        3,
+        2,
+    ]
     assert len(shards(10, 4, LoadSettings(concurrency=2))) == 2  # never a process without a stream
 
 
@@ -160,7 +188,9 @@ def test_a_server_that_dies_mid_level_is_named_in_each_error(tiny_model_dir) -> 
             if proc.exitcode is not None:
                 raise RuntimeError(f"the server exited with {proc.exitcode}; see its log")
 
-    backend = Launched(BackendSettings(model_path=str(tiny_model_dir), model_label="fake", base_url=url + "/v1"))
+    backend = Launched(
+        BackendSettings(model_path=str(tiny_model_dir), model_label="fake", base_url=url + "/v1")
+    )
     backend.start()
     killer = threading.Timer(0.5, proc.kill)
     killer.start()
@@ -171,4 +201,6 @@ def test_a_server_that_dies_mid_level_is_named_in_each_error(tiny_model_dir) -> 
         killer.cancel()
         backend.close()
     errors = [o.error for (o,) in outs]
-    assert all(e and e.startswith("RuntimeError: the server exited with -9; see its log (") for e in errors), errors
+    assert all(
+        e and e.startswith("RuntimeError: the server exited with -9; see its log (") for e in errors
+    ), errors

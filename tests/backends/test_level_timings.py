@@ -15,15 +15,19 @@ def ttft_text(sets: list[dict[str, float]], total: float) -> str:
         labels = f'engine="{i}",model_name="m"'
         for le, c in counts.items():
             lines.append(f'vllm:time_to_first_token_seconds_bucket{{{labels},le="{le}"}} {c}')
-        lines += [f"vllm:time_to_first_token_seconds_count{{{labels}}} {counts['+Inf']}",
-                  f"vllm:time_to_first_token_seconds_sum{{{labels}}} {total / len(sets)}"]
+        lines += [
+            f"vllm:time_to_first_token_seconds_count{{{labels}}} {counts['+Inf']}",
+            f"vllm:time_to_first_token_seconds_sum{{{labels}}} {total / len(sets)}",
+        ]
     return "\n".join(lines) + "\n"
 
 
 def test_the_level_difference_matches_the_hand_computed_percentiles() -> None:
     before = ttft_text([{"0.1": 2, "0.5": 3, "1.0": 4, "+Inf": 4}], 1.0)
     # after, in two label sets that add up to 0.1: 2, 0.5: 7, 1.0: 12, +Inf: 13 (sum 9.0 s)
-    after = ttft_text([{"0.1": 1, "0.5": 4, "1.0": 6, "+Inf": 7}, {"0.1": 1, "0.5": 3, "1.0": 6, "+Inf": 6}], 9.0)
+    after = ttft_text(
+        [{"0.1": 1, "0.5": 4, "1.0": 6, "+Inf": 7}, {"0.1": 1, "0.5": 3, "1.0": 6, "+Inf": 6}], 9.0
+    )
     t = level_timings(parse_buckets(before), parse_buckets(after))
     # the level: 0 in (0, 0.1], 4 in (0.1, 0.5], 4 in (0.5, 1], 1 above 1 s; n = 9, sum 8 s
     assert t["ttft_n"] == 9

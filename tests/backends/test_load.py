@@ -32,7 +32,9 @@ class Batching(Backend):
         self.in_flight = self.most = 0
         self.stats = {"preemptions_total": 5.0, "kv_cache_usage_now": 0.1}
 
-    def _generate(self, request: Request, clock: TokenClock) -> RawOutput:  # pragma: no cover - not used under load
+    def _generate(
+        self, request: Request, clock: TokenClock
+    ) -> RawOutput:  # pragma: no cover - not used under load
         raise NotImplementedError
 
     async def stream(self, request: Request, clock: TokenClock) -> RawOutput:
@@ -48,7 +50,9 @@ class Batching(Backend):
         finally:
             self.in_flight -= 1
         self.stats["preemptions_total"] += 1
-        return RawOutput(token_ids=list(range(request.max_new_tokens)), text="", cached_tokens=len(request.prompt_ids) // 2)
+        return RawOutput(
+            token_ids=list(range(request.max_new_tokens)), text="", cached_tokens=len(request.prompt_ids) // 2
+        )
 
     def load_stats(self) -> dict[str, float]:
         return dict(self.stats)
@@ -121,11 +125,17 @@ def test_a_hung_request_ends_at_the_request_timeout_and_the_level_goes_on():
     started = time.perf_counter()
     outs, facts = run_level(backend, sessions, LoadSettings(concurrency=2))
     hung = outs[0][0]
-    assert hung.error == "TimeoutError: no answer within 0.3 s (--request-timeout: the whole request, from submit to its last token)" and backend.aborted == 1
+    assert (
+        hung.error
+        == "TimeoutError: no answer within 0.3 s (--request-timeout: the whole request, from submit to its last token)"
+        and backend.aborted == 1
+    )
     assert 0.3 <= hung.finish_s - hung.submit_s < 0.3 + 0.2 and len(hung.token_times_s) == 1
     assert outs[0][1].error is None and outs[0][1].submit_s >= hung.finish_s  # the session went on after it
     assert all(o.error is None and len(o.token_times_s) == 4 for o in outs[1])
-    assert outs[2][0].error == "TimeoutError: socket read"  # the backend's own, not taken for --request-timeout
+    assert (
+        outs[2][0].error == "TimeoutError: socket read"
+    )  # the backend's own, not taken for --request-timeout
     assert time.perf_counter() - started < 2.0 and facts["wall_s"] < 2.0
 
 
@@ -143,7 +153,7 @@ def test_seconds_stops_starting_requests():
     sessions = [[req(tokens=10)] for _ in range(40)]  # 40 ms each, one at a time: 1.6 s in all
     outs, facts = run_level(Batching(), sessions, LoadSettings(concurrency=1, seconds=0.2))
     started = [s[0] for s in outs if s[0].started]
-    assert 2 <= len(started) < 40 and all(not s[0].started for s in outs[len(started):])
+    assert 2 <= len(started) < 40 and all(not s[0].started for s in outs[len(started) :])
     assert max(o.submit_s for o in started) < 0.2 + 0.05
 
 

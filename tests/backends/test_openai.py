@@ -53,8 +53,13 @@ def test_vllm_histograms_give_one_request_figures(registry) -> None:
     probe = MetricsProbe(url, names, headers={})
     before = probe.scrape()
     assert before is not None and flavor_of(before) == "vllm"
-    for name, seconds in ((names.ttft, 0.050), (names.prefill, 0.040), (names.decode, 0.300), (names.queue, 0.001),
-                          (names.finished, 0.360)):
+    for name, seconds in (
+        (names.ttft, 0.050),
+        (names.prefill, 0.040),
+        (names.decode, 0.300),
+        (names.queue, 0.001),
+        (names.finished, 0.360),
+    ):
         h[name].labels("m", "0").observe(seconds)
     timing = probe.request_timing(before, output_tokens=11)
     assert timing["server_ttft_ms"] == pytest.approx(50.0)
@@ -100,7 +105,7 @@ def test_sglang_inter_token_latency_gives_decode_per_token(registry) -> None:
 
 
 def test_parse_ignores_other_metric_types() -> None:
-    text = "# TYPE x counter\nx_total 3\n# TYPE h histogram\nh_bucket{le=\"+Inf\"} 2\nh_sum 0.5\nh_count 2\n"
+    text = '# TYPE x counter\nx_total 3\n# TYPE h histogram\nh_bucket{le="+Inf"} 2\nh_sum 0.5\nh_count 2\n'
     assert parse_histograms(text) == {"h": (0.5, 2.0)}
     assert root_url("http://127.0.0.1:8000/v1/") == "http://127.0.0.1:8000"
 
@@ -121,19 +126,32 @@ class _Stub(JsonHandler):
             self.release.wait(30)  # accept, never answer
             return
         if not isinstance(body["prompt"], str):
-            self._json(400, {"error": {"message": "prompt must be a string", "type": "invalid_request_error"}})
+            self._json(
+                400, {"error": {"message": "prompt must be a string", "type": "invalid_request_error"}}
+            )
             return
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.end_headers()
         for i, piece in enumerate(["a", "b", "c"]):
-            chunk = {"id": "x", "object": "text_completion", "created": 0, "model": "stub-model",
-                     "choices": [{"index": 0, "text": piece, "finish_reason": "length" if i == 2 else None}]}
+            chunk = {
+                "id": "x",
+                "object": "text_completion",
+                "created": 0,
+                "model": "stub-model",
+                "choices": [{"index": 0, "text": piece, "finish_reason": "length" if i == 2 else None}],
+            }
             self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
             self.wfile.flush()
             time.sleep(0.01)
-        usage = {"id": "x", "object": "text_completion", "created": 0, "model": "stub-model", "choices": [],
-                 "usage": {"prompt_tokens": 5, "completion_tokens": 3, "total_tokens": 8}}
+        usage = {
+            "id": "x",
+            "object": "text_completion",
+            "created": 0,
+            "model": "stub-model",
+            "choices": [],
+            "usage": {"prompt_tokens": 5, "completion_tokens": 3, "total_tokens": 8},
+        }
         self.wfile.write(f"data: {json.dumps(usage)}\n\ndata: [DONE]\n\n".encode())
 
 
@@ -185,7 +203,9 @@ def test_a_server_that_rejects_token_ids_gets_text(stub: str, tiny_path: str, mo
     assert out.extra["output_ids_from"] == "retokenized-text"
     assert out.cached_tokens is None  # the server did not say: not zero
     assert out.prompt_ids_used is None
-    assert result.timing_source == "client-stream" and result.ttft_ms is not None and result.decode_ms_per_token
+    assert (
+        result.timing_source == "client-stream" and result.ttft_ms is not None and result.decode_ms_per_token
+    )
     assert result.cache_state == "not-controllable"
     # ids with the vLLM/SGLang extensions, ids alone, then text
     assert [type(s["body"]["prompt"]) for s in _Stub.seen] == [list, list, str]
@@ -203,10 +223,15 @@ def test_missing_url_or_key_is_a_clear_skip(tiny_path: str, monkeypatch) -> None
         OpenAIBackend(_settings(tiny_path, None)).start()
     monkeypatch.delenv("LCA_TEST_NO_SUCH_KEY", raising=False)
     with pytest.raises(BackendUnavailable, match="LCA_TEST_NO_SUCH_KEY"):
-        OpenAIBackend(_settings(tiny_path, "http://127.0.0.1:9/v1", api_key_env="LCA_TEST_NO_SUCH_KEY")).start()
+        OpenAIBackend(
+            _settings(tiny_path, "http://127.0.0.1:9/v1", api_key_env="LCA_TEST_NO_SUCH_KEY")
+        ).start()
 
 
 def test_step_logprobs_from_token_id_keys_best_first():
     from backends.openai.stream import ranked
 
-    assert ranked({"token_id:3": -1.5, "token_id:4": -0.2, "token_id:9": -3.0}, 2, tokenizer=None) == [[4, -0.2], [3, -1.5]]
+    assert ranked({"token_id:3": -1.5, "token_id:4": -0.2, "token_id:9": -3.0}, 2, tokenizer=None) == [
+        [4, -0.2],
+        [3, -1.5],
+    ]

@@ -46,8 +46,21 @@ pytestmark = [
 ROOT = Path(__file__).resolve().parents[2]
 SECRET = "sk-lca-test-7f3a9c"  # must never be written anywhere
 # a served name of its own and an engine argument (vLLM's default seed, so nothing measured changes): #20
-ARGS = ["--backend", "vllm-server", "--repeats", "1", "--json-calls", "2", "--no-report", "--api-key-env", "LCA_TEST_API_KEY",
-        "--served-model-name", "lca-served", "--engine-arg", "vllm-server:seed=0"]
+ARGS = [
+    "--backend",
+    "vllm-server",
+    "--repeats",
+    "1",
+    "--json-calls",
+    "2",
+    "--no-report",
+    "--api-key-env",
+    "LCA_TEST_API_KEY",
+    "--served-model-name",
+    "lca-served",
+    "--engine-arg",
+    "vllm-server:seed=0",
+]
 
 
 def _start(out: Path, *extra: str) -> tuple[subprocess.Popen, Path]:
@@ -109,7 +122,11 @@ def runs(tmp_path_factory) -> dict:
     # 2. resume, and Ctrl-C in the last workload (load), once two of its levels are recorded
     proc, log2 = _start(out, "--resume")
     n_before = len(_lines(out))
-    _wait_for(proc, log2, lambda: sum(_is_level(line) for line in _lines(out)[n_before:]) >= LOAD_LEVELS_BEFORE_CTRL_C)
+    _wait_for(
+        proc,
+        log2,
+        lambda: sum(_is_level(line) for line in _lines(out)[n_before:]) >= LOAD_LEVELS_BEFORE_CTRL_C,
+    )
     os.killpg(proc.pid, signal.SIGINT)
     second_rc = proc.wait(120)
     return {
@@ -169,7 +186,9 @@ def test_streaming_ttft_and_server_ttft_for_every_request(runs) -> None:
             assert extra["server_timing_source"] == "prometheus-histogram-diff"
             assert 0 < extra["server_ttft_ms"] <= r["ttft_ms"]  # the client's adds HTTP and scheduling
             assert 0 < extra["server_prefill_ms"] <= extra["server_ttft_ms"]
-            assert r["engine_ttft_ms"] == extra["server_ttft_ms"]  # the server's own figure, beside the client's
+            assert (
+                r["engine_ttft_ms"] == extra["server_ttft_ms"]
+            )  # the server's own figure, beside the client's
     assert {r["output_tokens"] for r in _measured(runs, "sweep")} == {64}  # ignore_eos reached the server
 
 
@@ -203,9 +222,15 @@ def test_the_load_runs_through_the_server(runs) -> None:
     for level in levels:
         facts = level["extra"]["level"]
         assert facts["batches_requests"] and facts["requests_started"] == facts["requests_planned"] > 0
-        assert facts["wall_s"] > 0 and facts["prefix_cache_queries"] > 0  # the server's own counter, from /metrics
-        requests = [r for r in rows if r["rep"] is not None and (r["workload"], r["mode"], r["case"])
-                    == (level["workload"], level["mode"], level["case"])]
+        assert (
+            facts["wall_s"] > 0 and facts["prefix_cache_queries"] > 0
+        )  # the server's own counter, from /metrics
+        requests = [
+            r
+            for r in rows
+            if r["rep"] is not None
+            and (r["workload"], r["mode"], r["case"]) == (level["workload"], level["mode"], level["case"])
+        ]
         assert len(requests) == facts["requests_started"] and not [r["error"] for r in requests if r["error"]]
         for r in requests:
             assert 0 <= r["submit_s"] < r["first_token_s"] <= r["finish_s"]
@@ -218,7 +243,9 @@ def test_the_load_runs_through_the_server(runs) -> None:
         assert facts["client_cpu_share"] and not facts["client_limited"]
         # C requests in flight at once: the first C were all sent before any came back
         first_finish = min(r["finish_s"] for r in requests)
-        assert sum(r["submit_s"] < first_finish for r in requests) == min(level["load_concurrency"], len(requests))
+        assert sum(r["submit_s"] < first_finish for r in requests) == min(
+            level["load_concurrency"], len(requests)
+        )
 
 
 def test_the_api_key_is_never_written(runs) -> None:
@@ -226,13 +253,18 @@ def test_the_api_key_is_never_written(runs) -> None:
         if path.is_file():
             assert SECRET not in path.read_text(errors="replace"), path
     engine = runs["second"]
-    assert engine["api_key_env"] == "LCA_TEST_API_KEY" and "--enable-prefix-caching" in engine["server_command"]
+    assert (
+        engine["api_key_env"] == "LCA_TEST_API_KEY" and "--enable-prefix-caching" in engine["server_command"]
+    )
 
 
 # -- servers that never become healthy ------------------------------------------------------
 def _backend(model_path: str, run_dir: Path) -> VLLMServerBackend:
-    return VLLMServerBackend(BackendSettings(model_path=model_path, model_label="x", device="cpu", dtype="float32",
-                                             run_dir=str(run_dir)))
+    return VLLMServerBackend(
+        BackendSettings(
+            model_path=model_path, model_label="x", device="cpu", dtype="float32", run_dir=str(run_dir)
+        )
+    )
 
 
 def test_a_start_timeout_stops_the_server(tmp_path, tiny_model_dir, monkeypatch) -> None:
@@ -249,6 +281,8 @@ def test_a_server_that_exits_before_it_is_healthy(tmp_path) -> None:
     model.mkdir()
     (model / "config.json").write_text(json.dumps({"model_type": "no-such-architecture"}))
     backend = _backend(str(model), tmp_path)
-    with pytest.raises(ServerFailed, match=r"exited with code \d+ before it became healthy; see .*vllm-server.log"):
+    with pytest.raises(
+        ServerFailed, match=r"exited with code \d+ before it became healthy; see .*vllm-server.log"
+    ):
         backend.start()
     assert group_members(backend.server.pid) == []

@@ -19,8 +19,15 @@ from backends.sglang import config as sglang_config
 
 
 def settings(**kw) -> BackendSettings:
-    return BackendSettings(model_path="/m", model_label="m", dtype="bfloat16", device="cuda", max_model_len=3072,
-                           random_weights=True, **kw)
+    return BackendSettings(
+        model_path="/m",
+        model_label="m",
+        dtype="bfloat16",
+        device="cuda",
+        max_model_len=3072,
+        random_weights=True,
+        **kw,
+    )
 
 
 def test_vllm_server_with_two_replicas() -> None:
@@ -42,15 +49,39 @@ def test_vllm_server_tp2_has_no_dp_flag() -> None:
     assert "--data-parallel-size" not in argv
 
 
-SGLANG_TAIL = ["--model-path", "/m", "--host", "127.0.0.1", "--port", "9000", "--dtype", "bfloat16",
-               "--context-length", "3072", "--tp-size", "1", "--grammar-backend", "xgrammar",
-               "--constrained-json-disable-any-whitespace", "--enable-cache-report", "--enable-metrics"]
+SGLANG_TAIL = [
+    "--model-path",
+    "/m",
+    "--host",
+    "127.0.0.1",
+    "--port",
+    "9000",
+    "--dtype",
+    "bfloat16",
+    "--context-length",
+    "3072",
+    "--tp-size",
+    "1",
+    "--grammar-backend",
+    "xgrammar",
+    "--constrained-json-disable-any-whitespace",
+    "--enable-cache-report",
+    "--enable-metrics",
+]
 
 
 def test_sglang_server_internal_controller() -> None:
     argv = SGLangServerBackend(settings(dp=2)).server_argv(9000)
-    assert argv == [sys.executable, "-m", "sglang.launch_server", *SGLANG_TAIL, "--dp-size", "2",
-                    "--load-format", "dummy"]
+    assert argv == [
+        sys.executable,
+        "-m",
+        "sglang.launch_server",
+        *SGLANG_TAIL,
+        "--dp-size",
+        "2",
+        "--load-format",
+        "dummy",
+    ]
 
 
 @pytest.mark.parametrize("policy", ["cache_aware", "round_robin"])
@@ -83,14 +114,25 @@ def test_the_workers_ports_come_from_the_routers_log() -> None:
 
 def test_behind_the_router_each_worker_is_a_replica() -> None:
     one = "\n".join(line for line in SGLANG_METRICS.splitlines() if 'dp_rank="1"' not in line) + "\n"
-    assert replica_totals(one) == {"prefix_cache_queries_total": 500.0, "prefix_cache_hits_total": 100.0,
-                                   "kv_cache_tokens": 5000.0}
-    level = sglang_router.load_figures({"0": {"prefix_cache_hits_total": 100.0, "kv_cache_usage_now": 0.2,
-                                              "kv_cache_tokens": 5000.0},
-                                        "1": {"prefix_cache_hits_total": 400.0, "kv_cache_usage_now": 0.6}})
-    assert level == {"replica0_prefix_cache_hits_total": 100.0, "replica0_kv_cache_usage_now": 0.2,
-                     "replica1_prefix_cache_hits_total": 400.0, "replica1_kv_cache_usage_now": 0.6,
-                     "prefix_cache_hits_total": 500.0, "kv_cache_usage_now": 0.6}
+    assert replica_totals(one) == {
+        "prefix_cache_queries_total": 500.0,
+        "prefix_cache_hits_total": 100.0,
+        "kv_cache_tokens": 5000.0,
+    }
+    level = sglang_router.load_figures(
+        {
+            "0": {"prefix_cache_hits_total": 100.0, "kv_cache_usage_now": 0.2, "kv_cache_tokens": 5000.0},
+            "1": {"prefix_cache_hits_total": 400.0, "kv_cache_usage_now": 0.6},
+        }
+    )
+    assert level == {
+        "replica0_prefix_cache_hits_total": 100.0,
+        "replica0_kv_cache_usage_now": 0.2,
+        "replica1_prefix_cache_hits_total": 400.0,
+        "replica1_kv_cache_usage_now": 0.6,
+        "prefix_cache_hits_total": 500.0,
+        "kv_cache_usage_now": 0.6,
+    }
 
 
 def test_one_replica_keeps_the_old_command_lines() -> None:
@@ -111,10 +153,18 @@ def test_sglang_engine_kwargs() -> None:
     [
         ({}, "sglang-server", None, {"tp": 1, "dp": 1, "router": None, "policy": None}),
         ({"tp": 2}, "vllm-server", None, {"tp": 2, "dp": 1, "router": None, "policy": None}),
-        ({"dp": 2}, "sglang-server", "round_robin",
-         {"tp": 1, "dp": 2, "router": "sglang-dp-controller", "policy": "round_robin"}),
-        ({"dp": 2, "router": "cache_aware"}, "sglang-server", None,
-         {"tp": 1, "dp": 2, "router": "sglang-router", "policy": "cache_aware"}),
+        (
+            {"dp": 2},
+            "sglang-server",
+            "round_robin",
+            {"tp": 1, "dp": 2, "router": "sglang-dp-controller", "policy": "round_robin"},
+        ),
+        (
+            {"dp": 2, "router": "cache_aware"},
+            "sglang-server",
+            None,
+            {"tp": 1, "dp": 2, "router": "sglang-router", "policy": "cache_aware"},
+        ),
     ],
 )
 def test_replica_record(kw, backend, policy, expected) -> None:
@@ -210,7 +260,9 @@ sglang:time_to_first_token_seconds_count{{model_name="m"}} {n}
 
 
 def test_the_workers_histograms_add_up() -> None:
-    buckets, sums = sglang_router.merged_buckets([HISTOGRAM.format(a=1, n=2, s=0.3), HISTOGRAM.format(a=3, n=3, s=0.2)])
+    buckets, sums = sglang_router.merged_buckets(
+        [HISTOGRAM.format(a=1, n=2, s=0.3), HISTOGRAM.format(a=3, n=3, s=0.2)]
+    )
     assert buckets["sglang:time_to_first_token_seconds"] == {0.1: 4.0, float("inf"): 5.0}
     assert sums["sglang:time_to_first_token_seconds"] == (pytest.approx(0.5), 5.0)
     assert sglang_router.merged_buckets([]) is None
@@ -236,12 +288,22 @@ def test_a_real_one_replica_server_records_one_replica(tmp_path, tiny_model_dir)
     value of it, so there is no replica view; env.json's parallel record says one replica."""
     from backends.openai.metrics import scrape_text
 
-    backend = VLLMServerBackend(BackendSettings(model_path=str(tiny_model_dir), model_label="tiny", device="cpu",
-                                                dtype="float32", random_weights=True, run_dir=str(tmp_path)))
+    backend = VLLMServerBackend(
+        BackendSettings(
+            model_path=str(tiny_model_dir),
+            model_label="tiny",
+            device="cpu",
+            dtype="float32",
+            random_weights=True,
+            run_dir=str(tmp_path),
+        )
+    )
     backend.start()
     try:
         text = scrape_text(backend.metrics.url, {})
-        assert 'vllm:prefix_cache_queries_total{engine="0"' in text  # the label replicas() tells engines apart by
+        assert (
+            'vllm:prefix_cache_queries_total{engine="0"' in text
+        )  # the label replicas() tells engines apart by
         assert replicas(text) == {}
         assert not any(k.startswith("replica") for k in backend.load_stats())
         assert backend.environment()["parallel"] == {"tp": 1, "dp": 1, "router": None, "policy": None}
@@ -254,8 +316,15 @@ def test_a_real_one_replica_server_records_one_replica(tmp_path, tiny_model_dir)
 def test_vllm_in_process_records_one_replica(tiny_model_dir) -> None:
     import backends
 
-    backend = backends.resolve("vllm")(BackendSettings(model_path=str(tiny_model_dir), model_label="tiny", device="cpu",
-                                                       dtype="float32", random_weights=True))
+    backend = backends.resolve("vllm")(
+        BackendSettings(
+            model_path=str(tiny_model_dir),
+            model_label="tiny",
+            device="cpu",
+            dtype="float32",
+            random_weights=True,
+        )
+    )
     backend.start()
     try:
         assert backend.environment()["parallel"] == {"tp": 1, "dp": 1, "router": None, "policy": None}

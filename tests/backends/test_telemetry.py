@@ -48,7 +48,12 @@ class FakeNvml:
     WATTS = 300.0
 
     def __init__(self, energy_counter: bool = True, devices: int = 1) -> None:
-        self.energy_counter, self.devices, self.t0, self.calls = energy_counter, devices, time.perf_counter(), 0
+        self.energy_counter, self.devices, self.t0, self.calls = (
+            energy_counter,
+            devices,
+            time.perf_counter(),
+            0,
+        )
 
     def nvmlInit(self):
         pass

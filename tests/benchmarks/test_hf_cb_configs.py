@@ -7,11 +7,36 @@ import json
 from benchmarks import hf_cb_configs
 
 
-def test_each_configuration_runs_on_its_own_manager_and_the_fastest_is_named(tmp_path, tiny_model_dir, capsys):
+def test_each_configuration_runs_on_its_own_manager_and_the_fastest_is_named(
+    tmp_path, tiny_model_dir, capsys
+):
     out = tmp_path / "configs.json"
-    assert hf_cb_configs.main(["--model", "tiny", "--device", "cpu", "--levels", "1", "2", "--prompt-tokens", "32",
-                               "--output-tokens", "4", "--config", "", "--config", "attn=eager",
-                               "--config", "no_such_field=1", "--out", str(out)]) == 0
+    assert (
+        hf_cb_configs.main(
+            [
+                "--model",
+                "tiny",
+                "--device",
+                "cpu",
+                "--levels",
+                "1",
+                "2",
+                "--prompt-tokens",
+                "32",
+                "--output-tokens",
+                "4",
+                "--config",
+                "",
+                "--config",
+                "attn=eager",
+                "--config",
+                "no_such_field=1",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     rows = json.loads(out.read_text())["rows"]
     assert [r["config"] for r in rows] == ["(default)", "attn=eager", "no_such_field=1"]
     assert rows[0]["effective"]["attn_implementation"] == "sdpa"

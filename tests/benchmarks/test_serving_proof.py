@@ -29,17 +29,40 @@ WORKLOAD = """workloads:
 
 def bench_result(c: int, tok_s: float, ttft: float) -> dict:
     """The keys `vllm bench serve --save-result` writes that the table reads (and a few it does not)."""
-    return {"date": "20261201-000000", "backend": "vllm", "max_concurrency": c, "completed": 4 * c, "duration": 1.0,
-            "total_output_tokens": 256, "output_throughput": tok_s, "mean_ttft_ms": ttft * 1.1, "median_ttft_ms": ttft,
-            "median_tpot_ms": 7.0, "median_itl_ms": 7.0, "request_throughput": 4.0}
+    return {
+        "date": "20261201-000000",
+        "backend": "vllm",
+        "max_concurrency": c,
+        "completed": 4 * c,
+        "duration": 1.0,
+        "total_output_tokens": 256,
+        "output_throughput": tok_s,
+        "mean_ttft_ms": ttft * 1.1,
+        "median_ttft_ms": ttft,
+        "median_tpot_ms": 7.0,
+        "median_itl_ms": 7.0,
+        "request_throughput": 4.0,
+    }
 
 
 def test_the_table_compares_the_project_run_with_the_reference(tmp_path: Path) -> None:
     proc, url = start(0.004)
     try:
         (tmp_path / "proof.yaml").write_text(WORKLOAD)
-        compare("--backend", "openai", "--base-url", url + "/v1", "--workload-file", str(tmp_path / "proof.yaml"),
-                "--out", str(tmp_path / "run"), "--no-report", "--client-procs", "2", timeout=300)
+        compare(
+            "--backend",
+            "openai",
+            "--base-url",
+            url + "/v1",
+            "--workload-file",
+            str(tmp_path / "proof.yaml"),
+            "--out",
+            str(tmp_path / "run"),
+            "--no-report",
+            "--client-procs",
+            "2",
+            timeout=300,
+        )
     finally:
         proc.terminate()
         proc.join(5)
@@ -48,15 +71,23 @@ def test_the_table_compares_the_project_run_with_the_reference(tmp_path: Path) -
     for c, tps, ttft in ((2, 400.0, 10.0), (4, 800.0, 12.0)):
         (ref / f"vllm-c{c}.json").write_text(json.dumps(bench_result(c, tps, ttft)))
     (ref / "warmup.json").write_text(json.dumps({**bench_result(2, 1.0, 1.0), "max_concurrency": None}))
-    metrics = "# TYPE vllm:prefix_cache_{0}_total counter\nvllm:prefix_cache_{0}_total{{engine=\"0\"}} {1}\n"
-    (ref / "vllm-c2.metrics-before").write_text(metrics.format("queries", 1000.0) + metrics.format("hits", 500.0))
-    (ref / "vllm-c2.metrics-after").write_text(metrics.format("queries", 1400.0) + metrics.format("hits", 600.0))
+    metrics = '# TYPE vllm:prefix_cache_{0}_total counter\nvllm:prefix_cache_{0}_total{{engine="0"}} {1}\n'
+    (ref / "vllm-c2.metrics-before").write_text(
+        metrics.format("queries", 1000.0) + metrics.format("hits", 500.0)
+    )
+    (ref / "vllm-c2.metrics-after").write_text(
+        metrics.format("queries", 1400.0) + metrics.format("hits", 600.0)
+    )
     result = table({"vllm": ref}, {"vllm": tmp_path / "run"})
     rows = {r["concurrency"]: r for r in result["rows"]}
     assert sorted(rows) == [2, 4]
     rs = records(tmp_path / "run")
     for c, tps, ttft in ((2, 400.0, 10.0), (4, 800.0, 12.0)):
-        mine = [r for r in rs if r.get("load_concurrency") == c and r.get("rep") is not None and r.get("submit_s") is not None]
+        mine = [
+            r
+            for r in rs
+            if r.get("load_concurrency") == c and r.get("rep") is not None and r.get("submit_s") is not None
+        ]
         assert len(mine) == 8 and all(r["error"] is None for r in mine)
         window = max(r["finish_s"] for r in mine) - min(r["submit_s"] for r in mine)
         by_hand = sum(r["output_tokens"] for r in mine) / window
@@ -71,7 +102,20 @@ def test_the_table_compares_the_project_run_with_the_reference(tmp_path: Path) -
     # the reference's prefix-cache hits between the scrapes around its run: (600 - 500) / (1400 - 1000)
     assert rows[2]["reference_cache_hit_share"] == 0.25 and rows[4]["reference_cache_hit_share"] is None
     out = tmp_path / "proof.json"
-    assert main(["table", "--reference", f"vllm={ref}", "--project", f"vllm={tmp_path / 'run'}", "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "table",
+                "--reference",
+                f"vllm={ref}",
+                "--project",
+                f"vllm={tmp_path / 'run'}",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     assert json.loads(out.read_text())["rows"][0]["server"] == "vllm"
 
 
@@ -81,14 +125,38 @@ def test_the_server_line_is_the_harness_own(capsys, tiny_model_dir) -> None:
     from backends.base import BackendSettings
     from backends.openai.servers import VLLMServerBackend
 
-    assert main(["command", "vllm", "--port", "8123", "--python", "/opt/py", "--model", "tiny", "--device", "cpu",
-                 "--random-weights"]) == 0
+    assert (
+        main(
+            [
+                "command",
+                "vllm",
+                "--port",
+                "8123",
+                "--python",
+                "/opt/py",
+                "--model",
+                "tiny",
+                "--device",
+                "cpu",
+                "--random-weights",
+            ]
+        )
+        == 0
+    )
     words = shlex.split(capsys.readouterr().out.strip())
-    settings = BackendSettings(model_path=str(tiny_model_dir), model_label="tiny", dtype="float32", device="cpu",
-                               random_weights=True, max_model_len=3072)
+    settings = BackendSettings(
+        model_path=str(tiny_model_dir),
+        model_label="tiny",
+        dtype="float32",
+        device="cpu",
+        random_weights=True,
+        max_model_len=3072,
+    )
     backend = VLLMServerBackend(settings)
     argv = backend.server_argv(8123)  # what --backend vllm-server starts
     start = words.index("/opt/py")
-    assert words[start + 1:] == argv[1:]  # the same flags, scheduler settings and --load-format dummy included
+    assert (
+        words[start + 1 :] == argv[1:]
+    )  # the same flags, scheduler settings and --load-format dummy included
     assert words[:start] == [f"{k}={v}" for k, v in backend.server_env().items()]
     assert "--max-num-batched-tokens" in argv and "--load-format" in argv

@@ -41,5 +41,7 @@ def test_each_study_parses_and_its_load_override_validates() -> None:
         assert args.workloads, name
         if args.load:
             specs = overrides.apply_fields(builtin, "--load", parse_load(args.load))
-            assert all(s.search_levels == 0 for s in specs), name  # the planned levels only: the search is #22's
+            assert all(s.search_levels == 0 for s in specs), (
+                name
+            )  # the planned levels only: the search is #22's
     assert len({name for name, _, _ in found}) == len(found)  # one archive per study

@@ -38,6 +38,10 @@ def test_each_study_passes_the_checks_on_two_gpus() -> None:
         check_parallel(args.dp, args.tp, args.router, [backend], "cuda", cuda_devices=2)
         assert args.tp * args.dp == 2, name  # both GPUs, every configuration
         configs.add((backend, args.tp, args.dp, args.router))
-    assert configs == {("vllm-server", 2, 1, "internal"), ("vllm-server", 1, 2, "internal"),
-                       ("sglang-server", 2, 1, "internal"), ("sglang-server", 1, 2, "round_robin"),
-                       ("sglang-server", 1, 2, "cache_aware")}
+    assert configs == {
+        ("vllm-server", 2, 1, "internal"),
+        ("vllm-server", 1, 2, "internal"),
+        ("sglang-server", 2, 1, "internal"),
+        ("sglang-server", 1, 2, "round_robin"),
+        ("sglang-server", 1, 2, "cache_aware"),
+    }

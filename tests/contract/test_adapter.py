@@ -24,8 +24,9 @@ class Knobs(BackendOptions):
 
 
 def test_settings_go_through_run_json_and_back():
-    settings = BackendSettings(model_path="/m", model_label="m", tp=2, engine_args={"page_size": 16},
-                               options=Knobs(depth=5))
+    settings = BackendSettings(
+        model_path="/m", model_label="m", tp=2, engine_args={"page_size": 16}, options=Knobs(depth=5)
+    )
     raw = json.loads(json.dumps(settings.to_dict()))
     assert raw["options"] == {"depth": 5, "mode": "auto"}
     assert BackendSettings.from_dict(raw, Knobs) == settings

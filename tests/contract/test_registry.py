@@ -28,7 +28,9 @@ def test_unknown_names_and_bad_entries_fail_loudly():
     assert r.find("z") is None
     with pytest.raises(ValueError, match="not 'module:attribute'"):
         r.get("b")
-    with pytest.raises(RuntimeError, match="registers widget None, not 'c'"):  # check_name: the object names itself
+    with pytest.raises(
+        RuntimeError, match="registers widget None, not 'c'"
+    ):  # check_name: the object names itself
         r.get("c")
     with pytest.raises(ModuleNotFoundError):
         Registry("w", {"x": "no_such_module_here:X"}).get("x")
@@ -56,7 +58,9 @@ def test_the_builtin_list_is_the_registered_kinds_with_a_file():
 
 
 def test_backends_resolve_through_the_registry(monkeypatch):
-    assert backends.BACKENDS.entries is backends.REGISTRY and not hasattr(backends, "load")  # one name for the lookup: resolve
+    assert backends.BACKENDS.entries is backends.REGISTRY and not hasattr(
+        backends, "load"
+    )  # one name for the lookup: resolve
     monkeypatch.setitem(backends.REGISTRY, "base", "backends.base:Backend")
     assert backends.resolve("base") is backends.Backend
     monkeypatch.setitem(backends.REGISTRY, "gone", "no_such_engine_here:Backend")

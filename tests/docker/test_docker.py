@@ -56,7 +56,9 @@ def test_one_name_per_backend_family(name: str) -> None:
 def test_images_start_from_a_pinned_engine_image(name: str) -> None:
     text = (DOCKER / name / "Dockerfile").read_text()
     base = re.search(r"^ARG BASE_IMAGE=(\S+)$", text, re.M)
-    assert base and re.fullmatch(r"[\w./-]+:v?\d+\.\d+[\w.-]*", base.group(1)), "pin a released tag, not latest"
+    assert base and re.fullmatch(r"[\w./-]+:v?\d+\.\d+[\w.-]*", base.group(1)), (
+        "pin a released tag, not latest"
+    )
     assert re.search(r"^FROM \$\{BASE_IMAGE\}$", text, re.M)
     assert re.search(r'^ENTRYPOINT \["python3?", "compare.py"\]$', text, re.M)
 
@@ -82,10 +84,20 @@ def test_build_context_is_small() -> None:
     lines = [ln for ln in (ROOT / ".dockerignore").read_text().splitlines() if ln and not ln.startswith("#")]
     assert lines[0] == "*"  # everything out, then the harness's files back in
     allowed = {ln[1:] for ln in lines if ln.startswith("!")}
-    assert {"pyproject.toml", "compare.py", "contract", "backends", "harness", "workloads", "reports"} <= allowed
+    assert {
+        "pyproject.toml",
+        "compare.py",
+        "contract",
+        "backends",
+        "harness",
+        "workloads",
+        "reports",
+    } <= allowed
     assert not allowed & {".venv", "runs", ".git", ".gpu", ".cache", "tests"}
     assert "LICENSE" in allowed  # pyproject's license-files: the build fails without it
-    assert "reports/examples" in lines[lines.index("!reports"):]  # the example runs stay out, as from the wheel
+    assert (
+        "reports/examples" in lines[lines.index("!reports") :]
+    )  # the example runs stay out, as from the wheel
 
 
 @pytest.mark.parametrize("name", IMAGES)
@@ -95,7 +107,9 @@ def test_a_column_with_failed_requests_does_not_stop_the_later_ones(name: str, t
     a usage error (2) or an interruption (130) still stops the set. The shell line is run here for real,
     with compose's ``$$`` unescaped and a stand-in compare.py that exits with the code it is given."""
     entrypoint = COMPOSE["services"][name]["entrypoint"]
-    image_entry = re.search(r"^ENTRYPOINT \[(.*)\]$", (DOCKER / name / "Dockerfile").read_text(), re.M).group(1)
+    image_entry = re.search(r"^ENTRYPOINT \[(.*)\]$", (DOCKER / name / "Dockerfile").read_text(), re.M).group(
+        1
+    )
     python, script = (part.strip().strip('"') for part in image_entry.split(","))
     assert entrypoint[:2] == ["sh", "-c"] and entrypoint[2].startswith(f'{python} {script} "$$@"')
     (tmp_path / "compare.py").write_text("import sys\nprint(sys.argv[1:])\nsys.exit(int(sys.argv[1]))\n")
@@ -104,8 +118,14 @@ def test_a_column_with_failed_requests_does_not_stop_the_later_ones(name: str, t
     env = {"PATH": f"{tmp_path / 'bin'}:/usr/bin:/bin"}
     line = entrypoint[2].replace("$$", "$")
     for code, expected in ((0, 0), (1, 0), (2, 2), (130, 130)):
-        proc = subprocess.run(["sh", "-c", line, entrypoint[3], str(code), "--out", "/runs/x"], cwd=tmp_path, env=env,
-                              capture_output=True, text=True, timeout=60)
+        proc = subprocess.run(
+            ["sh", "-c", line, entrypoint[3], str(code), "--out", "/runs/x"],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert proc.returncode == expected, (code, proc.stderr)
         assert proc.stdout.strip() == str([str(code), "--out", "/runs/x"])  # the arguments arrive whole
 

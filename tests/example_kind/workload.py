@@ -29,8 +29,16 @@ def plan(spec: BrevitySpec, renderer: Renderer, out: Plan, repeats: int, start: 
     keys = [out.add_prompt(renderer.chat_ids([{"role": "user", "content": text}])) for text in spec.prompts]
     for rep in range(repeats):
         for i, key in enumerate(keys):
-            step = Step(workload=spec.name, kind="brevity", mode="greedy", case=f"prompt={i}", prompt=key,
-                        max_new_tokens=spec.max_new_tokens, rep=rep, temperature=0.0)
+            step = Step(
+                workload=spec.name,
+                kind="brevity",
+                mode="greedy",
+                case=f"prompt={i}",
+                prompt=key,
+                max_new_tokens=spec.max_new_tokens,
+                rep=rep,
+                temperature=0.0,
+            )
             out.groups.append(Group(block=f"{spec.name}/prompt={i}", steps=[step]))
 
 

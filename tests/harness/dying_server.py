@@ -55,17 +55,36 @@ class _Streaming(JsonHandler):
         self.end_headers()
         tokens = int(body["max_tokens"])
         for i in range(tokens):
-            choice = {"index": 0, "text": "x", "token_ids": [7], "finish_reason": "length" if i == tokens - 1 else None}
-            chunk = {"id": f"r{number}", "object": "text_completion", "created": 0, "model": self.model_id,
-                     "choices": [choice]}
+            choice = {
+                "index": 0,
+                "text": "x",
+                "token_ids": [7],
+                "finish_reason": "length" if i == tokens - 1 else None,
+            }
+            chunk = {
+                "id": f"r{number}",
+                "object": "text_completion",
+                "created": 0,
+                "model": self.model_id,
+                "choices": [choice],
+            }
             self._send(f"data: {json.dumps(chunk)}\n\n".encode())
             if number > self.serve:
                 print(f"dying in the middle of completion {number}", flush=True)
                 os._exit(EXIT_CODE)
             time.sleep(STEP_S)
-        usage = {"id": f"r{number}", "object": "text_completion", "created": 0, "model": self.model_id, "choices": [],
-                 "usage": {"prompt_tokens": len(body["prompt"]), "completion_tokens": tokens,
-                           "total_tokens": len(body["prompt"]) + tokens}}
+        usage = {
+            "id": f"r{number}",
+            "object": "text_completion",
+            "created": 0,
+            "model": self.model_id,
+            "choices": [],
+            "usage": {
+                "prompt_tokens": len(body["prompt"]),
+                "completion_tokens": tokens,
+                "total_tokens": len(body["prompt"]) + tokens,
+            },
+        }
         self._send(f"data: {json.dumps(usage)}\n\ndata: [DONE]\n\n".encode())
         if self.chunked:
             self.wfile.write(b"0\r\n\r\n")
@@ -80,8 +99,14 @@ class DyingServerBackend(LaunchedServerBackend):
     chunked = False
 
     def server_argv(self, port: int) -> list[str]:
-        return [sys.executable, "-m", "tests.harness.dying_server", str(port), str(self.serve),
-                *(["chunked"] if self.chunked else [])]
+        return [
+            sys.executable,
+            "-m",
+            "tests.harness.dying_server",
+            str(port),
+            str(self.serve),
+            *(["chunked"] if self.chunked else []),
+        ]
 
     def server_env(self) -> dict[str, str]:
         return {"PYTHONPATH": str(ROOT)}

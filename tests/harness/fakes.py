@@ -63,7 +63,9 @@ class JsonHandler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         if self.path == "/v1/models":
             ids = self.model_ids or (self.model_id,)
-            self._json(200, {"object": "list", "data": [{"id": i, "object": "model", "owned_by": "x"} for i in ids]})
+            self._json(
+                200, {"object": "list", "data": [{"id": i, "object": "model", "owned_by": "x"} for i in ids]}
+            )
         else:
             self._json(404, {"error": "not found"})
 
@@ -101,9 +103,19 @@ class _Chat(JsonHandler):
         pieces = CHAT_ANSWER[: max(1, int(body.get("max_tokens") or len(CHAT_ANSWER)))]
         for i, piece in enumerate(pieces):
             last = i == len(pieces) - 1
-            self._event({"choices": [{"index": 0, "delta": {"role": "assistant", "content": piece},
-                                      "finish_reason": ("stop" if len(pieces) == len(CHAT_ANSWER) else "length")
-                                      if last else None}]})
+            self._event(
+                {
+                    "choices": [
+                        {
+                            "index": 0,
+                            "delta": {"role": "assistant", "content": piece},
+                            "finish_reason": ("stop" if len(pieces) == len(CHAT_ANSWER) else "length")
+                            if last
+                            else None,
+                        }
+                    ]
+                }
+            )
         users = sum(1 for m in body["messages"] if m["role"] == "user")
         usage = {"prompt_tokens": 20, "completion_tokens": len(pieces), "total_tokens": 20 + len(pieces)}
         if users > 1:
@@ -112,7 +124,13 @@ class _Chat(JsonHandler):
         self.wfile.write(b"data: [DONE]\n\n")
 
     def _event(self, chunk: dict) -> None:
-        full = {"id": "c1", "object": "chat.completion.chunk", "created": 0, "model": self.model_ids[0], **chunk}
+        full = {
+            "id": "c1",
+            "object": "chat.completion.chunk",
+            "created": 0,
+            "model": self.model_ids[0],
+            **chunk,
+        }
         self.wfile.write(b"data: " + json.dumps(full).encode() + b"\n\n")
         self.wfile.flush()
 
@@ -146,7 +164,9 @@ def echo_backend_class():
 
     class EchoBackend(Backend):
         name = "echo"
-        capabilities = Capabilities(prefix_cache=True, resets_cache=True, grammar=True, logprobs=True, attentions=True)
+        capabilities = Capabilities(
+            prefix_cache=True, resets_cache=True, grammar=True, logprobs=True, attentions=True
+        )
 
         def _generate(self, request, clock):
             clock.tick()
@@ -168,4 +188,6 @@ def prepare_run(run_dir: Path, workload_file: Path, model_dir: Path, repeats: in
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / "plan.json").write_text(plan.to_json())
     settings = {"model_path": str(model_dir), "model_label": "tiny", "dtype": "float32", "device": "cpu"}
-    (run_dir / "run.json").write_text(json.dumps({"run_id": run_dir.name, "settings": settings, "resume": False}))
+    (run_dir / "run.json").write_text(
+        json.dumps({"run_id": run_dir.name, "settings": settings, "resume": False})
+    )

@@ -59,7 +59,9 @@ class _Handler(JsonHandler):
     def do_GET(self) -> None:
         faults = self.state.faults
         if self.path == "/v1/models":
-            self._json(200, {"object": "list", "data": [{"id": faults.model_id, "object": "model", "owned_by": "x"}]})
+            self._json(
+                200, {"object": "list", "data": [{"id": faults.model_id, "object": "model", "owned_by": "x"}]}
+            )
         elif self.path == "/version" and faults.version:
             self._json(200, {"version": faults.version})
         else:
@@ -101,8 +103,19 @@ class _Handler(JsonHandler):
             if i == 1 and faults.not_json:
                 self._event("{not json")
             last = i == tokens - 1
-            self._event({**base, "choices": [{"index": 0, "text": " x", "logprobs": None,
-                                              "finish_reason": ("stop" if short else "length") if last else None}]})
+            self._event(
+                {
+                    **base,
+                    "choices": [
+                        {
+                            "index": 0,
+                            "text": " x",
+                            "logprobs": None,
+                            "finish_reason": ("stop" if short else "length") if last else None,
+                        }
+                    ],
+                }
+            )
             if dying:
                 state.dead.set()
                 return self._cut()
@@ -110,11 +123,19 @@ class _Handler(JsonHandler):
                 return self._cut()
             if faults.token_gap_s and not last:
                 time.sleep(faults.token_gap_s)
-        usage = {"prompt_tokens": prompt, "completion_tokens": tokens, "total_tokens": prompt + tokens,
-                 "prompt_tokens_details": {"cached_tokens": 0}}
+        usage = {
+            "prompt_tokens": prompt,
+            "completion_tokens": tokens,
+            "total_tokens": prompt + tokens,
+            "prompt_tokens_details": {"cached_tokens": 0},
+        }
         if _every(faults.inflated_usage, number):
-            usage = {"prompt_tokens": 1, "completion_tokens": tokens * 10, "total_tokens": 1 + tokens * 10,
-                     "prompt_tokens_details": {"cached_tokens": prompt + 50}}
+            usage = {
+                "prompt_tokens": 1,
+                "completion_tokens": tokens * 10,
+                "total_tokens": 1 + tokens * 10,
+                "prompt_tokens_details": {"cached_tokens": prompt + 50},
+            }
         self._event({**base, "choices": [], "usage": usage})
         self._event("[DONE]")
 

@@ -27,9 +27,24 @@ def test_compare_from_another_directory_writes_under_the_callers_directory(tmp_p
     (elsewhere / "studies").mkdir(parents=True)
     (elsewhere / "studies" / "mine.yaml").write_text(ONE_QUESTION)
     proc = subprocess.run(
-        [sys.executable, str(ROOT / "compare.py"), "--backend", "hf", "--model", "tiny", "--repeats", "1",
-         "--workload-file", "studies/mine.yaml", "--out", "reltest"],
-        cwd=elsewhere, capture_output=True, text=True, timeout=600,
+        [
+            sys.executable,
+            str(ROOT / "compare.py"),
+            "--backend",
+            "hf",
+            "--model",
+            "tiny",
+            "--repeats",
+            "1",
+            "--workload-file",
+            "studies/mine.yaml",
+            "--out",
+            "reltest",
+        ],
+        cwd=elsewhere,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = elsewhere / "reltest"

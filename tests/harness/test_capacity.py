@@ -76,7 +76,9 @@ def plan(tiny_model_dir, tmp_path_factory):
 
     path = tmp_path_factory.mktemp("spec") / "load.yaml"
     path.write_text(SPEC)
-    return build_plan(read_workload_file(path), Renderer(AutoTokenizer.from_pretrained(tiny_model_dir)), repeats=1)
+    return build_plan(
+        read_workload_file(path), Renderer(AutoTokenizer.from_pretrained(tiny_model_dir)), repeats=1
+    )
 
 
 def run(plan, run_dir, resume=False) -> Knee:
@@ -121,25 +123,33 @@ def test_the_search_finds_the_knee_between_the_planned_levels_and_resumes(plan, 
 def test_without_the_search_only_the_planned_levels_run(plan, tmp_path):
     import dataclasses
 
-    bare = dataclasses.replace(plan, groups=[dataclasses.replace(g, load={k: v for k, v in g.load.items() if k != "search"})
-                                             for g in plan.groups])
+    bare = dataclasses.replace(
+        plan,
+        groups=[
+            dataclasses.replace(g, load={k: v for k, v in g.load.items() if k != "search"})
+            for g in plan.groups
+        ],
+    )
     run(bare, tmp_path / "run")
     found, levels = capacity_of(tmp_path / "run")
     assert sorted(levels) == [1, 4, 16] and (found.value, found.next_up, found.bound) == (4, 16, "bracket")
 
 
-@pytest.mark.parametrize("met,integer,ceiling,expected", [
-    ({1: True, 4: True, 16: False}, True, None, 8),  # geometric midpoint
-    ({8: True, 16: False}, True, None, 11),
-    ({12: True, 13: False}, True, None, None),  # adjacent: done
-    ({1: True, 4: True}, True, 16, 8),  # every level met: twice the highest, up to the ceiling
-    ({1: True, 8: True}, True, 12, 12),
-    ({1: True, 4: True}, True, None, None),  # no ceiling above the levels: a floor
-    ({4: False}, True, None, 2),  # even the lowest missed: below it
-    ({1: False}, True, None, None),
-    ({2.0: True, 8.0: False}, False, None, 4.0),  # rates: continuous
-    ({4.0: True, 4.3: False}, False, None, None),  # within 10 %
-])
+@pytest.mark.parametrize(
+    "met,integer,ceiling,expected",
+    [
+        ({1: True, 4: True, 16: False}, True, None, 8),  # geometric midpoint
+        ({8: True, 16: False}, True, None, 11),
+        ({12: True, 13: False}, True, None, None),  # adjacent: done
+        ({1: True, 4: True}, True, 16, 8),  # every level met: twice the highest, up to the ceiling
+        ({1: True, 8: True}, True, 12, 12),
+        ({1: True, 4: True}, True, None, None),  # no ceiling above the levels: a floor
+        ({4: False}, True, None, 2),  # even the lowest missed: below it
+        ({1: False}, True, None, None),
+        ({2.0: True, 8.0: False}, False, None, 4.0),  # rates: continuous
+        ({4.0: True, 4.3: False}, False, None, None),  # within 10 %
+    ],
+)
 def test_next_level_bisects_the_bracket(met, integer, ceiling, expected):
     assert cap.next_level(met, integer, ceiling) == expected
 
@@ -154,8 +164,11 @@ def test_the_limiter_names_the_kv_cache_and_preemptions_where_the_engine_shows_t
 
     v = Verdict(False, {}, {}, "TTFT p90 900 ms > 500 ms")
     assert cap.limiter_text(v, {"kv_cache_usage_peak": 0.99, "preemptions": 3.0}) == (
-        "TTFT p90 900 ms > 500 ms; KV cache full (peak 99%); 3 preemptions")
-    assert cap.limiter_text(v, {"kv_cache_usage_peak": float("nan"), "preemptions": float("nan")}) == v.limiter
+        "TTFT p90 900 ms > 500 ms; KV cache full (peak 99%); 3 preemptions"
+    )
+    assert (
+        cap.limiter_text(v, {"kv_cache_usage_peak": float("nan"), "preemptions": float("nan")}) == v.limiter
+    )
 
 
 RATES_SPEC = f"""
@@ -186,13 +199,17 @@ def test_the_open_loop_search_refines_between_the_poisson_rates(tiny_model_dir, 
 
     path = tmp_path / "load.yaml"
     path.write_text(RATES_SPEC)
-    plan = build_plan(read_workload_file(path), Renderer(AutoTokenizer.from_pretrained(tiny_model_dir)), repeats=1)
+    plan = build_plan(
+        read_workload_file(path), Renderer(AutoTokenizer.from_pretrained(tiny_model_dir)), repeats=1
+    )
     out = tmp_path / "run"
     run(plan, out)
     levels = measured_levels(out, "knee", 0, "lf", "S=0", "open")
     added = sorted(r for r, (_, facts) in levels.items() if facts.get("searched_for"))
     assert 1 <= len(added) <= 3 and all(10 < r < 2000 for r in added)
-    assert all(len(rows) == 33 and all(x["load_rate_rps"] == r for x in rows) for r, (rows, _) in levels.items())
+    assert all(
+        len(rows) == 33 and all(x["load_rate_rps"] == r for x in rows) for r, (rows, _) in levels.items()
+    )
     target = parse_target(TARGET)
     judged = {r: (cap.judge(target, level_stats(rows, None)), facts) for r, (rows, facts) in levels.items()}
     found = cap.capacity(target, "open", judged)
@@ -228,7 +245,9 @@ def test_the_search_on_sessions_runs_whole_sessions_of_c_users(tiny_model_dir, t
 
     path = tmp_path / "load.yaml"
     path.write_text(SESSIONS_SPEC)
-    plan = build_plan(read_workload_file(path), Renderer(AutoTokenizer.from_pretrained(tiny_model_dir)), repeats=1)
+    plan = build_plan(
+        read_workload_file(path), Renderer(AutoTokenizer.from_pretrained(tiny_model_dir)), repeats=1
+    )
     out = tmp_path / "run"
     run(plan, out)
     levels = measured_levels(out, "knee", 0, "ls", "sessions", "closed")
@@ -250,6 +269,11 @@ def test_a_resume_starts_the_engine_while_a_search_may_have_levels_to_add(plan, 
     assert not all_recorded(out, "knee", plan, 0)
     import dataclasses
 
-    bare = dataclasses.replace(plan, groups=[dataclasses.replace(g, load={k: v for k, v in g.load.items() if k != "search"})
-                                             for g in plan.groups])
+    bare = dataclasses.replace(
+        plan,
+        groups=[
+            dataclasses.replace(g, load={k: v for k, v in g.load.items() if k != "search"})
+            for g in plan.groups
+        ],
+    )
     assert all_recorded(out, "knee", bare, 0)  # without a search, every planned request recorded is done

@@ -22,7 +22,9 @@ def echo(monkeypatch):
 
 
 def test_markup_in_a_workload_name_does_not_stop_the_run(tmp_path, tiny_model_dir, echo):  # 15.4
-    text = SMALL.replace("name: chat", 'name: "chat [/bold]"').replace("name: lengths", 'name: "[red]lengths"')
+    text = SMALL.replace("name: chat", 'name: "chat [/bold]"').replace(
+        "name: lengths", 'name: "[red]lengths"'
+    )
     prepare_run(tmp_path / "run", small_workload(tmp_path, text), tiny_model_dir)
     assert child.main([str(tmp_path / "run"), "echo"]) == 0
     rows = read_records(tmp_path / "run")
@@ -30,7 +32,9 @@ def test_markup_in_a_workload_name_does_not_stop_the_run(tmp_path, tiny_model_di
     assert len(rows) == 2 * 3 + 2 and not any(r["error"] for r in rows)
 
 
-def test_a_full_disk_is_one_line_and_no_torn_record(tmp_path, tiny_model_dir, echo, monkeypatch, capsys):  # 15.9
+def test_a_full_disk_is_one_line_and_no_torn_record(
+    tmp_path, tiny_model_dir, echo, monkeypatch, capsys
+):  # 15.9
     prepare_run(tmp_path / "run", small_workload(tmp_path), tiny_model_dir)
     real_write, calls = records_module.os.write, []
 

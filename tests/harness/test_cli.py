@@ -53,14 +53,38 @@ def test_existing_run_needs_resume(tmp_path):
 
 def test_help_explains_backends_and_workloads():
     proc = compare("--help", timeout=120)
-    for word in ("hf-graphs", "vllm", "sglang", "openai", "conversation", "sweep", "json", "template", "--resume"):
+    for word in (
+        "hf-graphs",
+        "vllm",
+        "sglang",
+        "openai",
+        "conversation",
+        "sweep",
+        "json",
+        "template",
+        "--resume",
+    ):
         assert word in proc.stdout
 
 
 def test_json_overrides_reach_the_plan(tmp_path):
     out = tmp_path / "run"
-    compare("--backend", "hf", "--workloads", "json", "--repeats", "1", "--json-calls", "1",
-            "--json-temperatures", "0,1.0", "--no-report", "--out", str(out), timeout=600)
+    compare(
+        "--backend",
+        "hf",
+        "--workloads",
+        "json",
+        "--repeats",
+        "1",
+        "--json-calls",
+        "1",
+        "--json-temperatures",
+        "0,1.0",
+        "--no-report",
+        "--out",
+        str(out),
+        timeout=600,
+    )
     rows = records(out)
     assert {r["temperature"] for r in rows if r.get("temperature") is not None} == {0.0, 1.0}
     assert len([r for r in rows if r.get("mode") == "free"]) == 2  # one call per temperature

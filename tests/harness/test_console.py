@@ -24,6 +24,11 @@ def test_console_routes_report_and_study(tmp_path, capsys):
 
 
 def test_module_entry_point_prints_help():
-    proc = subprocess.run([sys.executable, "-m", "harness.console", "--help"], cwd=ROOT, capture_output=True, text=True,
-                          timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "harness.console", "--help"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0 and proc.stdout.startswith("usage: llm-call-anatomy ")

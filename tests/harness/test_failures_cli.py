@@ -46,13 +46,27 @@ def test_help_states_the_exit_codes():
     [
         (["--api-key-env", KEY], "name of an environment variable"),
         (["--base-url", f"http://user:{KEY}@127.0.0.1:8000/v1"], "user name or password"),
-        (["--base-url", f"http://127.0.0.1:8000/v1?api_key={KEY}"], "query string or fragment"),  # #26 item 15
+        (
+            ["--base-url", f"http://127.0.0.1:8000/v1?api_key={KEY}"],
+            "query string or fragment",
+        ),  # #26 item 15
         (["--base-url", f"http://127.0.0.1:8000/v1#{KEY}"], "query string or fragment"),
     ],
 )
 def test_a_secret_in_the_wrong_place_is_refused_and_not_echoed(args, expected, tmp_path):
-    proc = compare("--backend", "openai", "--base-url", "http://127.0.0.1:9/v1", *args, "--workloads", "template",
-                   "--out", str(tmp_path / "run"), check=False, timeout=120)
+    proc = compare(
+        "--backend",
+        "openai",
+        "--base-url",
+        "http://127.0.0.1:9/v1",
+        *args,
+        "--workloads",
+        "template",
+        "--out",
+        str(tmp_path / "run"),
+        check=False,
+        timeout=120,
+    )
     assert expected in one_line_error(proc)
     assert KEY not in proc.stderr + proc.stdout
     assert not (tmp_path / "run").exists()
@@ -63,7 +77,15 @@ def test_a_secret_in_the_wrong_place_is_refused_and_not_echoed(args, expected, t
 def small_run(tmp_path_factory):
     folder = tmp_path_factory.mktemp("small")
     out = folder / "run"
-    args = ("--backend", "hf", "--workload-file", str(small_workload(folder)), "--repeats", "1", "--no-report")
+    args = (
+        "--backend",
+        "hf",
+        "--workload-file",
+        str(small_workload(folder)),
+        "--repeats",
+        "1",
+        "--no-report",
+    )
     compare(*args, "--out", str(out))
     return out, args
 
@@ -113,8 +135,18 @@ def test_a_second_writer_is_refused(small_run, tmp_path):
 
 # --- 15.7: context length -----------------------------------------------------------------------
 def test_prompts_longer_than_max_model_len_are_refused(tmp_path):
-    proc = compare("--backend", "hf", "--workloads", "sweep", "--max-model-len", "300", "--out", str(tmp_path / "run"),
-                   check=False, timeout=120)
+    proc = compare(
+        "--backend",
+        "hf",
+        "--workloads",
+        "sweep",
+        "--max-model-len",
+        "300",
+        "--out",
+        str(tmp_path / "run"),
+        check=False,
+        timeout=120,
+    )
     line = one_line_error(proc)
     assert "sweep" in line and "N=256" in line and "300" in line
     assert not (tmp_path / "run").exists()
@@ -125,7 +157,9 @@ def test_lint_only_checks_the_model_positions(tmp_path):
         "workloads:\n  - name: huge\n    kind: sweep\n    lengths: [9000]\n    decode_tokens: 4\n"
         "    filler: The on-call engineer opened the dashboard at three in the morning.\n"
     )
-    proc = compare("--lint-only", "--workload-file", str(small_workload(tmp_path, text)), check=False, timeout=120)
+    proc = compare(
+        "--lint-only", "--workload-file", str(small_workload(tmp_path, text)), check=False, timeout=120
+    )
     line = one_line_error(proc)
     assert "huge" in line and "N=9000" in line and "8192" in line
 
@@ -138,13 +172,17 @@ def test_a_model_without_a_chat_template_is_one_line(tiny_model_dir, tmp_path):
     config = json.loads((model / "tokenizer_config.json").read_text())
     config.pop("chat_template", None)
     (model / "tokenizer_config.json").write_text(json.dumps(config))
-    proc = compare("--lint-only", "--workloads", "conversation", "--model", str(model), check=False, timeout=120)
+    proc = compare(
+        "--lint-only", "--workloads", "conversation", "--model", str(model), check=False, timeout=120
+    )
     assert "chat template" in one_line_error(proc)
 
 
 # --- 15.13: nothing left behind after a model error ---------------------------------------------
 def test_no_empty_out_folder_after_a_model_error(tmp_path):
-    proc = compare("--model", str(tmp_path / "no-such-model"), "--out", str(tmp_path / "run"), check=False, timeout=120)
+    proc = compare(
+        "--model", str(tmp_path / "no-such-model"), "--out", str(tmp_path / "run"), check=False, timeout=120
+    )
     one_line_error(proc)
     assert not (tmp_path / "run").exists()
     assert os.listdir(tmp_path) == []

@@ -26,14 +26,21 @@ def kill_after(args: list[str], out, n_lines: int) -> None:
     """Start the run (resuming when records exist) and SIGKILL parent and child once ``n_lines`` lines exist."""
     path = out / "records.jsonl"
     resume = ["--resume"] if path.exists() else []
-    parent = subprocess.Popen([sys.executable, "compare.py", *args, "--out", str(out), *resume], cwd=ROOT,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    parent = subprocess.Popen(
+        [sys.executable, "compare.py", *args, "--out", str(out), *resume],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     deadline = time.time() + 120
     while time.time() < deadline and parent.poll() is None:
         if path.exists() and len(path.read_bytes().splitlines()) >= n_lines:
             break
         time.sleep(0.05)
-    assert parent.poll() is None, f"the run ended before it could be killed: {parent.communicate()[1][-2000:]}"
+    assert parent.poll() is None, (
+        f"the run ended before it could be killed: {parent.communicate()[1][-2000:]}"
+    )
     for pid in child_pids(out):
         os.kill(pid, signal.SIGKILL)
     parent.kill()
@@ -41,7 +48,15 @@ def kill_after(args: list[str], out, n_lines: int) -> None:
 
 
 def test_killed_runs_resume_to_the_uninterrupted_key_set(tmp_path):
-    args = ["--backend", "hf", "--workload-file", str(small_workload(tmp_path)), "--repeats", "2", "--no-report"]
+    args = [
+        "--backend",
+        "hf",
+        "--workload-file",
+        str(small_workload(tmp_path)),
+        "--repeats",
+        "2",
+        "--no-report",
+    ]
     compare(*args, "--out", str(tmp_path / "whole"))
     expected = keys(tmp_path / "whole")
     total = len(expected)

@@ -13,9 +13,18 @@ from contract.level_stats import level_stats
 def row(submit, ttft_ms, tokens=4, gap=0.01, error=None, prompt=100):
     first = submit + ttft_ms / 1e3
     times = [first + i * gap for i in range(tokens)]
-    return {"submit_s": submit, "first_token_s": first, "finish_s": times[-1], "token_times_s": times,
-            "ttft_ms": ttft_ms, "decode_ms_per_token": gap * 1e3, "e2e_ms": (times[-1] - submit) * 1e3,
-            "output_tokens": tokens, "prompt_tokens": prompt, "error": error}
+    return {
+        "submit_s": submit,
+        "first_token_s": first,
+        "finish_s": times[-1],
+        "token_times_s": times,
+        "ttft_ms": ttft_ms,
+        "decode_ms_per_token": gap * 1e3,
+        "e2e_ms": (times[-1] - submit) * 1e3,
+        "output_tokens": tokens,
+        "prompt_tokens": prompt,
+        "error": error,
+    }
 
 
 def closed_loop(c=2, waves=6, service=0.1):
@@ -35,7 +44,9 @@ def test_the_first_wave_is_the_first_c_requests_and_is_kept_apart():
     rows = closed_loop()
     s = level_stats(rows, 2)
     assert len(s.first_wave) == 2 and all(r["ttft_ms"] == 300.0 for r in s.first_wave)
-    assert len(s.steady) == 10 and s.samples()["ttft"] == [20.0] * 10  # the cold burst is not in the percentiles
+    assert (
+        len(s.steady) == 10 and s.samples()["ttft"] == [20.0] * 10
+    )  # the cold burst is not in the percentiles
     t0 = min(r["submit_s"] for r in rows if r["ttft_ms"] == 20.0)
     assert s.window == (pytest.approx(t0), pytest.approx(max(r["submit_s"] for r in rows)))
     # both workers are busy from the first steady submit to the last submit
@@ -48,7 +59,9 @@ def test_throughput_counts_the_tokens_that_arrived_in_the_window():
     s = level_stats(rows, 2)
     t0, t1 = s.window
     arrived = sum(1 for r in rows for t in r["token_times_s"] if t0 <= t <= t1)
-    assert s.output_tps == pytest.approx(arrived / (t1 - t0)) and s.input_tps == pytest.approx(10 * 100 / (t1 - t0))
+    assert s.output_tps == pytest.approx(arrived / (t1 - t0)) and s.input_tps == pytest.approx(
+        10 * 100 / (t1 - t0)
+    )
 
 
 def test_a_gap_in_flight_shows_in_the_share():
@@ -65,7 +78,9 @@ def test_a_gap_in_flight_shows_in_the_share():
     s = level_stats(rows, 2)
     t0, t1 = s.window
     assert s.in_flight_share == pytest.approx((t1 - 1.05) / (t1 - t0), abs=0.03)
-    assert level_stats(back_to_back(0.0, 2.0) + back_to_back(0.0, 2.0), 2).in_flight_share == pytest.approx(1.0)
+    assert level_stats(back_to_back(0.0, 2.0) + back_to_back(0.0, 2.0), 2).in_flight_share == pytest.approx(
+        1.0
+    )
 
 
 def test_an_open_loop_has_no_first_wave_and_failures_are_counted():
@@ -102,8 +117,12 @@ def test_a_window_shorter_than_one_request_has_no_throughput():
     lasted a few milliseconds while a request took seconds, and read 15,001 tok/s with an interval of
     [40,003-120,008] that did not hold it. Such a window has latencies but no steady throughput."""
     # C=2, three requests each of 1 s; the third submits 5 ms after the second wave's first
-    rows = [row(0.0, 100.0, tokens=90), row(0.0, 100.0, tokens=90), row(1.0, 100.0, tokens=90),
-            row(1.005, 100.0, tokens=90)]
+    rows = [
+        row(0.0, 100.0, tokens=90),
+        row(0.0, 100.0, tokens=90),
+        row(1.0, 100.0, tokens=90),
+        row(1.005, 100.0, tokens=90),
+    ]
     s = level_stats(rows, 2)
     assert s.window is not None and s.window_s < 0.1
     assert s.output_tps is None and s.tps_interval() is None and "shorter than" in s.no_steady

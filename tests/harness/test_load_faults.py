@@ -19,13 +19,35 @@ from tests.harness.faulty_server import Faults, faulty_server
 from workloads.plan import Plan
 
 pytestmark = [pytest.mark.openai, pytest.mark.slow]  # two or three runs of compare.py each
-LOAD = "levels=1:3,users=3,requests=6,max_turns=2,rates=,output_tokens=6,prompt_tokens=48,shared_prefix_tokens=0"
+LOAD = (
+    "levels=1:3,users=3,requests=6,max_turns=2,rates=,output_tokens=6,prompt_tokens=48,shared_prefix_tokens=0"
+)
 
 
 def compare(url: str, out, *extra: str, load: str = LOAD) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "compare.py", "--backend", "openai", "--base-url", url, "--model", "tiny",
-                           "--workloads", "load", "--load", load, "--out", str(out), *extra],
-                          cwd=ROOT, capture_output=True, text=True, timeout=240)
+    return subprocess.run(
+        [
+            sys.executable,
+            "compare.py",
+            "--backend",
+            "openai",
+            "--base-url",
+            url,
+            "--model",
+            "tiny",
+            "--workloads",
+            "load",
+            "--load",
+            load,
+            "--out",
+            str(out),
+            *extra,
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
 
 
 def planned_keys(out) -> set[tuple]:
@@ -50,23 +72,35 @@ def test_faulty_server_then_resume(tmp_path):
         rows = read_records(out)
         errors = [r["error"] for r in rows if r["error"] and r["rep"] is not None]
         assert any("429" in e for e in errors) and any("short answer under ignore_eos" in e for e in errors)
-        assert any("output tokens for max_tokens" in e for e in errors)  # inflated usage: an error, not a figure
+        assert any(
+            "output tokens for max_tokens" in e for e in errors
+        )  # inflated usage: an error, not a figure
         assert any("Connection" in e or "finish reason" in e for e in errors)  # the death
 
         planned = json.loads((out / "env.json").read_text())["planned_levels"]
-        assert planned["load-fixed"] == [["S=0", "C=1"], ["S=0", "C=3"]]  # the report names levels never reached
+        assert planned["load-fixed"] == [
+            ["S=0", "C=1"],
+            ["S=0", "C=3"],
+        ]  # the report names levels never reached
         report = assemble(read_runs([out]))
         served = [r for r in rows if r["kind"] == "load" and r["rep"] is not None and not r["error"]]
-        levels = [lv for s in report.sections if s.kind == "load" for lv in s.data["levels"].to_dict("records")]
+        levels = [
+            lv for s in report.sections if s.kind == "load" for lv in s.data["levels"].to_dict("records")
+        ]
         assert sum(lv["requests"] for lv in levels) == len(served)
         assert sum(lv["errors"] for lv in levels) == len(errors)
         assert all(r["output_tokens"] == 6 for r in served)  # what was served is what was asked
         for lv in levels:  # tok/s: the served requests' tokens over the window, the inflated counts nowhere
-            tokens = sum(r["output_tokens"] for r in served if (r["workload"], r["mode"], r["case"])
-                         == (lv["workload"], lv["mode"], lv["case"]))
+            tokens = sum(
+                r["output_tokens"]
+                for r in served
+                if (r["workload"], r["mode"], r["case"]) == (lv["workload"], lv["mode"], lv["case"])
+            )
             assert lv["output_tps"] == pytest.approx(tokens / lv["window_s"])
         failing = [lv for lv in levels if lv["errors"]]
-        assert failing and any(lv["requests"] == 0 for lv in levels)  # after the death: levels of failures only
+        assert failing and any(
+            lv["requests"] == 0 for lv in levels
+        )  # after the death: levels of failures only
         page = (out / "report.html").read_text()
         for lv in failing:
             assert f"{lv['requests']} ({lv['errors']} failed)" in page
@@ -88,6 +122,8 @@ def test_a_redone_seconds_level_keeps_nothing_of_the_failed_attempt(tmp_path):
         again = compare(server.url, out, "--no-report", "--resume", load=load)
         assert again.returncode == 0, again.stderr[-3000:]
     fixed = [r for r in read_records(out) if r["workload"] == "load-fixed" and r["rep"] is not None]
-    assert [r["error"] for r in fixed] == [None] * len(fixed) and 0 < len(fixed) < 6  # only the redo's requests
+    assert [r["error"] for r in fixed] == [None] * len(fixed) and 0 < len(
+        fixed
+    ) < 6  # only the redo's requests
     level = next(r for r in read_records(out) if r["workload"] == "load-fixed" and r["rep"] is None)
     assert level["extra"]["level"]["requests_started"] == len(fixed)

@@ -15,16 +15,19 @@ from tests.harness.fakes import echo_backend_class
 FIXED = "shape=fixed,prompt_tokens=32,output_tokens=2,requests=2,rates=,levels=1"
 
 
-@pytest.mark.parametrize(("load", "said"), [
-    ("levels=,rates=", "no load to run: levels and rates are both empty"),
-    ("shared_prefix_tokens=", "shared_prefix_tokens is empty"),
-    ("think_time_s=inf", "think_time_s inf: at most 3600 s"),
-    ("rates=1e-9", "rate 1e-09/s: a mean gap between arrivals above 3600 s"),
-    ("rates=inf", "rate inf/s"),
-    ("levels=1:1", "levels: 1 is given twice: each value is one level, measured once"),
-    ("shared_prefix_tokens=0:0", "shared_prefix_tokens: 0 is given twice"),
-    ("name=x", "--load name=...: sets every load workload's name at once"),
-])
+@pytest.mark.parametrize(
+    ("load", "said"),
+    [
+        ("levels=,rates=", "no load to run: levels and rates are both empty"),
+        ("shared_prefix_tokens=", "shared_prefix_tokens is empty"),
+        ("think_time_s=inf", "think_time_s inf: at most 3600 s"),
+        ("rates=1e-9", "rate 1e-09/s: a mean gap between arrivals above 3600 s"),
+        ("rates=inf", "rate inf/s"),
+        ("levels=1:1", "levels: 1 is given twice: each value is one level, measured once"),
+        ("shared_prefix_tokens=0:0", "shared_prefix_tokens: 0 is given twice"),
+        ("name=x", "--load name=...: sets every load workload's name at once"),
+    ],
+)
 def test_bad_load_input_is_one_line_and_exit_2(load, said, tmp_path, capsys):
     code = main(["--backend", "hf", "--workloads", "load", "--load", load, "--out", str(tmp_path / "run")])
     err = capsys.readouterr().err
@@ -34,7 +37,9 @@ def test_bad_load_input_is_one_line_and_exit_2(load, said, tmp_path, capsys):
 
 
 def test_load_without_a_load_workload_is_refused(tmp_path, capsys):
-    code = main(["--backend", "hf", "--workloads", "template", "--load", "levels=1", "--out", str(tmp_path / "run")])
+    code = main(
+        ["--backend", "hf", "--workloads", "template", "--load", "levels=1", "--out", str(tmp_path / "run")]
+    )
     err = capsys.readouterr().err
     assert code == 2 and "--load: none of this run's workloads is a load workload" in err
     assert not (tmp_path / "run").exists()

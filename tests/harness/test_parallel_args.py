@@ -45,19 +45,40 @@ def test_accepted(dp, tp, router, names, device, gpus) -> None:
 
 def test_the_cli_refuses_dp_on_a_cpu_before_anything_runs(tmp_path) -> None:
     out = tmp_path / "run"
-    proc = compare("--backend", "sglang-server", "--device", "cpu", "--dp", "2", "--out", str(out), check=False, timeout=120)
+    proc = compare(
+        "--backend",
+        "sglang-server",
+        "--device",
+        "cpu",
+        "--dp",
+        "2",
+        "--out",
+        str(out),
+        check=False,
+        timeout=120,
+    )
     assert "--dp 2 on a CPU" in one_line_error(proc)
     assert not out.exists()
 
 
 def test_the_cli_refuses_a_router_without_replicas(tmp_path) -> None:
-    proc = compare("--backend", "sglang-server", "--router", "cache_aware", "--out", str(tmp_path / "r"), check=False,
-                   timeout=120)
+    proc = compare(
+        "--backend",
+        "sglang-server",
+        "--router",
+        "cache_aware",
+        "--out",
+        str(tmp_path / "r"),
+        check=False,
+        timeout=120,
+    )
     assert "one replica" in one_line_error(proc)
 
 
-@pytest.mark.parametrize(("old", "new"), [({"dp": 2}, {"dp": 1}), ({"router": "cache_aware"}, {"router": "round_robin"}),
-                                          ({}, {"dp": 2})])
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [({"dp": 2}, {"dp": 1}), ({"router": "cache_aware"}, {"router": "round_robin"}), ({}, {"dp": 2})],
+)
 def test_resume_must_match_dp_and_router(old, new) -> None:
     base = {"model_label": "tiny", "dp": 1, "router": "internal"}
     previous = {k: v for k, v in {**base, **old}.items() if k in base or k in old}

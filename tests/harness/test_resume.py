@@ -31,8 +31,13 @@ def child_pids(run_dir: Path) -> list[int]:
 
 def test_kill_the_child_then_resume(tmp_path):
     out = tmp_path / "run"
-    parent = subprocess.Popen([sys.executable, "compare.py", *ARGS, "--out", str(out)], cwd=ROOT,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    parent = subprocess.Popen(
+        [sys.executable, "compare.py", *ARGS, "--out", str(out)],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     path = out / "records.jsonl"
     deadline = time.time() + 300
     while time.time() < deadline and (not path.exists() or len(path.read_text().splitlines()) < 4):
@@ -63,8 +68,19 @@ def test_kill_the_child_then_resume(tmp_path):
 def test_resume_refuses_a_different_plan(tmp_path):
     out = tmp_path / "run"
     compare("--backend", "hf", "--workloads", "template", "--repeats", "1", "--no-report", "--out", str(out))
-    proc = compare("--backend", "hf", "--workloads", "sweep", "--repeats", "1", "--no-report", "--out", str(out),
-                   "--resume", check=False)
+    proc = compare(
+        "--backend",
+        "hf",
+        "--workloads",
+        "sweep",
+        "--repeats",
+        "1",
+        "--no-report",
+        "--out",
+        str(out),
+        "--resume",
+        check=False,
+    )
     assert proc.returncode == 2 and "differs" in proc.stderr
 
 
@@ -77,14 +93,23 @@ def test_resume_does_not_rerun_a_load_level_that_stopped_at_its_seconds(tmp_path
     turn can start however fast the model answers (on a fast CPU all 8 requests once finished inside a
     plain 0.3 s cap)."""
     out = tmp_path / "run"
-    args = ("--backend", "hf", "--workloads", "load", "--load",
-            "levels=1,users=4,max_turns=2,output_tokens=4,prompt_tokens=64,shared_prefix_tokens=0,seconds=1,"
-            "think_time_s=2",
-            "--out", str(out), "--no-report")
+    args = (
+        "--backend",
+        "hf",
+        "--workloads",
+        "load",
+        "--load",
+        "levels=1,users=4,max_turns=2,output_tokens=4,prompt_tokens=64,shared_prefix_tokens=0,seconds=1,"
+        "think_time_s=2",
+        "--out",
+        str(out),
+        "--no-report",
+    )
     compare(*args)
     first = records(out)
     levels = [r for r in first if r["rep"] is None]
-    assert levels and any(r["extra"]["level"]["requests_started"] < r["extra"]["level"]["requests_planned"]
-                          for r in levels)  # the cap did stop a level early
+    assert levels and any(
+        r["extra"]["level"]["requests_started"] < r["extra"]["level"]["requests_planned"] for r in levels
+    )  # the cap did stop a level early
     compare(*args, "--resume")
     assert records(out) == first  # nothing ran again, nothing was appended

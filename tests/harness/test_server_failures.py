@@ -22,9 +22,29 @@ def run_against_failing_server(tmp_path, *extra: str) -> tuple[subprocess.Comple
     env = {**os.environ, "LCA_FAKE_KEY": KEY}
     with failing_server() as url:
         proc = subprocess.run(
-            [sys.executable, "compare.py", "--backend", "openai", "--base-url", url, "--api-key-env", "LCA_FAKE_KEY",
-             "--workload-file", str(small_workload(tmp_path)), "--repeats", "1", "--out", str(out), *extra],
-            cwd=ROOT, capture_output=True, text=True, timeout=300, env=env)
+            [
+                sys.executable,
+                "compare.py",
+                "--backend",
+                "openai",
+                "--base-url",
+                url,
+                "--api-key-env",
+                "LCA_FAKE_KEY",
+                "--workload-file",
+                str(small_workload(tmp_path)),
+                "--repeats",
+                "1",
+                "--out",
+                str(out),
+                *extra,
+            ],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            env=env,
+        )
     return proc, out
 
 
@@ -81,8 +101,9 @@ workloads:
 
 
 @pytest.mark.parametrize("chunked", [False, True], ids=["http1.0-body", "http1.1-chunked"])
-def test_a_server_that_dies_mid_load_keeps_the_records_so_far_and_names_its_log(tmp_path, tiny_model_dir, monkeypatch,
-                                                                                chunked):
+def test_a_server_that_dies_mid_load_keeps_the_records_so_far_and_names_its_log(
+    tmp_path, tiny_model_dir, monkeypatch, chunked
+):
     """Level C=1 (1 warm-up + 6 requests) is served in full; level C=3 (1 + 6) loses the server during
     its fourth request (completion 12), with others in flight; level C=2 finds it gone. The records
     so far stay, every later request is an error naming the exit code and the server's log, whether
@@ -103,7 +124,11 @@ def test_a_server_that_dies_mid_load_keeps_the_records_so_far_and_names_its_log(
     levels = {r["case"]: r["extra"]["level"] for r in read_records(run) if r["rep"] is None}
     level_errors = {r["case"]: r["error"] for r in read_records(run) if r["rep"] is None}
     by_level = {c: [r for r in rows if r["case"] == c] for c in ("C=1", "C=3", "C=2")}
-    assert [len(v) for v in by_level.values()] == [6, 6, 6]  # every request of C=2 started, and failed at once
+    assert [len(v) for v in by_level.values()] == [
+        6,
+        6,
+        6,
+    ]  # every request of C=2 started, and failed at once
     assert all(not r["error"] and r["output_tokens"] == 4 for r in by_level["C=1"])
     kept = [r for r in by_level["C=3"] if not r["error"]]
     assert 1 <= len(kept) < 6 and all(r["output_tokens"] == 4 for r in kept)
@@ -111,7 +136,11 @@ def test_a_server_that_dies_mid_load_keeps_the_records_so_far_and_names_its_log(
     failed = [r for r in rows if r["error"]]
     named = f"the server exited with code {dying_server.EXIT_CODE}; see logs/dying-server.log"
     assert failed and all(named in r["error"] for r in failed), [r["error"] for r in failed]
-    assert level_errors["C=3"] is None and named in level_errors["C=2"]  # a level with no request served says so
+    assert (
+        level_errors["C=3"] is None and named in level_errors["C=2"]
+    )  # a level with no request served says so
     assert levels["C=3"]["requests_started"] == 6
     log = (run / "logs" / "dying-server.log").read_text()
-    assert re.search(r"dying in the middle of completion 1[234]\n", log)  # 12, or one beside it that got there first
+    assert re.search(
+        r"dying in the middle of completion 1[234]\n", log
+    )  # 12, or one beside it that got there first

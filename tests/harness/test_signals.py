@@ -17,9 +17,22 @@ from tests.harness.test_resume import child_pids
 
 def start(tmp_path) -> tuple[subprocess.Popen, object]:
     out = tmp_path / "run"
-    args = ["--backend", "hf", "--workload-file", str(small_workload(tmp_path)), "--repeats", "30", "--no-report"]
-    parent = subprocess.Popen([sys.executable, "compare.py", *args, "--out", str(out)], cwd=ROOT,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    args = [
+        "--backend",
+        "hf",
+        "--workload-file",
+        str(small_workload(tmp_path)),
+        "--repeats",
+        "30",
+        "--no-report",
+    ]
+    parent = subprocess.Popen(
+        [sys.executable, "compare.py", *args, "--out", str(out)],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     path = out / "records.jsonl"
     deadline = time.time() + 300
     while time.time() < deadline and (not path.exists() or len(path.read_text().splitlines()) < 2):

@@ -21,28 +21,37 @@ def test_the_defaults_are_chat_agent_and_batch():
     targets = parse_targets(None)
     assert [t.spec() for t in targets] == list(DEFAULT_SPECS)
     chat, agent, batch = targets
-    assert legacy_slo(chat) == {"ttft_ms": 500.0, "tpot_ms": 50.0} and legacy_slo(agent) == {"ttft_ms": 2000.0, "tpot_ms": 100.0}
+    assert legacy_slo(chat) == {"ttft_ms": 500.0, "tpot_ms": 50.0} and legacy_slo(agent) == {
+        "ttft_ms": 2000.0,
+        "tpot_ms": 100.0,
+    }
     assert batch.throughput_only and legacy_slo(batch) is None
 
 
 def test_the_unnamed_form_of_older_runs_needs_both_keys():
     t = parse_target("ttft_ms=2000,tpot_ms=200")
     assert t.name == "custom" and t.limits == (Limit("ttft", 90.0, 2000.0), Limit("tpot", 90.0, 200.0))
-    with pytest.raises(ValueError, match="needs both ttft_ms and tpot_ms .missing tpot_ms.; to limit TTFT only, name it: "
-                                         "custom:ttft_p90_ms=500"):
+    with pytest.raises(
+        ValueError,
+        match="needs both ttft_ms and tpot_ms .missing tpot_ms.; to limit TTFT only, name it: "
+        "custom:ttft_p90_ms=500",
+    ):
         parse_target("ttft_ms=500")
 
 
-@pytest.mark.parametrize("text,message", [
-    ("chat:ttft_p90=5", "unknown key 'ttft_p90'"),
-    ("chat:latency_p90_ms=5", "unknown metric 'latency'"),
-    ("chat:ttft_p0_ms=5", "outside (0, 100]"),
-    ("chat:ttft_p150_ms=5", "outside (0, 100]"),
-    ("chat:ttft_p90_ms=0", "must be a positive number"),
-    ("chat:ttft_p90_ms=inf", "must be a positive number"),
-    ("chat:ttft_p90_ms=1,ttft_p90_ms=2", "given twice"),
-    ("9lives:ttft_p90_ms=1", "a target's name"),
-])
+@pytest.mark.parametrize(
+    "text,message",
+    [
+        ("chat:ttft_p90=5", "unknown key 'ttft_p90'"),
+        ("chat:latency_p90_ms=5", "unknown metric 'latency'"),
+        ("chat:ttft_p0_ms=5", "outside (0, 100]"),
+        ("chat:ttft_p150_ms=5", "outside (0, 100]"),
+        ("chat:ttft_p90_ms=0", "must be a positive number"),
+        ("chat:ttft_p90_ms=inf", "must be a positive number"),
+        ("chat:ttft_p90_ms=1,ttft_p90_ms=2", "given twice"),
+        ("9lives:ttft_p90_ms=1", "a target's name"),
+    ],
+)
 def test_bad_targets_are_one_line_mistakes(text, message):
     with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)").replace("[", r"\[")):
         parse_target(text)

@@ -70,7 +70,9 @@ def test_every_start_is_a_process_of_its_own_and_later_starts_repeat_the_latency
         assert s["startup_s"] > 0 and s["wall_s"] >= s["startup_s"]
         assert s["kv_cache_tokens"] is None and "DynamicCache" in s["kv_cache_tokens_source"]
         assert s["peak_gpu_memory_bytes"] is None and s["peak_gpu_memory_source"]  # a CPU: not 0
-        assert s["gpu_host"]["hostname"] and s["gpu_host"]["declared"] is None  # what else ran on the GPU host
+        assert (
+            s["gpu_host"]["hostname"] and s["gpu_host"]["declared"] is None
+        )  # what else ran on the GPU host
     tok = env["tokenizer"]  # the run's tokenizer and the seed's template prompt in its tokens
     assert tok["size"] > 0 and tok["seed_template_prompt"]["tokens"] > 10
     assert set(starts[1]["workload_wall_s"]) == {"chat", "lengths"}
@@ -84,9 +86,19 @@ def test_lengths_and_modes_rotate_between_repeats_and_starts(run):
     rows = [r for r in records(out) if not r["skipped"]]  # file order = run order
     for start in (0, 1):
         for rep in (0, 1):
-            sweep = [int(r["case"][2:]) for r in rows if r["workload"] == "lengths" and (r["engine_start"], r["rep"]) == (start, rep)]
+            sweep = [
+                int(r["case"][2:])
+                for r in rows
+                if r["workload"] == "lengths" and (r["engine_start"], r["rep"]) == (start, rep)
+            ]
             assert sweep == rotated(LENGTHS, rep + start)
-            modes = list(dict.fromkeys(r["mode"] for r in rows if r["workload"] == "chat" and (r["engine_start"], r["rep"]) == (start, rep)))
+            modes = list(
+                dict.fromkeys(
+                    r["mode"]
+                    for r in rows
+                    if r["workload"] == "chat" and (r["engine_start"], r["rep"]) == (start, rep)
+                )
+            )
             assert modes == rotated(["full", "cached"], rep + start)
     formats = [r["mode"] for r in rows if r["workload"] == "answers" and r["mode"] != "attention"]
     assert formats == ["chat_template", "plain"]  # one question: the first rotation

@@ -23,14 +23,32 @@ import pytest
 from tests.conftest import ROOT
 from workloads import BUILTIN
 
-NOT_SOURCE = shutil.ignore_patterns(".git", ".venv", "runs", "build", "dist", "*.egg-info", ".cache", "__pycache__",
-                                    ".pytest_cache", ".ruff_cache", "test-artifacts", ".gpu", ".whl", ".gl")
+NOT_SOURCE = shutil.ignore_patterns(
+    ".git",
+    ".venv",
+    "runs",
+    "build",
+    "dist",
+    "*.egg-info",
+    ".cache",
+    "__pycache__",
+    ".pytest_cache",
+    ".ruff_cache",
+    "test-artifacts",
+    ".gpu",
+    ".whl",
+    ".gl",
+)
 
 
 def pip(*args: str, cwd: Path | None = None) -> None:
-    proc = subprocess.run([sys.executable, "-m", "pip", *args], capture_output=True, text=True, timeout=300, cwd=cwd)
+    proc = subprocess.run(
+        [sys.executable, "-m", "pip", *args], capture_output=True, text=True, timeout=300, cwd=cwd
+    )
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
-    assert "deprecat" not in (proc.stdout + proc.stderr).lower(), proc.stderr[-3000:]  # e.g. the licence table
+    assert "deprecat" not in (proc.stdout + proc.stderr).lower(), proc.stderr[
+        -3000:
+    ]  # e.g. the licence table
 
 
 @pytest.fixture(scope="module")
@@ -52,8 +70,11 @@ def test_the_wheel_carries_workloads_templates_benchmarks_and_the_licence_not_ex
     configs = {p.relative_to(ROOT).as_posix() for p in (ROOT / "harness" / "configs").glob("*.json")}
     assert configs and configs <= set(names)
     assert "harness/chat_template.jinja" in names
-    benchmarks = {p.relative_to(ROOT).as_posix() for p in (ROOT / "benchmarks").rglob("*")
-                  if p.suffix in (".py", ".sh") and "__pycache__" not in p.parts}
+    benchmarks = {
+        p.relative_to(ROOT).as_posix()
+        for p in (ROOT / "benchmarks").rglob("*")
+        if p.suffix in (".py", ".sh") and "__pycache__" not in p.parts
+    }
     assert benchmarks and benchmarks <= set(names)
     assert not [n for n in names if n.startswith("tests/")]
     dist_info = next(n.split("/")[0] for n in names if n.endswith(".dist-info/METADATA"))
@@ -75,15 +96,27 @@ def test_the_installed_command_makes_a_report_from_another_directory(wheel, tmp_
     env.pop("LCA_GIT_COMMIT", None)
 
     def run(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run([str(command), *args], cwd=elsewhere, env=env, capture_output=True, text=True, timeout=600)
+        return subprocess.run(
+            [str(command), *args], cwd=elsewhere, env=env, capture_output=True, text=True, timeout=600
+        )
 
-    where = subprocess.run([sys.executable, "-c", "import harness; print(harness.__file__)"], cwd=elsewhere, env=env,
-                           capture_output=True, text=True, timeout=60)
-    assert where.stdout.strip().startswith(str(target)), where.stdout + where.stderr  # the installed copy runs
+    where = subprocess.run(
+        [sys.executable, "-c", "import harness; print(harness.__file__)"],
+        cwd=elsewhere,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert where.stdout.strip().startswith(str(target)), (
+        where.stdout + where.stderr
+    )  # the installed copy runs
     version = run("--version")
     declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
     assert (version.returncode, version.stdout.strip()) == (0, f"llm-call-anatomy {declared}"), version.stderr
-    proc = run("--backend", "hf", "--model", "tiny", "--workloads", "template", "--repeats", "1", "--out", "x")
+    proc = run(
+        "--backend", "hf", "--model", "tiny", "--workloads", "template", "--repeats", "1", "--out", "x"
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = elsewhere / "x"
     assert (out / "report.html").is_file() and (out / "records.jsonl").stat().st_size > 0

@@ -22,9 +22,19 @@ import time
 from pathlib import Path
 from typing import Any
 
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         "--remote-debugging-pipe", "--hide-scrollbars", "--mute-audio"]
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--remote-debugging-pipe",
+    "--hide-scrollbars",
+    "--mute-audio",
+]
 
 
 def _high(fds: tuple[int, int]) -> tuple[int, int]:
@@ -53,9 +63,18 @@ class Chromium:
             os.dup2(from_chrome_w, 4)
 
         self.proc = subprocess.Popen(
-            [exe, *FLAGS, f"--user-data-dir={self.profile}", f"--window-size={width},{height}", "about:blank"],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            close_fds=False, preexec_fn=wire,  # noqa: PLW1509 - needed to place the pipe ends on fds 3 and 4
+            [
+                exe,
+                *FLAGS,
+                f"--user-data-dir={self.profile}",
+                f"--window-size={width},{height}",
+                "about:blank",
+            ],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            close_fds=False,
+            preexec_fn=wire,  # noqa: PLW1509 - needed to place the pipe ends on fds 3 and 4
         )
         os.close(to_chrome_r)
         os.close(from_chrome_w)
@@ -88,7 +107,9 @@ class Chromium:
                 else:
                     self.events.put(msg)
 
-    def send(self, method: str, params: dict[str, Any] | None = None, *, session: bool = True, timeout: float = 60) -> dict[str, Any]:
+    def send(
+        self, method: str, params: dict[str, Any] | None = None, *, session: bool = True, timeout: float = 60
+    ) -> dict[str, Any]:
         self._next += 1
         msg: dict[str, Any] = {"id": self._next, "method": method, "params": params or {}}
         if session and self.session:
@@ -109,7 +130,9 @@ class Chromium:
     # -- page ----------------------------------------------------------------------------------
     def open_page(self) -> None:
         target = self.send("Target.createTarget", {"url": "about:blank"}, session=False)["targetId"]
-        self.session = self.send("Target.attachToTarget", {"targetId": target, "flatten": True}, session=False)["sessionId"]
+        self.session = self.send(
+            "Target.attachToTarget", {"targetId": target, "flatten": True}, session=False
+        )["sessionId"]
         for domain in ("Page", "Runtime", "Log", "Network"):
             self.send(f"{domain}.enable")
 
@@ -140,7 +163,9 @@ class Chromium:
                 return list(self._seen)
 
     def evaluate(self, expression: str) -> Any:
-        result = self.send("Runtime.evaluate", {"expression": expression, "returnByValue": True, "awaitPromise": True})
+        result = self.send(
+            "Runtime.evaluate", {"expression": expression, "returnByValue": True, "awaitPromise": True}
+        )
         if "exceptionDetails" in result:
             raise RuntimeError(f"evaluate failed: {result['exceptionDetails']}")
         return result["result"].get("value")
@@ -157,8 +182,16 @@ class Chromium:
         params: dict[str, Any] = {"format": "png"}
         if full_page:
             size = self.send("Page.getLayoutMetrics")["cssContentSize"]
-            params.update(captureBeyondViewport=True,
-                          clip={"x": 0, "y": 0, "width": size["width"], "height": min(size["height"], max_height), "scale": 1})
+            params.update(
+                captureBeyondViewport=True,
+                clip={
+                    "x": 0,
+                    "y": 0,
+                    "width": size["width"],
+                    "height": min(size["height"], max_height),
+                    "scale": 1,
+                },
+            )
         data = self.send("Page.captureScreenshot", params)["data"]
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(base64.b64decode(data))
@@ -192,7 +225,12 @@ def problems(events: list[dict[str, Any]]) -> tuple[list[str], list[str]]:
         if m == "Runtime.consoleAPICalled" and p.get("type") in ("error", "assert"):
             errors.append(" ".join(str(a.get("value", a.get("description", ""))) for a in p.get("args", [])))
         elif m == "Runtime.exceptionThrown":
-            errors.append(str(p.get("exceptionDetails", {}).get("exception", {}).get("description") or p.get("exceptionDetails")))
+            errors.append(
+                str(
+                    p.get("exceptionDetails", {}).get("exception", {}).get("description")
+                    or p.get("exceptionDetails")
+                )
+            )
         elif m == "Log.entryAdded" and p.get("entry", {}).get("level") == "error":
             errors.append(p["entry"].get("text", ""))
         elif m == "Network.requestWillBeSent":
@@ -208,14 +246,20 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("page", type=Path)
     p.add_argument("out", type=Path)
     p.add_argument("--width", type=int, default=1400)
-    p.add_argument("--height", type=int, default=None, help="viewport only, this tall (default: the full page)")
+    p.add_argument(
+        "--height", type=int, default=None, help="viewport only, this tall (default: the full page)"
+    )
     args = p.parse_args(argv)
     with Chromium(args.width, args.height or 1000) as browser:
         browser.open_page()
-        browser.send("Emulation.setDeviceMetricsOverride",
-                     {"width": args.width, "height": args.height or 1000, "deviceScaleFactor": 1, "mobile": False})
+        browser.send(
+            "Emulation.setDeviceMetricsOverride",
+            {"width": args.width, "height": args.height or 1000, "deviceScaleFactor": 1, "mobile": False},
+        )
         browser.navigate(args.page.resolve().as_uri())
-        browser.wait_until("Array.from(document.querySelectorAll('div.chart')).every(el => el.querySelector('svg, canvas'))")
+        browser.wait_until(
+            "Array.from(document.querySelectorAll('div.chart')).every(el => el.querySelector('svg, canvas'))"
+        )
         browser.screenshot(args.out, full_page=args.height is None)
     print(args.out)
     return 0

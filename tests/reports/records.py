@@ -33,8 +33,11 @@ def write_run(run_dir: Path, records: list[dict[str, Any]], env: dict[str, Any] 
 
 PROMPTS = [100, 230, 400]  # conversation prompt lengths per turn
 SHARED = [None, 90, 220]  # shared with the previous prompt (each breaks 10 tokens early)
-BREAK = {"previous": ["\n", "<|im_start|>", "assistant", "\n", "<think>", "\n", "\n", "</think>"],
-         "current": ["\n", "<|im_start|>", "assistant", "\n", "edge", "-", "1", " nginx"], "context_start": 0}
+BREAK = {
+    "previous": ["\n", "<|im_start|>", "assistant", "\n", "<think>", "\n", "\n", "</think>"],
+    "current": ["\n", "<|im_start|>", "assistant", "\n", "edge", "-", "1", " nginx"],
+    "context_start": 0,
+}
 
 
 def conversation_records() -> list[dict[str, Any]]:
@@ -51,23 +54,62 @@ def conversation_records() -> list[dict[str, Any]]:
                         cached = 0 if shared is None else (shared if backend == "hf" else shared // 16 * 16)
                         ttft = [10, 11, 12][i] + rep + (10 if backend == "vllm" and i == 2 else 0)
                     first = 7 if not (backend == "vllm" and mode == "cached" and i == 2 and rep == 0) else 8
-                    brk = None if shared is None else {**BREAK, "position": shared, "previous_prompt_tokens": PROMPTS[i - 1],
-                                                      "tokens_lost": PROMPTS[i - 1] - shared, "context_start": shared - 4}
-                    out.append(record(backend=backend, workload="conversation", kind="conversation", mode=mode,
-                                      case=f"turn={i + 1}", rep=rep, turn=i + 1, prompt_tokens=prompt,
-                                      shared_prefix_tokens=shared, cached_tokens=cached, computed_tokens=prompt - cached,
-                                      ttft_ms=float(ttft), decode_ms_per_token=5.0, first_token_id=first,
-                                      output_token_ids=[first, 1, 2, 3], prefix_break=brk,
-                                      cache_state="reuse-allowed" if mode == "cached" else "reset-before-request"))
+                    brk = (
+                        None
+                        if shared is None
+                        else {
+                            **BREAK,
+                            "position": shared,
+                            "previous_prompt_tokens": PROMPTS[i - 1],
+                            "tokens_lost": PROMPTS[i - 1] - shared,
+                            "context_start": shared - 4,
+                        }
+                    )
+                    out.append(
+                        record(
+                            backend=backend,
+                            workload="conversation",
+                            kind="conversation",
+                            mode=mode,
+                            case=f"turn={i + 1}",
+                            rep=rep,
+                            turn=i + 1,
+                            prompt_tokens=prompt,
+                            shared_prefix_tokens=shared,
+                            cached_tokens=cached,
+                            computed_tokens=prompt - cached,
+                            ttft_ms=float(ttft),
+                            decode_ms_per_token=5.0,
+                            first_token_id=first,
+                            output_token_ids=[first, 1, 2, 3],
+                            prefix_break=brk,
+                            cache_state="reuse-allowed" if mode == "cached" else "reset-before-request",
+                        )
+                    )
     return out
 
 
-def sweep_records(backend: str, a: float, b: float, decode: float, lengths=(64, 256, 1024)) -> list[dict[str, Any]]:
+def sweep_records(
+    backend: str, a: float, b: float, decode: float, lengths=(64, 256, 1024)
+) -> list[dict[str, Any]]:
     """TTFT exactly a + b*N (repeats spread by ±1 ms around it), decode fixed."""
     out = []
     for n in lengths:
         for rep, jitter in enumerate((-1.0, 0.0, 1.0)):
-            out.append(record(backend=backend, workload="sweep", kind="sweep", mode="greedy", case=f"N={n}", rep=rep,
-                              prompt_tokens=n, ttft_ms=a + b * n + jitter, decode_ms_per_token=decode + jitter / 10,
-                              output_tokens=64, output_token_ids=list(range(64)), cache_state="reset-before-request"))
+            out.append(
+                record(
+                    backend=backend,
+                    workload="sweep",
+                    kind="sweep",
+                    mode="greedy",
+                    case=f"N={n}",
+                    rep=rep,
+                    prompt_tokens=n,
+                    ttft_ms=a + b * n + jitter,
+                    decode_ms_per_token=decode + jitter / 10,
+                    output_tokens=64,
+                    output_token_ids=list(range(64)),
+                    cache_state="reset-before-request",
+                )
+            )
     return out

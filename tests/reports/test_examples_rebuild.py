@@ -22,12 +22,25 @@ EXAMPLES = ROOT / "reports" / "examples"
 
 # example folder -> (run folders in the committed column order, extra arguments); as each README says
 BUILDS = {
-    "h200-qwen3-8b-shape": (["h200-hf", "h200-vllm", "h200-sglang", "h200-hf-graphs"],
-                            ["--copy-gbps", "reports/examples/h200-qwen3-8b-shape/bandwidth-h200.json"]),
-    "h200-smollm2": (["h200-smollm2-hf", "h200-smollm2-vllm", "h200-smollm2-sglang", "h200-smollm2-hf-graphs"],
-                     ["--copy-gbps", "reports/examples/h200-smollm2/bandwidth-h200x2.json"]),
-    "h200-load": (["h200-load-hf", "h200-load-hf-cb", "h200-load-vllm", "h200-load-sglang", "h200-load-vllm-server",
-                   "h200-load-sglang-server"], []),
+    "h200-qwen3-8b-shape": (
+        ["h200-hf", "h200-vllm", "h200-sglang", "h200-hf-graphs"],
+        ["--copy-gbps", "reports/examples/h200-qwen3-8b-shape/bandwidth-h200.json"],
+    ),
+    "h200-smollm2": (
+        ["h200-smollm2-hf", "h200-smollm2-vllm", "h200-smollm2-sglang", "h200-smollm2-hf-graphs"],
+        ["--copy-gbps", "reports/examples/h200-smollm2/bandwidth-h200x2.json"],
+    ),
+    "h200-load": (
+        [
+            "h200-load-hf",
+            "h200-load-hf-cb",
+            "h200-load-vllm",
+            "h200-load-sglang",
+            "h200-load-vllm-server",
+            "h200-load-sglang-server",
+        ],
+        [],
+    ),
 }
 # examples whose committed page is being replaced on main (new runs, rebuilt there): not compared meanwhile
 BUILT_STAMP = re.compile(r" · built \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d\d:\d\d</p>")
@@ -56,8 +69,14 @@ def test_committed_report_rebuilds_identically(example, tmp_path, monkeypatch, c
     rebuilt = without_stamp(out.read_text(encoding="utf-8"))
     committed = without_stamp((EXAMPLES / example / "report.html").read_text(encoding="utf-8"))
     if rebuilt != committed:
-        diff = difflib.unified_diff(committed.replace(">", ">\n").splitlines(), rebuilt.replace(">", ">\n").splitlines(),
-                                    "committed", "rebuilt", n=1, lineterm="")
+        diff = difflib.unified_diff(
+            committed.replace(">", ">\n").splitlines(),
+            rebuilt.replace(">", ">\n").splitlines(),
+            "committed",
+            "rebuilt",
+            n=1,
+            lineterm="",
+        )
         pytest.fail(f"{example}/report.html no longer rebuilds identically:\n" + "\n".join(list(diff)[:40]))
 
 

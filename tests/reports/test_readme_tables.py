@@ -18,8 +18,12 @@ def test_readme_table_is_the_scripts_output(monkeypatch, readme):
     match = readme_tables.BLOCK.search((ROOT / readme).read_text(encoding="utf-8"))
     assert match, f"{readme} has no <!-- readme-tables: ... --> block"
     args = readme_tables.parser().parse_args(shlex.split(match["args"]))
-    expected = f"<!-- readme-tables: {match['args']} -->\n{readme_tables.generate(args)}<!-- /readme-tables -->"
-    assert match.group(0) == expected, f"{readme}'s table is stale: rerun python -m reports.readme_tables ARGS --write {readme}"
+    expected = (
+        f"<!-- readme-tables: {match['args']} -->\n{readme_tables.generate(args)}<!-- /readme-tables -->"
+    )
+    assert match.group(0) == expected, (
+        f"{readme}'s table is stale: rerun python -m reports.readme_tables ARGS --write {readme}"
+    )
 
 
 def test_write_replaces_only_the_block(tmp_path, capsys):
@@ -29,7 +33,9 @@ def test_write_replaces_only_the_block(tmp_path, capsys):
     argv = [str(h200 / "h200-sglang"), "--write", str(doc)]
     assert readme_tables.main(argv) == 0
     text = doc.read_text()
-    assert text.startswith("before\n<!-- readme-tables: ") and text.endswith("<!-- /readme-tables -->\nafter\n")
+    assert text.startswith("before\n<!-- readme-tables: ") and text.endswith(
+        "<!-- /readme-tables -->\nafter\n"
+    )
     assert "stale" not in text and "| | sglang |" in text and "--write" not in text.splitlines()[1]
     assert readme_tables.main([str(h200 / "h200-sglang"), "--write", str(tmp_path / "none.md")]) == 2
     (tmp_path / "plain.md").write_text("no block here\n")

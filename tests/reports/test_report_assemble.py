@@ -13,11 +13,22 @@ PARAMS = 8_190_735_360
 
 def gpu_env(names: list[str], random_weights: bool = False) -> dict:
     # the engine facts the launch-overhead caveat reads (HF in process; CUDA graphs or not), as the adapters write them
-    engines = {"vllm": {"block_size": 16, "cuda_graphs": True}, "hf": {"transformers": "5.17.0"},
-               "hf-graphs": {"transformers": "5.17.0", "compile": "CompileConfig(fullgraph=True, mode='reduce-overhead')"}}
+    engines = {
+        "vllm": {"block_size": 16, "cuda_graphs": True},
+        "hf": {"transformers": "5.17.0"},
+        "hf-graphs": {
+            "transformers": "5.17.0",
+            "compile": "CompileConfig(fullgraph=True, mode='reduce-overhead')",
+        },
+    }
     return {
         "dtype": "bfloat16",
-        "model": {"label": "Qwen/Qwen3-8B", "params": PARAMS, "dtype_bytes": 2, "random_weights": random_weights},
+        "model": {
+            "label": "Qwen/Qwen3-8B",
+            "params": PARAMS,
+            "dtype_bytes": 2,
+            "random_weights": random_weights,
+        },
         "backends": {n: {"process": {"gpu": "NVIDIA H200"}, "engine": engines.get(n, {})} for n in names},
     }
 
@@ -25,13 +36,41 @@ def gpu_env(names: list[str], random_weights: bool = False) -> dict:
 @pytest.fixture
 def report(tmp_path):
     rows = conversation_records()
-    rows += sweep_records("hf", 30.0, 0.05, 20.0) + sweep_records("hf-graphs", 25.0, 0.05, 8.0) + sweep_records("vllm", 5.0, 0.01, 5.0)
-    rows.append(record(backend="hf-graphs", workload="conversation", kind="conversation", mode="cached", case=None,
-                       skipped="hf-graphs does not support prefix cache"))
-    rows += [record(backend="sglang", workload=w, skipped="sglang is not installed here") for w in ("conversation", "sweep")]
-    rows.append(record(backend="vllm", workload="sweep", kind="sweep", mode="greedy", case="N=64", rep=5, prompt_tokens=64,
-                       ttft_ms=9.0, extra={"server_ttft_ms": 7.5}))
-    run = write_run(tmp_path / "h200", rows, gpu_env(["hf", "hf-graphs", "vllm", "sglang"], random_weights=True))
+    rows += (
+        sweep_records("hf", 30.0, 0.05, 20.0)
+        + sweep_records("hf-graphs", 25.0, 0.05, 8.0)
+        + sweep_records("vllm", 5.0, 0.01, 5.0)
+    )
+    rows.append(
+        record(
+            backend="hf-graphs",
+            workload="conversation",
+            kind="conversation",
+            mode="cached",
+            case=None,
+            skipped="hf-graphs does not support prefix cache",
+        )
+    )
+    rows += [
+        record(backend="sglang", workload=w, skipped="sglang is not installed here")
+        for w in ("conversation", "sweep")
+    ]
+    rows.append(
+        record(
+            backend="vllm",
+            workload="sweep",
+            kind="sweep",
+            mode="greedy",
+            case="N=64",
+            rep=5,
+            prompt_tokens=64,
+            ttft_ms=9.0,
+            extra={"server_ttft_ms": 7.5},
+        )
+    )
+    run = write_run(
+        tmp_path / "h200", rows, gpu_env(["hf", "hf-graphs", "vllm", "sglang"], random_weights=True)
+    )
     return assemble(read_runs([run]))
 
 
@@ -68,13 +107,18 @@ def test_launch_overhead_reads_engine_facts_not_backend_names(tmp_path):
     t = texts(assemble(read_runs([write_run(tmp_path / "r", rows, env)])))
     assert "CUDA graphs take HF's decode at N=" in t and "(eager-col) to 8 ms/token (graph-col)" in t
     assert "for comparison: other 5 ms" in t
-    env["backends"]["graph-col"]["engine"] = {"transformers": "5.17.0", "cuda_graphs": False}  # no graphs: no pair
+    env["backends"]["graph-col"]["engine"] = {
+        "transformers": "5.17.0",
+        "cuda_graphs": False,
+    }  # no graphs: no pair
     assert "CUDA graphs take" not in texts(assemble(read_runs([write_run(tmp_path / "r2", rows, env)])))
 
 
 def test_block_rounding_random_weights_and_server_caveats(report):
     t = texts(report)
-    assert "vllm reused 22 fewer tokens than shared on 2 turns: block granularity (block 16" in t  # (90-80) + (220-208)
+    assert (
+        "vllm reused 22 fewer tokens than shared on 2 turns: block granularity (block 16" in t
+    )  # (90-80) + (220-208)
     assert t.startswith("Weights are random")
     assert "vllm: the client saw TTFT 1.50 ms" in t
     assert "vllm: cached and full chose a different first token on 1 of 9 calls (turn 3)" in t
@@ -85,7 +129,9 @@ def test_summary_jobs_need_a_second_start_to_name_a_winner(report):
     jobs = {j.job: j for j in report.jobs}
     decode = jobs["Generating tokens (sweep)"]
     assert [b for b, _ in decode.values] == ["vllm", "hf-graphs", "hf"]
-    assert decode.best is None and "vllm leads by 60%" in decode.verdict and "one engine start" in decode.verdict
+    assert (
+        decode.best is None and "vllm leads by 60%" in decode.verdict and "one engine start" in decode.verdict
+    )
     assert "(1 start, n=3)" in decode.values[0][1]
     chat = jobs["Multi-turn chat (conversation)"]
     assert [b for b, _ in chat.values][0] == "hf"  # cached sums: hf 36 ms, vllm 66 ms
@@ -117,7 +163,10 @@ def test_summary_winner_survives_both_spreads_or_is_within_noise(tmp_path):
     assert "(2 starts ±" in short.values[0][1]
     decode = jobs["Generating tokens (sweep)"]  # vllm's starts 5.0 / 6.5 ms: 26% apart; sglang 5.25, gap 9.6%
     assert decode.best is None
-    assert decode.verdict == "within noise (gap to vllm 9.6%: the gap is inside the spread between engine starts (26%))"
+    assert (
+        decode.verdict
+        == "within noise (gap to vllm 9.6%: the gap is inside the spread between engine starts (26%))"
+    )
 
 
 def test_runs_of_one_setup_merge_as_starts(tmp_path):
@@ -138,9 +187,13 @@ def test_old_engine_ttft_is_not_ranked_against_the_callers(tmp_path):
     engine = [{**r, "timing_source": "engine-metrics"} for r in sweep_records("vllm", 5.0, 0.01, 5.0)]
     caller = [{**r, "timing_source": "cuda-sync"} for r in sweep_records("hf", 30.0, 0.05, 20.0)]
     rows = starts(engine, 0) + starts(engine, 1) + starts(caller, 0) + starts(caller, 1)
-    jobs = {j.job: j for j in assemble(read_runs([write_run(tmp_path / "r", rows, gpu_env(["vllm", "hf"]))])).jobs}
+    jobs = {
+        j.job: j for j in assemble(read_runs([write_run(tmp_path / "r", rows, gpu_env(["vllm", "hf"]))])).jobs
+    }
     short = jobs["Many short calls (sweep)"]
-    assert short.best is None and short.verdict.startswith("not ranked: vllm report the engine's internal TTFT")
+    assert short.best is None and short.verdict.startswith(
+        "not ranked: vllm report the engine's internal TTFT"
+    )
     assert "engine's own TTFT, old run" in short.values[0][1]
     assert jobs["Generating tokens (sweep)"].best == "vllm"  # decode is not a TTFT: ranked
 
@@ -152,8 +205,11 @@ def test_block_size_keys():
 
 
 def test_cpu_run_says_roofline_not_applicable(tmp_path):
-    run = write_run(tmp_path / "cpu", sweep_records("hf", 30.0, 0.05, 20.0),
-                    {"dtype": "float32", "model": {"params": 100}, "backends": {"hf": {"process": {"gpu": None}}}})
+    run = write_run(
+        tmp_path / "cpu",
+        sweep_records("hf", 30.0, 0.05, 20.0),
+        {"dtype": "float32", "model": {"params": 100}, "backends": {"hf": {"process": {"gpu": None}}}},
+    )
     report = assemble(read_runs([run]))
     assert "No roofline for hf (CPU run: the GPU roofline is not applicable)." in texts(report)
     assert report.sections[0].data["vs_roof"].empty
@@ -167,8 +223,11 @@ def test_sweep_charts_draw_the_roofline(report):
         spec = charts.sweep_phase(sweep.data["lengths"], report.roofs, phase, report.ds.backends)
         values = next(iter(spec["datasets"].values()))
         series = {v["series"] for v in values}
-        floors = {"compute floor: H200 SXM 989 TFLOP/s (datasheet)"} if phase == "prefill" else \
-            {"decode floor: H200 SXM 4,800 GB/s (datasheet)"}
+        floors = (
+            {"compute floor: H200 SXM 989 TFLOP/s (datasheet)"}
+            if phase == "prefill"
+            else {"decode floor: H200 SXM 4,800 GB/s (datasheet)"}
+        )
         assert series == {"hf", "hf-graphs", "vllm"} | floors
         assert spec["layer"][0]["encoding"]["y"]["scale"]["type"] == "log"
         assert spec["layer"][0]["encoding"]["x"]["scale"]["type"] == "log"
@@ -187,13 +246,28 @@ def test_page_renders_server_timings_and_gpu_roofline(report):
 def test_deployment_facts_per_engine_start(tmp_path):
     env = gpu_env(["vllm", "hf"])
     env["backends"]["vllm"]["starts"] = [
-        {"engine_start": 0, "startup_s": 100.0, "kv_cache_tokens": 800_000, "peak_gpu_memory_bytes": 120 * 2**30},
-        {"engine_start": 1, "startup_s": 110.0, "kv_cache_tokens": 800_000, "peak_gpu_memory_bytes": 122 * 2**30}]
-    env["backends"]["hf"]["starts"] = [{"engine_start": 0, "startup_s": 10.0, "kv_cache_tokens": None,
-                                        "peak_gpu_memory_bytes": None}]
+        {
+            "engine_start": 0,
+            "startup_s": 100.0,
+            "kv_cache_tokens": 800_000,
+            "peak_gpu_memory_bytes": 120 * 2**30,
+        },
+        {
+            "engine_start": 1,
+            "startup_s": 110.0,
+            "kv_cache_tokens": 800_000,
+            "peak_gpu_memory_bytes": 122 * 2**30,
+        },
+    ]
+    env["backends"]["hf"]["starts"] = [
+        {"engine_start": 0, "startup_s": 10.0, "kv_cache_tokens": None, "peak_gpu_memory_bytes": None}
+    ]
     rows = starts(sweep_records("vllm", 5.0, 0.01, 5.0), 0) + starts(sweep_records("vllm", 5.0, 0.01, 5.0), 1)
     rows += sweep_records("hf", 30.0, 0.05, 20.0)
     jobs = {j.job: j for j in assemble(read_runs([write_run(tmp_path / "r", rows, env)])).jobs}
-    assert dict(jobs["Engine start-up"].values) == {"vllm": "105 s [100–110] (2 starts)", "hf": "10 s (1 start)"}
+    assert dict(jobs["Engine start-up"].values) == {
+        "vllm": "105 s [100–110] (2 starts)",
+        "hf": "10 s (1 start)",
+    }
     assert dict(jobs["KV-cache capacity"].values) == {"vllm": "800,000 tokens (2 starts)"}
     assert dict(jobs["Peak GPU memory"].values) == {"vllm": "121 GiB [120–122] (2 starts)"}

@@ -15,7 +15,9 @@ from tests.reports.records import record, write_run
 TOKENS, GAP_S = 4, 0.020  # TPOT 20 ms: 50 tok/s a user
 
 
-def level(backend: str, c: int, ttft_ms: float, waves: int = 6, facts: dict | None = None, mode: str = "S=0") -> list[dict]:
+def level(
+    backend: str, c: int, ttft_ms: float, waves: int = 6, facts: dict | None = None, mode: str = "S=0"
+) -> list[dict]:
     """C workers back to back for ``waves`` requests each: the first wave cold (TTFT 3 s), then ``ttft_ms``."""
     out, rep = [], 0
     for _ in range(c):
@@ -24,15 +26,51 @@ def level(backend: str, c: int, ttft_ms: float, waves: int = 6, facts: dict | No
             ttft = 3000.0 if k == 0 else ttft_ms
             first = t + ttft / 1e3
             times = [first + i * GAP_S for i in range(TOKENS)]
-            out.append(record(backend=backend, workload="lf", kind="load", mode=mode, case=f"C={c}", rep=rep, user=None,
-                              load_concurrency=c, submit_s=t, first_token_s=first, finish_s=times[-1], token_times_s=times,
-                              ttft_ms=ttft, decode_ms_per_token=GAP_S * 1e3, e2e_ms=(times[-1] - t) * 1e3,
-                              output_tokens=TOKENS, output_token_ids=[1] * TOKENS, prompt_tokens=100, shared_prefix_tokens=0))
+            out.append(
+                record(
+                    backend=backend,
+                    workload="lf",
+                    kind="load",
+                    mode=mode,
+                    case=f"C={c}",
+                    rep=rep,
+                    user=None,
+                    load_concurrency=c,
+                    submit_s=t,
+                    first_token_s=first,
+                    finish_s=times[-1],
+                    token_times_s=times,
+                    ttft_ms=ttft,
+                    decode_ms_per_token=GAP_S * 1e3,
+                    e2e_ms=(times[-1] - t) * 1e3,
+                    output_tokens=TOKENS,
+                    output_token_ids=[1] * TOKENS,
+                    prompt_tokens=100,
+                    shared_prefix_tokens=0,
+                )
+            )
             rep += 1
             t = times[-1]
-    out.append(record(backend=backend, workload="lf", kind="load", mode=mode, case=f"C={c}", rep=None, temperature=None,
-                      load_concurrency=c, extra={"level": {"served_as": "batched by the engine", "requests_planned": rep,
-                                                           "requests_started": rep, **(facts or {})}}))
+    out.append(
+        record(
+            backend=backend,
+            workload="lf",
+            kind="load",
+            mode=mode,
+            case=f"C={c}",
+            rep=None,
+            temperature=None,
+            load_concurrency=c,
+            extra={
+                "level": {
+                    "served_as": "batched by the engine",
+                    "requests_planned": rep,
+                    "requests_started": rep,
+                    **(facts or {}),
+                }
+            },
+        )
+    )
     return out
 
 
@@ -58,8 +96,14 @@ def test_the_capacity_within_each_target_and_what_limited_it(tmp_path):
     _, sec = section([run(tmp_path, "r", env={"gpu_hour_usd": 3.6}, facts=energy)])
     c = caps(sec)
     chat = c.loc[("vllm", "chat")]
-    assert (chat["value"], chat["bound"], chat["next_up"]) == (4, "bracket", 8)  # 5-7 not measured: no search here
-    assert chat["limiter"] == "TTFT p90 900 ms > 500 ms (n=40)"  # C=8: 8 x 6 requests less the first wave of 8
+    assert (chat["value"], chat["bound"], chat["next_up"]) == (
+        4,
+        "bracket",
+        8,
+    )  # 5-7 not measured: no search here
+    assert (
+        chat["limiter"] == "TTFT p90 900 ms > 500 ms (n=40)"
+    )  # C=8: 8 x 6 requests less the first wave of 8
     agent = c.loc[("vllm", "agent")]
     assert (agent["value"], agent["bound"]) == (8, "floor")  # 900 ms <= 2 s at the highest level: a floor
     steady = sec.data["cap"]["steady"].set_index("case")
@@ -81,11 +125,17 @@ def test_caching_on_and_off_as_ratios_at_the_same_levels(tmp_path):
     level_rows = ratios[ratios["what"] == "level"].set_index("case")
     assert level_rows.loc["C=4", "ttft_ratio"] == pytest.approx(2.0)  # TTFT p50 off ÷ on
     capacity = ratios[ratios["what"] == "capacity"].set_index("case")
-    assert capacity.loc["closed · chat", "capacity_ratio"] == pytest.approx(4 / 2)  # off: 300 ms at C=2, 600 at C=4
+    assert capacity.loc["closed · chat", "capacity_ratio"] == pytest.approx(
+        4 / 2
+    )  # off: 300 ms at C=2, 600 at C=4
 
 
 def test_a_level_another_backend_ran_shows_as_not_run_and_telemetry_says_why(tmp_path):
-    rows = [r for c, ms in KNEE.items() for r in level("vllm", c, ms, facts={"gpu_telemetry": "not measured: no GPU"})]
+    rows = [
+        r
+        for c, ms in KNEE.items()
+        for r in level("vllm", c, ms, facts={"gpu_telemetry": "not measured: no GPU"})
+    ]
     rows += [r for c, ms in {1: 100.0, 2: 150.0}.items() for r in level("hf-cb", c, ms)]
     page = build([write_run(tmp_path / "r", rows)], tmp_path / "report.html").read_text()
     assert "not run for this backend" in page and "GPU telemetry: not measured: no GPU" in page
@@ -95,7 +145,9 @@ def test_a_level_another_backend_ran_shows_as_not_run_and_telemetry_says_why(tmp
 def test_an_old_runs_partial_slo_takes_the_rest_from_the_default(tmp_path):
     from reports.__main__ import main
 
-    path = run(tmp_path, "old", env={"slo": {"ttft_ms": 500}})  # what --slo ttft_ms=500 wrote before it was refused
+    path = run(
+        tmp_path, "old", env={"slo": {"ttft_ms": 500}}
+    )  # what --slo ttft_ms=500 wrote before it was refused
     assert main([str(path), "--out", str(tmp_path / "report.html")]) == 0
     _, sec = section([path])
     assert sec.data["slo"] == {"ttft_ms": 500.0, "tpot_ms": 200.0}
@@ -110,9 +162,13 @@ def test_the_load_page_has_its_own_header_slo_rules_and_dashed_legends(tmp_path)
     report, sec = section([path])
     spec = CHARTS["ttft"][0](sec.data, report)
     layers = spec["spec"]["layer"]
-    assert layers[0]["encoding"]["strokeDash"]["legend"]["symbolType"] == "stroke"  # the legend shows the dashes
+    assert (
+        layers[0]["encoding"]["strokeDash"]["legend"]["symbolType"] == "stroke"
+    )  # the legend shows the dashes
     rules = [v["ms"] for v in spec["data"]["values"] if v["layer"] == "target"]
-    assert sorted(set(rules)) == [500.0, 2000.0] and layers[1]["mark"]["type"] == "rule"  # chat's and agent's TTFT
+    assert (
+        sorted(set(rules)) == [500.0, 2000.0] and layers[1]["mark"]["type"] == "rule"
+    )  # chat's and agent's TTFT
 
 
 def test_a_level_run_with_other_requests_is_named_and_not_compared(tmp_path):
@@ -120,8 +176,13 @@ def test_a_level_run_with_other_requests_is_named_and_not_compared(tmp_path):
     rows += [r for r in level("hf-cb", 4, 300.0, waves=2)]  # a scaled hf-cb: 2 requests a worker, not 6
     report = assemble(read_runs([write_run(tmp_path / "r", rows)]))
     texts = " ".join(c.text for c in report.caveats)
-    assert "lf · S=0 C=4 ran different requests per backend (vllm 24 requests" in texts and "hf-cb 8 requests" in texts
-    assert not any(j.job.startswith("Many users: throughput") for j in report.jobs)  # no common level with one mix
+    assert (
+        "lf · S=0 C=4 ran different requests per backend (vllm 24 requests" in texts
+        and "hf-cb 8 requests" in texts
+    )
+    assert not any(
+        j.job.startswith("Many users: throughput") for j in report.jobs
+    )  # no common level with one mix
 
 
 def test_the_reports_own_price_gives_the_cost_and_a_bad_one_is_refused(tmp_path, capsys):
@@ -142,8 +203,25 @@ def test_a_server_column_is_served_over_http():
 
     from reports.views.capacity import capacity_table
 
-    caps = pd.DataFrame([{"backend": "vllm-server", "workload": "lf", "mode": "S=0", "loop": "closed", "target": "chat",
-                          "value": 4.0, "bound": "exact", "next_up": 5.0, "limiter": "x", "non_monotone": False,
-                          "output_tps": 1.0, "per_user_tps": 1.0, "energy_j_per_1k": None, "cost_per_m": None}])
+    caps = pd.DataFrame(
+        [
+            {
+                "backend": "vllm-server",
+                "workload": "lf",
+                "mode": "S=0",
+                "loop": "closed",
+                "target": "chat",
+                "value": 4.0,
+                "bound": "exact",
+                "next_up": 5.0,
+                "limiter": "x",
+                "non_monotone": False,
+                "output_tps": 1.0,
+                "per_user_tps": 1.0,
+                "energy_j_per_1k": None,
+                "cost_per_m": None,
+            }
+        ]
+    )
     t = capacity_table(caps, {"vllm-server": "HTTP"})
     assert t.rows[0][2] == "HTTP" and t.rows[0][5] == "C=4"

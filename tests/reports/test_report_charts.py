@@ -38,9 +38,22 @@ def json_rows(temperatures) -> pd.DataFrame:
     for t in temperatures:
         for mode in ("free", "strict", "constrained"):
             for case in range(4):
-                rows.append(record(backend="hf", workload="json", kind="json", mode=mode, case=f"case={case}", rep=case,
-                                   temperature=t, valid_json=case < (3 if mode == "constrained" else 1), e2e_ms=10.0,
-                                   decode_ms_per_token=1.0, output_text="{}", finish_reason="stop"))
+                rows.append(
+                    record(
+                        backend="hf",
+                        workload="json",
+                        kind="json",
+                        mode=mode,
+                        case=f"case={case}",
+                        rep=case,
+                        temperature=t,
+                        valid_json=case < (3 if mode == "constrained" else 1),
+                        e2e_ms=10.0,
+                        decode_ms_per_token=1.0,
+                        output_text="{}",
+                        finish_reason="stop",
+                    )
+                )
     return pd.DataFrame(rows)
 
 
@@ -54,8 +67,11 @@ def test_json_pass_rate_at_one_temperature_is_bars(temperatures, expected):
 
 @pytest.mark.parametrize("lengths,expected", [((256,), "bar"), ((64, 256), "line")])
 def test_sweep_at_one_prompt_length_is_bars(tmp_path, lengths, expected):
-    run = write_run(tmp_path / "run", sweep_records("hf", 10.0, 0.1, 2.0, lengths=lengths)
-                    + sweep_records("vllm", 12.0, 0.05, 1.5, lengths=lengths))
+    run = write_run(
+        tmp_path / "run",
+        sweep_records("hf", 10.0, 0.1, 2.0, lengths=lengths)
+        + sweep_records("vllm", 12.0, 0.05, 1.5, lengths=lengths),
+    )
     ds = read_runs([run])
     per = sw.per_length(ds.measured())
     for phase in ("prefill", "decode"):
@@ -63,11 +79,26 @@ def test_sweep_at_one_prompt_length_is_bars(tmp_path, lengths, expected):
 
 
 def test_conversation_with_one_turn_is_bars():
-    turns = pd.DataFrame([{"backend": "hf", "mode": m, "turn": 1, "ttft_med": 10.0, "ttft_q1": 9.0, "ttft_q3": 11.0, "ttft_n": 3,
-                           "prompt_tokens": 100} for m in ("full", "cached")])
+    turns = pd.DataFrame(
+        [
+            {
+                "backend": "hf",
+                "mode": m,
+                "turn": 1,
+                "ttft_med": 10.0,
+                "ttft_q1": 9.0,
+                "ttft_q3": 11.0,
+                "ttft_n": 3,
+                "prompt_tokens": 100,
+            }
+            for m in ("full", "cached")
+        ]
+    )
     assert marks(charts.conversation_ttft(turns)) == {"bar", "errorbar"}
     two = pd.concat([turns, turns.assign(turn=2)])
-    assert "line" in marks(charts.conversation_ttft(two)) and "bar" not in marks(charts.conversation_ttft(two))
+    assert "line" in marks(charts.conversation_ttft(two)) and "bar" not in marks(
+        charts.conversation_ttft(two)
+    )
 
 
 def test_attention_on_one_layer_is_bars():

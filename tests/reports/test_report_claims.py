@@ -47,7 +47,9 @@ def test_registering_a_claim(h200, monkeypatch):
 
 def test_every_seed_claim_is_listed_with_a_verdict(h200):
     seed = [c for c in h200.claims if c.source == "seed article"]
-    assert len(seed) == 13  # every seed claim, the three token figures too (the runs' env.json has the tokenizer facts)
+    assert (
+        len(seed) == 13
+    )  # every seed claim, the three token figures too (the runs' env.json has the tokenizer facts)
     assert all(c.verdict.word in claims.VERDICTS and c.verdict.reason for c in seed)
     by = {c.statement: c for c in seed}
     # random weights: attention cannot be judged; the mask held on every backend (n as recorded)
@@ -72,21 +74,36 @@ def test_hf_graphs_is_flagged_by_what_differs_in_env_json(h200):
     """hf-graphs ran alone, hours after the others, from another commit: the first screen says what differs
     (env.json's day, machine and commit, read here from the runs) and nothing that does not."""
     envs = {n: json.loads((H200 / n / "env.json").read_text()) for n in RUNS}
-    hosts = {n: {s["gpu_host"]["hostname"] for b in e["backends"].values() for s in b["starts"]} for n, e in envs.items()}
+    hosts = {
+        n: {s["gpu_host"]["hostname"] for b in e["backends"].values() for s in b["starts"]}
+        for n, e in envs.items()
+    }
     commit = envs["h200-hf-graphs"]["git_commit"]
     assert {envs[n]["git_commit"] for n in RUNS[:3]} == {envs["h200-hf"]["git_commit"]} != {commit}
-    assert len({e["started"][:10] for e in envs.values()}) == 1 and len(set.union(*hosts.values())) == 1  # same day, same host
+    assert (
+        len({e["started"][:10] for e in envs.values()}) == 1 and len(set.union(*hosts.values())) == 1
+    )  # same day, same host
     ranked = [j for j in h200.jobs if j.latency and "hf-graphs" in dict(j.values)]
     assert ranked
     for job in ranked:
         assert f"from another run than the rest: hf-graphs (commit {commit[:12]})" in job.caution
-        assert "day " not in job.caution and "machine " not in job.caution and "shared the GPU host" not in job.caution
+        assert (
+            "day " not in job.caution
+            and "machine " not in job.caution
+            and "shared the GPU host" not in job.caution
+        )
     alone = envs["h200-hf-graphs"]["backends"]["hf-graphs"]["starts"][0]["gpu_host"]
-    assert alone["other_processes"] == 0 and alone["declared"] is None and all(p["ours"] for p in alone["gpu_processes"])
+    assert (
+        alone["other_processes"] == 0
+        and alone["declared"] is None
+        and all(p["ours"] for p in alone["gpu_processes"])
+    )
 
 
 def test_a_backend_without_a_prefix_cache_is_left_out_of_the_reuse_claims(h200):
-    skipped = h200.ds.records.query("backend == 'hf-graphs' and workload == 'conversation' and mode == 'cached'")
+    skipped = h200.ds.records.query(
+        "backend == 'hf-graphs' and workload == 'conversation' and mode == 'cached'"
+    )
     assert len(skipped) == 1 and skipped.skipped.notna().all()
     for start in ("Prefix reuse cuts", "Summed TTFT over the conversation"):
         claim = next(c for c in h200.claims if c.statement.startswith(start))

@@ -42,15 +42,39 @@ def test_incomplete_repeat_is_left_out(df):
 
 
 def test_processed_tokens_falls_back_to_the_prompt_only_after_a_reset():
-    assert conv.processed_tokens(pd.Series({"computed_tokens": None, "prompt_tokens": 50, "cache_state": "reset-before-request"})) == 50
-    assert conv.processed_tokens(pd.Series({"computed_tokens": None, "prompt_tokens": 50, "cache_state": "reuse-allowed"})) is None
-    assert conv.processed_tokens(pd.Series({"computed_tokens": 7, "prompt_tokens": 50, "cache_state": "reuse-allowed"})) == 7
+    assert (
+        conv.processed_tokens(
+            pd.Series({"computed_tokens": None, "prompt_tokens": 50, "cache_state": "reset-before-request"})
+        )
+        == 50
+    )
+    assert (
+        conv.processed_tokens(
+            pd.Series({"computed_tokens": None, "prompt_tokens": 50, "cache_state": "reuse-allowed"})
+        )
+        is None
+    )
+    assert (
+        conv.processed_tokens(
+            pd.Series({"computed_tokens": 7, "prompt_tokens": 50, "cache_state": "reuse-allowed"})
+        )
+        == 7
+    )
 
 
-@pytest.mark.parametrize(("shared", "prompt", "block", "expected"), [
-    (90, 230, 16, 80), (220, 400, 16, 208), (220, 400, None, 220), (220, 400, 1, 220),
-    (400, 400, None, 399), (400, 400, 16, 384), (None, 100, 16, 0), (15, 100, 16, 0),
-])
+@pytest.mark.parametrize(
+    ("shared", "prompt", "block", "expected"),
+    [
+        (90, 230, 16, 80),
+        (220, 400, 16, 208),
+        (220, 400, None, 220),
+        (220, 400, 1, 220),
+        (400, 400, None, 399),
+        (400, 400, 16, 384),
+        (None, 100, 16, 0),
+        (15, 100, 16, 0),
+    ],
+)
 def test_expected_cached_block_rounding(shared, prompt, block, expected):
     assert conv.expected_cached(shared, prompt, block) == expected
 
@@ -61,7 +85,9 @@ def test_reuse_explanations(df):
     assert why[("hf", 2)] == "all of the shared prefix"
     assert why[("vllm", 2)] == "block granularity: ⌊90/16⌋×16 = 80"
     assert why[("vllm", 1)] == "first turn: nothing shared yet"
-    assert conv.explain_reuse(220, 400, 150, 16) == "58 fewer than expected (block 16): evicted, or not reused"
+    assert (
+        conv.explain_reuse(220, 400, 150, 16) == "58 fewer than expected (block 16): evicted, or not reused"
+    )
     assert conv.explain_reuse(220, 400, None, 16) == "not reported by the engine"
     assert conv.explain_reuse(400, 400, 399, None).startswith("all of the shared prefix but the last")
     assert conv.explain_reuse(220, 400, 219, None) == "1 fewer than expected: evicted, or not reused"
@@ -74,7 +100,9 @@ def test_first_tokens_and_prefix_breaks(df):
     breaks = conv.prefix_breaks(df)
     assert [b["turn"] for b in breaks] == [2, 3] and breaks[0]["tokens_lost"] == 10
     summary = conv.break_summary(breaks)
-    assert summary["first_lost_tokens"] == ["<think>", "\n", "\n", "</think>"] and summary["lost"].median == 10
+    assert (
+        summary["first_lost_tokens"] == ["<think>", "\n", "\n", "</think>"] and summary["lost"].median == 10
+    )
 
 
 def test_repeats_of_two_engine_starts_stay_apart(tmp_path):
@@ -88,4 +116,7 @@ def test_repeats_of_two_engine_starts_stay_apart(tmp_path):
     full = tot[(tot.backend == "hf") & (tot["mode"] == "full")].iloc[0]
     assert full.tokens_med == 730 and full.tokens_n == 6  # 100 + 230 + 400 per repeat; 3 repeats x 2 starts
     first = conv.first_tokens(df)
-    assert first[first.backend == "vllm"].iloc[0].compared == 18 and first[first.backend == "vllm"].iloc[0].same == 16
+    assert (
+        first[first.backend == "vllm"].iloc[0].compared == 18
+        and first[first.backend == "vllm"].iloc[0].same == 16
+    )

@@ -82,12 +82,16 @@ def test_summary_rows_are_the_pages_with_their_numbers(exported):
     html = (exported / "report.html").read_text()
     page_jobs = {r["job"]: r for r in table_with(page_tables(html), "job", "figure compared")}
     jobs = list(dict.fromkeys(r["job"] for r in summary["summary"]))
-    assert set(jobs) == set(page_jobs) and len(jobs) >= 8  # every row of the page, latency, quality, load and facts
+    assert (
+        set(jobs) == set(page_jobs) and len(jobs) >= 8
+    )  # every row of the page, latency, quality, load and facts
     latency = 0
     for job in jobs:
         rows = [r for r in summary["summary"] if r["job"] == job]
         cell = page_jobs[job][next(c for c in page_jobs[job] if c.startswith("every backend"))]
-        assert cell.split("\n")[:len(rows)] == [f"{r['backend']} {r['value']}" for r in rows], job  # best first, as shown
+        assert cell.split("\n")[: len(rows)] == [f"{r['backend']} {r['value']}" for r in rows], (
+            job
+        )  # best first, as shown
         assert page_jobs[job]["figure compared"] == rows[0]["figure"]
         for r in rows:
             if r["median"] is not None:  # the number behind the text is the one the page printed
@@ -102,38 +106,56 @@ def test_load_levels_are_the_pages_level_tables(exported):
     summary = json.loads((exported / "summary.json").read_text())
     load = next(w for w in summary["workloads"] if w["kind"] == "load")
     levels = load["tables"]["levels"]
-    page = {(r["variant"], r["load"], r["output tok/s"]): r
-            for r in table_with(page_tables((exported / "report.html").read_text()), "variant", "output tok/s")}
+    page = {
+        (r["variant"], r["load"], r["output tok/s"]): r
+        for r in table_with(page_tables((exported / "report.html").read_text()), "variant", "output tok/s")
+    }
     assert len(levels) == 4 and len(page) == 4  # two backends x two levels
     for lv in levels:
         key = (f"{lv['workload']} · {lv['mode']}", lv["case"], fmt.n(lv["output_tps"]))
         assert key in page, key
         shown = page[key]
         assert shown["TTFT p50 / p90 / p99 ms"] == " / ".join(fmt.n(lv[f"ttft_p{q}"]) for q in (50, 90, 99))
-        assert shown["goodput req/s"] == fmt.n(lv["goodput_rps"], 2) and shown["requests/s"] == fmt.n(lv["rps"], 2)
+        assert shown["goodput req/s"] == fmt.n(lv["goodput_rps"], 2) and shown["requests/s"] == fmt.n(
+            lv["rps"], 2
+        )
     gated = [f for f in summary["figures"] if f["group"].startswith("Load · ")]
-    assert {f["value"] for f in gated if f["figure"] == "output tokens/s"} == {lv["output_tps"] for lv in levels}
+    assert {f["value"] for f in gated if f["figure"] == "output tokens/s"} == {
+        lv["output_tps"] for lv in levels
+    }
 
 
 def test_json_rates_and_backends_match_the_page(exported):
     summary = json.loads((exported / "summary.json").read_text())
     tables = page_tables((exported / "report.html").read_text())
     status = {r["backend"]: r for r in table_with(tables, "backend", "requests measured")}
-    assert {r["backend"]: r["measured"] for r in summary["status"]} == {b: int(r["requests measured"]) for b, r in status.items()}
+    assert {r["backend"]: r["measured"] for r in summary["status"]} == {
+        b: int(r["requests measured"]) for b, r in status.items()
+    }
     rates = next(w for w in summary["workloads"] if w["kind"] == "json")["tables"]["rates"]
     shown = {(r["mode"], r["T"], r["valid"]) for r in table_with(tables, "mode", "valid", "correct")}
-    assert len(rates) >= 6 and len(shown) == len({(r["mode"], r["temperature"], r["valid"], r["n"]) for r in rates})
+    assert len(rates) >= 6 and len(shown) == len(
+        {(r["mode"], r["temperature"], r["valid"], r["n"]) for r in rates}
+    )
     for r in rates:
-        assert (r["mode"], fmt.n(r["temperature"], 1), f"{r['valid']}/{r['n']} ({fmt.pct(r['pass_rate'])})") in shown, r
+        assert (
+            r["mode"],
+            fmt.n(r["temperature"], 1),
+            f"{r['valid']}/{r['n']} ({fmt.pct(r['pass_rate'])})",
+        ) in shown, r
 
 
 def test_csv_files_hold_the_json_rows(exported):
     summary = json.loads((exported / "summary.json").read_text())
     with (exported / "csv" / "summary.csv").open(newline="", encoding="utf-8") as f:
         rows = list(csv.DictReader(f))
-    assert [(r["job"], r["backend"], r["value"]) for r in rows] == [(r["job"], r["backend"], r["value"]) for r in summary["summary"]]
+    assert [(r["job"], r["backend"], r["value"]) for r in rows] == [
+        (r["job"], r["backend"], r["value"]) for r in summary["summary"]
+    ]
     medians = [float(r["median"]) if r["median"] else None for r in rows]
-    assert medians == [r["median"] for r in summary["summary"]]  # full precision, empty = not a latency figure
+    assert medians == [
+        r["median"] for r in summary["summary"]
+    ]  # full precision, empty = not a latency figure
     load = next(w for w in summary["workloads"] if w["kind"] == "load")
     with (exported / "csv" / f"{load['name']}.levels.csv").open(newline="", encoding="utf-8") as f:
         levels = list(csv.DictReader(f))
@@ -146,7 +168,9 @@ def test_csv_files_hold_the_json_rows(exported):
 def test_default_is_the_page_alone_and_json_alone_writes_no_page(tmp_path, capsys):
     run = Path(shutil.copytree(FIXTURES / RUNS[1], tmp_path / "run"))
     assert main([str(run)]) == 0
-    assert (run / "report.html").is_file() and not (run / "summary.json").exists() and not (run / "csv").exists()
+    assert (
+        (run / "report.html").is_file() and not (run / "summary.json").exists() and not (run / "csv").exists()
+    )
     (run / "report.html").unlink()
     assert main([str(run), "--format", "json"]) == 0
     assert (run / "summary.json").is_file() and not (run / "report.html").exists()
@@ -158,5 +182,9 @@ def test_an_unknown_format_is_one_line_naming_the_known_ones(tmp_path, capsys, f
     run = Path(shutil.copytree(FIXTURES / RUNS[1], tmp_path / "run"))
     assert main([str(run), "--format", formats]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "known formats are html, json, csv" in err[0] and err[0].startswith("python -m reports: error:")
+    assert (
+        len(err) == 1
+        and "known formats are html, json, csv" in err[0]
+        and err[0].startswith("python -m reports: error:")
+    )
     assert not (run / "report.html").exists() and not (run / "summary.json").exists()

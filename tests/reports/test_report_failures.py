@@ -12,8 +12,15 @@ from tests.reports.records import record, write_run
 
 
 def failed(workload: str, kind: str, **kw) -> dict:
-    return record(workload=workload, kind=kind, mode=kw.pop("mode", "greedy"), case="N=16",
-                  error="InternalServerError: Error code: 500", backend="openai", **kw)
+    return record(
+        workload=workload,
+        kind=kind,
+        mode=kw.pop("mode", "greedy"),
+        case="N=16",
+        error="InternalServerError: Error code: 500",
+        backend="openai",
+        **kw,
+    )
 
 
 @pytest.mark.parametrize("how", ["errors", "skipped at start", "errors without kind"])
@@ -21,8 +28,19 @@ def test_a_run_where_everything_failed_is_reported(tmp_path, how):  # 15.1
     if how == "errors":
         rows = [failed("lengths", "sweep"), failed("chat", "conversation", turn=0)]
     elif how == "skipped at start":
-        rows = [record(backend="openai", workload=w, kind=None, mode=None, case=None, rep=None, temperature=None,
-                       skipped="failed to start: RuntimeError: cannot list the models") for w in ("chat", "lengths")]
+        rows = [
+            record(
+                backend="openai",
+                workload=w,
+                kind=None,
+                mode=None,
+                case=None,
+                rep=None,
+                temperature=None,
+                skipped="failed to start: RuntimeError: cannot list the models",
+            )
+            for w in ("chat", "lengths")
+        ]
     else:
         rows = [failed("lengths", None)]
     run = write_run(tmp_path / "run", rows)
@@ -32,13 +50,25 @@ def test_a_run_where_everything_failed_is_reported(tmp_path, how):  # 15.1
 
 
 def bad_run(tmp_path):
-    good = json.dumps(record(workload="lengths", kind="sweep", mode="greedy", case="N=16", prompt_tokens=16, ttft_ms=3.0,
-                             decode_ms_per_token=1.0, output_tokens=4))
+    good = json.dumps(
+        record(
+            workload="lengths",
+            kind="sweep",
+            mode="greedy",
+            case="N=16",
+            prompt_tokens=16,
+            ttft_ms=3.0,
+            decode_ms_per_token=1.0,
+            output_tokens=4,
+        )
+    )
     lines = [
         good.encode(),
         b'{"run_id": "hand", "backend": "hf", "workl',  # cut short
         b"[1, 2, 3]",  # not an object
-        json.dumps(record(workload="lengths", kind="sweep", case="N=32", ttft_ms="fast")).encode(),  # wrong type
+        json.dumps(
+            record(workload="lengths", kind="sweep", case="N=32", ttft_ms="fast")
+        ).encode(),  # wrong type
         b'{"run_id": "hand", "backend": "hf", "output_text": "\xff\xfe"}',  # invalid UTF-8
         b"",  # blank lines are not mistakes
         json.dumps({"run_id": "hand"}).encode(),  # no backend

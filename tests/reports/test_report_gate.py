@@ -17,8 +17,15 @@ from tests.reports.test_report_many_users import level_records
 JITTER = {"a": (-1.0, 0.0, 1.0), "b": (0.5, -0.5, 1.5)}  # two draws of the same noise (each: IQR 1 ms)
 
 
-def run(tmp_path, name: str, ttft_a: float = 10.0, decode: float = 2.0, load_scale: float = 1.0, jitter: str = "a",
-        backends=("hf", "vllm")):
+def run(
+    tmp_path,
+    name: str,
+    ttft_a: float = 10.0,
+    decode: float = 2.0,
+    load_scale: float = 1.0,
+    jitter: str = "a",
+    backends=("hf", "vllm"),
+):
     """A sweep (TTFT a + 0.1 N ms, ±1 ms over 3 repeats) and two load levels per backend."""
     rows = []
     for b in backends:
@@ -26,7 +33,9 @@ def run(tmp_path, name: str, ttft_a: float = 10.0, decode: float = 2.0, load_sca
             rep = r["rep"]
             r["ttft_ms"] += JITTER[jitter][rep] - JITTER["a"][rep]  # the same centre, another draw
             rows.append(r)
-        rows += level_records(b, 1, load_scale, "batched by the engine") + level_records(b, 4, 2 * load_scale, "batched by the engine")
+        rows += level_records(b, 1, load_scale, "batched by the engine") + level_records(
+            b, 4, 2 * load_scale, "batched by the engine"
+        )
     return write_run(tmp_path / name, rows)
 
 
@@ -37,7 +46,9 @@ def gate(capsys, *args) -> tuple[int, str]:
 
 def test_noise_passes(tmp_path, capsys):
     base = run(tmp_path, "base")
-    cand = run(tmp_path, "cand", ttft_a=10.2, jitter="b", load_scale=1.01)  # 1-2 % moves, inside the spread and 5 %
+    cand = run(
+        tmp_path, "cand", ttft_a=10.2, jitter="b", load_scale=1.01
+    )  # 1-2 % moves, inside the spread and 5 %
     code, out = gate(capsys, "--baseline", base, "--candidate", cand)
     assert code == 0, out
     assert out.rstrip().splitlines()[-1].startswith("PASS") and REGRESSED.upper() not in out
@@ -51,18 +62,25 @@ def test_a_planted_regression_fails_and_names_the_figure(tmp_path, capsys):
     assert code == 1
     bad = [line for line in out.splitlines() if line.startswith(REGRESSED.upper())]
     was, now = 10.0 + 0.1 * 64, 30.0 + 0.1 * 64 + 0.5  # hf's median TTFT at N=64 (draw b's median is +0.5 ms)
-    assert any(f"TTFT at the shortest prompt, N=64 · hf: {fmt.n(was)} ms → {fmt.n(now)} ms" in line
-               and f"worse by {fmt.rel((now - was) / was)}" in line for line in bad), out
+    assert any(
+        f"TTFT at the shortest prompt, N=64 · hf: {fmt.n(was)} ms → {fmt.n(now)} ms" in line
+        and f"worse by {fmt.rel((now - was) / was)}" in line
+        for line in bad
+    ), out
     assert not any("decode ms/token" in line for line in bad)  # decode did not move
     assert out.rstrip().splitlines()[-1].startswith("FAIL")
 
 
 def test_slower_load_throughput_is_a_regression_beyond_the_threshold_only(tmp_path, capsys):
     base = run(tmp_path, "base")
-    cand = run(tmp_path, "cand", load_scale=1.5)  # every request's TTFT 1.5x: the window grows, tokens/s falls
+    cand = run(
+        tmp_path, "cand", load_scale=1.5
+    )  # every request's TTFT 1.5x: the window grows, tokens/s falls
     code, out = gate(capsys, "--baseline", base, "--candidate", cand)
-    assert code == 1 and any(line.startswith("REGRESSED") and "output tokens/s" in line and "spread not measured" in line
-                             for line in out.splitlines()), out
+    assert code == 1 and any(
+        line.startswith("REGRESSED") and "output tokens/s" in line and "spread not measured" in line
+        for line in out.splitlines()
+    ), out
     code, out = gate(capsys, "--baseline", base, "--candidate", cand, "--threshold-pct", "90")
     assert code == 0, out
 
@@ -79,8 +97,14 @@ def test_the_threshold_holds_back_a_small_change_beyond_a_tight_spread():
 
 def test_which_way_is_better_comes_from_the_figure():
     up = Figure("load", "output tokens/s", "vllm", 100.0, "tok/s", HIGHER)
-    assert compare([up], [Figure("load", "output tokens/s", "vllm", 80.0, "tok/s", HIGHER)], 0.05)[0].verdict == REGRESSED
-    assert compare([up], [Figure("load", "output tokens/s", "vllm", 120.0, "tok/s", HIGHER)], 0.05)[0].verdict == IMPROVED
+    assert (
+        compare([up], [Figure("load", "output tokens/s", "vllm", 80.0, "tok/s", HIGHER)], 0.05)[0].verdict
+        == REGRESSED
+    )
+    assert (
+        compare([up], [Figure("load", "output tokens/s", "vllm", 120.0, "tok/s", HIGHER)], 0.05)[0].verdict
+        == IMPROVED
+    )
 
 
 def test_a_backend_missing_from_the_candidate_fails_unless_ignored(tmp_path, capsys):
@@ -103,14 +127,20 @@ def test_a_summary_json_stands_for_its_runs(tmp_path, capsys):
     assert gate(capsys, "--baseline", base / "summary.json", "--candidate", base)[0] == 0  # itself: no change
 
 
-@pytest.mark.parametrize("args,message", [
-    (["--baseline", "{base}"], "needs both --baseline and --candidate"),
-    (["{base}", "--baseline", "{base}", "--candidate", "{base}"], "not both"),
-    (["--baseline", "{base}", "--candidate", "{other}"], "no figure in common"),
-    (["--baseline", "{bad}", "--candidate", "{base}"], "not a summary.json with figures"),
-    ([], "give one or more RUN_DIRs"),
-    (["--baseline", "{base}", "--candidate", "{base}", "--format", "json"], "-o and --format are for a report"),
-])
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["--baseline", "{base}"], "needs both --baseline and --candidate"),
+        (["{base}", "--baseline", "{base}", "--candidate", "{base}"], "not both"),
+        (["--baseline", "{base}", "--candidate", "{other}"], "no figure in common"),
+        (["--baseline", "{bad}", "--candidate", "{base}"], "not a summary.json with figures"),
+        ([], "give one or more RUN_DIRs"),
+        (
+            ["--baseline", "{base}", "--candidate", "{base}", "--format", "json"],
+            "-o and --format are for a report",
+        ),
+    ],
+)
 def test_bad_gate_input_is_one_line_and_exit_2(tmp_path, capsys, args, message):
     base = run(tmp_path, "base")
     other = write_run(tmp_path / "other", sweep_records("sglang", 10.0, 0.1, 2.0))

@@ -28,7 +28,10 @@ def test_wilson_and_newcombe_contain_the_estimate_and_narrow_with_n():
     for k, n in ((0, 5), (2, 2), (7, 20), (50, 100)):
         lo, hi = intervals.wilson(k, n)
         assert 0 <= lo <= k / n <= hi <= 1
-    assert intervals.wilson(20, 40)[1] - intervals.wilson(20, 40)[0] < intervals.wilson(2, 4)[1] - intervals.wilson(2, 4)[0]
+    assert (
+        intervals.wilson(20, 40)[1] - intervals.wilson(20, 40)[0]
+        < intervals.wilson(2, 4)[1] - intervals.wilson(2, 4)[0]
+    )
     lo, hi = intervals.difference(40, 40, 20, 40)
     assert 0 < lo < 0.5 < hi <= 1
     lo, hi = intervals.difference(2, 4, 2, 4)
@@ -39,7 +42,9 @@ def test_the_bootstrap_is_repeatable_and_covers_a_known_slope():
     rng = random.Random(1)
     strata = [[(n, 10 + 0.001 * n + rng.gauss(0, 0.05)) for _ in range(5)] for n in LENGTHS]
     ci = intervals.bootstrap(strata, intervals.relative_change)
-    assert ci == intervals.bootstrap(strata, intervals.relative_change)  # fixed seed: a rebuilt report says the same
+    assert ci == intervals.bootstrap(
+        strata, intervals.relative_change
+    )  # fixed seed: a rebuilt report says the same
     true = 0.001 * (2048 - 64) / (10 + 0.001 * (256 + 1024) / 2)  # the line's change over the median
     assert ci[0] < true < ci[1] and ci[1] - ci[0] < 0.05
 
@@ -49,9 +54,23 @@ def sweep(backend: str, decode, rng: random.Random, starts: int = 2, reps: int =
     for start in range(starts):
         for n in LENGTHS:
             for rep in range(reps):
-                out.append(record(backend=backend, workload="sweep", kind="sweep", mode="greedy", case=f"N={n}", rep=rep,
-                                  engine_start=start, prompt_tokens=n, ttft_ms=5 + 0.01 * n, decode_ms_per_token=decode(n, rng),
-                                  output_tokens=64, output_token_ids=list(range(64)), cache_state="reset-before-request"))
+                out.append(
+                    record(
+                        backend=backend,
+                        workload="sweep",
+                        kind="sweep",
+                        mode="greedy",
+                        case=f"N={n}",
+                        rep=rep,
+                        engine_start=start,
+                        prompt_tokens=n,
+                        ttft_ms=5 + 0.01 * n,
+                        decode_ms_per_token=decode(n, rng),
+                        output_tokens=64,
+                        output_token_ids=list(range(64)),
+                        cache_state="reset-before-request",
+                    )
+                )
     return out
 
 
@@ -61,11 +80,20 @@ def flat_claim(tmp_path, decode) -> claims.Claim:
     return next(c for c in report.claims if "flat in the prompt length" in c.statement)
 
 
-@pytest.mark.parametrize(("decode", "word"), [
-    (lambda n, rng: 40 + rng.gauss(0, 0.2), "setup-specific"),  # flat: the shape holds, the level is the seed's GPU's
-    (lambda n, rng: 40 * (1 + 0.5 * n / 2048) + rng.gauss(0, 0.2), "does not hold"),  # +50 % over the range
-    (lambda n, rng: 40 * rng.choice([0.8, 1.0, 1.25]), "not decided"),  # repeats overlapping at every N
-])
+@pytest.mark.parametrize(
+    ("decode", "word"),
+    [
+        (
+            lambda n, rng: 40 + rng.gauss(0, 0.2),
+            "setup-specific",
+        ),  # flat: the shape holds, the level is the seed's GPU's
+        (
+            lambda n, rng: 40 * (1 + 0.5 * n / 2048) + rng.gauss(0, 0.2),
+            "does not hold",
+        ),  # +50 % over the range
+        (lambda n, rng: 40 * rng.choice([0.8, 1.0, 1.25]), "not decided"),  # repeats overlapping at every N
+    ],
+)
 def test_flat_in_n_is_decided_by_the_interval(tmp_path, decode, word):
     c = flat_claim(tmp_path, decode)
     assert c.verdict.word == word, (c.verdict.reason, c.here)

@@ -27,11 +27,33 @@ def hostile(run: Path) -> None:
     """A failing JSON reply and a template reply that carry markup, and a mode name with markup."""
     add_records(
         run,
-        record(run_id=run.name, backend="hf", workload="json", kind="json", mode="strict", case="case=9", rep=0,
-               temperature=0.0, valid_json=False, output_text=SCRIPT, finish_reason="stop", prompt_tokens=60,
-               e2e_ms=10.0, decode_ms_per_token=1.0),
-        record(run_id=run.name, backend="hf", workload="template", kind="template", mode="<b>fmt</b>", case="q=0",
-               clean=False, output_text="</pre>" + SCRIPT, finish_reason="length"),
+        record(
+            run_id=run.name,
+            backend="hf",
+            workload="json",
+            kind="json",
+            mode="strict",
+            case="case=9",
+            rep=0,
+            temperature=0.0,
+            valid_json=False,
+            output_text=SCRIPT,
+            finish_reason="stop",
+            prompt_tokens=60,
+            e2e_ms=10.0,
+            decode_ms_per_token=1.0,
+        ),
+        record(
+            run_id=run.name,
+            backend="hf",
+            workload="template",
+            kind="template",
+            mode="<b>fmt</b>",
+            case="q=0",
+            clean=False,
+            output_text="</pre>" + SCRIPT,
+            finish_reason="length",
+        ),
     )
 
 
@@ -47,8 +69,16 @@ def page(tmp_path_factory) -> str:
 
 
 def test_sections_and_columns(page):
-    for heading in ("Workload “conversation”", "Workload “sweep”", "Workload “json”", "Workload “template”",
-                    "Agreement at T=0", "Caveats", "Environment", "Which stack for which job"):
+    for heading in (
+        "Workload “conversation”",
+        "Workload “sweep”",
+        "Workload “json”",
+        "Workload “template”",
+        "Agreement at T=0",
+        "Caveats",
+        "Environment",
+        "Which stack for which job",
+    ):
         assert heading.replace("“", "<q>").replace("”", "</q>") in page or heading in page
     assert "hf (tiny-eager)" in page and "hf (tiny-sdpa)" in page
 
@@ -101,7 +131,20 @@ def test_cli(recorded_runs, tmp_path, capsys):
     assert main([str(recorded_runs[1])]) == 0
     assert (recorded_runs[1] / "report.html").is_file()
     assert "report:" in capsys.readouterr().out
-    assert main([str(recorded_runs[1]), "-o", str(tmp_path / "r.html"), "--bandwidth-gbps", "1000", "--tflops", "100"]) == 0
+    assert (
+        main(
+            [
+                str(recorded_runs[1]),
+                "-o",
+                str(tmp_path / "r.html"),
+                "--bandwidth-gbps",
+                "1000",
+                "--tflops",
+                "100",
+            ]
+        )
+        == 0
+    )
     assert main([str(tmp_path / "empty")]) == 2
     assert "no records.jsonl" in capsys.readouterr().err
 
@@ -110,15 +153,45 @@ def test_cli(recorded_runs, tmp_path, capsys):
 def test_quality_labels_only_for_random_weights_and_only_on_their_sections(tmp_path, random_weights):
     from tests.reports.records import write_run
 
-    rows = [record(run_id="r", backend=b, workload=w, kind=w, mode=m, case="q=0", temperature=0.0, output_text="x",
-                   output_token_ids=[1, 2], valid_json=False if w == "json" else None, clean=False if w == "template" else None,
-                   prompt_tokens=10, e2e_ms=5.0)
-            for b in ("hf", "vllm") for w, m in (("json", "free"), ("template", "chat_template"))]
-    rows += [record(run_id="r", backend=b, workload="sweep", kind="sweep", mode="greedy", case="N=64", prompt_tokens=64,
-                    ttft_ms=3.0, decode_ms_per_token=1.0, output_token_ids=[1]) for b in ("hf", "vllm")]
+    rows = [
+        record(
+            run_id="r",
+            backend=b,
+            workload=w,
+            kind=w,
+            mode=m,
+            case="q=0",
+            temperature=0.0,
+            output_text="x",
+            output_token_ids=[1, 2],
+            valid_json=False if w == "json" else None,
+            clean=False if w == "template" else None,
+            prompt_tokens=10,
+            e2e_ms=5.0,
+        )
+        for b in ("hf", "vllm")
+        for w, m in (("json", "free"), ("template", "chat_template"))
+    ]
+    rows += [
+        record(
+            run_id="r",
+            backend=b,
+            workload="sweep",
+            kind="sweep",
+            mode="greedy",
+            case="N=64",
+            prompt_tokens=64,
+            ttft_ms=3.0,
+            decode_ms_per_token=1.0,
+            output_token_ids=[1],
+        )
+        for b in ("hf", "vllm")
+    ]
     env = {"model": {"label": "m", "random_weights": random_weights, "params": 1000}}
     page = build([write_run(tmp_path / "r", rows, env)], tmp_path / "report.html").read_text()
-    sections = {m.group(1): m.group(2) for m in re.finditer(r'<section id="([^"]+)"[^>]*>(.*?)</section>', page, re.S)}
+    sections = {
+        m.group(1): m.group(2) for m in re.finditer(r'<section id="([^"]+)"[^>]*>(.*?)</section>', page, re.S)
+    }
     labelled = {sid for sid, body in sections.items() if "not a quality figure" in body}
     if random_weights:
         assert "Weights are random" in page
@@ -126,4 +199,6 @@ def test_quality_labels_only_for_random_weights_and_only_on_their_sections(tmp_p
         assert {"agreement", "wl-1", "wl-2"} <= labelled and sweep not in labelled
     else:
         assert "Weights are random" not in page and not labelled
-        assert "1000 parameters" not in page and "0 M parameters" in page  # a small real model: what its figures mean
+        assert (
+            "1000 parameters" not in page and "0 M parameters" in page
+        )  # a small real model: what its figures mean

@@ -28,25 +28,30 @@ def test_formula_matches_transformers(config_name):
 
     from harness.models import TINY_CONFIG
 
-    config = json.loads(QWEN3_8B.read_text()) if config_name == "qwen3-8b" else {**TINY_CONFIG, "vocab_size": 2112}
+    config = (
+        json.loads(QWEN3_8B.read_text()) if config_name == "qwen3-8b" else {**TINY_CONFIG, "vocab_size": 2112}
+    )
     fields = {k: v for k, v in config.items() if k not in ("architectures", "model_type", "torch_dtype")}
     with torch.device("meta"):
         model = AutoModelForCausalLM.from_config(Qwen3Config(**fields))
     assert roofline.qwen3_params(config) == sum(p.numel() for p in model.parameters())
 
 
-@pytest.mark.parametrize(("gpu", "label", "bw", "tf"), [
-    ("NVIDIA H200", "H200 SXM", 4800, 989),
-    ("NVIDIA H200 NVL", "H200 NVL", 4800, 835),
-    ("NVIDIA A100-SXM4-40GB", "A100 40GB", 1555, 312),
-    ("NVIDIA A100-SXM4-80GB", "A100 80GB SXM", 2039, 312),
-    ("NVIDIA A100 80GB PCIe", "A100 80GB PCIe", 1935, 312),
-    ("NVIDIA H100 80GB HBM3", "H100 SXM", 3350, 989),
-    ("NVIDIA H100 PCIe", "H100 PCIe", 2000, 756),
-    ("NVIDIA L4", "L4", 300, 121),
-    ("NVIDIA L40S", "L40S", 864, 362),
-    ("NVIDIA GeForce RTX 4090", "RTX 4090", 1008, 165.2),
-])
+@pytest.mark.parametrize(
+    ("gpu", "label", "bw", "tf"),
+    [
+        ("NVIDIA H200", "H200 SXM", 4800, 989),
+        ("NVIDIA H200 NVL", "H200 NVL", 4800, 835),
+        ("NVIDIA A100-SXM4-40GB", "A100 40GB", 1555, 312),
+        ("NVIDIA A100-SXM4-80GB", "A100 80GB SXM", 2039, 312),
+        ("NVIDIA A100 80GB PCIe", "A100 80GB PCIe", 1935, 312),
+        ("NVIDIA H100 80GB HBM3", "H100 SXM", 3350, 989),
+        ("NVIDIA H100 PCIe", "H100 PCIe", 2000, 756),
+        ("NVIDIA L4", "L4", 300, 121),
+        ("NVIDIA L40S", "L40S", 864, 362),
+        ("NVIDIA GeForce RTX 4090", "RTX 4090", 1008, 165.2),
+    ],
+)
 def test_known_gpus(gpu, label, bw, tf):
     peak = roofline.gpu_peak(gpu)
     assert (peak.label, peak.bandwidth_gbps, peak.tflops, peak.source) == (label, bw, tf, "datasheet")
@@ -71,7 +76,9 @@ def test_floors():
 
 
 def test_model_size_sources(tmp_path):
-    assert roofline.model_size({"model": {"params": 1000, "dtype_bytes": 2}}) == roofline.ModelSize(1000, 2, "env.json")
+    assert roofline.model_size({"model": {"params": 1000, "dtype_bytes": 2}}) == roofline.ModelSize(
+        1000, 2, "env.json"
+    )
     (tmp_path / "config.json").write_text(QWEN3_8B.read_text())
     size = roofline.model_size({"dtype": "bfloat16", "model": {"path": str(tmp_path)}})
     assert (size.params, size.dtype_bytes, size.weight_bytes) == (8_190_735_360, 2, 8_190_735_360 * 2.0)
@@ -89,7 +96,9 @@ def test_step_bytes_leave_out_the_input_embedding_unless_tied():
     assert step.kv_per_token == 36 * 2 * 8 * 128 * 2  # layers x K,V x kv heads x head_dim x bytes
     assert step.at(1000) == step.weights + 1000 * step.kv_per_token
     tied = roofline.step_bytes(size, {**config, "tie_word_embeddings": True}, "tied")
-    assert tied.embedding_left_out == 0 and tied.weights == 8_190_735_360 * 2  # the lm_head streams the shared matrix
+    assert (
+        tied.embedding_left_out == 0 and tied.weights == 8_190_735_360 * 2
+    )  # the lm_head streams the shared matrix
     assert "lm_head" in tied.note
     bare = roofline.step_bytes(size, None)
     assert bare.weights == 8_190_735_360 * 2 and bare.kv_per_token is None

@@ -52,8 +52,10 @@ def test_gzipped_records_read_as_the_plain_file(tmp_path):
 
     from tests.reports.records import record, write_run
 
-    run = write_run(tmp_path / "run", [record(backend="hf", workload="sweep", kind="sweep", case=f"N={n}", ttft_ms=n)
-                                       for n in (64, 256)])
+    run = write_run(
+        tmp_path / "run",
+        [record(backend="hf", workload="sweep", kind="sweep", case=f"N={n}", ttft_ms=n) for n in (64, 256)],
+    )
     plain = read_runs([run]).records
     with (run / "records.jsonl").open("rb") as src, gzip.open(run / "records.jsonl.gz", "wb") as dst:
         shutil.copyfileobj(src, dst)

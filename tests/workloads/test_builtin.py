@@ -74,7 +74,9 @@ def digests(tokenizer) -> dict:
         "tiny_tokenizer_sha256": sha(tokenizer.backend_tokenizer.to_str()),
     }
     for label, r in (("bytes", ByteRenderer(tokenizer)), ("tiny", Renderer(tokenizer))):
-        out[f"plan_sha256_{label}"] = {n: sha(canonical(build_plan(read_builtin([n]), r, REPEATS))) for n in DIGESTED}
+        out[f"plan_sha256_{label}"] = {
+            n: sha(canonical(build_plan(read_builtin([n]), r, REPEATS))) for n in DIGESTED
+        }
     return out
 
 
@@ -90,7 +92,9 @@ def golden() -> dict:
 
 def test_builtin_files_and_template_unchanged(now, golden):
     assert now["builtin_file_sha256"] == golden["builtin_file_sha256"], "a built-in workload file changed"
-    assert now["chat_template_sha256"] == golden["chat_template_sha256"], "harness/chat_template.jinja changed"
+    assert now["chat_template_sha256"] == golden["chat_template_sha256"], (
+        "harness/chat_template.jinja changed"
+    )
 
 
 @pytest.mark.parametrize("name", DIGESTED)

@@ -37,7 +37,10 @@ def test_transcript_jsonl_is_replayed_one_conversation_per_line(renderer):
     two = specs["support-chat/2"]
     requests = turn_messages(two)
     assert requests[0][0] == {"role": "system", "content": one.system}  # the workload's system prompt
-    assert requests[-1][-1] == {"role": "user", "content": "How long until I see the refund?"}  # ends with a user
+    assert requests[-1][-1] == {
+        "role": "user",
+        "content": "How long until I see the refund?",
+    }  # ends with a user
     assert len(requests) == 3
 
 
@@ -46,13 +49,22 @@ def test_transcript_plan_labels_records_with_the_names_in_the_file(renderer):
     plan = build_plan(specs, renderer, repeats=1)
     assert plan.workloads() == ["support-chat/1", "support-chat/2"]
     steps = [s for g in plan.groups if not g.warmup for s in g.steps if s.workload == "support-chat/1"]
-    assert [(s.mode, s.turn) for s in steps] == [("full", 1), ("full", 2), ("full", 3), ("cached", 1), ("cached", 2), ("cached", 3)]
+    assert [(s.mode, s.turn) for s in steps] == [
+        ("full", 1),
+        ("full", 2),
+        ("full", 3),
+        ("cached", 1),
+        ("cached", 2),
+        ("cached", 3),
+    ]
     prompts = render_turns(specs[0], renderer)
     assert [plan.prompts[s.prompt] for s in steps[:3]] == prompts
 
 
 def test_inline_turns_use_the_system_prompt_in_force(renderer, write):
-    path = write("study.yaml", """
+    path = write(
+        "study.yaml",
+        """
         workloads:
           - name: chat
             kind: conversation
@@ -61,13 +73,17 @@ def test_inline_turns_use_the_system_prompt_in_force(renderer, write):
               - {user: a, assistant: b}
               - {user: c, assistant: d, system: new}
               - {user: e, assistant: f}
-        """)
+        """,
+    )
     [spec] = read_workload_file(path)
     systems = [r[0]["content"] for r in turn_messages(spec)]
     assert systems == ["old", "new", "new"]
     assert turn_messages(spec)[2][1:] == [
-        {"role": "user", "content": "a"}, {"role": "assistant", "content": "b"},
-        {"role": "user", "content": "c"}, {"role": "assistant", "content": "d"}, {"role": "user", "content": "e"},
+        {"role": "user", "content": "a"},
+        {"role": "assistant", "content": "b"},
+        {"role": "user", "content": "c"},
+        {"role": "assistant", "content": "d"},
+        {"role": "user", "content": "e"},
     ]
     assert spec._origins == [f"{path}:6", f"{path}:7", f"{path}:8"]
 

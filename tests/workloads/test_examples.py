@@ -21,11 +21,22 @@ from workloads.overrides import apply_fields
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 STUDY = EXAMPLES / "study.yaml"
 NESTED = {  # list- or object-valued fields whose items are models themselves
-    "turns": S.Turn, "transcripts": S.TranscriptSource, "messages": S.Message, "tool_calls": S.ToolCall,
-    "function": S.FunctionCall, "modes": S.JsonMode, "cases": S.JsonCase, "questions": S.Question,
+    "turns": S.Turn,
+    "transcripts": S.TranscriptSource,
+    "messages": S.Message,
+    "tool_calls": S.ToolCall,
+    "function": S.FunctionCall,
+    "modes": S.JsonMode,
+    "cases": S.JsonCase,
+    "questions": S.Question,
     "formats": S.TemplateFormat,
 }
-KIND_MODELS = {"conversation": S.ConversationSpec, "sweep": S.SweepSpec, "json": S.JsonSpec, "template": S.TemplateSpec}
+KIND_MODELS = {
+    "conversation": S.ConversationSpec,
+    "sweep": S.SweepSpec,
+    "json": S.JsonSpec,
+    "template": S.TemplateSpec,
+}
 
 
 def fields_of(model: type[BaseModel]) -> set[str]:
@@ -83,12 +94,18 @@ def test_load_transcripts_example_lints_and_fits_the_cpu_load_scale(tiny_model_d
 @pytest.mark.slow
 def test_study_runs_on_the_tiny_model(tmp_path):
     out = tmp_path / "run"
-    compare("--workload-file", str(STUDY), "--backend", "hf", "--repeats", "1", "--out", str(out), "--no-report")
+    compare(
+        "--workload-file", str(STUDY), "--backend", "hf", "--repeats", "1", "--out", str(out), "--no-report"
+    )
     rows = records(out)
     names = [s.name for s in read_workload_file(STUDY)]
     assert sorted({r["workload"] for r in rows}) == sorted(names)
     assert not [r for r in rows if r["error"] or r["skipped"]]
-    assert {r["workload"] for r in rows if r["turn"] == 3} >= {"support-agent", "support-chat/1", "support-chat/2"}
+    assert {r["workload"] for r in rows if r["turn"] == 3} >= {
+        "support-agent",
+        "support-chat/1",
+        "support-chat/2",
+    }
     json_rows = [r for r in rows if r["kind"] == "json"]
     assert all(isinstance(r["valid_json"], bool) for r in json_rows)
     assert {r["correct"] is None for r in json_rows} == {True, False}  # case 2 has no expected values
@@ -103,8 +120,17 @@ def test_the_demos_load_file_runs_as_written_on_a_cpu_where_the_builtin_is_scale
     """`make demo`'s load (examples/demo-load.yaml) keeps its own 4 output tokens on a CPU; the built-in load,
     in the same run, gets the CPU scale (8 output tokens)."""
     out = tmp_path / "run"
-    proc = compare("--backend", "hf", "--workloads", "load", "--workload-file", str(EXAMPLES / "demo-load.yaml"),
-                   "--out", str(out), "--no-report")
+    proc = compare(
+        "--backend",
+        "hf",
+        "--workloads",
+        "load",
+        "--workload-file",
+        str(EXAMPLES / "demo-load.yaml"),
+        "--out",
+        str(out),
+        "--no-report",
+    )
     assert "at the CPU's scale" in proc.stdout
     rows = [r for r in records(out) if r["rep"] is not None and not r["error"]]
     tokens = {r["workload"]: r["output_tokens"] for r in rows}
@@ -123,6 +149,11 @@ def test_the_demos_arguments_and_files_are_valid_and_its_chat_is_stable(tiny_mod
     kinds = {s.kind for f in files for s in read_workload_file(f)}
     assert {"conversation", "sweep", "load"} <= kinds  # the first screen's latency and load rows
     assert args.repeats >= 3 and len(args.json_temperatures.split(",")) == 2  # a spread, and two temperatures
-    lint = ["--lint-only", "--workloads", args.workloads, *[x for f in files for x in ("--workload-file", str(f))]]
+    lint = [
+        "--lint-only",
+        "--workloads",
+        args.workloads,
+        *[x for f in files for x in ("--workload-file", str(f))],
+    ]
     assert main(lint) == 0
     assert "demo-chat: 3 turns, stable" in capsys.readouterr().out

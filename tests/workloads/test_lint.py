@@ -38,27 +38,38 @@ def test_planted_timestamp_is_found_at_turn_2_inside_the_system_prompt(renderer,
     assert [f.turn for f in real] == [2, 3]
     first = real[0]
     assert first.position == common_prefix_len(prompts[0], prompts[1])
-    system_tokens = len(renderer.chat_ids([{"role": "system", "content": f"Current time: 2026-11-29 03:12:07 UTC\n{SYSTEM}"}]))
+    system_tokens = len(
+        renderer.chat_ids([{"role": "system", "content": f"Current time: 2026-11-29 03:12:07 UTC\n{SYSTEM}"}])
+    )
     assert first.position < system_tokens  # inside the system prompt, near its top
     assert first.where == "message 1 (system)"
     assert first.origin == f"{path}:8"
     assert first.tokens_lost == len(prompts[0]) - first.position
     cut = first.position - first.context_start  # the tokens around the break, as text
-    shared, before, after = ("".join(t) for t in (first.previous[:cut], first.previous[cut:], first.current[cut:]))
+    shared, before, after = (
+        "".join(t) for t in (first.previous[:cut], first.previous[cut:], first.current[cut:])
+    )
     assert shared + before in f"Current time: 2026-11-29 03:12:07 UTC\n{SYSTEM}"
     assert shared + after in f"Current time: 2026-11-29 03:14:52 UTC\n{SYSTEM}"
     assert "12" in before and "14" in after
 
     lines, code = report([spec], check_all([spec], renderer))
     assert code == 1
-    assert any(f"BREAK at turn 2 ({path}:8)" in x and f"at token {first.position} of {len(prompts[0])}" in x for x in lines)
+    assert any(
+        f"BREAK at turn 2 ({path}:8)" in x and f"at token {first.position} of {len(prompts[0])}" in x
+        for x in lines
+    )
 
 
 def test_builtin_conversation_only_has_the_expected_template_rewrite(renderer):
     [spec] = read_builtin(["conversation"])
     findings = check(spec, renderer)
-    assert [f.turn for f in findings] == list(range(2, len(spec.turns) + 1))  # Qwen3-style: every turn breaks...
-    assert all(f.expected and f.where == "the generation prompt" for f in findings)  # ...in the generation prompt
+    assert [f.turn for f in findings] == list(
+        range(2, len(spec.turns) + 1)
+    )  # Qwen3-style: every turn breaks...
+    assert all(
+        f.expected and f.where == "the generation prompt" for f in findings
+    )  # ...in the generation prompt
     prompts = render_turns(spec, renderer)
     assert all(f.position > len(prompts[f.turn - 2]) - 10 for f in findings)
     assert report([spec], check_all([spec], renderer))[1] == 0
@@ -80,8 +91,14 @@ def test_lint_only_needs_no_weights_and_passes_a_stable_file(tiny_model_dir, wri
     tokenizer_only.mkdir()
     for name in ("config.json", "tokenizer.json", "tokenizer_config.json"):
         shutil.copy(Path(tiny_model_dir) / name, tokenizer_only / name)
-    path = write("stable.yaml", CLOCK.replace("system: \"Current time: 2026-11-29 03:14:52", "system: \"Current time: 2026-11-29 03:12:07")
-                 .replace("system: \"Current time: 2026-11-29 03:15:10", "system: \"Current time: 2026-11-29 03:12:07"))
-    proc = compare("--lint-only", "--model", str(tokenizer_only), "--workload-file", str(path), check=False, timeout=300)
+    path = write(
+        "stable.yaml",
+        CLOCK.replace(
+            'system: "Current time: 2026-11-29 03:14:52', 'system: "Current time: 2026-11-29 03:12:07'
+        ).replace('system: "Current time: 2026-11-29 03:15:10', 'system: "Current time: 2026-11-29 03:12:07'),
+    )
+    proc = compare(
+        "--lint-only", "--model", str(tokenizer_only), "--workload-file", str(path), check=False, timeout=300
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "clock-agent: 3 turns, stable" in proc.stdout and "expected" in proc.stdout

@@ -33,17 +33,26 @@ workloads:
 
 
 def test_load_is_a_registered_kind_with_its_spec_in_the_file_model():
-    assert "load" in kinds.names() and kinds.kind("load").runs_as == "concurrent" and not kinds.kind("load").repeated
+    assert (
+        "load" in kinds.names()
+        and kinds.kind("load").runs_as == "concurrent"
+        and not kinds.kind("load").repeated
+    )
     assert "LoadSpec" in kinds.file_model().model_json_schema()["$defs"]
 
 
-@pytest.mark.parametrize("field,value,line,message", [
-    ("levels", "[1, 0]", 8, "greater than or equal to 1"),
-    ("rates", "[2, -1]", 9, "greater than 0"),
-    ("levels", "[1, 8]", 8, "concurrency 8 is above the number of sessions (3 users)"),
-])
+@pytest.mark.parametrize(
+    "field,value,line,message",
+    [
+        ("levels", "[1, 0]", 8, "greater than or equal to 1"),
+        ("rates", "[2, -1]", 9, "greater than 0"),
+        ("levels", "[1, 8]", 8, "concurrency 8 is above the number of sessions (3 users)"),
+    ],
+)
 def test_bad_levels_and_rates_are_mistakes_with_their_line(write, field, value, line, message):
-    text = SESSIONS.replace("levels: [1, 2]", "levels: [1, 2]\n    rates: [1]").replace(f"{field}: [1, 2]" if field == "levels" else "rates: [1]", f"{field}: {value}")
+    text = SESSIONS.replace("levels: [1, 2]", "levels: [1, 2]\n    rates: [1]").replace(
+        f"{field}: [1, 2]" if field == "levels" else "rates: [1]", f"{field}: {value}"
+    )
     path = write("study.yaml", text)
     with pytest.raises(WorkloadFileError) as exc:
         read_workload_file(path)
@@ -52,7 +61,10 @@ def test_bad_levels_and_rates_are_mistakes_with_their_line(write, field, value, 
 
 def test_a_shared_prefix_as_long_as_the_prompt_is_a_mistake(write):
     path = write("study.yaml", FIXED.replace("[0, 48]", "[0, 64]"))
-    with pytest.raises(WorkloadFileError, match=r"study.yaml:6: workloads\[0\].shared_prefix_tokens\[1\]: a shared prefix of 64 tokens"):
+    with pytest.raises(
+        WorkloadFileError,
+        match=r"study.yaml:6: workloads\[0\].shared_prefix_tokens\[1\]: a shared prefix of 64 tokens",
+    ):
         read_workload_file(path)
 
 
@@ -95,34 +107,56 @@ def test_the_builtin_load_file_holds_both_shapes_at_the_issue_defaults():
     specs = read_builtin(["load"])
     assert {s.shape for s in specs} == {"sessions", "fixed"}
     fixed = next(s for s in specs if s.shape == "fixed")
-    assert (fixed.prompt_tokens, fixed.shared_prefix_tokens, fixed.output_tokens, fixed.levels) == (1024, [0, 960], 64, [1, 8, 32, 128])
+    assert (fixed.prompt_tokens, fixed.shared_prefix_tokens, fixed.output_tokens, fixed.levels) == (
+        1024,
+        [0, 960],
+        64,
+        [1, 8, 32, 128],
+    )
 
 
-@pytest.mark.parametrize("args,message", [
-    (["--load", "levels=1:0"], "--load: ls: levels.1: Input should be greater than or equal to 1"),
-    (["--load", "levels=1:9"], "--load: ls: concurrency 9 is above the number of sessions (3 users)"),
-    (["--load", "rates=0"], "--load: ls: rates.0: Input should be greater than 0"),
-    (["--load", "levels"], "--load 'levels': expected KEY=VALUE"),
-    (["--slo", "ttft_ms=fast"], "--slo: ttft_ms='fast' is not a number"),
-    (["--slo", "ttft=5"], "--slo: unknown key 'ttft'"),
-    (["--slo", "tpot_ms=-1"], "--slo: tpot_ms must be a positive number"),
-    # a partial unnamed target used to pass here and crash the report (issue 26, item 3)
-    (["--slo", "ttft_ms=500"], "--slo 'ttft_ms=500': an unnamed target needs both ttft_ms and tpot_ms"),
-    (["--slo", "chat:queue_p90_ms=5"], "--slo: unknown metric 'queue' in 'queue_p90_ms'"),
-    (["--slo", "chat:ttft_p0_ms=5"], "--slo: percentile 0 in 'ttft_p0_ms' is outside (0, 100]"),
-    (["--slo", "chat:ttft_p100.5_ms=5"], "--slo: percentile 100.5 in 'ttft_p100.5_ms' is outside (0, 100]"),
-    (["--slo", "chat:ttft_p90_ms=5", "--slo", "chat:tpot_p90_ms=5"], "--slo: the target name 'chat' is given twice"),
-    (["--load", "levels=2:3,search_max=1"], "--load: ls: search_max 1 is below the first level (2)"),
-    (["--load", "think_time_s=-1"], "--load: ls: think_time_s: Input should be greater than or equal to 0"),
-    (["--load", "seconds=0.5"], "--load: ls: seconds: Input should be greater than or equal to 1"),
-    (["--gpu-hour-usd", "0"], "--gpu-hour-usd must be a positive price"),
-    (["--gpu-hour-usd", "-2.5"], "--gpu-hour-usd must be a positive price"),
-    (["--max-model-len", "300"], "exceed the context limit of 300"),
-])
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["--load", "levels=1:0"], "--load: ls: levels.1: Input should be greater than or equal to 1"),
+        (["--load", "levels=1:9"], "--load: ls: concurrency 9 is above the number of sessions (3 users)"),
+        (["--load", "rates=0"], "--load: ls: rates.0: Input should be greater than 0"),
+        (["--load", "levels"], "--load 'levels': expected KEY=VALUE"),
+        (["--slo", "ttft_ms=fast"], "--slo: ttft_ms='fast' is not a number"),
+        (["--slo", "ttft=5"], "--slo: unknown key 'ttft'"),
+        (["--slo", "tpot_ms=-1"], "--slo: tpot_ms must be a positive number"),
+        # a partial unnamed target used to pass here and crash the report (issue 26, item 3)
+        (["--slo", "ttft_ms=500"], "--slo 'ttft_ms=500': an unnamed target needs both ttft_ms and tpot_ms"),
+        (["--slo", "chat:queue_p90_ms=5"], "--slo: unknown metric 'queue' in 'queue_p90_ms'"),
+        (["--slo", "chat:ttft_p0_ms=5"], "--slo: percentile 0 in 'ttft_p0_ms' is outside (0, 100]"),
+        (
+            ["--slo", "chat:ttft_p100.5_ms=5"],
+            "--slo: percentile 100.5 in 'ttft_p100.5_ms' is outside (0, 100]",
+        ),
+        (
+            ["--slo", "chat:ttft_p90_ms=5", "--slo", "chat:tpot_p90_ms=5"],
+            "--slo: the target name 'chat' is given twice",
+        ),
+        (["--load", "levels=2:3,search_max=1"], "--load: ls: search_max 1 is below the first level (2)"),
+        (
+            ["--load", "think_time_s=-1"],
+            "--load: ls: think_time_s: Input should be greater than or equal to 0",
+        ),
+        (["--load", "seconds=0.5"], "--load: ls: seconds: Input should be greater than or equal to 1"),
+        (["--gpu-hour-usd", "0"], "--gpu-hour-usd must be a positive price"),
+        (["--gpu-hour-usd", "-2.5"], "--gpu-hour-usd must be a positive price"),
+        (["--max-model-len", "300"], "exceed the context limit of 300"),
+    ],
+)
 def test_bad_load_input_is_one_line_and_exit_2_before_anything_runs(write, tmp_path, capsys, args, message):
     path = write("study.yaml", SESSIONS)
     out = tmp_path / "run"
     code = main(["--backend", "hf", "--workload-file", str(path), "--out", str(out), *args])
     err = capsys.readouterr().err
-    assert code == 2 and err.startswith("compare.py: error: ") and message in err and len(err.strip().splitlines()) == 1
+    assert (
+        code == 2
+        and err.startswith("compare.py: error: ")
+        and message in err
+        and len(err.strip().splitlines()) == 1
+    )
     assert not (out / "records.jsonl").exists()

@@ -10,11 +10,21 @@ from workloads.plan import rotated
 
 
 def timed(plan, workload: str, start: int = 0):
-    return [s for g in plan.groups if not g.warmup for s in g.steps if s.workload == workload and s.engine_start == start]
+    return [
+        s
+        for g in plan.groups
+        if not g.warmup
+        for s in g.steps
+        if s.workload == workload and s.engine_start == start
+    ]
 
 
 def test_rotated():
-    assert rotated([1, 2, 3], 0) == [1, 2, 3] and rotated([1, 2, 3], 1) == [2, 3, 1] and rotated((1, 2, 3), 4) == [2, 3, 1]
+    assert (
+        rotated([1, 2, 3], 0) == [1, 2, 3]
+        and rotated([1, 2, 3], 1) == [2, 3, 1]
+        and rotated((1, 2, 3), 4) == [2, 3, 1]
+    )
     assert rotated([], 3) == []
 
 
@@ -34,7 +44,9 @@ def test_later_starts_repeat_only_the_latency_kinds_with_their_own_keys(renderer
     specs = read_builtin(["conversation", "sweep", "json", "template"])
     plan = build_plan([s.model_copy(update={"calls_per_temperature": 1}) if s.kind == "json" else s for s in specs],
                       renderer, repeats=2, starts=3)  # fmt: skip
-    kinds = {start: {s.kind for g in plan.groups for s in g.steps if s.engine_start == start} for start in range(3)}
+    kinds = {
+        start: {s.kind for g in plan.groups for s in g.steps if s.engine_start == start} for start in range(3)
+    }
     assert kinds[0] == {"conversation", "sweep", "json", "template"}
     assert kinds[1] == kinds[2] == set(repeated_kinds())
     keys = Counter(s.key() for g in plan.groups if not g.warmup for s in g.steps)

@@ -40,13 +40,21 @@ CASES = {
           - name: a
             kind: chat
             turns: [{user: hi, assistant: yo}]
-        """, "kind: chat", "workloads[0].kind", "unknown kind 'chat' (choose from: conversation, sweep, json, template, load)"),
+        """,
+        "kind: chat",
+        "workloads[0].kind",
+        "unknown kind 'chat' (choose from: conversation, sweep, json, template, load)",
+    ),
     "missing kind": (
         """
         workloads:
           - name: a
             lengths: [8]
-        """, "- name: a", "workloads[0].kind", "Field required"),
+        """,
+        "- name: a",
+        "workloads[0].kind",
+        "Field required",
+    ),
     "missing field": (
         """
         workloads:
@@ -56,7 +64,11 @@ CASES = {
               - user: hi
                 assistant: yo
               - user: and?
-        """, "- user: and?", "workloads[0].turns[1].assistant", "Field required"),
+        """,
+        "- user: and?",
+        "workloads[0].turns[1].assistant",
+        "Field required",
+    ),
     "unknown field": (
         """
         workloads:
@@ -65,7 +77,11 @@ CASES = {
             lengths: [8]
             filler: some text
             decode_tokns: 8
-        """, "decode_tokns", "workloads[0].decode_tokns", "unknown field"),
+        """,
+        "decode_tokns",
+        "workloads[0].decode_tokns",
+        "unknown field",
+    ),
     "wrong type": (
         """
         workloads:
@@ -73,7 +89,11 @@ CASES = {
             kind: sweep
             lengths: [8, many]
             filler: some text
-        """, "lengths:", "workloads[0].lengths[1]", "valid integer"),
+        """,
+        "lengths:",
+        "workloads[0].lengths[1]",
+        "valid integer",
+    ),
     "invalid JSON Schema": (
         """
         workloads:
@@ -86,7 +106,11 @@ CASES = {
               properties:
                 port: {type: integr}
             cases: [{input: "x"}]
-        """, "port: {type: integr}", "workloads[0].schema.properties.port.type", "not a valid JSON Schema"),
+        """,
+        "port: {type: integr}",
+        "workloads[0].schema.properties.port.type",
+        "not a valid JSON Schema",
+    ),
     "expected values outside the schema": (
         """
         workloads:
@@ -98,7 +122,11 @@ CASES = {
             cases:
               - input: "x"
                 expected: {port: "443"}
-        """, "expected: {port:", "workloads[0].cases[0].expected.port", "do not validate against the schema"),
+        """,
+        "expected: {port:",
+        "workloads[0].cases[0].expected.port",
+        "do not validate against the schema",
+    ),
     "prompt without {input}": (
         """
         workloads:
@@ -108,7 +136,11 @@ CASES = {
             modes: [{name: m, prompt: "Extract it"}]
             schema: {type: object}
             cases: [{input: "x"}]
-        """, "modes:", "workloads[0].modes[0].prompt", "must contain {input}"),
+        """,
+        "modes:",
+        "workloads[0].modes[0].prompt",
+        "must contain {input}",
+    ),
     "both turns and transcripts": (
         """
         workloads:
@@ -116,14 +148,22 @@ CASES = {
             kind: conversation
             turns: [{user: hi, assistant: yo}]
             messages: [{role: user, content: hi}]
-        """, "- name: a", "workloads[0]", "exactly one of turns, messages, transcripts (turns and messages given)"),
+        """,
+        "- name: a",
+        "workloads[0]",
+        "exactly one of turns, messages, transcripts (turns and messages given)",
+    ),
     "missing transcript file": (
         """
         workloads:
           - name: a
             kind: conversation
             transcripts: {path: nowhere.jsonl}
-        """, "transcripts: {path", "workloads[0].transcripts.path", "cannot use"),
+        """,
+        "transcripts: {path",
+        "workloads[0].transcripts.path",
+        "cannot use",
+    ),
     "missing filler file": (
         """
         workloads:
@@ -131,7 +171,11 @@ CASES = {
             kind: sweep
             lengths: [8]
             filler_file: nowhere.txt
-        """, "filler_file:", "workloads[0].filler_file", "cannot use"),
+        """,
+        "filler_file:",
+        "workloads[0].filler_file",
+        "cannot use",
+    ),
     "bad tool definition": (
         """
         workloads:
@@ -141,13 +185,21 @@ CASES = {
               - type: function
                 function: {description: no name}
             turns: [{user: hi, assistant: yo}]
-        """, "function: {description", "workloads[0].tools[0].function.name", "not an OpenAI tool definition"),
+        """,
+        "function: {description",
+        "workloads[0].tools[0].function.name",
+        "not an OpenAI tool definition",
+    ),
     "repeated name": (
         """
         workloads:
           - {name: s, kind: sweep, lengths: [8], filler: x}
           - {name: s, kind: sweep, lengths: [9], filler: x}
-        """, "lengths: [9]", "workloads[1].name", "used twice"),
+        """,
+        "lengths: [9]",
+        "workloads[1].name",
+        "used twice",
+    ),
     "duplicate key": (
         """
         workloads:
@@ -156,7 +208,11 @@ CASES = {
             lengths: [8]
             filler: x
             lengths: [9]
-        """, "lengths: [9]", "workloads[0].lengths", "given twice"),
+        """,
+        "lengths: [9]",
+        "workloads[0].lengths",
+        "given twice",
+    ),
 }
 
 
@@ -182,7 +238,9 @@ def test_cli_reports_the_mistake_and_exits_2_before_anything_runs(case, write, t
 
 
 def test_every_mistake_is_reported_in_line_order(write):
-    path = write("study.yaml", """
+    path = write(
+        "study.yaml",
+        """
         workloads:
           - name: a
             kind: chat
@@ -194,14 +252,17 @@ def test_every_mistake_is_reported_in_line_order(write):
             kind: sweep
             lengths: [0]
             filler: x
-        """)
+        """,
+    )
     lines = mistakes(path)
     assert [int(x.split(":")[1]) for x in lines] == [3, 7, 10]
     assert "unknown kind" in lines[0] and "turns[0].assistant" in lines[1] and "lengths[0]" in lines[2]
 
 
 def test_transcript_lines_that_are_not_messages_lists(write):
-    write("t.jsonl", """
+    write(
+        "t.jsonl",
+        """
         [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}]
         {"role": "user", "content": "not in a list"}
         [{"role": "robot", "content": "beep"}]
@@ -210,13 +271,17 @@ def test_transcript_lines_that_are_not_messages_lists(write):
         [{"role": "user", "content": "hi"}, {"role": "tool", "content": "{}"}]
         [{"role": "user", "content": [{"type": "text", "text": "parts"}]}]
         not json
-        """)
-    path = write("study.yaml", """
+        """,
+    )
+    path = write(
+        "study.yaml",
+        """
         workloads:
           - name: chat
             kind: conversation
             transcripts: {path: t.jsonl}
-        """)
+        """,
+    )
     lines = mistakes(path)
     jsonl = path.parent / "t.jsonl"
     assert [x.split(": ", 1)[0] for x in lines] == [f"{jsonl}:{n}" for n in (2, 3, 5, 6, 7, 8)]
@@ -231,24 +296,30 @@ def test_transcript_lines_that_are_not_messages_lists(write):
 
 def test_transcripts_first_larger_than_the_file(write):
     write("t.jsonl", '[{"role": "user", "content": "hi"}]\n')
-    path = write("study.yaml", """
+    path = write(
+        "study.yaml",
+        """
         workloads:
           - name: chat
             kind: conversation
             transcripts:
               path: t.jsonl
               first: 3
-        """)
+        """,
+    )
     [line] = mistakes(path)
     assert line.startswith(f"{path}:6: workloads[0].transcripts.first: asks for 3 transcripts")
 
 
 def test_lines_after_the_first_k_are_not_read(write):
     write("t.jsonl", '[{"role": "user", "content": "hi"}]\nnot json\n')
-    path = write("study.yaml", """
+    path = write(
+        "study.yaml",
+        """
         workloads:
           - {name: chat, kind: conversation, transcripts: {path: t.jsonl, first: 1}}
-        """)
+        """,
+    )
     assert [s.name for s in read_workload_file(path)] == ["chat/1"]
 
 
@@ -265,6 +336,8 @@ def test_not_yaml_empty_and_unreadable(write, tmp_path):
 def test_names_across_files_must_differ(write):
     a = write("a.yaml", GOOD_CONVERSATION)
     b = write("b.yaml", GOOD_CONVERSATION)
-    proc = compare("--lint-only", "--workload-file", str(a), "--workload-file", str(b), check=False, timeout=120)
+    proc = compare(
+        "--lint-only", "--workload-file", str(a), "--workload-file", str(b), check=False, timeout=120
+    )
     assert proc.returncode == 2
     assert "declared twice: chat" in proc.stderr

@@ -11,14 +11,20 @@ from workloads import WorkloadFileError, read_workload_file
 
 JSON_SCHEMA = "schema: {type: object, properties: {a: {type: integer}}}"
 DUPLICATES = {
-    "a length twice": ("""
+    "a length twice": (
+        """
         workloads:
           - name: s
             kind: sweep
             lengths: [64, 128, 64]
             filler: word
-        """, "lengths:", "workloads[0].lengths[2]", "64 is listed twice"),
-    "a temperature twice": (f"""
+        """,
+        "lengths:",
+        "workloads[0].lengths[2]",
+        "64 is listed twice",
+    ),
+    "a temperature twice": (
+        f"""
         workloads:
           - name: j
             kind: json
@@ -26,8 +32,13 @@ DUPLICATES = {
             modes: [{{name: free, prompt: "{{input}}"}}]
             {JSON_SCHEMA}
             cases: [{{input: x}}]
-        """, "temperatures:", "workloads[0].temperatures[2]", "0.7 is listed twice"),
-    "two modes with one name": (f"""
+        """,
+        "temperatures:",
+        "workloads[0].temperatures[2]",
+        "0.7 is listed twice",
+    ),
+    "two modes with one name": (
+        f"""
         workloads:
           - name: j
             kind: json
@@ -37,8 +48,13 @@ DUPLICATES = {
               - {{name: free, prompt: "b {{input}}"}}
             {JSON_SCHEMA}
             cases: [{{input: x}}]
-        """, 'prompt: "b', "workloads[0].modes[1].name", "'free' is used twice"),
-    "two formats with one name": ("""
+        """,
+        'prompt: "b',
+        "workloads[0].modes[1].name",
+        "'free' is used twice",
+    ),
+    "two formats with one name": (
+        """
         workloads:
           - name: t
             kind: template
@@ -47,7 +63,11 @@ DUPLICATES = {
             formats:
               - name: chat_template
               - {name: chat_template, text: "{question}"}
-        """, "text:", "workloads[0].formats[1].name", "'chat_template' is used twice"),
+        """,
+        "text:",
+        "workloads[0].formats[1].name",
+        "'chat_template' is used twice",
+    ),
 }
 
 
@@ -57,14 +77,18 @@ def test_duplicate_values_are_mistakes(case, write):  # 15.11
     path = write("study.yaml", text)
     [line] = mistakes(path)
     assert line == f"{path}:{line_of(path, needle)}: {field}: {message}" or (
-        line.startswith(f"{path}:") and f": {field}: {message}" in line), line
+        line.startswith(f"{path}:") and f": {field}: {message}" in line
+    ), line
 
 
 def test_a_filler_file_that_never_ends_is_refused(write):  # 15.13
-    path = write("study.yaml", """
+    path = write(
+        "study.yaml",
+        """
         workloads:
           - {name: s, kind: sweep, lengths: [8], filler_file: /dev/zero}
-        """)
+        """,
+    )
     started = time.monotonic()
     [line] = mistakes(path)
     assert "larger than" in line and "MiB" in line
@@ -72,10 +96,13 @@ def test_a_filler_file_that_never_ends_is_refused(write):  # 15.13
 
 
 def test_a_transcript_file_that_never_ends_is_refused(write):  # 15.13
-    path = write("study.yaml", """
+    path = write(
+        "study.yaml",
+        """
         workloads:
           - {name: c, kind: conversation, transcripts: {path: /dev/zero}}
-        """)
+        """,
+    )
     started = time.monotonic()
     with pytest.raises(WorkloadFileError, match="larger than"):
         read_workload_file(path)
@@ -84,10 +111,13 @@ def test_a_transcript_file_that_never_ends_is_refused(write):  # 15.13
 
 def test_json_errors_in_transcripts_read_well(write):  # 15.13: "at at column"
     write("t.jsonl", '[{"role": "user", "content": "unterminated}]\n')
-    path = write("study.yaml", """
+    path = write(
+        "study.yaml",
+        """
         workloads:
           - {name: c, kind: conversation, transcripts: {path: t.jsonl}}
-        """)
+        """,
+    )
     [line] = mistakes(path)
     assert "at at" not in line and "column" in line
 

@@ -55,9 +55,22 @@ def with_files(spec: LoadSpec, loaded: Any, ctx: Any) -> list[LoadSpec]:
     return [ctx.revalidate(spec, doc)]
 
 
-KIND = Kind("load", LoadSpec, plan, runs_as="concurrent", timing_only=True,
-            files=(FileRef(("transcripts", "path"), reads="transcripts", takes_first=True),), with_files=with_files,
-            overrides=(Override("--load", parse_load, cpu_default=CPU_LOAD,
-                               missing="--load: none of this run's workloads is a load workload (add --workloads load, "
-                                       "or a kind: load workload with --workload-file)"),),
-            search_groups=search_groups)
+KIND = Kind(
+    "load",
+    LoadSpec,
+    plan,
+    runs_as="concurrent",
+    timing_only=True,
+    files=(FileRef(("transcripts", "path"), reads="transcripts", takes_first=True),),
+    with_files=with_files,
+    overrides=(
+        Override(
+            "--load",
+            parse_load,
+            cpu_default=CPU_LOAD,
+            missing="--load: none of this run's workloads is a load workload (add --workloads load, "
+            "or a kind: load workload with --workload-file)",
+        ),
+    ),
+    search_groups=search_groups,
+)

@@ -41,23 +41,36 @@ def plan(spec: LoadSpec, renderer: Renderer, out: Plan, repeats: int, start: int
         prefix = shared_prefix_ids(renderer, int(variant[2:])) if spec.shape == "fixed" else []
         last: dict[str, Group] = {}
         for case, load in spec.loads():
-            warm, timed = _level_steps(spec, sessions, renderer, out, variant, case, prefix, load.get("concurrency"))
+            warm, timed = _level_steps(
+                spec, sessions, renderer, out, variant, case, prefix, load.get("concurrency")
+            )
             settings = _settings(spec, load)
             block = f"{spec.name}/{variant}/{case}"
             if warm:
-                out.groups.append(Group(block=block, steps=warm, warmup=True, reset_cache=True, load=settings))
+                out.groups.append(
+                    Group(block=block, steps=warm, warmup=True, reset_cache=True, load=settings)
+                )
             out.groups.append(Group(block=block, steps=timed, reset_cache=not warm, load=settings))
             last["closed" if load.get("concurrency") else "open"] = out.groups[-1]
         if not spec.search_levels or not last:
             continue
         pool = f"{spec.name}/{variant}/search-pool"
         for loop, group in last.items():
-            group.load = {**group.load, "search": {"loop": loop, "levels": spec.search_levels, "pool": pool,
-                                                   "ceiling": ceiling if loop == "closed" else None,
-                                                   "targets": spec.search_targets, "shape": spec.shape,
-                                                   "users": _users(spec, None), "requests": spec.requests,
-                                                   "warmup_requests": spec.warmup_requests,
-                                                   "settings": _settings(spec, {"concurrency": None})}}
+            group.load = {
+                **group.load,
+                "search": {
+                    "loop": loop,
+                    "levels": spec.search_levels,
+                    "pool": pool,
+                    "ceiling": ceiling if loop == "closed" else None,
+                    "targets": spec.search_targets,
+                    "shape": spec.shape,
+                    "users": _users(spec, None),
+                    "requests": spec.requests,
+                    "warmup_requests": spec.warmup_requests,
+                    "settings": _settings(spec, {"concurrency": None}),
+                },
+            }
         warm = _level_steps(spec, sessions, renderer, out, variant, "pool", prefix, ceiling)[0]
         if spec.shape == "sessions":  # every user: an open-loop level runs them all
             timed = _level_steps(spec, sessions, renderer, out, variant, "pool", prefix, None)[1]
@@ -70,12 +83,24 @@ def plan(spec: LoadSpec, renderer: Renderer, out: Plan, repeats: int, start: int
 
 
 def _settings(spec: LoadSpec, load: dict[str, Any]) -> dict[str, Any]:
-    return {**load, "think_time_s": spec.think_time_s if spec.shape == "sessions" else 0.0, "seconds": spec.seconds,
-            "seed": RANDOM_SEED}
+    return {
+        **load,
+        "think_time_s": spec.think_time_s if spec.shape == "sessions" else 0.0,
+        "seconds": spec.seconds,
+        "seed": RANDOM_SEED,
+    }
 
 
-def _level_steps(spec: LoadSpec, sessions: SessionPrompts, renderer: Renderer, out: Plan, variant: str, case: str,
-                 prefix: list[int], concurrency: int | None) -> tuple[list[Step], list[Step]]:
+def _level_steps(
+    spec: LoadSpec,
+    sessions: SessionPrompts,
+    renderer: Renderer,
+    out: Plan,
+    variant: str,
+    case: str,
+    prefix: list[int],
+    concurrency: int | None,
+) -> tuple[list[Step], list[Step]]:
     """A level's warm-up steps and timed steps."""
     c = concurrency or 1
     warm_n = spec.warmup_requests if spec.warmup_requests is not None else c
@@ -89,12 +114,30 @@ def _level_steps(spec: LoadSpec, sessions: SessionPrompts, renderer: Renderer, o
 
 
 def _step(spec: LoadSpec, mode: str, case: str, key: str, rep: int, **kw: Any) -> Step:
-    return Step(workload=spec.name, kind="load", mode=mode, case=case, prompt=key, max_new_tokens=spec.output_tokens,
-                rep=rep, temperature=0.0, ignore_eos=True, reuse_prefix=True, needs=["load"], **kw)
+    return Step(
+        workload=spec.name,
+        kind="load",
+        mode=mode,
+        case=case,
+        prompt=key,
+        max_new_tokens=spec.output_tokens,
+        rep=rep,
+        temperature=0.0,
+        ignore_eos=True,
+        reuse_prefix=True,
+        needs=["load"],
+        **kw,
+    )
 
 
-def _session_steps(spec: LoadSpec, sessions: SessionPrompts, out: Plan, case: str, users: range,
-                   warm_turns: int | None = None) -> list[Step]:
+def _session_steps(
+    spec: LoadSpec,
+    sessions: SessionPrompts,
+    out: Plan,
+    case: str,
+    users: range,
+    warm_turns: int | None = None,
+) -> list[Step]:
     """Every user's turns, user by user (the load loop runs a user's turns in order, users concurrently)."""
     steps: list[Step] = []
     for u in users:
@@ -103,12 +146,32 @@ def _session_steps(spec: LoadSpec, sessions: SessionPrompts, out: Plan, case: st
             # what a prefix cache can hold for this request: the user's previous turn, else what
             # other users' first requests share with it (the system prompt and tools, at least)
             shared = common_prefix_len(prompts[t - 1], ids) if t else sessions.across(u, users)
-            steps.append(_step(spec, "sessions", case, out.add_prompt(ids), rep=u, turn=t + 1, user=u,
-                               shared_prefix_tokens=shared))
+            steps.append(
+                _step(
+                    spec,
+                    "sessions",
+                    case,
+                    out.add_prompt(ids),
+                    rep=u,
+                    turn=t + 1,
+                    user=u,
+                    shared_prefix_tokens=shared,
+                )
+            )
     return steps
 
 
-def _fixed_steps(spec: LoadSpec, renderer: Renderer, out: Plan, variant: str, case: str, prefix: list[int],
-                 requests: range) -> list[Step]:
-    return [_step(spec, variant, case, out.add_prompt(fixed_prompt(renderer, prefix, spec.prompt_tokens, r)), rep=r,
-                  shared_prefix_tokens=len(prefix)) for r in requests]
+def _fixed_steps(
+    spec: LoadSpec, renderer: Renderer, out: Plan, variant: str, case: str, prefix: list[int], requests: range
+) -> list[Step]:
+    return [
+        _step(
+            spec,
+            variant,
+            case,
+            out.add_prompt(fixed_prompt(renderer, prefix, spec.prompt_tokens, r)),
+            rep=r,
+            shared_prefix_tokens=len(prefix),
+        )
+        for r in requests
+    ]

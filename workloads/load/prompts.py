@@ -23,7 +23,9 @@ def session_turns(spec: LoadSpec) -> tuple[str | None, list[dict[str, Any]] | No
     if spec.turns is not None:
         return spec.system, spec.tools, spec.turns
     if spec.transcripts is not None:
-        raise ValueError(f"load {spec.name!r}: transcripts not loaded (read the file with workloads.read_workload_file)")
+        raise ValueError(
+            f"load {spec.name!r}: transcripts not loaded (read the file with workloads.read_workload_file)"
+        )
     from workloads import read_builtin
 
     found = [s for s in read_builtin([spec.conversation or ""]) if s.kind == "conversation" and s.turns]
@@ -33,7 +35,9 @@ def session_turns(spec: LoadSpec) -> tuple[str | None, list[dict[str, Any]] | No
     return base.system, base.tools, base.turns
 
 
-def user_prompts(spec: LoadSpec, renderer: Renderer, user: int, first: int | None = None, source=None) -> list[list[int]]:
+def user_prompts(
+    spec: LoadSpec, renderer: Renderer, user: int, first: int | None = None, source=None
+) -> list[list[int]]:
     """One user's session: every turn's prompt (the whole history so far) as token ids (the first ``first``
     turns). With recorded sessions, user k replays session k (modulo their number: warm-up users)."""
     limit = min(first or 10**9, spec.max_turns or 10**9)
@@ -109,5 +113,7 @@ def context_needed(spec: LoadSpec, renderer: Renderer) -> int:
     """The longest prompt + output of the workload, in tokens (checked against the model's context)."""
     if spec.shape == "fixed":
         return spec.prompt_tokens + spec.output_tokens
-    users = range(spec.user_count() or 1) if spec.sessions is not None else [spec.user_count() or DEFAULT_USERS]
+    users = (
+        range(spec.user_count() or 1) if spec.sessions is not None else [spec.user_count() or DEFAULT_USERS]
+    )
     return max(len(p) for u in users for p in user_prompts(spec, renderer, u)) + spec.output_tokens

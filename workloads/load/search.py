@@ -14,8 +14,15 @@ from contract.plan import Group, Step
 from workloads.load.planner import fixed_requests
 
 
-def search_groups(info: dict[str, Any], pool_warm: list[Step], pool_timed: list[Step], block: str,
-                  concurrency: int | None, rate_rps: float | None, searched_for: str) -> list[Group]:
+def search_groups(
+    info: dict[str, Any],
+    pool_warm: list[Step],
+    pool_timed: list[Step],
+    block: str,
+    concurrency: int | None,
+    rate_rps: float | None,
+    searched_for: str,
+) -> list[Group]:
     """The warm-up and timed groups of a level the capacity search adds, cut from the variant's pool (the
     same requests a planned level at that load has: a prefix of the pool's users or requests)."""
     import dataclasses
@@ -28,10 +35,32 @@ def search_groups(info: dict[str, Any], pool_warm: list[Step], pool_timed: list[
         keep = sorted({s.user for s in pool_timed})[:users]
         timed = [s for s in pool_timed if s.user in set(keep)]
     else:
-        timed = pool_timed[:fixed_requests(info["requests"], concurrency)]
+        timed = pool_timed[: fixed_requests(info["requests"], concurrency)]
     warm = pool_warm[:warm_n]
-    settings = {**info["settings"], "concurrency": concurrency, "rate_rps": rate_rps, "searched_for": searched_for}
-    groups = [Group(block=block + f"/{case}", steps=[dataclasses.replace(s, case=case) for s in warm], warmup=True,
-                    reset_cache=True, load=settings)] if warm else []
-    return groups + [Group(block=block + f"/{case}", steps=[dataclasses.replace(s, case=case) for s in timed],
-                           reset_cache=not warm, load=settings)]
+    settings = {
+        **info["settings"],
+        "concurrency": concurrency,
+        "rate_rps": rate_rps,
+        "searched_for": searched_for,
+    }
+    groups = (
+        [
+            Group(
+                block=block + f"/{case}",
+                steps=[dataclasses.replace(s, case=case) for s in warm],
+                warmup=True,
+                reset_cache=True,
+                load=settings,
+            )
+        ]
+        if warm
+        else []
+    )
+    return groups + [
+        Group(
+            block=block + f"/{case}",
+            steps=[dataclasses.replace(s, case=case) for s in timed],
+            reset_cache=not warm,
+            load=settings,
+        )
+    ]

@@ -33,34 +33,63 @@ class LoadSpec(_Strict):
     name: str = Field(min_length=1)
     kind: Literal["load"]
     shape: Literal["sessions", "fixed"]
-    levels: list[Annotated[int, Field(ge=1)]] = Field([1, 8, 32, 128], description="closed-loop concurrency levels")
-    rates: list[Annotated[float, Field(gt=0)]] = Field([], description="open-loop Poisson request rates (requests/s)")
-    requests: int | None = Field(None, ge=1, description=f"requests per level (fixed shape; default C + {STEADY_REQUESTS} x C: "
-                                 "the first wave and a steady window, at least 32)")
-    seconds: float | None = Field(None, ge=1, description="instead of a request count: run each level's window this long "
-                                  "(at least 1 s)")
-    warmup_requests: int | None = Field(None, ge=0, description="unrecorded requests before each level (default: C)")
+    levels: list[Annotated[int, Field(ge=1)]] = Field(
+        [1, 8, 32, 128], description="closed-loop concurrency levels"
+    )
+    rates: list[Annotated[float, Field(gt=0)]] = Field(
+        [], description="open-loop Poisson request rates (requests/s)"
+    )
+    requests: int | None = Field(
+        None,
+        ge=1,
+        description=f"requests per level (fixed shape; default C + {STEADY_REQUESTS} x C: "
+        "the first wave and a steady window, at least 32)",
+    )
+    seconds: float | None = Field(
+        None, ge=1, description="instead of a request count: run each level's window this long (at least 1 s)"
+    )
+    warmup_requests: int | None = Field(
+        None, ge=0, description="unrecorded requests before each level (default: C)"
+    )
     output_tokens: int = Field(64, ge=1, description="tokens decoded per request, EOS ignored")
     # fixed shape
     prompt_tokens: int = Field(1024, ge=2)
     shared_prefix_tokens: list[Annotated[int, Field(ge=0)]] = Field([0, 960])
     # sessions shape
-    users: int | None = Field(None, ge=1, description=f"sessions (default {DEFAULT_USERS}; with transcripts: their number, at most)")
-    conversation: str | None = Field(None, description="a built-in conversation workload whose turns every user replays")
+    users: int | None = Field(
+        None, ge=1, description=f"sessions (default {DEFAULT_USERS}; with transcripts: their number, at most)"
+    )
+    conversation: str | None = Field(
+        None, description="a built-in conversation workload whose turns every user replays"
+    )
     system: str | None = None
     tools: list[dict[str, Any]] | None = None
     turns: list[Turn] | None = Field(None, min_length=1)
-    transcripts: TranscriptSource | None = Field(None, description="recorded sessions, one a user (JSONL, as conversations)")
-    sessions: list[Messages] | None = Field(None, min_length=1, description="recorded sessions inline (what transcripts are read into)")
+    transcripts: TranscriptSource | None = Field(
+        None, description="recorded sessions, one a user (JSONL, as conversations)"
+    )
+    sessions: list[Messages] | None = Field(
+        None, min_length=1, description="recorded sessions inline (what transcripts are read into)"
+    )
     think_time_s: float = Field(0.0, ge=0)
     max_turns: int | None = Field(None, ge=1, description="replay only each session's first K turns")
     # the capacity search (contract.capacity): levels it may add between (and above) the measured ones
-    search_levels: int = Field(0, ge=0, description="levels the capacity search may add per variant and loop (0: off; "
-                               "the built-in loads: 4)")
-    search_max: int | None = Field(None, ge=1, description="the highest concurrency the search may try (default: the "
-                                   "highest level; sessions: at most users)")
-    search_targets: list[str] | None = Field(None, description="the targets searched for, in --slo syntax (default: "
-                                             "--slo's, else contract.slo.DEFAULT_SPECS)")
+    search_levels: int = Field(
+        0,
+        ge=0,
+        description="levels the capacity search may add per variant and loop (0: off; the built-in loads: 4)",
+    )
+    search_max: int | None = Field(
+        None,
+        ge=1,
+        description="the highest concurrency the search may try (default: the "
+        "highest level; sessions: at most users)",
+    )
+    search_targets: list[str] | None = Field(
+        None,
+        description="the targets searched for, in --slo syntax (default: "
+        "--slo's, else contract.slo.DEFAULT_SPECS)",
+    )
 
     @model_validator(mode="after")
     def _consistent(self) -> LoadSpec:
@@ -72,19 +101,30 @@ class LoadSpec(_Strict):
             values = getattr(self, name)
             twice = next((v for i, v in enumerate(values) if v in values[:i]), None)
             if twice is not None:
-                raise mistake(f"{name}: {twice:g} is given twice: each value is one level, measured once", [name])
+                raise mistake(
+                    f"{name}: {twice:g} is given twice: each value is one level, measured once", [name]
+                )
         if not 0 <= self.think_time_s <= MAX_WAIT_S:
-            raise mistake(f"think_time_s {self.think_time_s:g}: at most {MAX_WAIT_S:g} s, or a level would never end "
-                          "(neither --request-timeout nor seconds bounds a wait between turns)", ["think_time_s"])
+            raise mistake(
+                f"think_time_s {self.think_time_s:g}: at most {MAX_WAIT_S:g} s, or a level would never end "
+                "(neither --request-timeout nor seconds bounds a wait between turns)",
+                ["think_time_s"],
+            )
         for i, r in enumerate(self.rates):
             if not 1 / MAX_WAIT_S <= r < float("inf"):
-                raise mistake(f"rate {r:g}/s: a mean gap between arrivals above {MAX_WAIT_S:g} s makes a level that never "
-                              f"ends (at least {1 / MAX_WAIT_S:.2g} requests/s, finite)", ["rates", i])
+                raise mistake(
+                    f"rate {r:g}/s: a mean gap between arrivals above {MAX_WAIT_S:g} s makes a level that never "
+                    f"ends (at least {1 / MAX_WAIT_S:.2g} requests/s, finite)",
+                    ["rates", i],
+                )
         if self.seconds is not None and self.seconds == float("inf"):
             raise mistake("seconds must be finite", ["seconds"])
         if self.search_max is not None and self.search_max < min(self.levels, default=1):
-            raise mistake(f"search_max {self.search_max} is below the first level ({min(self.levels)}): "
-                          "the search refines between and above the measured levels", ["search_max"])
+            raise mistake(
+                f"search_max {self.search_max} is below the first level ({min(self.levels)}): "
+                "the search refines between and above the measured levels",
+                ["search_max"],
+            )
         if self.search_targets is not None:
             from contract.slo import parse_targets
 
@@ -94,25 +134,38 @@ class LoadSpec(_Strict):
                 raise mistake(str(exc), ["search_targets"]) from None
         if self.shape == "fixed":
             if not self.shared_prefix_tokens:
-                raise mistake("shared_prefix_tokens is empty: give at least one (0: nothing shared)", ["shared_prefix_tokens"])
+                raise mistake(
+                    "shared_prefix_tokens is empty: give at least one (0: nothing shared)",
+                    ["shared_prefix_tokens"],
+                )
             for i, s in enumerate(self.shared_prefix_tokens):
                 if s >= self.prompt_tokens:
-                    raise mistake(f"a shared prefix of {s} tokens leaves nothing of a {self.prompt_tokens}-token prompt "
-                                  "to tell requests apart", ["shared_prefix_tokens", i])
+                    raise mistake(
+                        f"a shared prefix of {s} tokens leaves nothing of a {self.prompt_tokens}-token prompt "
+                        "to tell requests apart",
+                        ["shared_prefix_tokens", i],
+                    )
         else:
             given = [k for k in SOURCES if getattr(self, k) is not None]
             if len(given) != 1:
                 what = "none given" if not given else f"{' and '.join(given)} given"
-                raise mistake(f"a sessions load needs exactly one of conversation (a built-in's name), turns, transcripts ({what})")
+                raise mistake(
+                    f"a sessions load needs exactly one of conversation (a built-in's name), turns, transcripts ({what})"
+                )
             users = self.user_count()
             recorded = self.sessions is not None and users == len(self.sessions)
             who = f"{users} transcript{'s' * (users != 1)}" if recorded else f"{users} users"
             for i, c in enumerate(self.levels):
                 if users is not None and c > users:
-                    raise mistake(f"concurrency {c} is above the number of sessions ({who}): "
-                                  "a closed loop cannot keep more users busy than it has", ["levels", i])
+                    raise mistake(
+                        f"concurrency {c} is above the number of sessions ({who}): "
+                        "a closed loop cannot keep more users busy than it has",
+                        ["levels", i],
+                    )
             if users is not None and self.search_max is not None and self.search_max > users:
-                raise mistake(f"search_max {self.search_max} is above the number of sessions ({who})", ["search_max"])
+                raise mistake(
+                    f"search_max {self.search_max} is above the number of sessions ({who})", ["search_max"]
+                )
         return self
 
     def user_count(self) -> int | None:
@@ -133,7 +186,9 @@ def parse_load(text: str) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in parse_pairs(text, "--load").items():
         if key in FIXED_FIELDS:
-            raise ValueError(f"--load {key}=...: sets every load workload's {key} at once (two loads would share one "
-                             f"{key}); set it in a workload file")
+            raise ValueError(
+                f"--load {key}=...: sets every load workload's {key} at once (two loads would share one "
+                f"{key}); set it in a workload file"
+            )
         out[key] = [v for v in value.split(":") if v] if key in LIST_FIELDS else value
     return out
