@@ -65,11 +65,14 @@ def main(argv: list[str] | None = None, prog: str = "python -m reports") -> int:
     p = argparse.ArgumentParser(
         prog=prog,
         description=(
-            "Build one offline HTML report from run directories (records.jsonl + env.json); several runs are merged. "
-            "--format adds summary.json and CSV files of what the page shows; --baseline/--candidate is a regression gate."
+            "Build one offline HTML report from run directories (records.jsonl + "
+            "env.json); several runs are merged. --format adds summary.json and CSV "
+            "files of what the page shows; --baseline/--candidate is a regression gate."
         ),
-        epilog="exit codes: 0 written (gate: no figure regressed); 1 gate: a figure regressed or went missing; "
-        "2 bad input (no run directory, an unknown format, nothing to compare)",
+        epilog=(
+            "exit codes: 0 written (gate: no figure regressed); 1 gate: a figure regressed or went missing; "
+            "2 bad input (no run directory, an unknown format, nothing to compare)"
+        ),
     )
     p.add_argument("run_dirs", nargs="*", type=Path, metavar="RUN_DIR")
     p.add_argument(
@@ -84,8 +87,11 @@ def main(argv: list[str] | None = None, prog: str = "python -m reports") -> int:
         "--format",
         default="html",
         metavar="html,json,csv",
-        help=f"what to write, comma-separated (known: {', '.join(export.FORMATS)}; default html): json = "
-        f"{export.SUMMARY_JSON}, csv = one file per table under {export.CSV_DIR}/, both from the page's own figures",
+        help=(
+            f"what to write, comma-separated (known: {', '.join(export.FORMATS)}; "
+            f"default html): json = {export.SUMMARY_JSON}, csv = one file per "
+            f"table under {export.CSV_DIR}/, both from the page's own figures"
+        ),
     )
     p.add_argument(
         "--bandwidth-gbps",
@@ -99,8 +105,10 @@ def main(argv: list[str] | None = None, prog: str = "python -m reports") -> int:
         type=copy_bandwidth,
         default=None,
         metavar="GBPS|FILE.json",
-        help="measured device-to-device copy bandwidth (GB/s, or the JSON python -m benchmarks.bandwidth wrote): "
-        "drawn as a second decode floor beside the datasheet's",
+        help=(
+            "measured device-to-device copy bandwidth (GB/s, or the JSON python -m benchmarks.bandwidth "
+            "wrote): drawn as a second decode floor beside the datasheet's"
+        ),
     )
     p.add_argument(
         "--merge-starts",

@@ -82,11 +82,12 @@ def model_notes(ds: Dataset) -> list[str]:
             continue
         label = model.get("label") or "the model"
         out.append(
-            f"{label} has {params / 1e6:.0f} M parameters. Latency: a step moves so few weight bytes that every "
-            "backend is bound by per-call and per-step overhead (Python, kernel launches, scheduling), not by "
-            "memory bandwidth; read these latencies as each stack's overhead, and a large model's run (the "
-            "Qwen3-8B-shape study) for the latency story. Quality (JSON validity, fence ranks, clean answers, "
-            f"agreement) is {label}'s, a small instruct model's: it says nothing about Qwen3-8B's answers."
+            f"{label} has {params / 1e6:.0f} M parameters. Latency: a step moves so few weight "
+            "bytes that every backend is bound by per-call and per-step overhead (Python, "
+            "kernel launches, scheduling), not by memory bandwidth; read these latencies as "
+            "each stack's overhead, and a large model's run (the Qwen3-8B-shape study) for the "
+            "latency story. Quality (JSON validity, fence ranks, clean answers, agreement) is "
+            f"{label}'s, a small instruct model's: it says nothing about Qwen3-8B's answers."
         )
     return list(dict.fromkeys(out))
 

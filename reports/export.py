@@ -47,7 +47,8 @@ def parse_formats(text: str) -> tuple[str, ...]:
     unknown = [f for f in asked if f not in FORMATS]
     if unknown or not asked:
         raise ReportError(
-            f"--format: unknown format {', '.join(map(repr, unknown)) or repr(text)}: known formats are {', '.join(FORMATS)}"
+            f"--format: unknown format {', '.join(map(repr, unknown)) or repr(text)}: "
+            f"known formats are {', '.join(FORMATS)}"
         )
     return tuple(dict.fromkeys(asked))
 

@@ -143,7 +143,7 @@ def text(deltas: list[Delta], threshold: float, ignore_missing: bool = False) ->
     tally = ", ".join(f"{n} {v}" for v, n in counts.items() if n)
     verdict = "FAIL" if failed(deltas, ignore_missing) else "PASS"
     head = (
-        f"regression gate: {len(deltas)} figures; a figure regresses when it is worse beyond both its spread and "
-        f"the threshold ({fmt.rel(threshold)})"
+        f"regression gate: {len(deltas)} figures; a figure regresses when it is worse beyond both its spread "
+        f"and the threshold ({fmt.rel(threshold)})"
     )
     return "\n".join([head, *map(line, deltas), f"{verdict}: {tally}"]) + "\n"

@@ -130,7 +130,10 @@ def rows(report: Report) -> list[tuple[str, dict[str, str]]]:
                 (
                     "constrained JSON valid, all temperatures",
                     {
-                        b: f"{fmt.pct(g['valid'].sum() / g['n'].sum())} ({int(g['valid'].sum())} of {int(g['n'].sum())})"
+                        b: (
+                            f"{fmt.pct(g['valid'].sum() / g['n'].sum())} "
+                            f"({int(g['valid'].sum())} of {int(g['n'].sum())})"
+                        )
                         for b, g in rates.groupby("backend", sort=False)
                     },
                 )

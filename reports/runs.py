@@ -145,8 +145,8 @@ def read_checked(path: Path) -> tuple[list[dict[str, Any]], list[int]]:
 def bad_lines_note(path: Path, bad: list[int]) -> str:
     shown = ", ".join(map(str, bad[:20])) + (f" and {len(bad) - 20} more" if len(bad) > 20 else "")
     return (
-        f"{path}: {len(bad)} bad line{'s' if len(bad) > 1 else ''} left out (not a whole record, or a field of "
-        f"the wrong type): line{'s' if len(bad) > 1 else ''} {shown}"
+        f"{path}: {len(bad)} bad line{'s' if len(bad) > 1 else ''} left out (not a whole record, or a field "
+        f"of the wrong type): line{'s' if len(bad) > 1 else ''} {shown}"
     )
 
 
@@ -219,8 +219,8 @@ def read_runs(
             setup = setup_of(envs[run], name)
             if setups.setdefault(name, setup) != setup:
                 raise ReportError(
-                    f"--merge-starts: the runs of {name} differ in setup (plan hash, model config hash, dtype, "
-                    f"version: {setups[name]} vs {setup}); merge only runs of the same setup"
+                    f"--merge-starts: the runs of {name} differ in setup (plan hash, model config hash, "
+                    f"dtype, version: {setups[name]} vs {setup}); merge only runs of the same setup"
                 )
         labels = {(run, name): name for run, name in pairs}
     else:

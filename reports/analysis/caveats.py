@@ -22,7 +22,9 @@ if TYPE_CHECKING:
     from reports.assemble import Report
 
 TIMING_NOTES = {
-    "max_tokens-differential": "TTFT is a separate 1-token call and decode the difference (the engine does not stream here)",
+    "max_tokens-differential": (
+        "TTFT is a separate 1-token call and decode the difference (the engine does not stream here)"
+    ),
     "e2e-only": "only end-to-end time is known (no TTFT or decode split)",
     "client-stream": "timed from the client's stream, so HTTP and detokenisation are included",
 }
@@ -73,11 +75,14 @@ def agreement(summary: pd.DataFrame, cached: pd.DataFrame | None = None) -> list
             )
             continue
         text = (
-            f"At T=0 {r['backend']} matched {r['reference']} token for token on {r['identical']} of {r['cases']} "
-            f"{r['workload']} calls (same first token on {r['same_first']})"
+            f"At T=0 {r['backend']} matched {r['reference']} token for token on {r['identical']} of "
+            f"{r['cases']} {r['workload']} calls (same first token on {r['same_first']})"
         )
         if num(r["median_divergence"]) is not None:
-            text += f"; where they differ, the first different token is at index {fmt.n(r['median_divergence'])} (median)"
+            text += (
+                "; where they differ, the first different token is "
+                f"at index {fmt.n(r['median_divergence'])} (median)"
+            )
         if r.get("near_tie") or r.get("clear"):
             text += f": {r['near_tie']} split at a near-tie, {r['clear']} at a clear margin"
         out.append(Caveat("agreement", text + "."))

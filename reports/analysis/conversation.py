@@ -246,9 +246,10 @@ def caveats(s: Any) -> list[Caveat]:
             out.append(
                 Caveat(
                     s.name,
-                    f"{r.backend}: reusing the prefix cut the tokens processed over the conversation "
-                    f"from {fmt.n(r.tokens_full)} to {fmt.n(r.tokens_cached)} ({fmt.times(r.tokens_ratio)}) "
-                    f"{link} from {fmt.n(r.ttft_full)} to {fmt.n(r.ttft_cached)} ms ({fmt.times(r.ttft_ratio)}).",
+                    f"{r.backend}: reusing the prefix cut the tokens processed over the "
+                    f"conversation from {fmt.n(r.tokens_full)} to {fmt.n(r.tokens_cached)} "
+                    f"({fmt.times(r.tokens_ratio)}) {link} from {fmt.n(r.ttft_full)} to "
+                    f"{fmt.n(r.ttft_cached)} ms ({fmt.times(r.ttft_ratio)}).",
                 )
             )
     out += break_even(s)
@@ -261,8 +262,9 @@ def caveats(s: Any) -> list[Caveat]:
                 out.append(
                     Caveat(
                         s.name,
-                        f"{backend} reused {lost} fewer tokens than shared on {len(rounded)} turns: block "
-                        f"granularity (block {int(rounded['block'].iloc[0])}: cached = ⌊shared / block⌋ × block).",
+                        f"{backend} reused {lost} fewer tokens than shared on {len(rounded)} "
+                        f"turns: block granularity (block {int(rounded['block'].iloc[0])}: "
+                        "cached = ⌊shared / block⌋ × block).",
                     )
                 )
             short = g[g["why"].str.contains("fewer than expected")]
@@ -291,8 +293,9 @@ def caveats(s: Any) -> list[Caveat]:
             out.append(
                 Caveat(
                     s.name,
-                    f"{r['backend']}: cached and full chose a different first token on {r['compared'] - r['same']} "
-                    f"of {r['compared']} calls ({'turn' if len(r['differing_turns']) == 1 else 'turns'} "
+                    f"{r['backend']}: cached and full chose a different first token on "
+                    f"{r['compared'] - r['same']} of {r['compared']} calls "
+                    f"({'turn' if len(r['differing_turns']) == 1 else 'turns'} "
                     f"{', '.join(map(str, r['differing_turns']))}).",
                 )
             )
@@ -319,7 +322,10 @@ def break_even(s: Any) -> list[Caveat]:
         ]
         first = next((i for i in range(len(common)) if all(faster[i:])), None)
         last = common[-1]
-        tail = f"(turn {last}, {fmt.n(full.at[last, 'prompt_tokens'])} tokens: {fmt.n(full.at[last, 'ttft_med'])} ms full vs {fmt.n(cached.at[last, 'ttft_med'])} ms cached)"
+        tail = (
+            f"(turn {last}, {fmt.n(full.at[last, 'prompt_tokens'])} tokens: "
+            f"{fmt.n(full.at[last, 'ttft_med'])} ms full vs {fmt.n(cached.at[last, 'ttft_med'])} ms cached)"
+        )
         if first is None:
             out.append(
                 Caveat(
@@ -344,9 +350,10 @@ def break_even(s: Any) -> list[Caveat]:
                 Caveat(
                     s.name,
                     f"{backend}: the cache saves time only past ~{fmt.n(full.at[t, 'prompt_tokens'])} prompt "
-                    f"tokens (from turn {t} on, IQRs apart); before that cached and full overlap (turn {before}, "
-                    f"{fmt.n(full.at[before, 'prompt_tokens'])} tokens: {fmt.n(full.at[before, 'ttft_med'])} ms full "
-                    f"vs {fmt.n(cached.at[before, 'ttft_med'])} ms cached).",
+                    f"tokens (from turn {t} on, IQRs apart); before that cached and full overlap (turn "
+                    f"{before}, {fmt.n(full.at[before, 'prompt_tokens'])} tokens: "
+                    f"{fmt.n(full.at[before, 'ttft_med'])} ms full vs "
+                    f"{fmt.n(cached.at[before, 'ttft_med'])} ms cached).",
                 )
             )
     return out

@@ -353,7 +353,10 @@ def caveats(s: Any) -> list[Caveat]:
     out = []
     for r in s.data["overhead"].to_dict("records"):
         c, u = r["constrained"], r["unconstrained"]
-        figures = f"'{r['mode']}' {fmt.stat(c, 'ms/token')} vs '{r['base']}' {fmt.stat(u, 'ms/token')} on the same prompts"
+        figures = (
+            f"'{r['mode']}' {fmt.stat(c, 'ms/token')} vs '{r['base']}' "
+            f"{fmt.stat(u, 'ms/token')} on the same prompts"
+        )
         if c.q1 is not None and u.q3 is not None and c.q1 > u.q3:
             out.append(
                 Caveat(
@@ -366,8 +369,8 @@ def caveats(s: Any) -> list[Caveat]:
             out.append(
                 Caveat(
                     s.name,
-                    f"{r['backend']}: no measurable grammar overhead (the IQRs overlap or the grammar mode is "
-                    f"faster): {figures}.",
+                    f"{r['backend']}: no measurable grammar overhead (the "
+                    f"IQRs overlap or the grammar mode is faster): {figures}.",
                 )
             )
     for c in s.data["candidates"]:

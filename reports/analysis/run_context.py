@@ -133,8 +133,8 @@ def notes(report: Report, job: Job) -> list[str]:
     share = launch_bound(report)
     if share is not None:
         out.append(
-            f"launch-bound: decode reads at most {fmt.pct(share)} of the bandwidth floor on any backend, so this "
-            "compares each stack's per-step overhead, not its use of the GPU"
+            f"launch-bound: decode reads at most {fmt.pct(share)} of the bandwidth floor on any backend, so "
+            "this compares each stack's per-step overhead, not its use of the GPU"
         )
     return out
 

@@ -101,8 +101,8 @@ def decode_flat(report: Report) -> Claim:
     if not here:
         return _no_sweep(statement, theirs)
     test = (
-        f"the least-squares line of decode on N, its change over the swept lengths relative to the median, 95 % "
-        f"bootstrap interval over every repeat and engine start; flat means inside ±{fmt.pct(FLAT)}"
+        "the least-squares line of decode on N, its change over the swept lengths relative to the median, "
+        f"95 % bootstrap interval over every repeat and engine start; flat means inside ±{fmt.pct(FLAT)}"
     )
     out = [b for b, w in where.items() if w == intervals.OUTSIDE]
     undecided = [b for b, w in where.items() if w in (intervals.ACROSS, None)]
@@ -132,8 +132,9 @@ def decode_flat(report: Report) -> Claim:
         statement,
         theirs,
         setup_specific(
-            f"the shape holds: flat on every backend ({test}); the level is HF eager's on an A100: here "
-            f"{_range(levels, 3)} ms/token by backend, set by launch overhead (eager) or memory bandwidth (engines)"
+            f"the shape holds: flat on every backend ({test}); the level is HF "
+            f"eager's on an A100: here {_range(levels, 3)} ms/token by backend, "
+            "set by launch overhead (eager) or memory bandwidth (engines)"
         ),
         here,
     )
@@ -166,8 +167,9 @@ def bandwidth_share(report: Report) -> Claim:
         statement,
         theirs,
         setup_specific(
-            f"bytes read per step ÷ decode time; the share belongs to the stack: {_range(list(shares * 100), 0)} % here by backend "
-            "(low where per-token launch overhead, not memory, sets the pace)"
+            "bytes read per step ÷ decode time; the share belongs to the "
+            f"stack: {_range(list(shares * 100), 0)} % here by backend (low "
+            "where per-token launch overhead, not memory, sets the pace)"
         ),
         here,
     )
@@ -193,7 +195,8 @@ def short_prefill_one_step(report: Report) -> Claim:
             if pairs and ci is not None:
                 xs, ys = (np.asarray(v, dtype=float) for v in zip(*pairs, strict=True))
                 steps.append(
-                    f"{fmt.n(intervals.ratio_of_medians(xs, ys), 1)} {intervals.show(ci, percent=False)} at N={int(n)}"
+                    f"{fmt.n(intervals.ratio_of_medians(xs, ys), 1)} "
+                    f"{intervals.show(ci, percent=False)} at N={int(n)}"
                 )
                 places.append(intervals.against_band(ci, *ONE_STEP))
         if steps:
@@ -214,7 +217,8 @@ def short_prefill_one_step(report: Report) -> Claim:
             statement,
             theirs,
             not_decided(
-                f"the interval crosses ×½ or ×2 on {', '.join(b for b, v in ok.items() if v is None)} ({test})"
+                "the interval crosses ×½ or ×2 on "
+                f"{', '.join(b for b, v in ok.items() if v is None)} ({test})"
             ),
             here,
         )
@@ -235,9 +239,9 @@ def short_prefill_one_step(report: Report) -> Claim:
         statement,
         theirs,
         setup_specific(
-            f"holds on {', '.join(b for b, v in ok.items() if v)} (decode slow enough that a short prefill hides in one step); "
-            f"not on {', '.join(b for b, v in ok.items() if not v)}, whose decode step is a few ms, so a short prefill's fixed "
-            f"cost is several steps ({test})"
+            f"holds on {', '.join(b for b, v in ok.items() if v)} (decode slow enough that a short prefill "
+            f"hides in one step); not on {', '.join(b for b, v in ok.items() if not v)}, whose decode step "
+            f"is a few ms, so a short prefill's fixed cost is several steps ({test})"
         ),
         here,
     )
@@ -258,8 +262,8 @@ def tps_ratio(report: Report) -> Claim:
         statement,
         theirs,
         setup_specific(
-            "the ratio is (N ÷ TTFT) ÷ (1 ÷ decode): it scales with the decode step, so a stack with a fast decode step shows a "
-            "smaller one; prefill being far faster per token holds everywhere"
+            "the ratio is (N ÷ TTFT) ÷ (1 ÷ decode): it scales with the decode step, so a stack with a fast "
+            "decode step shows a smaller one; prefill being far faster per token holds everywhere"
         ),
         here,
     )
@@ -270,7 +274,10 @@ def decode_share(report: Report) -> Claim:
     """The seed's claim that decode is most of a call with a short reply, derived from the sweep's medians
     (TTFT + the remaining decode steps), not from a measured call."""
     statement = f"Decode is most of a call with a {reference.REPLY_TOKENS}-token reply"
-    theirs = f"≈ {fmt.pct(reference.DECODE_SHARE)} (63 steps of 64 ms after a one-step prefill; from its own figures)"
+    theirs = (
+        f"≈ {fmt.pct(reference.DECODE_SHARE)} (63 steps of "
+        "64 ms after a one-step prefill; from its own figures)"
+    )
     lengths = _lengths(report)
     if lengths.empty:
         return _no_sweep(statement, theirs)
@@ -332,8 +339,9 @@ def conversation_tokens(report: Report) -> Claim:
         statement,
         theirs,
         setup_specific(
-            f"the counts belong to the conversation (its logs' lengths, number of turns), not the stack; the saving is of the "
-            f"same order ({_range(ratios, 1)}× here vs {fmt.times(c['tokens_ratio'])}) on every backend with a prefix cache"
+            "the counts belong to the conversation (its logs' lengths, number of turns), "
+            f"not the stack; the saving is of the same order ({_range(ratios, 1)}× here "
+            f"vs {fmt.times(c['tokens_ratio'])}) on every backend with a prefix cache"
         ),
         here,
     )
@@ -343,7 +351,10 @@ def conversation_tokens(report: Report) -> Claim:
 def conversation_ttft(report: Report) -> Claim:
     c = reference.CONVERSATION
     statement = "Summed TTFT over the conversation drops with reuse, 868 → 642 ms"
-    theirs = f"{fmt.n(c['ttft_full_ms'])} → {fmt.n(c['ttft_cached_ms'])} ms ({fmt.times(c['ttft_full_ms'] / c['ttft_cached_ms'])})"
+    theirs = (
+        f"{fmt.n(c['ttft_full_ms'])} → {fmt.n(c['ttft_cached_ms'])} ms "
+        f"({fmt.times(c['ttft_full_ms'] / c['ttft_cached_ms'])})"
+    )
     tot = _conversation(report)
     if tot.empty:
         return Claim(SEED, statement, theirs, not_measurable("these runs have no conversation"))
@@ -355,9 +366,9 @@ def conversation_ttft(report: Report) -> Claim:
         statement,
         theirs,
         setup_specific(
-            f"the milliseconds are the stack's, GPU's and workload's; the time saving ({_range(ratios, 1)}× here, "
-            f"{fmt.times(c['ttft_full_ms'] / c['ttft_cached_ms'])} in the seed) stays below the token saving wherever a fixed "
-            "per-call cost, not the tokens, sets TTFT"
+            f"the milliseconds are the stack's, GPU's and workload's; the time saving ({_range(ratios, 1)}× "
+            f"here, {fmt.times(c['ttft_full_ms'] / c['ttft_cached_ms'])} in the seed) stays below the token "
+            "saving wherever a fixed per-call cost, not the tokens, sets TTFT"
         ),
         here,
     )
@@ -379,9 +390,9 @@ def reuse_stops_early(report: Report) -> Claim:
             statement,
             theirs,
             setup_specific(
-                "this model's chat template writes each prompt as an extension of the previous one, so reuse runs to "
-                "the previous prompt's end; the early stop belongs to Qwen3's template (its empty think block), "
-                "not to the engines"
+                "this model's chat template writes each prompt as an extension of the "
+                "previous one, so reuse runs to the previous prompt's end; the early stop "
+                "belongs to Qwen3's template (its empty think block), not to the engines"
             ),
             {b: "0 tokens lost on every turn" for b in s.backends},
         )

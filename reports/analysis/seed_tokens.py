@@ -139,8 +139,9 @@ def conversation_turn_prompts(report: Report) -> Claim | None:
         statement,
         theirs,
         setup_specific(
-            f"counted with {which}; our ten logs are the project's own, modelled on the article's turns (same shape: a "
-            "system prompt, a log per turn, a one-line reply), not its text, so the lengths compare in growth, not in value"
+            f"counted with {which}; our ten logs are the project's own, modelled on the "
+            "article's turns (same shape: a system prompt, a log per turn, a one-line "
+            "reply), not its text, so the lengths compare in growth, not in value"
         ),
         here,
     )

@@ -86,7 +86,8 @@ def workload_notes(df: pd.DataFrame, workload: str) -> list[str]:
         notes.append(f"{r['backend']}: {what} skipped: {r['skipped']}")
     for backend, errs in g[g["error"].notna()].groupby("backend", sort=False):
         notes.append(
-            f"{backend}: {len(errs)} of {int((g['backend'] == backend).sum())} requests failed: {errs.iloc[0]['error']}"
+            f"{backend}: {len(errs)} of {int((g['backend'] == backend).sum())} "
+            f"requests failed: {errs.iloc[0]['error']}"
         )
     return notes
 

@@ -85,8 +85,8 @@ def _ranked_job(
         return Job(job, figure, shown, None, "one backend: nothing to choose", caution, latency=True)
     if engine_internal and len(engine_internal) < len(stats):
         why = (
-            f"not ranked: {', '.join(engine_internal)} report the engine's internal TTFT (old runs, timing_source "
-            "engine-metrics), the others the caller's"
+            f"not ranked: {', '.join(engine_internal)} report the engine's internal TTFT (old runs, "
+            "timing_source engine-metrics), the others the caller's"
         )
         return Job(job, figure, shown, None, why, caution, latency=True)
     second = r.order[1]
@@ -97,8 +97,8 @@ def _ranked_job(
             shown,
             None,
             f"{r.order[0]} leads by {fmt.rel(r.margin)} over {second}, beyond the noise "
-            f"within a start (±{fmt.rel(r.noise)}); not decided: one engine start of {', '.join(r.one_start)}, "
-            "so the spread across starts is unmeasured",
+            f"within a start (±{fmt.rel(r.noise)}); not decided: one engine start of "
+            f"{', '.join(r.one_start)}, so the spread across starts is unmeasured",
             caution,
             latency=True,
         )

@@ -242,7 +242,10 @@ def caveats(s: Any, report: Any) -> list[Caveat]:
     out = []
     for f in s.data["fits"]:
         knee = f.knee()
-        law = f"TTFT ≈ {fmt.n(f.a_ms)} ms + {fmt.n(f.b_ms_per_token * 1e3)} µs × N, r² = {fmt.n(f.r2, 3)}, {f.points} calls"
+        law = (
+            f"TTFT ≈ {fmt.n(f.a_ms)} ms + {fmt.n(f.b_ms_per_token * 1e3)} "
+            f"µs × N, r² = {fmt.n(f.r2, 3)}, {f.points} calls"
+        )
         if f.note:
             law += f", {f.note}"
         if not f.holds:
@@ -257,8 +260,9 @@ def caveats(s: Any, report: Any) -> list[Caveat]:
             out.append(
                 Caveat(
                     s.name,
-                    f"{f.backend}: TTFT grows faster than linearly with the prompt, so the straight-line fit "
-                    f"has no positive per-call floor ({law}): attention's quadratic cost shows at these lengths.",
+                    f"{f.backend}: TTFT grows faster than linearly with the prompt, "
+                    "so the straight-line fit has no positive per-call floor "
+                    f"({law}): attention's quadratic cost shows at these lengths.",
                 )
             )
         elif knee is None:
@@ -267,8 +271,8 @@ def caveats(s: Any, report: Any) -> list[Caveat]:
             out.append(
                 Caveat(
                     s.name,
-                    f"{f.backend}: at every measured length (N ≥ {min(f.lengths)}) the per-token cost dominates "
-                    f"the per-call floor a ≈ {fmt.n(f.a_ms)} ms ({law}).",
+                    f"{f.backend}: at every measured length (N ≥ {min(f.lengths)}) the per-token cost "
+                    f"dominates the per-call floor a ≈ {fmt.n(f.a_ms)} ms ({law}).",
                 )
             )
         else:
@@ -308,11 +312,11 @@ def caveats(s: Any, report: Any) -> list[Caveat]:
                     s.name,
                     f"{backend}: decode is {fmt.times(lo['decode_x'])} the roofline at N={lo['N']}: "
                     f"{fmt.n(decode['decode_med'])} ms/token vs a floor of {fmt.n(lo['decode_floor_ms'])} ms "
-                    f"({fmt.n(lo['step_bytes'] / 1e9)} GB read per step / {fmt.n(roof.peak.bandwidth_gbps)} GB/s, "
-                    f"{roof.peak.label} datasheet); effective bandwidth {fmt.n(lo['effective_gbps'])} GB/s = "
-                    f"{fmt.pct(lo['bandwidth_share'])} of peak. Prefill at N={hi['N']} is "
-                    f"{fmt.times(hi['prefill_x'])} its compute floor ({fmt.n(hi['prefill_floor_ms'])} ms at "
-                    f"{fmt.n(roof.peak.tflops)} TFLOP/s).",
+                    f"({fmt.n(lo['step_bytes'] / 1e9)} GB read per step / "
+                    f"{fmt.n(roof.peak.bandwidth_gbps)} GB/s, {roof.peak.label} datasheet); effective "
+                    f"bandwidth {fmt.n(lo['effective_gbps'])} GB/s = {fmt.pct(lo['bandwidth_share'])} of "
+                    f"peak. Prefill at N={hi['N']} is {fmt.times(hi['prefill_x'])} its compute floor "
+                    f"({fmt.n(hi['prefill_floor_ms'])} ms at {fmt.n(roof.peak.tflops)} TFLOP/s).",
                 )
             )
     out += launch_overhead(s, report)
@@ -370,12 +374,15 @@ def launch_overhead(s: Any, report: Any) -> list[Caveat]:
         for b in s.backends
         if b not in (e, g) and b not in hf
     ]
-    text = f"CUDA graphs take HF's decode at N={at} from {fmt.n(de)} ms/token ({e}) to {fmt.n(dg)} ms/token ({g})"
+    text = (
+        f"CUDA graphs take HF's decode at N={at} from "
+        f"{fmt.n(de)} ms/token ({e}) to {fmt.n(dg)} ms/token ({g})"
+    )
     if floor and de > floor:
         share = (de - dg) / (de - floor)
         text += (
-            f"; the roofline floor is {fmt.n(floor)} ms, so launch overhead explains {fmt.pct(share)} of HF eager's "
-            f"gap to it"
+            f"; the roofline floor is {fmt.n(floor)} ms, so launch "
+            f"overhead explains {fmt.pct(share)} of HF eager's gap to it"
         )
     else:
         text += f" ({fmt.pct((de - dg) / de)} less; no roofline to compare the gap with)"

@@ -190,20 +190,21 @@ def blocks(d: dict[str, Any], backends: list[str], slots) -> list[Block]:
         h3("How many users one GPU holds, per target"),
         p(
             Markup(
-                "Targets: {}. A level meets a target when each percentile over its <b>steady-state</b> requests is "
-                "within the limit; a failed request is a miss. ({})"
+                "Targets: {}. A level meets a target when each percentile over its <b>steady-state</b> "
+                "requests is within the limit; a failed request is a miss. ({})"
             ).format("; ".join(t.label() for t in targets), SOURCES)
         ),
         table(capacity_table(caps, cap.get("via"))) if not caps.empty else None,
         p(
-            "Capacity = the highest level that met the target, refined by the capacity search between the levels "
-            "measured; '≥' where every level met it (a floor, not a limit); the limiter is the next level up's first missed "
-            "limit, with the engine's KV-cache peak and preemptions there. Compared across backends only on the same "
-            "request mix (the mix column).",
+            "Capacity = the highest level that met the target, refined by the capacity search between the "
+            "levels measured; '≥' where every level met it (a floor, not a limit); the limiter is the next "
+            "level up's first missed limit, with the engine's KV-cache peak and preemptions there. Compared "
+            "across backends only on the same request mix (the mix column).",
             muted=True,
         ),
         p(
-            f"Energy: the GPU's over each level (NVML, on a thread of its own) ÷ output tokens. {PRICE_FORMULA}"
+            "Energy: the GPU's over each level (NVML, on a "
+            f"thread of its own) ÷ output tokens. {PRICE_FORMULA}"
             + (
                 f"; PRICE = ${price:g} (--gpu-hour-usd)."
                 if price
@@ -214,13 +215,14 @@ def blocks(d: dict[str, Any], backends: list[str], slots) -> list[Block]:
         ),
         h3("Steady state of every level"),
         p(
-            "The first wave (the C requests that start together) is kept apart: its TTFT in its own column, never in the "
-            "percentiles. The window runs from the first submit after it to the last submit; 'C in flight' is the share "
-            "of the window that really had C requests between submit and finish. tok/s interval: bootstrap over 5 time "
-            "blocks of the window (one run, not repeats). * a p99 from fewer than 100 requests (close to the maximum). "
-            "'served': in process (the engine in the harness's process, tokens stamped as the engine hands them over) or HTTP "
-            "(an OpenAI-compatible server, tokens stamped as the stream delivers them); the engine's own figures (KV peak, "
-            "preemptions) come from the engine in process or from the server's /metrics.",
+            "The first wave (the C requests that start together) is kept apart: its TTFT in its own column, "
+            "never in the percentiles. The window runs from the first submit after it to the last submit; 'C "
+            "in flight' is the share of the window that really had C requests between submit and "
+            "finish. tok/s interval: bootstrap over 5 time blocks of the window (one run, not repeats). * a "
+            "p99 from fewer than 100 requests (close to the maximum). 'served': in process (the engine in "
+            "the harness's process, tokens stamped as the engine hands them over) or HTTP (an "
+            "OpenAI-compatible server, tokens stamped as the stream delivers them); the engine's own figures "
+            "(KV peak, preemptions) come from the engine in process or from the server's /metrics.",
             muted=True,
         ),
         chart_block(slots),
@@ -233,8 +235,8 @@ def blocks(d: dict[str, Any], backends: list[str], slots) -> list[Block]:
         out += [
             h3("What prefix caching buys"),
             p(
-                "The same backend run with its prefix cache on and off (--no-prefix-caching), at the same levels and "
-                "mix: tok/s on ÷ off, TTFT p50 off ÷ on, capacity on ÷ off.",
+                "The same backend run with its prefix cache on and off (--no-prefix-caching), at the same "
+                "levels and mix: tok/s on ÷ off, TTFT p50 off ÷ on, capacity on ÷ off.",
                 muted=True,
             ),
             table(caching_table(ratios)),
@@ -362,7 +364,8 @@ def jobs(d: dict[str, Any]) -> list:
         out.append(
             Job(
                 f"Many users: throughput ({w} · {m}, C={fmt.n(max(common))})",
-                "steady output tok/s at the level the most backends ran with the same requests (the highest such)",
+                "steady output tok/s at the level the most backends "
+                "ran with the same requests (the highest such)",
                 values,
                 top["backend"] if clear else None,
                 f"by {fmt.n(100 * (top['output_tps'] / second['output_tps'] - 1))} % over {second['backend']}"

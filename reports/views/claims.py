@@ -28,11 +28,11 @@ def blocks(claims: list[Claim], backends: list[str]) -> list[Block]:
         out += [Block("h3", f"Claims of the {source}"), table(claims_table(mine, backends))]
     out.append(
         p(
-            "Verdicts: holds — the claim is true of every backend here; setup-specific — its figure belongs to the "
-            "source's stack, GPU or workload (the reason says which); does not hold; not measurable here — the "
-            "reason says why; not decided — the 95 % interval of the data crosses the edge of the claim's band (the "
-            "noise is larger than the question: more repeats or engine starts would decide). Our figures are computed "
-            "from these runs, never typed in.",
+            "Verdicts: holds — the claim is true of every backend here; setup-specific — its figure belongs "
+            "to the source's stack, GPU or workload (the reason says which); does not hold; not measurable "
+            "here — the reason says why; not decided — the 95 % interval of the data crosses the edge of the "
+            "claim's band (the noise is larger than the question: more repeats or engine starts would "
+            "decide). Our figures are computed from these runs, never typed in.",
             muted=True,
         )
     )

@@ -39,7 +39,8 @@ def status_table(report) -> Table:
         lines = [f"{reason} ({', '.join(where)})" for reason, where in by_reason.items()]
         if st.missing:
             lines.append(
-                f"not run (planned load levels with no records: the run stopped before them): {', '.join(st.missing)}"
+                "not run (planned load levels with no records: the "
+                f"run stopped before them): {', '.join(st.missing)}"
             )
         skipped = Markup("<br>").join(lines)
         failed = f"{st.errors}: {st.first_error}" if st.first_error else str(st.errors)
@@ -68,10 +69,10 @@ def ttft_definition(report) -> list[Block]:
     if old:
         out.append(
             note(
-                f"{', '.join(old)}: these runs predate the common definition; their ttft_ms is the engine's own "
-                "internal figure (timing_source engine-metrics: from the request's arrival in the engine to the first "
-                "token leaving it, without the way to and from the caller). They are shown, but not ranked against "
-                "caller-measured TTFTs."
+                f"{', '.join(old)}: these runs predate the common definition; their ttft_ms is the engine's "
+                "own internal figure (timing_source engine-metrics: from the request's arrival in the engine "
+                "to the first token leaving it, without the way to and from the caller). They are shown, but "
+                "not ranked against caller-measured TTFTs."
             )
         )
     return out
@@ -85,11 +86,12 @@ def summary(report) -> list[Block]:
     if report.jobs:
         out.append(
             p(
-                "A winner is named only where the gap to the next backend beats the spread within a start (both "
-                "backends' added) and the larger range of per-start medians, every engine start of the winner is ahead "
-                "of every start of the next, and both have at least two engine starts. Derived figures are shown, not "
-                "ranked. The warnings under a job's figures say what its ranking rests on: a column from another run "
-                "(day, machine or commit), a GPU host shared with another engine, a launch-bound model.",
+                "A winner is named only where the gap to the next backend beats the spread within a start "
+                "(both backends' added) and the larger range of per-start medians, every engine start of the "
+                "winner is ahead of every start of the next, and both have at least two engine starts. "
+                "Derived figures are shown, not ranked. The warnings under a job's figures say what its "
+                "ranking rests on: a column from another run (day, machine or commit), a GPU host shared "
+                "with another engine, a launch-bound model.",
                 muted=True,
             )
         )
@@ -189,20 +191,22 @@ def agreement(report, slot: Markup) -> list[Block]:
         ran = [st.backend for st in report.status if st.measured]
         out.append(
             p(
-                f"Needs at least two backends with greedy (T=0) replies; {', '.join(ran) or 'none'} produced them.",
+                "Needs at least two backends with greedy (T=0) "
+                f"replies; {', '.join(ran) or 'none'} produced them.",
                 muted=True,
             )
         )
     else:
         out += [
             p(
-                f"Each backend's token ids compared with {summ['reference'].iloc[0]}'s for the same prompt at T=0. Where "
-                "they differ, the first difference is the number of leading tokens they share, and the margin there is "
-                "the gap between the two best candidates' log-probabilities as each engine reported them: below "
-                f"{fmt.n(agreement_analysis.NEAR_TIE)} nat a split is a near-tie (bf16 rounding can swap such candidates), "
-                "above it a clear margin (the engines computed different things: worth a look). Where a backend's step-0 "
-                "candidates are all equally likely (dummy weights: flat logits), every engine breaks the tie the same "
-                "way, so matches are not informative."
+                f"Each backend's token ids compared with {summ['reference'].iloc[0]}'s for the same "
+                "prompt at T=0. Where they differ, the first difference is the number of leading tokens "
+                "they share, and the margin there is the gap between the two best candidates' "
+                "log-probabilities as each engine reported them: below "
+                f"{fmt.n(agreement_analysis.NEAR_TIE)} nat a split is a near-tie (bf16 rounding can swap "
+                "such candidates), above it a clear margin (the engines computed different things: worth "
+                "a look). Where a backend's step-0 candidates are all equally likely (dummy weights: "
+                "flat logits), every engine breaks the tie the same way, so matches are not informative."
             ),
             chart(slot),
             table(agreement_table(summ)),
@@ -226,9 +230,9 @@ def agreement(report, slot: Markup) -> list[Block]:
         out += [
             h3("Cached vs full, same backend"),
             p(
-                "Each conversation turn at T=0 run with the prefix cache (cached) and after a reset (full): the same "
-                "prompt, so the same tokens are expected; a split at a clear margin means reusing the cache changed "
-                "the computation."
+                "Each conversation turn at T=0 run with the prefix cache (cached) and "
+                "after a reset (full): the same prompt, so the same tokens are expected; a "
+                "split at a clear margin means reusing the cache changed the computation."
             ),
             table(t),
             details("per call", [table(case_table(report.agreement_cached))]),
@@ -297,8 +301,9 @@ def server(report) -> list[Block]:
     return [
         h3("Caller vs engine TTFT"),
         p(
-            "Where the engine (or the server's /metrics) reports its own TTFT, it is shown next to the caller's, under its "
-            "own name: the difference is the way to and from the engine (scheduling, IPC, HTTP)."
+            "Where the engine (or the server's /metrics) reports its own TTFT, it "
+            "is shown next to the caller's, under its own name: the difference is "
+            "the way to and from the engine (scheduling, IPC, HTTP)."
         ),
         table(summary),
         details("per request", [table(t)]),

@@ -136,8 +136,9 @@ def blocks(section, slots: dict[str, Markup]) -> list[Block]:
         h3(f"Totals over {turns_n} turns" if turns_n else "Totals"),
         table(totals_table(d)),
         p(
-            "Tokens processed = tokens the engine computed: the prompt minus reported cache hits (the whole prompt in full "
-            "mode, where the cache is reset before every call). Sums are per repeat, then the median over repeats.",
+            "Tokens processed = tokens the engine computed: the prompt minus reported "
+            "cache hits (the whole prompt in full mode, where the cache is reset "
+            "before every call). Sums are per repeat, then the median over repeats.",
             muted=True,
         ),
         h3("TTFT per turn, cached vs full"),
@@ -175,8 +176,8 @@ def blocks(section, slots: dict[str, Markup]) -> list[Block]:
         out += [
             h3("Where the prefix breaks"),
             p(
-                "Each prompt is the whole history rendered again; from the first token where it stops extending the "
-                "previous prompt (highlighted), nothing can be reused."
+                "Each prompt is the whole history rendered again; from the first token where it stops "
+                "extending the previous prompt (highlighted), nothing can be reused."
             ),
             table(breaks_table(d["breaks"], d.get("verdicts") or {})),
         ]

@@ -87,7 +87,8 @@ def failures(d: dict[str, Any], backends: list[str]) -> list[Block]:
             for f in rows.to_dict("records"):
                 children += [
                     p(
-                        f"T={fmt.n(f['temperature'], 1)} · {f['case']} · finish {f['finish_reason'] or '?'} · {f['why']}",
+                        f"T={fmt.n(f['temperature'], 1)} · {f['case']} · "
+                        f"finish {f['finish_reason'] or '?'} · {f['why']}",
                         muted=True,
                     ),
                     reply(f["text"]),
@@ -107,8 +108,9 @@ def blocks(section, slots: dict[str, Markup]) -> list[Block]:
         chart(slots["pass"]),
         side([(b, [table(rate_table(d["rates"], b))]) for b in section.backends]),
         p(
-            "Valid = parses with json.loads as it is (no fence stripping) and validates against the workload's schema; "
-            "correct = valid and equal to the expected values. Latency per call is end to end.",
+            "Valid = parses with json.loads as it is (no fence stripping) and "
+            "validates against the workload's schema; correct = valid and "
+            "equal to the expected values. Latency per call is end to end.",
             muted=True,
         ),
     ]
@@ -118,10 +120,10 @@ def blocks(section, slots: dict[str, Markup]) -> list[Block]:
         out += [
             h3("Step-0 candidates"),
             p(
-                "Top candidates for the first token, per mode; a Markdown fence or backtick is highlighted. Where "
-                "a logit is shown (HF) they are the model's own preference, before any grammar mask; backends "
-                "that report their sampler's log-probabilities (vLLM, SGLang) show them after the mask in a "
-                "grammar mode, marked below."
+                "Top candidates for the first token, per mode; a Markdown fence or backtick is "
+                "highlighted. Where a logit is shown (HF) they are the model's own preference, "
+                "before any grammar mask; backends that report their sampler's log-probabilities "
+                "(vLLM, SGLang) show them after the mask in a grammar mode, marked below."
             ),
             side(
                 [
@@ -147,10 +149,10 @@ def blocks(section, slots: dict[str, Markup]) -> list[Block]:
         out += [
             h3("The seed's claims about JSON output"),
             p(
-                "Each judged per backend from these calls, all temperatures pooled, by a 95 % interval of the counts "
-                "(Wilson; Newcombe for the strict-vs-free difference): 'not decided' where the interval crosses the "
-                "line, 'holds' and 'does not hold' about this model and these prompts; on random weights none is "
-                "measurable."
+                "Each judged per backend from these calls, all temperatures pooled, by a 95 % "
+                "interval of the counts (Wilson; Newcombe for the strict-vs-free difference): "
+                "'not decided' where the interval crosses the line, 'holds' and 'does not hold' "
+                "about this model and these prompts; on random weights none is measurable."
             ),
             table(t),
         ]
@@ -167,6 +169,9 @@ KIND = ReportKind(
     charts={"pass": (lambda d, r: charts.json_pass(d["rates"]), "JSON pass rate vs temperature")},
     caveats=lambda s, report: jx.caveats(s),
     jobs=lambda s, rows, report: summary.json_jobs(s, quality_caution(report)),
-    quality_note="Random weights: not a quality figure. Validity without a grammar, correctness, the step-0 candidates "
-    "and the seed's claims below describe noise; the grammar's guarantee of form and its cost per token still hold.",
+    quality_note=(
+        "Random weights: not a quality figure. Validity without a grammar, "
+        "correctness, the step-0 candidates and the seed's claims below describe "
+        "noise; the grammar's guarantee of form and its cost per token still hold."
+    ),
 )

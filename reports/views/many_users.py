@@ -357,19 +357,23 @@ def blocks(section, slots) -> list[Block]:
     out: list[Block | None] = [
         h3("Every request of every level, the first wave included"),
         p(
-            "These charts and tables take all of a level's requests, as they came (the steady-state figures above "
-            "leave the first wave out). Closed loop: C requests in flight at all times (each user runs its turns in order). "
+            "These charts and tables take all of a level's requests, as they came "
+            "(the steady-state figures above leave the first wave out). Closed loop: "
+            "C requests in flight at all times (each user runs its turns in order). "
             + "; ".join(f"{b}: {s}" for b, s in served.items() if s)
-            + ". Window = first submit to last finish of a "
-            "level; throughput = output tokens ÷ window; TTFT at the caller from submit; ITL = every gap between "
-            "consecutive tokens, pooled (tokens that came in one chunk give gaps of 0); ITL per chunk = every gap between "
-            "consecutive chunks (what vLLM's bench serve calls ITL); TPOT = a request's (last − first token) ÷ "
-            "(tokens − 1) (what AIPerf and GuideLLM call ITL). Percentiles by linear interpolation; n is each level's "
-            'requests served (ITL: its gaps). A failed request (shown as "N failed") adds no tokens, stays in the window '
-            "and counts as missing the SLO. Server TTFT / TPOT: the server's own /metrics histograms over the level "
-            "(scraped before and after it, percentiles interpolated within its buckets); caller TTFT − server TTFT is "
-            "the client, the network and the HTTP front end. Client CPU: the busiest client process's CPU time ÷ the "
-            "level's wall time.",
+            + (
+                ". Window = first submit to last finish of a level; throughput = output tokens ÷ "
+                "window; TTFT at the caller from submit; ITL = every gap between consecutive tokens, "
+                "pooled (tokens that came in one chunk give gaps of 0); ITL per chunk = every gap "
+                "between consecutive chunks (what vLLM's bench serve calls ITL); TPOT = a request's "
+                "(last − first token) ÷ (tokens − 1) (what AIPerf and GuideLLM call ITL). Percentiles "
+                "by linear interpolation; n is each level's requests served (ITL: its gaps). A failed "
+                'request (shown as "N failed") adds no tokens, stays in the window and counts as '
+                "missing the SLO. Server TTFT / TPOT: the server's own /metrics histograms over the "
+                "level (scraped before and after it, percentiles interpolated within its buckets); "
+                "caller TTFT − server TTFT is the client, the network and the HTTP front end. Client "
+                "CPU: the busiest client process's CPU time ÷ the level's wall time."
+            ),
             muted=True,
         ),
         chart(slots["throughput"]),
@@ -389,12 +393,13 @@ def blocks(section, slots) -> list[Block]:
         if engine_rows is not None
         else None,
         p(
-            "Engine TTFT: the engine's own per-request figure (vLLM in process: arrival in the engine to the first token "
-            "out of the engine core, by its clock). Server TTFT: the server's TTFT histogram over the level (its /metrics, "
-            "bucket-interpolated), so caller − server is the client, the network and the HTTP front end. Engine step: the "
-            "mean LLMEngine.step() of vLLM stepped in process, which runs on the load loop's event loop: an arrival and a "
-            "first token wait for the step in flight, so caller − engine of up to about one step there is the harness's "
-            "stepping, not the engine.",
+            "Engine TTFT: the engine's own per-request figure (vLLM in process: arrival in the "
+            "engine to the first token out of the engine core, by its clock). Server TTFT: the "
+            "server's TTFT histogram over the level (its /metrics, bucket-interpolated), so "
+            "caller − server is the client, the network and the HTTP front end. Engine step: the "
+            "mean LLMEngine.step() of vLLM stepped in process, which runs on the load loop's "
+            "event loop: an arrival and a first token wait for the step in flight, so caller − "
+            "engine of up to about one step there is the harness's stepping, not the engine.",
             muted=True,
         )
         if engine_rows is not None
@@ -402,9 +407,10 @@ def blocks(section, slots) -> list[Block]:
         table(engine_rows) if engine_rows is not None else None,
         *replicas_view.blocks(d.get("replicas"), replicas_capacities(d)),
         p(
-            "Reuse expected = tokens each prompt shares with what came before it (every user's system prompt and tools; "
-            "the user's previous turn) ÷ prompt tokens; reported = the engine's cached tokens ÷ prompt tokens. KV peak, "
-            "preemptions and prefix-cache hits are the engine's own figures over the level, where it reports them.",
+            "Reuse expected = tokens each prompt shares with what came before it (every user's "
+            "system prompt and tools; the user's previous turn) ÷ prompt tokens; reported = "
+            "the engine's cached tokens ÷ prompt tokens. KV peak, preemptions and prefix-cache "
+            "hits are the engine's own figures over the level, where it reports them.",
             muted=True,
         ),
     ]

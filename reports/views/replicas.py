@@ -81,13 +81,14 @@ def blocks(configs: pd.DataFrame, caps: pd.DataFrame | None = None) -> list[Bloc
     out: list[Block | None] = [
         h3("Two GPUs, two ways: one model split (tp) against replicas behind a router (dp)"),
         p(
-            "Each row is one run's configuration at one load level: tp=N splits one model over N GPUs; dp=N runs N "
-            "replicas, each with its own KV cache, behind the engine's own balancer (vLLM's DP coordinator, SGLang's "
-            "data-parallel controller) or SGLang's router (sglang-router) with its policy. Hit share expected = tokens "
-            "each prompt shares with what came before it ÷ prompt tokens (what a router that always finds the turn's "
-            "history could serve from cache); reported = the engine's cached tokens ÷ prompt tokens. Per replica: the "
-            "server's /metrics prefix-cache counters of that replica over the level (hits ÷ tokens looked up), and its "
-            "share of all lookups. TTFT and TPOT at the caller, every request of the level.",
+            "Each row is one run's configuration at one load level: tp=N splits one model over N GPUs; dp=N "
+            "runs N replicas, each with its own KV cache, behind the engine's own balancer (vLLM's DP "
+            "coordinator, SGLang's data-parallel controller) or SGLang's router (sglang-router) with its "
+            "policy. Hit share expected = tokens each prompt shares with what came before it ÷ prompt tokens "
+            "(what a router that always finds the turn's history could serve from cache); reported = the "
+            "engine's cached tokens ÷ prompt tokens. Per replica: the server's /metrics prefix-cache "
+            "counters of that replica over the level (hits ÷ tokens looked up), and its share of all "
+            "lookups. TTFT and TPOT at the caller, every request of the level.",
             muted=True,
         ),
     ]
@@ -96,8 +97,8 @@ def blocks(configs: pd.DataFrame, caps: pd.DataFrame | None = None) -> list[Bloc
     if caps is not None and not caps.empty:
         out += [
             p(
-                "Users within each latency target, per configuration (the capacity section's figures: the highest "
-                "level whose steady state met the target).",
+                "Users within each latency target, per configuration (the capacity section's figures: the "
+                "highest level whose steady state met the target).",
                 muted=True,
             ),
             table(capacity_rows_table(caps)),

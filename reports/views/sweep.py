@@ -125,20 +125,21 @@ def blocks(section, slots: dict[str, Markup], roofs: dict | None = None) -> list
         lo, hi = vs.iloc[0], vs[vs["backend"] == vs["backend"].iloc[0]].iloc[-1]
         notes = "; ".join(dict.fromkeys(r.step.note for r in roofs.values() if r.ok and r.step is not None))
         floors += (
-            f" Decode floor = bytes a decode step reads ÷ memory bandwidth: {notes}, the cache taken at mid-reply "
-            f"(N + {REPLY_TOKENS // 2}): {fmt.n(lo['step_bytes'] / 1e9)} GB at N={lo['N']}, "
-            f"{fmt.n(hi['step_bytes'] / 1e9)} GB at N={hi['N']}. Two floors: the datasheet bandwidth and, where given "
-            "(--copy-gbps), a measured device-to-device copy. Prefill's is a compute floor: 2 × params × N ÷ peak "
-            "FLOP/s. Effective GB/s = bytes read per step ÷ decode time."
+            f" Decode floor = bytes a decode step reads ÷ memory bandwidth: {notes}, the cache taken at "
+            f"mid-reply (N + {REPLY_TOKENS // 2}): {fmt.n(lo['step_bytes'] / 1e9)} GB at N={lo['N']}, "
+            f"{fmt.n(hi['step_bytes'] / 1e9)} GB at N={hi['N']}. Two floors: the datasheet bandwidth and, "
+            "where given (--copy-gbps), a measured device-to-device copy. Prefill's is a compute floor: 2 × "
+            "params × N ÷ peak FLOP/s. Effective GB/s = bytes read per step ÷ decode time."
         )
     out: list[Block | None] = [
         h3("Prefill and decode vs prompt length"),
         side([("", compact([chart(slots["prefill"]), chart(slots["decode"]), chart(slots["decode_x"])]))]),
         side([(b, [table(length_table(d, b))]) for b in section.backends]),
         p(
-            "Medians and IQRs pool every call of every engine start; with several starts, '± across' is half the range of "
-            f"the per-start medians, relative to the median. Ratio = prefill tokens/s ÷ decode tokens/s. Decode share = ({REPLY_TOKENS - 1} × decode) ÷ (prefill + "
-            f"{REPLY_TOKENS - 1} × decode): the first of {REPLY_TOKENS} tokens comes from the prefill. {floors}",
+            "Medians and IQRs pool every call of every engine start; with several starts, '± across' is half "
+            "the range of the per-start medians, relative to the median. Ratio = prefill tokens/s ÷ decode "
+            f"tokens/s. Decode share = ({REPLY_TOKENS - 1} × decode) ÷ (prefill + {REPLY_TOKENS - 1} × "
+            f"decode): the first of {REPLY_TOKENS} tokens comes from the prefill. {floors}",
             muted=True,
         ),
     ]
@@ -147,8 +148,8 @@ def blocks(section, slots: dict[str, Markup], roofs: dict | None = None) -> list
             h3("TTFT = a + b·N (least squares over every call)"),
             table(fit_table(d["fits"])),
             p(
-                f"r² below {R2_FLOOR}: a straight line does not describe TTFT against N for that backend, so its a is "
-                "not a per-call floor; where a region of lengths from the top down fits (r² ≥ "
+                f"r² below {R2_FLOOR}: a straight line does not describe TTFT against N for that backend, so "
+                "its a is not a per-call floor; where a region of lengths from the top down fits (r² ≥ "
                 f"{R2_FLOOR}, three lengths or more), that fit is listed below it.",
                 muted=True,
             ),

@@ -26,15 +26,15 @@ def rate_table(rates, backends: list[str]) -> Table:
 
 def sink_text(sink: dict[str, float] | None) -> str:
     caveat = (
-        "The seed's caveat: position 0 is an attention sink in most models (heads with nothing to attend to park "
-        "their weight there), and the prompt starts with a special token, so a high share is not by itself "
-        "attention to the template's markers."
+        "The seed's caveat: position 0 is an attention sink in most models (heads with nothing to attend to "
+        "park their weight there), and the prompt starts with a special token, so a high share is not by "
+        "itself attention to the template's markers."
     )
     if sink is None:
         return caveat
     return (
-        f"{caveat} Here position 0 alone takes {fmt.pct(sink['position0'])} of it (median over layers, of a total "
-        f"{fmt.pct(sink['share'])}); the other special tokens take {fmt.pct(sink['rest'])}."
+        f"{caveat} Here position 0 alone takes {fmt.pct(sink['position0'])} of it (median over layers, of a "
+        f"total {fmt.pct(sink['share'])}); the other special tokens take {fmt.pct(sink['rest'])}."
     )
 
 
@@ -49,8 +49,8 @@ def blocks(section, slots: dict[str, Markup]) -> list[Block]:
         out += [
             table(rate_table(d["rates"], section.backends)),
             p(
-                "Clean = the reply, stripped of surrounding whitespace, is exactly the short answer and the model "
-                "stopped on its own.",
+                "Clean = the reply, stripped of surrounding whitespace, is "
+                "exactly the short answer and the model stopped on its own.",
                 muted=True,
             ),
         ]
@@ -75,9 +75,9 @@ def blocks(section, slots: dict[str, Markup]) -> list[Block]:
         out += [
             h3("Attention on special tokens, per layer"),
             p(
-                f"One forward pass over the chat-template prompt ({fmt.n(att['prompt_tokens'].iloc[0])} tokens, "
-                f"{fmt.n(att['special_positions'].iloc[0])} of them special): the share of the last position's "
-                "attention, averaged over heads, that lands on special tokens."
+                f"One forward pass over the chat-template prompt ({fmt.n(att['prompt_tokens'].iloc[0])} "
+                f"tokens, {fmt.n(att['special_positions'].iloc[0])} of them special): the share of the last "
+                "position's attention, averaged over heads, that lands on special tokens."
             ),
             chart(slots["attention"]),
             p(sink_text(tpl.sink(att)), muted=True),
@@ -96,5 +96,7 @@ KIND = ReportKind(
         )
     },
     jobs=lambda s, rows, report: [summary.template_job(s, quality_caution(report))],
-    quality_note="Random weights: not a quality figure. Clean answers and attention on special tokens describe noise.",
+    quality_note=(
+        "Random weights: not a quality figure. Clean answers and attention on special tokens describe noise."
+    ),
 )
