@@ -1,5 +1,6 @@
-"""``python -m reports RUN_DIR [RUN_DIR ...] [-o report.html] [--format html,json,csv]``: rebuild, merge or export
-reports offline; ``python -m reports --baseline A --candidate B``: the regression gate (``reports.gate``)."""
+"""``python -m reports RUN_DIR [RUN_DIR ...] [-o report.html] [--format html,json,csv]``:
+rebuild, merge or export reports offline; ``python -m reports --baseline A --candidate B``:
+the regression gate (``reports.gate``)."""
 
 from __future__ import annotations
 

@@ -114,7 +114,8 @@ def slo_of(ds: Dataset, slo: dict[str, float] | None) -> dict[str, float] | None
 
 
 def planned_levels(ds: Dataset) -> dict[str, list[tuple[str, str, str]]]:
-    """Per backend column, the load levels its run planned (env.json ``planned_levels``; absent in old runs)."""
+    """Per backend column, the load levels its run planned
+    (env.json ``planned_levels``; absent in old runs)."""
     out: dict[str, list[tuple[str, str, str]]] = {}
     for label in ds.backends:
         plan = ds.run_env_of(label).get("planned_levels") or {}

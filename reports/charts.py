@@ -49,7 +49,8 @@ def _spec(chart: alt.TopLevelMixin) -> dict[str, Any]:
 
 
 def single(values: Any) -> bool:
-    """One x value only: a line through it is a lone dot on a meaningless axis, so the chart draws bars instead."""
+    """One x value only: a line through it is a lone dot on
+    a meaningless axis, so the chart draws bars instead."""
     return len({v for v in values if v is not None and v == v}) == 1
 
 
@@ -63,7 +64,8 @@ def bar_chart(
     sort: list | None = None,
     title: str | None = None,
 ) -> alt.LayerChart:
-    """The one-x-value form of a chart: a bar per ``category`` (its IQR as an error bar where ``err`` names it)."""
+    """The one-x-value form of a chart: a bar per ``category``
+    (its IQR as an error bar where ``err`` names it)."""
     base = alt.Chart().encode(
         x=alt.X(f"{category}:N", title=title, sort=sort, axis=alt.Axis(labelAngle=0, labelLimit=160)),
         color=color,
@@ -115,7 +117,8 @@ def conversation_ttft(turns: pd.DataFrame) -> dict[str, Any] | None:
 
 
 def floor_labels(roof: Roof) -> dict[str, str]:
-    """Legend entries of a roofline's floors: one per bandwidth (datasheet, measured copy) and the compute floor."""
+    """Legend entries of a roofline's floors: one per bandwidth
+    (datasheet, measured copy) and the compute floor."""
     peak = roof.peak
     out = {
         "compute": f"compute floor: {peak.label} {peak.tflops:,.0f} TFLOP/s ({peak.source})",  # type: ignore[union-attr]
@@ -205,7 +208,8 @@ def sweep_phase(
 def decode_vs_floor(
     lengths: pd.DataFrame, vs_roof: pd.DataFrame, backends: list[str], limit: float = 3.0
 ) -> dict[str, Any] | None:
-    """Decode as a multiple of its floor on a linear axis, for the backends within ``limit``× of it: close lines stay apart."""
+    """Decode as a multiple of its floor on a linear axis, for the
+    backends within ``limit``× of it: close lines stay apart."""
     if vs_roof.empty:
         return None
     measured = vs_roof["copy_floor_ms"].notna().all()
@@ -255,7 +259,8 @@ def decode_vs_floor(
 
 
 def json_pass(rates: pd.DataFrame) -> dict[str, Any] | None:
-    """JSON pass rate vs temperature per mode, one panel per backend (modes nudged apart so equal rates stay visible)."""
+    """JSON pass rate vs temperature per mode, one panel per
+    backend (modes nudged apart so equal rates stay visible)."""
     if rates.empty:
         return None
     data = rates[["backend", "mode", "temperature", "pass_rate", "n", "valid"]].dropna(subset=["pass_rate"])

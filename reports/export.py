@@ -1,4 +1,5 @@
-"""Exports: what the page shows, as ``summary.json`` and CSV files, from the same :class:`~reports.assemble.Report`.
+"""Exports: what the page shows, as ``summary.json`` and
+CSV files, from the same :class:`~reports.assemble.Report`.
 
     python -m reports RUN_DIR... --format html,json,csv      # html is the default, alone
 
@@ -78,7 +79,8 @@ def plain(value: Any) -> Any:
 
 
 def frame(value: Any) -> pd.DataFrame | None:
-    """A table of a section's data: a DataFrame, or a list of records (dataclasses or dicts); None otherwise."""
+    """A table of a section's data: a DataFrame, or a list
+    of records (dataclasses or dicts); None otherwise."""
     if isinstance(value, pd.DataFrame):
         return value
     if (
@@ -230,7 +232,8 @@ def _cell(value: Any) -> Any:
 
 
 def write(report: Report, out_dir: Path, formats: tuple[str, ...]) -> list[Path]:
-    """Write the asked exports (``json``, ``csv``; ``html`` is the page's) into ``out_dir``; the paths written."""
+    """Write the asked exports (``json``, ``csv``; ``html``
+    is the page's) into ``out_dir``; the paths written."""
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []
     if "json" in formats:

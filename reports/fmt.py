@@ -21,7 +21,8 @@ def digits(x: float) -> int:
 
 
 def n(value: object, places: int | None = None) -> str:
-    """A number with sensible precision: 5,549 · 28.3 · 2.64 · 0.0123; whole numbers as such; '–' when missing."""
+    """A number with sensible precision: 5,549 · 28.3 · 2.64 · 0.0123;
+    whole numbers as such; '–' when missing."""
     x = num(value)
     if x is None:
         return "–"

@@ -57,7 +57,8 @@ def spread_of(base: Figure, cand: Figure) -> float | None:
 
 
 def worse_by(base: Figure, cand: Figure) -> float | None:
-    """The candidate's change relative to the baseline, signed so that positive is worse; None from a baseline of 0."""
+    """The candidate's change relative to the baseline, signed
+    so that positive is worse; None from a baseline of 0."""
     if not base.value:
         return None
     change = (cand.value - base.value) / abs(base.value)

@@ -24,7 +24,8 @@ INSIDE, OUTSIDE, ACROSS = "inside", "outside", "across"
 
 
 def against_band(interval: tuple[float, float] | None, lo: float, hi: float) -> str | None:
-    """Where ``interval`` lies against the band [lo, hi]: inside, outside, or across an edge (None: no interval)."""
+    """Where ``interval`` lies against the band [lo, hi]:
+    inside, outside, or across an edge (None: no interval)."""
     if interval is None:
         return None
     a, b = interval

@@ -1,4 +1,5 @@
-"""The lazy registry of the report half of each workload kind: analysis, charts, blocks, caveats, summary rows.
+"""The lazy registry of the report half of each workload
+kind: analysis, charts, blocks, caveats, summary rows.
 
 The measuring half of a kind is registered in ``workloads.kinds``; this is the other half. A
 :class:`ReportKind` names, for one kind, the function that turns its records into a section's
@@ -94,7 +95,8 @@ def names() -> tuple[str, ...]:
 
 
 def report_kind(name: str) -> ReportKind | None:
-    """The kind's report half, or None for a kind this report does not know (its records are listed, not analysed)."""
+    """The kind's report half, or None for a kind this report
+    does not know (its records are listed, not analysed)."""
     return REPORT_KINDS.find(name)
 
 

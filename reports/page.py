@@ -70,7 +70,8 @@ def environment() -> jinja2.Environment:
 
 
 def section_blocks(report: Report, c: Charts) -> list[list[Block]]:
-    """Each workload section's blocks (its kind's view, ``reports.kinds``), its charts registered with ``c`` in page order."""
+    """Each workload section's blocks (its kind's view,
+    ``reports.kinds``), its charts registered with ``c`` in page order."""
     out = []
     for s in report.sections:
         kind = kinds.report_kind(s.kind) if s.kind else None

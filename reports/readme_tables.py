@@ -1,4 +1,5 @@
-"""``python -m reports.readme_tables RUN_DIR ... [--write docs/h200-results.md]``: the result table the docs quote, from runs.
+"""``python -m reports.readme_tables RUN_DIR ... [--write docs/h200-results.md]``: the result table the
+docs quote, from runs.
 
 The single source of the figures the docs quote: it assembles the report exactly as
 ``python -m reports`` does (same options) and prints a Markdown table, one column per backend,
@@ -175,7 +176,9 @@ def table(report: Report) -> str:
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m reports.readme_tables", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(
+        prog="python -m reports.readme_tables", description=" ".join(__doc__.split("\n\n")[0].split())
+    )
     p.add_argument("run_dirs", nargs="+", type=Path, metavar="RUN_DIR")
     p.add_argument("--drop", type=run_backend, action="append", default=[], metavar="RUN:BACKEND")
     p.add_argument("--copy-gbps", type=copy_bandwidth, default=None, metavar="GBPS|FILE.json")

@@ -1,14 +1,14 @@
 """Read run directories (``records.jsonl`` + ``env.json`` only) into one table of records.
 
-Runs made in different environments can be merged: each run keeps its own env.json, and a
-backend name that appears in more than one run is labelled ``name (run_id)`` so its columns
-stay apart, unless ``merge_starts`` is set: then runs of one backend made with the same setup
-(plan, model config, backend version) are one column, each run's engine starts counted as
-starts of it (a run with no ``engine_start`` in its records is one start). Every record gets a
-``start`` label (``run_id#engine_start``) and ``ttft_common``: False where ``ttft_ms`` is the
-engine's internal figure (old runs, ``timing_source`` ``engine-metrics``), not the caller's.
-Backends are ordered as they first appear. ``drop`` leaves one run's records of one
-backend out (``("h200-hf", "hf")``: run directory name, backend; superseded by a later run). Nothing here talks to a backend.
+Runs made in different environments can be merged: each run keeps its own env.json, and a backend
+name that appears in more than one run is labelled ``name (run_id)`` so its columns stay apart,
+unless ``merge_starts`` is set: then runs of one backend made with the same setup (plan, model
+config, backend version) are one column, each run's engine starts counted as starts of it (a run
+with no ``engine_start`` in its records is one start). Every record gets a ``start`` label
+(``run_id#engine_start``) and ``ttft_common``: False where ``ttft_ms`` is the engine's internal
+figure (old runs, ``timing_source`` ``engine-metrics``), not the caller's. Backends are ordered as
+they first appear. ``drop`` leaves one run's records of one backend out (``("h200-hf", "hf")``:
+run directory name, backend; superseded by a later run). Nothing here talks to a backend.
 """
 
 from __future__ import annotations
@@ -60,7 +60,8 @@ class Dataset:
     )  # bad lines left out, one line per file (stderr and the page)
 
     def start_envs(self, label: str) -> list[dict[str, Any]]:
-        """One dict per engine start of a column: env.json's ``starts`` entries, or the backend block (old runs)."""
+        """One dict per engine start of a column: env.json's
+        ``starts`` entries, or the backend block (old runs)."""
         out = []
         for run_id, name in self.members.get(label) or [self.sources.get(label, ("", label))]:
             block = ((self.envs.get(run_id) or {}).get("backends") or {}).get(name) or {}

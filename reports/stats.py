@@ -183,7 +183,8 @@ def rank(values: dict[str, StartStat], higher: bool = False, min_starts: int = 2
     margin = abs(second.median - best.median) / abs(best.median) if best.median else None  # type: ignore[operator]
     noise = max(best.noise, second.noise)
     within = (best.within or 0.0) + (second.within or 0.0)
-    # between engine starts: the larger of the two backends' full ranges of per-start medians (across is half one)
+    # between engine starts: the larger of the two backends' full ranges of per-start medians (across is
+    # half one)
     across = 2 * max(best.across or 0.0, second.across or 0.0)
     one_start = tuple(b for b in order[:2] if have[b].starts < min_starts)
     apart = separated(best, second, higher)
@@ -211,8 +212,8 @@ def _rel(x: float) -> str:
 
 
 def separated(best: StartStat, second: StartStat, higher: bool = False) -> bool:
-    """Every engine start of ``best`` beats every start of ``second`` (their per-start medians do not overlap):
-    a lead one slow start of the other makes is no lead."""
+    """Every engine start of ``best`` beats every start of ``second`` (their per-start medians do not
+    overlap): a lead one slow start of the other makes is no lead."""
     if not best.per_start or not second.per_start:
         return True  # nothing per start to compare (old summaries): the spreads above decide
     if higher:

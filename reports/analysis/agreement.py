@@ -112,7 +112,8 @@ def _key(row: dict, columns: list[str]) -> tuple:
 
 
 def per_case(df: pd.DataFrame, backends: list[str]) -> pd.DataFrame:
-    """One row per (call, backend other than the reference): same first token, identical, divergence, margins."""
+    """One row per (call, backend other than the reference):
+    same first token, identical, divergence, margins."""
     greedy = _greedy(df)
     present = [b for b in backends if b in set(greedy["backend"])]
     if len(present) < 2:

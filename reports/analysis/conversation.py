@@ -29,7 +29,8 @@ def processed_tokens(row: pd.Series) -> float | None:
 
 
 def per_turn(df: pd.DataFrame) -> pd.DataFrame:
-    """Per backend, mode and turn: prompt, shared prefix, cached and computed tokens, TTFT (median [IQR] n)."""
+    """Per backend, mode and turn: prompt, shared prefix,
+    cached and computed tokens, TTFT (median [IQR] n)."""
     if df.empty:
         return pd.DataFrame()
     df = df.assign(processed=df.apply(processed_tokens, axis=1))
@@ -108,7 +109,8 @@ def mode_ratios(tot: pd.DataFrame) -> list[ModeRatio]:
 
 # --- expected vs reported reuse ---------------------------------------------------------------
 def expected_cached(shared: int | None, prompt_tokens: int, block: int | None) -> int:
-    """What a prefix cache can reuse: the shared prefix, less the last prompt token, rounded down to blocks."""
+    """What a prefix cache can reuse: the shared prefix,
+    less the last prompt token, rounded down to blocks."""
     if not shared:
         return 0
     usable = min(shared, prompt_tokens - 1)
@@ -188,7 +190,8 @@ def first_tokens(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def prefix_breaks(df: pd.DataFrame) -> list[dict[str, Any]]:
-    """Per turn (the plan's, the same for every backend): where the prompt stops extending the previous one."""
+    """Per turn (the plan's, the same for every backend):
+    where the prompt stops extending the previous one."""
     out: dict[int, dict[str, Any]] = {}
     for r in df.to_dict("records"):
         brk = r.get("prefix_break")
@@ -209,7 +212,8 @@ def break_summary(breaks: list[dict[str, Any]]) -> dict[str, Any] | None:
 
 # --- the section: its data and caveats (the kind's report half, ``reports.views.conversation.KIND``) ---
 def stability(ds: Any, workload: str) -> dict[int, dict[str, Any]]:
-    """Per turn, the harness's verdict on a prefix break (env.json ``prefix_stability``), when a run has it."""
+    """Per turn, the harness's verdict on a prefix break
+    (env.json ``prefix_stability``), when a run has it."""
     out: dict[int, dict[str, Any]] = {}
     for env in ds.envs.values():
         for entry in (env.get("prefix_stability") or {}).get(workload) or []:
@@ -238,7 +242,8 @@ def data(rows: pd.DataFrame, ctx: Any, name: str) -> dict[str, Any]:
 
 
 def caveats(s: Any) -> list[Caveat]:
-    """The section's caveats: reuse against tokens and TTFT, break-even, block rounding, prefix breaks, first tokens."""
+    """The section's caveats: reuse against tokens and TTFT,
+    break-even, block rounding, prefix breaks, first tokens."""
     out = []
     for r in s.data["ratios"]:
         if r.tokens_ratio and r.ttft_ratio:

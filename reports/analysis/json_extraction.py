@@ -24,7 +24,8 @@ GRAMMAR_NAME = re.compile(r"constrain|grammar|schema", re.I)
 
 
 def pass_rates(df: pd.DataFrame) -> pd.DataFrame:
-    """Per backend, mode and temperature: n, valid, pass rate, correct rate, latency per call (median [IQR])."""
+    """Per backend, mode and temperature: n, valid, pass
+    rate, correct rate, latency per call (median [IQR])."""
     if df.empty:
         return pd.DataFrame()
     keys = ["backend", "mode", "temperature"]
@@ -202,7 +203,8 @@ FENCE_OR_PROSE = ("Markdown fence", "prose")
 
 
 def mode_roles(df: pd.DataFrame) -> dict[str, str | None]:
-    """Which mode is free, strict, constrained: the grammar mode, its partner on the same prompts, the other one."""
+    """Which mode is free, strict, constrained: the grammar
+    mode, its partner on the same prompts, the other one."""
     pairs = grammar_pairs(df)
     constrained, strict = pairs[0] if pairs else (None, None)
     others = [m for m in dict.fromkeys(df["mode"]) if m not in (constrained, strict)]
@@ -231,7 +233,8 @@ RANDOM = "not measurable: random weights"
 def claims(
     df: pd.DataFrame, rates: pd.DataFrame, counts: pd.DataFrame, random_weights: bool = False
 ) -> list[Claim]:
-    """The seed's three claims about JSON output, each judged per backend from these runs (all temperatures pooled).
+    """The seed's three claims about JSON output, each judged
+    per backend from these runs (all temperatures pooled).
 
     Counts decide through intervals (:mod:`reports.intervals`): "fail on fences or prose" holds when
     the 95 % interval of their share of the failures is above one half; "a strict prompt helps" when

@@ -166,8 +166,9 @@ def server_and_client(facts: dict[str, Any]) -> dict[str, Any]:
 
 
 def caller_and_engine(ok: pd.DataFrame, facts: dict[str, Any]) -> dict[str, Any]:
-    """The engine's own TTFT p50 (per request, in process), the caller's minus it per request (p50), and the mean
-    ``LLMEngine.step()`` of a stepped engine (vLLM in process: its cause, an arrival or a first token waits for it)."""
+    """The engine's own TTFT p50 (per request, in process), the caller's minus it per
+    request (p50), and the mean ``LLMEngine.step()`` of a stepped engine (vLLM in process:
+    its cause, an arrival or a first token waits for it)."""
     both = (
         ok[ok["ttft_ms"].notna() & ok["engine_ttft_ms"].notna()] if "engine_ttft_ms" in ok else ok.iloc[0:0]
     )

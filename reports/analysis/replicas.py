@@ -9,15 +9,15 @@ shown only where some column of the section ran with dp > 1: otherwise there is 
 
 Figures (one definition each, as the rest of the Load section):
 - output tok/s, TTFT p50/p99 and TPOT p50/p99 are ``analysis.many_users``'s (caller side, every request);
-- expected hit share = tokens each prompt shares with what came before it ÷ prompt tokens (``expected_reuse``):
-  what a perfect cache-aware router could serve from cache; reported = the engine's cached tokens ÷ prompt
-  tokens over the level's requests (``reported_reuse``);
-- users within each latency target: the capacity section's figure for the column (``analysis.capacity``), beside
-  its configuration;
+- expected hit share = tokens each prompt shares with what came before it ÷ prompt tokens
+  (``expected_reuse``): what a perfect cache-aware router could serve from cache; reported = the engine's
+  cached tokens ÷ prompt tokens over the level's requests (``reported_reuse``);
+- users within each latency target: the capacity section's figure for the column (``analysis.capacity``),
+  beside its configuration;
 - per replica: that replica's prefix-cache hits ÷ the prompt tokens it looked up over the level (the server's
   /metrics counters per ``engine`` / ``dp_rank`` label, differenced over the level:
-  ``extra.level.replica{R}_prefix_cache_hits`` / ``..._queries``), and its share of all lookups (how evenly the
-  router spread the work).
+  ``extra.level.replica{R}_prefix_cache_hits`` / ``..._queries``), and its share of all lookups (how evenly
+  the router spread the work).
 """
 
 from __future__ import annotations
@@ -51,7 +51,8 @@ REPLICA_KEY = re.compile(r"^replica(?P<r>[^_]+)_prefix_cache_(?P<what>hits|queri
 
 
 def configuration(ds: Any, label: str) -> dict[str, Any]:
-    """tp, dp, router and policy of one column, and its name on the page (``tp=2``, ``dp=2 · sglang-router cache_aware``)."""
+    """tp, dp, router and policy of one column, and its name on the page (``tp=2``,
+    ``dp=2 · sglang-router cache_aware``)."""
     run_env, engine = ds.run_env_of(label), (ds.env_of(label).get("engine") or {})
     flags = run_env.get("parallel") or {}
     recorded = engine.get("parallel") or {}
@@ -77,15 +78,16 @@ def configuration(ds: Any, label: str) -> dict[str, Any]:
 
 
 def engine_of(engine: dict[str, Any], label: str) -> str:
-    """The engine a column ran, from what it recorded (a server's ``server_kind``; an in-process engine's version
-    key), never from its backend name; the label where it says neither."""
+    """The engine a column ran, from what it recorded (a server's ``server_kind``; an in-process engine's
+    version key), never from its backend name; the label where it says neither."""
     if engine.get("server_kind"):
         return str(engine["server_kind"])
     return next((name for name in ("vllm", "sglang") if name in engine), label)
 
 
 def per_replica(facts: dict[str, Any]) -> dict[str, dict[str, float | None]]:
-    """{replica: {"hit_share": hits ÷ queries, "lookup_share": its queries ÷ all}} from a level record's facts."""
+    """{replica: {"hit_share": hits ÷ queries, "lookup_share":
+    its queries ÷ all}} from a level record's facts."""
     counts: dict[str, dict[str, float]] = {}
     for key, value in facts.items():
         m = REPLICA_KEY.match(key)

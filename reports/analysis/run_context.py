@@ -140,7 +140,8 @@ def notes(report: Report, job: Job) -> list[str]:
 
 
 def missing_starts(report: Report, backends: list[str]) -> dict[str, tuple[int, int]]:
-    """Backends with fewer engine starts recorded than their run planned (env.json ``starts``): (had, planned)."""
+    """Backends with fewer engine starts recorded than their
+    run planned (env.json ``starts``): (had, planned)."""
     out = {}
     for b in backends:
         planned = int(num(report.ds.run_env_of(b).get("starts")) or 1)

@@ -1,11 +1,11 @@
 """Who ran, who was skipped and why, who failed: so no backend goes silently missing.
 
-A backend that could not start writes one ``skipped`` record per workload; a block it cannot
-run (a missing capability) writes one ``skipped`` record with the mode; a request that raised
-writes an ``error`` record. A load level's own record (``rep`` None) is not a request: the counts
-leave it out. Load levels the run planned (env.json ``planned_levels``) that a backend has no
-records of (a child killed in the middle) are named: that backend ran "partly". Server-side timings (``extra.server_ttft_ms`` from an OpenAI-compatible
-server's /metrics) are collected here too, next to the client's.
+A backend that could not start writes one ``skipped`` record per workload; a block it cannot run (a missing
+capability) writes one ``skipped`` record with the mode; a request that raised writes an ``error`` record. A
+load level's own record (``rep`` None) is not a request: the counts leave it out. Load levels the run planned
+(env.json ``planned_levels``) that a backend has no records of (a child killed in the middle) are named: that
+backend ran "partly". Server-side timings (``extra.server_ttft_ms`` from an OpenAI-compatible server's
+/metrics) are collected here too, next to the client's.
 """
 
 from __future__ import annotations
@@ -41,7 +41,8 @@ class BackendStatus:
 
 
 def level_records(df: pd.DataFrame) -> pd.Series:
-    """True for a load level's own record (its facts, not a request): a concurrency or an arrival rate, no rep."""
+    """True for a load level's own record (its facts, not a
+    request): a concurrency or an arrival rate, no rep."""
     level = pd.Series(False, index=df.index)
     for column in ("load_concurrency", "load_rate_rps"):
         if column in df:
@@ -93,7 +94,8 @@ def workload_notes(df: pd.DataFrame, workload: str) -> list[str]:
 
 
 def server_timings(df: pd.DataFrame) -> pd.DataFrame:
-    """Per request with the engine's (or server's) own TTFT beside the caller's: both figures and their difference.
+    """Per request with the engine's (or server's) own TTFT
+    beside the caller's: both figures and their difference.
 
     The engine's figure is ``engine_ttft_ms`` (issue 14 runs) or ``extra.server_ttft_ms`` (serving mode);
     old records whose ``ttft_ms`` already is the engine's figure have no caller figure to compare.

@@ -320,7 +320,8 @@ def kv_tokens(start: dict[str, Any]) -> float | None:
 
 
 def deployment_jobs(report: Report) -> list[Job]:
-    """Start-up seconds, KV-cache capacity and peak GPU memory per backend, over its engine starts (env.json)."""
+    """Start-up seconds, KV-cache capacity and peak GPU
+    memory per backend, over its engine starts (env.json)."""
     facts: dict[str, list[tuple[str, str]]] = {"startup": [], "kv": [], "mem": []}
     for b in report.ds.backends:
         starts = report.ds.start_envs(b)

@@ -22,7 +22,8 @@ REPLY_TOKENS = 64  # "decode share of a call with a 64-token reply"
 
 
 def per_length(df: pd.DataFrame, reply_tokens: int = REPLY_TOKENS) -> pd.DataFrame:
-    """Per backend and N: prefill ms, decode ms/token (median [IQR] n), throughputs, their ratio, decode share."""
+    """Per backend and N: prefill ms, decode ms/token (median
+    [IQR] n), throughputs, their ratio, decode share."""
     if df.empty:
         return pd.DataFrame()
     df = df.assign(N=df["prompt_tokens"])
@@ -61,7 +62,8 @@ def per_length(df: pd.DataFrame, reply_tokens: int = REPLY_TOKENS) -> pd.DataFra
 
 
 def decode_share(prefill_ms: float | None, decode_ms: float | None, reply_tokens: int) -> float | None:
-    """Share of a call spent decoding when the reply has ``reply_tokens`` tokens (the first comes from prefill)."""
+    """Share of a call spent decoding when the reply has
+    ``reply_tokens`` tokens (the first comes from prefill)."""
     if prefill_ms is None or decode_ms is None:
         return None
     decoding = (reply_tokens - 1) * decode_ms
@@ -146,7 +148,8 @@ class Roof:
         return self.step.at(n + REPLY_TOKENS / 2) if self.step is not None else None
 
     def decode_floor_ms(self, n: float = 0, measured: bool = False) -> float | None:
-        """Decode floor at prompt length ``n``: datasheet bandwidth, or the measured copy (None if not given)."""
+        """Decode floor at prompt length ``n``: datasheet
+        bandwidth, or the measured copy (None if not given)."""
         bw = self.copy_gbps if measured else (self.peak.bandwidth_gbps if self.peak else None)
         return roofline.decode_floor_ms(self.step_bytes(n), bw) if self.ok and bw else None  # type: ignore[arg-type]
 
@@ -188,7 +191,8 @@ def roof_for(
 
 
 def against_roof(lengths: pd.DataFrame, roofs: dict[str, Roof]) -> pd.DataFrame:
-    """Per backend and N: floors (datasheet and measured copy), measured/floor, effective bandwidth and its shares."""
+    """Per backend and N: floors (datasheet and measured copy),
+    measured/floor, effective bandwidth and its shares."""
     rows = []
     for r in lengths.to_dict("records"):
         roof = roofs.get(r["backend"])
@@ -329,8 +333,9 @@ def in_process_transformers(engine: dict) -> bool:
 
 
 def cuda_graphs(engine: dict) -> bool:
-    """env.json's engine facts say the decode runs as CUDA graphs: ``cuda_graphs`` where the adapter reports
-    it, else HF's ``compile`` entry (``mode='reduce-overhead'`` captures CUDA graphs; runs before the flag)."""
+    """env.json's engine facts say the decode runs as CUDA graphs:
+    ``cuda_graphs`` where the adapter reports it, else HF's ``compile`` entry
+    (``mode='reduce-overhead'`` captures CUDA graphs; runs before the flag)."""
     flag = engine.get("cuda_graphs")
     return flag if isinstance(flag, bool) else "compile" in engine
 

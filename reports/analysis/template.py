@@ -86,7 +86,8 @@ COLUMNS = [
 
 
 def sink(att: pd.DataFrame) -> dict[str, float] | None:
-    """Position 0's part of the special-token share (when position 0 is special): median over layers of both."""
+    """Position 0's part of the special-token share (when
+    position 0 is special): median over layers of both."""
     known = att.dropna(subset=["position0"])
     if known.empty or not known["position0_special"].fillna(False).astype(bool).all():
         return None

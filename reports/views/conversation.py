@@ -1,4 +1,5 @@
-"""Conversation section: totals full vs cached (with the seed's reference), TTFT per turn, reuse, prefix breaks."""
+"""Conversation section: totals full vs cached (with the
+seed's reference), TTFT per turn, reuse, prefix breaks."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""JSON section: valid JSON vs temperature, per-backend tables, grammar overhead, step-0 candidates, failures."""
+"""JSON section: valid JSON vs temperature, per-backend
+tables, grammar overhead, step-0 candidates, failures."""
 
 from __future__ import annotations
 

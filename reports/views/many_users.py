@@ -1,9 +1,10 @@
 """The Load section (many users at once): charts and blocks from ``analysis.many_users``.
 
-Charts: output tokens/s and requests/s against the load, TTFT p50/p90/p99 and ITL p50/p99 against
-the load, latency against throughput (the Pareto view) and goodput; one panel per workload
-variant, one colour per backend; with one load level, bars per backend instead of lines. Tables: every level's figures per backend, with the engine's own
-KV-cache peak, preemptions and prefix-cache hit rate, and prefix reuse expected vs reported.
+Charts: output tokens/s and requests/s against the load, TTFT p50/p90/p99 and ITL p50/p99
+against the load, latency against throughput (the Pareto view) and goodput; one panel per
+workload variant, one colour per backend; with one load level, bars per backend instead of
+lines. Tables: every level's figures per backend, with the engine's own KV-cache peak,
+preemptions and prefix-cache hit rate, and prefix reuse expected vs reported.
 """
 
 from __future__ import annotations
@@ -89,8 +90,8 @@ def per_level_chart(
 def percentiles_chart(
     levels: pd.DataFrame, backends: list[str], prefix: str, ps: tuple[int, ...], title: str, targets=()
 ) -> dict[str, Any] | None:
-    """TTFT (or ITL) percentiles against concurrency: a line per backend, a dash per percentile (the legend shows
-    the dashes), and each target's limit on this metric as a grey rule."""
+    """TTFT (or ITL) percentiles against concurrency: a line per backend, a dash per percentile (the legend
+    shows the dashes), and each target's limit on this metric as a grey rule."""
     d = _data(levels)
     cols = [f"{prefix}_p{q}" for q in ps]
     long = d.melt(
@@ -305,8 +306,9 @@ def level_table(levels: pd.DataFrame, backend: str) -> Table:
 
 
 def caller_engine_table(levels: pd.DataFrame) -> Table | None:
-    """Per level: the caller's TTFT beside the engine's own (in process) or the server's (its /metrics), and for a
-    stepped engine its mean step: what stands between the engine producing a first token and the caller seeing it."""
+    """Per level: the caller's TTFT beside the engine's own (in process) or the server's
+    (its /metrics), and for a stepped engine its mean step: what stands between the engine
+    producing a first token and the caller seeing it."""
     rows = levels[levels["engine_ttft_p50"].notna() | levels["server_ttft_p50"].notna()]
     if rows.empty:
         return None
@@ -524,7 +526,8 @@ GATED = (
 
 
 def figures(section, report) -> list:  # noqa: ARG001
-    """Each level's throughput and median latencies as gate figures (one run per level: no spread measured)."""
+    """Each level's throughput and median latencies as gate
+    figures (one run per level: no spread measured)."""
     from reports.analysis.figures import Figure
 
     out = []
