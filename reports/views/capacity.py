@@ -1,18 +1,20 @@
-"""The Load section's capacity half: how many users within each target, the steady-state levels with the
-first wave apart, what prefix caching buys, energy and cost; the per-user vs per-GPU chart with the
-targets drawn. Data from ``reports.analysis.capacity``."""
+"""The Load section's capacity half: its tables, the page blocks around them, and its caveat.
+
+How many users within each target, the steady-state levels with the first wave apart, what prefix
+caching buys, energy and cost; a caveat where backends ran different requests at one level. Data
+from ``reports.analysis.capacity``; the per-user vs per-GPU chart is ``views.capacity_chart``'s,
+the summary rows ``views.capacity_summary``'s.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
-import altair as alt
 import pandas as pd
 from markupsafe import Markup
 
 from contract.slo import SOURCES
 from reports import fmt
-from reports.charts import WIDTH, _colors, _spec
 from reports.views import Block, Table, compact, h3, p, side, table
 
 PRICE_FORMULA = "cost per million output tokens = PRICE ($ per GPU-hour) ÷ (3600 × output tok/s) × 10⁶"
@@ -250,132 +252,7 @@ def chart_block(slots) -> Block | None:
     return chart(slots["users"])
 
 
-def users_chart(steady: pd.DataFrame, targets, backends: list[str]) -> dict[str, Any] | None:
-    """Per-user tok/s against per-GPU tok/s (the Pareto curve): a line per backend, a point per closed-loop
-    level, each target's per-user speed (1000 ÷ its TPOT limit) drawn as a dashed rule."""
-    d = steady[steady["loop"] == "closed"].dropna(subset=["output_tps", "per_user_tps"]).copy()
-    if d.empty:
-        return None
-    d["variant"] = d["workload"] + " · " + d["mode"]
-    rules = [
-        {"variant": v, "per_user_tps": 1000 / lim.ms, "target": f"{t.name}: ≥ {1000 / lim.ms:g} tok/s a user"}
-        for v in dict.fromkeys(d["variant"])
-        for t in targets
-        for lim in t.limits
-        if lim.metric == "tpot"
-    ]
-    cols = ["backend", "variant", "case", "concurrency", "output_tps", "per_user_tps"]
-    data = pd.concat(
-        [
-            d[cols].assign(layer="level", target=""),
-            pd.DataFrame(rules, columns=["variant", "per_user_tps", "target"]).assign(layer="target"),
-        ],
-        ignore_index=True,
-    )
-    values = [
-        {k: None if isinstance(v, float) and v != v else v for k, v in r.items()}
-        for r in data.to_dict("records")
-    ]
-    base = alt.Chart(alt.Data(values=values))  # no NaN in the page's JSON
-    points = (
-        base.transform_filter(alt.datum.layer == "level")
-        .mark_line(point=True)
-        .encode(
-            x=alt.X("output_tps:Q", title="output tok/s of the GPU"),
-            y=alt.Y("per_user_tps:Q", title="tok/s a user"),
-            order="concurrency:Q",
-            color=alt.Color(
-                "backend:N", title=None, scale=_colors(backends, list(dict.fromkeys(d["backend"])))
-            ),
-            tooltip=[
-                "backend:N",
-                "variant:N",
-                "case:N",
-                alt.Tooltip("output_tps:Q", format=".4g"),
-                alt.Tooltip("per_user_tps:Q", format=".3g"),
-            ],
-        )
-    )
-    lines = (
-        base.transform_filter(alt.datum.layer == "target")
-        .mark_rule(strokeDash=[4, 3], color="#888")
-        .encode(y="per_user_tps:Q", tooltip=["target:N"])
-    )
-    return _spec(
-        alt.layer(points, lines)
-        .properties(width=WIDTH, height=170)
-        .facet(column=alt.Column("variant:N", title=None, sort=list(dict.fromkeys(d["variant"]))))
-    )
-
-
-# --- summary rows ---------------------------------------------------------------------------------
-def jobs(d: dict[str, Any]) -> list:
-    """Per variant and target: each backend's capacity (named with the target); per variant: output tok/s at
-    the level the most backends ran with the same mix (the highest such; a backend at other levels or with
-    another mix is left out), a winner only where the intervals do not overlap."""
-    from reports.analysis.summary import Job
-
-    cap = d["cap"]
-    steady, caps = cap["steady"], cap["capacity"]
-    out = []
-    if caps.empty:
-        return out
-    for (w, m, loop, target), g in caps.groupby(["workload", "mode", "loop", "target"], sort=False):
-        t = next(x for x in cap["targets"] if x.name == target)
-        values = [(r["backend"], capacity_text(r)) for r in g.to_dict("records")]
-        what = (
-            "highest concurrency" if loop == "closed" else "highest Poisson rate"
-        ) + f" within {t.label()}"
-        out.append(
-            Job(
-                f"Many users: {target} ({w} · {m}{'' if loop == 'closed' else ', open loop'})",
-                what,
-                values,
-                None,
-                "one backend: nothing to choose"
-                if len(values) < 2
-                else "levels are searched per backend: compare the numbers, not a rank",
-            )
-        )
-    closed = steady[steady["loop"] == "closed"].dropna(subset=["output_tps"])
-    for (w, m), g in closed.groupby(["workload", "mode"], sort=False):
-        # the level where the most backends ran the same requests (then the highest such level): a backend
-        # that ran other levels or another mix (hf, hf-cb at a scaled load) is left out, not compared
-        best = None
-        for (c, _mix), h in g.groupby(["concurrency", "mix"]):
-            if h["backend"].nunique() >= 2 and (best is None or (h["backend"].nunique(), c) > best[0]):
-                best = ((h["backend"].nunique(), c), h)
-        if best is None:
-            continue
-        at = best[1].sort_values("output_tps", ascending=False).to_dict("records")
-        common = [best[0][1]]
-        values = [
-            (
-                r["backend"],
-                f"{fmt.n(r['output_tps'])} tok/s [{fmt.n(r['output_tps_lo'])}–{fmt.n(r['output_tps_hi'])}]",
-            )
-            for r in at
-        ]
-        top, second = at[0], at[1]
-        clear = (
-            None not in (top["output_tps_lo"], second["output_tps_hi"])
-            and top["output_tps_lo"] > second["output_tps_hi"]
-        )
-        out.append(
-            Job(
-                f"Many users: throughput ({w} · {m}, C={fmt.n(max(common))})",
-                "steady output tok/s at the level the most backends "
-                "ran with the same requests (the highest such)",
-                values,
-                top["backend"] if clear else None,
-                f"by {fmt.n(100 * (top['output_tps'] / second['output_tps'] - 1))} % over {second['backend']}"
-                if clear
-                else "within the intervals: not ranked",
-            )
-        )
-    return out
-
-
+# --- caveats --------------------------------------------------------------------------------------
 def caveats(d: dict[str, Any], section_name: str) -> list:
     """A level that two backends ran with different requests (a backend run at a scaled load, a level cut
     short): named, so that its rows are read against rows of the same mix only."""

@@ -154,7 +154,7 @@ def test_an_old_runs_partial_slo_takes_the_rest_from_the_default(tmp_path):
 
 
 def test_the_load_page_has_its_own_header_slo_rules_and_dashed_legends(tmp_path):
-    from reports.views.many_users import CHARTS
+    from reports.views.many_users_charts import CHARTS
 
     path = run(tmp_path, "r")
     page = build([path], tmp_path / "report.html").read_text()

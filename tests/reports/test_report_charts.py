@@ -13,7 +13,7 @@ from reports.analysis import json_extraction as jx
 from reports.analysis import many_users as mu
 from reports.analysis import sweep as sw
 from reports.runs import read_runs
-from reports.views import many_users as mv
+from reports.views import many_users_charts as mv
 from tests.reports.records import record, sweep_records, write_run
 from tests.reports.test_report_many_users import level_records
 
