@@ -2,7 +2,7 @@
 
 They are quoted from the study this project grew out of, never computed here, and always
 labelled :data:`LABEL` on the page so nobody mistakes them for a measurement of this run.
-:mod:`reports.analysis.seed_claims` checks each of them against the runs.
+:mod:`reports.analysis.seed_claims` (a module per experiment) checks each of them against the runs.
 """
 
 from __future__ import annotations

@@ -35,11 +35,19 @@ ROOMS = {
     "workloads/load/prompts.py",
     "workloads/load/planner.py",
     "workloads/load/search.py",
-    "reports/analysis/seed_claims.py",
+    "reports/analysis/seed_claims/__init__.py",
+    "reports/analysis/seed_claims/sweep.py",
+    "reports/analysis/seed_claims/conversation.py",
+    "reports/analysis/seed_claims/json_extraction.py",
+    "reports/analysis/seed_claims/template.py",
     "reports/analysis/seed_tokens.py",  # the seed article's claims, kind by kind
     "reports/readme_tables.py",
     "reports/analysis/many_users.py",
     "reports/views/many_users.py",
+    "reports/views/many_users_charts.py",
+    "reports/views/many_users_tables.py",
+    "reports/views/many_users_caveats.py",
+    "reports/views/many_users_summary.py",
 }
 DECIDING_CALLS = {"eq", "ne", "isin"}
 # (module, literal) that coincide with a registered name without naming it, and why

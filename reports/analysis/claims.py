@@ -30,7 +30,10 @@ HOLDS, DOES_NOT_HOLD, SETUP_SPECIFIC, NOT_MEASURABLE = (
 NOT_DECIDED = "not decided"  # a numeric test whose interval crosses the claim's band (reports.intervals)
 VERDICTS = (HOLDS, DOES_NOT_HOLD, SETUP_SPECIFIC, NOT_MEASURABLE, NOT_DECIDED)
 MODULES = (
-    "reports.analysis.seed_claims",
+    "reports.analysis.seed_claims.sweep",
+    "reports.analysis.seed_claims.conversation",
+    "reports.analysis.seed_claims.json_extraction",
+    "reports.analysis.seed_claims.template",
     "reports.analysis.seed_tokens",
 )  # imported in this order; each registers its checks with @claim
 
