@@ -34,7 +34,8 @@ EXTERNAL: tuple[str, ...] = ("openai",)
 # in process: ``vllm.LLM`` raises on ``data_parallel_size > 1`` in one process (vLLM 0.26 and 0.32);
 # its data parallelism is the server's.
 DATA_PARALLEL: tuple[str, ...] = ("sglang", "vllm-server", "sglang-server")
-# Backends whose data-parallel replicas can stand behind SGLang's router (``--router cache_aware|round_robin``).
+# Backends whose data-parallel replicas can stand behind SGLang's router
+# (``--router cache_aware|round_robin``).
 ROUTED: tuple[str, ...] = ("sglang-server",)
 
 BACKENDS: Registry[type[Backend]] = Registry("backend", REGISTRY)

@@ -62,7 +62,8 @@ def contradictions(request: Request, output: RawOutput, chunks_with_tokens: int 
 
 
 def notes(request: Request, output: RawOutput) -> list[str]:
-    """What is true but worth saying on the record: a text prompt the server read as another number of tokens."""
+    """What is true but worth saying on the record: a text prompt the server read as another number of
+    tokens."""
     said, sent = output.reported_prompt_tokens, len(request.prompt_ids)
     if (
         said is not None

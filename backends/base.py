@@ -199,7 +199,8 @@ class Backend(ABC):
         return None
 
     def latency_diff(self, before: Any, after: Any) -> dict[str, Any]:
-        """The server's own latency percentiles between two snapshots (``backends.openai.metrics.level_timings``)."""
+        """The server's own latency percentiles between two snapshots
+        (``backends.openai.metrics.level_timings``)."""
         return {}
 
     def server_gone(self) -> str | None:

@@ -90,7 +90,8 @@ class Outcome:
 
 
 def timeout_message(timeout_s: float) -> str:
-    """What a request cut off by ``--request-timeout`` says (one meaning for every path: the whole request)."""
+    """What a request cut off by ``--request-timeout`` says (one meaning for every path: the whole
+    request)."""
     return f"no answer within {timeout_s:g} s (--request-timeout: the whole request, from submit to its last token)"
 
 

@@ -135,7 +135,8 @@ class _Client:
 async def run_sharded(
     backend, spec, sessions: list, settings: LoadSettings, sampler
 ) -> tuple[list[list[Outcome]], dict]:
-    """The level from client processes; this process only starts them, merges their outcomes, samples metrics."""
+    """The level from client processes; this process only starts them, merges their outcomes, samples
+    metrics."""
     n = settings.client_procs or auto_client_procs(settings, len(sessions))
     arrivals = arrival_times(len(sessions), settings) if settings.rate_rps else None
     plan = shards(len(sessions), n, settings)
@@ -203,7 +204,8 @@ async def run_sharded(
 
 
 def _name_the_server(backend, outs: list[list[Outcome]]) -> None:
-    """A server that died mid-level: the clients saw lost connections; each such error gets the server's own account."""
+    """A server that died mid-level: the clients saw lost connections; each such error gets the server's own
+    account."""
     failed = [
         o
         for session in outs

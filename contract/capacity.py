@@ -128,7 +128,8 @@ def choose(
     ceiling: float | None,
     measured: set[float],
 ) -> tuple[Target, float] | None:
-    """The next (target, level) for the search: the first target (tightest first) with a level still to measure."""
+    """The next (target, level) for the search: the first target (tightest first) with a level still to
+    measure."""
     ordered = sorted(
         (t for t in targets if not t.throughput_only), key=lambda t: min(lim.ms for lim in t.limits)
     )

@@ -40,7 +40,8 @@ class RecordKey(NamedTuple):
         return cls(*((row.get(k) or 0) if k == "engine_start" else row.get(k) for k in cls._fields))
 
     def without_backend(self) -> tuple:
-        """(engine_start, workload, mode, case, rep, turn, temperature): one backend's case, ``Step.key()``."""
+        """(engine_start, workload, mode, case, rep, turn, temperature): one backend's case,
+        ``Step.key()``."""
         return tuple(self)[1:]
 
     def of_level(self) -> RecordKey:

@@ -107,7 +107,8 @@ def parse_limit(key: str, value: str) -> Limit:
 
 
 def parse_target(text: str) -> Target:
-    """One ``--slo`` value: ``NAME:LIMIT=V,...`` (or the unnamed ``ttft_ms=X,tpot_ms=Y``); ValueError (one line)."""
+    """One ``--slo`` value: ``NAME:LIMIT=V,...`` (or the unnamed ``ttft_ms=X,tpot_ms=Y``); ValueError (one
+    line)."""
     name, sep, body = text.partition(":")
     if not sep:  # the unnamed form of older runs
         pairs = dict(_pairs(text, text))

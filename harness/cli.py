@@ -45,7 +45,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def backend_settings(args: argparse.Namespace, model: models.ResolvedModel, device: str, dtype: str) -> dict:
-    """The ``BackendSettings`` fields of a run (``run.json`` ``settings``); server flags where ``args`` has them."""
+    """The ``BackendSettings`` fields of a run (``run.json`` ``settings``); server flags where ``args`` has
+    them."""
     return {
         "model_path": model.path,
         "model_label": model.label,
@@ -224,7 +225,8 @@ def write_and_run(
 
 
 def lint_only(args: argparse.Namespace, specs: list) -> int:
-    """--lint-only: the prefix-stability lint with the model's tokenizer and chat template; no weights, no run."""
+    """--lint-only: the prefix-stability lint with the model's tokenizer and chat template; no weights, no
+    run."""
     from harness.chat import NoChatTemplate, Renderer
     from workloads import build_plan
     from workloads import lint as prefix_lint

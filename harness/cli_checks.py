@@ -25,7 +25,8 @@ from harness.rundir import settings_diff
 
 
 class UsageError(ValueError):
-    """Bad input: reported after ``compare.py: error:`` (one line; a workload file lists each mistake), exit code 2."""
+    """Bad input: reported after ``compare.py: error:`` (one line; a workload file lists each mistake), exit
+    code 2."""
 
 
 def parse_backends(text: str) -> list[str]:
@@ -60,7 +61,8 @@ def check_numbers(args: argparse.Namespace) -> None:
 
 
 def check_server_args(args: argparse.Namespace, names: list[str]) -> None:
-    """--base-url and --api-key-env: checked before anything runs (a backend that needs them errs in its child)."""
+    """--base-url and --api-key-env: checked before anything runs (a backend that needs them errs in its
+    child)."""
     external = [n for n in names if n in backends.EXTERNAL]  # adapters of a server someone else started
     if external and not args.base_url:
         raise UsageError(f"--backend {external[0]} needs --base-url, e.g. http://127.0.0.1:8000/v1")
@@ -104,7 +106,8 @@ def absolute_paths(args: argparse.Namespace) -> None:
 
 
 def check_out(out: Path, resume: bool) -> None:
-    """What can be said about --out before anything is built (it is created and locked later, in claim_out)."""
+    """What can be said about --out before anything is built (it is created and locked later, in
+    claim_out)."""
     if out.exists() and not out.is_dir():
         raise UsageError(f"--out {out}: exists and is not a directory")
     if (out / RECORDS).exists() and not resume:
@@ -114,7 +117,8 @@ def check_out(out: Path, resume: bool) -> None:
 
 
 def check_resume(out: Path, plan_json: str, measuring: dict) -> None:
-    """--resume: the same plan and the same measuring settings as the run in ``out``, or one line saying what differs."""
+    """--resume: the same plan and the same measuring settings as the run in ``out``, or one line saying what
+    differs."""
     plan_path = out / "plan.json"
     if plan_path.exists() and sha(plan_path.read_text()) != sha(plan_json):
         raise UsageError(
@@ -144,7 +148,8 @@ def override_values(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def apply_overrides(specs: list, args: argparse.Namespace) -> list:
-    """Each kind's override options (--load, --json-calls, ...) on its workloads, checked like a workload file."""
+    """Each kind's override options (--load, --json-calls, ...) on its workloads, checked like a workload
+    file."""
     from workloads import overrides
 
     try:
@@ -193,7 +198,8 @@ def check_context(plan, max_model_len: int, model_path: str) -> None:
 
 
 def check_client_procs(n: int | None, plan) -> None:
-    """``--client-procs`` must be 1.. the sessions of the smallest load level (exit 2 before anything runs)."""
+    """``--client-procs`` must be 1.. the sessions of the smallest load level (exit 2 before anything
+    runs)."""
     from backends.load_shards import client_procs_error
     from harness.load_runner import sessions_of
 

@@ -34,7 +34,8 @@ def _raise_interrupted(signum: int, frame: object) -> None:
 
 @contextmanager
 def handlers() -> Iterator[None]:
-    """SIGTERM and SIGHUP raise :class:`Interrupted` while the run's children run (then the old handlers return)."""
+    """SIGTERM and SIGHUP raise :class:`Interrupted` while the run's children run (then the old handlers
+    return)."""
     old = {sig: signal.signal(sig, _raise_interrupted) for sig in (signal.SIGTERM, signal.SIGHUP)}
     try:
         yield

@@ -16,7 +16,8 @@ from workloads.plan import Plan
 
 
 def model_positions(model_path: str) -> int | None:
-    """The model's ``max_position_embeddings`` (also under ``text_config``), None when the config does not say."""
+    """The model's ``max_position_embeddings`` (also under ``text_config``), None when the config does not
+    say."""
     path = Path(model_path) / "config.json"
     try:
         if path.is_file():

@@ -85,7 +85,8 @@ def level_done(runner: Runner, group: Group) -> bool:
 
 
 def run_level_group(runner: Runner, group: Group, record: bool) -> list[Record]:
-    """One load level (``Kind.runs_as == "concurrent"``): its sessions run at once, every started request recorded."""
+    """One load level (``Kind.runs_as == "concurrent"``): its sessions run at once, every started request
+    recorded."""
     if group.reset_cache:
         runner.backend.reset_cache()  # a level never inherits another's cache
     settings = replace(LoadSettings.of(group.load or {}), client_procs=runner.backend.settings.client_procs)
@@ -191,7 +192,8 @@ def measured_levels(
 
 
 def after_level(runner: Runner, group: Group) -> int:
-    """After a level: the capacity search where the plan puts one (a variant's last planned level of a loop)."""
+    """After a level: the capacity search where the plan puts one (a variant's last planned level of a
+    loop)."""
     return run_search(runner, group) if (group.load or {}).get("search") else 0
 
 

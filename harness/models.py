@@ -170,7 +170,8 @@ def build_tiny() -> Path:
 
 
 def shape_dir() -> Path:
-    """Where the materialised 8B-shape folder lives (or will): its name depends on the config and the pins only."""
+    """Where the materialised 8B-shape folder lives (or will): its name depends on the config and the pins
+    only."""
     return _qwen3_dir(SHAPE, _shape_config())
 
 
@@ -179,12 +180,14 @@ def _shape_config() -> dict:
 
 
 def build_shape() -> Path:
-    """The Qwen3-8B shape: its config and Qwen3's real tokenizer (:mod:`harness.qwen3_tokenizer`); no weights."""
+    """The Qwen3-8B shape: its config and Qwen3's real tokenizer (:mod:`harness.qwen3_tokenizer`); no
+    weights."""
     return _build_with_qwen3_tokenizer(SHAPE, _shape_config(), SHAPE)
 
 
 def wants_qwen3_tokenizer(path: Path) -> bool:
-    """A Qwen3-family config folder without a tokenizer of its own (run with random weights, it gets Qwen3's)."""
+    """A Qwen3-family config folder without a tokenizer of its own (run with random weights, it gets
+    Qwen3's)."""
     try:
         config = json.loads((path / "config.json").read_text())
     except (OSError, ValueError):

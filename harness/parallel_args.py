@@ -69,7 +69,8 @@ def visible_cuda_devices() -> int:
 def check_parallel(
     dp: int, tp: int, router: str, names: list[str], device: str, cuda_devices: int | None = None
 ) -> None:
-    """The flag checks; ``cuda_devices`` defaults to :func:`visible_cuda_devices` (asked only when it matters)."""
+    """The flag checks; ``cuda_devices`` defaults to :func:`visible_cuda_devices` (asked only when it
+    matters)."""
     if dp < 1:
         raise UsageError(f"--dp must be at least 1 (got {dp})")
     if router != INTERNAL and dp == 1:

@@ -83,7 +83,8 @@ def cache_key() -> str:
 
 
 def locate_ranks(label: str = NAME) -> Path:
-    """The pinned ``qwen.tiktoken`` inside the installed package, checked; :class:`Qwen3TokenizerError` otherwise."""
+    """The pinned ``qwen.tiktoken`` inside the installed package, checked; :class:`Qwen3TokenizerError`
+    otherwise."""
     path = pinned_file(
         MODULE,
         PACKAGE,
@@ -143,7 +144,8 @@ def recover_merges(ranks: dict[bytes, int]) -> list[tuple[bytes, bytes]]:
 
 
 def tokenizer_spec(ranks: dict[bytes, int], vocab_size: int) -> dict:
-    """tokenizer.json as a dict: BPE from the ranks, Qwen2's pipeline, Qwen3's added tokens, fillers to ``vocab_size``."""
+    """tokenizer.json as a dict: BPE from the ranks, Qwen2's pipeline, Qwen3's added tokens, fillers to
+    ``vocab_size``."""
     from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
     from transformers.convert_slow_tokenizer import bytes_to_unicode
 
@@ -284,7 +286,8 @@ def probe_digest(tokenizer) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m harness.qwen3_tokenizer FOLDER``: does this machine's transformers load a built folder as built?"""
+    """``python -m harness.qwen3_tokenizer FOLDER``: does this machine's transformers load a built folder as
+    built?"""
     import sys
 
     from transformers import AutoTokenizer

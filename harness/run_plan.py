@@ -157,7 +157,8 @@ def describe_run(
         "workload_files": hashes(args.workload_file),
         "prefix_stability": {name: [vars(f) for f in fs] for name, fs in planned.stability.items()},
         "plan_hash": sha(planned.plan_json),
-        # the load levels of the plan, per workload ([mode, case]): the report names those a backend did not reach
+        # the load levels of the plan, per workload ([mode, case]): the report names those a backend did not
+        # reach
         "planned_levels": planned_levels(planned.plan),
         "dtype": dtype,
         "device": device,

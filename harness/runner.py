@@ -40,7 +40,8 @@ __all__ = ["STEP_LOGPROBS", "GroupRunner", "Runner", "console", "request_for", "
 
 @dataclass(frozen=True)
 class GroupRunner:
-    """How the groups of a kind run (``Kind.runs_as`` names one): the function, and the capability it needs."""
+    """How the groups of a kind run (``Kind.runs_as`` names one): the function, and the capability it
+    needs."""
 
     run: Callable[[Runner, Group, bool], list[Record]]  # (runner, group, record?) -> the records written
     needs: str  # the Capabilities flag a backend must have

@@ -19,7 +19,8 @@ _secrets: list[str] = []
 
 
 def register(secret: str | None) -> None:
-    """Redact ``secret`` (and its JSON-escaped form) from all text this process writes; short values are ignored."""
+    """Redact ``secret`` (and its JSON-escaped form) from all text this process writes; short values are
+    ignored."""
     if secret and len(secret) >= 4:
         for form in (secret, json.dumps(secret)[1:-1]):
             if form not in _secrets:

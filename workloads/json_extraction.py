@@ -153,7 +153,8 @@ def plan(spec: JsonSpec, renderer: Renderer, out: Plan, repeats: int, start: int
 
 
 def score_output(step: Step, output: Any) -> dict[str, Any]:
-    """Record fields of a finished JSON call: ``valid_json``, ``correct`` and whether a grammar constrained it."""
+    """Record fields of a finished JSON call: ``valid_json``, ``correct`` and whether a grammar constrained
+    it."""
     valid, correct = score(output.text, step.json_schema or {}, step.expected)
     return {"valid_json": valid, "correct": correct, "grammar": step.grammar}
 

@@ -46,7 +46,8 @@ def _no_score(step: Step, output: Any) -> dict[str, Any]:  # noqa: ARG001 - the 
 
 @dataclass(frozen=True)
 class FileRef:
-    """A field of a kind's spec that names a file, read (relative to the workload file) when the file is loaded."""
+    """A field of a kind's spec that names a file, read (relative to the workload file) when the file is
+    loaded."""
 
     loc: tuple[str, ...]  # where the path sits in a workload entry: ("filler_file",), ("transcripts", "path")
     reads: str = (

@@ -131,7 +131,8 @@ def duplicate_keys(node: Node | None, file: str, path: str = "") -> list[Mistake
 
 
 def pydantic_mistakes(exc: ValidationError, root: Node | None, file: str, at: tuple = ()) -> list[Mistake]:
-    """Each of ``exc``'s errors as a mistake at its line; ``at``: where the validated value sits in the file."""
+    """Each of ``exc``'s errors as a mistake at its line; ``at``: where the validated value sits in the
+    file."""
     out = []
     for err in exc.errors(include_url=False):
         loc = (*at, *error_loc(err))
@@ -159,7 +160,8 @@ def _entries(data: Any) -> list[tuple[int, dict]]:
 
 
 def referenced_files(path: str | Path, data: Any = None) -> dict[int, tuple[kinds.FileRef, Path]]:
-    """Workload index -> (the kind's FileRef, path) of the file it names, relative paths taken from the file's folder."""
+    """Workload index -> (the kind's FileRef, path) of the file it names, relative paths taken from the file's
+    folder."""
     path = Path(path)
     if data is None:
         data = yaml.safe_load(path.read_text())
@@ -230,7 +232,8 @@ def _shown(path: Path) -> str:
 
 @dataclass
 class EntryContext:
-    """What a kind's ``with_files`` may ask about the workload entry it is given (``kinds.Kind.with_files``)."""
+    """What a kind's ``with_files`` may ask about the workload entry it is given
+    (``kinds.Kind.with_files``)."""
 
     path: Path  # the workload file
     index: int  # the entry's position in its ``workloads:`` list
@@ -245,7 +248,8 @@ class EntryContext:
         return _shown(path)
 
     def revalidate(self, spec: WorkloadSpec, doc: dict[str, Any]) -> WorkloadSpec:
-        """``doc`` validated as the spec's model, or the spec as it was and the mistakes recorded at the entry."""
+        """``doc`` validated as the spec's model, or the spec as it was and the mistakes recorded at the
+        entry."""
         try:
             return type(spec).model_validate(doc)
         except ValidationError as exc:

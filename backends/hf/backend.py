@@ -262,7 +262,8 @@ class HFBackend(Backend):
         ]
 
     def _attention_probe(self, request: Request, clock: TokenClock) -> RawOutput:
-        """One forward pass with attention weights: the share of the last position's attention on special tokens."""
+        """One forward pass with attention weights: the share of the last position's attention on special
+        tokens."""
         prompt = request.prompt_ids
         input_ids = torch.tensor([prompt], device=self.device)
         with torch.inference_mode():

@@ -178,7 +178,8 @@ class HFContinuousBatchingBackend(HFBackend):
         super().close()
 
     def reset_cache(self) -> None:
-        """A fresh manager (outside the timed region: the runner resets before a level), if this one served anything."""
+        """A fresh manager (outside the timed region: the runner resets before a level), if this one served
+        anything."""
         if self._used and self.manager is not None:
             self._stop_manager()
             self._matched.clear()
@@ -297,7 +298,8 @@ class HFContinuousBatchingBackend(HFBackend):
         return counts
 
     def load_stats(self) -> dict[str, float]:
-        """Prompt tokens submitted and served from the prefix cache (counters), and KV-cache use where visible."""
+        """Prompt tokens submitted and served from the prefix cache (counters), and KV-cache use where
+        visible."""
         out: dict[str, float] = {
             "prefix_cache_queries_total": float(self._queried),
             "prefix_cache_hits_total": float(self._hits),

@@ -26,8 +26,9 @@ WARMUP_ROUNDS = 2
 class HFGraphsBackend(HFBackend):
     name = "hf-graphs"
     no_batch_call = f"hf-graphs' static-cache generate() {QUEUED}"
-    # hf's raw call is a bare eager forward loop, not this engine's path (a compiled forward on a static cache):
-    # benchmark 1 against it compared CUDA graphs with eager (the H200 run of 2026-12-01), so it skips instead
+    # hf's raw call is a bare eager forward loop, not this engine's path (a compiled forward on a static
+    # cache): benchmark 1 against it compared CUDA graphs with eager (the H200 run of 2026-12-01), so it skips
+    # instead
     raw_call = None
 
     def __init__(self, settings) -> None:

@@ -168,7 +168,8 @@ class OpenAIBackend(Backend):
         return self.server_version
 
     def identity(self) -> dict[str, Any]:
-        """A different model, server kind or version behind the same --base-url is another column, not a resume."""
+        """A different model, server kind or version behind the same --base-url is another column, not a
+        resume."""
         return {
             "served_model": self.served_model,
             "server_kind": self.flavor,
@@ -363,7 +364,8 @@ class OpenAIBackend(Backend):
         return asyncio.run(level())
 
     def load_stats(self) -> dict[str, float]:
-        """The server's own gauges and counters at /metrics (vLLM: KV-cache usage, preemptions, prefix-cache hits)."""
+        """The server's own gauges and counters at /metrics (vLLM: KV-cache usage, preemptions, prefix-cache
+        hits)."""
         return server_facts.gauges(self.metrics)
 
     def _body(self, request: Request, form: str) -> dict[str, Any]:

@@ -61,7 +61,8 @@ class StreamFault(RuntimeError):
 
 @dataclass(frozen=True)
 class LeanClientSpec:
-    """Everything a client process needs to stream requests to one server (picklable: sent to each process)."""
+    """Everything a client process needs to stream requests to one server (picklable: sent to each
+    process)."""
 
     base_url: str  # ``http://host:port/v1``
     model: str

@@ -102,7 +102,8 @@ class MetricsProbe:
             return None
 
     def request_timing(self, before: Histograms, output_tokens: int, wait_s: float = 2.0) -> dict[str, Any]:
-        """Server-side TTFT / prefill / decode of the one request run since ``before`` (None where unknown)."""
+        """Server-side TTFT / prefill / decode of the one request run since ``before`` (None where
+        unknown)."""
         deadline = time.monotonic() + wait_s
         after = self.scrape()
         while (
@@ -150,13 +151,15 @@ def _moved(before: Histograms, after: Histograms, name: str) -> float:
 
 
 def _one(before: Histograms, after: Histograms, name: str | None) -> float | None:
-    """The one observation added to histogram ``name`` between the scrapes, in ms (None unless exactly one)."""
+    """The one observation added to histogram ``name`` between the scrapes, in ms (None unless exactly
+    one)."""
     if name is None or name not in after or _moved(before, after, name) != 1:
         return None
     return (after[name][0] - before.get(name, (0.0, 0.0))[0]) * 1e3
 
 
-# Gauges and counters a load level reads (backends.load_loop): "_now" gauges keep their peak, "_total" counters their difference.
+# Gauges and counters a load level reads (backends.load_loop): "_now" gauges keep their peak, "_total"
+# counters their difference.
 LOAD_VALUES = {
     "vllm:kv_cache_usage_perc": "kv_cache_usage_now",
     "vllm:gpu_cache_usage_perc": "kv_cache_usage_now",
@@ -186,7 +189,8 @@ def load_values(url: str, headers: dict[str, str], timeout_s: float = 5.0) -> di
 
 
 # -- per load level: the latency histograms' difference over the level, as percentiles ------------------------
-# First name present wins (vLLM renamed time_per_output_token to inter_token_latency in v0.11; SGLang 0.5 names).
+# First name present wins (vLLM renamed time_per_output_token to inter_token_latency in v0.11; SGLang 0.5
+# names).
 LEVEL_HISTOGRAMS: dict[str, tuple[str, ...]] = {
     "ttft": ("vllm:time_to_first_token_seconds", "sglang:time_to_first_token_seconds"),
     "itl": (
@@ -230,7 +234,8 @@ def parse_buckets(text: str) -> tuple[Buckets, Histograms]:
 
 
 def bucket_bounds(cumulative: dict[float, float], q: float) -> tuple[float, float] | None:
-    """The (lower, upper) bounds of the bucket the q-quantile falls in: how fine the interpolated figure is."""
+    """The (lower, upper) bounds of the bucket the q-quantile falls in: how fine the interpolated figure
+    is."""
     bounds = sorted(cumulative)
     total = cumulative[bounds[-1]] if bounds else 0.0
     if total <= 0:
@@ -263,7 +268,8 @@ def bucket_quantile(cumulative: dict[float, float], q: float) -> float | None:
 
 
 def level_timings(before: tuple[Buckets, Histograms], after: tuple[Buckets, Histograms]) -> dict[str, Any]:
-    """The server's own TTFT / ITL / TPOT / e2e / queue over one level: n, mean and p50/p90/p99 in ms per figure."""
+    """The server's own TTFT / ITL / TPOT / e2e / queue over one level: n, mean and p50/p90/p99 in ms per
+    figure."""
     (b0, s0), (b1, s1) = before, after
     out: dict[str, Any] = {}
     for figure, names in LEVEL_HISTOGRAMS.items():

@@ -78,7 +78,8 @@ def summed_values(text: str, names: dict[str, str]) -> dict[str, float]:
 
 
 def replica_totals(text: str) -> dict[str, float]:
-    """One replica's :data:`PER_REPLICA` figures (a single-replica server: a worker behind SGLang's router)."""
+    """One replica's :data:`PER_REPLICA` figures (a single-replica server: a worker behind SGLang's
+    router)."""
     return summed_values(text, PER_REPLICA)
 
 

@@ -179,7 +179,8 @@ class LaunchedServerBackend(OpenAIBackend):
         return None
 
     def _replicas(self) -> dict[str, dict[str, float]] | str:
-        """Each replica's KV capacity and prefix-cache counters, from /metrics (at the end: the run's totals)."""
+        """Each replica's KV capacity and prefix-cache counters, from /metrics (at the end: the run's
+        totals)."""
         from backends.openai.replicas import replicas
 
         text = server_facts.metrics_page(self.metrics)

@@ -171,7 +171,8 @@ def candidates(logprobs, k: int, tokenizer) -> list[TokenCandidate] | None:
 
 
 def ranked(position: dict[str, float], k: int, tokenizer) -> list[list]:
-    """One position's top-k as ``[token_id, logprob]``, best first (token_id None: a text that is not one token)."""
+    """One position's top-k as ``[token_id, logprob]``, best first (token_id None: a text that is not one
+    token)."""
     best = sorted(position.items(), key=lambda kv: kv[1], reverse=True)[:k]
     return [[_token_id(key, tokenizer), float(logprob)] for key, logprob in best]
 

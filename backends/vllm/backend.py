@@ -247,7 +247,8 @@ class VLLMBackend(Backend):
             raise
 
     def load_stats(self) -> dict[str, float]:
-        """vLLM's own Prometheus figures (``LLM.get_metrics()``): KV-cache usage, preemptions, prefix-cache hits."""
+        """vLLM's own Prometheus figures (``LLM.get_metrics()``): KV-cache usage, preemptions, prefix-cache
+        hits."""
         if self.llm is None:
             return {}
         names = {

@@ -34,9 +34,9 @@ STRUCTURED_OUTPUTS = {"backend": "xgrammar", "disable_any_whitespace": True}
 FULL_MODE = "reset_prefix_cache() before every request"
 # vLLM picks its scheduler defaults by who starts it: the offline LLM class and `vllm serve` differ (an H200:
 # max_num_batched_tokens 16,384 vs 8,192; a CPU: 4,096 vs 2,048 and max_num_seqs 256 vs 128; see vLLM's
-# EngineArgs.get_batch_defaults). "matched" (the default, --engine-defaults) gives both sides the server's values
-# for the device, so that the in-process vs HTTP difference is HTTP; "own" leaves each its defaults. A user's
-# --engine-arg goes on top of either.
+# EngineArgs.get_batch_defaults). "matched" (the default, --engine-defaults) gives both sides the server's
+# values for the device, so that the in-process vs HTTP difference is HTTP; "own" leaves each its defaults. A
+# user's --engine-arg goes on top of either.
 MATCHED_SCHEDULER_GPU = {
     "max_num_batched_tokens": 8192,
     "max_num_seqs": 1024,

@@ -58,7 +58,8 @@ def attention_backend_fact(names: list[str], in_process: bool) -> str | None:
 
 
 def scheduler_facts(vc: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
-    """The scheduler settings in effect (read back from the engine's config), and whether they were matched."""
+    """The scheduler settings in effect (read back from the engine's config), and whether they were
+    matched."""
     sched, cache = vc.scheduler_config, vc.cache_config
     blocks = getattr(cache, "num_gpu_blocks", None)
     block = getattr(cache, "effective_attention_block_size", None) or cache.block_size

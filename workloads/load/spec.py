@@ -23,8 +23,8 @@ LIST_FIELDS = ("levels", "rates", "shared_prefix_tokens")
 FIXED_FIELDS = ("name", "kind")  # what --load cannot set for every load workload at once
 STEADY_REQUESTS = 10  # a fixed-shape level's steady window: 10 x C requests after its first wave of C
 DEFAULT_USERS = 32
-# A wait longer than this (a user's think time, the mean gap between Poisson arrivals) makes a level that
-# does not end in any sitting: neither --request-timeout (one request) nor seconds (starting requests) bounds it.
+# A wait longer than this (a user's think time, the mean gap between Poisson arrivals) makes a level that does
+# not end in any sitting: neither --request-timeout (one request) nor seconds (starting requests) bounds it.
 MAX_WAIT_S = 3600.0
 SOURCES = ("conversation", "turns", "transcripts", "sessions")  # a sessions load replays exactly one
 
