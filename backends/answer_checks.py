@@ -71,8 +71,8 @@ def notes(request: Request, output: RawOutput) -> list[str]:
         and abs(said - sent) > max(2, round(TEXT_PROMPT_SLACK * sent))
     ):
         return [
-            f"the server counted {said} prompt tokens for the {sent} sent as text (its tokenizer's reading of "
-            "the decoded ids): it computed another prompt than the plan's"
+            f"the server counted {said} prompt tokens for the {sent} sent as text (its tokenizer's "
+            "reading of the decoded ids): it computed another prompt than the plan's"
         ]
     return []
 

@@ -204,14 +204,16 @@ class Backend(ABC):
         return {}
 
     def server_gone(self) -> str | None:
-        """Why the server is gone (a launched one that exited: its exit and log), None if it is not known to be.
-        A level driven from client processes asks it once its requests failed: they saw only a lost connection."""
+        """Why the server is gone (a launched one that exited: its exit and log), None if it is not known to
+        be. A level driven from client processes asks it once its requests failed: they saw only a lost
+        connection."""
         return None
 
     def load_client(self):
-        """A picklable spec (``.build()`` -> an object with ``async stream(request, clock)`` and ``async aclose()``)
-        that client processes use to drive this backend under load, or None: the level runs in this process.
-        HTTP servers return one (``backends.openai.lean_stream``), so no client shares a core with the harness."""
+        """A picklable spec (``.build()`` -> an object with ``async stream(request, clock)`` and
+        ``async aclose()``) that client processes use to drive this backend under load, or None: the level
+        runs in this process. HTTP servers return one (``backends.openai.lean_stream``), so no client shares a
+        core with the harness."""
         return None
 
     def run_async(self, coroutine):

@@ -92,7 +92,10 @@ class Outcome:
 def timeout_message(timeout_s: float) -> str:
     """What a request cut off by ``--request-timeout`` says (one meaning for every path: the whole
     request)."""
-    return f"no answer within {timeout_s:g} s (--request-timeout: the whole request, from submit to its last token)"
+    return (
+        f"no answer within {timeout_s:g} s (--request-timeout: the whole request, "
+        "from submit to its last token)"
+    )
 
 
 def token_times(clock: TokenClock, origin: float) -> list[float]:
@@ -154,8 +157,9 @@ async def drive(
     arrivals: list[float] | None = None,
     workers: int | None = None,
 ) -> None:
-    """THE load loop: the sessions at the load ``s`` (``workers`` closed-loop workers, default ``s.concurrency``;
-    open loop: session k starts ``arrivals[k]`` s after the origin). Client processes run it over their shard."""
+    """THE load loop: the sessions at the load ``s`` (``workers`` closed-loop workers, default
+    ``s.concurrency``; open loop: session k starts ``arrivals[k]`` s after the origin). Client processes run
+    it over their shard."""
     deadline = d.origin + s.seconds if s.seconds else None
 
     async def session(k: int) -> None:
@@ -251,8 +255,9 @@ class _Sampler:
             await asyncio.sleep(SAMPLE_EVERY_S)
 
     def server_timings(self, finished: int, wait_s: float = 2.0) -> dict[str, Any]:
-        """The server's own latency percentiles over the level (histograms after minus before); the server records a
-        request after its last chunk went out, so the scrape is retried until every finished request is in it."""
+        """The server's own latency percentiles over the level (histograms after minus before); the server
+        records a request after its last chunk went out, so the scrape is retried until every finished request
+        is in it."""
         if self.latency0 is None:
             return {}
         deadline = time.monotonic() + wait_s
@@ -264,8 +269,9 @@ class _Sampler:
             time.sleep(0.05)
 
     def facts(self, finished: int = 0) -> dict[str, Any]:
-        """Counters as differences over the level (``*_total``), gauges as their peak (``*_now`` -> ``*_peak``),
-        the server's latency histograms as percentiles over the level (``server_timings``, where it exports them)."""
+        """Counters as differences over the level (``*_total``), gauges as their peak (``*_now`` ->
+        ``*_peak``), the server's latency histograms as percentiles over the level (``server_timings``, where
+        it exports them)."""
         last = self.sample()
         out: dict[str, Any] = {}
         timings = self.server_timings(finished)

@@ -1,12 +1,15 @@
 """Data-parallel replicas (``--dp``) and their router, as the adapters record them in env.json.
 
-    replica_record(settings, "sglang-server")  # {"tp": 1, "dp": 2, "router": "sglang-router", "policy": "cache_aware"}
+    replica_record(settings, "sglang-server")
+    # -> {"tp": 1, "dp": 2, "router": "sglang-router", "policy": "cache_aware"}
 
 ``router`` names who spreads the requests: ``vllm-dp-coordinator`` (vLLM's internal balancer: the API server
 sends each request to the least-loaded engine, waiting + running requests as the DP coordinator reports them;
-the exact score is vLLM's own and changes between versions: ``DPLBAsyncMPClient.get_core_engine_for_request``), ``sglang-dp-controller`` (SGLang's data-parallel controller, its ``load_balance_method``, read back from
-the engine into ``policy`` where it says), or ``sglang-router`` (SGLang's router, ``sglang-router`` on PyPI,
-with ``policy`` ``cache_aware`` or ``round_robin``). One replica: router and policy are None.
+the exact score is vLLM's own and changes between versions:
+``DPLBAsyncMPClient.get_core_engine_for_request``), ``sglang-dp-controller`` (SGLang's data-parallel
+controller, its ``load_balance_method``, read back from the engine into ``policy`` where it says), or
+``sglang-router`` (SGLang's router, ``sglang-router`` on PyPI, with ``policy`` ``cache_aware`` or
+``round_robin``). One replica: router and policy are None.
 """
 
 from __future__ import annotations

@@ -2,7 +2,8 @@
 
     with GpuTelemetry() as gpu:
         ...  # the level runs
-    facts = gpu.facts()  # {"gpu_power_w_mean": ..., "gpu_energy_j": ...} or {"gpu_telemetry": "not measured: why"}
+    facts = gpu.facts()
+    # -> {"gpu_power_w_mean": ..., "gpu_energy_j": ...} or {"gpu_telemetry": "not measured: why"}
 
 The thread samples ``nvidia-ml-py`` (``pynvml``) every ``EVERY_S`` seconds, outside the event loop that
 stamps tokens, so a slow NVML call never delays a timestamp. Energy is NVML's own counter

@@ -53,8 +53,9 @@ class _OutOfPlace:
 
 
 def step_top(scores: tuple[torch.Tensor, ...], k: int) -> list[list[list]]:
-    """Per generated step, the top-k [token_id, logprob] of the scores the greedy choice was made on (after the
-    grammar mask, like vLLM's and SGLang's log-probs; with no logits processor they are the raw logits)."""
+    """Per generated step, the top-k [token_id, logprob] of the scores the greedy choice was made on (after
+    the grammar mask, like vLLM's and SGLang's log-probs; with no logits processor they are the raw
+    logits)."""
     stacked = torch.stack([step[0] for step in scores]).float()
     top = torch.topk(torch.log_softmax(stacked, dim=-1), k, dim=-1)
     return [
@@ -93,7 +94,8 @@ class HFBackend(Backend):
             grammar=xgrammar_available(),
             logprobs=True,
             attentions=settings.attn == "eager",
-            load=True,  # one request at a time behind a queue (Backend.stream): generate() behind a web server
+            # one request at a time behind a queue (Backend.stream): generate() behind a web server
+            load=True,
         )
         self.clock_source = "cuda-sync" if self.device.type == "cuda" else "wall-clock"
         self._kept: tuple[list[int], DynamicCache] | None = None  # (token ids in the cache, cache)
@@ -146,9 +148,11 @@ class HFBackend(Backend):
             "attn_implementation": self.settings.attn,
             "device": str(self.device),
             "cache": "DynamicCache, cropped to the shared prefix in cached mode",
-            "grammar": "xgrammar.contrib.hf.LogitsProcessor, any_whitespace=False, xgrammar's default separators"
-            if self.capabilities.grammar
-            else None,
+            "grammar": (
+                "xgrammar.contrib.hf.LogitsProcessor, any_whitespace=False, xgrammar's default separators"
+                if self.capabilities.grammar
+                else None
+            ),
         }
 
     def kv_cache_tokens(self) -> tuple[int | None, str]:

@@ -5,8 +5,9 @@ Tests the seed's explanation of HF eager's decode floor. transformers' own compi
 ``reduce-overhead`` mode (CUDA graphs), which compiles the one-token decode forward; prefill
 runs as in ``hf``. Compilation happens in :meth:`start` (warm-up, not timed; its duration goes
 to env.json). The static cache is sized once to ``--max-model-len`` (attention then spans the
-whole cache, masked: a small extra cost per decode step, recorded in env.json). A static cache cannot be cropped to a shared prefix, so ``cached`` conversation
-mode is declared unsupported and recorded as skipped. Needs a CUDA device.
+whole cache, masked: a small extra cost per decode step, recorded in env.json). A static cache cannot be
+cropped to a shared prefix, so ``cached`` conversation mode is declared unsupported and recorded as skipped.
+Needs a CUDA device.
 """
 
 from __future__ import annotations
@@ -42,8 +43,8 @@ class HFGraphsBackend(HFBackend):
         cache."""
         if self.device.type != "cuda" or not torch.cuda.is_available():
             raise BackendUnavailable(
-                "hf-graphs captures CUDA graphs: it needs a CUDA device (on a CPU, torch.compile would measure "
-                "compiled kernels, not the launch overhead this variant is about)"
+                "hf-graphs captures CUDA graphs: it needs a CUDA device (on a CPU, torch.compile would "
+                "measure compiled kernels, not the launch overhead this variant is about)"
             )
         super().start()
         from transformers import CompileConfig

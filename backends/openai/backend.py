@@ -284,7 +284,8 @@ class OpenAIBackend(Backend):
     async def stream(self, request: Request, clock: TokenClock) -> RawOutput:
         """One request among many in flight, through one ``AsyncOpenAI`` client (one per event loop:
         a load level runs in its own loop), streamed and timed like :meth:`_generate`. Only where
-        :meth:`load_client` is None (a server that takes text prompts only); else client processes drive it."""
+        :meth:`load_client` is None (a server that takes text prompts only); else client processes drive
+        it."""
         import asyncio
 
         loop = asyncio.get_running_loop()
@@ -331,8 +332,9 @@ class OpenAIBackend(Backend):
         return None
 
     def load_client(self):
-        """Under load the server is driven by lean client processes (``lean_stream``, ``backends.load_shards``)
-        sending token-id prompts; a generic server that only takes text keeps the ``openai`` client here."""
+        """Under load the server is driven by lean client processes (``lean_stream``,
+        ``backends.load_shards``) sending token-id prompts; a generic server that only takes text keeps the
+        ``openai`` client here."""
         if FORMS[self.form] == "text":
             return None
         from backends.openai.lean_stream import LeanClientSpec

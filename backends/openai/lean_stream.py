@@ -185,7 +185,8 @@ class ChunkReader:
             ) from None
         if not isinstance(chunk, dict):
             raise StreamFault(
-                f"the server sent a line that is not JSON object: {payload[:120].decode('utf-8', 'replace')!r}"
+                "the server sent a line that is not JSON object: "
+                f"{payload[:120].decode('utf-8', 'replace')!r}"
             )
         self.chunk(chunk)
         return False

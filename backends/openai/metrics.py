@@ -188,7 +188,7 @@ def load_values(url: str, headers: dict[str, str], timeout_s: float = 5.0) -> di
     }  # a data-parallel server's (--dp) replicas, each on its own
 
 
-# -- per load level: the latency histograms' difference over the level, as percentiles ------------------------
+# -- per load level: the latency histograms' difference over the level, as percentiles ---------------------
 # First name present wins (vLLM renamed time_per_output_token to inter_token_latency in v0.11; SGLang 0.5
 # names).
 LEVEL_HISTOGRAMS: dict[str, tuple[str, ...]] = {
@@ -249,8 +249,8 @@ def bucket_bounds(cumulative: dict[float, float], q: float) -> tuple[float, floa
 
 
 def bucket_quantile(cumulative: dict[float, float], q: float) -> float | None:
-    """The q-quantile (0..1) of a cumulative histogram, linear within the bucket it falls in (the first bucket from
-    0); in the +Inf bucket: the highest finite bound. None without observations."""
+    """The q-quantile (0..1) of a cumulative histogram, linear within the bucket it falls in (the first bucket
+    from 0); in the +Inf bucket: the highest finite bound. None without observations."""
     bounds = sorted(cumulative)
     total = cumulative[bounds[-1]] if bounds else 0.0
     if total <= 0:
@@ -306,9 +306,9 @@ def scrape_text(url: str, headers: dict[str, str], timeout_s: float = 10.0) -> s
 
 
 def scheduler_from_metrics(text: str) -> dict[str, Any]:
-    """KV-cache capacity and memory fraction as the server exports them: vLLM's ``vllm:cache_config_info`` labels
-    (``kv_cache_size_tokens``, else ``num_gpu_blocks`` x ``block_size``; ``gpu_memory_utilization``), SGLang's
-    ``sglang:max_total_num_tokens`` gauge."""
+    """KV-cache capacity and memory fraction as the server exports them: vLLM's ``vllm:cache_config_info``
+    labels (``kv_cache_size_tokens``, else ``num_gpu_blocks`` x ``block_size``; ``gpu_memory_utilization``),
+    SGLang's ``sglang:max_total_num_tokens`` gauge."""
     out: dict[str, Any] = {}
     for family in text_string_to_metric_families(text):
         if family.name == "vllm:cache_config_info" and family.samples:

@@ -26,9 +26,9 @@ balancer); SGLang adds ``--dp-size N``, and with ``--router cache_aware|round_ro
 
 ``--served-model-name NAME`` and each ``--engine-arg BACKEND:KEY=VALUE`` of this backend (as ``--key
 value``, :func:`engine_arg_flags`) follow; a later flag wins in both servers' parsers, so an engine
-argument overrides the harness's own. vLLM runs with ``VLLM_SERVER_DEV_MODE=1`` so that ``POST /reset_prefix_cache`` exists; SGLang
-has ``POST /flush_cache``. The API key (``--api-key-env``) is not given to the servers: they
-listen on 127.0.0.1 only.
+argument overrides the harness's own. vLLM runs with ``VLLM_SERVER_DEV_MODE=1`` so that
+``POST /reset_prefix_cache`` exists; SGLang has ``POST /flush_cache``. The API key (``--api-key-env``) is not
+given to the servers: they listen on 127.0.0.1 only.
 """
 
 from __future__ import annotations
@@ -207,7 +207,8 @@ class VLLMServerBackend(LaunchedServerBackend):
             "--tensor-parallel-size", str(s.tp),
             "--enable-prefix-caching" if s.prefix_caching else "--no-enable-prefix-caching",
             "--enable-prompt-tokens-details",
-            "--structured-outputs-config", json.dumps({"backend": "xgrammar", "disable_any_whitespace": True}),
+            "--structured-outputs-config",
+            json.dumps({"backend": "xgrammar", "disable_any_whitespace": True}),
             "--disable-uvicorn-access-log",
             *vllm_config.scheduler_flags(s),  # the in-process engine's own (--engine-defaults matched)
         ]  # fmt: skip

@@ -1,11 +1,12 @@
-"""SGLang's router in front of ``--dp N`` workers (``--backend sglang-server --router cache_aware|round_robin``).
+"""SGLang's router in front of ``--dp N`` workers
+(``--backend sglang-server --router cache_aware|round_robin``).
 
 ``python -m sglang_router.launch_server`` (the ``sglang-router`` wheel, checked against 0.3.2) parses SGLang's
 ``ServerArgs`` and the router's flags (prefixed ``--router-``): it starts ``dp_size`` single-replica SGLang
-servers (``dp_size`` set to 1 and ``base_gpu_id = rank x tp`` each, ports from ``--router-dp-worker-base-port``
-upward in random steps, each in its own process group: ``os.setpgrp()``) and then the router on ``--host`` /
-``--port``, with ``--router-policy``. Its Prometheus exporter binds ``0.0.0.0:29000`` unless told: the harness
-gives it 127.0.0.1 and a free port.
+servers (``dp_size`` set to 1 and ``base_gpu_id = rank x tp`` each, ports from
+``--router-dp-worker-base-port`` upward in random steps, each in its own process group: ``os.setpgrp()``) and
+then the router on ``--host`` / ``--port``, with ``--router-policy``. Its Prometheus exporter binds
+``0.0.0.0:29000`` unless told: the harness gives it 127.0.0.1 and a free port.
 
 The replicas' own figures are at each worker's ``/metrics``, not the router's: the workers' ports are read
 from the router's log (``Launching DP server process I on port P``, launch_server.py's own line), and each
@@ -94,8 +95,8 @@ def merged_buckets(texts: list[str]) -> tuple[Buckets, Histograms] | None:
 
 
 def load_figures(view: dict[str, dict[str, float]]) -> dict[str, float]:
-    """A load level's keys: the workers' counters summed (the totals the level's table shows), KV-cache usage as
-    the busiest worker's, and each worker's own as ``replica{R}_*``."""
+    """A load level's keys: the workers' counters summed (the totals the level's table shows), KV-cache usage
+    as the busiest worker's, and each worker's own as ``replica{R}_*``."""
     out: dict[str, float] = {}
     for replica, row in view.items():
         for key, value in row.items():

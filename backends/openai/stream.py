@@ -2,8 +2,9 @@
 
 A chunk "carries tokens" when vLLM / SGLang send its ``token_ids`` (``return_token_ids``: a
 chunk may hold several tokens when the server's frontend falls behind, so the clock ticks with
-their number), or, from a generic server, when it has text (a chat chunk's ``delta.content``) (one token per chunk assumed, and the
-output ids are the text tokenized again: ``extra.output_ids_from = "retokenized-text"``).
+their number), or, from a generic server, when it has text (a chat chunk's ``delta.content``) (one token per
+chunk assumed, and the output ids are the text tokenized again:
+``extra.output_ids_from = "retokenized-text"``).
 The usage chunk (``stream_options.include_usage``) gives ``prompt_tokens_details.cached_tokens``.
 A stream that ends without a ``finish_reason`` was cut off (a server that died while answering,
 whose connection close ends an HTTP/1.0 body as if it were whole): :class:`StreamCut`, not a short

@@ -191,12 +191,12 @@ class SGLangBackend(Backend):
         """env.json's engine facts: the effective configuration read back from the engine, how full and cached
         modes reset, how requests are timed and sent, the warm-up and the flushes."""
         e = self.effective
+        ws_key = "constrained_json_disable_any_whitespace"
         return {
             "sglang": self.version(),
             **e,
             "radix_cache": not e.get("disable_radix_cache", self.kwargs["disable_radix_cache"]),
-            "json_whitespace": "constrained_json_disable_any_whitespace="
-            f"{e.get('constrained_json_disable_any_whitespace', self.kwargs['constrained_json_disable_any_whitespace'])}",
+            "json_whitespace": f"{ws_key}={e.get(ws_key, self.kwargs[ws_key])}",
             "full_mode": "flush_cache() before every request",
             "cached_mode": "flush_cache() once per conversation repeat, then radix-cache reuse",
             "grammar_after_flush": "flush_cache() drops compiled grammars: the next constrained request "
@@ -209,9 +209,11 @@ class SGLangBackend(Backend):
                 else "no engine figures (enable_metrics off)"
             ),
             "sampling_seed": "sent; SGLang applies it only with enable_deterministic_inference",
-            "request_path": "tokenizer_manager.generate_request(GenerateReqInput(return_prompt_token_ids=True))"
-            if self.direct
-            else "Engine.generate",
+            "request_path": (
+                "tokenizer_manager.generate_request(GenerateReqInput(return_prompt_token_ids=True))"
+                if self.direct
+                else "Engine.generate"
+            ),
             "config_source": self.config_source,
             "warmup_s": self.warmup_s,
             "engine_kwargs": plain(self.kwargs),
@@ -366,9 +368,10 @@ class SGLangBackend(Backend):
         )
 
     def load_stats(self) -> dict[str, float]:
-        """SGLang's scheduler figures under load: its load snapshot (what ``/v1/loads`` serves; SGLang 0.5.17's
-        ``tokenizer_manager.load_snapshot_reader``), else ``get_server_info()``'s internal state (older versions).
-        Called from the sampler's thread and at the level's end: one lock, the reader is a socket."""
+        """SGLang's scheduler figures under load: its load snapshot (what ``/v1/loads`` serves; SGLang
+        0.5.17's ``tokenizer_manager.load_snapshot_reader``), else ``get_server_info()``'s internal state
+        (older versions). Called from the sampler's thread and at the level's end: one lock, the reader is a
+        socket."""
         names = {
             "token_usage": "kv_cache_usage_now",
             "num_running_reqs": "requests_running_now",
@@ -382,7 +385,9 @@ class SGLangBackend(Backend):
                 with self._stats_lock:
                     snaps = reader.read_all()
                 state = {k: getattr(snaps[0], k, None) for k in names} if snaps else {}
-            else:  # no snapshot reader: the older internal state (not from a running loop: it runs one itself)
+            else:
+                # no snapshot reader: the older internal state (not from a running loop: it runs one
+                # itself)
                 info = self.engine.get_server_info()
                 states = info.get("internal_states") if isinstance(info, dict) else None
                 state = (

@@ -94,7 +94,8 @@ def engine_kwargs(settings: BackendSettings, *, enable_metrics: bool) -> dict[st
         "tp_size": settings.tp,
         "context_length": settings.max_model_len,
         "skip_tokenizer_init": False,  # the engine decodes the text we score
-        "disable_radix_cache": not settings.prefix_caching,  # one engine: full mode flushes, cached mode reuses
+        # one engine: full mode flushes, cached mode reuses
+        "disable_radix_cache": not settings.prefix_caching,
         "grammar_backend": "xgrammar",
         # xgrammar's any_whitespace=False: random weights otherwise fill the budget with spaces
         "constrained_json_disable_any_whitespace": True,
@@ -130,8 +131,9 @@ def build_sampling_params(request: Request) -> dict[str, Any]:
 
 
 def logprob_kwargs(request: Request) -> dict[str, Any]:
-    """Step-0 candidates and per-step top-k (greedy agreement): output logprobs only (``logprob_start_len=-1``). A start >= 0 would also
-    cap the radix-cache match at that position (``Req._compute_max_prefix_len``)."""
+    """Step-0 candidates and per-step top-k (greedy agreement): output logprobs only
+    (``logprob_start_len=-1``). A start >= 0 would also cap the radix-cache match at that position
+    (``Req._compute_max_prefix_len``)."""
     k = max(request.top_logprobs, request.step_logprobs)
     if k <= 0:
         return {}

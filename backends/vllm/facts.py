@@ -118,10 +118,11 @@ def describe(llm: Any, kwargs: dict[str, Any], env: dict[str, str], version: str
         },
         "logprobs_mode": getattr(model, "logprobs_mode", None),
         "full_mode": config.FULL_MODE,
-        "timing": "engine-step: LLMEngine.add_request + step() with RequestOutputKind.CUMULATIVE, the caller's "
-        "clock ticking as each step hands over tokens; engine_ttft_ms / engine_decode_ms_per_token from "
-        "RequestOutput.metrics: first_token_latency; (last_token_ts - first_token_ts) / (num_generation_tokens - 1)",
-        "step0_candidates": "SamplingParams(logprobs=k): log-softmax of the logits the sampler sees (after the "
-        "grammar mask in constrained mode, masked tokens left out); raw logits not reported",
+        "timing": "engine-step: LLMEngine.add_request + step() with RequestOutputKind.CUMULATIVE, the "
+        "caller's clock ticking as each step hands over tokens; engine_ttft_ms / engine_decode_ms_per_token "
+        "from RequestOutput.metrics: first_token_latency; "
+        "(last_token_ts - first_token_ts) / (num_generation_tokens - 1)",
+        "step0_candidates": "SamplingParams(logprobs=k): log-softmax of the logits the sampler sees "
+        "(after the grammar mask in constrained mode, masked tokens left out); raw logits not reported",
         "warm_up": "one 2-token request with logprobs=1 in start() (compiles the logprob-rank kernel)",
     }
