@@ -9,7 +9,8 @@
     contract.level_stats  a load level's steady state from its records (first wave apart, window, bootstrap)
     contract.capacity  the capacity search's bracket: the next level to measure, a target's capacity
     contract.models    the built-in models' facts the report shares (labels, dtype bytes, configs)
-    contract.registry  Registry: the one lazy name -> "module:attribute" table (backends, both kind registries)
+    contract.registry  Registry: the one lazy name -> "module:attribute" table (backends, both kind
+                       registries)
     contract.files     atomic_write_text (a file others read, written whole or not at all)
 
 The layer order (``tests/test_layers.py``): contract < backends, workloads, reports < harness <

@@ -69,7 +69,8 @@ class BackendSettings:
     attn: str = "eager"  # HF attention implementation
     tp: int = 1
     dp: int = 1  # --dp: the engine's data-parallel replicas (each on tp GPUs)
-    router: str = "internal"  # --router: the engine's own balancer, or SGLang's router policy (cache_aware, round_robin)
+    # --router: the engine's own balancer, or SGLang's router policy (cache_aware, round_robin)
+    router: str = "internal"
     max_model_len: int = 4096
     run_dir: str | None = None  # where server logs go
     base_url: str | None = None

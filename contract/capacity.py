@@ -34,7 +34,9 @@ class Capacity:
     target: str
     loop: str  # "closed" (concurrency) or "open" (rate)
     value: float | None  # the highest level that met the target (None: none did)
-    bound: str  # "exact" (hi is the next step), "bracket" (levels between lo and hi not measured), "floor" (nothing missed), "none"
+    # "exact" (hi is the next step), "bracket" (levels between lo and hi not measured), "floor" (nothing
+    # missed), "none"
+    bound: str
     next_up: float | None  # the lowest level above it that missed
     limiter: str | None
     non_monotone: bool = False

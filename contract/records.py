@@ -98,7 +98,8 @@ class Record:
     attention_special_share: list[float] | None = None
     prefix_break: dict[str, Any] | None = None
     random_weights: bool | None = None
-    # -- load (many requests in flight; backends.load_loop): times in s from the level's start, one monotonic clock --
+    # -- load (many requests in flight; backends.load_loop) --
+    # times in s from the level's start, one monotonic clock
     user: int | None = None  # the session (user) the request belongs to
     load_concurrency: int | None = None  # the level: closed-loop requests in flight
     load_rate_rps: float | None = None  # ... or open-loop Poisson arrivals per second

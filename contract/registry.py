@@ -12,8 +12,9 @@ an engine that is not installed here fails only when it is chosen:
 key (``monkeypatch.setitem(registry.entries, name, target)``), removes it the same way, and the
 next ``get`` sees it. The module is imported once (``sys.modules``) but its attribute is read at
 every ``get``, so an entry pointed elsewhere, or an attribute replaced in its module
-(``monkeypatch.setattr(module, "EchoBackend", ...)``), is what the next ``get`` returns. ``check_name``: the imported object's ``name`` attribute must equal its key (a
-kind object says which kind it is; a typo in the table fails loudly instead of shadowing a kind).
+(``monkeypatch.setattr(module, "EchoBackend", ...)``), is what the next ``get`` returns. ``check_name``: the
+imported object's ``name`` attribute must equal its key (a kind object says which kind it is; a typo in the
+table fails loudly instead of shadowing a kind).
 """
 
 from __future__ import annotations

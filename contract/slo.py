@@ -1,4 +1,5 @@
-"""Latency targets (SLOs): named sets of percentile limits, what ``--slo`` gives and the capacity search meets.
+"""Latency targets (SLOs): named sets of percentile limits, what ``--slo`` gives and the capacity search
+meets.
 
     --slo chat:ttft_p90_ms=500,tpot_p90_ms=50 --slo agent:ttft_p90_ms=2000,tpot_p90_ms=100 --slo batch:
 
@@ -125,7 +126,8 @@ def parse_target(text: str) -> Target:
         if missing:
             raise ValueError(
                 f"--slo {text!r}: an unnamed target needs both {' and '.join(LEGACY_KEYS)} (missing "
-                f"{missing[0]}); to limit TTFT only, name it: custom:ttft_p90_ms={values['ttft_ms' if 'ttft_ms' in values else 'tpot_ms']:g}"
+                f"{missing[0]}); to limit TTFT only, name it: "
+                f"custom:ttft_p90_ms={values['ttft_ms' if 'ttft_ms' in values else 'tpot_ms']:g}"
             )
         return Target(
             "custom",

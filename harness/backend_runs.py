@@ -51,7 +51,8 @@ def run_backends(
                 failed.append(name)
                 what = "had failed requests or could not start" if code == 1 else f"exited with code {code}"
                 print(
-                    f"{name}: {what}; records written so far are kept (rerun with --resume to redo what failed)",
+                    f"{name}: {what}; records written so far are kept "
+                    "(rerun with --resume to redo what failed)",
                     file=sys.stderr,
                 )
             if start == 0 and backend_skipped(out, name):

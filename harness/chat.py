@@ -14,7 +14,8 @@ __all__ = ["CHAT_PROMPTS", "NoChatTemplate", "Renderer", "common_prefix_len", "p
 
 def tokenizer_facts(renderer: Renderer, model_path: str, seed_prompt: list[dict[str, Any]]) -> dict[str, Any]:
     """What env.json says about the run's tokenizer: its class and size, where it came from (a built-in's
-    ``TOKENIZER_SOURCE.json``), and the seed's template prompt in its tokens (count, added-token positions)."""
+    ``TOKENIZER_SOURCE.json``), and the seed's template prompt in its tokens (count, added-token
+    positions)."""
     tok = renderer.tokenizer
     source_file = Path(model_path) / "TOKENIZER_SOURCE.json"
     try:

@@ -1,4 +1,5 @@
-"""One engine start of one backend, in its own process: ``python -m harness.child RUN_DIR BACKEND [--start K]``.
+"""One engine start of one backend, in its own process:
+``python -m harness.child RUN_DIR BACKEND [--start K]``.
 
 The parent (``compare.py``) wrote ``run.json`` (settings) and ``plan.json`` (every request as
 token ids) into RUN_DIR. This process imports only the chosen backend, starts it, replays the
@@ -8,9 +9,9 @@ seconds, KV-cache capacity, peak device memory, wall time). A backend that canno
 started writes one ``skipped`` record per workload of that start with the reason; it exits 0 when the
 backend is not installed here (``BackendUnavailable``) and 1 when it failed to start, as it does when a
 request errored (the parent turns that into its own exit 1). A resume whose backend started before
-but cannot start now writes nothing (its records and env/<backend>.json stay as they were) and exits 1. ``LCA_CHILD_HOOK=module:function``
-names an optional function run after start 0's study on the same engine (``run_child_hook``): how a
-benchmark measures inside a study without the harness importing it.
+but cannot start now writes nothing (its records and env/<backend>.json stay as they were) and exits 1.
+``LCA_CHILD_HOOK=module:function`` names an optional function run after start 0's study on the same engine
+(``run_child_hook``): how a benchmark measures inside a study without the harness importing it.
 """
 
 from __future__ import annotations
@@ -204,8 +205,8 @@ def run_child_hook(backend, plan: Plan) -> float | None:
 
 
 def identity_differs(env_path: Path, identity: dict) -> str | None:
-    """``name was X, now Y`` where the started engine is not the one env/<backend>.json says this run's records
-    came from (a resume, a later engine start); None when it is, or when nothing was recorded yet."""
+    """``name was X, now Y`` where the started engine is not the one env/<backend>.json says this run's
+    records came from (a resume, a later engine start); None when it is, or when nothing was recorded yet."""
     if not env_path.exists():
         return None
     before = json.loads(env_path.read_text()).get("identity")
@@ -224,7 +225,8 @@ def has_measurements(run_dir: Path, backend: str) -> bool:
 
 def resume_could_not_start(backend: str, reason: str) -> int:
     """A resume whose backend cannot start now: the run stays as it was (no ``skipped`` records beside the
-    measured ones, env/<backend>.json and its engine configuration kept); exit 1, the resume did not finish."""
+    measured ones, env/<backend>.json and its engine configuration kept); exit 1, the resume did not
+    finish."""
     console.print(
         secrets.redact(
             f"{backend}: could not start to resume ({reason}); the run is left as it was: "

@@ -107,8 +107,8 @@ def main(argv: list[str] | None = None, prog: str = "compare.py") -> int:
     except (KeyboardInterrupt, Interrupted) as exc:
         signum = exc.signum if isinstance(exc, Interrupted) else signal.SIGINT
         print(
-            f"\n{prog}: interrupted ({signal.Signals(signum).name}): every process of the run was stopped and "
-            "the records written so far are kept whole; rerun the same command with --resume to finish",
+            f"\n{prog}: interrupted ({signal.Signals(signum).name}): every process of the run was stopped "
+            "and the records written so far are kept whole; rerun the same command with --resume to finish",
             file=sys.stderr,
         )
         return 128 + signum
@@ -172,8 +172,9 @@ def choose_model(args: argparse.Namespace) -> tuple[models.ResolvedModel, str, s
     """The model (a word about what ``tiny`` is), the device and the dtype."""
     if args.model == models.TINY:
         print(
-            "model 'tiny': a tiny Qwen3-architecture model with random weights, built here: latency plumbing only, "
-            "its answers are noise. Pass --model smollm2 (a real 135M instruct model) or Qwen/Qwen3-8B for real answers."
+            "model 'tiny': a tiny Qwen3-architecture model with random weights, built here: latency plumbing "
+            "only, its answers are noise. Pass --model smollm2 (a real 135M instruct model) or Qwen/Qwen3-8B "
+            "for real answers."
         )
     model = resolve_model(args)
     device, dtype = resolve_device(args.device, args.dtype)

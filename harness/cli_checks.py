@@ -122,7 +122,8 @@ def check_resume(out: Path, plan_json: str, measuring: dict) -> None:
     plan_path = out / "plan.json"
     if plan_path.exists() and sha(plan_path.read_text()) != sha(plan_json):
         raise UsageError(
-            f"--resume: the plan in {out} differs from this command's (workloads, repeats, starts or model changed)"
+            f"--resume: the plan in {out} differs from this command's "
+            "(workloads, repeats, starts or model changed)"
         )
     try:
         old = json.loads((out / "run.json").read_text())
@@ -170,7 +171,8 @@ def cpu_scale(specs: list, args: argparse.Namespace, builtin: set[str]) -> list:
 
 def apply_slo(specs: list, slo: list[str] | None) -> tuple[list, dict | None, list[str]]:
     """--slo (repeatable): the specs (each workload with a ``search_targets`` field, a load, searching for the
-    targets unless its file names its own), the goodput pair older reports read, and the targets in --slo syntax."""
+    targets unless its file names its own), the goodput pair older reports read, and the targets in --slo
+    syntax."""
     try:
         targets, pair = parse_slo(slo or None)
     except ValueError as exc:

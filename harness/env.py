@@ -161,8 +161,8 @@ class MemoryWatch:
     (after start, after every workload, after the run) minus what was in use before the start."""
 
     SOURCE = (
-        "nvidia-smi memory.used on the visible GPU (all processes), the most of the samples after start, after every "
-        "workload and after the run, minus the memory in use before the engine started"
+        "nvidia-smi memory.used on the visible GPU (all processes), the most of the samples after start, "
+        "after every workload and after the run, minus the memory in use before the engine started"
     )
 
     def __init__(self) -> None:

@@ -1,4 +1,5 @@
-"""A load level inside the runner: the plan group's steps as sessions, run by ``backends.load_loop``, recorded.
+"""A load level inside the runner: the plan group's steps as sessions, run by ``backends.load_loop``,
+recorded.
 
 The group runner of kinds whose ``runs_as`` is ``"concurrent"`` (``harness.runner.GROUP_RUNNERS``);
 it sees the :class:`~harness.runner.Runner` through its public face (``backend``, ``plan``,

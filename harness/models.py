@@ -94,7 +94,8 @@ def resolve(model: str, random_weights: bool) -> ResolvedModel:
     if HUB_ID.match(model) and not model.startswith((".", "/", "~")):
         return ResolvedModel(model, model, builtin=False, has_weights=True)
     raise ModelError(
-        f"--model {model}: no such directory, and not a hub id (owner/name) or a built-in ({', '.join(BUILTIN_MODELS)})"
+        f"--model {model}: no such directory, and not a hub id (owner/name) or a built-in "
+        f"({', '.join(BUILTIN_MODELS)})"
     )
 
 

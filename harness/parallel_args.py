@@ -9,8 +9,9 @@
 
 What is decided here, and why (docs/two-gpus.md):
 - ``--dp`` is for the engine backends only (``vllm`` in process is refused above 1: ``vllm.LLM`` raises on
-  ``data_parallel_size > 1`` in one process, in vLLM 0.26 and 0.32; ``vllm-server`` has it); a run that also names another backend is refused, since a
-  dp=2 column beside a one-GPU column is no comparison the page could draw honestly.
+  ``data_parallel_size > 1`` in one process, in vLLM 0.26 and 0.32; ``vllm-server`` has it); a run that also
+  names another backend is refused, since a dp=2 column beside a one-GPU column is no comparison the page
+  could draw honestly.
 - tp x dp must fit the CUDA devices this process sees (``torch.cuda.device_count()``, which honours
   ``CUDA_VISIBLE_DEVICES``). On a CPU there is one replica: ``--dp`` above 1 is refused (vLLM's CPU backend
   and SGLang's have no data parallelism we could measure against two GPUs).

@@ -35,7 +35,8 @@ def pinned_file(
     error: type[Exception],
 ) -> Path:
     """``relpath`` inside the import folder of ``module`` (distribution ``package`` at ``version``), with the
-    expected ``sha256``; ``who`` starts each message (e.g. ``--model smollm2``), ``needs`` says what is missing."""
+    expected ``sha256``; ``who`` starts each message (e.g. ``--model smollm2``), ``needs`` says what is
+    missing."""
     spec = util.find_spec(module)
     if spec is None or not spec.submodule_search_locations:
         raise error(f"{who} needs {needs} (not installed here): {install}")
@@ -51,6 +52,7 @@ def pinned_file(
     digest = file_sha256(path)
     if digest != sha256:
         raise error(
-            f"{who}: {path} has sha256 {digest[:16]}…, expected {sha256[:16]}… (not the pinned file): {reinstall}"
+            f"{who}: {path} has sha256 {digest[:16]}…, expected {sha256[:16]}… (not the pinned file): "
+            f"{reinstall}"
         )
     return path

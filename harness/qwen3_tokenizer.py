@@ -303,7 +303,8 @@ def main(argv: list[str] | None = None) -> int:
     same = probe_digest(tok) == source["probe_ids_sha256"]
     print(
         f"{folder.name}: {type(tok).__name__}, {len(tok)} entries; the template experiment's first prompt: "
-        f"{len(tok(text, add_special_tokens=False)['input_ids'])} tokens; probes {'as built' if same else 'DIFFER from the build'}"
+        f"{len(tok(text, add_special_tokens=False)['input_ids'])} tokens; "
+        f"probes {'as built' if same else 'DIFFER from the build'}"
     )
     return 0 if same else 1
 

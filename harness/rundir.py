@@ -4,9 +4,9 @@
   passed to its child processes, so a second ``compare.py`` (a ``--resume`` started too early,
   a second terminal) is refused with one line instead of interleaving records. The lock lives
   as long as any process holding the descriptor: a child that outlives a killed parent keeps it.
-- :func:`atomic_write_text` (``contract.files``): ``plan.json``, ``run.json`` and ``env.json`` are written to a
-  temporary file in the same folder, fsynced and renamed over the old one, so a full disk or a
-  crash leaves the previous file or the new one, never half of one.
+- :func:`atomic_write_text` (``contract.files``): ``plan.json``, ``run.json`` and ``env.json`` are written to
+  a temporary file in the same folder, fsynced and renamed over the old one, so a full disk or a crash leaves
+  the previous file or the new one, never half of one.
 - :func:`cut_torn_tail`: a crash (or a full disk) can leave a last line without its newline;
   it is cut off before anything is appended, so the next record starts on a line of its own.
 - :func:`settings_diff`: what differs between the settings a run was made with and a resume's.

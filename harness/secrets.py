@@ -1,10 +1,12 @@
-"""Keep secrets out of everything a run writes: the API key is redacted from records, env files and the console.
+"""Keep secrets out of everything a run writes: the API key is redacted from records, env files and the
+console.
 
 The child process registers the key it reads from ``--api-key-env`` (:func:`register`); every
 record line, ``env/<backend>.json`` and error line printed goes through :func:`redact`, so a
 server that echoes request headers in its error messages does not put the key into records or
 the report. The parent never reads the key: it refuses one pasted where a variable's name
-belongs, and a URL with a user name or password, a query string or a fragment in it (:func:`check_key_var`, :func:`check_url`).
+belongs, and a URL with a user name or password, a query string or a fragment in it (:func:`check_key_var`,
+:func:`check_url`).
 """
 
 from __future__ import annotations
@@ -56,7 +58,8 @@ def check_url(url: str) -> str | None:
     if parts.query or parts.fragment or url.rstrip().endswith(("?", "#")):
         # ?api_key=sk-... would be stored in clear in run.json, env.json, the records and the report
         return (
-            "--base-url holds a query string or fragment (?... or #..., where keys are often passed); a base URL "
-            "has neither: pass it without them and a key through --api-key-env VAR, so it is written nowhere"
+            "--base-url holds a query string or fragment (?... or #..., where keys are often passed); a base "
+            "URL has neither: pass it without them and a key through --api-key-env VAR, so it is written "
+            "nowhere"
         )
     return None

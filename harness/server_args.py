@@ -1,10 +1,11 @@
 """The flags that point the study at a server and pass arguments to an engine, and their checks.
 
     --tokenizer PATH_OR_ID        the prompts' tokenizer and chat template (a server's model name is no path)
-    --served-model-name NAME      the model to ask the server for (refused in one line when it does not list it)
+    --served-model-name NAME      the model to ask the server for (refused in one line when it does not
+                                  list it)
     --endpoint completions|chat   completions: the plan's token ids; chat: the messages, the server's template
-    --engine-arg BACKEND:KEY=VALUE  passed to that backend's engine (LLM(**kw), Engine(**kw)) or server (--key value:
-                                  backends/openai/servers.py engine_arg_flags)
+    --engine-arg BACKEND:KEY=VALUE  passed to that backend's engine (LLM(**kw), Engine(**kw)) or server
+                                  (--key value: backends/openai/servers.py engine_arg_flags)
 
 Each check raises ``UsageError`` (one line, exit 2) before anything runs. See docs/servers.md.
 """

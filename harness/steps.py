@@ -1,4 +1,5 @@
-"""What a plan step asks of a backend, shared by both group runners (``harness.runner``, ``harness.load_runner``).
+"""What a plan step asks of a backend, shared by both group runners (``harness.runner``,
+``harness.load_runner``).
 
 ``request_for`` turns a step into the adapter's :class:`Request`; ``output_fields`` turns what the
 adapter returned into record fields, for both runners alike; ``missing_capability`` names the

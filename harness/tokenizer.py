@@ -69,7 +69,8 @@ def train_bpe_json(texts: list[str], bpe_size: int) -> dict:
 
 
 def layout_vocab(bpe: dict, special_base: int, vocab_size: int) -> dict:
-    """Fill the BPE vocabulary up to ``special_base``, then the 26 added tokens, then fillers to ``vocab_size``.
+    """Fill the BPE vocabulary up to ``special_base``, then the 26 added tokens, then fillers to
+    ``vocab_size``.
 
     ``tokenizers`` numbers added tokens sequentially after the model's vocabulary, so the ids
     after ``special_base`` are all added tokens: Qwen3's 26, then fillers (not special, so they

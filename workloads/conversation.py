@@ -76,7 +76,8 @@ def turn_messages(spec: ConversationSpec) -> list[list[dict[str, Any]]]:
         return requests
     if spec.messages is None:
         raise ValueError(
-            f"conversation {spec.name!r}: transcripts not loaded (read the file with workloads.read_workload_file)"
+            f"conversation {spec.name!r}: transcripts not loaded "
+            "(read the file with workloads.read_workload_file)"
         )
     return recorded_requests(spec.messages, spec.system)
 

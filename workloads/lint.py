@@ -1,4 +1,5 @@
-"""Prefix stability, the seed's Rule 1 as a lint: does every conversation turn's prompt extend the previous one?
+"""Prefix stability, the seed's Rule 1 as a lint: does every conversation turn's prompt extend the previous
+one?
 
 A prefix cache can only reuse what the new prompt shares, token for token, with what it has
 seen. For every conversation workload this renders the turns with the same functions the plan
@@ -113,17 +114,17 @@ def describe(name: str, turns: int, findings: list[Finding]) -> list[str]:
         lost = sorted({f.tokens_lost for f in findings})
         span = str(lost[0]) if len(lost) == 1 else f"{lost[0]}-{lost[-1]}"
         return [
-            f"{name}: {turns} turns, stable: {len(findings)} turn(s) lose {span} token(s) at the end of the previous"
-            " prompt, where the chat template rewrites its generation prompt (expected, e.g. Qwen3's empty think"
-            " block: info only)"
+            f"{name}: {turns} turns, stable: {len(findings)} turn(s) lose {span} token(s) at the end of the"
+            " previous prompt, where the chat template rewrites its generation prompt (expected, e.g. Qwen3's"
+            " empty think block: info only)"
         ]
     f = real[0]
     cut = f.position - f.context_start
     lines = [
         f"{name}: BREAK at turn {f.turn}"
         + (f" ({f.origin})" if f.origin else "")
-        + f": its prompt does not extend turn {f.turn - 1}'s at token {f.position} of {f.previous_prompt_tokens},"
-        f" in {f.where}; {f.tokens_lost} tokens cannot be reused",
+        + f": its prompt does not extend turn {f.turn - 1}'s at token {f.position}"
+        f" of {f.previous_prompt_tokens}, in {f.where}; {f.tokens_lost} tokens cannot be reused",
         f"    shared:    ... {_tokens(f.previous[:cut])}",
         f"    turn {f.turn - 1}:    {_tokens(f.previous[cut:])} ...",
         f"    turn {f.turn}:    {_tokens(f.current[cut:])} ...",

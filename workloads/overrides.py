@@ -33,7 +33,8 @@ def with_fields(spec: Any, fields: dict[str, Any], option: str) -> Any:
         err = exc.errors(include_url=False)[0]
         where = ".".join(str(p) for p in err["loc"])
         raise ValueError(
-            f"{option}: {spec.name}: {where + ': ' if where else ''}{err['msg'].removeprefix('Value error, ')}"
+            f"{option}: {spec.name}: {where + ': ' if where else ''}"
+            f"{err['msg'].removeprefix('Value error, ')}"
         ) from exc
 
 
@@ -74,6 +75,7 @@ def cpu_defaults(specs: list, values: dict[str, Any], builtin: set[str]) -> tupl
                 fields = o.fields(o.cpu_default)
                 specs = [with_fields(s, fields, o.option) if s.name in chosen else s for s in specs]
                 notes.append(
-                    f"{name} workloads at the CPU's scale: {o.option} {o.cpu_default} (pass {o.option} to choose)"
+                    f"{name} workloads at the CPU's scale: {o.option} {o.cpu_default} "
+                    f"(pass {o.option} to choose)"
                 )
     return specs, notes

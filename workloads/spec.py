@@ -1,4 +1,5 @@
-"""The workload file format's shared pieces: the base, error helpers and message models every kind's spec uses.
+"""The workload file format's shared pieces: the base, error helpers and message models every kind's spec
+uses.
 
 A workload file is YAML with a top-level ``workloads:`` list; each entry has a ``name`` and a
 ``kind`` (one of ``workloads.kinds.REGISTRY``: each kind's module, ``workloads/<kind>.py``, holds

@@ -18,7 +18,10 @@ from workloads.spec import Messages, TranscriptSource, Turn, _Strict, mistake
 # 128 ten-turn sessions, would take hours there): levels 1 and 4, four two-turn sessions, four 192-token
 # fixed-shape requests (0 or 160 shared) per level, 8 output tokens; no capacity search (four requests
 # a level leave no steady state to judge).
-CPU_LOAD = "levels=1:4,search_levels=0,users=4,requests=4,max_turns=2,rates=,output_tokens=8,prompt_tokens=192,shared_prefix_tokens=0:160"
+CPU_LOAD = (
+    "levels=1:4,search_levels=0,users=4,requests=4,max_turns=2,rates=,output_tokens=8,prompt_tokens=192,"
+    "shared_prefix_tokens=0:160"
+)
 LIST_FIELDS = ("levels", "rates", "shared_prefix_tokens")
 FIXED_FIELDS = ("name", "kind")  # what --load cannot set for every load workload at once
 STEADY_REQUESTS = 10  # a fixed-shape level's steady window: 10 x C requests after its first wave of C
@@ -113,8 +116,8 @@ class LoadSpec(_Strict):
         for i, r in enumerate(self.rates):
             if not 1 / MAX_WAIT_S <= r < float("inf"):
                 raise mistake(
-                    f"rate {r:g}/s: a mean gap between arrivals above {MAX_WAIT_S:g} s makes a level that never "
-                    f"ends (at least {1 / MAX_WAIT_S:.2g} requests/s, finite)",
+                    f"rate {r:g}/s: a mean gap between arrivals above {MAX_WAIT_S:g} s makes a level that "
+                    f"never ends (at least {1 / MAX_WAIT_S:.2g} requests/s, finite)",
                     ["rates", i],
                 )
         if self.seconds is not None and self.seconds == float("inf"):
@@ -141,8 +144,8 @@ class LoadSpec(_Strict):
             for i, s in enumerate(self.shared_prefix_tokens):
                 if s >= self.prompt_tokens:
                     raise mistake(
-                        f"a shared prefix of {s} tokens leaves nothing of a {self.prompt_tokens}-token prompt "
-                        "to tell requests apart",
+                        f"a shared prefix of {s} tokens leaves nothing of a {self.prompt_tokens}-token "
+                        "prompt to tell requests apart",
                         ["shared_prefix_tokens", i],
                     )
         else:
@@ -150,7 +153,8 @@ class LoadSpec(_Strict):
             if len(given) != 1:
                 what = "none given" if not given else f"{' and '.join(given)} given"
                 raise mistake(
-                    f"a sessions load needs exactly one of conversation (a built-in's name), turns, transcripts ({what})"
+                    "a sessions load needs exactly one of conversation (a built-in's name), turns, "
+                    f"transcripts ({what})"
                 )
             users = self.user_count()
             recorded = self.sessions is not None and users == len(self.sessions)
