@@ -58,8 +58,8 @@ def check_url(url: str) -> str | None:
     if parts.query or parts.fragment or url.rstrip().endswith(("?", "#")):
         # ?api_key=sk-... would be stored in clear in run.json, env.json, the records and the report
         return (
-            "--base-url holds a query string or fragment (?... or #..., where keys are often passed); a base "
-            "URL has neither: pass it without them and a key through --api-key-env VAR, so it is written "
-            "nowhere"
+            "--base-url holds a query string or fragment (?... or #..., where keys are often passed); "
+            "a base URL has neither: pass it without them and a key through --api-key-env VAR, "
+            "so it is written nowhere"
         )
     return None
