@@ -44,15 +44,13 @@ from pathlib import Path
 from typing import Any
 
 from backends.base import Backend, BackendUnavailable, Capabilities, RawOutput, Request, TokenClock
-from backends.parallel import replica_record
+from backends.sglang import facts
 from backends.sglang.config import (
     SGLangOptions,
     build_sampling_params,
-    effective_config,
     engine_kwargs,
     grammar_enabled,
     logprob_kwargs,
-    plain,
 )
 from backends.sglang.meta import flush_succeeded, to_raw_output
 
@@ -173,55 +171,11 @@ class SGLangBackend(Backend):
 
     def _read_config(self) -> tuple[dict[str, Any], str]:
         """Effective settings: the scheduler's resolved config first, then what we constructed."""
-        sources: list[Any] = []
-        source = "engine.server_args"
-        try:
-            info = self.engine.get_server_info()
-            states = info.get("internal_states") if isinstance(info, dict) else None
-            if isinstance(states, list) and states and isinstance(states[0], dict):
-                sources.append(states[0])
-                source = "get_server_info() internal_states"
-            sources.append(info)
-        except Exception as exc:  # noqa: BLE001 - a read-back failure must not stop the run
-            self.notes.append(f"get_server_info() failed: {type(exc).__name__}: {exc}")
-        sources.append(getattr(self.engine, "server_args", None))
-        return effective_config(sources), source
+        return facts.read_config(self.engine, self.notes)
 
     def environment(self) -> dict[str, Any]:
-        """env.json's engine facts: the effective configuration read back from the engine, how full and cached
-        modes reset, how requests are timed and sent, the warm-up and the flushes."""
-        e = self.effective
-        ws_key = "constrained_json_disable_any_whitespace"
-        return {
-            "sglang": self.version(),
-            **e,
-            "radix_cache": not e.get("disable_radix_cache", self.kwargs["disable_radix_cache"]),
-            "json_whitespace": f"{ws_key}={e.get(ws_key, self.kwargs[ws_key])}",
-            "full_mode": "flush_cache() before every request",
-            "cached_mode": "flush_cache() once per conversation repeat, then radix-cache reuse",
-            "grammar_after_flush": "flush_cache() drops compiled grammars: the next constrained request "
-            "compiles its schema again, inside its TTFT",
-            "timing": "in-process-stream: stream=True, the clock ticks per chunk received; "
-            + (
-                "engine_ttft_ms = meta_info prefill_finished_time - request_received_ts, engine decode to "
-                "request_finished_ts"
-                if self.use_metrics
-                else "no engine figures (enable_metrics off)"
-            ),
-            "sampling_seed": "sent; SGLang applies it only with enable_deterministic_inference",
-            "request_path": (
-                "tokenizer_manager.generate_request(GenerateReqInput(return_prompt_token_ids=True))"
-                if self.direct
-                else "Engine.generate"
-            ),
-            "config_source": self.config_source,
-            "warmup_s": self.warmup_s,
-            "engine_kwargs": plain(self.kwargs),
-            "flushes": self.flushes,
-            "flush_refusals": self.flush_refusals,
-            "notes": self.notes,
-            "parallel": replica_record(self.settings, self.name, e.get("load_balance_method")),
-        }
+        """env.json's engine facts (:func:`backends.sglang.facts.describe`)."""
+        return facts.describe(self)
 
     # -- cache ---------------------------------------------------------------------------------
     def reset_cache(self) -> None:
