@@ -11,7 +11,8 @@ TTFT median and output tokens/s.
 The configurations the H200 sitting runs (the question in issue #13: ``generate_batch`` with sdpa
 and CUDA graphs ran at ~100 ms per step for one request on the Qwen3-8B shape):
 
-    python -m benchmarks.hf_cb_configs --model qwen3-8b-shape --random-weights --out $OUT/hf-cb-configs.json \\
+    python -m benchmarks.hf_cb_configs --model qwen3-8b-shape --random-weights \\
+        --out $OUT/hf-cb-configs.json \\
         --config "" --config "use_cuda_graph=true" --config "use_cuda_graph=true,num_blocks=64" \\
         --config "attn=eager"
 
@@ -141,13 +142,14 @@ def show(path: str) -> None:
             step = lv["step_ms_median"]
             print(
                 f"    C={lv['concurrency']:<4} step {step if step is None else round(step, 2)} ms  "
-                f"ttft {lv['ttft_ms_median'] and round(lv['ttft_ms_median'], 1)} ms  {lv['output_tok_s']:.0f} tok/s"
-                + (f"  errors: {lv['errors']}" if lv["errors"] else "")
+                f"ttft {lv['ttft_ms_median'] and round(lv['ttft_ms_median'], 1)} ms  "
+                f"{lv['output_tok_s']:.0f} tok/s" + (f"  errors: {lv['errors']}" if lv["errors"] else "")
             )
 
 
 def fastest(path: str, concurrency: int) -> str:
-    """The configuration (as written for LCA_HF_CB) with the most output tokens/s at ``concurrency``, errors excluded."""
+    """The configuration (as written for LCA_HF_CB) with the most output tokens/s at ``concurrency``, errors
+    excluded."""
     best: tuple[float, str] | None = None
     for row in json.loads(Path(path).read_text())["rows"]:
         for lv in row.get("levels", []):

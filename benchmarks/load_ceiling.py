@@ -21,7 +21,8 @@ per step). With N > C the harness's closed loop refills while the engine's calls
 wait for their slowest, which favours the harness; and 4 x C at P = 1024 on the 8B shape would take
 ~15 s per side and repeat on an H200, past the few minutes a device call should take.
 
-    python -m benchmarks.load_ceiling --backend vllm --model qwen3-8b-shape --random-weights --out ceiling.json
+    python -m benchmarks.load_ceiling --backend vllm --model qwen3-8b-shape --random-weights \\
+        --out ceiling.json
     python -m benchmarks.load_ceiling --table ceiling-vllm.json ceiling-sglang.json   # the table again
 
 Exit 0: measured (or skipped: a backend without a batched engine call, e.g. ``hf``); 1: a side did not
@@ -96,8 +97,8 @@ def measure(
             row = {"repeat": rep, "ran": "first" if position == 0 else "second", **sides[name](prompts)}
             out[name].append(row)
             print(
-                f"  repeat {rep + 1}/{args.repeats} {name}: {row['output_tokens']} tokens in {row['wall_s']:.2f} s "
-                f"= {row['tokens_per_s']:,.0f} tok/s",
+                f"  repeat {rep + 1}/{args.repeats} {name}: {row['output_tokens']} tokens in "
+                f"{row['wall_s']:.2f} s = {row['tokens_per_s']:,.0f} tok/s",
                 flush=True,
             )
     return out
@@ -210,8 +211,8 @@ def check(args: argparse.Namespace) -> str | None:
             return f"{flag} must be at least {least} (got {value})"
     if args.shared_prefix_tokens >= args.prompt_tokens:
         return (
-            f"--shared-prefix-tokens {args.shared_prefix_tokens} leaves nothing of a {args.prompt_tokens}-token "
-            "prompt to tell requests apart"
+            f"--shared-prefix-tokens {args.shared_prefix_tokens} leaves nothing of a "
+            f"{args.prompt_tokens}-token prompt to tell requests apart"
         )
     return None
 
@@ -230,7 +231,8 @@ def adapter_class(name: str) -> type[Backend]:
 
 
 def run(args: argparse.Namespace, adapter: type[Backend]) -> tuple[dict[str, Any], int]:
-    """Start the backend, measure; (the results, the exit code). Raises ``UsageError`` (one line) for bad input."""
+    """Start the backend, measure; (the results, the exit code). Raises ``UsageError`` (one line) for bad
+    input."""
     from backends.base import BackendSettings, BackendUnavailable
     from harness import cli, limits, models, parallel_args
     from harness.chat import Renderer
@@ -263,8 +265,9 @@ def run(args: argparse.Namespace, adapter: type[Backend]) -> tuple[dict[str, Any
     try:
         doc["backend_version"] = backend.version()
         print(
-            f"{args.backend} {doc['backend_version']}: started in {doc['startup_s']:.1f} s; C={args.concurrency} "
-            f"N={n} P={args.prompt_tokens} S={args.shared_prefix_tokens} O={args.output_tokens}",
+            f"{args.backend} {doc['backend_version']}: started in {doc['startup_s']:.1f} s; "
+            f"C={args.concurrency} N={n} P={args.prompt_tokens} S={args.shared_prefix_tokens} "
+            f"O={args.output_tokens}",
             flush=True,
         )
         doc.update(measure(backend, prompts, warmup, args))
@@ -295,7 +298,8 @@ def header(backend: Backend, args: argparse.Namespace, n: int) -> dict[str, Any]
 
 
 def fixed_prompts(renderer: Any, args: argparse.Namespace) -> tuple[list[list[int]], list[list[int]]]:
-    """(the N measured prompts, C warm-up prompts): ``workloads.load``'s fixed shape, P tokens, the first S shared."""
+    """(the N measured prompts, C warm-up prompts): ``workloads.load``'s fixed shape, P tokens, the first S
+    shared."""
     from workloads.load.prompts import fixed_prompt, shared_prefix_ids
 
     prefix, n = shared_prefix_ids(renderer, args.shared_prefix_tokens), args.requests or args.concurrency

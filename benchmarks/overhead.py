@@ -111,8 +111,8 @@ def verdict(entry: dict[str, Any]) -> str:
 
 def table(rows: list[dict[str, Any]]) -> str:
     lines = [
-        "| backend | N | TTFT adapter / raw ms (raw IQR) | decode adapter / raw ms/tok (raw IQR) | e2e adapter / raw ms "
-        "| within target |",
+        "| backend | N | TTFT adapter / raw ms (raw IQR) | decode adapter / raw ms/tok (raw IQR) | "
+        "e2e adapter / raw ms | within target |",
         "|---|---|---|---|---|---|",
     ]
     for s in summarise(rows):

@@ -29,8 +29,10 @@ itself), the reference runs as many requests as the project's level (C + 10 x C,
 C warm-up requests), and vLLM's ``/metrics`` prefix-cache counters are read around each reference
 run (``prefix_cache_hit_share``: should be 0).
 
-    python -m benchmarks.serving_proof command vllm --port 8100 --python /tmp/py-vllm [--model ... --random-weights]
-    python -m benchmarks.serving_proof table --reference vllm=DIR --project vllm=RUN_DIR [...] --out proof.json
+    python -m benchmarks.serving_proof command vllm --port 8100 --python /tmp/py-vllm \\
+        [--model ... --random-weights]
+    python -m benchmarks.serving_proof table --reference vllm=DIR --project vllm=RUN_DIR [...] \\
+        --out proof.json
 """
 
 from __future__ import annotations
@@ -50,7 +52,8 @@ SERVERS = {
 
 
 def server_command(engine: str, port: int, args: argparse.Namespace) -> str:
-    """The shell line that starts ``engine``'s server as ``--backend {engine}-server`` would (env included)."""
+    """The shell line that starts ``engine``'s server as ``--backend {engine}-server`` would (env
+    included)."""
     import importlib
 
     from backends.base import BackendSettings
@@ -97,7 +100,8 @@ def reference_rows(folder: Path) -> dict[int, dict[str, Any]]:
 
 
 def prefix_cache_hit_share(before: Path, after: Path) -> float | None:
-    """vLLM's prefix-cache hits / queries between two ``/metrics`` scrapes (None: not scraped, or not vLLM's)."""
+    """vLLM's prefix-cache hits / queries between two ``/metrics`` scrapes (None: not scraped, or not
+    vLLM's)."""
     if not before.exists() or not after.exists():
         return None
     from backends.openai.metrics import LOAD_VALUES
@@ -112,7 +116,8 @@ def prefix_cache_hit_share(before: Path, after: Path) -> float | None:
 
 
 def project_rows(run_dir: Path) -> dict[int, dict[str, Any]]:
-    """A ``compare.py`` run's load levels: concurrency -> tok/s, TTFT p50 (the report's definitions), client CPU."""
+    """A ``compare.py`` run's load levels: concurrency -> tok/s, TTFT p50 (the report's definitions), client
+    CPU."""
     from reports.analysis.many_users import level_facts, per_level
     from reports.runs import read_runs
 
@@ -141,8 +146,8 @@ def project_rows(run_dir: Path) -> dict[int, dict[str, Any]]:
 def table(
     reference: dict[str, Path], project: dict[str, Path], after: dict[str, Path] | None = None
 ) -> dict[str, Any]:
-    """One row per server and level. ``after``: the reference run again after the project's, so the row also shows
-    how much the server itself moved between the turns (a gap smaller than that is no difference)."""
+    """One row per server and level. ``after``: the reference run again after the project's, so the row also
+    shows how much the server itself moved between the turns (a gap smaller than that is no difference)."""
     rows = []
     after = after or {}
     for server in sorted(set(reference) | set(project)):
@@ -180,7 +185,8 @@ def table(
     return {
         "targets": f"project tok/s >= {TPS_TARGET:.0%} of the reference's and TTFT p50 within "
         f"{TTFT_TOLERANCE:.0%}, per server and level",
-        "reference_client": "vllm bench serve (vLLM: --backend vllm; SGLang: --backend openai on its /v1/completions)",
+        "reference_client": "vllm bench serve (vLLM: --backend vllm; SGLang: --backend openai on its "
+        "/v1/completions)",
         "project_client": "compare.py --backend openai: the lean client in --client-procs processes "
         "(backends/openai/lean_stream.py, backends/load_shards.py)",
         "definitions": "tok/s: output tokens of all the level's requests / first submit to last token (the "
@@ -206,16 +212,18 @@ def _pairs(items: list[str], option: str) -> dict[str, Path]:
 
 def markdown(result: dict[str, Any]) -> str:
     lines = [
-        "| server | C | reference tok/s (after) | project tok/s (ratio) | TTFT p50 ms reference / project (ratio) | "
-        "reference cache hits | targets |",
+        "| server | C | reference tok/s (after) | project tok/s (ratio) | "
+        "TTFT p50 ms reference / project (ratio) | reference cache hits | targets |",
         "|---|---|---|---|---|---|---|",
     ]
     for r in result["rows"]:
+        met = r["meets_targets"]
+        targets = "met" if met else "not met" if met is False else "-"
         lines.append(
-            f"| {r['server']} | {r['concurrency']} | {_f(r['reference_tok_s'])} ({_f(r['reference_after_tok_s'])}) | "
-            f"{_f(r['project_tok_s'])} "
-            f"({r['tok_s_ratio']}) | {_f(r['reference_ttft_p50_ms'])} / {_f(r['project_ttft_p50_ms'])} "
-            f"({r['ttft_p50_ratio']}) | {_share(r.get('reference_cache_hit_share'))} | {'met' if r['meets_targets'] else 'not met' if r['meets_targets'] is False else '-'} |"
+            f"| {r['server']} | {r['concurrency']} | {_f(r['reference_tok_s'])} "
+            f"({_f(r['reference_after_tok_s'])}) | {_f(r['project_tok_s'])} ({r['tok_s_ratio']}) | "
+            f"{_f(r['reference_ttft_p50_ms'])} / {_f(r['project_ttft_p50_ms'])} ({r['ttft_p50_ratio']}) | "
+            f"{_share(r.get('reference_cache_hit_share'))} | {targets} |"
         )
     return "\n".join(lines)
 
