@@ -38,7 +38,8 @@ def tiny_model_dir() -> Path:
 
 @pytest.fixture(scope="session")
 def smollm2_dir() -> Path:
-    """SmolLM2-135M-Instruct, materialised once (about a minute the first time; skipped without its package)."""
+    """SmolLM2-135M-Instruct, materialised once (about a minute the first time; skipped without its
+    package)."""
     from harness import models
 
     try:

@@ -172,8 +172,8 @@ OTHER_TOOLS = re.compile(r"vllm serve|python -m sglang|pip install|docker |trans
 
 
 def test_every_flag_the_readme_names_exists():
-    """Prose included ("`--lint-only` also checks..."): a flag the README names is compare.py's or the report's,
-    unless its line runs another tool (``vllm serve --port``)."""
+    """Prose included ("`--lint-only` also checks..."): a flag the README names is compare.py's or the
+    report's, unless its line runs another tool (``vllm serve --port``)."""
     known = compare_options() | report_options()
     unknown = [
         f"{flag}: {line.strip()}"
@@ -238,7 +238,8 @@ def test_the_example_workload_files_load(tmp_path, page, all_kinds):
 
 
 def test_the_reference_figures_are_the_committed_runs():
-    """Every number in the README's reference table is quoted from docs/h200-results.md or the runs' READMEs."""
+    """Every number in the README's reference table is quoted from docs/h200-results.md or the runs'
+    READMEs."""
     sources = text(ROOT / "docs" / "h200-results.md") + "".join(
         text(p) for p in (ROOT / "reports" / "examples").glob("*/README.md")
     )

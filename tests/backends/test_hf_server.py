@@ -1,5 +1,5 @@
-"""The real ``hf-server`` (``transformers serve --continuous-batching``, launched by the harness) on the tiny model
-(CPU), under load: its streamed text is timed per chunk and its own token count is kept."""
+"""The real ``hf-server`` (``transformers serve --continuous-batching``, launched by the harness) on the tiny
+model (CPU), under load: its streamed text is timed per chunk and its own token count is kept."""
 
 from __future__ import annotations
 

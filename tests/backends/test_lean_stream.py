@@ -1,5 +1,6 @@
-"""The load path's lean client (backends/openai/lean_stream.py) and its client processes (backends/load_shards.py),
-against the paced fake engine server (benchmarks/fake_engine.py, a real HTTP server in its own process).
+"""The load path's lean client (backends/openai/lean_stream.py) and its client processes
+(backends/load_shards.py), against the paced fake engine server (benchmarks/fake_engine.py, a real HTTP server
+in its own process).
 
 - Two client processes drive one level: every planned request comes back exactly once, stamps are
   monotone and on the one clock (each token arrives after the server's own send time for it, and

@@ -1,5 +1,5 @@
-"""The server's own latency per load level (backends/openai/metrics.py): the histograms' difference over a level
-and its bucket-interpolated percentiles, against figures computed by hand."""
+"""The server's own latency per load level (backends/openai/metrics.py): the histograms' difference over a
+level and its bucket-interpolated percentiles, against figures computed by hand."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Scheduler settings matched between the in-process vLLM engine and ``vllm serve`` (backends/vllm/config.py), and
-the server's KV-cache capacity read from its /metrics (backends/openai/metrics.py). No engine needed."""
+"""Scheduler settings matched between the in-process vLLM engine and ``vllm serve`` (backends/vllm/config.py),
+and the server's KV-cache capacity read from its /metrics (backends/openai/metrics.py). No engine needed."""
 
 from __future__ import annotations
 

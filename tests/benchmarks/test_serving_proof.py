@@ -1,6 +1,6 @@
-"""The serving proof's table (benchmarks/serving_proof.py): a real compare.py run with ``--backend openai`` against
-the paced fake engine server (benchmarks/fake_engine.py) for the project's side, and ``vllm bench serve``
-result files written as that tool writes them for the reference's; the ratios must be the project's
+"""The serving proof's table (benchmarks/serving_proof.py): a real compare.py run with ``--backend openai``
+against the paced fake engine server (benchmarks/fake_engine.py) for the project's side, and ``vllm bench
+serve`` result files written as that tool writes them for the reference's; the ratios must be the project's
 figures, computed here from the records by hand, over the reference's."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
-"""Issue #21's H200 sitting (benchmarks/h200/serving_sitting.sh): valid bash, and each queued study's compare.py
-flags parse and its ``--load`` override validates on the built-in load workloads (a typo would otherwise cost the
-device minutes of everything queued before it)."""
+"""Issue #21's H200 sitting (benchmarks/h200/serving_sitting.sh): valid bash, and each queued study's
+compare.py flags parse and its ``--load`` override validates on the built-in load workloads (a typo would
+otherwise cost the device minutes of everything queued before it)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,8 @@ SCRIPT = ROOT / "benchmarks" / "h200" / "serving_sitting.sh"
 
 
 def studies() -> list[tuple[str, str, list[str]]]:
-    """(name, backend, flags) of each ``study TIMEOUT NAME BACKEND FLAGS`` line (continuation lines joined)."""
+    """(name, backend, flags) of each ``study TIMEOUT NAME BACKEND FLAGS`` line (continuation lines
+    joined)."""
     text = SCRIPT.read_text().replace("\\\n", " ")
     out = []
     for line in text.splitlines():

@@ -1,5 +1,6 @@
-"""The H200-pair sitting (benchmarks/h200/two_gpus_sitting.sh): each study's compare.py flags parse and pass the
-two-GPU checks on a host that sees two CUDA devices, and the configurations are the ones the issue asks for."""
+"""The H200-pair sitting (benchmarks/h200/two_gpus_sitting.sh): each study's compare.py flags parse and pass
+the two-GPU checks on a host that sees two CUDA devices, and the configurations are the ones the issue asks
+for."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""RecordKey: the one definition of what identifies a measurement, for a record, a row read back and a step."""
+"""RecordKey: the one definition of what identifies a measurement, for a record, a row read back and a
+step."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The one lazy registry (``contract.registry``) and the three tables built on it: backends, measuring kinds, report kinds."""
+"""The one lazy registry (``contract.registry``) and the three tables built on it: backends, measuring kinds,
+report kinds."""
 
 from __future__ import annotations
 

@@ -261,7 +261,8 @@ def test_the_search_on_sessions_runs_whole_sessions_of_c_users(tiny_model_dir, t
 
 
 def test_a_resume_starts_the_engine_while_a_search_may_have_levels_to_add(plan, tmp_path):
-    """Every planned request recorded is not 'done' for a start with a capacity search: the runner must look."""
+    """Every planned request recorded is not 'done' for a start with a capacity search: the runner must
+    look."""
     from harness.backend_runs import all_recorded
 
     out = tmp_path / "run"

@@ -1,4 +1,5 @@
-"""The child process on failure paths, in-process with a fake backend: markup in names, a full disk (#15.4, #15.9)."""
+"""The child process on failure paths, in-process with a fake backend: markup in names, a full disk (#15.4,
+#15.9)."""
 
 from __future__ import annotations
 

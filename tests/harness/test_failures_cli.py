@@ -1,4 +1,5 @@
-"""Failure paths of compare.py: bad settings, resume with other settings, locks, context limits, secrets (#15)."""
+"""Failure paths of compare.py: bad settings, resume with other settings, locks, context limits, secrets
+(#15)."""
 
 from __future__ import annotations
 

@@ -23,7 +23,8 @@ def keys(run_dir) -> set[tuple]:
 
 
 def kill_after(args: list[str], out, n_lines: int) -> None:
-    """Start the run (resuming when records exist) and SIGKILL parent and child once ``n_lines`` lines exist."""
+    """Start the run (resuming when records exist) and SIGKILL parent and child once ``n_lines`` lines
+    exist."""
     path = out / "records.jsonl"
     resume = ["--resume"] if path.exists() else []
     parent = subprocess.Popen(

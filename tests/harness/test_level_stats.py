@@ -28,7 +28,8 @@ def row(submit, ttft_ms, tokens=4, gap=0.01, error=None, prompt=100):
 
 
 def closed_loop(c=2, waves=6, service=0.1):
-    """C workers, each running requests back to back: the first wave (cold, TTFT 300 ms) then steady (20 ms)."""
+    """C workers, each running requests back to back: the first wave (cold, TTFT 300 ms) then steady (20
+    ms)."""
     rows = []
     for _ in range(c):
         t = 0.0

@@ -1,6 +1,7 @@
-"""Load input that cannot run as meant stops with one line and exit 2 before anything runs (issue 26, item 11):
-no levels, no shared-prefix variant, a wait that never ends, a level given twice, --load renaming every load,
---load without a load workload. And a level's ``seconds`` bounds its waits too (think time, Poisson gaps)."""
+"""Load input that cannot run as meant stops with one line and exit 2 before anything runs (issue 26, item
+11): no levels, no shared-prefix variant, a wait that never ends, a level given twice, --load renaming every
+load, --load without a load workload. And a level's ``seconds`` bounds its waits too (think time, Poisson
+gaps)."""
 
 from __future__ import annotations
 

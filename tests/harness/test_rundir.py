@@ -1,4 +1,5 @@
-"""Run-directory safety: whole files, whole lines, a torn tail cut, one writer, a full disk (#15.2, .6, .9)."""
+"""Run-directory safety: whole files, whole lines, a torn tail cut, one writer, a full disk (#15.2, .6,
+.9)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""A server that fails every request: the run goes on, the report says why, the exit status says so (#15.1, .4, .5, .12)."""
+"""A server that fails every request: the run goes on, the report says why, the exit status says so (#15.1,
+.4, .5, .12)."""
 
 from __future__ import annotations
 

@@ -239,7 +239,8 @@ def problems(events: list[dict[str, Any]]) -> tuple[list[str], list[str]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m tests.reports.chromium PAGE.html OUT.png [--height PX]``: screenshot a page (docs/report.png)."""
+    """``python -m tests.reports.chromium PAGE.html OUT.png [--height PX]``: screenshot a page
+    (docs/report.png)."""
     import argparse
 
     p = argparse.ArgumentParser(description=main.__doc__)

@@ -1,4 +1,5 @@
-"""The README's result table is generated: it matches ``python -m reports.readme_tables`` on the committed runs."""
+"""The README's result table is generated: it matches ``python -m reports.readme_tables`` on the committed
+runs."""
 
 from __future__ import annotations
 

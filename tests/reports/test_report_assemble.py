@@ -1,4 +1,5 @@
-"""The assembled report on a hand-made GPU run: roofline, launch overhead, block rounding, caveats, summary."""
+"""The assembled report on a hand-made GPU run: roofline, launch overhead, block rounding, caveats,
+summary."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ PARAMS = 8_190_735_360
 
 
 def gpu_env(names: list[str], random_weights: bool = False) -> dict:
-    # the engine facts the launch-overhead caveat reads (HF in process; CUDA graphs or not), as the adapters write them
+    # the engine facts the launch-overhead caveat reads (HF in process; CUDA graphs or not), as the adapters
+    # write them
     engines = {
         "vllm": {"block_size": 16, "cuda_graphs": True},
         "hf": {"transformers": "5.17.0"},
@@ -98,7 +100,8 @@ def test_roofline_and_launch_overhead_caveats(report):
 
 
 def test_launch_overhead_reads_engine_facts_not_backend_names(tmp_path):
-    """Columns named anything: the caveat pairs an HF engine in process without CUDA graphs with one with them."""
+    """Columns named anything: the caveat pairs an HF engine in process without CUDA graphs with one with
+    them."""
     rows = sweep_records("eager-col", 30.0, 0.05, 20.0) + sweep_records("graph-col", 25.0, 0.05, 8.0)
     rows += sweep_records("other", 5.0, 0.01, 5.0)
     env = gpu_env(["eager-col", "graph-col", "other"])

@@ -18,7 +18,8 @@ TOKENS, GAP_S = 4, 0.020  # TPOT 20 ms: 50 tok/s a user
 def level(
     backend: str, c: int, ttft_ms: float, waves: int = 6, facts: dict | None = None, mode: str = "S=0"
 ) -> list[dict]:
-    """C workers back to back for ``waves`` requests each: the first wave cold (TTFT 3 s), then ``ttft_ms``."""
+    """C workers back to back for ``waves`` requests each: the first wave cold (TTFT 3 s), then
+    ``ttft_ms``."""
     out, rep = [], 0
     for _ in range(c):
         t = 0.0

@@ -1,4 +1,5 @@
-"""The report on failure paths: every request failed, bad lines in records.jsonl, an unwritable -o (#15.1, #15.10)."""
+"""The report on failure paths: every request failed, bad lines in records.jsonl, an unwritable -o (#15.1,
+#15.10)."""
 
 from __future__ import annotations
 

@@ -24,7 +24,8 @@ def two_engines(tmp_path, sglang_slow_start=0.15, env=None):
 
 
 def test_one_slow_start_does_not_make_a_winner(tmp_path):
-    """The H200 report's "short calls: vLLM by 10 %": sglang's two starts 17.0 and 19.6 ms, vllm's 16.6 and 16.8."""
+    """The H200 report's "short calls: vLLM by 10 %": sglang's two starts 17.0 and 19.6 ms, vllm's 16.6 and
+    16.8."""
     short = jobs_of(two_engines(tmp_path))[SHORT]
     assert short.best is None
     assert "the gap is inside the spread between engine starts" in short.verdict

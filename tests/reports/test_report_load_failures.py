@@ -17,7 +17,8 @@ from tests.reports.test_report_many_users import level_records
 def failing(
     rows: list[dict], failed: set[int], error: str = "APIStatusError: 429 Too Many Requests"
 ) -> list[dict]:
-    """The level's requests ``failed`` (by rep) made failures: no tokens, an error, still submitted and finished."""
+    """The level's requests ``failed`` (by rep) made failures: no tokens, an error, still submitted and
+    finished."""
     out = []
     for r in rows:
         if r["rep"] in failed:

@@ -1,5 +1,6 @@
 """The Load section from hand-made load records whose figures are known: percentiles, throughput, goodput,
-prefix reuse, the engine's level facts, summary rows, a chart key naming no chart, and the page in Chromium."""
+prefix reuse, the engine's level facts, summary rows, a chart key naming no chart, and the page in
+Chromium."""
 
 from __future__ import annotations
 
@@ -18,7 +19,8 @@ TTFTS = [10.0, 20.0, 30.0, 40.0, 100.0]  # one level's five requests
 
 
 def level_records(backend: str, c: int, scale: float, served_as: str) -> list[dict]:
-    """Five requests 0.1 s apart; request i: TTFT TTFTS[i] * scale, 4 tokens 10 ms apart (the last 30 ms apart)."""
+    """Five requests 0.1 s apart; request i: TTFT TTFTS[i] * scale, 4 tokens 10 ms apart (the last 30 ms
+    apart)."""
     out = []
     for i, ttft in enumerate(TTFTS):
         submit = 0.1 * i
@@ -99,7 +101,8 @@ def test_levels_throughput_latency_goodput_and_reuse(tmp_path):
     assert v1["requests"] == 5 and v1["window_s"] == pytest.approx(window)
     assert v1["output_tps"] == pytest.approx(20 / window) and v1["rps"] == pytest.approx(5 / window)
     assert (v1["ttft_p50"], v1["ttft_p90"]) == (30.0, pytest.approx(76.0))
-    # gaps per request 10, 10, 30 ms: pooled 15 gaps, p50 10, p99 at rank 13.86 of the sorted gaps (all 30 from 10 on)
+    # gaps per request 10, 10, 30 ms: pooled 15 gaps, p50 10, p99 at rank 13.86 of the sorted gaps (all 30
+    # from 10 on)
     assert v1["itl_p50"] == pytest.approx(10.0) and v1["itl_p99"] == pytest.approx(30.0) and v1["itl_n"] == 15
     assert v1["slo_met"] == 3 and v1["goodput_rps"] == pytest.approx(
         3 / window

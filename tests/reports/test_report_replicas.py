@@ -15,7 +15,8 @@ TPOTS = [10.0, 12.0, 14.0, 16.0, 40.0]
 
 
 def level(run_id: str, backend: str, hits: tuple[float, float] | None, cached: int) -> list[dict]:
-    """Five requests of a sessions level; ``hits``: replica 0's and 1's prefix-cache hits of 400 lookups each."""
+    """Five requests of a sessions level; ``hits``: replica 0's and 1's prefix-cache hits of 400 lookups
+    each."""
     out = []
     for i, tpot in enumerate(TPOTS):
         first = 0.1 * i + 0.05

@@ -1,4 +1,5 @@
-"""Conversations from files: transcripts replayed turn by turn, tool calls rendered, per-turn system prompts."""
+"""Conversations from files: transcripts replayed turn by turn, tool calls rendered, per-turn system
+prompts."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""The shipped examples: study.yaml uses every field of the format and runs on the tiny model; the docs' loads;
-load-transcripts.yaml lints and runs at the CPU's load scale."""
+"""The shipped examples: study.yaml uses every field of the format and runs on the tiny model; the docs'
+loads; load-transcripts.yaml lints and runs at the CPU's load scale."""
 
 from __future__ import annotations
 
@@ -65,7 +65,8 @@ def test_study_uses_every_field_of_every_kind():
 
 
 def readme_example(tmp_path: Path) -> Path:
-    """The YAML block of docs/workloads.md's section "Your own workloads" (the README's is its first entry)."""
+    """The YAML block of docs/workloads.md's section "Your own workloads" (the README's is its first
+    entry)."""
     text = (EXAMPLES.parent / "docs" / "workloads.md").read_text()
     section = text.split("## Your own workloads", 1)[1].split("\n## ", 1)[0]
     [block] = re.findall(r"```yaml\n(.*?)```", section, flags=re.S)
@@ -138,7 +139,8 @@ def test_the_demos_load_file_runs_as_written_on_a_cpu_where_the_builtin_is_scale
 
 
 def test_the_demos_arguments_and_files_are_valid_and_its_chat_is_stable(tiny_model_dir, capsys):
-    """`make demo`'s DEMO_ARGS parse, name existing built-ins and files, and its chat passes the prefix lint."""
+    """`make demo`'s DEMO_ARGS parse, name existing built-ins and files, and its chat passes the prefix
+    lint."""
     import shlex
 
     from harness.cli import parser

@@ -1,4 +1,5 @@
-"""The prefix-stability lint: a planted timestamp is found and located; the template's rewrite is not a break."""
+"""The prefix-stability lint: a planted timestamp is found and located; the template's rewrite is not a
+break."""
 
 from __future__ import annotations
 

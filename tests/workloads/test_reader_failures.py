@@ -1,4 +1,5 @@
-"""Workload files on failure paths: duplicate values, endless files, JSON errors in transcripts (#15.11, #15.13)."""
+"""Workload files on failure paths: duplicate values, endless files, JSON errors in transcripts (#15.11,
+#15.13)."""
 
 from __future__ import annotations
 
