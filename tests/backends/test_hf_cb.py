@@ -1,4 +1,5 @@
-"""The real ``hf-cb`` adapter (transformers' continuous-batching manager) on the tiny model (CPU), under load."""
+"""The real ``hf-cb`` adapter (transformers' continuous-batching manager) on the tiny model (CPU), under
+load."""
 
 from __future__ import annotations
 
@@ -97,7 +98,8 @@ def test_a_request_past_the_request_timeout_is_cancelled_in_the_manager(tiny_mod
         after = Request(prompt_ids=[6] * 16, max_new_tokens=20, ignore_eos=True)
         (outs,), _ = run_level(backend, [[hung, after]], LoadSettings(concurrency=1))
         assert [o.error for o in outs] == [
-            "TimeoutError: no answer within 1 s (--request-timeout: the whole request, from submit to its last token)",
+            "TimeoutError: no answer within 1 s "
+            "(--request-timeout: the whole request, from submit to its last token)",
             None,
         ]
         assert 0 < len(outs[0].token_times_s) < 3000 and len(outs[1].token_times_s) == 20

@@ -127,7 +127,8 @@ def test_a_hung_request_ends_at_the_request_timeout_and_the_level_goes_on():
     hung = outs[0][0]
     assert (
         hung.error
-        == "TimeoutError: no answer within 0.3 s (--request-timeout: the whole request, from submit to its last token)"
+        == "TimeoutError: no answer within 0.3 s (--request-timeout: the whole request, from submit to its "
+        "last token)"
         and backend.aborted == 1
     )
     assert 0.3 <= hung.finish_s - hung.submit_s < 0.3 + 0.2 and len(hung.token_times_s) == 1

@@ -130,8 +130,9 @@ def runs(tmp_path_factory) -> dict:
     os.killpg(proc.pid, signal.SIGINT)
     second_rc = proc.wait(120)
     return {
-        "out": out, "first": first, "first_rc": first_rc, "first_records": first_records, "killed_after": killed_after,
-        "first_log": log.read_text(), "second": _server(out), "second_rc": second_rc, "second_log": log2.read_text(),
+        "out": out, "first": first, "first_rc": first_rc, "first_records": first_records,
+        "killed_after": killed_after, "first_log": log.read_text(),
+        "second": _server(out), "second_rc": second_rc, "second_log": log2.read_text(),
     }  # fmt: skip
 
 

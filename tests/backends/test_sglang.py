@@ -3,7 +3,8 @@ against SGLang 0.5.17's own field names, the parsers on answers recorded on an H
 (``tests/fixtures/sglang/``, see its README), and the skip path through the real CLI. The engine
 itself runs in the ``gpu``+``sglang`` test, on a CUDA machine with SGLang installed:
 
-    LCA_CACHE=/tmp/lca PYTHONPATH=/tmp/site-sgl python -m pytest -m "gpu and sglang" tests/backends/test_sglang.py
+    LCA_CACHE=/tmp/lca PYTHONPATH=/tmp/site-sgl \\
+        python -m pytest -m "gpu and sglang" tests/backends/test_sglang.py
 """
 
 from __future__ import annotations
@@ -373,7 +374,8 @@ def gpu_available() -> bool:
 def test_engine_on_gpu_reuses_the_shared_prefix_and_flushes(tmp_path):
     out = tmp_path / "run"
     compare("--backend", "sglang", "--model", "qwen3-8b-shape", "--random-weights", "--repeats", "1",
-            "--json-calls", "1", "--workloads", "conversation,json", "--no-report", "--out", str(out))  # fmt: skip
+            "--json-calls", "1", "--workloads", "conversation,json", "--no-report",
+            "--out", str(out))  # fmt: skip
     rows = [r for r in records(out) if not r["skipped"]]
     assert rows and all(r["error"] is None and r["timing_source"] == "in-process-stream" for r in rows)
     assert all(r["prompt_ids_match"] is True and r["ttft_ms"] > 0 and r["engine_ttft_ms"] > 0 for r in rows)

@@ -116,7 +116,8 @@ def test_load_levels_batch_requests_and_keep_the_engines_own_figures(run):
         for b in c4
         if a is not b
     )
-    # a fixed-shape level starts from an empty cache: no shared prefix, nothing cached; 160 shared: whole blocks of it
+    # a fixed-shape level starts from an empty cache: no shared prefix, nothing cached; 160 shared: whole
+    # blocks of it
     assert all(r["cached_tokens"] == 0 for r in fixed if r["mode"] == "S=0")
     block = engine["block_size"]
     assert max(r["cached_tokens"] for r in fixed if r["mode"] == "S=160") == 160 // block * block
@@ -270,8 +271,8 @@ from backends.vllm.backend import VLLMBackend
 from harness.models import build_tiny
 
 if __name__ == "__main__":
-    settings = BackendSettings(model_path=str(build_tiny()), model_label="tiny", dtype="float32", device="cpu",
-                               request_timeout_s=2.0)
+    settings = BackendSettings(model_path=str(build_tiny()), model_label="tiny", dtype="float32",
+                               device="cpu", request_timeout_s=2.0)
     backend = VLLMBackend(settings)
     backend.start()
     hung = Request(prompt_ids=[5] * 16, max_new_tokens=3000, ignore_eos=True)
@@ -279,7 +280,8 @@ if __name__ == "__main__":
     (outs,), level = run_level(backend, [[hung, after]], LoadSettings(concurrency=1))
     facts = {"errors": [o.error for o in outs], "tokens": [len(o.token_times_s) for o in outs],
              "running_peak": level.get("requests_running_peak"),
-             "steps": level.get("engine_steps"), "step_s": level.get("engine_step_s"), "wall_s": level["wall_s"],
+             "steps": level.get("engine_steps"), "step_s": level.get("engine_step_s"),
+             "wall_s": level["wall_s"],
              "scheduler": backend.environment()["scheduler"],
              "seconds": [o.finish_s - o.submit_s for o in outs],
              "unfinished": backend.llm.llm_engine.has_unfinished_requests()}
@@ -302,7 +304,8 @@ def test_a_request_past_the_request_timeout_is_aborted_in_the_engine():
     assert proc.returncode == 0, proc.stderr[-3000:]
     facts = json.loads(proc.stdout.strip().splitlines()[-1])
     assert facts["errors"] == [
-        "TimeoutError: no answer within 2 s (--request-timeout: the whole request, from submit to its last token)",
+        "TimeoutError: no answer within 2 s "
+        "(--request-timeout: the whole request, from submit to its last token)",
         None,
     ]
     assert 0 < facts["tokens"][0] < 3000 and facts["tokens"][1] == 60  # it was running when it was cut off
@@ -311,7 +314,8 @@ def test_a_request_past_the_request_timeout_is_aborted_in_the_engine():
     assert facts["running_peak"] == 1
     # the stepping task's own time over the level (the harness-side cause of caller TTFT - engine TTFT)
     assert facts["steps"] >= facts["tokens"][0] + 60 and 0 < facts["step_s"] < facts["wall_s"]
-    # the scheduler settings in effect, read back from the engine: the matched ones (those of vllm serve on a CPU)
+    # the scheduler settings in effect, read back from the engine: the matched ones (those of vllm serve on
+    # a CPU)
     matched = {k: v for k, v in facts["scheduler"].items() if k in ("max_num_batched_tokens", "max_num_seqs")}
     assert (
         matched == {"max_num_batched_tokens": 2048, "max_num_seqs": 128}

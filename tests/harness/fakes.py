@@ -73,7 +73,10 @@ class JsonHandler(BaseHTTPRequestHandler):
 class _Failing(JsonHandler):
     def do_POST(self) -> None:
         self.rfile.read(int(self.headers.get("Content-Length") or 0))
-        message = f"[/bold] engine crashed [red]hard; request headers: Authorization={self.headers.get('Authorization')}"
+        message = (
+            "[/bold] engine crashed [red]hard; request headers: "
+            f"Authorization={self.headers.get('Authorization')}"
+        )
         self._json(500, {"error": {"message": message, "type": "internal_error"}})
 
 
@@ -137,7 +140,8 @@ class _Chat(JsonHandler):
 
 @contextmanager
 def chat_server(models: tuple[str, ...] = ("fake-model",)) -> Iterator[tuple[str, list[dict]]]:
-    """A chat-only OpenAI-compatible server listing ``models``; yields its /v1 URL and the bodies it received."""
+    """A chat-only OpenAI-compatible server listing ``models``; yields its /v1 URL and the bodies it
+    received."""
     handler = type("ChatHandler", (_Chat,), {"model_ids": tuple(models), "received": []})
     with serving(handler) as url:
         yield url, handler.received

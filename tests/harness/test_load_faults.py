@@ -1,7 +1,8 @@
 """The load workload through a faulty server (issue 26, "Done means"): 429s, short answers, inflated usage
 and a death in the middle of a level. The page's figures count only what was served, every level shows
 its failures, and ``--resume`` against the server brought back reaches an uninterrupted run's key set
-with no stale errors; a redone ``seconds``-bounded level keeps nothing of the failed attempt (items 1, 4-7)."""
+with no stale errors; a redone ``seconds``-bounded level keeps nothing of the failed attempt (items 1,
+4-7)."""
 
 from __future__ import annotations
 
@@ -115,7 +116,10 @@ def test_faulty_server_then_resume(tmp_path):
 
 def test_a_redone_seconds_level_keeps_nothing_of_the_failed_attempt(tmp_path):
     out = tmp_path / "run"
-    load = "levels=1,users=4,max_turns=2,rates=,output_tokens=4,prompt_tokens=48,shared_prefix_tokens=0,seconds=1"
+    load = (
+        "levels=1,users=4,max_turns=2,rates=,output_tokens=4,prompt_tokens=48,shared_prefix_tokens=0,"
+        "seconds=1"
+    )
     with faulty_server(Faults(every_nth_429=2)) as server:  # fast: the whole level inside its second
         compare(server.url, out, "--no-report", load=load)
         server.restart(Faults(token_gap_s=0.4))  # slow: one request a level reaches, then its second is over

@@ -96,9 +96,10 @@ def _log(rng):
     level = rng.choice(["INFO", "WARN", "ERROR", "debug", "Trace"])
     ip = ".".join(str(rng.randint(0, 255)) for _ in range(4))
     return (
-        f"2026-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}T{rng.randint(0, 23):02d}:{rng.randint(0, 59):02d}:"
-        f"{rng.random() * 60:06.3f}Z {level} [{_word(rng)}-{rng.randint(0, 99)}] {ip} GET /api/v{rng.randint(1, 3)}/"
-        f"{_word(rng)}?id={rng.getrandbits(64):016x} -> {rng.choice([200, 404, 503])} in {rng.uniform(0, 999):.1f}ms\n"
+        f"2026-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}T{rng.randint(0, 23):02d}:"
+        f"{rng.randint(0, 59):02d}:{rng.random() * 60:06.3f}Z {level} [{_word(rng)}-{rng.randint(0, 99)}] "
+        f"{ip} GET /api/v{rng.randint(1, 3)}/{_word(rng)}?id={rng.getrandbits(64):016x} -> "
+        f"{rng.choice([200, 404, 503])} in {rng.uniform(0, 999):.1f}ms\n"
     )
 
 
@@ -313,11 +314,14 @@ TOOL = {"type": "function", "function": {"name": "get_weather", "parameters": {"
 
 def test_tools_go_into_the_system_turn(tok):
     assert render(tok, [SYS, USER], tools=[TOOL]) == (
-        "<|im_start|>system\nBe brief.\n\n# Tools\n\nYou may call one or more functions to assist with the user query.\n\n"
+        "<|im_start|>system\nBe brief.\n\n# Tools\n\n"
+        "You may call one or more functions to assist with the user query.\n\n"
         "You are provided with function signatures within <tools></tools> XML tags:\n<tools>\n"
-        '{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}\n</tools>\n\n'
-        "For each function call, return a json object with function name and arguments within <tool_call></tool_call> "
-        'XML tags:\n<tool_call>\n{"name": <function-name>, "arguments": <args-json-object>}\n</tool_call><|im_end|>\n'
+        '{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}'
+        "\n</tools>\n\n"
+        "For each function call, return a json object with function name and arguments within "
+        "<tool_call></tool_call> XML tags:\n<tool_call>\n"
+        '{"name": <function-name>, "arguments": <args-json-object>}\n</tool_call><|im_end|>\n'
         "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n"
     )
 
@@ -334,13 +338,15 @@ def test_tool_calls_and_consecutive_tool_results(tok):
     assert render(tok, [USER, call, *results]) == (
         "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n<tool_call>\n"
         '{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call><|im_end|>\n'
-        "<|im_start|>user\n<tool_response>\n18 C\n</tool_response>\n<tool_response>\nrain\n</tool_response><|im_end|>\n"
+        "<|im_start|>user\n<tool_response>\n18 C\n</tool_response>\n"
+        "<tool_response>\nrain\n</tool_response><|im_end|>\n"
         "<|im_start|>assistant\n<think>\n\n</think>\n\n"
     )
 
 
 def test_the_template_experiments_first_prompt(tok, reference):
-    """The issue's prompt (#24): its Qwen3 token count is computed, shown with ``-s``, and equals tiktoken's."""
+    """The issue's prompt (#24): its Qwen3 token count is computed, shown with ``-s``, and equals
+    tiktoken's."""
     messages = [
         {"role": "system", "content": "Answer with the 3-digit HTTP status code only."},
         {"role": "user", "content": "What is the HTTP status code for Not Found?"},

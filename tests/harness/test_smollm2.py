@@ -45,7 +45,8 @@ def test_cli_refuses_random_weights_in_one_line(tmp_path):
     )
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == [
-        "compare.py: error: --model smollm2 has real weights: drop --random-weights (or use --model qwen3-8b-shape or tiny)"
+        "compare.py: error: --model smollm2 has real weights: drop --random-weights "
+        "(or use --model qwen3-8b-shape or tiny)"
     ]
 
 

@@ -49,8 +49,8 @@ def run(tmp_path_factory):
     study = tmp / "study.yaml"
     study.write_text(textwrap.dedent(STUDY))
     out = tmp / "run"
-    args = ("--workload-file", str(study), "--backend", "hf", "--starts", "2", "--repeats", "2", "--no-report",
-            "--out", str(out))  # fmt: skip
+    args = ("--workload-file", str(study), "--backend", "hf", "--starts", "2", "--repeats", "2",
+            "--no-report", "--out", str(out))  # fmt: skip
     compare(*args)
     return out, args
 

@@ -52,7 +52,8 @@ def test_driver_sees_errors_and_requests(tmp_path):
     """The checks above can fail: a page with a console error, an exception and a request is caught."""
     bad = tmp_path / "bad.html"
     bad.write_text(
-        "<html><body><img src='http://127.0.0.1:9/x.png'><script>console.error('boom'); null.x;</script></body></html>"
+        "<html><body><img src='http://127.0.0.1:9/x.png'>"
+        "<script>console.error('boom'); null.x;</script></body></html>"
     )
     with Chromium() as browser:
         browser.open_page()
@@ -72,7 +73,8 @@ ORDER = (
 
 
 def test_layout_results_first_and_no_sideways_scroll(tmp_path):
-    """The committed H200 study (four backends): no page-wide sideways scroll at 1,400 or 800 px; results above the environment."""
+    """The committed H200 study (four backends): no page-wide sideways scroll at 1,400 or 800 px; results
+    above the environment."""
     runs = [H200 / n for n in ("h200-hf", "h200-vllm", "h200-sglang", "h200-hf-graphs")]
     page = build(runs, tmp_path / "report.html", copy_gbps=COPY_GBPS)
     with Chromium(width=1400) as browser:

@@ -131,7 +131,8 @@ def test_users_and_max_turns_pick_the_first_transcripts_and_requests(renderer, s
         (
             ("shape: sessions", "shape: sessions\n    conversation: conversation"),
             2,
-            "exactly one of conversation (a built-in's name), turns, transcripts (conversation and transcripts given)",
+            "exactly one of conversation (a built-in's name), turns, transcripts "
+            "(conversation and transcripts given)",
         ),
         (("path: sessions.jsonl", "path: sessions.jsonl\n      first: 5"), 11, "asks for 5 transcripts"),
     ],
@@ -156,8 +157,8 @@ def test_a_bad_transcript_line_is_a_mistake_at_its_line(study):
     assert text.count("\n") == 2  # the two lines only: no level counted against a short file
     assert f"{path.parent / 'sessions.jsonl'}:2: not a messages list (not JSON" in text
     assert (
-        f"{path.parent / 'sessions.jsonl'}:3: not a messages list (messages[1].role: a tool message must follow"
-        in text
+        f"{path.parent / 'sessions.jsonl'}:3: not a messages list "
+        "(messages[1].role: a tool message must follow" in text
     )
 
 

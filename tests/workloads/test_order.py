@@ -42,8 +42,12 @@ def test_every_position_of_the_sweep_holds_every_length_once_over_as_many_repeat
 
 def test_later_starts_repeat_only_the_latency_kinds_with_their_own_keys(renderer):
     specs = read_builtin(["conversation", "sweep", "json", "template"])
-    plan = build_plan([s.model_copy(update={"calls_per_temperature": 1}) if s.kind == "json" else s for s in specs],
-                      renderer, repeats=2, starts=3)  # fmt: skip
+    plan = build_plan(
+        [s.model_copy(update={"calls_per_temperature": 1}) if s.kind == "json" else s for s in specs],
+        renderer,
+        repeats=2,
+        starts=3,
+    )
     kinds = {
         start: {s.kind for g in plan.groups for s in g.steps if s.engine_start == start} for start in range(3)
     }
