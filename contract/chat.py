@@ -56,6 +56,9 @@ class Renderer:
         *,
         generation_prompt: bool = True,
     ) -> str:
+        """The messages (and tools) rendered to text by the tokenizer's chat template, thinking off and the
+        assistant's generation prompt appended unless ``generation_prompt`` is False. A tokenizer without a
+        template (a base model) raises :class:`NoChatTemplate`, saying what to use instead."""
         if not getattr(self.tokenizer, "chat_template", None):
             raise NoChatTemplate(
                 "its tokenizer has no chat template, and the conversation, json and template "

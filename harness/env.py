@@ -57,6 +57,9 @@ def commit_provenance(repo: Path) -> tuple[str | None, str | None]:
 
 
 def git_commit(repo: Path) -> str | None:
+    """The commit checked out at ``repo``, with ``-dirty`` where ``git status`` shows changes (``.lca-commit``
+    aside); None without git, on a timeout, or where ``repo`` is not the top of its own checkout (a venv
+    installed inside another repository must not report that one's commit)."""
     try:
         out = subprocess.run(
             ["git", "-C", str(repo), "rev-parse", "--show-toplevel", "HEAD"],
@@ -175,6 +178,9 @@ class MemoryWatch:
             self.samples.append(used)
 
     def facts(self) -> dict[str, Any]:
+        """The env.json facts of this start: the peak = the highest sample minus the memory in use before the
+        start, with its source. Where there was no reading, or memory never rose above its value before the
+        start, ``peak_gpu_memory_bytes`` is None and the source says why."""
         if self.before is None or not self.samples:
             return {
                 "peak_gpu_memory_bytes": None,

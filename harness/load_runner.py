@@ -51,6 +51,10 @@ def sessions_of(steps: list[Step]) -> list[list[Step]]:
 
 
 def outcome_fields(o: Outcome, prompt: list[int]) -> dict:
+    """The record fields of one started request under load: its submit, first-token and finish stamps and
+    every token's and chunk's arrival (rounded to µs), TTFT and decode derived from them as for one request
+    at a time, and, where it returned an output, the batch-1 output fields plus the engine's own TTFT and
+    decode."""
     times = o.token_times_s
     ttft = None if o.first_token_s is None else (o.first_token_s - o.submit_s) * 1e3
     decode = (times[-1] - times[0]) * 1e3 / (len(times) - 1) if len(times) > 1 else None

@@ -148,6 +148,9 @@ def build_tiny() -> Path:
     }
 
     def fill(d: Path) -> None:
+        """Write the tiny model into the fresh directory ``d``: the tokenizer trained on the corpus, the
+        config, and weights drawn from seed 0, so every build is the same model. config.json is written again
+        after ``save_pretrained`` (which rewrites it) so the file is the config hashed into the cache key."""
         import torch
         from transformers import AutoConfig, AutoModelForCausalLM
 

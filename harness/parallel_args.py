@@ -38,6 +38,8 @@ ROUTER_BACKENDS = ROUTED  # the backends an external router can stand in front o
 
 
 def add_parallel_args(p: argparse.ArgumentParser) -> None:
+    """Add ``--dp`` and ``--router`` to the study's parser; :func:`check_parallel` checks them against the
+    backends and the CUDA devices seen (the module docstring says what is refused and why)."""
     p.add_argument(
         "--dp",
         type=int,

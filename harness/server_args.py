@@ -36,6 +36,9 @@ SERVER_BACKENDS = (
 
 
 def add_server_args(p: argparse.ArgumentParser) -> None:
+    """Add the flags that point the study at a server (``--tokenizer``, ``--served-model-name``,
+    ``--endpoint``, ``--engine-arg``) to the study's parser; :func:`check_server_flags`,
+    :func:`parse_engine_args` and :func:`choose_served_model` check them before anything runs."""
     p.add_argument(
         "--tokenizer",
         default=None,

@@ -106,6 +106,9 @@ def plan(spec: ConversationSpec, renderer: Renderer, out: Plan, repeats: int, st
     breaks = [None] + [renderer.prefix_break(a, b) for a, b in zip(prompts, prompts[1:], strict=False)]
 
     def turn_steps(mode: str, rep: int) -> list[Step]:
+        """One step per turn for ``mode`` and repeat ``rep`` (-1: a warm-up), all at T=0. Only ``cached``
+        steps reuse the prefix and need the ``prefix_cache`` capability; every step carries the tokens its
+        prompt shares with the previous turn's and where that prefix breaks."""
         return [
             Step(
                 workload=spec.name,

@@ -115,6 +115,10 @@ def plan(spec: JsonSpec, renderer: Renderer, out: Plan, repeats: int, start: int
             grammar: bool = mode.grammar,
             needs: list[str] = needs,
         ) -> Step:
+            """The step of call ``i`` at temperature ``t`` for this mode: the cases taken in turn, the spec's
+            top_p only when sampling, and a seed from (workload, mode, case, rep, temperature) so that every
+            backend gets the same seed for the same call. The mode's fields are bound as defaults because this
+            closure is made once per mode in a loop."""
             c = i % len(spec.cases)
             return Step(
                 workload=spec.name,

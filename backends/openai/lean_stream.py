@@ -135,6 +135,10 @@ class LeanClient:
         return dumps(body)
 
     async def stream(self, request: Request, clock: TokenClock) -> RawOutput:
+        """Send one streamed completion and read its SSE lines into a :class:`RawOutput`, ticking ``clock``
+        per chunk; only this client's first request asks for the token ids (``want_ids``), the rest count
+        tokens from the usage. An answer other than HTTP 200 raises :class:`StreamFault` with the status and
+        the first 200 characters of its body."""
         want_ids = not self.ids_sampled
         self.ids_sampled = True
         data = self.body(request, want_ids)

@@ -125,6 +125,8 @@ class ServerProcess:
         atexit.register(self.stop)
 
     def wait_healthy(self, url: str, timeout_s: float) -> None:
+        """Poll ``url`` every 0.5 s until it answers 200. Raises :class:`ServerFailed`, with the log's tail,
+        as soon as the process exits or once ``timeout_s`` (``LCA_SERVER_START_TIMEOUT``) has passed."""
         deadline = time.monotonic() + timeout_s
         while True:
             code = self.exit_code()

@@ -69,6 +69,10 @@ def _p(xs: list[float], q: float) -> float | None:
 
 
 def level_row(key: tuple, rows: list[dict], facts: dict, stats: LevelStats) -> dict[str, Any]:
+    """One load level's row: its key, steady-state TTFT / TPOT / e2e / ITL percentiles with the first wave's
+    TTFT apart, output tok/s with its bootstrap interval, per-user tok/s (1000 ÷ TPOT p50), energy per 1,000
+    tokens of the requests that did not fail, and the engine's facts. ``partial``: fewer requests started than
+    planned; ``small_p99``: fewer than SMALL_N latencies."""
     s = stats.samples()
     first = stats.samples(stats.first_wave)
     served_tokens = sum(num(r.get("output_tokens")) or 0 for r in rows if not _failed(r))

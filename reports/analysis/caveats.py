@@ -37,6 +37,9 @@ class Caveat:
 
 
 def derive(report: Report) -> list[Caveat]:
+    """Every caveat of the report, in page order: random weights first, then each section's own rules (its
+    report kind's ``caveats``, found through the registry), then the rules across workloads: agreement, weaker
+    timing sources, server-side timing."""
     out: list[Caveat] = []
     if report.random_weights:
         out.append(

@@ -134,6 +134,9 @@ def _ttft_common(rows: pd.DataFrame) -> dict[str, bool]:
 
 
 def conversation_jobs(s, rows: pd.DataFrame) -> list[Job | None]:
+    """The summary row of a conversation: each backend's TTFT summed over the turns of every complete repeat,
+    in cached mode where the backend ran it (else full), ranked by the summary's winner rule. Empty where no
+    repeat has a TTFT for every turn."""
     turns = rows["turn"].nunique()
     sums = []
     for (b, mode, start, _rep), g in rows.groupby(["backend", "mode", "start", "rep"], sort=False):
@@ -286,6 +289,9 @@ def json_jobs(s, quality: str | None) -> list[Job | None]:
 
 
 def template_job(s, quality: str | None) -> Job | None:
+    """The summary row of a template workload: each backend's clean-answer rate in its best format, best
+    first; a winner is named only when it is strictly ahead of the next (not with one backend or a tie).
+    ``quality`` is the caution under the row (random weights); None without rates."""
     rates = s.data["rates"]
     if rates.empty:
         return None

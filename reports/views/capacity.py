@@ -25,6 +25,9 @@ def _variant(r: dict) -> str:
 
 
 def capacity_text(r: dict) -> str:
+    """A capacity cell: the level (``C=N`` closed, ``N req/s`` open); '≥' where every level met the target;
+    the next level up where the search left a bracket; 'none' (and the level that missed) where no level met
+    it; for a throughput-only target, the level of peak tok/s. NaN reads as no value."""
     unit = "" if r["loop"] == "closed" else " req/s"
     head = "C=" if r["loop"] == "closed" else ""
     v = r["value"]
@@ -46,6 +49,9 @@ def capacity_text(r: dict) -> str:
 
 
 def capacity_table(caps: pd.DataFrame, via: dict[str, str] | None = None) -> Table:
+    """The capacity table: a row per backend, variant, loop and target, sorted so that a variant's rows stay
+    together, with its capacity, what limited it at the next level up, tok/s there and per user, energy and
+    cost. ``via`` says how each backend was served (in process or HTTP)."""
     cols = [
         "variant",
         "backend",
@@ -80,6 +86,10 @@ def capacity_table(caps: pd.DataFrame, via: dict[str, str] | None = None) -> Tab
 
 
 def steady_table(steady: pd.DataFrame, backend: str, all_cases: dict[tuple, list[str]]) -> Table:
+    """One backend's steady-state table: a row per level of every variant any backend ran (``all_cases``),
+    'not run' where this one lacks it, so that the side-by-side tables line up. A p99 from fewer than SMALL_N
+    requests is starred; the note says whether the search added the level, it stopped early, requests failed,
+    and the request mix."""
     cols = [
         "variant",
         "load",
@@ -152,6 +162,8 @@ def steady_table(steady: pd.DataFrame, backend: str, all_cases: dict[tuple, list
 
 
 def caching_table(ratios: pd.DataFrame) -> Table:
+    """Prefix cache on vs off per backend, variant and level: tok/s on ÷ off ('other mix' where the two runs'
+    requests differ), TTFT p50 off ÷ on and capacity on ÷ off."""
     t = Table(
         [
             "backend",
@@ -178,6 +190,9 @@ def caching_table(ratios: pd.DataFrame) -> Table:
 
 
 def blocks(d: dict[str, Any], backends: list[str], slots) -> list[Block]:
+    """The capacity half of the Load section: the capacity table and how it is decided, the energy and price
+    notes, each backend's steady-state table side by side with the chart slots, and what prefix caching buys
+    where a backend ran both ways. Empty without steady-state levels."""
     cap = d["cap"]
     steady, caps, targets, price = cap["steady"], cap["capacity"], cap["targets"], cap["price"]
     if steady.empty:

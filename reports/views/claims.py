@@ -20,6 +20,8 @@ def claims_table(claims: list[Claim], backends: list[str]) -> Table:
 
 
 def blocks(claims: list[Claim], backends: list[str]) -> list[Block]:
+    """The claims section: one table per source, in the order its claims were registered, and the key to the
+    verdicts; one muted line where no claim applies to these runs."""
     if not claims:
         return [p("No claims to check against these runs.", muted=True)]
     out: list[Block] = []

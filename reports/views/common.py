@@ -11,6 +11,8 @@ from reports.views import Block, Table, bullets, chart, compact, details, h3, no
 
 
 def jobs_table(report) -> Table:
+    """The summary's 'which stack for which job' table: per job the figure compared, the winner in bold with
+    its margin (or, muted, why none is named), every backend's values, and the job's caution as a warning."""
     t = Table(
         [
             "job",
@@ -31,6 +33,9 @@ def jobs_table(report) -> Table:
 
 
 def status_table(report) -> Table:
+    """The Backends table: each backend's state, requests measured, failures (count and first error), skipped
+    work grouped by reason, and planned load levels with no records (the run stopped before them); the row is
+    styled by its state."""
     t = Table(["backend", "status", "requests measured", "failed", "skipped, with the reason"], numeric={2})
     for st in report.status:
         by_reason: dict[str, list[str]] = {}
@@ -79,6 +84,8 @@ def ttft_definition(report) -> list[Block]:
 
 
 def summary(report) -> list[Block]:
+    """The summary section: the TTFT definition, the jobs table with the rule for naming a winner in words (a
+    muted line where nothing was measured), and the Backends table."""
     out: list[Block | None] = [h3("Which stack for which job"), *ttft_definition(report)]
     out.append(
         table(jobs_table(report)) if report.jobs else p("No backend produced measurements.", muted=True)
@@ -125,6 +132,9 @@ def _split_cells(a: dict) -> list[str]:
 
 
 def agreement_table(summ) -> Table:
+    """Agreement per workload and backend against the reference backend: same first token, same whole output,
+    the median first difference and whether the splits were near-ties or clear margins ('not informative'
+    where the step-0 candidates were flat)."""
     t = Table(
         [
             "workload",
@@ -143,6 +153,9 @@ def agreement_table(summ) -> Table:
 
 
 def case_table(cases) -> Table:
+    """The per-call agreement table: one row per compared call, whether the outputs match, the first differing
+    position, the tokens compared (the shorter output), and the log-prob margin each side reported there ('–'
+    where they match)."""
     t = Table(
         [
             "workload",

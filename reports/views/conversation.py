@@ -27,6 +27,8 @@ def _stat(row: dict[str, Any] | None, prefix: str) -> str:
 
 
 def totals_table(d: dict[str, Any]) -> Table:
+    """Conversation totals per backend: tokens processed and summed TTFT, full vs cached, as median and
+    spread, with the ratios; the seed's figures as a last reference row."""
     t = Table(
         [
             "backend",
@@ -70,6 +72,9 @@ def totals_table(d: dict[str, Any]) -> Table:
 
 
 def turn_table(d: dict[str, Any], backend: str) -> Table:
+    """One backend's per-turn table: prompt length, tokens shared with the previous prompt, the reuse expected
+    beside the cached and computed tokens the engine reported, TTFT full vs cached, and why the reuse differs
+    from the expectation."""
     t = Table(
         [
             "turn",
@@ -107,6 +112,9 @@ def turn_table(d: dict[str, Any], backend: str) -> Table:
 
 
 def breaks_table(breaks: list[dict[str, Any]], verdicts: dict[int, dict[str, Any]]) -> Table:
+    """Where each turn's prompt stops matching the previous one: the position, tokens lost and both prompts'
+    tokens, highlighted from the break. With ``verdicts`` (the stability check by turn), a column says where
+    it broke and whether the chat template makes that expected."""
     cols = ["turn", "position", "tokens lost", "previous prompt", "this prompt"]
     if verdicts:
         cols.append("where")

@@ -16,6 +16,8 @@ from reports.views import Block, Table, chart, compact, details, h3, p, reply, s
 
 
 def rate_table(rates, backend: str) -> Table:
+    """One backend's JSON table: per mode and temperature the valid calls of all, the correct ones of those
+    with expected values ('–' where none has), and latency and decode as median and spread."""
     t = Table(
         ["mode", "T", "valid", "correct", "latency per call ms", "decode ms/token"], numeric={1, 2, 3, 4, 5}
     )
@@ -34,6 +36,8 @@ def rate_table(rates, backend: str) -> Table:
 
 
 def overhead_table(overhead) -> Table:
+    """The grammar's cost per backend: decode ms/token of each grammar mode beside the same prompts without a
+    grammar, and the difference in ms and as a ratio."""
     t = Table(
         [
             "backend",

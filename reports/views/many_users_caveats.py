@@ -13,6 +13,9 @@ from reports.stats import num
 
 
 def caveats(section, report) -> list:
+    """The Load section's caveats from its levels: preemptions (the KV cache ran out; NaN is not reported, not
+    zero), engine facts that cannot be true, backends that served one request at a time behind a queue, client
+    processes busy enough to limit the load, and levels under 100 requests (p99 near the maximum)."""
     from reports.analysis.caveats import Caveat
 
     out = []

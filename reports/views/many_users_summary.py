@@ -11,6 +11,8 @@ from reports import fmt
 
 
 def jobs(section, report) -> list:
+    """The Load section's summary rows: per variant, each backend's own peak output tok/s and the level it
+    came at, failures noted; never ranked, since the peaks come at different levels."""
     from reports.analysis.summary import Job
 
     out = []

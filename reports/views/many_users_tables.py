@@ -21,6 +21,10 @@ from reports.views import replicas as replicas_view
 
 
 def level_table(levels: pd.DataFrame, backend: str) -> Table:
+    """One backend's table of every level over all its requests (first wave included): throughput,
+    TTFT / ITL / TPOT percentiles, the server's own TTFT and TPOT, client CPU (flagged where it limited the
+    load), the SLO met and goodput, queueing, reuse expected vs reported, and the engine's KV peak,
+    preemptions and prefix-cache hits."""
     cols = [
         "variant",
         "load",
@@ -112,6 +116,9 @@ def caller_engine_table(levels: pd.DataFrame) -> Table | None:
 
 
 def blocks(section, slots) -> list[Block]:
+    """The Load section's all-requests half: how each figure is defined, the throughput, request, TTFT and ITL
+    charts, latency against throughput and goodput within the SLO, each backend's level table, the caller's
+    TTFT against the engine's and server's where they report one, and the tp-vs-dp blocks."""
     d = section.data
     levels, slo = d["levels"], d["slo"]
     served = {

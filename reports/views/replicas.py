@@ -23,6 +23,8 @@ def replica_cell(replicas: dict) -> str:
 
 
 def engine_table(rows: pd.DataFrame) -> Table:
+    """One engine's replica table: a row per configuration and level with output tok/s, TTFT and TPOT p50 /
+    p99, the hit share expected vs reported, and each replica's own hit share and share of the lookups."""
     t = Table(
         [
             "configuration",
@@ -55,6 +57,8 @@ def engine_table(rows: pd.DataFrame) -> Table:
 
 
 def capacity_rows_table(caps: pd.DataFrame) -> Table:
+    """The capacities of the replica configurations: per engine configuration, variant, loop and target, the
+    cell written as the capacity table writes it (:func:`~reports.views.capacity.capacity_text`)."""
     from reports.views.capacity import capacity_text
 
     t = Table(["configuration", "variant", "loop", "target", "users within it (capacity)"])

@@ -79,6 +79,9 @@ def length_table(d: dict[str, Any], backend: str) -> Table:
 
 
 def fit_table(fits: list) -> Table:
+    """The TTFT = a + b·N fit per backend: lengths fitted, a, b in µs per prompt token, r², calls, whether
+    a is a per-call floor (only where r² ≥ R2_FLOOR; rows below it styled 'poor-fit'), and the N where
+    b·N = a."""
     t = Table(
         [
             "backend",

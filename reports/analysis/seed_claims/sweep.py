@@ -236,6 +236,9 @@ def short_prefill_one_step(report: Report) -> Claim:
 
 @claim
 def tps_ratio(report: Report) -> Claim:
+    """The seed's claim that prefill is about 494× faster per token than decode at its N: each backend's
+    (N ÷ TTFT) ÷ (1 ÷ decode) at that N. Setup-specific, since the ratio scales with the decode step; not
+    measurable without a sweep at that N."""
     n = reference.SWEEP["N"]
     statement = f"Per token, prefill is about 494× faster than decode at N={n}"
     theirs = fmt.times(reference.SWEEP["tps_ratio"])
