@@ -22,6 +22,9 @@ from typing import Any
 
 
 def copy_bandwidth(n_bytes: int, repeats: int, device: str) -> dict[str, Any]:
+    """Device-to-device copy rate of one ``n_bytes`` buffer, counted as 2 x bytes (read + write) per copy:
+    median, min and max GB/s over ``repeats`` copies, each timed with the device synchronized, after three
+    warm-up copies."""
     import torch
 
     src = torch.empty(n_bytes, dtype=torch.uint8, device=device)
@@ -51,6 +54,8 @@ def copy_bandwidth(n_bytes: int, repeats: int, device: str) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The command line: measures, prints the result as JSON (also to ``--out``); exit 2 for a non-positive
+    ``--gib`` or ``--repeats`` below 1."""
     p = argparse.ArgumentParser(
         prog="python -m benchmarks.bandwidth",
         description=__doc__,

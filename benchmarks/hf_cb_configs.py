@@ -42,6 +42,10 @@ def gaps_ms(token_times: list[float]) -> list[float]:
 def run_config(
     backend, config: str, prompts: list[list[int]], levels: tuple[int, ...], output_tokens: int
 ) -> dict:
+    """Restarts the backend's manager with ``config`` and, at each concurrency C, runs C untimed warm-up
+    requests then max(2C, 4) timed ones through the study's load loop. Returns the configuration's row:
+    restart seconds, effective settings and, per level, errors, the median gap between a request's tokens,
+    TTFT median and output tokens/s."""
     from backends.base import Request
     from backends.load_loop import LoadSettings, run_level
 
@@ -87,6 +91,9 @@ def run_config(
 
 
 def measure(args: argparse.Namespace) -> list[dict]:
+    """One model load (``LCA_HF_CB`` cleared first: the manager starts at the default), then ``run_config``
+    for each ``--config`` on the same fixed-length prompts. A configuration that raises becomes a row with
+    its error; ``--out`` is rewritten after each one, so a crash keeps what ran."""
     from backends.base import BackendSettings
     from backends.hf.cb import HFContinuousBatchingBackend
     from harness import cli, models
@@ -126,6 +133,8 @@ def measure(args: argparse.Namespace) -> list[dict]:
 
 
 def show(path: str) -> None:
+    """Prints a written file: per configuration its effective settings and restart seconds (or its error),
+    then per level the step median, TTFT median, output tokens/s and any request errors."""
     doc = json.loads(Path(path).read_text())
     print(f"{doc['model']}: P={doc['prompt_tokens']}, O={doc['output_tokens']}")
     for row in doc["rows"]:
@@ -165,6 +174,8 @@ def fastest(path: str, concurrency: int) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The command line: ``--fastest`` or ``--show`` read a written file and exit; otherwise it measures the
+    configurations and shows ``--out``."""
     p = argparse.ArgumentParser(
         description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
     )

@@ -48,6 +48,9 @@ TARGET = 0.9  # harness output tokens/s over the engine's
 def harness_side(
     backend: Backend, prompts: list[list[int]], request: Request, concurrency: int
 ) -> dict[str, Any]:
+    """The harness's side: ``prompts`` as one-request sessions through the study's closed load loop at
+    ``concurrency``, after a prefix-cache reset. Returns the level's wall seconds, output tokens, tokens/s and
+    how many requests failed (with the first error)."""
     from backends.load_loop import LoadSettings, run_level
 
     sessions = [
@@ -106,6 +109,9 @@ def measure(
 
 # --- the summary and table (reports.stats needs pandas: summarised where it is installed) ---------
 def summarise(doc: dict[str, Any]) -> dict[str, Any]:
+    """Median tokens/s of each side over the repeats, their ratio and the spread of the per-repeat ratios. The
+    verdict: yes when the ratio of medians reaches ``TARGET``; ``within noise`` when it does not but some
+    repeat's ratio does; otherwise no."""
     from reports.stats import spread
 
     h, e = (spread(r["tokens_per_s"] for r in doc[side]) for side in ("harness", "engine"))
@@ -131,6 +137,9 @@ def summarise(doc: dict[str, Any]) -> dict[str, Any]:
 
 
 def table(docs: list[dict[str, Any]]) -> str:
+    """A Markdown row per result file: the shape (C, N, P, S, O), each side's median tokens/s with its IQR,
+    their ratio and the verdict; a file without a ``summary`` (written where pandas was missing) is summarised
+    here."""
     lines = [
         "| backend | C | N | P (S) | O | harness tok/s (IQR) | engine tok/s (IQR) | harness / engine "
         f"| >= {TARGET:.0%} |",
@@ -153,6 +162,8 @@ def table(docs: list[dict[str, Any]]) -> str:
 
 # --- the command line --------------------------------------------------------------------------
 def parser() -> argparse.ArgumentParser:
+    """This benchmark's options: the study's model and engine flags (``add_model_args``) plus the load shape,
+    repeats, ``--out`` and ``--table``. ``child_hook`` parses ``LCA_CEILING_ARGS`` with it too."""
     from harness.cli_parser import add_model_args
 
     p = argparse.ArgumentParser(
@@ -347,6 +358,9 @@ def child_hook(backend: Backend, plan: Any) -> None:  # noqa: ARG001 - the promp
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The command line: ``--table`` only prints; otherwise checks the flags, measures (a backend without a
+    batched engine call: a skipped row), writes ``--out`` and prints the table. Exit 2: bad input or backend
+    not importable; 1: a side fell short of N x O tokens."""
     args = parser().parse_args(argv)
     if args.table:
         print(table([json.loads(f.read_text()) for f in args.table]))

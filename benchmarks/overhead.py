@@ -110,6 +110,8 @@ def verdict(entry: dict[str, Any]) -> str:
 
 
 def table(rows: list[dict[str, Any]]) -> str:
+    """A Markdown line per backend and prompt length: the adapter's median TTFT and decode against the raw
+    call's (raw IQR in brackets), e2e likewise, and the ``verdict`` on the target."""
     lines = [
         "| backend | N | TTFT adapter / raw ms (raw IQR) | decode adapter / raw ms/tok (raw IQR) | "
         "e2e adapter / raw ms | within target |",

@@ -59,6 +59,9 @@ def option(text: str) -> tuple[str, Any]:
 
 
 def result_summary(result: Any) -> dict[str, Any]:
+    """What the adapter made of one answer, stored beside the raw response: its timings (caller's and
+    engine's, and which the result uses), cache state and cached tokens, finish reason, output length and
+    text, top candidates and extras."""
     out = result.output
     return {
         "ttft_ms": result.ttft_ms,
@@ -79,6 +82,9 @@ def result_summary(result: Any) -> dict[str, Any]:
 
 
 def main(argv: list[str]) -> int:
+    """Runs the steps the module docstring lists and records them in OUT_JSON. Exit 0: every step ran; 1:
+    some step failed (its traceback in ``errors``); 2: bad arguments (usage printed) or an unknown option.
+    An engine that fails to start is recorded, then re-raised."""
     if len(argv) < 2 or not all("=" in a for a in argv[2:]):
         print(__doc__)
         return 2

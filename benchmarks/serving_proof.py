@@ -211,6 +211,9 @@ def _pairs(items: list[str], option: str) -> dict[str, Path]:
 
 
 def markdown(result: dict[str, Any]) -> str:
+    """The table as Markdown, a line per server and level: reference tok/s (its re-run after the project's in
+    brackets), project tok/s with its ratio, both TTFT p50 with their ratio, the reference runs' prefix-cache
+    hit share and the targets (``-``: a side missing)."""
     lines = [
         "| server | C | reference tok/s (after) | project tok/s (ratio) | "
         "TTFT p50 ms reference / project (ratio) | reference cache hits | targets |",
@@ -237,6 +240,9 @@ def _f(x: float | None) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The command line: ``command`` prints the shell line that starts a server with the harness's flags;
+    ``table`` builds the comparison from the outputs, prints it as Markdown and writes the JSON to
+    ``--out``."""
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="what", required=True)
     cmd = sub.add_parser("command", help="print the shell line that starts a server with the harness's flags")

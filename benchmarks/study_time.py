@@ -17,6 +17,9 @@ from pathlib import Path
 
 
 def rows(run_dirs: list[Path]) -> list[dict]:
+    """One row per backend of each run's ``env.json``: process wall time, study time (that less the overhead
+    benchmark's hook seconds, where it ran in the child) and start-up and per-workload seconds summed over the
+    engine starts. A skipped backend gives a row with its reason."""
     out = []
     for run_dir in run_dirs:
         env = json.loads((run_dir / "env.json").read_text())
@@ -58,6 +61,8 @@ def workload_seconds(facts: dict) -> dict[str, float]:
 
 
 def table(data: list[dict]) -> str:
+    """The rows as a Markdown table, a column per workload seen in any run (``-``: no figure), and the total
+    study seconds of all backend processes, benchmark 1 excluded, at the foot."""
     workloads = sorted({w for r in data for w in r.get("workloads_s", {})})
     head = ["backend", "run", "study s", "start-up s", *[f"{w} s" for w in workloads], "benchmark 1 s"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]

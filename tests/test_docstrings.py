@@ -18,15 +18,8 @@ MAX_LINES = 15  # a public function longer than this needs a docstring
 # being edited by other branches this session; the lead removes this
 PENDING = {
     "backends/openai/servers.py",
-    "benchmarks/bandwidth.py",
     "benchmarks/fake_engine.py",
-    "benchmarks/hf_cb_configs.py",
-    "benchmarks/load_ceiling.py",
     "benchmarks/load_client.py",
-    "benchmarks/overhead.py",
-    "benchmarks/record_sglang_fixtures.py",
-    "benchmarks/serving_proof.py",
-    "benchmarks/study_time.py",
 }
 
 
