@@ -336,7 +336,8 @@ class HFServerBackend(LaunchedServerBackend):
 
     name = "hf-server"
     engine_module = "transformers"
-    needs = ("fastapi", "uvicorn")  # transformers[serving]
+    # transformers serve's own check (``is_serve_available``, the same in 5.17 and 5.19): transformers[serving]
+    needs = ("fastapi", "uvicorn", "openai", "pydantic")
 
     def __init__(self, settings) -> None:
         super().__init__(settings)
@@ -381,6 +382,10 @@ class HFServerBackend(LaunchedServerBackend):
                 str(CPU_BATCH_TOKENS),
             ]
         return argv
+
+    def server_env(self) -> dict[str, str]:
+        # its CLI asks PyPI for a newer transformers at start (huggingface_hub's check_cli_update): not offline
+        return {**super().server_env(), "HF_HUB_DISABLE_UPDATE_CHECK": "1"}
 
     def _served_model(self) -> str:
         return self.options.served_model or self.settings.model_path  # its /v1/models lists the hub cache
