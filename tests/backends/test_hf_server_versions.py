@@ -64,3 +64,50 @@ def test_it_checks_for_what_transformers_serve_itself_checks_for() -> None:
 def test_the_server_never_asks_pypi_for_a_newer_transformers() -> None:
     backend = HFServerBackend(BackendSettings(model_path="/models/m", model_label="m", device="cpu"))
     assert backend.server_env()["HF_HUB_DISABLE_UPDATE_CHECK"] == "1"
+
+
+def test_a_config_only_folder_is_served_from_a_random_weight_checkpoint_written_once(
+    tmp_path, tiny_model_dir, monkeypatch
+) -> None:
+    """``transformers serve`` loads weights from disk only (the Qwen3-8B shape has none): the harness writes a
+    random-weight checkpoint of the folder once, beside it, and serves that."""
+    import shutil
+
+    from transformers import AutoModelForCausalLM
+
+    from backends.openai import random_checkpoint
+    from backends.openai.servers import LaunchedServerBackend
+
+    shape = tmp_path / "shape"
+    shutil.copytree(tiny_model_dir, shape, ignore=shutil.ignore_patterns("*.safetensors"))
+    assert not random_checkpoint.has_weights(shape)
+    started = []
+    monkeypatch.setattr(LaunchedServerBackend, "start", lambda self: started.append(self.server_argv(8123)))
+    settings = BackendSettings(
+        model_path=str(shape), model_label="m", device="cpu", dtype="float32", random_weights=True
+    )
+    backend = HFServerBackend(settings)
+    backend.start()
+    out = random_checkpoint.checkpoint_dir(shape, "float32")
+    assert started[0][4] == str(out) == backend._served_model() and backend.checkpoint_s > 0
+    assert (out / "DONE").is_file() and random_checkpoint.has_weights(out)
+    assert {f.name for f in shape.iterdir()} <= {
+        f.name for f in out.iterdir()
+    }  # its tokenizer and config too
+    assert AutoModelForCausalLM.from_pretrained(out).config.vocab_size > 0
+    written = (out / "model.safetensors").stat().st_mtime_ns
+    again = HFServerBackend(settings)
+    again.start()
+    assert again.checkpoint_s == 0.0 and (out / "model.safetensors").stat().st_mtime_ns == written  # reused
+
+
+def test_a_folder_with_weights_is_served_as_it_is(tiny_model_dir, monkeypatch) -> None:
+    from backends.openai.servers import LaunchedServerBackend
+
+    started = []
+    monkeypatch.setattr(LaunchedServerBackend, "start", lambda self: started.append(self.server_argv(8123)))
+    backend = HFServerBackend(
+        BackendSettings(model_path=str(tiny_model_dir), model_label="m", device="cpu", random_weights=True)
+    )
+    backend.start()
+    assert started[0][4] == str(tiny_model_dir) and backend.serve_path is None
