@@ -215,7 +215,8 @@ def table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None) -> int:
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """The command line, checked (a bad value: one line, exit 2); ``server_procs`` resolved."""
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--levels", default="1,32,128", help="closed-loop concurrencies, comma-separated")
     p.add_argument(
@@ -252,6 +253,11 @@ def main(argv: list[str] | None = None) -> int:
     from benchmarks.fake_engine_procs import auto_server_procs
 
     args.server_procs = args.server_procs or auto_server_procs(max(args.levels))
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
     from harness.models import build_tiny
 
     before = machine()
