@@ -23,10 +23,25 @@ set -uo pipefail
 mode=${1:?usage: serving_sitting2.sh start|poll [seconds]}
 R=/tmp/results
 
-if [ "$mode" = poll ]; then exec bash benchmarks/h200/serving_sitting.sh poll "${2:-0}"; fi
+# at most 8 files come back from a call: the results and the queue's log (the install logs stay in $R/logs,
+# their tail goes into the queue's log when an install fails)
+copy_out() {
+  mkdir -p "$OUT"
+  cp -p $R/serving-proof-*.json $R/proof-*.tgz $R/load_client-*.json $R/h200-serve-*.tgz $R/queue.log "$OUT"/ 2>/dev/null
+  ls -la "$OUT" | tail -n +2
+}
+
+if [ "$mode" = poll ]; then
+  end=$(( $(date +%s) + ${2:-0} ))
+  while [ "$(date +%s)" -lt "$end" ] && [ ! -f $R/queue.done ]; do sleep 5; done
+  grep -E "^(commit|exit|==)|ready in|bench C=|Error|error:" $R/queue.log | tail -n 50
+  ls /tmp/stage-* 2>/dev/null | tr '\n' ' '; echo
+  copy_out
+  exit 0
+fi
 [ "$mode" = start ] || { echo "usage: serving_sitting2.sh start|poll [seconds]"; exit 2; }
 
-mkdir -p $R /tmp/lca-repo
+mkdir -p $R/logs /tmp/lca-repo
 tar cf - --exclude=.gpu --exclude=.venv . | tar xf - -C /tmp/lca-repo
 cd /tmp/lca-repo || exit 1
 export OUT=$R PYTHONUNBUFFERED=1 PROOF_RESULTS=$R
@@ -35,14 +50,15 @@ nvidia-smi --query-gpu=index,name,driver_version,memory.used --format=csv,nohead
 # a bundle is staged when all its parts are: c01/NPARTS (resplit.sh, vLLM) or c01/SHA256SUMS' part lines (SGLang)
 nparts() { cat /tmp/stage-"$1"/c01/NPARTS 2>/dev/null || grep -c '^part ' /tmp/stage-"$1"/c01/SHA256SUMS 2>/dev/null || echo 99; }
 staged() { [ -f /tmp/stage-"$1"/c01.done ] && [ "$(ls /tmp/stage-"$1"/*.done 2>/dev/null | wc -l)" -ge "${2:-$(nparts "$1")}" ]; }
+install() { bash benchmarks/h200/install.sh "$1" > $R/logs/install-"$1".log 2>&1 || tail -n 20 $R/logs/install-"$1".log; }
 study() { STUDY_TIMEOUT=$1 OVERHEAD=${OVERHEAD:-0} bash benchmarks/h200/study.sh "${@:2}"; echo "== $(date -u +%T) $2 done"; }
 
 queue() {
   until staged vllm && staged qwen3-8b-shape 1; do sleep 5; done
   bash benchmarks/h200/unpack_model.sh qwen3-8b-shape > /dev/null
-  bash benchmarks/h200/install.sh vllm > $R/install-vllm.log 2>&1; echo "== $(date -u +%T) vllm installed"
-  ( until staged sglang; do sleep 5; done; bash benchmarks/h200/install.sh sglang > $R/install-sglang.log 2>&1
-    touch /tmp/sglang.installed; echo "== $(date -u +%T) sglang installed" ) &
+  install vllm; echo "== $(date -u +%T) vllm installed"
+  ( until staged sglang; do sleep 5; done; install sglang; touch /tmp/sglang.installed
+    echo "== $(date -u +%T) sglang installed" ) &
   PROOF_WAIT_FOR=/tmp/sglang.installed bash benchmarks/h200/serving_proof.sh run vllm
   bash benchmarks/h200/serving_proof.sh run sglang
   PYTHONPATH=/tmp/lca-repo:/tmp/site timeout 240 python3 -m benchmarks.load_client --levels 32,128,512,1024 \
@@ -53,7 +69,7 @@ queue() {
     --load levels=1:8:32,users=32,max_turns=2,requests=32,rates=,search_levels=0
 }
 
-export -f nparts staged study queue
+export -f nparts staged install study queue
 export R
 setsid bash -c 'queue; touch $R/queue.done' > $R/queue.log 2>&1 < /dev/null &
 sleep 3; tail -n 5 $R/queue.log
