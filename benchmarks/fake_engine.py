@@ -34,7 +34,9 @@ import argparse
 import asyncio
 import contextlib
 import json
+import signal
 import socket
+import sys
 import time
 
 MODEL = "fake"
@@ -387,6 +389,7 @@ def main(argv: list[str] | None = None) -> int:
 
     server = start_procs(args.step_ms / 1e3, args.procs, port=args.port)
     print(f"{args.procs} processes on {server.url}", flush=True)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # stopped: its processes with it
     try:
         server.wait()
     finally:
