@@ -36,17 +36,17 @@ nvidia-smi --query-gpu=index,name,driver_version,memory.used --format=csv,nohead
 
 nparts() { cat /tmp/stage-"$1"/c01/NPARTS 2>/dev/null || grep -c '^part ' /tmp/stage-"$1"/c01/SHA256SUMS 2>/dev/null || echo 99; }
 staged() { [ -f /tmp/stage-"$1"/c01.done ] && [ "$(ls /tmp/stage-"$1"/*.done 2>/dev/null | wc -l)" -ge "${2:-$(nparts "$1")}" ]; }
-install() { bash benchmarks/h200/install.sh "$1" > $R/logs/install-"$1".log 2>&1 || tail -n 20 $R/logs/install-"$1".log; }
+install_bundle() { bash benchmarks/h200/install.sh "$1" > $R/logs/install-"$1".log 2>&1 || tail -n 20 $R/logs/install-"$1".log; }
 study() { STUDY_TIMEOUT=$1 OVERHEAD=0 bash benchmarks/h200/study.sh "${@:2}"; echo "== $(date -u +%T) $2 done"; }
 
 queue() {
   if [ "$SESSION" = b ]; then  # SGLang installs as soon as its parts are staged, in parallel with vLLM's
-    ( until staged sglang; do sleep 5; done; install sglang; touch /tmp/sglang.installed
+    ( until staged sglang; do sleep 5; done; install_bundle sglang; touch /tmp/sglang.installed
       echo "== $(date -u +%T) sglang installed" ) &
   fi
   until staged vllm && staged qwen3-8b-shape 1; do sleep 5; done
   bash benchmarks/h200/unpack_model.sh qwen3-8b-shape > /dev/null
-  install vllm; echo "== $(date -u +%T) vllm installed"
+  install_bundle vllm; echo "== $(date -u +%T) vllm installed"
   if [ "$SESSION" = a ]; then
     study 660 h200-cap-vllm vllm --workloads load --load rates=8:32,search_levels=2
     study 620 h200-cap-vllm-nocache vllm --workloads load --no-prefix-caching --load rates=8:32,search_levels=2
@@ -61,7 +61,7 @@ queue() {
   fi
 }
 
-export -f nparts staged install study queue
+export -f nparts staged install_bundle study queue
 export R
 setsid bash -c 'queue; touch $R/queue.done' > $R/queue.log 2>&1 < /dev/null &
 sleep 3; tail -n 5 $R/queue.log

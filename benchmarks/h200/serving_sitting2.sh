@@ -50,14 +50,14 @@ nvidia-smi --query-gpu=index,name,driver_version,memory.used --format=csv,nohead
 # a bundle is staged when all its parts are: c01/NPARTS (resplit.sh, vLLM) or c01/SHA256SUMS' part lines (SGLang)
 nparts() { cat /tmp/stage-"$1"/c01/NPARTS 2>/dev/null || grep -c '^part ' /tmp/stage-"$1"/c01/SHA256SUMS 2>/dev/null || echo 99; }
 staged() { [ -f /tmp/stage-"$1"/c01.done ] && [ "$(ls /tmp/stage-"$1"/*.done 2>/dev/null | wc -l)" -ge "${2:-$(nparts "$1")}" ]; }
-install() { bash benchmarks/h200/install.sh "$1" > $R/logs/install-"$1".log 2>&1 || tail -n 20 $R/logs/install-"$1".log; }
+install_bundle() { bash benchmarks/h200/install.sh "$1" > $R/logs/install-"$1".log 2>&1 || tail -n 20 $R/logs/install-"$1".log; }
 study() { STUDY_TIMEOUT=$1 OVERHEAD=${OVERHEAD:-0} bash benchmarks/h200/study.sh "${@:2}"; echo "== $(date -u +%T) $2 done"; }
 
 queue() {
   until staged vllm && staged qwen3-8b-shape 1; do sleep 5; done
   bash benchmarks/h200/unpack_model.sh qwen3-8b-shape > /dev/null
-  install vllm; echo "== $(date -u +%T) vllm installed"
-  ( until staged sglang; do sleep 5; done; install sglang; touch /tmp/sglang.installed
+  install_bundle vllm; echo "== $(date -u +%T) vllm installed"
+  ( until staged sglang; do sleep 5; done; install_bundle sglang; touch /tmp/sglang.installed
     echo "== $(date -u +%T) sglang installed" ) &
   PROOF_WAIT_FOR=/tmp/sglang.installed bash benchmarks/h200/serving_proof.sh run vllm
   bash benchmarks/h200/serving_proof.sh run sglang
@@ -69,7 +69,7 @@ queue() {
     --load levels=1:8:32,users=32,max_turns=2,requests=32,rates=,search_levels=0
 }
 
-export -f nparts staged install study queue
+export -f nparts staged install_bundle study queue
 export R
 setsid bash -c 'queue; touch $R/queue.done' > $R/queue.log 2>&1 < /dev/null &
 sleep 3; tail -n 5 $R/queue.log

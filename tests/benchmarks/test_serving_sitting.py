@@ -86,7 +86,7 @@ def test_the_second_sitting_runs_in_its_priority_order_and_benchmark_4_parses() 
     lines = _queue_lines(SCRIPT2)
     order = [
         next(i for i, line in enumerate(lines) if key in line)
-        for key in ("install vllm", "serving_proof.sh run vllm", "serving_proof.sh run sglang")
+        for key in ("install_bundle vllm", "serving_proof.sh run vllm", "serving_proof.sh run sglang")
         + ("benchmarks.load_client", "study 360 h200-serve-sglang-server", "study 330 h200-serve-hf-server")
     ]
     assert order == sorted(order)
