@@ -359,9 +359,8 @@ class HFServerBackend(LaunchedServerBackend):
                 "(pip install 'transformers[serving]')"
             )
         s = self.settings
-        if s.random_weights and not random_checkpoint.has_weights(
-            s.model_path
-        ):  # it loads weights from disk only
+        # transformers serve loads weights from disk only: a config-only folder gets a random-weight checkpoint
+        if s.random_weights and not random_checkpoint.has_weights(s.model_path):
             self.serve_path, self.checkpoint_s = random_checkpoint.ensure(s.model_path, s.dtype, s.device)
         super().start()
 
