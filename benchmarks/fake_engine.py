@@ -357,7 +357,8 @@ def serve(port: int, step_s: float = 0.007, ready=None, *, index: int = 0, board
 
 
 def start(step_s: float = 0.007):
-    """The server in its own process on a free port of 127.0.0.1, once it accepts connections: (process, root URL)."""
+    """The server in its own process on a free port of 127.0.0.1, once it accepts connections: (process,
+    root URL)."""
     import multiprocessing
 
     with socket.socket() as probe:

@@ -105,7 +105,8 @@ class FakeServer:
 
 
 def start_procs(step_s: float = 0.007, procs: int = 1, port: int | None = None) -> FakeServer:
-    """Start ``procs`` processes on ``port`` (default: a free one) and return once each accepts connections."""
+    """Start ``procs`` processes on ``port`` (default: a free one); return once each accepts
+    connections."""
     if procs < 1:
         raise ValueError(f"server processes: {procs} (give 1 or more)")
     if port is None:

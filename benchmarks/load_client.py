@@ -200,7 +200,8 @@ def measure(args: argparse.Namespace, model_path: str) -> list[dict]:
 
 def table(rows: list[dict]) -> str:
     lines = [
-        "| C | tok/s (server pace) | server ITL p50 ms (step) | added TTFT p50 / p99 ms | added ITL p50 / p99 ms "
+        "| C | tok/s (server pace) | server ITL p50 ms (step) | added TTFT p50 / p99 ms "
+        "| added ITL p50 / p99 ms "
         "| client CPU share |",
         "|---|---|---|---|---|---|",
     ]
@@ -209,7 +210,8 @@ def table(rows: list[dict]) -> str:
         lines.append(
             f"| {r['concurrency']} | {r['tokens_per_s']:,.0f} ({r['server_pace_tokens_per_s']:,.0f}) | "
             f"{r['server_itl_ms_p50']} ({r['server_step_ms']}){behind} | "
-            f"{r['added_ttft_ms_p50']} / {r['added_ttft_ms_p99']} | {r['added_itl_ms_p50']} / {r['added_itl_ms_p99']} | "
+            f"{r['added_ttft_ms_p50']} / {r['added_ttft_ms_p99']} | "
+            f"{r['added_itl_ms_p50']} / {r['added_itl_ms_p99']} | "
             f"{r['client_cpu_share']} |"
         )
     return "\n".join(lines)
@@ -248,7 +250,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         p.error("--client-procs must be at least 1")
     if args.server_procs is not None and args.server_procs < 1:
         p.error(
-            f"--server-procs {args.server_procs}: give 1 or more server processes (or leave it out: automatic)"
+            f"--server-procs {args.server_procs}: give 1 or more server processes "
+            "(or leave it out: automatic)"
         )
     from benchmarks.fake_engine_procs import auto_server_procs
 

@@ -34,7 +34,8 @@ def checkpoint_dir(model_path: str | Path, dtype: str) -> Path:
 def ensure(
     model_path: str | Path, dtype: str, device: str, python: str = sys.executable
 ) -> tuple[Path, float]:
-    """The checkpoint's folder (written now if missing) and the seconds spent writing it (0.0: it was there)."""
+    """The checkpoint's folder (written now if missing) and the seconds spent writing it (0.0: it was
+    there)."""
     out = checkpoint_dir(model_path, dtype)
     if (out / "DONE").is_file():
         return out, 0.0

@@ -336,7 +336,8 @@ class HFServerBackend(LaunchedServerBackend):
 
     name = "hf-server"
     engine_module = "transformers"
-    # transformers serve's own check (``is_serve_available``, the same in 5.17 and 5.19): transformers[serving]
+    # transformers[serving]: what transformers serve itself checks for (``is_serve_available``, the same in
+    # 5.17 and 5.19)
     needs = ("fastapi", "uvicorn", "openai", "pydantic")
 
     def __init__(self, settings) -> None:
@@ -359,7 +360,8 @@ class HFServerBackend(LaunchedServerBackend):
                 "(pip install 'transformers[serving]')"
             )
         s = self.settings
-        # transformers serve loads weights from disk only: a config-only folder gets a random-weight checkpoint
+        # transformers serve loads weights from disk only: a config-only folder gets a random-weight
+        # checkpoint
         if s.random_weights and not random_checkpoint.has_weights(s.model_path):
             self.serve_path, self.checkpoint_s = random_checkpoint.ensure(s.model_path, s.dtype, s.device)
         super().start()
@@ -396,7 +398,8 @@ class HFServerBackend(LaunchedServerBackend):
         return argv
 
     def server_env(self) -> dict[str, str]:
-        # its CLI asks PyPI for a newer transformers at start (huggingface_hub's check_cli_update): not offline
+        # its CLI asks PyPI for a newer transformers at start (huggingface_hub's check_cli_update): not
+        # offline
         return {**super().server_env(), "HF_HUB_DISABLE_UPDATE_CHECK": "1"}
 
     def _served_model(self) -> str:

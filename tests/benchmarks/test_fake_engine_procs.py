@@ -1,5 +1,5 @@
-"""Benchmark 4's fake engine as several processes on one port (benchmarks/fake_engine_procs.py) and the benchmark
-(benchmarks/load_client.py) that drives it with the study's own lean client.
+"""Benchmark 4's fake engine as several processes on one port (benchmarks/fake_engine_procs.py) and the
+benchmark (benchmarks/load_client.py) that drives it with the study's own lean client.
 
 - Two processes behind one port: every request is served once by one of them (the merged log holds each
   response id once), both serve streams, and ``/metrics`` — whichever process answers the scrape — is the

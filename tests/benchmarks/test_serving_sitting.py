@@ -1,8 +1,8 @@
-"""Issue #21's H200 sittings (benchmarks/h200/serving_sitting.sh, serving_sitting2.sh): valid bash, and each queued
-study's compare.py flags parse and its ``--load`` override validates on the built-in load workloads (a typo would
-otherwise cost the device minutes of everything queued before it); the second sitting's queue runs in its priority
-order and its benchmark 4 line parses; #22's capacity sittings (capacity_sitting.sh) run caching on and off for each
-engine, with rates and the search, and hf-cb at the HF mix hf-server runs too."""
+"""Issue #21's H200 sittings (benchmarks/h200/serving_sitting.sh, serving_sitting2.sh): valid bash, and each
+queued study's compare.py flags parse and its ``--load`` override validates on the built-in load workloads (a
+typo would otherwise cost the device minutes of everything queued before it); the second sitting's queue runs
+in its priority order and its benchmark 4 line parses; #22's capacity sittings (capacity_sitting.sh) run
+caching on and off for each engine, with rates and the search, and hf-cb at the HF mix hf-server runs too."""
 
 from __future__ import annotations
 
@@ -26,7 +26,8 @@ HF_MIX = (
 
 
 def studies(script: Path = SCRIPT) -> list[tuple[str, str, list[str]]]:
-    """(name, backend, flags) of each ``study TIMEOUT NAME BACKEND FLAGS`` line (continuation lines joined)."""
+    """(name, backend, flags) of each ``study TIMEOUT NAME BACKEND FLAGS`` line (continuation lines
+    joined)."""
     text = script.read_text().replace("\\\n", " ")
     out = []
     for line in text.splitlines():
