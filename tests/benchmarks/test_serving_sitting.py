@@ -20,9 +20,8 @@ ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "benchmarks" / "h200" / "serving_sitting.sh"
 SCRIPT2 = ROOT / "benchmarks" / "h200" / "serving_sitting2.sh"
 CAPACITY = ROOT / "benchmarks" / "h200" / "capacity_sitting.sh"
-HF_MIX = (
-    "levels=1:8:32,users=32,max_turns=2,requests=32,rates=,search_levels=0"  # docs/capacity.md, "The HF mix"
-)
+# docs/capacity.md, "The HF mix"
+HF_MIX = "levels=1:8:32,users=32,max_turns=2,requests=32,rates=,search_levels=0"
 
 
 def studies(script: Path = SCRIPT) -> list[tuple[str, str, list[str]]]:
@@ -32,9 +31,7 @@ def studies(script: Path = SCRIPT) -> list[tuple[str, str, list[str]]]:
     out = []
     for line in text.splitlines():
         words = shlex.split(line.strip(), comments=True)
-        while words and re.fullmatch(
-            r"[A-Z_]+=\S*", words[0]
-        ):  # OVERHEAD=1, LCA_HF_CB=...: the study's variables
+        while words and re.fullmatch(r"[A-Z_]+=\S*", words[0]):  # OVERHEAD=1, LCA_HF_CB=...: its variables
             words = words[1:]
         if words[:1] == ["study"] and len(words) > 3 and words[1].isdigit():
             out.append((words[2], words[3], words[4:]))
