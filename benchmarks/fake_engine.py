@@ -15,11 +15,17 @@ It keeps, per response id, the time each request was read and each token was sen
 ``time.perf_counter()`` (``CLOCK_MONOTONIC``: the same clock as a client on this host), served as
 JSON at ``GET /fake/log``: what the client added is measured against the server's own send times.
 
+One process paces about 45,000 tokens/s (the H200 host, 2026-12-01); :mod:`benchmarks.fake_engine_procs`
+runs several on one port (``SO_REUSEPORT``: the kernel spreads the connections, each process paces the
+streams of its own connections), each publishing its counters into its row of a shared
+:class:`benchmarks.fake_engine_procs.Board`, so that ``/metrics``, whichever process answers it, is the
+sum over all of them, as one engine's would be.
+
 Faults, for tests, chosen by the request's ``model``: ``fault:429`` / ``fault:503`` (that status),
 ``fault:not-json`` (a malformed SSE line), ``fault:no-choices`` (a chunk without choices),
 ``fault:no-finish`` (the stream ends without a finish reason).
 
-    python -m benchmarks.fake_engine --port 8000 [--step-ms 7]
+    python -m benchmarks.fake_engine --port 8000 [--step-ms 7] [--procs N]
 """
 
 from __future__ import annotations
@@ -28,78 +34,20 @@ import argparse
 import asyncio
 import contextlib
 import json
+import signal
 import socket
+import sys
 import time
 
 MODEL = "fake"
-TTFT_BUCKETS = (
-    0.001,
-    0.005,
-    0.01,
-    0.02,
-    0.04,
-    0.06,
-    0.08,
-    0.1,
-    0.25,
-    0.5,
-    0.75,
-    1.0,
-    2.5,
-    5.0,
-    7.5,
-    10.0,
-    20.0,
-    40.0,
-    80.0,
-    160.0,
-    640.0,
-    2560.0,
-)
-ITL_BUCKETS = (
-    0.01,
-    0.025,
-    0.05,
-    0.075,
-    0.1,
-    0.15,
-    0.2,
-    0.3,
-    0.4,
-    0.5,
-    0.75,
-    1.0,
-    2.5,
-    5.0,
-    7.5,
-    10.0,
-    20.0,
-    40.0,
-    80.0,
-)
-E2E_BUCKETS = (
-    0.3,
-    0.5,
-    0.8,
-    1.0,
-    1.5,
-    2.0,
-    2.5,
-    5.0,
-    10.0,
-    15.0,
-    20.0,
-    30.0,
-    40.0,
-    50.0,
-    60.0,
-    120.0,
-    240.0,
-    480.0,
-    960.0,
-    1920.0,
-    7680.0,
-)
+# fmt: off
+TTFT_BUCKETS = (0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0,
+    20.0, 40.0, 80.0, 160.0, 640.0, 2560.0)
+ITL_BUCKETS = (0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0,
+    20.0, 40.0, 80.0)
+E2E_BUCKETS = (0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0, 60.0, 120.0,
+    240.0, 480.0, 960.0, 1920.0, 7680.0)
+# fmt: on
 HISTOGRAMS = {  # vLLM's names and bucket bounds (v0.26 vllm/v1/metrics/loggers.py)
     "vllm:time_to_first_token_seconds": TTFT_BUCKETS,
     "vllm:inter_token_latency_seconds": ITL_BUCKETS,
@@ -110,6 +58,7 @@ HISTOGRAMS = {  # vLLM's names and bucket bounds (v0.26 vllm/v1/metrics/loggers.
     "vllm:request_decode_time_seconds": E2E_BUCKETS,
 }
 KV_BLOCKS, BLOCK_SIZE = 4096, 16
+COUNTERS = ("active", "finished", "prompt_tokens", "generation_tokens")
 
 
 class Histogram:
@@ -159,8 +108,8 @@ class Stream:
 
 
 class FakeEngine:
-    def __init__(self, step_s: float = 0.007) -> None:
-        self.step_s = step_s
+    def __init__(self, step_s: float = 0.007, index: int = 0, board=None) -> None:
+        self.step_s, self.index, self.board = step_s, index, board  # index: this process's row of the board
         self.active: list[Stream] = []
         self.log: dict[str, dict] = {}
         self.hist = {name: Histogram(b) for name, b in HISTOGRAMS.items()}
@@ -180,6 +129,8 @@ class FakeEngine:
                 with contextlib.suppress(ConnectionError):
                     await w.drain()
             self.active = [s for s in self.active if not s.done.done()]
+            if self.board is not None:
+                self.board.publish(self.index, self)
             await asyncio.sleep(max(0.0, self.step_s - (time.perf_counter() - t0)))
 
     def _emit(self, s: Stream) -> None:
@@ -266,36 +217,12 @@ class FakeEngine:
         s.done.set_result(None)
 
     def metrics(self) -> str:
-        labels = f'engine="0",model_name="{MODEL}"'
-        lines = [
-            "# HELP vllm:num_requests_running fake",
-            "# TYPE vllm:num_requests_running gauge",
-            f"vllm:num_requests_running{{{labels}}} {float(len(self.active))}",
-            "# HELP vllm:num_requests_waiting fake",
-            "# TYPE vllm:num_requests_waiting gauge",
-            f"vllm:num_requests_waiting{{{labels}}} 0.0",
-            "# HELP vllm:kv_cache_usage_perc fake",
-            "# TYPE vllm:kv_cache_usage_perc gauge",
-            f"vllm:kv_cache_usage_perc{{{labels}}} {min(1.0, len(self.active) * 70 / (KV_BLOCKS * BLOCK_SIZE))}",
-            "# HELP vllm:cache_config_info fake",
-            "# TYPE vllm:cache_config_info gauge",
-            f'vllm:cache_config_info{{block_size="{BLOCK_SIZE}",cache_dtype="auto",engine="0",'
-            f'gpu_memory_utilization="0.9",num_gpu_blocks="{KV_BLOCKS}",enable_prefix_caching="True"}} 1.0',
-        ]
-        for name, value in (
-            ("vllm:request_success", self.finished),
-            ("vllm:prompt_tokens", self.prompt_tokens),
-            ("vllm:generation_tokens", self.generation_tokens),
-            ("vllm:num_preemptions", 0),
-        ):
-            lines += [
-                f"# HELP {name}_total fake",
-                f"# TYPE {name}_total counter",
-                f"{name}_total{{{labels}}} {float(value)}",
-            ]
-        for name, h in self.hist.items():
-            lines += h.lines(name, labels)
-        return "\n".join(lines) + "\n"
+        """vLLM's ``/metrics`` text: this process's counters, or with a board, the sum over every process."""
+        if getattr(self, "board", None) is not None:
+            return render_metrics(*self.board.total())
+        return render_metrics(
+            len(self.active), self.finished, self.prompt_tokens, self.generation_tokens, self.hist
+        )
 
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         sock = writer.get_extra_info("socket")
@@ -336,7 +263,7 @@ class FakeEngine:
 
     async def _completion(self, writer, body: dict, received: float) -> None:
         self.next_id += 1
-        s = Stream(writer, f"cmpl-{self.next_id}", body, received)
+        s = Stream(writer, f"cmpl-{self.index}-{self.next_id}", body, received)
         if s.fault in ("429", "503"):
             reason = "Too Many Requests" if s.fault == "429" else "Service Unavailable"
             data = json.dumps({"error": {"message": f"fake {reason.lower()}", "code": int(s.fault)}}).encode()
@@ -349,8 +276,44 @@ class FakeEngine:
             b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
         )
         self.active.append(s)
+        if self.board is not None:
+            self.board.set_active(self.index, len(self.active))
         self.wake.set()
         await s.done
+
+
+def render_metrics(active: int, finished: int, prompt_tokens: int, generation_tokens: int, hist) -> str:
+    """vLLM's ``/metrics`` text for these counts (its gauges, counters, latency histograms, cache config)."""
+    labels = f'engine="0",model_name="{MODEL}"'
+    lines = [
+        "# HELP vllm:num_requests_running fake",
+        "# TYPE vllm:num_requests_running gauge",
+        f"vllm:num_requests_running{{{labels}}} {float(active)}",
+        "# HELP vllm:num_requests_waiting fake",
+        "# TYPE vllm:num_requests_waiting gauge",
+        f"vllm:num_requests_waiting{{{labels}}} 0.0",
+        "# HELP vllm:kv_cache_usage_perc fake",
+        "# TYPE vllm:kv_cache_usage_perc gauge",
+        f"vllm:kv_cache_usage_perc{{{labels}}} {min(1.0, active * 70 / (KV_BLOCKS * BLOCK_SIZE))}",
+        "# HELP vllm:cache_config_info fake",
+        "# TYPE vllm:cache_config_info gauge",
+        f'vllm:cache_config_info{{block_size="{BLOCK_SIZE}",cache_dtype="auto",engine="0",'
+        f'gpu_memory_utilization="0.9",num_gpu_blocks="{KV_BLOCKS}",enable_prefix_caching="True"}} 1.0',
+    ]
+    for name, value in (
+        ("vllm:request_success", finished),
+        ("vllm:prompt_tokens", prompt_tokens),
+        ("vllm:generation_tokens", generation_tokens),
+        ("vllm:num_preemptions", 0),
+    ):
+        lines += [
+            f"# HELP {name}_total fake",
+            f"# TYPE {name}_total counter",
+            f"{name}_total{{{labels}}} {float(value)}",
+        ]
+    for name, h in hist.items():
+        lines += h.lines(name, labels)
+    return "\n".join(lines) + "\n"
 
 
 def _chunk(writer, text: str) -> None:
@@ -370,11 +333,20 @@ def _json(writer, obj) -> None:
     _send(writer, 200, "application/json", json.dumps(obj).encode())
 
 
-def serve(port: int, step_s: float = 0.007, ready=None) -> None:
+def serve(port: int, step_s: float = 0.007, ready=None, *, index: int = 0, board=None, control=None) -> None:
+    """Serve on ``port`` until killed. With a ``board`` (several processes on one port): the port is shared
+    (``SO_REUSEPORT``), this process is row ``index`` of the board, and it also listens on a port of its own,
+    put on the ``control`` queue as ``(index, port)``, where ``/fake/log`` is this process's alone."""
+
     async def main() -> None:
-        engine = FakeEngine(step_s)
-        server = await asyncio.start_server(engine.handle, "127.0.0.1", port, backlog=2048, limit=1 << 22)
+        engine = FakeEngine(step_s, index, board)
+        server = await asyncio.start_server(
+            engine.handle, "127.0.0.1", port, backlog=2048, limit=1 << 22, reuse_port=board is not None
+        )
         stepper = asyncio.create_task(engine.stepper())
+        if control is not None:
+            own = await asyncio.start_server(engine.handle, "127.0.0.1", 0, limit=1 << 22)
+            control.put((index, own.sockets[0].getsockname()[1]))
         if ready is not None:
             ready.set()
         async with server:
@@ -385,7 +357,8 @@ def serve(port: int, step_s: float = 0.007, ready=None) -> None:
 
 
 def start(step_s: float = 0.007):
-    """The server in its own process on a free port of 127.0.0.1, once it accepts connections: (process, root URL)."""
+    """The server in its own process on a free port of 127.0.0.1, once it accepts connections: (process,
+    root URL)."""
     import multiprocessing
 
     with socket.socket() as probe:
@@ -406,8 +379,22 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--port", type=int, default=8000)
     p.add_argument("--step-ms", type=float, default=7.0)
+    p.add_argument("--procs", type=int, default=1, help="server processes on the one port (SO_REUSEPORT)")
     args = p.parse_args(argv)
-    serve(args.port, args.step_ms / 1e3)
+    if args.procs < 1:
+        p.error(f"--procs {args.procs}: give 1 or more server processes")
+    if args.procs == 1:
+        serve(args.port, args.step_ms / 1e3)
+        return 0
+    from benchmarks.fake_engine_procs import start_procs
+
+    server = start_procs(args.step_ms / 1e3, args.procs, port=args.port)
+    print(f"{args.procs} processes on {server.url}", flush=True)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # stopped: its processes with it
+    try:
+        server.wait()
+    finally:
+        server.stop()
     return 0
 
 

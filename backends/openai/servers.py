@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from backends.base import BackendUnavailable, Capabilities
-from backends.openai import server_facts, sglang_router
+from backends.openai import random_checkpoint, server_facts, sglang_router
 from backends.openai.backend import OpenAIBackend
 from backends.openai.bodies import FORMS
 from backends.openai.process import ServerFailed, ServerProcess, describe_exit, exit_on_sigterm, free_port
@@ -336,11 +336,21 @@ class HFServerBackend(LaunchedServerBackend):
 
     name = "hf-server"
     engine_module = "transformers"
-    needs = ("fastapi", "uvicorn")  # transformers[serving]
+    # transformers[serving]: what transformers serve itself checks for (``is_serve_available``, the same in
+    # 5.17 and 5.19)
+    needs = ("fastapi", "uvicorn", "openai", "pydantic")
 
     def __init__(self, settings) -> None:
         super().__init__(settings)
         self.capabilities = Capabilities(load=True, batches_requests=True, single_requests=False)
+        self.serve_path: Path | None = None  # a random-weight checkpoint of a config-only folder
+        self.checkpoint_s: float | None = None
+
+    def environment(self) -> dict[str, Any]:
+        env = super().environment()
+        if self.serve_path is not None:
+            env["random_checkpoint"] = {"path": str(self.serve_path), "written_s": self.checkpoint_s}
+        return env
 
     def start(self) -> None:
         missing = [m for m in self.needs if importlib.util.find_spec(m) is None]
@@ -349,6 +359,11 @@ class HFServerBackend(LaunchedServerBackend):
                 f"transformers serve needs {', '.join(missing)} in {sys.executable} "
                 "(pip install 'transformers[serving]')"
             )
+        s = self.settings
+        # transformers serve loads weights from disk only: a config-only folder gets a random-weight
+        # checkpoint
+        if s.random_weights and not random_checkpoint.has_weights(s.model_path):
+            self.serve_path, self.checkpoint_s = random_checkpoint.ensure(s.model_path, s.dtype, s.device)
         super().start()
 
     def server_argv(self, port: int) -> list[str]:
@@ -360,7 +375,7 @@ class HFServerBackend(LaunchedServerBackend):
             "-m",
             "transformers.cli.transformers",
             "serve",
-            s.model_path,
+            str(self.serve_path or s.model_path),
             "--continuous-batching",
             "--host",
             "127.0.0.1",
@@ -382,8 +397,14 @@ class HFServerBackend(LaunchedServerBackend):
             ]
         return argv
 
+    def server_env(self) -> dict[str, str]:
+        # its CLI asks PyPI for a newer transformers at start (huggingface_hub's check_cli_update): not
+        # offline
+        return {**super().server_env(), "HF_HUB_DISABLE_UPDATE_CHECK": "1"}
+
     def _served_model(self) -> str:
-        return self.options.served_model or self.settings.model_path  # its /v1/models lists the hub cache
+        # its /v1/models lists the hub cache: the model is named by the path it was started with
+        return self.options.served_model or str(self.serve_path or self.settings.model_path)
 
     def _connect(self) -> None:
         super()._connect()

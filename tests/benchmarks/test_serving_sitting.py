@@ -1,9 +1,12 @@
-"""Issue #21's H200 sitting (benchmarks/h200/serving_sitting.sh): valid bash, and each queued study's
-compare.py flags parse and its ``--load`` override validates on the built-in load workloads (a typo would
-otherwise cost the device minutes of everything queued before it)."""
+"""Issue #21's H200 sittings (benchmarks/h200/serving_sitting.sh, serving_sitting2.sh): valid bash, and each
+queued study's compare.py flags parse and its ``--load`` override validates on the built-in load workloads (a
+typo would otherwise cost the device minutes of everything queued before it); the second sitting's queue runs
+in its priority order and its benchmark 4 line parses; #22's capacity sittings (capacity_sitting.sh) run
+caching on and off for each engine, with rates and the search, and hf-cb at the HF mix hf-server runs too."""
 
 from __future__ import annotations
 
+import re
 import shlex
 import subprocess
 from pathlib import Path
@@ -15,15 +18,21 @@ from workloads.reader import read_workload_file
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "benchmarks" / "h200" / "serving_sitting.sh"
+SCRIPT2 = ROOT / "benchmarks" / "h200" / "serving_sitting2.sh"
+CAPACITY = ROOT / "benchmarks" / "h200" / "capacity_sitting.sh"
+# docs/capacity.md, "The HF mix"
+HF_MIX = "levels=1:8:32,users=32,max_turns=2,requests=32,rates=,search_levels=0"
 
 
-def studies() -> list[tuple[str, str, list[str]]]:
+def studies(script: Path = SCRIPT) -> list[tuple[str, str, list[str]]]:
     """(name, backend, flags) of each ``study TIMEOUT NAME BACKEND FLAGS`` line (continuation lines
     joined)."""
-    text = SCRIPT.read_text().replace("\\\n", " ")
+    text = script.read_text().replace("\\\n", " ")
     out = []
     for line in text.splitlines():
-        words = shlex.split(line.strip().removeprefix("OVERHEAD=1 "), comments=True)
+        words = shlex.split(line.strip(), comments=True)
+        while words and re.fullmatch(r"[A-Z_]+=\S*", words[0]):  # OVERHEAD=1, LCA_HF_CB=...: its variables
+            words = words[1:]
         if words[:1] == ["study"] and len(words) > 3 and words[1].isdigit():
             out.append((words[2], words[3], words[4:]))
     return out
@@ -46,3 +55,60 @@ def test_each_study_parses_and_its_load_override_validates() -> None:
                 name
             )  # the planned levels only: the search is #22's
     assert len({name for name, _, _ in found}) == len(found)  # one archive per study
+
+
+def _queue_lines(script: Path) -> list[str]:
+    body = script.read_text().replace("\\\n", " ").split("queue() {", 1)[1].split("\n}", 1)[0]
+    return [line.strip() for line in body.splitlines() if line.strip()]
+
+
+def test_the_second_sitting_is_valid_bash_and_its_studies_validate() -> None:
+    subprocess.run(["bash", "-n", str(SCRIPT2)], check=True)
+    found = studies(SCRIPT2)
+    assert [backend for _, backend, _ in found] == ["sglang-server", "hf-server"]  # sglang-server first
+    builtin = read_workload_file(ROOT / "workloads" / "builtin" / "load.yaml")
+    for name, backend, flags in found:
+        args = parser("compare.py").parse_args(["--backend", backend, *flags])
+        assert args.workloads == "load" and args.load, name
+        specs = overrides.apply_fields(builtin, "--load", parse_load(args.load))
+        assert all(s.search_levels == 0 and not s.rates for s in specs), name  # the planned levels only
+        for s in specs:  # every level fills: as many sessions / requests as its concurrency
+            assert s.requests is None or s.requests >= max(s.levels), (name, s.name)
+            assert s.shape == "fixed" or (s.users or 32) >= max(s.levels), (name, s.name)
+    assert len({name for name, _, _ in found}) == len(found)
+
+
+def test_the_second_sitting_runs_in_its_priority_order_and_benchmark_4_parses() -> None:
+    from benchmarks import load_client
+
+    lines = _queue_lines(SCRIPT2)
+    order = [
+        next(i for i, line in enumerate(lines) if key in line)
+        for key in ("install_bundle vllm", "serving_proof.sh run vllm", "serving_proof.sh run sglang")
+        + ("benchmarks.load_client", "study 360 h200-serve-sglang-server", "study 330 h200-serve-hf-server")
+    ]
+    assert order == sorted(order)
+    bench = shlex.split(next(line for line in lines if "benchmarks.load_client" in line).split("|")[0])
+    args = load_client.parse_args(bench[bench.index("benchmarks.load_client") + 1 :])
+    assert max(args.levels) >= 512 and args.server_procs >= 1 and args.out.endswith("load_client-h200.json")
+    assert "--server-procs" not in bench  # automatic: one per 128 streams, at most half the H200 host's cores
+
+
+def test_the_capacity_sittings_cover_each_engine_with_caching_on_and_off() -> None:
+    subprocess.run(["bash", "-n", str(CAPACITY)], check=True)
+    found = studies(CAPACITY)
+    runs = {(backend, "--no-prefix-caching" in flags) for _, backend, flags in found}
+    assert runs == {(b, off) for b in ("vllm", "sglang", "hf-cb") for off in (False, True)}
+    builtin = read_workload_file(ROOT / "workloads" / "builtin" / "load.yaml")
+    for name, backend, flags in found:
+        args = parser("compare.py").parse_args(["--backend", backend, *flags])
+        assert args.workloads == "load" and args.load, name
+        specs = overrides.apply_fields(builtin, "--load", parse_load(args.load))
+        if backend == "hf-cb":  # the HF mix, as hf-server's line in serving_sitting2.sh: their rows compare
+            assert args.load == HF_MIX, name
+            assert all(s.search_levels == 0 and not s.rates for s in specs), name
+        else:
+            assert all(s.search_levels > 0 and s.rates for s in specs), name
+    assert len({name for name, _, _ in found}) == len(found)
+    hf_server = [flags for _, backend, flags in studies(SCRIPT2) if backend == "hf-server"][0]
+    assert hf_server[hf_server.index("--load") + 1] == HF_MIX

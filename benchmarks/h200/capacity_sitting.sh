@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Issue #22's capacity runs in process, in two 30-minute sessions on one H200 (docs/capacity.md, "On the H200: two
+# sessions"): one background queue (setsid: it outlives the device call that starts it) while later calls stage the
+# bundle parts.
+#
+#   bash benchmarks/h200/capacity_sitting.sh start a|b   # first call (carrying .gpu/vllm/c01)
+#   bash benchmarks/h200/capacity_sitting.sh poll [S]    # later calls: wait up to S seconds, copy what is done to $OUT
+#
+# Session a: vLLM caching on, off, then hf-cb caching on (the vLLM bundle only: stage vllm c01-c04 + the model m01).
+# Session b: SGLang caching on, off, then hf-cb caching off (both bundles: the harness's dependencies come with vLLM's).
+# vLLM and SGLang: the built-in load with Poisson rates 8 and 32 req/s and the capacity search (2 levels per variant
+# and loop); hf-cb: the HF mix (whole levels at its speed, no search, no rates). Results: /tmp/results/*.
+set -uo pipefail
+mode=${1:?usage: capacity_sitting.sh start a|b | poll [seconds]}
+R=/tmp/results
+
+copy_out() { mkdir -p "$OUT"; cp -p $R/h200-cap-*.tgz $R/queue.log "$OUT"/ 2>/dev/null; ls -la "$OUT" | tail -n +2; }
+
+if [ "$mode" = poll ]; then
+  end=$(( $(date +%s) + ${2:-0} ))
+  while [ "$(date +%s)" -lt "$end" ] && [ ! -f $R/queue.done ]; do sleep 5; done
+  grep -E "^(commit|exit|==)|Error|error:" $R/queue.log | tail -n 50
+  ls /tmp/stage-* 2>/dev/null | tr '\n' ' '; echo
+  copy_out
+  exit 0
+fi
+session=${2:-}
+[ "$mode" = start ] && { [ "$session" = a ] || [ "$session" = b ]; } \
+  || { echo "usage: capacity_sitting.sh start a|b | poll [seconds]"; exit 2; }
+
+mkdir -p $R/logs /tmp/lca-repo
+tar cf - --exclude=.gpu --exclude=.venv . | tar xf - -C /tmp/lca-repo
+cd /tmp/lca-repo || exit 1
+export OUT=$R PYTHONUNBUFFERED=1 SESSION=$session
+nvidia-smi --query-gpu=index,name,driver_version,memory.used --format=csv,noheader
+
+nparts() { cat /tmp/stage-"$1"/c01/NPARTS 2>/dev/null || grep -c '^part ' /tmp/stage-"$1"/c01/SHA256SUMS 2>/dev/null || echo 99; }
+staged() { [ -f /tmp/stage-"$1"/c01.done ] && [ "$(ls /tmp/stage-"$1"/*.done 2>/dev/null | wc -l)" -ge "${2:-$(nparts "$1")}" ]; }
+install_bundle() { bash benchmarks/h200/install.sh "$1" > $R/logs/install-"$1".log 2>&1 || tail -n 20 $R/logs/install-"$1".log; }
+study() { STUDY_TIMEOUT=$1 OVERHEAD=0 bash benchmarks/h200/study.sh "${@:2}"; echo "== $(date -u +%T) $2 done"; }
+
+queue() {
+  if [ "$SESSION" = b ]; then  # SGLang installs as soon as its parts are staged, in parallel with vLLM's
+    ( until staged sglang; do sleep 5; done; install_bundle sglang; touch /tmp/sglang.installed
+      echo "== $(date -u +%T) sglang installed" ) &
+  fi
+  until staged vllm && staged qwen3-8b-shape 1; do sleep 5; done
+  bash benchmarks/h200/unpack_model.sh qwen3-8b-shape > /dev/null
+  install_bundle vllm; echo "== $(date -u +%T) vllm installed"
+  if [ "$SESSION" = a ]; then
+    study 660 h200-cap-vllm vllm --workloads load --load rates=8:32,search_levels=2
+    study 620 h200-cap-vllm-nocache vllm --workloads load --no-prefix-caching --load rates=8:32,search_levels=2
+    LCA_HF_CB=use_cuda_graph=true study 360 h200-cap-hf-cb hf-cb --workloads load \
+      --load levels=1:8:32,users=32,max_turns=2,requests=32,rates=,search_levels=0
+  else
+    until [ -f /tmp/sglang.installed ]; do sleep 5; done
+    study 660 h200-cap-sglang sglang --workloads load --load rates=8:32,search_levels=2
+    study 620 h200-cap-sglang-nocache sglang --workloads load --no-prefix-caching --load rates=8:32,search_levels=2
+    LCA_HF_CB=use_cuda_graph=true study 360 h200-cap-hf-cb-nocache hf-cb --workloads load --no-prefix-caching \
+      --load levels=1:8:32,users=32,max_turns=2,requests=32,rates=,search_levels=0
+  fi
+}
+
+export -f nparts staged install_bundle study queue
+export R
+setsid bash -c 'queue; touch $R/queue.done' > $R/queue.log 2>&1 < /dev/null &
+sleep 3; tail -n 5 $R/queue.log
