@@ -19,7 +19,7 @@ REGISTRY: dict[str, str] = {
     "openai": "backends.openai:OpenAIBackend",
     "vllm-server": "backends.openai.servers:VLLMServerBackend",
     "sglang-server": "backends.openai.servers:SGLangServerBackend",
-    "hf-server": "backends.openai.servers:HFServerBackend",
+    "hf-server": "backends.openai.hf_server:HFServerBackend",
 }
 
 # What ``--backend all`` means: the in-process engines, one column each (hf-cb: HF's continuous

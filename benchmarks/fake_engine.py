@@ -225,6 +225,8 @@ class FakeEngine:
         )
 
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        """One keep-alive HTTP/1.1 connection: completions streamed at the engine's step, plus
+        ``/v1/models``, ``/metrics``, ``/fake/log`` (every stream's send times) and ``/health``; else 404."""
         sock = writer.get_extra_info("socket")
         if sock is not None:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -376,6 +378,7 @@ def start(step_s: float = 0.007):
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Serve on ``--port`` until stopped: one process, or ``--procs N`` sharing the port (SO_REUSEPORT)."""
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--port", type=int, default=8000)
     p.add_argument("--step-ms", type=float, default=7.0)

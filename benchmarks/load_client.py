@@ -80,6 +80,9 @@ def machine() -> dict[str, Any]:
 
 
 def measure_level(backend, server, c: int, args: argparse.Namespace) -> dict[str, Any]:
+    """One closed-loop level at concurrency ``c`` through the study's own load loop: about ``--seconds`` of
+    requests at the server's pace, then tok/s, the client's added TTFT and ITL against the server's own send
+    times, the client processes' CPU shares and whether the server kept its pace."""
     from backends.base import Request
     from backends.load_loop import LoadSettings, run_level
 
@@ -173,6 +176,8 @@ def _r(x: float | None) -> float | None:
 
 
 def measure(args: argparse.Namespace, model_path: str) -> list[dict]:
+    """Every level of ``--levels`` against one fake server (``--server-procs`` processes), through one
+    started ``OpenAIBackend`` (the lean client, or with ``--old-client`` the openai package's)."""
     from backends.base import BackendSettings
     from backends.openai import OpenAIBackend
     from benchmarks.fake_engine_procs import start_procs
@@ -199,6 +204,7 @@ def measure(args: argparse.Namespace, model_path: str) -> list[dict]:
 
 
 def table(rows: list[dict]) -> str:
+    """The levels as a Markdown table; a level whose server fell behind its own pace says so."""
     lines = [
         "| C | tok/s (server pace) | server ITL p50 ms (step) | added TTFT p50 / p99 ms "
         "| added ITL p50 / p99 ms "
@@ -260,6 +266,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Measure, print the table, and with ``--out`` write it as JSON with the machine it ran on."""
     args = parse_args(argv)
     from harness.models import build_tiny
 

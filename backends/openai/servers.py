@@ -1,5 +1,6 @@
-"""``vllm-server`` / ``sglang-server``: the harness launches the engine's own OpenAI server and
-measures through it with the ``openai`` backend (the serving view of the in-process engines).
+"""``vllm-server`` / ``sglang-server`` (and, in ``hf_server.py``, ``hf-server``): the harness
+launches the engine's own OpenAI server and measures through it with the ``openai`` backend (the
+serving view of the in-process engines).
 
 :meth:`start` picks a free port on 127.0.0.1, starts the server with this interpreter (so
 ``--python vllm-server=PATH`` selects the engine's environment), writes its output to
@@ -42,10 +43,9 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from backends.base import BackendUnavailable, Capabilities
-from backends.openai import random_checkpoint, server_facts, sglang_router
+from backends.base import BackendUnavailable
+from backends.openai import server_facts, sglang_router
 from backends.openai.backend import OpenAIBackend
-from backends.openai.bodies import FORMS
 from backends.openai.process import ServerFailed, ServerProcess, describe_exit, exit_on_sigterm, free_port
 from backends.parallel import SGLANG_ROUTER_MODULE, replica_record, uses_sglang_router
 from backends.vllm import config as vllm_config
@@ -327,95 +327,7 @@ class SGLangServerBackend(LaunchedServerBackend):
         return argv
 
 
-class HFServerBackend(LaunchedServerBackend):
-    """``transformers serve --continuous-batching``: HF's own server, its continuous-batching manager
-    behind an OpenAI-compatible endpoint. Its ``/v1/completions`` takes a text prompt only (the
-    plan's ids go decoded, ``extra.prompt_sent_as = "text"``), and it has no log-probs, grammar or
-    cache report: a load-only column, like ``hf-cb``. On a CPU the KV cache is sized as ``hf-cb``
-    sizes it (the automatic sizing reads the host's memory)."""
-
-    name = "hf-server"
-    engine_module = "transformers"
-    # transformers[serving]: what transformers serve itself checks for (``is_serve_available``, the same in
-    # 5.17 and 5.19)
-    needs = ("fastapi", "uvicorn", "openai", "pydantic")
-
-    def __init__(self, settings) -> None:
-        super().__init__(settings)
-        self.capabilities = Capabilities(load=True, batches_requests=True, single_requests=False)
-        self.serve_path: Path | None = None  # a random-weight checkpoint of a config-only folder
-        self.checkpoint_s: float | None = None
-
-    def environment(self) -> dict[str, Any]:
-        env = super().environment()
-        if self.serve_path is not None:
-            env["random_checkpoint"] = {"path": str(self.serve_path), "written_s": self.checkpoint_s}
-        return env
-
-    def start(self) -> None:
-        missing = [m for m in self.needs if importlib.util.find_spec(m) is None]
-        if missing:
-            raise BackendUnavailable(
-                f"transformers serve needs {', '.join(missing)} in {sys.executable} "
-                "(pip install 'transformers[serving]')"
-            )
-        s = self.settings
-        # transformers serve loads weights from disk only: a config-only folder gets a random-weight
-        # checkpoint
-        if s.random_weights and not random_checkpoint.has_weights(s.model_path):
-            self.serve_path, self.checkpoint_s = random_checkpoint.ensure(s.model_path, s.dtype, s.device)
-        super().start()
-
-    def server_argv(self, port: int) -> list[str]:
-        from backends.hf.cb import CPU_BATCH_TOKENS, CPU_CACHE_TOKENS
-
-        s = self.settings
-        argv = [
-            sys.executable,
-            "-m",
-            "transformers.cli.transformers",
-            "serve",
-            str(self.serve_path or s.model_path),
-            "--continuous-batching",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--dtype",
-            s.dtype,
-            "--device",
-            s.device,
-        ]
-        if s.device == "cpu":
-            argv += [
-                "--cb-block-size",
-                "256",
-                "--cb-num-blocks",
-                str(CPU_CACHE_TOKENS // 256),
-                "--cb-max-batch-tokens",
-                str(CPU_BATCH_TOKENS),
-            ]
-        return argv
-
-    def server_env(self) -> dict[str, str]:
-        # its CLI asks PyPI for a newer transformers at start (huggingface_hub's check_cli_update): not
-        # offline
-        return {**super().server_env(), "HF_HUB_DISABLE_UPDATE_CHECK": "1"}
-
-    def _served_model(self) -> str:
-        # its /v1/models lists the hub cache: the model is named by the path it was started with
-        return self.options.served_model or str(self.serve_path or self.settings.model_path)
-
-    def _connect(self) -> None:
-        super()._connect()
-        self.form, self._form_locked = (
-            len(FORMS) - 1,
-            True,
-        )  # text: its completions endpoint rejects token ids (422)
-
-
 __all__ = [
-    "HFServerBackend",
     "LaunchedServerBackend",
     "SGLangServerBackend",
     "ServerExited",

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from backends.base import BackendSettings
-from backends.openai.servers import HFServerBackend
+from backends.openai.hf_server import HFServerBackend
 
 FACTS = json.loads((Path(__file__).parents[1] / "fixtures" / "transformers_serve_5.17.0.json").read_text())
 
