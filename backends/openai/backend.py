@@ -12,10 +12,10 @@ ticks at every chunk that carries tokens (TTFT and decode ms/token seen by the c
 ``usage.prompt_tokens_details.cached_tokens`` (None when the server does not say);
 ``response_format={"type": "json_schema", ...}`` for constrained decoding; ``logprobs=k`` for
 the step-0 candidates. vLLM and SGLang also get ``return_token_ids`` (the generated ids and
-the prompt ids the server saw) and ``ignore_eos``. Where the server exports Prometheus
-``/metrics``, its own TTFT / prefill / decode for the same request go into ``extra``
-(``server_*`` fields, see metrics.py). A server whose prefix cache cannot be dropped
-(``resets_cache`` False) records ``cache_state = "not-controllable"``.
+the prompt ids the server saw) and ``ignore_eos``; ``transformers serve`` its own equivalent
+(``generation_config``, bodies.py). Where the server exports Prometheus ``/metrics``, its own TTFT /
+prefill / decode for the same request go into ``extra`` (``server_*`` fields, see metrics.py). A server
+whose prefix cache cannot be dropped (``resets_cache`` False) records ``cache_state = "not-controllable"``.
 
 ``--endpoint chat`` (``settings.endpoint``) sends each prompt's messages (``RUN_DIR/chat_prompts.json``,
 written by the harness from the same workloads) to **chat/completions** instead: the server renders them
@@ -54,7 +54,7 @@ from backends.base import (
     TokenClock,
 )
 from backends.openai import server_facts, streamed_call
-from backends.openai.bodies import FORMS, completions_body
+from backends.openai.bodies import FORMS, IgnoreEosVia, completions_body
 from backends.openai.chat import chat_body
 from backends.openai.metrics import FLAVORS, MetricsProbe, level_timings
 from backends.openai.options import OpenAIOptions
@@ -68,6 +68,7 @@ class OpenAIBackend(Backend):
     options_type = OpenAIOptions
     no_batch_call = "a server: the engine's batched call lives in the server's process, not in this one"
     flavor: str | None = None  # "vllm" / "sglang" when known (launched servers); else detected
+    ignore_eos_by: IgnoreEosVia | None = None  # a server's own field for it (hf-server: "generation_config")
 
     def __init__(self, settings) -> None:
         super().__init__(settings)
@@ -191,6 +192,7 @@ class OpenAIBackend(Backend):
             "server_kind": self.flavor,
             "server_version": self.server_version,
             "request_form": FORMS[self.form],
+            "ignore_eos_via": self.ignore_eos_via,
             "server_metrics": self.metrics.url if self.metrics else None,
             "resets_cache": self.capabilities.resets_cache,
             "request_timeout_s": self.settings.request_timeout_s,
@@ -199,6 +201,19 @@ class OpenAIBackend(Backend):
             "scheduler": self.scheduler(),
             "notes": self.notes,
         }
+
+    @property
+    def ignore_eos_via(self) -> IgnoreEosVia | None:
+        """The field that tells the server to generate past EOS (``bodies.ignore_eos_fields``): its own
+        (:attr:`ignore_eos_by`), else vLLM's and SGLang's ``ignore_eos`` where their extensions go out; None:
+        not sent (a generic server in a standard form), so its answers may end at EOS."""
+        return self._ignore_eos_via(FORMS[self.form])
+
+    def _ignore_eos_via(self, form: str) -> IgnoreEosVia | None:
+        if self.ignore_eos_by is not None:
+            return self.ignore_eos_by
+        extensions = self.flavor in FLAVORS if self.chat else form == FORMS[0]
+        return "ignore_eos" if extensions else None
 
     # -- cache control -----------------------------------------------------------------------
     def reset_cache(self) -> None:
@@ -373,7 +388,9 @@ class OpenAIBackend(Backend):
     def _body(self, request: Request, form: str) -> dict[str, Any]:
         if self.chat:
             return self._chat_body(request)
-        return completions_body(request, form, self.served_model, self.flavor, self.tokenizer)
+        return completions_body(
+            request, form, self.served_model, self.flavor, self.tokenizer, self._ignore_eos_via(form)
+        )
 
     def _chat_body(self, request: Request) -> dict[str, Any]:
         chat = (self.chat_prompts or {}).get(prompt_key(request.prompt_ids))
@@ -381,4 +398,4 @@ class OpenAIBackend(Backend):
             raise RuntimeError(
                 "--endpoint chat: this prompt was not rendered from messages (raw text or exact ids)"
             )
-        return chat_body(request, chat, self.served_model, self.flavor)
+        return chat_body(request, chat, self.served_model, self.flavor, self.ignore_eos_via)

@@ -4,23 +4,50 @@ Best first: ``token-ids+extensions`` (vLLM and SGLang: the plan's ids as the pro
 ``return_token_ids``, ``ignore_eos`` and, for vLLM's log-probs, ``return_tokens_as_token_ids``),
 ``token-ids`` (the standard fields, the prompt as ids), ``text`` (the ids decoded: a generic server
 that rejects id prompts). The chat/completions body (``--endpoint chat``) is ``chat.py``'s.
+
+How a request's ``ignore_eos`` goes out (:func:`ignore_eos_fields`, the backend's ``ignore_eos_via``, in
+env.json): vLLM's and SGLang's ``ignore_eos`` extension, or ``transformers serve``'s ``generation_config``
+field (5.17 and 5.19 alike: a JSON string its handler builds a fresh ``GenerationConfig`` from, whose
+``eos_token_id`` goes with the request to the continuous-batching manager's ``add_request``; -1 there is no
+EOS at all, as ``RequestState`` keeps only ids >= 0). A generic server is sent neither (it rejects unknown
+fields) and may end an answer at EOS: the answer check counts that as a contradiction.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import json
+from typing import Any, Literal
 
 from backends.base import Request
 
 # How prompts are sent, best first; a generic server is moved down on its first rejection.
 FORMS = ("token-ids+extensions", "token-ids", "text")
 
+# The field a server is told to ignore EOS by; None: it has none (a generic server).
+IgnoreEosVia = Literal["ignore_eos", "generation_config"]
+
+
+def ignore_eos_fields(request: Request, via: IgnoreEosVia | None) -> dict[str, Any]:
+    """The ``extra_body`` fields that make the server generate past EOS under ``request.ignore_eos``.
+    ``generation_config``: no EOS (-1), and sampling as the request says (``do_sample``: the server's own
+    config, replaced by this one, is not read; temperature and top_p come from the body as always)."""
+    if not request.ignore_eos or via is None:
+        return {}
+    if via == "ignore_eos":
+        return {"ignore_eos": True}
+    return {"generation_config": json.dumps({"eos_token_id": -1, "do_sample": request.temperature > 0})}
+
 
 def completions_body(
-    request: Request, form: str, served_model: str | None, flavor: str | None, tokenizer: Any
+    request: Request,
+    form: str,
+    served_model: str | None,
+    flavor: str | None,
+    tokenizer: Any,
+    ignore_eos_via: IgnoreEosVia | None = None,
 ) -> dict[str, Any]:
     """The ``completions.create`` keyword arguments of ``request`` in ``form`` (``extra_body``: the fields the
-    ``openai`` client does not know, sent as they are)."""
+    ``openai`` client does not know, sent as they are); ``ignore_eos_via``: see :func:`ignore_eos_fields`."""
     ids = request.prompt_ids
     prompt = tokenizer.decode(ids, skip_special_tokens=False) if form == "text" else ids
     body: dict[str, Any] = {
@@ -45,10 +72,9 @@ def completions_body(
         }
     if form == FORMS[0]:
         extra["return_token_ids"] = True
-        if request.ignore_eos:
-            extra["ignore_eos"] = True
         if (request.top_logprobs or request.step_logprobs) and flavor == "vllm":
             extra["return_tokens_as_token_ids"] = True  # top_logprobs keyed "token_id:N"
+    extra.update(ignore_eos_fields(request, ignore_eos_via))
     if extra:
         body["extra_body"] = extra
     return body

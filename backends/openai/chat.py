@@ -11,14 +11,19 @@ from __future__ import annotations
 from typing import Any
 
 from backends.base import Request
+from backends.openai.bodies import IgnoreEosVia, ignore_eos_fields
 from backends.openai.metrics import FLAVORS
 
 
 def chat_body(
-    request: Request, chat: dict[str, Any], served_model: str | None, flavor: str | None
+    request: Request,
+    chat: dict[str, Any],
+    served_model: str | None,
+    flavor: str | None,
+    ignore_eos_via: IgnoreEosVia | None = None,
 ) -> dict[str, Any]:
     """The ``chat.completions.create`` keyword arguments of ``request``, with ``chat`` (the prompt's messages
-    and tools) in place of its token ids."""
+    and tools) in place of its token ids; ``ignore_eos_via`` as in ``bodies.ignore_eos_fields``."""
     body: dict[str, Any] = {
         "model": served_model,
         "messages": chat["messages"],
@@ -41,8 +46,7 @@ def chat_body(
     extra: dict[str, Any] = {}
     if flavor in FLAVORS:
         extra["chat_template_kwargs"] = {"enable_thinking": False}
-        if request.ignore_eos:
-            extra["ignore_eos"] = True
+    extra.update(ignore_eos_fields(request, ignore_eos_via))
     if flavor == "vllm":
         extra["return_token_ids"] = True
     if extra:

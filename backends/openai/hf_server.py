@@ -4,8 +4,10 @@ launched and measured like ``vllm-server`` and ``sglang-server``
 
 What is its own: it loads weights from disk only, so a config-only folder (``--random-weights`` on a
 shape such as ``qwen3-8b-shape``) is served from a random-weight checkpoint written once beside it
-(``random_checkpoint``); its completions endpoint takes text, not token ids; its CLI checks PyPI for
-updates unless told not to. The command and options are the same in transformers 5.17 (the H200's)
+(``random_checkpoint``); its completions endpoint takes text, not token ids, and rejects unknown fields
+such as ``ignore_eos``: a request that must run past EOS carries ``generation_config`` with
+``eos_token_id`` -1 instead (``bodies.ignore_eos_fields``); its CLI checks PyPI for updates unless told
+not to. The command and options are the same in transformers 5.17 (the H200's)
 and 5.19 (``tests/fixtures/transformers_serve_5.17.0.json``).
 """
 
@@ -34,6 +36,7 @@ class HFServerBackend(LaunchedServerBackend):
     # transformers[serving]: what transformers serve itself checks for (``is_serve_available``, the same in
     # 5.17 and 5.19)
     needs = ("fastapi", "uvicorn", "openai", "pydantic")
+    ignore_eos_by = "generation_config"  # the field its completions and chat handlers read (5.17, 5.19)
 
     def __init__(self, settings) -> None:
         super().__init__(settings)

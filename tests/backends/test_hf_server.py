@@ -53,3 +53,55 @@ def test_single_requests_skip_and_the_server_log_is_kept(run):
     assert skipped and all(r["skipped"] == "hf-server does not support single requests" for r in skipped)
     log = (out / "logs" / "hf-server.log").read_text()
     assert "continuous" in log.lower() or "Uvicorn" in log
+
+
+def _prompt_that_ends_at_once(model_dir) -> list[int]:
+    """A one-token prompt after which the tiny model's greedy next token is EOS (searched over its whole
+    vocabulary, in process), and that its tokenizer reads back as that one token (the server gets text)."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer, GenerationConfig
+
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32).eval()
+    eos = GenerationConfig.from_pretrained(model_dir).eos_token_id
+    eos = set(eos if isinstance(eos, list) else [eos])
+    with torch.no_grad():
+        nxt = model(torch.arange(len(tokenizer)).unsqueeze(1)).logits[:, -1].argmax(-1).tolist()
+    for token, following in enumerate(nxt):
+        if following in eos and tokenizer(tokenizer.decode([token]))["input_ids"] == [token]:
+            return [token]
+    pytest.skip("no one-token prompt of the tiny model is followed by EOS")
+
+
+@pytest.fixture(scope="module")
+def server(tiny_model_dir, tmp_path_factory):
+    from backends.base import BackendSettings
+    from backends.openai.hf_server import HFServerBackend
+
+    run_dir = tmp_path_factory.mktemp("hfserver-eos")
+    settings = BackendSettings(
+        model_path=str(tiny_model_dir),
+        model_label="tiny",
+        device="cpu",
+        dtype="float32",
+        run_dir=str(run_dir),
+    )
+    with HFServerBackend(settings) as backend:
+        yield backend, _prompt_that_ends_at_once(tiny_model_dir)
+
+
+def test_ignore_eos_goes_as_a_generation_config_without_eos_and_the_server_runs_past_it(server):
+    from backends.answer_checks import check_answer
+    from backends.base import Request, TokenClock
+
+    backend, prompt = server
+    assert backend.environment()["ignore_eos_via"] == "generation_config"
+    past = Request(prompt_ids=prompt, max_new_tokens=8, ignore_eos=True)
+    first = backend.generate(past).output  # the first request: the server's batching manager starts with it
+    assert (first.output_tokens, first.finish_reason) == (8, "length")
+    plain = backend.generate(Request(prompt_ids=prompt, max_new_tokens=8)).output
+    assert plain.output_tokens < 8 and plain.finish_reason == "stop"  # without it: EOS ends the answer
+    clock = TokenClock(backend.synchronize)
+    streamed = backend.run_async(backend.stream(past, clock))  # the load path: per request, not sticky
+    check_answer(past, streamed, clock.tokens_ticked())
+    assert (streamed.output_tokens, streamed.finish_reason) == (8, "length")
