@@ -204,9 +204,8 @@ class OpenAIBackend(Backend):
 
     @property
     def ignore_eos_via(self) -> IgnoreEosVia | None:
-        """The field that tells the server to generate past EOS (``bodies.ignore_eos_fields``): its own
-        (:attr:`ignore_eos_by`), else vLLM's and SGLang's ``ignore_eos`` where their extensions go out; None:
-        not sent (a generic server in a standard form), so its answers may end at EOS."""
+        """How the server is told to run past EOS (``bodies.ignore_eos_fields``): its own field, else vLLM's
+        and SGLang's ``ignore_eos`` where their extensions go; None: not told (its answers may end at EOS)."""
         return self._ignore_eos_via(FORMS[self.form])
 
     def _ignore_eos_via(self, form: str) -> IgnoreEosVia | None:
