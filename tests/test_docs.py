@@ -187,7 +187,7 @@ def test_every_flag_the_readme_names_exists():
 
 def slug(heading: str) -> str:
     """GitHub's anchor for a heading: lower case, punctuation dropped, spaces to hyphens."""
-    s = re.sub(r"[`*_]", "", heading.strip().lower())
+    s = re.sub(r"[`*]", "", heading.strip().lower())  # GitHub keeps underscores (ignore_eos)
     s = re.sub(r"[^\w\- ]", "", s)
     return s.replace(" ", "-")
 
