@@ -41,7 +41,10 @@ nvidia-smi --query-gpu=index,name,driver_version,memory.used --format=csv,nohead
 
 # a bundle is staged when all its parts are: c01/NPARTS (resplit.sh, vLLM) or c01/SHA256SUMS' part lines (SGLang)
 nparts() { cat /tmp/stage-"$1"/c01/NPARTS 2>/dev/null || grep -c '^part ' /tmp/stage-"$1"/c01/SHA256SUMS 2>/dev/null || echo 99; }
-staged() { [ -f /tmp/stage-"$1"/c01.done ] && [ "$(ls /tmp/stage-"$1"/*.done 2>/dev/null | wc -l)" -ge "${2:-$(nparts "$1")}" ]; }
+staged() {  # the first part (a bundle's c01, a model's m01) and as many parts as the bundle has are copied
+  ls /tmp/stage-"$1"/[cm]01.done > /dev/null 2>&1 &&
+    [ "$(ls /tmp/stage-"$1"/*.done 2>/dev/null | wc -l)" -ge "${2:-$(nparts "$1")}" ]
+}
 study() { STUDY_TIMEOUT=$1 OVERHEAD=${OVERHEAD:-0} bash benchmarks/h200/study.sh "${@:2}"; echo "== $(date -u +%T) $2 done"; }
 
 queue() {

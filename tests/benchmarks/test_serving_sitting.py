@@ -6,10 +6,14 @@ caching on and off for each engine, with rates and the search, and hf-cb at the 
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
+import shutil
 import subprocess
 from pathlib import Path
+
+import pytest
 
 from harness.cli import parser
 from workloads import overrides
@@ -112,3 +116,38 @@ def test_the_capacity_sittings_cover_each_engine_with_caching_on_and_off() -> No
     assert len({name for name, _, _ in found}) == len(found)
     hf_server = [flags for _, backend, flags in studies(SCRIPT2) if backend == "hf-server"][0]
     assert hf_server[hf_server.index("--load") + 1] == HF_MIX
+
+
+@pytest.mark.parametrize("script", ["serving_sitting.sh", "serving_sitting2.sh", "capacity_sitting.sh"])
+def test_a_queue_waits_until_every_part_is_staged(script: str) -> None:
+    """Each queue's ``staged`` (as ``stage.sh`` leaves the parts: ``cNN.done`` for a bundle, ``mNN.done``
+    for a model) is true only once every part is there: a vLLM bundle counts its parts from
+    ``c01/NPARTS``, an SGLang one from its SHA256SUMS' part lines, a model from the count it is given.
+    A version of it waited on ``c01.done`` for the model, which ``stage.sh`` never writes for ``m01``."""
+    text = (ROOT / "benchmarks" / "h200" / script).read_text()
+    functions = text[text.index("nparts() {") : text.index("\n}\n", text.index("staged() {")) + 3]
+    tag = f"lca-test-{os.getpid()}"
+    stages = {name: Path(f"/tmp/stage-{tag}-{name}") for name in ("vllm", "sglang", "model")}
+    try:
+        for d in stages.values():
+            shutil.rmtree(d, ignore_errors=True)
+            d.mkdir()
+        (stages["vllm"] / "c01").mkdir()
+        (stages["vllm"] / "c01" / "NPARTS").write_text("2\n")
+        (stages["sglang"] / "c01").mkdir()
+        (stages["sglang"] / "c01" / "SHA256SUMS").write_text(
+            "part aa c01/x\npart bb c02/y\npart cc c03/z\ncore x\n"
+        )
+
+        def staged(name: str, *parts: str, count: str = "") -> bool:
+            for p in parts:
+                (stages[name] / f"{p}.done").touch()
+            call = f"staged {tag}-{name} {count}".strip()
+            return subprocess.run(["bash", "-c", functions + "\n" + call]).returncode == 0
+
+        assert not staged("vllm", "c02") and staged("vllm", "c01")  # 2 of NPARTS=2, c01 among them
+        assert not staged("sglang", "c01", "c02") and staged("sglang", "c03")  # 3 part lines
+        assert not staged("model", count="1") and staged("model", "m01", count="1")
+    finally:
+        for d in stages.values():
+            shutil.rmtree(d, ignore_errors=True)
