@@ -31,16 +31,10 @@ session=${2:-}
 mkdir -p $R/logs /tmp/lca-repo
 tar cf - --exclude=.gpu --exclude=.venv . | tar xf - -C /tmp/lca-repo
 cd /tmp/lca-repo || exit 1
+source benchmarks/h200/queue_lib.sh  # nparts, staged, install_bundle, study
 export OUT=$R PYTHONUNBUFFERED=1 SESSION=$session
 nvidia-smi --query-gpu=index,name,driver_version,memory.used --format=csv,noheader
 
-nparts() { cat /tmp/stage-"$1"/c01/NPARTS 2>/dev/null || grep -c '^part ' /tmp/stage-"$1"/c01/SHA256SUMS 2>/dev/null || echo 99; }
-staged() {  # the first part (a bundle's c01, a model's m01) and as many parts as the bundle has are copied
-  ls /tmp/stage-"$1"/[cm]01.done > /dev/null 2>&1 &&
-    [ "$(ls /tmp/stage-"$1"/*.done 2>/dev/null | wc -l)" -ge "${2:-$(nparts "$1")}" ]
-}
-install_bundle() { bash benchmarks/h200/install.sh "$1" > $R/logs/install-"$1".log 2>&1 || tail -n 20 $R/logs/install-"$1".log; }
-study() { STUDY_TIMEOUT=$1 OVERHEAD=0 bash benchmarks/h200/study.sh "${@:2}"; echo "== $(date -u +%T) $2 done"; }
 
 queue() {
   if [ "$SESSION" = b ]; then  # SGLang installs as soon as its parts are staged, in parallel with vLLM's

@@ -36,16 +36,10 @@ fi
 mkdir -p $R /tmp/lca-repo
 tar cf - --exclude=.gpu --exclude=.venv . | tar xf - -C /tmp/lca-repo
 cd /tmp/lca-repo || exit 1
+source benchmarks/h200/queue_lib.sh  # nparts, staged, install_bundle, study
 export OUT=$R PYTHONUNBUFFERED=1 PROOF_RESULTS=$R
 nvidia-smi --query-gpu=index,name,driver_version,memory.used --format=csv,noheader
 
-# a bundle is staged when all its parts are: c01/NPARTS (resplit.sh, vLLM) or c01/SHA256SUMS' part lines (SGLang)
-nparts() { cat /tmp/stage-"$1"/c01/NPARTS 2>/dev/null || grep -c '^part ' /tmp/stage-"$1"/c01/SHA256SUMS 2>/dev/null || echo 99; }
-staged() {  # the first part (a bundle's c01, a model's m01) and as many parts as the bundle has are copied
-  ls /tmp/stage-"$1"/[cm]01.done > /dev/null 2>&1 &&
-    [ "$(ls /tmp/stage-"$1"/*.done 2>/dev/null | wc -l)" -ge "${2:-$(nparts "$1")}" ]
-}
-study() { STUDY_TIMEOUT=$1 OVERHEAD=${OVERHEAD:-0} bash benchmarks/h200/study.sh "${@:2}"; echo "== $(date -u +%T) $2 done"; }
 
 queue() {
   until staged vllm && staged qwen3-8b-shape 1; do sleep 5; done

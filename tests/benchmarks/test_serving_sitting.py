@@ -118,14 +118,24 @@ def test_the_capacity_sittings_cover_each_engine_with_caching_on_and_off() -> No
     assert hf_server[hf_server.index("--load") + 1] == HF_MIX
 
 
-@pytest.mark.parametrize("script", ["serving_sitting.sh", "serving_sitting2.sh", "capacity_sitting.sh"])
-def test_a_queue_waits_until_every_part_is_staged(script: str) -> None:
-    """Each queue's ``staged`` (as ``stage.sh`` leaves the parts: ``cNN.done`` for a bundle, ``mNN.done``
-    for a model) is true only once every part is there: a vLLM bundle counts its parts from
-    ``c01/NPARTS``, an SGLang one from its SHA256SUMS' part lines, a model from the count it is given.
-    A version of it waited on ``c01.done`` for the model, which ``stage.sh`` never writes for ``m01``."""
+SITTINGS = ("serving_sitting.sh", "serving_sitting2.sh", "capacity_sitting.sh")
+QUEUE_LIB = ROOT / "benchmarks" / "h200" / "queue_lib.sh"
+
+
+@pytest.mark.parametrize("script", SITTINGS)
+def test_every_queue_uses_the_one_queue_library(script: str) -> None:
+    """The helpers every sitting needs are written once (benchmarks/h200/queue_lib.sh), not per script."""
     text = (ROOT / "benchmarks" / "h200" / script).read_text()
-    functions = text[text.index("nparts() {") : text.index("\n}\n", text.index("staged() {")) + 3]
+    assert "source benchmarks/h200/queue_lib.sh" in text
+    assert not re.search(r"^\s*(nparts|staged|install_bundle|study)\(\) \{", text, re.M)
+
+
+def test_a_queue_waits_until_every_part_is_staged() -> None:
+    """``staged`` (as ``stage.sh`` leaves the parts: ``cNN.done`` for a bundle, ``mNN.done`` for a model)
+    is true only once every part is there: a vLLM bundle counts its parts from ``c01/NPARTS``, an SGLang
+    one from its SHA256SUMS' part lines, a model from the count it is given. A version of it waited on
+    ``c01.done`` for the model, which ``stage.sh`` never writes for ``m01``."""
+    functions = QUEUE_LIB.read_text()
     tag = f"lca-test-{os.getpid()}"
     stages = {name: Path(f"/tmp/stage-{tag}-{name}") for name in ("vllm", "sglang", "model")}
     try:
