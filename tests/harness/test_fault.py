@@ -42,10 +42,27 @@ def kill_after(args: list[str], out, n_lines: int) -> None:
     assert parent.poll() is None, (
         f"the run ended before it could be killed: {parent.communicate()[1][-2000:]}"
     )
-    for pid in child_pids(out):
+    for pid in child_pids(out):  # the child first: it outlives its parent by design, and would go on writing
         os.kill(pid, signal.SIGKILL)
     parent.kill()
     parent.communicate(timeout=60)
+    # the child (and any child the parent started in its last moment) is killed until none is left running,
+    # so nothing it writes can land after what the test appends next
+    deadline = time.time() + 30
+    while (running := [pid for pid in child_pids(out) if not zombie(pid)]) and time.time() < deadline:
+        for pid in running:
+            os.kill(pid, signal.SIGKILL)
+        time.sleep(0.05)
+    assert not running, f"child processes still running after SIGKILL: {running}"
+
+
+def zombie(pid: int) -> bool:
+    """A process that has exited but is not yet reaped (it writes nothing more), or one already gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
+    except OSError:
+        return True
 
 
 def test_killed_runs_resume_to_the_uninterrupted_key_set(tmp_path):
