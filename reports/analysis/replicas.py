@@ -47,6 +47,8 @@ COLUMNS = [
     "reported_reuse",
     "replicas",
 ]
+# what the level table's row gives as it is (the rest of COLUMNS is worked out here)
+FROM_LEVEL = [c for c in COLUMNS if c not in ("config", "engine", "tpot_p99", "replicas")]
 REPLICA_KEY = re.compile(r"^replica(?P<r>[^_]+)_prefix_cache_(?P<what>hits|queries)$")
 
 
@@ -123,22 +125,7 @@ def configurations(rows: pd.DataFrame, levels: pd.DataFrame, ds: Any) -> pd.Data
             {
                 "config": configs[r["backend"]]["config"],
                 "engine": configs[r["backend"]]["engine"],
-                **{
-                    k: r[k]
-                    for k in (
-                        "backend",
-                        "workload",
-                        "mode",
-                        "case",
-                        "requests",
-                        "output_tps",
-                        "ttft_p50",
-                        "ttft_p99",
-                        "tpot_p50",
-                        "expected_reuse",
-                        "reported_reuse",
-                    )
-                },
+                **{k: r[k] for k in FROM_LEVEL},
                 "tpot_p99": mu.percentile(values, 99),
                 "replicas": per_replica(facts.get(key, {})),
             }
