@@ -15,6 +15,35 @@ os.environ.setdefault("LCA_CACHE", str(ROOT / ".cache" / "models"))
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 
+# the fields every record carries, whatever its kind (the records contract, docs/records.md)
+RECORD_CONTRACT = (
+    "run_id",
+    "backend",
+    "backend_version",
+    "model",
+    "workload",
+    "mode",
+    "case",
+    "rep",
+    "turn",
+    "temperature",
+    "prompt_tokens",
+    "shared_prefix_tokens",
+    "cached_tokens",
+    "computed_tokens",
+    "ttft_ms",
+    "decode_ms_per_token",
+    "output_tokens",
+    "first_token_id",
+    "output_text",
+    "valid_json",
+    "clean",
+    "timing_source",
+    "error",
+    "skipped",
+)
+
+
 def compare(*args: str, timeout: float = 900, check: bool = True) -> subprocess.CompletedProcess:
     """Run ``python compare.py ARGS`` from the repo root and return the finished process."""
     proc = subprocess.run(

@@ -8,34 +8,7 @@ from collections import defaultdict
 import pytest
 from transformers import AutoTokenizer
 
-from tests.conftest import compare, records
-
-CONTRACT = (
-    "run_id",
-    "backend",
-    "backend_version",
-    "model",
-    "workload",
-    "mode",
-    "case",
-    "rep",
-    "turn",
-    "temperature",
-    "prompt_tokens",
-    "shared_prefix_tokens",
-    "cached_tokens",
-    "computed_tokens",
-    "ttft_ms",
-    "decode_ms_per_token",
-    "output_tokens",
-    "first_token_id",
-    "output_text",
-    "valid_json",
-    "clean",
-    "timing_source",
-    "error",
-    "skipped",
-)
+from tests.conftest import RECORD_CONTRACT, compare, records
 
 
 @pytest.fixture(scope="module")
@@ -59,7 +32,7 @@ def test_every_workload_writes_records_with_the_contract_fields(run):
         r for r in all_rows if not (r["kind"] == "load" and r["rep"] is None)
     ]  # not a load level's own record
     for r in rows:
-        assert set(CONTRACT) <= set(r)
+        assert set(RECORD_CONTRACT) <= set(r)
         assert r["error"] is None and r["skipped"] is None
         assert r["backend"] == "hf" and r["model"] == "tiny" and r["backend_version"]
         assert r["timing_source"] == "wall-clock"

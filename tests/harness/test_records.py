@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from harness.records import KEY_FIELDS, Record, RecordWriter, done_keys, read_records
+from tests.conftest import RECORD_CONTRACT
 from workloads.plan import Step
 
 
@@ -30,32 +31,7 @@ def test_writer_flushes_and_reader_dedupes(tmp_path):
 
 def test_record_has_the_contract_fields():
     row = json.loads(json.dumps(Record(run_id="r", backend="hf").__dict__))
-    for name in (
-        "run_id",
-        "backend",
-        "backend_version",
-        "model",
-        "workload",
-        "mode",
-        "case",
-        "rep",
-        "turn",
-        "temperature",
-        "prompt_tokens",
-        "shared_prefix_tokens",
-        "cached_tokens",
-        "computed_tokens",
-        "ttft_ms",
-        "decode_ms_per_token",
-        "output_tokens",
-        "first_token_id",
-        "output_text",
-        "valid_json",
-        "clean",
-        "timing_source",
-        "error",
-        "skipped",
-    ):
+    for name in RECORD_CONTRACT:
         assert name in row
 
 
