@@ -7,6 +7,7 @@ conversation's prompts break, which is the chat template's doing and so the same
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import pandas as pd
@@ -39,31 +40,36 @@ def _full_vs_cached(tot: pd.DataFrame, column: str, unit: str) -> tuple[dict[str
     return here, ratios
 
 
+def _full_vs_cached_claim(
+    report: Report, statement: str, theirs: str, column: str, unit: str, reason: Callable[[list[float]], str]
+) -> Claim:
+    """A conversation total, full vs cached per backend with both modes: not measurable without a
+    conversation or without a backend that ran both; else setup-specific, ``reason(ratios)`` saying why."""
+    tot = _conversation(report)
+    if tot.empty:
+        return Claim(SEED, statement, theirs, not_measurable("these runs have no conversation"))
+    here, ratios = _full_vs_cached(tot, column, unit)
+    if not here:
+        return Claim(SEED, statement, theirs, not_measurable("no backend ran both full and cached modes"))
+    return Claim(SEED, statement, theirs, setup_specific(reason(ratios)), here)
+
+
 @claim
 def conversation_tokens(report: Report) -> Claim:
     """The seed's claim that prefix reuse cuts the tokens computed about 5.5×: full → cached per backend that
     ran both modes. Always setup-specific, since the counts belong to the conversation, not the stack."""
     c = reference.CONVERSATION
-    statement = "Prefix reuse cuts the tokens computed over the conversation about 5.5×"
-    theirs = (
-        f"{fmt.n(c['tokens_full'])} → {fmt.n(c['tokens_cached'])} tokens ({fmt.times(c['tokens_ratio'])})"
-    )
-    tot = _conversation(report)
-    if tot.empty:
-        return Claim(SEED, statement, theirs, not_measurable("these runs have no conversation"))
-    here, ratios = _full_vs_cached(tot, "tokens_med", "")
-    if not here:
-        return Claim(SEED, statement, theirs, not_measurable("no backend ran both full and cached modes"))
-    return Claim(
-        SEED,
-        statement,
-        theirs,
-        setup_specific(
+    return _full_vs_cached_claim(
+        report,
+        "Prefix reuse cuts the tokens computed over the conversation about 5.5×",
+        f"{fmt.n(c['tokens_full'])} → {fmt.n(c['tokens_cached'])} tokens ({fmt.times(c['tokens_ratio'])})",
+        "tokens_med",
+        "",
+        lambda ratios: (
             "the counts belong to the conversation (its logs' lengths, number of turns), "
             f"not the stack; the saving is of the same order ({value_range(ratios, 1)}× here "
             f"vs {fmt.times(c['tokens_ratio'])}) on every backend with a prefix cache"
         ),
-        here,
     )
 
 
@@ -72,28 +78,18 @@ def conversation_ttft(report: Report) -> Claim:
     """The seed's claim that summed TTFT drops with reuse (868 → 642 ms): full → cached per backend that ran
     both modes. Always setup-specific, since the milliseconds belong to the stack, GPU and workload."""
     c = reference.CONVERSATION
-    statement = "Summed TTFT over the conversation drops with reuse, 868 → 642 ms"
-    theirs = (
-        f"{fmt.n(c['ttft_full_ms'])} → {fmt.n(c['ttft_cached_ms'])} ms "
-        f"({fmt.times(c['ttft_full_ms'] / c['ttft_cached_ms'])})"
-    )
-    tot = _conversation(report)
-    if tot.empty:
-        return Claim(SEED, statement, theirs, not_measurable("these runs have no conversation"))
-    here, ratios = _full_vs_cached(tot, "ttft_med", " ms")
-    if not here:
-        return Claim(SEED, statement, theirs, not_measurable("no backend ran both full and cached modes"))
-    return Claim(
-        SEED,
-        statement,
-        theirs,
-        setup_specific(
+    seed_ratio = fmt.times(c["ttft_full_ms"] / c["ttft_cached_ms"])
+    return _full_vs_cached_claim(
+        report,
+        "Summed TTFT over the conversation drops with reuse, 868 → 642 ms",
+        f"{fmt.n(c['ttft_full_ms'])} → {fmt.n(c['ttft_cached_ms'])} ms ({seed_ratio})",
+        "ttft_med",
+        " ms",
+        lambda ratios: (
             "the milliseconds are the stack's, GPU's and workload's; the time saving "
-            f"({value_range(ratios, 1)}× here, {fmt.times(c['ttft_full_ms'] / c['ttft_cached_ms'])} in the "
-            "seed) stays below the token "
+            f"({value_range(ratios, 1)}× here, {seed_ratio} in the seed) stays below the token "
             "saving wherever a fixed per-call cost, not the tokens, sets TTFT"
         ),
-        here,
     )
 
 
