@@ -368,13 +368,18 @@ def start(step_s: float = 0.007):
         port = probe.getsockname()[1]
     proc = multiprocessing.get_context("spawn").Process(target=serve, args=(port, step_s), daemon=True)
     proc.start()
+    wait_accepting(port)
+    return proc, f"http://127.0.0.1:{port}"
+
+
+def wait_accepting(port: int) -> None:
+    """Until 127.0.0.1:``port`` accepts a connection, for at most about 20 s (400 tries)."""
     for _ in range(400):
         try:
             socket.create_connection(("127.0.0.1", port), timeout=0.1).close()
-            break
+            return
         except OSError:
             time.sleep(0.05)
-    return proc, f"http://127.0.0.1:{port}"
 
 
 def main(argv: list[str] | None = None) -> int:

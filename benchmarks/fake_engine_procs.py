@@ -25,7 +25,7 @@ import socket
 import time
 import urllib.request
 
-from benchmarks.fake_engine import COUNTERS, HISTOGRAMS, Histogram, serve
+from benchmarks.fake_engine import COUNTERS, HISTOGRAMS, Histogram, serve, wait_accepting
 
 STREAMS_PER_SERVER_PROC = 128  # one process paced 18,000 tok/s at C = 128 without falling behind (H200 host)
 
@@ -139,10 +139,5 @@ def start_procs(step_s: float = 0.007, procs: int = 1, port: int | None = None) 
                 raise RuntimeError(
                     f"the fake server's processes did not start (exited: {server.dead()})"
                 ) from None
-    for _ in range(400):
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.1).close()
-            break
-        except OSError:
-            time.sleep(0.05)
+    wait_accepting(port)
     return server
