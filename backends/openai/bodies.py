@@ -38,6 +38,27 @@ def ignore_eos_fields(request: Request, via: IgnoreEosVia | None) -> dict[str, A
     return {"generation_config": json.dumps({"eos_token_id": -1, "do_sample": request.temperature > 0})}
 
 
+def sampling_fields(request: Request) -> dict[str, Any]:
+    """The streamed-request fields every body shares (completions, chat, the lean load client's): the token
+    budget, sampling (``top_p`` only when sampling), the seed, and usage in the last chunk."""
+    fields: dict[str, Any] = {
+        "max_tokens": request.max_new_tokens,
+        "temperature": request.temperature,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+    }
+    if request.temperature > 0:
+        fields["top_p"] = request.top_p
+    if request.seed is not None:
+        fields["seed"] = request.seed
+    return fields
+
+
+def response_format(schema: dict[str, Any]) -> dict[str, Any]:
+    """The OpenAI ``response_format`` asking for JSON that follows ``schema`` (strict)."""
+    return {"type": "json_schema", "json_schema": {"name": "output", "schema": schema, "strict": True}}
+
+
 def completions_body(
     request: Request,
     form: str,
@@ -50,26 +71,12 @@ def completions_body(
     ``openai`` client does not know, sent as they are); ``ignore_eos_via``: see :func:`ignore_eos_fields`."""
     ids = request.prompt_ids
     prompt = tokenizer.decode(ids, skip_special_tokens=False) if form == "text" else ids
-    body: dict[str, Any] = {
-        "model": served_model,
-        "prompt": prompt,
-        "max_tokens": request.max_new_tokens,
-        "temperature": request.temperature,
-        "stream": True,
-        "stream_options": {"include_usage": True},
-    }
-    if request.temperature > 0:
-        body["top_p"] = request.top_p
-    if request.seed is not None:
-        body["seed"] = request.seed
+    body: dict[str, Any] = {"model": served_model, "prompt": prompt, **sampling_fields(request)}
     if request.top_logprobs or request.step_logprobs:
         body["logprobs"] = max(request.top_logprobs, request.step_logprobs)
     extra: dict[str, Any] = {}
     if request.json_schema is not None:
-        extra["response_format"] = {
-            "type": "json_schema",
-            "json_schema": {"name": "output", "schema": request.json_schema, "strict": True},
-        }
+        extra["response_format"] = response_format(request.json_schema)
     if form == FORMS[0]:
         extra["return_token_ids"] = True
         if (request.top_logprobs or request.step_logprobs) and flavor == "vllm":

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from backends.base import Request
-from backends.openai.bodies import IgnoreEosVia, ignore_eos_fields
+from backends.openai.bodies import IgnoreEosVia, ignore_eos_fields, response_format, sampling_fields
 from backends.openai.metrics import FLAVORS
 
 
@@ -24,25 +24,11 @@ def chat_body(
 ) -> dict[str, Any]:
     """The ``chat.completions.create`` keyword arguments of ``request``, with ``chat`` (the prompt's messages
     and tools) in place of its token ids; ``ignore_eos_via`` as in ``bodies.ignore_eos_fields``."""
-    body: dict[str, Any] = {
-        "model": served_model,
-        "messages": chat["messages"],
-        "max_tokens": request.max_new_tokens,
-        "temperature": request.temperature,
-        "stream": True,
-        "stream_options": {"include_usage": True},
-    }
+    body: dict[str, Any] = {"model": served_model, "messages": chat["messages"], **sampling_fields(request)}
     if chat.get("tools"):
         body["tools"] = chat["tools"]
-    if request.temperature > 0:
-        body["top_p"] = request.top_p
-    if request.seed is not None:
-        body["seed"] = request.seed
     if request.json_schema is not None:
-        body["response_format"] = {
-            "type": "json_schema",
-            "json_schema": {"name": "output", "schema": request.json_schema, "strict": True},
-        }
+        body["response_format"] = response_format(request.json_schema)
     extra: dict[str, Any] = {}
     if flavor in FLAVORS:
         extra["chat_template_kwargs"] = {"enable_thinking": False}

@@ -35,6 +35,7 @@ from typing import Any
 import aiohttp
 
 from backends.base import RawOutput, Request, TokenClock
+from backends.openai.bodies import ignore_eos_fields, response_format, sampling_fields
 
 try:
     import orjson
@@ -111,23 +112,12 @@ class LeanClient:
         body: dict[str, Any] = {
             "model": self.spec.model,
             "prompt": request.prompt_ids,
-            "max_tokens": request.max_new_tokens,
-            "temperature": request.temperature,
-            "stream": True,
-            "stream_options": {"include_usage": True},
+            **sampling_fields(request),
         }
-        if request.temperature > 0:
-            body["top_p"] = request.top_p
-        if request.seed is not None:
-            body["seed"] = request.seed
         if request.json_schema is not None:
-            body["response_format"] = {
-                "type": "json_schema",
-                "json_schema": {"name": "output", "schema": request.json_schema, "strict": True},
-            }
+            body["response_format"] = response_format(request.json_schema)
         if self.spec.flavor in EXTENSIONS:
-            if request.ignore_eos:
-                body["ignore_eos"] = True
+            body.update(ignore_eos_fields(request, "ignore_eos"))
             if want_ids:
                 body["return_token_ids"] = True
             else:
