@@ -56,9 +56,9 @@ queue() {
   ( until staged sglang; do sleep 5; done; install_bundle sglang; touch /tmp/sglang.installed
     echo "== $(date -u +%T) sglang installed" ) &
   PROOF_WAIT_FOR=/tmp/sglang.installed bash benchmarks/h200/serving_proof.sh run vllm
-  bash benchmarks/h200/serving_proof.sh run sglang
   PYTHONPATH=/tmp/lca-repo:/tmp/site timeout 240 python3 -m benchmarks.load_client --levels 32,128,512,1024 \
     --seconds 8 --out $R/load_client-h200.json | tail -n 12; echo "== $(date -u +%T) benchmark 4 done"
+  bash benchmarks/h200/serving_proof.sh run sglang
   study 360 h200-serve-sglang-server sglang-server --workloads load --load search_levels=0 \
     --python sglang-server=/tmp/py-sgl
   study 330 h200-serve-hf-server hf-server --workloads load \
