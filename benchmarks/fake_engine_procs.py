@@ -25,7 +25,8 @@ import socket
 import time
 import urllib.request
 
-from benchmarks.fake_engine import COUNTERS, HISTOGRAMS, Histogram, serve, wait_accepting
+from benchmarks.fake_engine import serve, wait_accepting
+from benchmarks.fake_engine_metrics import COUNTERS, HISTOGRAMS, Histogram
 
 STREAMS_PER_SERVER_PROC = 128  # one process paced 18,000 tok/s at C = 128 without falling behind (H200 host)
 
