@@ -25,6 +25,9 @@ wait for their slowest, which favours the harness; and 4 x C at P = 1024 on the 
         --out ceiling.json
     python -m benchmarks.load_ceiling --table ceiling-vllm.json ceiling-sglang.json   # the table again
 
+This file is the command line and the study hook; the two sides, the summary and the table are
+``benchmarks/load_ceiling_sides.py``.
+
 Exit 0: measured (or skipped: a backend without a batched engine call, e.g. ``hf``); 1: a side did not
 produce N x O output tokens (the JSON is still written); 2: bad input or the backend is not installed.
 """
@@ -39,125 +42,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from backends.base import Backend, Request
-
-TARGET = 0.9  # harness output tokens/s over the engine's
-
-
-# --- measuring ----------------------------------------------------------------------------------
-def harness_side(
-    backend: Backend, prompts: list[list[int]], request: Request, concurrency: int
-) -> dict[str, Any]:
-    """The harness's side: ``prompts`` as one-request sessions through the study's closed load loop at
-    ``concurrency``, after a prefix-cache reset. Returns the level's wall seconds, output tokens, tokens/s and
-    how many requests failed (with the first error)."""
-    from backends.load_loop import LoadSettings, run_level
-
-    sessions = [
-        [Request(prompt_ids=ids, max_new_tokens=request.max_new_tokens, ignore_eos=True)] for ids in prompts
-    ]
-    backend.reset_cache()
-    outcomes, facts = run_level(backend, sessions, LoadSettings(concurrency=concurrency))
-    done = [o for (o,) in outcomes]
-    errors = [o.error for o in done if o.error]
-    tokens = sum(len(o.output.token_ids) for o in done if o.output is not None)
-    return {
-        "wall_s": facts["wall_s"],
-        "output_tokens": tokens,
-        "tokens_per_s": tokens / facts["wall_s"],
-        "errors": len(errors),
-        **({"first_error": errors[0]} if errors else {}),
-    }
-
-
-def engine_side(
-    backend: Backend, prompts: list[list[int]], request: Request, concurrency: int
-) -> dict[str, Any]:
-    backend.reset_cache()
-    tokens = 0
-    started = time.perf_counter()
-    for i in range(0, len(prompts), concurrency):
-        tokens += sum(backend.engine_batch(prompts[i : i + concurrency], request))
-    wall_s = time.perf_counter() - started
-    return {"wall_s": wall_s, "output_tokens": tokens, "tokens_per_s": tokens / wall_s, "errors": 0}
-
-
-def measure(
-    backend: Backend, prompts: list[list[int]], warmup: list[list[int]], args: argparse.Namespace
-) -> dict[str, list[dict[str, Any]]]:
-    """Both sides once on ``warmup`` (unrecorded), then ``repeats`` alternating pairs on ``prompts``."""
-    request = Request(prompt_ids=[], max_new_tokens=args.output_tokens, ignore_eos=True)
-    sides = {
-        "harness": lambda ps: harness_side(backend, ps, request, args.concurrency),
-        "engine": lambda ps: engine_side(backend, ps, request, args.concurrency),
-    }
-    for side in sides.values():
-        side(warmup)
-    out: dict[str, list[dict[str, Any]]] = {"harness": [], "engine": []}
-    for rep in range(args.repeats):
-        order = ["harness", "engine"] if rep % 2 == 0 else ["engine", "harness"]
-        for position, name in enumerate(order):
-            row = {"repeat": rep, "ran": "first" if position == 0 else "second", **sides[name](prompts)}
-            out[name].append(row)
-            print(
-                f"  repeat {rep + 1}/{args.repeats} {name}: {row['output_tokens']} tokens in "
-                f"{row['wall_s']:.2f} s = {row['tokens_per_s']:,.0f} tok/s",
-                flush=True,
-            )
-    return out
-
-
-# --- the summary and table (reports.stats needs pandas: summarised where it is installed) ---------
-def summarise(doc: dict[str, Any]) -> dict[str, Any]:
-    """Median tokens/s of each side over the repeats, their ratio and the spread of the per-repeat ratios. The
-    verdict: yes when the ratio of medians reaches ``TARGET``; ``within noise`` when it does not but some
-    repeat's ratio does; otherwise no."""
-    from reports.stats import spread
-
-    h, e = (spread(r["tokens_per_s"] for r in doc[side]) for side in ("harness", "engine"))
-    pairs = [
-        a["tokens_per_s"] / b["tokens_per_s"] for a, b in zip(doc["harness"], doc["engine"], strict=True)
-    ]
-    ratio, per_repeat = h.median / e.median, spread(pairs)
-    if ratio >= TARGET:
-        verdict = "yes"
-    elif per_repeat.hi is not None and per_repeat.hi >= TARGET:
-        verdict = "within noise"  # some repeat reached the target: not resolved at this many repeats
-    else:
-        verdict = "no"
-    fields = ("median", "q1", "q3", "lo", "hi", "n")
-    return {
-        "harness_tokens_per_s": {k: getattr(h, k) for k in fields},
-        "engine_tokens_per_s": {k: getattr(e, k) for k in fields},
-        "ratio": ratio,
-        "ratio_per_repeat": {k: getattr(per_repeat, k) for k in fields},
-        "target": TARGET,
-        "meets_target": verdict,
-    }
-
-
-def table(docs: list[dict[str, Any]]) -> str:
-    """A Markdown row per result file: the shape (C, N, P, S, O), each side's median tokens/s with its IQR,
-    their ratio and the verdict; a file without a ``summary`` (written where pandas was missing) is summarised
-    here."""
-    lines = [
-        "| backend | C | N | P (S) | O | harness tok/s (IQR) | engine tok/s (IQR) | harness / engine "
-        f"| >= {TARGET:.0%} |",
-        "|---|---|---|---|---|---|---|---|---|",
-    ]
-    for d in docs:
-        if "skipped" in d:
-            lines.append(f"| {d['backend']} | | | | | skipped: {d['skipped']} | | | |")
-            continue
-        s = d.get("summary") or summarise(d)
-        h, e = s["harness_tokens_per_s"], s["engine_tokens_per_s"]
-        lines.append(
-            f"| {d['backend']} | {d['concurrency']} | {d['requests']} | {d['prompt_tokens']} "
-            f"({d['shared_prefix_tokens']}) | {d['output_tokens']} | {h['median']:,.0f} ({h['q1']:,.0f}–"
-            f"{h['q3']:,.0f}) | {e['median']:,.0f} ({e['q1']:,.0f}–{e['q3']:,.0f}) | {s['ratio']:.1%} "
-            f"| {s['meets_target']} |"
-        )
-    return "\n".join(lines)
+from backends.base import Backend
+from benchmarks.load_ceiling_sides import fixed_prompts, header, measure, problems, summarise, table
 
 
 # --- the command line --------------------------------------------------------------------------
@@ -203,13 +89,17 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def check(args: argparse.Namespace) -> str | None:
-    """One line about the first bad number, or None."""
+def check(args: argparse.Namespace) -> None:
+    """``UsageError`` (one line) about the first bad name or number: the study's bounds check
+    (``harness.cli_checks.check_at_least``)."""
     import backends
+    from harness.cli_checks import UsageError, check_at_least
 
     if args.backend not in backends.REGISTRY:
-        return f"--backend {args.backend}: no such backend (choose from {', '.join(backends.REGISTRY)})"
-    for flag, value, least in (
+        raise UsageError(
+            f"--backend {args.backend}: no such backend (choose from {', '.join(backends.REGISTRY)})"
+        )
+    check_at_least(
         ("--concurrency", args.concurrency, 1),
         ("--requests", args.requests, 1),
         ("--prompt-tokens", args.prompt_tokens, 2),
@@ -217,15 +107,12 @@ def check(args: argparse.Namespace) -> str | None:
         ("--output-tokens", args.output_tokens, 1),
         ("--repeats", args.repeats, 1),
         ("--max-model-len", args.max_model_len, 2),
-    ):
-        if value is not None and value < least:
-            return f"{flag} must be at least {least} (got {value})"
+    )
     if args.shared_prefix_tokens >= args.prompt_tokens:
-        return (
+        raise UsageError(
             f"--shared-prefix-tokens {args.shared_prefix_tokens} leaves nothing of a "
             f"{args.prompt_tokens}-token prompt to tell requests apart"
         )
-    return None
 
 
 def adapter_class(name: str) -> type[Backend]:
@@ -289,47 +176,6 @@ def run(args: argparse.Namespace, adapter: type[Backend]) -> tuple[dict[str, Any
     return doc, 1 if doc["problems"] else 0
 
 
-def header(backend: Backend, args: argparse.Namespace, n: int) -> dict[str, Any]:
-    """What was measured, on what: the fields every result file starts with (standalone or inside a study)."""
-    s = backend.settings
-    return {
-        "benchmark": "load_ceiling",
-        "backend": backend.name,
-        "model": s.model_label,
-        "device": s.device,
-        "dtype": s.dtype,
-        "concurrency": args.concurrency,
-        "requests": n,
-        "prompt_tokens": args.prompt_tokens,
-        "shared_prefix_tokens": args.shared_prefix_tokens,
-        "output_tokens": args.output_tokens,
-        "repeats": args.repeats,
-        "engine_call": f"{backend.batch_call}, {args.concurrency} prompts per call",
-    }
-
-
-def fixed_prompts(renderer: Any, args: argparse.Namespace) -> tuple[list[list[int]], list[list[int]]]:
-    """(the N measured prompts, C warm-up prompts): ``workloads.load``'s fixed shape, P tokens, the first S
-    shared."""
-    from workloads.load.prompts import fixed_prompt, shared_prefix_ids
-
-    prefix, n = shared_prefix_ids(renderer, args.shared_prefix_tokens), args.requests or args.concurrency
-    prompts = [fixed_prompt(renderer, prefix, args.prompt_tokens, r) for r in range(n)]
-    return prompts, [
-        fixed_prompt(renderer, prefix, args.prompt_tokens, 10**6 + r) for r in range(min(n, args.concurrency))
-    ]
-
-
-def problems(doc: dict[str, Any], expected: int) -> list[str]:
-    return [
-        f"{side} repeat {r['repeat']}: {r['output_tokens']} of {expected} output tokens"
-        + (f" ({r['errors']} failed: {r['first_error']})" if r["errors"] else "")
-        for side in ("harness", "engine")
-        for r in doc[side]
-        if r["output_tokens"] != expected
-    ]
-
-
 HOOK_ARGS_ENV, HOOK_OUT_ENV = "LCA_CEILING_ARGS", "LCA_CEILING_DIR"
 
 
@@ -365,26 +211,23 @@ def main(argv: list[str] | None = None) -> int:
     if args.table:
         print(table([json.loads(f.read_text()) for f in args.table]))
         return 0
-    error = check(args)
-    code = 0
-    if error is None:
-        from harness.cli import UsageError
-        from harness.models import ModelError
+    from harness.cli import UsageError
+    from harness.models import ModelError
 
-        try:
-            adapter = adapter_class(args.backend)
-            if adapter.batch_call is None:
-                doc: dict[str, Any] = {
-                    "benchmark": "load_ceiling",
-                    "backend": args.backend,
-                    "skipped": adapter.no_batch_call,
-                }
-            else:
-                doc, code = run(args, adapter)
-        except (UsageError, ModelError) as exc:
-            error = str(exc)
-    if error is not None:
-        print(f"load_ceiling: error: {error}", file=sys.stderr)
+    code = 0
+    try:
+        check(args)
+        adapter = adapter_class(args.backend)
+        if adapter.batch_call is None:
+            doc: dict[str, Any] = {
+                "benchmark": "load_ceiling",
+                "backend": args.backend,
+                "skipped": adapter.no_batch_call,
+            }
+        else:
+            doc, code = run(args, adapter)
+    except (UsageError, ModelError) as exc:
+        print(f"load_ceiling: error: {exc}", file=sys.stderr)
         return 2
     try:
         doc["summary"] = summarise(doc) if "skipped" not in doc else None

@@ -44,16 +44,22 @@ def parse_backends(text: str) -> list[str]:
     return list(dict.fromkeys(out))
 
 
+def check_at_least(*bounds: tuple[str, int | None, int]) -> None:
+    """Each ``(flag, value, least)``: ``UsageError`` for the first value given (not None) below its least
+    (the study's numbers here, ``benchmarks/load_ceiling.py``'s too)."""
+    for flag, value, least in bounds:
+        if value is not None and value < least:
+            raise UsageError(f"{flag} must be at least {least} (got {value})")
+
+
 def check_numbers(args: argparse.Namespace) -> None:
-    for flag, value, least in (
+    check_at_least(
         ("--repeats", args.repeats, 1),
         ("--starts", args.starts, 1),
         ("--json-calls", args.json_calls, 1),
         ("--tp", args.tp, 1),
         ("--max-model-len", args.max_model_len, 2),
-    ):
-        if value is not None and value < least:
-            raise UsageError(f"{flag} must be at least {least} (got {value})")
+    )
     if not args.request_timeout > 0:
         raise UsageError(
             f"--request-timeout must be a positive number of seconds (got {args.request_timeout:g})"
