@@ -266,20 +266,21 @@ class OpenAIBackend(Backend):
         return True
 
     def _generate(self, request: Request, clock: TokenClock) -> RawOutput:
-        """One streamed request; ``--request-timeout`` bounds the whole of it (``streamed_call.call``)."""
+        """One streamed request; ``--request-timeout`` bounds the whole of it (``StreamedCalls.call``)."""
         body = self._body(request, FORMS[self.form])
-        out = streamed_call.call(
-            self.client,
-            body,
+        out = self._calls().call(self.client, body, request, clock)
+        self._describe(out)
+        return out
+
+    def _calls(self) -> streamed_call.StreamedCalls:
+        """What this adapter's streamed calls share (endpoint, tokenizer, ``--request-timeout``, the server
+        check), read at each call as the calls read them."""
+        return streamed_call.StreamedCalls(
             chat=self.chat,
-            request=request,
-            clock=clock,
             tokenizer=self.tokenizer,
             timeout_s=self.settings.request_timeout_s,
             check_server=self._check_server,
         )
-        self._describe(out)
-        return out
 
     def _describe(self, out: RawOutput) -> None:
         """How the prompt went out. Chat messages and text are tokenized by the server, so its prompt-token
@@ -311,16 +312,7 @@ class OpenAIBackend(Backend):
             self._async = (loop, client)
         self._check_server()
         body = self._body(request, FORMS[self.form])
-        out = await streamed_call.call_async(
-            self._async[1],
-            body,
-            chat=self.chat,
-            request=request,
-            clock=clock,
-            tokenizer=self.tokenizer,
-            timeout_s=self.settings.request_timeout_s,
-            check_server=self._check_server,
-        )
+        out = await self._calls().call_async(self._async[1], body, request, clock)
         self._describe(out)
         return out
 
