@@ -185,21 +185,15 @@ def sweep_jobs(s, rows: pd.DataFrame) -> list[Job | None]:
     lo, mid, hi = common[0], common[len(common) // 2], common[-1]
     at = {n: rows[rows["prompt_tokens"] == n] for n in (lo, mid, hi)}
     e2e = at[mid]["ttft_ms"] + (REPLY_TOKENS - 1) * at[mid]["decode_ms_per_token"]
+
+    def ttft_at(n: int, title: str, subtitle: str) -> Job | None:
+        return _latency_job(
+            f"{title} ({s.name})", subtitle, _by_backend(at[n], "ttft_ms"), "ms", _ttft_common(at[n])
+        )
+
     return [
-        _latency_job(
-            f"Many short calls ({s.name})",
-            f"TTFT at the shortest prompt, N={lo}",
-            _by_backend(at[lo], "ttft_ms"),
-            "ms",
-            _ttft_common(at[lo]),
-        ),
-        _latency_job(
-            f"Long prompts ({s.name})",
-            f"prefill time (TTFT) at N={hi}",
-            _by_backend(at[hi], "ttft_ms"),
-            "ms",
-            _ttft_common(at[hi]),
-        ),
+        ttft_at(lo, "Many short calls", f"TTFT at the shortest prompt, N={lo}"),
+        ttft_at(hi, "Long prompts", f"prefill time (TTFT) at N={hi}"),
         _latency_job(
             f"Generating tokens ({s.name})",
             f"decode ms/token at N={mid}",
