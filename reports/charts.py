@@ -44,6 +44,14 @@ def _colors(backends: list[str], present: list[str]) -> alt.Scale:
     return alt.Scale(domain=shown, range=colors)
 
 
+def backend_color(backends: list[str], data: pd.DataFrame, **options: Any) -> alt.Color:
+    """Colour by ``backend``, each backend in its own colour (:func:`_colors`), over the backends present in
+    ``data`` in their order there; ``options``: more of ``alt.Color``'s (``legend=None``)."""
+    return alt.Color(
+        "backend:N", title=None, scale=_colors(backends, list(dict.fromkeys(data["backend"]))), **options
+    )
+
+
 def _spec(chart: alt.TopLevelMixin) -> dict[str, Any]:
     return chart.configure_view(stroke=None).configure_axis(labelFontSize=11, titleFontSize=11).to_dict()
 
@@ -321,9 +329,7 @@ def agreement(summary: pd.DataFrame, backends: list[str]) -> dict[str, Any] | No
                 scale=alt.Scale(domain=[0, 1]),
                 axis=alt.Axis(format="%"),
             ),
-            color=alt.Color(
-                "backend:N", title=None, scale=_colors(backends, list(dict.fromkeys(data["backend"])))
-            ),
+            color=backend_color(backends, data),
             tooltip=[
                 "pair",
                 "workload",
@@ -342,9 +348,7 @@ def attention(shares: pd.DataFrame, backends: list[str]) -> dict[str, Any] | Non
     if shares.empty:
         return None
     y = alt.Y("share:Q", title="attention on special tokens", axis=alt.Axis(format="%"))
-    color = alt.Color(
-        "backend:N", title=None, scale=_colors(backends, list(dict.fromkeys(shares["backend"])))
-    )
+    color = backend_color(backends, shares)
     tooltip = ["backend", "layer", alt.Tooltip("share:Q", format=".1%")]
     if single(shares["layer"]):
         return _spec(

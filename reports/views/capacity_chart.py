@@ -12,7 +12,7 @@ from typing import Any
 import altair as alt
 import pandas as pd
 
-from reports.charts import WIDTH, _colors, _spec
+from reports.charts import WIDTH, _spec, backend_color
 
 
 def users_chart(steady: pd.DataFrame, targets, backends: list[str]) -> dict[str, Any] | None:
@@ -49,9 +49,7 @@ def users_chart(steady: pd.DataFrame, targets, backends: list[str]) -> dict[str,
             x=alt.X("output_tps:Q", title="output tok/s of the GPU"),
             y=alt.Y("per_user_tps:Q", title="tok/s a user"),
             order="concurrency:Q",
-            color=alt.Color(
-                "backend:N", title=None, scale=_colors(backends, list(dict.fromkeys(d["backend"])))
-            ),
+            color=backend_color(backends, d),
             tooltip=[
                 "backend:N",
                 "variant:N",

@@ -14,7 +14,7 @@ from typing import Any
 import altair as alt
 import pandas as pd
 
-from reports.charts import WIDTH, _colors, _spec, bar_chart, single
+from reports.charts import WIDTH, _spec, backend_color, bar_chart, single
 from reports.views.capacity_chart import users_chart
 
 
@@ -45,9 +45,7 @@ def per_level_chart(
     if d.empty:
         return None
     if single(d["concurrency"]):
-        color = alt.Color(
-            "backend:N", title=None, scale=_colors(backends, list(dict.fromkeys(d["backend"]))), legend=None
-        )
+        color = backend_color(backends, d, legend=None)
         return _facet(
             bar_chart(
                 d,
@@ -70,9 +68,7 @@ def per_level_chart(
                 axis=alt.Axis(values=_ticks(d)),
             ),
             y=alt.Y(f"{value}:Q", title=title),
-            color=alt.Color(
-                "backend:N", title=None, scale=_colors(backends, list(dict.fromkeys(d["backend"])))
-            ),
+            color=backend_color(backends, d),
             tooltip=["backend", "variant", "case", "requests", alt.Tooltip(f"{value}:Q", format=".4g")],
         )
     )
@@ -96,9 +92,7 @@ def percentiles_chart(
         return None
     long["percentile"] = long["percentile"].str.replace(f"{prefix}_", "")
     if single(long["concurrency"]):
-        color = alt.Color(
-            "backend:N", title=None, scale=_colors(backends, list(dict.fromkeys(long["backend"])))
-        )
+        color = backend_color(backends, long)
         c = (
             alt.Chart(long)
             .mark_bar()
@@ -153,9 +147,7 @@ def percentiles_chart(
                 axis=alt.Axis(values=_ticks(long)),
             ),
             y=alt.Y("ms:Q", scale=alt.Scale(type="log"), title=f"{title} (ms, log)"),
-            color=alt.Color(
-                "backend:N", title=None, scale=_colors(backends, list(dict.fromkeys(long["backend"])))
-            ),
+            color=backend_color(backends, long),
             strokeDash=alt.StrokeDash(
                 "percentile:N",
                 sort=[f"p{q}" for q in ps],
@@ -197,9 +189,7 @@ def pareto_chart(levels: pd.DataFrame, backends: list[str]) -> dict[str, Any] | 
             x=alt.X("output_tps:Q", title="output tokens/s"),
             y=alt.Y("ttft_p90:Q", scale=alt.Scale(type="log"), title="TTFT p90 (ms, log)"),
             order="concurrency:Q",
-            color=alt.Color(
-                "backend:N", title=None, scale=_colors(backends, list(dict.fromkeys(d["backend"])))
-            ),
+            color=backend_color(backends, d),
             tooltip=[
                 "backend",
                 "variant",
