@@ -44,6 +44,16 @@ def _colors(backends: list[str], present: list[str]) -> alt.Scale:
     return alt.Scale(domain=shown, range=colors)
 
 
+def inline_data(frame: pd.DataFrame) -> alt.Data:
+    """``frame``'s rows written into the spec, NaN as null (no NaN in the page's JSON)."""
+    return alt.Data(
+        values=[
+            {k: None if isinstance(v, float) and v != v else v for k, v in r.items()}
+            for r in frame.to_dict("records")
+        ]
+    )
+
+
 def backend_color(backends: list[str], data: pd.DataFrame, **options: Any) -> alt.Color:
     """Colour by ``backend``, each backend in its own colour (:func:`_colors`), over the backends present in
     ``data`` in their order there; ``options``: more of ``alt.Color``'s (``legend=None``)."""

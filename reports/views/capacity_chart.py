@@ -12,7 +12,7 @@ from typing import Any
 import altair as alt
 import pandas as pd
 
-from reports.charts import WIDTH, _spec, backend_color
+from reports.charts import WIDTH, _spec, backend_color, inline_data
 
 
 def users_chart(steady: pd.DataFrame, targets, backends: list[str]) -> dict[str, Any] | None:
@@ -37,11 +37,7 @@ def users_chart(steady: pd.DataFrame, targets, backends: list[str]) -> dict[str,
         ],
         ignore_index=True,
     )
-    values = [
-        {k: None if isinstance(v, float) and v != v else v for k, v in r.items()}
-        for r in data.to_dict("records")
-    ]
-    base = alt.Chart(alt.Data(values=values))  # no NaN in the page's JSON
+    base = alt.Chart(inline_data(data))  # no NaN in the page's JSON
     points = (
         base.transform_filter(alt.datum.layer == "level")
         .mark_line(point=True)

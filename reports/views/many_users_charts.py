@@ -14,7 +14,7 @@ from typing import Any
 import altair as alt
 import pandas as pd
 
-from reports.charts import WIDTH, _spec, backend_color, bar_chart, single
+from reports.charts import WIDTH, _spec, backend_color, bar_chart, inline_data, single
 from reports.views.capacity_chart import users_chart
 
 
@@ -27,6 +27,16 @@ def _data(levels: pd.DataFrame) -> pd.DataFrame:
 def _ticks(d: pd.DataFrame) -> list[int]:
     """The levels measured, as the axis ticks (a log axis would otherwise label 1.6, 1.8...)."""
     return sorted({int(c) for c in d["concurrency"]})
+
+
+def _concurrency_x(d: pd.DataFrame) -> alt.X:
+    """The closed-loop concurrency on a log2 axis, ticked at the levels measured."""
+    return alt.X(
+        "concurrency:Q",
+        scale=alt.Scale(type="log", base=2),
+        title="concurrent requests (log)",
+        axis=alt.Axis(values=_ticks(d)),
+    )
 
 
 def _facet(chart: alt.Chart, d: pd.DataFrame) -> dict[str, Any]:
@@ -61,12 +71,7 @@ def per_level_chart(
         alt.Chart(d)
         .mark_line(point=True)
         .encode(
-            x=alt.X(
-                "concurrency:Q",
-                scale=alt.Scale(type="log", base=2),
-                title="concurrent requests (log)",
-                axis=alt.Axis(values=_ticks(d)),
-            ),
+            x=_concurrency_x(d),
             y=alt.Y(f"{value}:Q", title=title),
             color=backend_color(backends, d),
             tooltip=["backend", "variant", "case", "requests", alt.Tooltip(f"{value}:Q", format=".4g")],
@@ -131,21 +136,12 @@ def percentiles_chart(
         ],
         ignore_index=True,
     )
-    values = [
-        {k: None if isinstance(v, float) and v != v else v for k, v in r.items()}
-        for r in data.to_dict("records")
-    ]
-    base = alt.Chart(alt.Data(values=values))
+    base = alt.Chart(inline_data(data))  # no NaN in the page's JSON
     lines = (
         base.transform_filter(alt.datum.layer == "level")
         .mark_line(point=True)
         .encode(
-            x=alt.X(
-                "concurrency:Q",
-                scale=alt.Scale(type="log", base=2),
-                title="concurrent requests (log)",
-                axis=alt.Axis(values=_ticks(long)),
-            ),
+            x=_concurrency_x(long),
             y=alt.Y("ms:Q", scale=alt.Scale(type="log"), title=f"{title} (ms, log)"),
             color=backend_color(backends, long),
             strokeDash=alt.StrokeDash(
