@@ -54,6 +54,19 @@ def inline_data(frame: pd.DataFrame) -> alt.Data:
     )
 
 
+def levels_and_rules(levels: pd.DataFrame, rules: list[dict[str, Any]], value: str) -> alt.Chart:
+    """The base of a load chart with its targets drawn: ``levels`` (layer ``level``) and one row per rule
+    (layer ``target``: its variant, its ``value`` and the target's label), inline with no NaN."""
+    data = pd.concat(
+        [
+            levels.assign(layer="level", target=""),
+            pd.DataFrame(rules, columns=["variant", value, "target"]).assign(layer="target"),
+        ],
+        ignore_index=True,
+    )
+    return alt.Chart(inline_data(data))
+
+
 def backend_color(backends: list[str], data: pd.DataFrame, **options: Any) -> alt.Color:
     """Colour by ``backend``, each backend in its own colour (:func:`_colors`), over the backends present in
     ``data`` in their order there; ``options``: more of ``alt.Color``'s (``legend=None``)."""

@@ -12,7 +12,7 @@ from typing import Any
 import altair as alt
 import pandas as pd
 
-from reports.charts import WIDTH, _spec, backend_color, inline_data
+from reports.charts import WIDTH, _spec, backend_color, levels_and_rules
 
 
 def users_chart(steady: pd.DataFrame, targets, backends: list[str]) -> dict[str, Any] | None:
@@ -30,14 +30,7 @@ def users_chart(steady: pd.DataFrame, targets, backends: list[str]) -> dict[str,
         if lim.metric == "tpot"
     ]
     cols = ["backend", "variant", "case", "concurrency", "output_tps", "per_user_tps"]
-    data = pd.concat(
-        [
-            d[cols].assign(layer="level", target=""),
-            pd.DataFrame(rules, columns=["variant", "per_user_tps", "target"]).assign(layer="target"),
-        ],
-        ignore_index=True,
-    )
-    base = alt.Chart(inline_data(data))  # no NaN in the page's JSON
+    base = levels_and_rules(d[cols], rules, "per_user_tps")
     points = (
         base.transform_filter(alt.datum.layer == "level")
         .mark_line(point=True)

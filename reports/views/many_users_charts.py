@@ -14,7 +14,7 @@ from typing import Any
 import altair as alt
 import pandas as pd
 
-from reports.charts import WIDTH, _spec, backend_color, bar_chart, inline_data, single
+from reports.charts import WIDTH, _spec, backend_color, bar_chart, levels_and_rules, single
 from reports.views.capacity_chart import users_chart
 
 
@@ -129,14 +129,7 @@ def percentiles_chart(
         for lim in t.limits
         if lim.metric == prefix
     ]
-    data = pd.concat(
-        [
-            long.assign(layer="level", target=""),
-            pd.DataFrame(rules, columns=["variant", "ms", "target"]).assign(layer="target"),
-        ],
-        ignore_index=True,
-    )
-    base = alt.Chart(inline_data(data))  # no NaN in the page's JSON
+    base = levels_and_rules(long, rules, "ms")
     lines = (
         base.transform_filter(alt.datum.layer == "level")
         .mark_line(point=True)
