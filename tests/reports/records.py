@@ -1,6 +1,7 @@
 """Hand-made records with known answers, and a writer for run directories, for the report tests.
 
 ``record(**fields)`` makes one record dict (the contract fields of harness.records.Record);
+``load_request`` and ``load_level`` make a load level's request records and its own record;
 ``write_run(dir, records, env)`` writes a run directory the report can read.
 """
 
@@ -20,6 +21,38 @@ RUNS = ("tiny-eager", "tiny-sdpa")  # recorded on the CPU with the tiny model (s
 def record(**fields: Any) -> dict[str, Any]:
     base = {"run_id": "hand", "backend": "hf", "kind": None, "temperature": 0.0, "rep": 0}
     return asdict(Record(**{**base, **fields}))
+
+
+def load_request(
+    backend: str, c: int, rep: int, submit_s: float, token_times_s: list[float], **fields: Any
+) -> dict[str, Any]:
+    """One request of the closed-loop load level ``C={c}``: submitted at ``submit_s``, its tokens out at
+    ``token_times_s`` (the first token and the finish are the first and the last of them)."""
+    return _load_record(
+        backend,
+        c,
+        fields,
+        rep=rep,
+        submit_s=submit_s,
+        first_token_s=token_times_s[0],
+        finish_s=token_times_s[-1],
+        token_times_s=token_times_s,
+        output_tokens=len(token_times_s),
+    )
+
+
+def load_level(backend: str, c: int, facts: dict[str, Any], **fields: Any) -> dict[str, Any]:
+    """The load level ``C={c}``'s own record (no request: ``rep`` None), the engine's level facts in
+    ``extra["level"]``."""
+    return _load_record(backend, c, fields, rep=None, temperature=None, extra={"level": facts})
+
+
+def _load_record(backend: str, c: int, fields: dict[str, Any], **own: Any) -> dict[str, Any]:
+    """A record of the load level ``C={c}``: workload ``lf`` and mode ``S=0`` unless ``fields`` say."""
+    base = {"workload": "lf", "mode": "S=0"}
+    return record(
+        **{**base, **fields}, backend=backend, kind="load", case=f"C={c}", load_concurrency=c, **own
+    )
 
 
 def write_run(run_dir: Path, records: list[dict[str, Any]], env: dict[str, Any] | None = None) -> Path:
