@@ -1,7 +1,8 @@
 """Hand-made records with known answers, and a writer for run directories, for the report tests.
 
 ``record(**fields)`` makes one record dict (the contract fields of harness.records.Record);
-``load_request`` and ``load_level`` make a load level's request records and its own record;
+``sweep_record`` makes one sweep request; ``load_request`` and ``load_level`` make a load level's request
+records and its own record;
 ``write_run(dir, records, env)`` writes a run directory the report can read.
 """
 
@@ -126,23 +127,29 @@ def sweep_records(
     backend: str, a: float, b: float, decode: float, lengths=(64, 256, 1024)
 ) -> list[dict[str, Any]]:
     """TTFT exactly a + b*N (repeats spread by ±1 ms around it), decode fixed."""
-    out = []
-    for n in lengths:
-        for rep, jitter in enumerate((-1.0, 0.0, 1.0)):
-            out.append(
-                record(
-                    backend=backend,
-                    workload="sweep",
-                    kind="sweep",
-                    mode="greedy",
-                    case=f"N={n}",
-                    rep=rep,
-                    prompt_tokens=n,
-                    ttft_ms=a + b * n + jitter,
-                    decode_ms_per_token=decode + jitter / 10,
-                    output_tokens=64,
-                    output_token_ids=list(range(64)),
-                    cache_state="reset-before-request",
-                )
-            )
-    return out
+    return [
+        sweep_record(backend, n, rep, a + b * n + jitter, decode + jitter / 10)
+        for n in lengths
+        for rep, jitter in enumerate((-1.0, 0.0, 1.0))
+    ]
+
+
+def sweep_record(
+    backend: str, n: int, rep: int, ttft_ms: float, decode_ms_per_token: float, **fields: Any
+) -> dict[str, Any]:
+    """One greedy sweep request of an N-token prompt, 64 tokens out, from an emptied cache."""
+    return record(
+        backend=backend,
+        workload="sweep",
+        kind="sweep",
+        mode="greedy",
+        case=f"N={n}",
+        rep=rep,
+        prompt_tokens=n,
+        ttft_ms=ttft_ms,
+        decode_ms_per_token=decode_ms_per_token,
+        output_tokens=64,
+        output_token_ids=list(range(64)),
+        cache_state="reset-before-request",
+        **fields,
+    )
