@@ -44,6 +44,10 @@ RECORD_CONTRACT = (
 )
 
 
+# the workloads a run without --workloads measures: every built-in one (workloads/builtin/*.yaml)
+DEFAULT_WORKLOADS = frozenset({"conversation", "sweep", "json", "template", "load-sessions", "load-fixed"})
+
+
 def compare(*args: str, timeout: float = 900, check: bool = True) -> subprocess.CompletedProcess:
     """Run ``python compare.py ARGS`` from the repo root and return the finished process."""
     proc = subprocess.run(

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from backends.vllm import config
-from tests.conftest import compare, records
+from tests.conftest import DEFAULT_WORKLOADS, compare, records
 from workloads import read_builtin
 
 VLLM_MISSING = importlib.util.find_spec("vllm") is None
@@ -74,14 +74,7 @@ def measured(rows: list[dict], workload: str | None = None, mode: str | None = N
 @engine_test
 def test_every_workload_writes_records_timed_by_the_engine(run):
     rows, _, engine, _ = run
-    assert {r["workload"] for r in rows} == {
-        "conversation",
-        "sweep",
-        "json",
-        "template",
-        "load-sessions",
-        "load-fixed",
-    }
+    assert {r["workload"] for r in rows} == DEFAULT_WORKLOADS
     skipped = [r for r in rows if r["skipped"]]
     assert [(r["workload"], r["skipped"]) for r in skipped] == [
         ("template", "vllm does not support attentions")
