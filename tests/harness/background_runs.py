@@ -1,5 +1,6 @@
-"""compare.py run in the background, for the tests that interrupt a run: start it and wait for its first
-records (:func:`start_run`), and find the child process that measures (:func:`child_pids`)."""
+"""compare.py run in the background, for the tests that interrupt a run: the small HF run they interrupt
+(:func:`small_run_args`), start it and wait for its first records (:func:`start_run`), and find the child
+process that measures (:func:`child_pids`)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,14 @@ import time
 from pathlib import Path
 
 from tests.conftest import ROOT
+from tests.harness.fakes import small_workload
+
+
+def small_run_args(folder: Path, repeats: int) -> list[str]:
+    """compare.py's arguments for HF on the small workload of tests/harness/fakes.py (written into
+    ``folder``), ``repeats`` times, without a report."""
+    workload = str(small_workload(folder))
+    return ["--backend", "hf", "--workload-file", workload, "--repeats", str(repeats), "--no-report"]
 
 
 def start_run(

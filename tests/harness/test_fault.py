@@ -11,8 +11,7 @@ import time
 
 from harness.records import read_records, row_key
 from tests.conftest import compare
-from tests.harness.background_runs import child_pids, start_run
-from tests.harness.fakes import small_workload
+from tests.harness.background_runs import child_pids, small_run_args, start_run
 
 
 def keys(run_dir) -> set[tuple]:
@@ -51,15 +50,7 @@ def zombie(pid: int) -> bool:
 
 
 def test_killed_runs_resume_to_the_uninterrupted_key_set(tmp_path):
-    args = [
-        "--backend",
-        "hf",
-        "--workload-file",
-        str(small_workload(tmp_path)),
-        "--repeats",
-        "2",
-        "--no-report",
-    ]
+    args = small_run_args(tmp_path, 2)
     compare(*args, "--out", str(tmp_path / "whole"))
     expected = keys(tmp_path / "whole")
     total = len(expected)

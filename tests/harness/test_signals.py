@@ -9,21 +9,12 @@ import time
 import pytest
 
 from harness.records import read_records
-from tests.harness.background_runs import child_pids, start_run
-from tests.harness.fakes import small_workload
+from tests.harness.background_runs import child_pids, small_run_args, start_run
 
 
 def start(tmp_path) -> tuple[subprocess.Popen, object]:
     out = tmp_path / "run"
-    args = [
-        "--backend",
-        "hf",
-        "--workload-file",
-        str(small_workload(tmp_path)),
-        "--repeats",
-        "30",
-        "--no-report",
-    ]
+    args = small_run_args(tmp_path, 30)
     return start_run(args, out, 2), out
 
 
