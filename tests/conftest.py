@@ -44,10 +44,22 @@ RECORD_CONTRACT = (
 )
 
 
-def compare(*args: str, timeout: float = 900, check: bool = True) -> subprocess.CompletedProcess:
-    """Run ``python compare.py ARGS`` from the repo root and return the finished process."""
+# the workloads a run without --workloads measures: every built-in one (workloads/builtin/*.yaml)
+DEFAULT_WORKLOADS = frozenset({"conversation", "sweep", "json", "template", "load-sessions", "load-fixed"})
+
+
+def compare(
+    *args: str, timeout: float = 900, check: bool = True, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess:
+    """Run ``python compare.py ARGS`` from the repo root (in ``env``, else this process's environment) and
+    return the finished process."""
     proc = subprocess.run(
-        [sys.executable, "compare.py", *args], cwd=ROOT, capture_output=True, text=True, timeout=timeout
+        [sys.executable, "compare.py", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
     )
     if check and proc.returncode != 0:
         raise AssertionError(f"compare.py {' '.join(args)} exited {proc.returncode}:\n{proc.stderr[-4000:]}")

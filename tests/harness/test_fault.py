@@ -7,13 +7,11 @@ import os
 import random
 import signal
 import subprocess
-import sys
 import time
 
 from harness.records import read_records, row_key
-from tests.conftest import ROOT, compare
-from tests.harness.fakes import small_workload
-from tests.harness.test_resume import child_pids
+from tests.conftest import compare
+from tests.harness.background_runs import child_pids, small_run_args, start_run
 
 
 def keys(run_dir) -> set[tuple]:
@@ -27,21 +25,7 @@ def kill_after(args: list[str], out, n_lines: int) -> None:
     exist."""
     path = out / "records.jsonl"
     resume = ["--resume"] if path.exists() else []
-    parent = subprocess.Popen(
-        [sys.executable, "compare.py", *args, "--out", str(out), *resume],
-        cwd=ROOT,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    deadline = time.time() + 120
-    while time.time() < deadline and parent.poll() is None:
-        if path.exists() and len(path.read_bytes().splitlines()) >= n_lines:
-            break
-        time.sleep(0.05)
-    assert parent.poll() is None, (
-        f"the run ended before it could be killed: {parent.communicate()[1][-2000:]}"
-    )
+    parent = start_run([*args, *resume], out, n_lines, timeout_s=120, stdout=subprocess.DEVNULL)
     for pid in child_pids(out):  # the child first: it outlives its parent by design, and would go on writing
         os.kill(pid, signal.SIGKILL)
     parent.kill()
@@ -66,15 +50,7 @@ def zombie(pid: int) -> bool:
 
 
 def test_killed_runs_resume_to_the_uninterrupted_key_set(tmp_path):
-    args = [
-        "--backend",
-        "hf",
-        "--workload-file",
-        str(small_workload(tmp_path)),
-        "--repeats",
-        "2",
-        "--no-report",
-    ]
+    args = small_run_args(tmp_path, 2)
     compare(*args, "--out", str(tmp_path / "whole"))
     expected = keys(tmp_path / "whole")
     total = len(expected)

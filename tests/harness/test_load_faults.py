@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 
 import pytest
 
 from harness.records import read_records, row_key
 from reports.assemble import assemble
 from reports.runs import read_runs
-from tests.conftest import ROOT
+from tests.conftest import compare as run_compare
 from tests.harness.faulty_server import Faults, faulty_server
 from workloads.plan import Plan
 
@@ -26,29 +25,11 @@ LOAD = (
 
 
 def compare(url: str, out, *extra: str, load: str = LOAD) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [
-            sys.executable,
-            "compare.py",
-            "--backend",
-            "openai",
-            "--base-url",
-            url,
-            "--model",
-            "tiny",
-            "--workloads",
-            "load",
-            "--load",
-            load,
-            "--out",
-            str(out),
-            *extra,
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=240,
-    )
+    """The load workload against the server at ``url``; the finished process, whatever its exit status."""
+    return run_compare(
+        "--backend", "openai", "--base-url", url, "--model", "tiny", "--workloads", "load", "--load", load,
+        "--out", str(out), *extra, timeout=240, check=False,
+    )  # fmt: skip
 
 
 def planned_keys(out) -> set[tuple]:

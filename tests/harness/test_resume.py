@@ -5,43 +5,18 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
-import sys
-import time
-from pathlib import Path
 
 from harness.records import read_records
-from tests.conftest import ROOT, compare, records
+from tests.conftest import compare, records
+from tests.harness.background_runs import child_pids, start_run
 
 ARGS = ("--backend", "hf", "--workloads", "sweep,template", "--repeats", "2", "--no-report")
 
 
-def child_pids(run_dir: Path) -> list[int]:
-    pids = []
-    for proc in Path("/proc").iterdir():
-        if proc.name.isdigit():
-            try:
-                cmd = (proc / "cmdline").read_bytes().split(b"\0")
-            except OSError:
-                continue
-            if b"harness.child" in cmd and str(run_dir).encode() in cmd:
-                pids.append(int(proc.name))
-    return pids
-
-
 def test_kill_the_child_then_resume(tmp_path):
     out = tmp_path / "run"
-    parent = subprocess.Popen(
-        [sys.executable, "compare.py", *ARGS, "--out", str(out)],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    parent = start_run(ARGS, out, 4)
     path = out / "records.jsonl"
-    deadline = time.time() + 300
-    while time.time() < deadline and (not path.exists() or len(path.read_text().splitlines()) < 4):
-        time.sleep(0.2)
     pids = child_pids(out)
     assert pids, "the child process was not found"
     for pid in pids:

@@ -6,12 +6,11 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-import sys
 
 import pytest
 
 from harness.records import read_records
-from tests.conftest import ROOT
+from tests.conftest import compare
 from tests.harness.fakes import failing_server, small_workload
 
 KEY = "sk-live-0123456789abcdefSECRET"
@@ -22,30 +21,11 @@ def run_against_failing_server(tmp_path, *extra: str) -> tuple[subprocess.Comple
     out = tmp_path / "run"
     env = {**os.environ, "LCA_FAKE_KEY": KEY}
     with failing_server() as url:
-        proc = subprocess.run(
-            [
-                sys.executable,
-                "compare.py",
-                "--backend",
-                "openai",
-                "--base-url",
-                url,
-                "--api-key-env",
-                "LCA_FAKE_KEY",
-                "--workload-file",
-                str(small_workload(tmp_path)),
-                "--repeats",
-                "1",
-                "--out",
-                str(out),
-                *extra,
-            ],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            timeout=300,
-            env=env,
-        )
+        proc = compare(
+            "--backend", "openai", "--base-url", url, "--api-key-env", "LCA_FAKE_KEY",
+            "--workload-file", str(small_workload(tmp_path)), "--repeats", "1", "--out", str(out), *extra,
+            timeout=300, check=False, env=env,
+        )  # fmt: skip
     return proc, out
 
 

@@ -4,41 +4,18 @@ from __future__ import annotations
 
 import signal
 import subprocess
-import sys
 import time
 
 import pytest
 
 from harness.records import read_records
-from tests.conftest import ROOT
-from tests.harness.fakes import small_workload
-from tests.harness.test_resume import child_pids
+from tests.harness.background_runs import child_pids, small_run_args, start_run
 
 
 def start(tmp_path) -> tuple[subprocess.Popen, object]:
     out = tmp_path / "run"
-    args = [
-        "--backend",
-        "hf",
-        "--workload-file",
-        str(small_workload(tmp_path)),
-        "--repeats",
-        "30",
-        "--no-report",
-    ]
-    parent = subprocess.Popen(
-        [sys.executable, "compare.py", *args, "--out", str(out)],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    path = out / "records.jsonl"
-    deadline = time.time() + 300
-    while time.time() < deadline and (not path.exists() or len(path.read_text().splitlines()) < 2):
-        assert parent.poll() is None, parent.communicate()
-        time.sleep(0.1)
-    return parent, out
+    args = small_run_args(tmp_path, 30)
+    return start_run(args, out, 2), out
 
 
 @pytest.mark.parametrize(("sig", "code"), [(signal.SIGTERM, 143), (signal.SIGINT, 130)])

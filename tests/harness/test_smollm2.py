@@ -4,7 +4,6 @@ in the cache), a copied-in folder found without the package, and the folder it b
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 from safetensors import safe_open
@@ -12,16 +11,7 @@ from transformers import AutoTokenizer
 
 from harness import models, smollm2
 from tests.conftest import ROOT, compare
-
-
-@pytest.fixture
-def empty_cache(tmp_path, monkeypatch) -> Path:
-    monkeypatch.setenv("LCA_CACHE", str(tmp_path / "cache"))
-    return tmp_path / "cache"
-
-
-def assert_nothing_written(cache: Path) -> None:
-    assert not cache.exists() or not any(cache.iterdir()), list(cache.iterdir())
+from tests.harness.conftest import assert_nothing_written
 
 
 def test_the_install_file_pins_the_version_the_harness_checks():

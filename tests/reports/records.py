@@ -1,6 +1,8 @@
 """Hand-made records with known answers, and a writer for run directories, for the report tests.
 
 ``record(**fields)`` makes one record dict (the contract fields of harness.records.Record);
+``sweep_record`` makes one sweep request; ``load_request`` and ``load_level`` make a load level's request
+records and its own record;
 ``write_run(dir, records, env)`` writes a run directory the report can read.
 """
 
@@ -20,6 +22,38 @@ RUNS = ("tiny-eager", "tiny-sdpa")  # recorded on the CPU with the tiny model (s
 def record(**fields: Any) -> dict[str, Any]:
     base = {"run_id": "hand", "backend": "hf", "kind": None, "temperature": 0.0, "rep": 0}
     return asdict(Record(**{**base, **fields}))
+
+
+def load_request(
+    backend: str, c: int, rep: int, submit_s: float, token_times_s: list[float], **fields: Any
+) -> dict[str, Any]:
+    """One request of the closed-loop load level ``C={c}``: submitted at ``submit_s``, its tokens out at
+    ``token_times_s`` (the first token and the finish are the first and the last of them)."""
+    return _load_record(
+        backend,
+        c,
+        fields,
+        rep=rep,
+        submit_s=submit_s,
+        first_token_s=token_times_s[0],
+        finish_s=token_times_s[-1],
+        token_times_s=token_times_s,
+        output_tokens=len(token_times_s),
+    )
+
+
+def load_level(backend: str, c: int, facts: dict[str, Any], **fields: Any) -> dict[str, Any]:
+    """The load level ``C={c}``'s own record (no request: ``rep`` None), the engine's level facts in
+    ``extra["level"]``."""
+    return _load_record(backend, c, fields, rep=None, temperature=None, extra={"level": facts})
+
+
+def _load_record(backend: str, c: int, fields: dict[str, Any], **own: Any) -> dict[str, Any]:
+    """A record of the load level ``C={c}``: workload ``lf`` and mode ``S=0`` unless ``fields`` say."""
+    base = {"workload": "lf", "mode": "S=0"}
+    return record(
+        **{**base, **fields}, backend=backend, kind="load", case=f"C={c}", load_concurrency=c, **own
+    )
 
 
 def write_run(run_dir: Path, records: list[dict[str, Any]], env: dict[str, Any] | None = None) -> Path:
@@ -93,23 +127,29 @@ def sweep_records(
     backend: str, a: float, b: float, decode: float, lengths=(64, 256, 1024)
 ) -> list[dict[str, Any]]:
     """TTFT exactly a + b*N (repeats spread by ±1 ms around it), decode fixed."""
-    out = []
-    for n in lengths:
-        for rep, jitter in enumerate((-1.0, 0.0, 1.0)):
-            out.append(
-                record(
-                    backend=backend,
-                    workload="sweep",
-                    kind="sweep",
-                    mode="greedy",
-                    case=f"N={n}",
-                    rep=rep,
-                    prompt_tokens=n,
-                    ttft_ms=a + b * n + jitter,
-                    decode_ms_per_token=decode + jitter / 10,
-                    output_tokens=64,
-                    output_token_ids=list(range(64)),
-                    cache_state="reset-before-request",
-                )
-            )
-    return out
+    return [
+        sweep_record(backend, n, rep, a + b * n + jitter, decode + jitter / 10)
+        for n in lengths
+        for rep, jitter in enumerate((-1.0, 0.0, 1.0))
+    ]
+
+
+def sweep_record(
+    backend: str, n: int, rep: int, ttft_ms: float, decode_ms_per_token: float, **fields: Any
+) -> dict[str, Any]:
+    """One greedy sweep request of an N-token prompt, 64 tokens out, from an emptied cache."""
+    return record(
+        backend=backend,
+        workload="sweep",
+        kind="sweep",
+        mode="greedy",
+        case=f"N={n}",
+        rep=rep,
+        prompt_tokens=n,
+        ttft_ms=ttft_ms,
+        decode_ms_per_token=decode_ms_per_token,
+        output_tokens=64,
+        output_token_ids=list(range(64)),
+        cache_state="reset-before-request",
+        **fields,
+    )

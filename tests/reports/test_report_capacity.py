@@ -10,7 +10,7 @@ import pytest
 from reports import build
 from reports.assemble import assemble
 from reports.runs import read_runs
-from tests.reports.records import record, write_run
+from tests.reports.records import load_level, load_request, write_run
 
 TOKENS, GAP_S = 4, 0.020  # TPOT 20 ms: 50 tok/s a user
 
@@ -28,23 +28,16 @@ def level(
             first = t + ttft / 1e3
             times = [first + i * GAP_S for i in range(TOKENS)]
             out.append(
-                record(
-                    backend=backend,
-                    workload="lf",
-                    kind="load",
+                load_request(
+                    backend,
+                    c,
+                    rep,
+                    t,
+                    times,
                     mode=mode,
-                    case=f"C={c}",
-                    rep=rep,
-                    user=None,
-                    load_concurrency=c,
-                    submit_s=t,
-                    first_token_s=first,
-                    finish_s=times[-1],
-                    token_times_s=times,
                     ttft_ms=ttft,
                     decode_ms_per_token=GAP_S * 1e3,
                     e2e_ms=(times[-1] - t) * 1e3,
-                    output_tokens=TOKENS,
                     output_token_ids=[1] * TOKENS,
                     prompt_tokens=100,
                     shared_prefix_tokens=0,
@@ -52,26 +45,13 @@ def level(
             )
             rep += 1
             t = times[-1]
-    out.append(
-        record(
-            backend=backend,
-            workload="lf",
-            kind="load",
-            mode=mode,
-            case=f"C={c}",
-            rep=None,
-            temperature=None,
-            load_concurrency=c,
-            extra={
-                "level": {
-                    "served_as": "batched by the engine",
-                    "requests_planned": rep,
-                    "requests_started": rep,
-                    **(facts or {}),
-                }
-            },
-        )
-    )
+    level_facts = {
+        "served_as": "batched by the engine",
+        "requests_planned": rep,
+        "requests_started": rep,
+        **(facts or {}),
+    }
+    out.append(load_level(backend, c, level_facts, mode=mode))
     return out
 
 

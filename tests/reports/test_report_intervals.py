@@ -12,7 +12,7 @@ from reports import intervals
 from reports.analysis import claims
 from reports.assemble import assemble
 from reports.runs import read_runs
-from tests.reports.records import record, write_run
+from tests.reports.records import sweep_record, write_run
 
 LENGTHS = (64, 256, 1024, 2048)
 
@@ -50,28 +50,12 @@ def test_the_bootstrap_is_repeatable_and_covers_a_known_slope():
 
 
 def sweep(backend: str, decode, rng: random.Random, starts: int = 2, reps: int = 5) -> list[dict]:
-    out = []
-    for start in range(starts):
-        for n in LENGTHS:
-            for rep in range(reps):
-                out.append(
-                    record(
-                        backend=backend,
-                        workload="sweep",
-                        kind="sweep",
-                        mode="greedy",
-                        case=f"N={n}",
-                        rep=rep,
-                        engine_start=start,
-                        prompt_tokens=n,
-                        ttft_ms=5 + 0.01 * n,
-                        decode_ms_per_token=decode(n, rng),
-                        output_tokens=64,
-                        output_token_ids=list(range(64)),
-                        cache_state="reset-before-request",
-                    )
-                )
-    return out
+    return [
+        sweep_record(backend, n, rep, 5 + 0.01 * n, decode(n, rng), engine_start=start)
+        for start in range(starts)
+        for n in LENGTHS
+        for rep in range(reps)
+    ]
 
 
 def flat_claim(tmp_path, decode) -> claims.Claim:

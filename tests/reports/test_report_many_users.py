@@ -12,7 +12,7 @@ from reports.analysis import many_users as mu
 from reports.assemble import assemble
 from reports.runs import read_runs
 from tests.reports.chromium import Chromium, chromium_path, problems
-from tests.reports.records import record, write_run
+from tests.reports.records import load_level, load_request, write_run
 from tests.reports.test_report_browser import ALL_DRAWN
 
 TTFTS = [10.0, 20.0, 30.0, 40.0, 100.0]  # one level's five requests
@@ -27,22 +27,14 @@ def level_records(backend: str, c: int, scale: float, served_as: str) -> list[di
         first = submit + ttft * scale / 1e3
         times = [first, first + 0.010, first + 0.020, first + 0.050]
         out.append(
-            record(
-                backend=backend,
-                workload="lf",
-                kind="load",
-                mode="S=0",
-                case=f"C={c}",
-                rep=i,
-                user=None,
-                load_concurrency=c,
-                submit_s=submit,
-                first_token_s=first,
-                finish_s=times[-1],
-                token_times_s=times,
+            load_request(
+                backend,
+                c,
+                i,
+                submit,
+                times,
                 ttft_ms=ttft * scale,
                 decode_ms_per_token=50.0 / 3,
-                output_tokens=4,
                 output_token_ids=[1, 2, 3, 4],
                 prompt_tokens=100,
                 shared_prefix_tokens=40,
@@ -62,19 +54,7 @@ def level_records(backend: str, c: int, scale: float, served_as: str) -> list[di
         if backend == "vllm"
         else {"served_as": served_as}
     )
-    out.append(
-        record(
-            backend=backend,
-            workload="lf",
-            kind="load",
-            mode="S=0",
-            case=f"C={c}",
-            rep=None,
-            temperature=None,
-            load_concurrency=c,
-            extra={"level": level},
-        )
-    )
+    out.append(load_level(backend, c, level))
     return out
 
 

@@ -9,7 +9,7 @@ from reports import build
 from reports.analysis import many_users as mu
 from reports.analysis import replicas
 from reports.runs import read_runs
-from tests.reports.records import record, write_run
+from tests.reports.records import load_level, load_request, write_run
 
 TPOTS = [10.0, 12.0, 14.0, 16.0, 40.0]
 
@@ -22,22 +22,16 @@ def level(run_id: str, backend: str, hits: tuple[float, float] | None, cached: i
         first = 0.1 * i + 0.05
         times = [first + k * tpot / 1e3 for k in range(4)]
         out.append(
-            record(
+            load_request(
+                backend,
+                4,
+                i,
+                0.1 * i,
+                times,
                 run_id=run_id,
-                backend=backend,
                 workload="sessions",
-                kind="load",
-                mode="S=0",
-                case="C=4",
-                rep=i,
-                load_concurrency=4,
-                submit_s=0.1 * i,
-                first_token_s=first,
-                finish_s=times[-1],
-                token_times_s=times,
                 ttft_ms=50.0,
                 decode_ms_per_token=tpot,
-                output_tokens=4,
                 output_token_ids=[1, 2, 3, 4],
                 prompt_tokens=160,
                 shared_prefix_tokens=120,
@@ -52,20 +46,7 @@ def level(run_id: str, backend: str, hits: tuple[float, float] | None, cached: i
             replica1_prefix_cache_queries=400.0,
             replica1_prefix_cache_hits=hits[1],
         )
-    out.append(
-        record(
-            run_id=run_id,
-            backend=backend,
-            workload="sessions",
-            kind="load",
-            mode="S=0",
-            case="C=4",
-            rep=None,
-            temperature=None,
-            load_concurrency=4,
-            extra={"level": facts},
-        )
-    )
+    out.append(load_level(backend, 4, facts, run_id=run_id, workload="sessions"))
     return out
 
 

@@ -10,6 +10,21 @@ from reports.analysis import template as tpl
 from tests.reports.records import record
 
 
+def attention_probe(special_share: list[float], **extra) -> dict:
+    """HF's attention probe of the template workload: the share of attention on the special tokens,
+    layer by layer, and the probe's facts in ``extra``."""
+    return record(
+        backend="hf",
+        workload="template",
+        kind="template",
+        mode="attention",
+        case="q=0",
+        prompt_tokens=42,
+        attention_special_share=special_share,
+        extra=extra,
+    )
+
+
 def test_clean_rates_samples_and_attention():
     rows = [
         record(
@@ -25,18 +40,7 @@ def test_clean_rates_samples_and_attention():
         for fmt, answers in (("chat", [True, True, False]), ("plain", [False, False, False]))
         for q, (clean, text) in enumerate(zip(answers, ["404", "443", "about 102"], strict=True))
     ]
-    rows.append(
-        record(
-            backend="hf",
-            workload="template",
-            kind="template",
-            mode="attention",
-            case="q=0",
-            prompt_tokens=42,
-            attention_special_share=[0.5, 0.25],
-            extra={"special_positions": 7},
-        )
-    )
+    rows.append(attention_probe([0.5, 0.25], special_positions=7))
     df = pd.DataFrame(rows)
     rates = tpl.clean_rates(df).set_index("format")
     assert rates.loc["chat", "clean"] == 2 and rates.loc["chat", "n"] == 3 and rates.loc["plain", "rate"] == 0
@@ -218,16 +222,7 @@ def test_cached_vs_full_per_backend():
 
 def test_attention_sink_share_is_shown_apart():
     rows = [
-        record(
-            backend="hf",
-            workload="template",
-            kind="template",
-            mode="attention",
-            case="q=0",
-            prompt_tokens=42,
-            attention_special_share=[0.9, 0.5],
-            extra={"special_positions": 7, "position0_share": [0.8, 0.3], "position0_special": True},
-        )
+        attention_probe([0.9, 0.5], special_positions=7, position0_share=[0.8, 0.3], position0_special=True)
     ]
     sink = tpl.sink(tpl.attention(pd.DataFrame(rows)))
     assert sink == pytest.approx({"share": 0.7, "position0": 0.55, "rest": 0.15})
