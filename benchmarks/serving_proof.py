@@ -95,8 +95,21 @@ def reference_rows(folder: Path) -> dict[int, dict[str, Any]]:
             "prefix_cache_hit_share": prefix_cache_hit_share(
                 path.with_suffix(".metrics-before"), path.with_suffix(".metrics-after")
             ),
+            **server_ttft(path.with_suffix(".metrics-before"), path.with_suffix(".metrics-after")),
         }
     return out
+
+
+def server_ttft(before: Path, after: Path) -> dict[str, Any]:
+    """The server's own TTFT over one run, from its ``/metrics`` histograms scraped before and after it (the
+    level records' ``server_timings``, the same code): mean (exact: the histogram's sum / count) and p50
+    (bucket-interpolated). Empty when not scraped."""
+    if not before.exists() or not after.exists():
+        return {}
+    from backends.openai.metrics import level_timings, parse_buckets
+
+    t = level_timings(parse_buckets(before.read_text()), parse_buckets(after.read_text()))
+    return {"server_ttft_mean_ms": t.get("ttft_ms_mean"), "server_ttft_p50_ms": t.get("ttft_ms_p50")}
 
 
 def prefix_cache_hit_share(before: Path, after: Path) -> float | None:
@@ -123,6 +136,8 @@ def project_rows(run_dir: Path) -> dict[int, dict[str, Any]]:
 
     df = read_runs([run_dir]).records
     levels, facts = per_level(df), level_facts(df)
+    timed = df[df["load_concurrency"].notna() & df["cache_state"].notna() & df["error"].isna()]
+    ttft_mean = timed.groupby("load_concurrency")["ttft_ms"].mean()
     out = {}
     for row in levels.to_dict("records"):
         if row["concurrency"] is None or row["concurrency"] != row["concurrency"]:
@@ -138,9 +153,23 @@ def project_rows(run_dir: Path) -> dict[int, dict[str, Any]]:
             "client_procs": f.get("client_procs"),
             "client_cpu_share": f.get("client_cpu_share"),
             "client_limited": f.get("client_limited"),
+            "ttft_mean_ms": _float(ttft_mean.get(row["concurrency"])),
             "server_ttft_p50_ms": (f.get("server_timings") or {}).get("ttft_ms_p50"),
+            "server_ttft_mean_ms": (f.get("server_timings") or {}).get("ttft_ms_mean"),
         }
     return out
+
+
+def _float(x: Any) -> float | None:
+    return None if x is None or x != x else float(x)
+
+
+def client_added_ttft(side: dict[str, Any]) -> float | None:
+    """What a client adds to the TTFT the server measured over the same run: the client's mean TTFT less the
+    server's own (means, since the server's histogram gives its mean exactly and its p50 only within a
+    bucket). The HTTP, the server's API process and the client's own cost: what the proof is about."""
+    client, server = side.get("ttft_mean_ms"), side.get("server_ttft_mean_ms")
+    return None if client is None or server is None else round(client - server, 1)
 
 
 def table(
@@ -178,6 +207,10 @@ def table(
                     "reference_after_tok_s": r2.get("tok_s"),
                     "reference_after_ttft_p50_ms": r2.get("ttft_p50_ms"),
                     "reference_cache_hit_share": r.get("prefix_cache_hit_share"),
+                    "reference_added_ttft_ms": client_added_ttft(r),
+                    "project_added_ttft_ms": client_added_ttft(p),
+                    "reference_server_ttft_mean_ms": r.get("server_ttft_mean_ms"),
+                    "project_server_ttft_mean_ms": p.get("server_ttft_mean_ms"),
                     "reference": r,
                     "project": p,
                 }
@@ -191,7 +224,8 @@ def table(
         "(backends/openai/lean_stream.py, backends/load_shards.py)",
         "definitions": "tok/s: output tokens of all the level's requests / first submit to last token (the "
         "reference: its benchmark duration, the same); TTFT p50: the median over all of them, at "
-        "each client",
+        "each client; added TTFT: the client's mean TTFT less the server's own mean over the same run "
+        "(its /metrics histogram's sum / count, scraped before and after the run)",
         "rows": rows,
     }
 
@@ -212,12 +246,14 @@ def _pairs(items: list[str], option: str) -> dict[str, Path]:
 
 def markdown(result: dict[str, Any]) -> str:
     """The table as Markdown, a line per server and level: reference tok/s (its re-run after the project's in
-    brackets), project tok/s with its ratio, both TTFT p50 with their ratio, the reference runs' prefix-cache
-    hit share and the targets (``-``: a side missing)."""
+    brackets), project tok/s with its ratio, both TTFT p50 with their ratio, the server's own TTFT mean during
+    each client's run and what each client added to it, the reference runs' prefix-cache hit share and the
+    targets (``-``: a side missing)."""
     lines = [
         "| server | C | reference tok/s (after) | project tok/s (ratio) | "
-        "TTFT p50 ms reference / project (ratio) | reference cache hits | targets |",
-        "|---|---|---|---|---|---|---|",
+        "TTFT p50 ms reference / project (ratio) | server's TTFT mean ms, reference / project run | "
+        "added TTFT ms, reference / project | reference cache hits | targets |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in result["rows"]:
         met = r["meets_targets"]
@@ -226,6 +262,8 @@ def markdown(result: dict[str, Any]) -> str:
             f"| {r['server']} | {r['concurrency']} | {_f(r['reference_tok_s'])} "
             f"({_f(r['reference_after_tok_s'])}) | {_f(r['project_tok_s'])} ({r['tok_s_ratio']}) | "
             f"{_f(r['reference_ttft_p50_ms'])} / {_f(r['project_ttft_p50_ms'])} ({r['ttft_p50_ratio']}) | "
+            f"{_f(r.get('reference_server_ttft_mean_ms'))} / {_f(r.get('project_server_ttft_mean_ms'))} | "
+            f"{_f(r.get('reference_added_ttft_ms'))} / {_f(r.get('project_added_ttft_ms'))} | "
             f"{_share(r.get('reference_cache_hit_share'))} | {targets} |"
         )
     return "\n".join(lines)

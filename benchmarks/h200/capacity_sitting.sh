@@ -3,7 +3,8 @@
 # sessions"): one background queue (setsid: it outlives the device call that starts it) while later calls stage the
 # bundle parts.
 #
-#   bash benchmarks/h200/capacity_sitting.sh start a|b   # first call (carrying .gpu/vllm/c01)
+#   bash benchmarks/h200/capacity_sitting.sh start a|b [SECONDS]  # first call (carrying .gpu/vllm/c01); SECONDS: the
+#                                                                 # device time the queue may use (default 1710)
 #   bash benchmarks/h200/capacity_sitting.sh poll [S]    # later calls: wait up to S seconds, copy what is done to $OUT
 #
 # Session a: vLLM caching on, off, then hf-cb caching on (the vLLM bundle only: stage vllm c01-c04 + the model m01).
@@ -11,30 +12,15 @@
 # vLLM and SGLang: the built-in load with Poisson rates 8 and 32 req/s and the capacity search (2 levels per variant
 # and loop); hf-cb: the HF mix (whole levels at its speed, no search, no rates). Results: /tmp/results/*.
 set -uo pipefail
-mode=${1:?usage: capacity_sitting.sh start a|b | poll [seconds]}
-R=/tmp/results
+mode=${1:?usage: capacity_sitting.sh start a|b [seconds] | poll [seconds]}
+source benchmarks/h200/queue_lib.sh  # nparts, staged, install_bundle, study, bound, sitting_*
 
-copy_out() { mkdir -p "$OUT"; cp -p $R/h200-cap-*.tgz $R/queue.log "$OUT"/ 2>/dev/null; ls -la "$OUT" | tail -n +2; }
-
-if [ "$mode" = poll ]; then
-  end=$(( $(date +%s) + ${2:-0} ))
-  while [ "$(date +%s)" -lt "$end" ] && [ ! -f $R/queue.done ]; do sleep 5; done
-  grep -E "^(commit|exit|==)|Error|error:" $R/queue.log | tail -n 50
-  ls /tmp/stage-* 2>/dev/null | tr '\n' ' '; echo
-  copy_out
-  exit 0
-fi
+if [ "$mode" = poll ]; then sitting_poll "${2:-0}" "h200-cap-*.tgz"; exit 0; fi
 session=${2:-}
 [ "$mode" = start ] && { [ "$session" = a ] || [ "$session" = b ]; } \
-  || { echo "usage: capacity_sitting.sh start a|b | poll [seconds]"; exit 2; }
-
-mkdir -p $R/logs /tmp/lca-repo
-tar cf - --exclude=.gpu --exclude=.venv . | tar xf - -C /tmp/lca-repo
-cd /tmp/lca-repo || exit 1
-source benchmarks/h200/queue_lib.sh  # nparts, staged, install_bundle, study
-export OUT=$R PYTHONUNBUFFERED=1 SESSION=$session
-nvidia-smi --query-gpu=index,name,driver_version,memory.used --format=csv,noheader
-
+  || { echo "usage: capacity_sitting.sh start a|b [seconds] | poll [seconds]"; exit 2; }
+sitting_start "${3:-1710}"
+export SESSION=$session
 
 queue() {
   if [ "$SESSION" = b ]; then  # SGLang installs as soon as its parts are staged, in parallel with vLLM's
@@ -58,7 +44,4 @@ queue() {
   fi
 }
 
-export -f nparts staged install_bundle study queue
-export R
-setsid bash -c 'queue; touch $R/queue.done' > $R/queue.log 2>&1 < /dev/null &
-sleep 3; tail -n 5 $R/queue.log
+sitting_launch

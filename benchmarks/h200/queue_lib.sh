@@ -1,11 +1,12 @@
-# What every H200 sitting queue shares (sourced by serving_sitting*.sh and capacity_sitting.sh from the tree's
-# private copy, after `cd /tmp/lca-repo`; the queue exports them with `export -f` for its setsid shell).
+# What every H200 sitting queue shares (sourced by serving_sitting*.sh and capacity_sitting.sh; the queue exports the
+# functions it calls with `export -f` for its setsid shell).
 #   nparts BUNDLE        how many parts BUNDLE has: c01/NPARTS (resplit.sh, vLLM) or c01/SHA256SUMS' part lines
 #                        (SGLang); 99 (never staged) when neither is there yet
 #   staged NAME [N]      true once the first part (a bundle's c01, a model's m01) and N parts (default: nparts)
 #                        are copied (stage.sh marks each complete copy with PART.done)
 #   install_bundle B     install.sh B, its log in $R/logs (its tail printed when it fails)
-#   study T NAME ...     study.sh NAME ... bounded by T seconds (STUDY_TIMEOUT), benchmark 1 off unless OVERHEAD=1
+#   study T NAME ...     study.sh NAME ... bounded by T seconds (STUDY_TIMEOUT; less when the sitting's DEADLINE is
+#                        nearer, not started under 90 s), benchmark 1 off unless OVERHEAD=1
 nparts() {
   cat /tmp/stage-"$1"/c01/NPARTS 2>/dev/null || grep -c '^part ' /tmp/stage-"$1"/c01/SHA256SUMS 2>/dev/null \
     || echo 99
@@ -18,4 +19,46 @@ install_bundle() {
   mkdir -p "$R/logs"
   bash benchmarks/h200/install.sh "$1" > "$R/logs/install-$1.log" 2>&1 || tail -n 20 "$R/logs/install-$1.log"
 }
-study() { STUDY_TIMEOUT=$1 OVERHEAD=${OVERHEAD:-0} bash benchmarks/h200/study.sh "${@:2}"; echo "== $(date -u +%T) $2 done"; }
+study() {
+  local t; t=$(bound "$1")
+  if [ "$t" -lt 90 ]; then echo "== $(date -u +%T) $2 not started: ${t} s before the deadline"; return; fi
+  STUDY_TIMEOUT=$t OVERHEAD=${OVERHEAD:-0} bash benchmarks/h200/study.sh "${@:2}"; echo "== $(date -u +%T) $2 done"
+}
+#
+# The start and poll halves every sitting script shares (serving_sitting3.sh, capacity_sitting.sh):
+#   sitting_start [SECONDS]  copy the carried tree to /tmp/lca-repo (a later call's tree cannot change code under a
+#                            running queue), cd there, and set DEADLINE = now + SECONDS (default 1710: 30 device-
+#                            minutes less the machine's start and the last poll's copy). Pass less when the
+#                            session has less left (the lease's budget_left_s minus ~90).
+#   sitting_launch           run the script's queue() under setsid (it outlives the call), log $R/queue.log
+#   sitting_poll S GLOB...   later calls: wait up to S s for the queue, print its milestones, copy GLOBs + the log
+#   bound T                  T, or what is left before DEADLINE less 30 s when that is less (a study cut by the
+#                            deadline still leaves its archive; one started after the deadline would leave none)
+R=${R:-/tmp/results}
+bound() {
+  local left=$(( ${DEADLINE:-$(( $(date +%s) + 100000 ))} - $(date +%s) - 30 ))
+  if [ "$left" -lt "$1" ]; then echo "$left"; else echo "$1"; fi
+}
+sitting_start() {
+  mkdir -p "$R/logs" /tmp/lca-repo
+  tar cf - --exclude=.gpu --exclude=.venv . | tar xf - -C /tmp/lca-repo
+  cd /tmp/lca-repo || exit 1
+  export DEADLINE=$(( $(date +%s) + ${1:-1710} )) OUT=$R PYTHONUNBUFFERED=1 PROOF_RESULTS=$R R
+  nvidia-smi --query-gpu=index,name,driver_version,memory.used --format=csv,noheader
+  echo "deadline $(date -u -d @"$DEADLINE" +%T)"
+}
+sitting_launch() {
+  export -f nparts staged install_bundle study bound queue
+  setsid bash -c 'echo "deadline $(date -u -d @"$DEADLINE" +%T)"; queue; touch $R/queue.done' \
+    > "$R/queue.log" 2>&1 < /dev/null &
+  sleep 3; tail -n 5 "$R/queue.log"
+}
+sitting_poll() {
+  local end=$(( $(date +%s) + ${1:-0} )) glob; shift
+  while [ "$(date +%s)" -lt "$end" ] && [ ! -f "$R/queue.done" ]; do sleep 5; done
+  grep -E "^(commit|exit|==|deadline)|ready in|bench C=|Error|error:" "$R/queue.log" | tail -n 50
+  ls /tmp/stage-* 2>/dev/null | tr '\n' ' '; echo
+  mkdir -p "$OUT"
+  for glob in "$@" queue.log; do cp -p "$R"/$glob "$OUT"/ 2>/dev/null; done
+  ls -la "$OUT" | tail -n +2
+}

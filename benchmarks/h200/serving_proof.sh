@@ -45,6 +45,9 @@ proof() {  # $1 vllm|sglang
   model=$($PY_VLLM -c "from harness import models; print(models.resolve('$PROOF_MODEL', True).path)")
   echo "$cmd" > "$d/server_command.txt"; echo "[$engine] $(date -u +%T) starting: $cmd"
   setsid bash -c "exec env $cmd" > "$d/server.log" 2>&1 < /dev/null & spid=$!
+  # a proof cut by a timeout (serving_sitting3.sh bounds it by the sitting's deadline) must not leave its server
+  # (its own session: the timeout's signal does not reach it) holding the GPU for the next study
+  trap 'kill -- -$spid 2>/dev/null; sleep 3; kill -9 -- -$spid 2>/dev/null; exit 124' TERM INT
   local t0; t0=$(date +%s)
   until curl -sf "http://127.0.0.1:$port/health" > /dev/null; do
     if ! kill -0 $spid 2>/dev/null || [ $(( $(date +%s) - t0 )) -gt 600 ]; then echo "[$engine] server did not start"; tail -n 30 "$d/server.log"; return 1; fi
@@ -70,7 +73,9 @@ proof() {  # $1 vllm|sglang
       | grep -E "throughput|TTFT|TPOT|ITL|Successful|Benchmark duration" | sed "s/^/[$engine bench C=$1] /"
     curl -sf "http://127.0.0.1:$port/metrics" > "$3/${4%.json}.metrics-after"
   }
-  # the reference runs what the project's level runs: C warm-up requests (not kept), then C + 10 x C (first wave + window)
+  # the reference runs what the project's level runs: C warm-up requests (not kept), then C + 10 x C (first wave + window).
+  # The warm-up is a call of its own, not the bench's --num-warmups: the /metrics scrapes around the timed call (the
+  # server's own TTFT, the prefix-cache hits) must not count it, and its warm-up repeats one prompt C times
   reference() {  # $1 folder
     local c; for c in $PROOF_LEVELS; do bench "$c" "$c" "$d" "warmup-c$c.json"; bench "$c" $((11 * c)) "$1" "$engine-c$c.json"; done
   }
@@ -81,7 +86,7 @@ proof() {  # $1 vllm|sglang
     --random-weights --max-model-len 3072 --workload-file "$PROOF_WORKLOAD" --out "$d/project" --device "$PROOF_DEVICE" \
     --no-report 2>&1 | tail -n 15 | sed "s/^/[$engine project] /"
   reference "$d/reference-after"
-  kill -- -$spid 2>/dev/null; sleep 3; kill -9 -- -$spid 2>/dev/null
+  kill -- -$spid 2>/dev/null; sleep 3; kill -9 -- -$spid 2>/dev/null; trap - TERM INT
   "$PY_VLLM" -m benchmarks.serving_proof table --reference "$engine=$d/reference" --reference-after "$engine=$d/reference-after" \
     --project "$engine=$d/project" --out "$R/serving-proof-$engine.json"
   rm -f "$d/project/plan.json"

@@ -72,11 +72,19 @@ def test_the_table_compares_the_project_run_with_the_reference(tmp_path: Path) -
         (ref / f"vllm-c{c}.json").write_text(json.dumps(bench_result(c, tps, ttft)))
     (ref / "warmup.json").write_text(json.dumps({**bench_result(2, 1.0, 1.0), "max_concurrency": None}))
     metrics = '# TYPE vllm:prefix_cache_{0}_total counter\nvllm:prefix_cache_{0}_total{{engine="0"}} {1}\n'
-    (ref / "vllm-c2.metrics-before").write_text(
-        metrics.format("queries", 1000.0) + metrics.format("hits", 500.0)
+    ttft = (
+        "# TYPE vllm:time_to_first_token_seconds histogram\n"
+        'vllm:time_to_first_token_seconds_bucket{{engine="0",le="0.01"}} {0}\n'
+        'vllm:time_to_first_token_seconds_bucket{{engine="0",le="0.02"}} {1}\n'
+        'vllm:time_to_first_token_seconds_bucket{{engine="0",le="+Inf"}} {1}\n'
+        'vllm:time_to_first_token_seconds_count{{engine="0"}} {1}\n'
+        'vllm:time_to_first_token_seconds_sum{{engine="0"}} {2}\n'
     )
-    (ref / "vllm-c2.metrics-after").write_text(
-        metrics.format("queries", 1400.0) + metrics.format("hits", 600.0)
+    (ref / "vllm-c2.metrics-before").write_text(
+        metrics.format("queries", 1000.0) + metrics.format("hits", 500.0) + ttft.format(4, 10, 0.1)
+    )
+    (ref / "vllm-c2.metrics-after").write_text(  # 8 more requests, 0.072 s more: a mean of 9 ms
+        metrics.format("queries", 1400.0) + metrics.format("hits", 600.0) + ttft.format(8, 18, 0.172)
     )
     result = table({"vllm": ref}, {"vllm": tmp_path / "run"})
     rows = {r["concurrency"]: r for r in result["rows"]}
@@ -99,6 +107,15 @@ def test_the_table_compares_the_project_run_with_the_reference(tmp_path: Path) -
         assert row["ttft_p50_ratio"] == pytest.approx(row["project_ttft_p50_ms"] / ttft, abs=1e-4)
         assert row["project"]["client_procs"] == 2 and len(row["project"]["client_cpu_share"]) == 2
         assert all(len(r["chunk_times_s"]) == 6 for r in mine)
+        # what the client added to the fake server's own TTFT (its /metrics histogram over the level)
+        client_mean = sum(ttfts) / len(ttfts)
+        server_mean = row["project"]["server_ttft_mean_ms"]
+        assert server_mean is not None and 0 < server_mean < client_mean
+        assert row["project_added_ttft_ms"] == pytest.approx(client_mean - server_mean, abs=0.051)
+    # the reference's: its mean TTFT (1.1 x 10 ms) less the server's over its run (0.072 s / 8 requests)
+    assert rows[2]["reference_server_ttft_mean_ms"] == pytest.approx(9.0)
+    assert rows[2]["reference_added_ttft_ms"] == pytest.approx(2.0)
+    assert rows[4]["reference_added_ttft_ms"] is None  # its run had no scrapes
     # the reference's prefix-cache hits between the scrapes around its run: (600 - 500) / (1400 - 1000)
     assert rows[2]["reference_cache_hit_share"] == 0.25 and rows[4]["reference_cache_hit_share"] is None
     out = tmp_path / "proof.json"

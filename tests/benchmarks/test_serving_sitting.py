@@ -1,8 +1,10 @@
-"""Issue #21's H200 sittings (benchmarks/h200/serving_sitting.sh, serving_sitting2.sh): valid bash, and each
-queued study's compare.py flags parse and its ``--load`` override validates on the built-in load workloads (a
-typo would otherwise cost the device minutes of everything queued before it); the second sitting's queue runs
-in its priority order and its benchmark 4 line parses; #22's capacity sittings (capacity_sitting.sh) run
-caching on and off for each engine, with rates and the search, and hf-cb at the HF mix hf-server runs too."""
+"""Issue #21's H200 sittings (benchmarks/h200/serving_sitting.sh, serving_sitting2.sh and 3): valid bash,
+and each queued study's compare.py flags parse and its ``--load`` override validates on the built-in
+load workloads (a typo would otherwise cost the device minutes of everything queued before it); the
+second and third sittings' queues run in their priority order and their benchmark 4 lines parse; #22's
+capacity sittings (capacity_sitting.sh) run caching on and off for each engine, with rates and the
+search, and hf-cb at the HF mix hf-server runs too; the queue library's deadline bounds every study and
+its poll copies what is done."""
 
 from __future__ import annotations
 
@@ -23,6 +25,7 @@ from workloads.reader import read_workload_file
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "benchmarks" / "h200" / "serving_sitting.sh"
 SCRIPT2 = ROOT / "benchmarks" / "h200" / "serving_sitting2.sh"
+SCRIPT3 = ROOT / "benchmarks" / "h200" / "serving_sitting3.sh"
 CAPACITY = ROOT / "benchmarks" / "h200" / "capacity_sitting.sh"
 # docs/capacity.md, "The HF mix"
 HF_MIX = "levels=1:8:32,users=32,max_turns=2,requests=32,rates=,search_levels=0"
@@ -88,8 +91,13 @@ def test_the_second_sitting_runs_in_its_priority_order_and_benchmark_4_parses() 
     lines = _queue_lines(SCRIPT2)
     order = [
         next(i for i, line in enumerate(lines) if key in line)
-        for key in ("install_bundle vllm", "serving_proof.sh run vllm", "serving_proof.sh run sglang")
-        + ("benchmarks.load_client", "study 360 h200-serve-sglang-server", "study 330 h200-serve-hf-server")
+        # benchmark 4 before SGLang's proof since the session that lost its first machine (2026-12-01)
+        for key in ("install_bundle vllm", "serving_proof.sh run vllm", "benchmarks.load_client")
+        + (
+            "serving_proof.sh run sglang",
+            "study 360 h200-serve-sglang-server",
+            "study 330 h200-serve-hf-server",
+        )
     ]
     assert order == sorted(order)
     bench = shlex.split(next(line for line in lines if "benchmarks.load_client" in line).split("|")[0])
@@ -118,7 +126,7 @@ def test_the_capacity_sittings_cover_each_engine_with_caching_on_and_off() -> No
     assert hf_server[hf_server.index("--load") + 1] == HF_MIX
 
 
-SITTINGS = ("serving_sitting.sh", "serving_sitting2.sh", "capacity_sitting.sh")
+SITTINGS = ("serving_sitting.sh", "serving_sitting2.sh", "serving_sitting3.sh", "capacity_sitting.sh")
 QUEUE_LIB = ROOT / "benchmarks" / "h200" / "queue_lib.sh"
 
 
@@ -161,3 +169,60 @@ def test_a_queue_waits_until_every_part_is_staged() -> None:
     finally:
         for d in stages.values():
             shutil.rmtree(d, ignore_errors=True)
+
+
+def test_the_third_sitting_serves_every_server_in_its_order_within_the_deadline() -> None:
+    from benchmarks import load_client
+
+    subprocess.run(["bash", "-n", str(SCRIPT3)], check=True)
+    found = studies(SCRIPT3)
+    assert [backend for _, backend, _ in found] == ["sglang-server", "hf-server"]
+    builtin = read_workload_file(ROOT / "workloads" / "builtin" / "load.yaml")
+    for name, backend, flags in found:
+        args = parser("compare.py").parse_args(["--backend", backend, *flags])
+        assert args.workloads == "load" and args.load, name
+        specs = overrides.apply_fields(builtin, "--load", parse_load(args.load))
+        assert all(s.search_levels == 0 for s in specs), name  # the planned levels only: the search is #22's
+    assert found[1][2][found[1][2].index("--load") + 1] == HF_MIX  # hf-server at the mix hf-cb runs
+    lines = _queue_lines(SCRIPT3)
+    keys = ("install_bundle vllm", "sglang.installed ]", "serving_proof.sh run sglang")
+    keys += ("h200-serve-sglang-server", "h200-serve-hf-server", "benchmarks.load_client")
+    order = [next(i for i, line in enumerate(lines) if key in line) for key in keys]
+    assert order == sorted(order)
+    proof = next(line for line in lines if "serving_proof.sh run sglang" in line)
+    assert 'timeout "$(bound ' in proof  # the proof too ends before the deadline
+    bench = shlex.split(next(line for line in lines if "benchmarks.load_client" in line).split("|")[0])
+    args = load_client.parse_args(bench[bench.index("benchmarks.load_client") + 1 :])
+    assert min(args.levels) <= 128 and max(args.levels) >= 512
+
+
+def _bash(script: str, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["bash", "-c", f"source {QUEUE_LIB}\n{script}"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, **env},
+    )
+
+
+def test_bound_and_study_keep_every_study_inside_the_deadline(tmp_path: Path) -> None:
+    """A study's limit is its own or what is left before the sitting's deadline (less 30 s for its archive);
+    one that would have under 90 s is not started (it would leave no archive: the machine goes first)."""
+    now = "$(date +%s)"
+    assert int(_bash("bound 500").stdout) == 500  # no deadline: the study's own limit
+    left = int(_bash(f"DEADLINE=$(( {now} + 200 )); bound 500").stdout)
+    assert 165 <= left <= 170
+    assert int(_bash(f"DEADLINE=$(( {now} + 900 )); bound 500").stdout) == 500
+    skipped = _bash(f"DEADLINE=$(( {now} + 100 )); study 500 h200-x vllm --workloads load")
+    assert "h200-x not started" in skipped.stdout and "commit:" not in skipped.stdout
+
+
+def test_a_poll_copies_what_is_done_and_the_queue_log(tmp_path: Path) -> None:
+    results, out = tmp_path / "results", tmp_path / "out"
+    results.mkdir()
+    for name in ("queue.log", "queue.done", "h200-cap-vllm.tgz", "proof-vllm.tgz", "other.txt"):
+        (results / name).write_text("== 14:00:00 vllm installed\n" if name == "queue.log" else "x")
+    done = _bash('sitting_poll 60 "h200-cap-*.tgz" "proof-*.tgz"', R=str(results), OUT=str(out))
+    assert done.returncode == 0 and "vllm installed" in done.stdout
+    assert sorted(p.name for p in out.iterdir()) == ["h200-cap-vllm.tgz", "proof-vllm.tgz", "queue.log"]
