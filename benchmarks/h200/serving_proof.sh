@@ -54,7 +54,7 @@ proof() {  # $1 vllm|sglang
     sleep 2
   done
   echo "[$engine] $(date -u +%T) ready in $(( $(date +%s) - t0 )) s"
-  # PROOF_WAIT_FOR=FILE: the first timed request waits for FILE (serving_sitting.sh: another bundle's install)
+  # PROOF_WAIT_FOR=FILE: the first timed request waits for FILE (a sitting's queue: another bundle's install)
   local waited=0  # at most 300 s: a file that never comes (a part not staged) must not hold the queue
   while [ -n "${PROOF_WAIT_FOR:-}" ] && [ ! -e "$PROOF_WAIT_FOR" ] && [ $waited -lt 300 ]; do sleep 2; waited=$((waited + 2)); done
   local seed=100

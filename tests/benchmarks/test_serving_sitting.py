@@ -1,10 +1,10 @@
-"""Issue #21's H200 sittings (benchmarks/h200/serving_sitting.sh, serving_sitting2.sh and 3): valid bash,
-and each queued study's compare.py flags parse and its ``--load`` override validates on the built-in
-load workloads (a typo would otherwise cost the device minutes of everything queued before it); the
-second and third sittings' queues run in their priority order and their benchmark 4 lines parse; #22's
-capacity sittings (capacity_sitting.sh) run caching on and off for each engine, with rates and the
-search, and hf-cb at the HF mix hf-server runs too; the queue library's deadline bounds every study and
-its poll copies what is done."""
+"""The H200 sitting scripts still to run (benchmarks/h200/serving_sitting3.sh for issue #21,
+capacity_sitting.sh for #22): valid bash, each queued study's compare.py flags parse and its ``--load``
+override validates on the built-in load workloads (a typo would otherwise cost the device minutes of
+everything queued before it); the serving queue runs in its priority order and its benchmark 4 line
+parses; the capacity sittings run caching on and off for each engine, with rates and the search, and hf-
+cb at the HF mix hf-server runs too; every queue uses the one queue library, whose deadline bounds every
+study and whose poll copies what is done."""
 
 from __future__ import annotations
 
@@ -23,15 +23,13 @@ from workloads.load.spec import parse_load
 from workloads.reader import read_workload_file
 
 ROOT = Path(__file__).resolve().parents[2]
-SCRIPT = ROOT / "benchmarks" / "h200" / "serving_sitting.sh"
-SCRIPT2 = ROOT / "benchmarks" / "h200" / "serving_sitting2.sh"
 SCRIPT3 = ROOT / "benchmarks" / "h200" / "serving_sitting3.sh"
 CAPACITY = ROOT / "benchmarks" / "h200" / "capacity_sitting.sh"
 # docs/capacity.md, "The HF mix"
 HF_MIX = "levels=1:8:32,users=32,max_turns=2,requests=32,rates=,search_levels=0"
 
 
-def studies(script: Path = SCRIPT) -> list[tuple[str, str, list[str]]]:
+def studies(script: Path) -> list[tuple[str, str, list[str]]]:
     """(name, backend, flags) of each ``study TIMEOUT NAME BACKEND FLAGS`` line (continuation lines
     joined)."""
     text = script.read_text().replace("\\\n", " ")
@@ -45,65 +43,9 @@ def studies(script: Path = SCRIPT) -> list[tuple[str, str, list[str]]]:
     return out
 
 
-def test_the_script_is_valid_bash() -> None:
-    subprocess.run(["bash", "-n", str(SCRIPT)], check=True)
-
-
-def test_each_study_parses_and_its_load_override_validates() -> None:
-    found = studies()
-    assert {backend for _, backend, _ in found} == {"hf-graphs", "vllm-server", "vllm", "sglang-server"}
-    builtin = read_workload_file(ROOT / "workloads" / "builtin" / "load.yaml")
-    for name, backend, flags in found:
-        args = parser("compare.py").parse_args(["--backend", backend, *flags])
-        assert args.workloads, name
-        if args.load:
-            specs = overrides.apply_fields(builtin, "--load", parse_load(args.load))
-            assert all(s.search_levels == 0 for s in specs), (
-                name
-            )  # the planned levels only: the search is #22's
-    assert len({name for name, _, _ in found}) == len(found)  # one archive per study
-
-
 def _queue_lines(script: Path) -> list[str]:
     body = script.read_text().replace("\\\n", " ").split("queue() {", 1)[1].split("\n}", 1)[0]
     return [line.strip() for line in body.splitlines() if line.strip()]
-
-
-def test_the_second_sitting_is_valid_bash_and_its_studies_validate() -> None:
-    subprocess.run(["bash", "-n", str(SCRIPT2)], check=True)
-    found = studies(SCRIPT2)
-    assert [backend for _, backend, _ in found] == ["sglang-server", "hf-server"]  # sglang-server first
-    builtin = read_workload_file(ROOT / "workloads" / "builtin" / "load.yaml")
-    for name, backend, flags in found:
-        args = parser("compare.py").parse_args(["--backend", backend, *flags])
-        assert args.workloads == "load" and args.load, name
-        specs = overrides.apply_fields(builtin, "--load", parse_load(args.load))
-        assert all(s.search_levels == 0 and not s.rates for s in specs), name  # the planned levels only
-        for s in specs:  # every level fills: as many sessions / requests as its concurrency
-            assert s.requests is None or s.requests >= max(s.levels), (name, s.name)
-            assert s.shape == "fixed" or (s.users or 32) >= max(s.levels), (name, s.name)
-    assert len({name for name, _, _ in found}) == len(found)
-
-
-def test_the_second_sitting_runs_in_its_priority_order_and_benchmark_4_parses() -> None:
-    from benchmarks import load_client
-
-    lines = _queue_lines(SCRIPT2)
-    order = [
-        next(i for i, line in enumerate(lines) if key in line)
-        # benchmark 4 before SGLang's proof since the session that lost its first machine (2026-12-01)
-        for key in ("install_bundle vllm", "serving_proof.sh run vllm", "benchmarks.load_client")
-        + (
-            "serving_proof.sh run sglang",
-            "study 360 h200-serve-sglang-server",
-            "study 330 h200-serve-hf-server",
-        )
-    ]
-    assert order == sorted(order)
-    bench = shlex.split(next(line for line in lines if "benchmarks.load_client" in line).split("|")[0])
-    args = load_client.parse_args(bench[bench.index("benchmarks.load_client") + 1 :])
-    assert max(args.levels) >= 512 and args.server_procs >= 1 and args.out.endswith("load_client-h200.json")
-    assert "--server-procs" not in bench  # automatic: one per 128 streams, at most half the H200 host's cores
 
 
 def test_the_capacity_sittings_cover_each_engine_with_caching_on_and_off() -> None:
@@ -116,17 +58,17 @@ def test_the_capacity_sittings_cover_each_engine_with_caching_on_and_off() -> No
         args = parser("compare.py").parse_args(["--backend", backend, *flags])
         assert args.workloads == "load" and args.load, name
         specs = overrides.apply_fields(builtin, "--load", parse_load(args.load))
-        if backend == "hf-cb":  # the HF mix, as hf-server's line in serving_sitting2.sh: their rows compare
+        if backend == "hf-cb":  # the HF mix, as hf-server's line in serving_sitting3.sh: their rows compare
             assert args.load == HF_MIX, name
             assert all(s.search_levels == 0 and not s.rates for s in specs), name
         else:
             assert all(s.search_levels > 0 and s.rates for s in specs), name
     assert len({name for name, _, _ in found}) == len(found)
-    hf_server = [flags for _, backend, flags in studies(SCRIPT2) if backend == "hf-server"][0]
+    hf_server = [flags for _, backend, flags in studies(SCRIPT3) if backend == "hf-server"][0]
     assert hf_server[hf_server.index("--load") + 1] == HF_MIX
 
 
-SITTINGS = ("serving_sitting.sh", "serving_sitting2.sh", "serving_sitting3.sh", "capacity_sitting.sh")
+SITTINGS = ("serving_sitting3.sh", "capacity_sitting.sh")
 QUEUE_LIB = ROOT / "benchmarks" / "h200" / "queue_lib.sh"
 
 
