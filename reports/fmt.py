@@ -31,6 +31,11 @@ def n(value: object, places: int | None = None) -> str:
     return f"{x:,.{places}f}"
 
 
+def text(value: object) -> str:
+    """A text cell: '' when missing (None, or the NaN that pandas 3 puts for None in a column of strings)."""
+    return "" if value is None or (isinstance(value, float) and math.isnan(value)) else str(value)
+
+
 def count(value: object) -> str:
     """A large count: 8.19 B, 369 k, 12.3 M."""
     x = num(value)

@@ -75,7 +75,7 @@ def capacity_table(caps: pd.DataFrame, via: dict[str, str] | None = None) -> Tab
                 "concurrency" if r["loop"] == "closed" else "Poisson rate",
                 r["target"],
                 capacity_text(r),
-                r["limiter"] or "",
+                fmt.text(r["limiter"]),
                 fmt.n(r["output_tps"]),
                 fmt.n(r["per_user_tps"], 1),
                 fmt.n(r["energy_j_per_1k"]),
@@ -134,7 +134,9 @@ def steady_table(steady: pd.DataFrame, backend: str, all_cases: dict[tuple, list
             note = "; ".join(
                 x
                 for x in (
-                    f"added by the search ({r['searched_for']})" if r["searched_for"] else "",
+                    f"added by the search ({fmt.text(r['searched_for'])})"
+                    if fmt.text(r["searched_for"])
+                    else "",
                     "stopped early (seconds)" if r["partial"] else "",
                     f"{r['failed']} failed" if r["failed"] else "",
                     f"mix {r['mix']}",

@@ -206,3 +206,25 @@ def test_a_server_column_is_served_over_http():
     )
     t = capacity_table(caps, {"vllm-server": "HTTP"})
     assert t.rows[0][2] == "HTTP" and t.rows[0][5] == "C=4"
+
+
+def test_a_planned_level_and_a_floor_read_as_such_not_as_nan(tmp_path):
+    """pandas 3 stores a column of strings and None as str, NaN for None: a planned level (searched_for None
+    beside a level the search added) and a target that no level missed (no limiter beside one that has one)
+    must not print "nan" (seen in the CPU rehearsal of the capacity sitting: "added by the search (nan)" on
+    every planned level)."""
+    from reports.views.capacity import capacity_table, steady_table
+
+    rows = [
+        r
+        for c, ms in KNEE.items()
+        for r in level("vllm", c, ms, facts={"searched_for": "chat" if c == 8 else None})
+    ]
+    _, sec = section([write_run(tmp_path / "r", rows)])
+    cap = sec.data["cap"]
+    cases = {("lf", "S=0"): [f"C={c}" for c in KNEE]}
+    notes = {row[1]: row[-1] for row in steady_table(cap["steady"], "vllm", cases).rows}
+    assert notes["C=8"].startswith("added by the search (chat)")
+    assert not any("added by the search" in notes[f"C={c}"] for c in (1, 2, 4)), notes
+    limiters = {row[4]: row[6] for row in capacity_table(cap["capacity"]).rows}
+    assert limiters["chat"].startswith("TTFT p90 900 ms") and limiters["agent"] == "", limiters
