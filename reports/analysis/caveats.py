@@ -57,8 +57,14 @@ def derive(report: Report) -> list[Caveat]:
             out += kind.caveats(section, report)
     out += agreement(report.agreement_summary, report.agreement_cached_summary)
     out += timing(report.ds.measured())
-    out += server(report.server)
+    out += server(report.server, {b: report.ds.sources.get(b, ("", b))[1] for b in report.ds.backends})
     return out
+
+
+def over_http(adapter: str) -> bool:
+    """Whether the adapter's requests go over HTTP to a server (``openai``, ``*-server``), not to an engine in
+    the harness's process."""
+    return adapter == "openai" or adapter.endswith("-server")
 
 
 # --- across workloads -----------------------------------------------------------------------
@@ -112,18 +118,22 @@ def timing(df: pd.DataFrame) -> list[Caveat]:
     return out
 
 
-def server(df: pd.DataFrame) -> list[Caveat]:
+def server(df: pd.DataFrame, adapters: dict[str, str] | None = None) -> list[Caveat]:
+    """The caller's TTFT above the engine's or server's own, per backend column (``adapters``: column ->
+    adapter name): over HTTP the gap is the client, HTTP and detokenisation; in process it has no HTTP."""
     out = []
     if df.empty:
         return out
     for backend, g in df.groupby("backend", sort=False):
         d = spread(g["difference_ms"])
-        if d.ok:
-            out.append(
-                Caveat(
-                    "timing",
-                    f"{backend}: the client saw TTFT {fmt.stat(d, 'ms')} above the server's own figure "
-                    "(HTTP, queueing and detokenisation).",
-                )
+        if not d.ok:
+            continue
+        if over_http((adapters or {}).get(backend, backend)):
+            why = "above the server's own figure (HTTP, queueing and detokenisation)"
+        else:
+            why = (
+                "above the engine's own figure (in process, no HTTP: the engine's output path to the calling "
+                "code and, for an engine the harness steps, the step in flight)"
             )
+        out.append(Caveat("timing", f"{backend}: the client saw TTFT {fmt.stat(d, 'ms')} {why}."))
     return out

@@ -27,6 +27,7 @@ from reports.views.many_users_tables import blocks
 
 def _analyse(rows: pd.DataFrame, ctx, name: str) -> dict[str, Any]:  # noqa: ARG001
     from reports.analysis import capacity
+    from reports.analysis.caveats import over_http
 
     slo = ctx.slo or mu.DEFAULT_SLO
     levels = mu.per_level(rows, slo)
@@ -38,9 +39,7 @@ def _analyse(rows: pd.DataFrame, ctx, name: str) -> dict[str, Any]:  # noqa: ARG
     caching = {b: ctx.ds.run_env_of(b).get("prefix_caching", True) for b in labels}  # older runs: on
     names = {b: ctx.ds.sources.get(b, ("", b))[1] for b in labels}
     cap["caching"] = capacity.caching_ratios(cap["steady"], cap["capacity"], caching, names)
-    cap["via"] = {
-        b: "HTTP" if names[b] == "openai" or names[b].endswith("-server") else "in process" for b in labels
-    }
+    cap["via"] = {b: "HTTP" if over_http(names[b]) else "in process" for b in labels}
     from reports.analysis import replicas
 
     return {

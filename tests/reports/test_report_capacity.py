@@ -228,3 +228,24 @@ def test_a_planned_level_and_a_floor_read_as_such_not_as_nan(tmp_path):
     assert not any("added by the search" in notes[f"C={c}"] for c in (1, 2, 4)), notes
     limiters = {row[4]: row[6] for row in capacity_table(cap["capacity"]).rows}
     assert limiters["chat"].startswith("TTFT p90 900 ms") and limiters["agent"] == "", limiters
+
+
+def test_the_caller_minus_engine_ttft_caveat_names_http_only_for_a_server(tmp_path):
+    """The caveat on the caller's TTFT above the engine's own said "(HTTP, queueing and detokenisation)" for
+    every backend, in-process vLLM and SGLang too (every committed H200 page, and the CPU rehearsal of the
+    capacity sitting): only a server's column has HTTP in that gap."""
+    rows = []
+    for backend in ("vllm", "vllm-server"):
+        for r in level(backend, 2, 150.0):
+            if r.get("rep") is not None:
+                r["engine_ttft_ms"] = r["ttft_ms"] - 2.0
+            rows.append(r)
+    report = assemble(read_runs([write_run(tmp_path / "r", rows)]))
+    texts = {c.text.split(":")[0]: c.text for c in report.caveats if "TTFT 2 ms" in c.text}
+    assert set(texts) == {"vllm", "vllm-server"}, texts
+    assert "HTTP" in texts["vllm-server"] and "server's own figure" in texts["vllm-server"]
+    assert (
+        "HTTP," not in texts["vllm"]
+        and "engine's own figure" in texts["vllm"]
+        and "in process" in texts["vllm"]
+    )
