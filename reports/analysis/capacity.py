@@ -265,6 +265,9 @@ def caching_ratios(
                 ["workload", "mode", "loop", "target"]
             )
             for key in ca.index.intersection(cz.index):
+                a, z = ca.loc[key], cz.loc[key]
+                if "peak" in (a["bound"], z["bound"]):
+                    continue  # throughput only: the level of peak tok/s is no capacity (the level rows say)
                 rows.append(
                     {
                         "backend": name,
@@ -272,10 +275,23 @@ def caching_ratios(
                         "mode": key[1],
                         "case": f"{key[2]} · {key[3]}",
                         "what": "capacity",
-                        "capacity_ratio": _ratio(ca.loc[key, "value"], cz.loc[key, "value"]),
+                        "capacity_ratio": _ratio(a["value"], z["value"]),
+                        "capacity_bound": capacity_bound(a["bound"], z["bound"]),
+                        "capacity_floors": (a["value"], z["value"])
+                        if a["bound"] == z["bound"] == "floor"
+                        else None,
+                        "loop": key[2],
                     }
                 )
     return pd.DataFrame(rows)
+
+
+def capacity_bound(on: str, off: str) -> str:
+    """What capacity on ÷ off is, from the two capacities' bounds: a ratio, at least or at most one (a floor,
+    "every level met it", on one side), or none (floors on both sides: their quotient says nothing)."""
+    if on == off == "floor":
+        return "both floors"
+    return "at least" if on == "floor" else "at most" if off == "floor" else "ratio"
 
 
 def _ratio(a: Any, b: Any) -> float | None:

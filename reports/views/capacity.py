@@ -165,7 +165,7 @@ def steady_table(steady: pd.DataFrame, backend: str, all_cases: dict[tuple, list
 
 def caching_table(ratios: pd.DataFrame) -> Table:
     """Prefix cache on vs off per backend, variant and level: tok/s on ÷ off ('other mix' where the two runs'
-    requests differ), TTFT p50 off ÷ on and capacity on ÷ off."""
+    requests differ), TTFT p50 off ÷ on and capacity on ÷ off (``capacity_ratio_text``)."""
     t = Table(
         [
             "backend",
@@ -185,10 +185,29 @@ def caching_table(ratios: pd.DataFrame) -> Table:
                 r["case"],
                 fmt.n(r.get("tps_ratio"), 2) if r.get("same_mix", True) else "other mix",
                 fmt.n(r.get("ttft_ratio"), 2),
-                fmt.n(r.get("capacity_ratio"), 2),
+                capacity_ratio_text(r),
             ]
         )
     return t
+
+
+def capacity_ratio_text(r: dict) -> str:
+    """Capacity on ÷ off: the ratio, '≥' or '≤' where a floor on one side bounds it, and no number where both
+    are floors (every level met the target with the cache on and off)."""
+    bound = fmt.text(r.get("capacity_bound"))
+    if bound == "both floors":
+        closed = r.get("loop") == "closed"
+
+        def level(v: object) -> str:
+            return f"C={fmt.n(v)}" if closed else f"{fmt.n(v)} req/s"
+
+        on, off = r["capacity_floors"]
+        both = f"both ≥ {level(on)}" if on == off else f"≥ {level(on)} on, ≥ {level(off)} off"
+        return f"– ({both}: every level met it)"
+    ratio = fmt.n(r.get("capacity_ratio"), 2)
+    if ratio == "–" or bound in ("", "ratio"):
+        return ratio
+    return ("≥ " if bound == "at least" else "≤ ") + ratio
 
 
 def blocks(d: dict[str, Any], backends: list[str], slots) -> list[Block]:

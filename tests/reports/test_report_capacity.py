@@ -249,3 +249,24 @@ def test_the_caller_minus_engine_ttft_caveat_names_http_only_for_a_server(tmp_pa
         and "engine's own figure" in texts["vllm"]
         and "in process" in texts["vllm"]
     )
+
+
+def test_capacity_on_and_off_is_no_ratio_of_two_floors_nor_of_peak_levels(tmp_path):
+    """Where every level met a target with the cache on and off, both capacities are floors ("≥ C=8"): their
+    quotient, 1.00, read as "caching buys no capacity" (the CPU rehearsal of the capacity sitting: every row).
+    A floor on one side bounds the ratio from that side; batch's "capacity" is the level of peak tok/s, no
+    capacity at all (the levels' tok/s on ÷ off say what caching buys there)."""
+    from reports.views.capacity import caching_table
+
+    def capacity_cells(off_scale):
+        on = run(tmp_path / f"x{off_scale}", "on")
+        off = run(tmp_path / f"x{off_scale}", "off", scale=off_scale, env={"prefix_caching": False})
+        _, sec = section([on, off])
+        return {row[2]: row[5] for row in caching_table(sec.data["cap"]["caching"]).rows if "·" in row[2]}
+
+    cells = capacity_cells(2.0)
+    assert cells["closed · chat"] == "2.00"  # C=4 on, C=2 off: both measured
+    assert cells["closed · agent"] == "– (both ≥ C=8: every level met it)", cells  # 900 and 1,800 ms < 2 s
+    assert "closed · batch" not in cells
+    cells = capacity_cells(3.0)  # off: 2,700 ms at C=8 misses agent's 2 s, 900 ms at C=4 meets it
+    assert cells["closed · agent"] == "≥ 2.00", cells  # on: at least C=8 (a floor) against C=4
