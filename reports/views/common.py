@@ -58,12 +58,21 @@ CALLER_TTFT = (
     "synchronization) to the first generated token being available to the calling code, the device "
     "synchronized where it applies; the same definition for every backend"
 )  # as backends.base.TTFT_DEFINITION
+LOAD_TTFT = (
+    "TTFT at the caller, under load: from a request's submit in its level (the cache is reset before the "
+    "level's untimed warm-up, not before each request) to its first generated token being available to the "
+    "calling code; the same definition for every backend"
+)  # a page of load levels only: batch-1's reset before every request does not apply
 
 
 def ttft_definition(report) -> list[Block]:
-    """The one TTFT definition the page compares on, and which columns do not meet it (old runs)."""
+    """The one TTFT definition the page compares on (a page of load levels only: from the request's submit),
+    and which columns do not meet it (old runs)."""
     defs = [((e.get("timing_definitions") or {}).get("ttft_ms")) for e in report.ds.envs.values()]
     text = next((d for d in defs if d), None)
+    kinds = {s.kind for s in report.sections if s.kind}
+    if kinds == {"load"}:
+        text = LOAD_TTFT
     out = [p(Markup("<b>How TTFT is compared</b> — {}.").format(text.rstrip(".") if text else CALLER_TTFT))]
     df = report.ds.measured()
     old = [

@@ -270,3 +270,12 @@ def test_capacity_on_and_off_is_no_ratio_of_two_floors_nor_of_peak_levels(tmp_pa
     assert "closed · batch" not in cells
     cells = capacity_cells(3.0)  # off: 2,700 ms at C=8 misses agent's 2 s, 900 ms at C=4 meets it
     assert cells["closed · agent"] == "≥ 2.00", cells  # on: at least C=8 (a floor) against C=4
+
+
+def test_a_load_only_page_defines_ttft_from_the_submit_not_after_a_cache_reset(tmp_path):
+    """The first screen's "How TTFT is compared" said "after the untimed cache reset" on a page of load levels
+    only (the CPU rehearsal of the capacity sitting; the h200-load page): a load level resets the cache before
+    its warm-up, not before each request, and its TTFT runs from the request's submit."""
+    page = build([run(tmp_path, "r")], tmp_path / "report.html").read_text()
+    head = page[page.index("How TTFT is compared") :][:600]
+    assert "after the untimed cache reset" not in head and "submit" in head, head
