@@ -237,7 +237,7 @@ def blocks(d: dict[str, Any], backends: list[str], slots) -> list[Block]:
             "Capacity = the highest level that met the target, refined by the capacity search between the "
             "levels measured; '≥' where every level met it (a floor, not a limit); the limiter is the next "
             "level up's first missed limit, with the engine's KV-cache peak and preemptions there. Compared "
-            "across backends only on the same request mix (the mix column).",
+            "across backends only on the same request mix (the 'mix' in the steady-state tables' notes).",
             muted=True,
         ),
         p(
