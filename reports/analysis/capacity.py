@@ -117,6 +117,8 @@ def level_row(key: tuple, rows: list[dict], facts: dict, stats: LevelStats) -> d
         "searched_for": facts.get("searched_for"),
         "partial": bool(planned and started is not None and started < planned),
         "mix": mix_of(rows),
+        # an open loop of a sessions load starts sessions (a user's turns), not requests, at its rate
+        "rate_unit": "sessions/s" if any(num(r.get("user")) is not None for r in rows) else "req/s",
         "mean_prompt": sum(num(r.get("prompt_tokens")) or 0 for r in rows) / len(rows) if rows else None,
     }
 
@@ -146,6 +148,7 @@ def analyse(
     if not levels.empty:
         for (b, w, m, loop), g in levels.groupby(["backend", "workload", "mode", "loop"], sort=False):
             axis = "concurrency" if loop == "closed" else "rate_rps"
+            unit = "sessions/s" if (g["rate_unit"] == "sessions/s").any() else "req/s"
             for t in targets:
                 judged = {}
                 for r in g.to_dict("records"):
@@ -174,6 +177,7 @@ def analyse(
                             None,
                             top,
                             price,
+                            unit=unit,
                         )
                     )
                     continue
@@ -197,16 +201,18 @@ def analyse(
                         at,
                         price,
                         cap.non_monotone,
+                        unit=unit,
                     )
                 )
     return {"steady": levels, "capacity": pd.DataFrame(caps), "targets": targets, "price": price}
 
 
 def _cap_row(
-    b, w, m, loop, t: Target, value, bound, next_up, limiter, at, price, non_monotone=False
+    b, w, m, loop, t: Target, value, bound, next_up, limiter, at, price, non_monotone=False, unit="req/s"
 ) -> dict[str, Any]:
     tps = None if at is None else num(at["output_tps"])
     return {
+        "rate_unit": unit,
         "backend": b,
         "workload": w,
         "mode": m,
@@ -281,6 +287,7 @@ def caching_ratios(
                         if a["bound"] == z["bound"] == "floor"
                         else None,
                         "loop": key[2],
+                        "rate_unit": a["rate_unit"],
                     }
                 )
     return pd.DataFrame(rows)

@@ -25,10 +25,11 @@ def _variant(r: dict) -> str:
 
 
 def capacity_text(r: dict) -> str:
-    """A capacity cell: the level (``C=N`` closed, ``N req/s`` open); '≥' where every level met the target;
+    """A capacity cell: the level (``C=N`` closed, ``N req/s`` open, ``N sessions/s`` for a sessions load's
+    open loop: it starts sessions); '≥' where every level met the target;
     the next level up where the search left a bracket; 'none' (and the level that missed) where no level met
     it; for a throughput-only target, the level of peak tok/s. NaN reads as no value."""
-    unit = "" if r["loop"] == "closed" else " req/s"
+    unit = "" if r["loop"] == "closed" else f" {fmt.text(r.get('rate_unit')) or 'req/s'}"
     head = "C=" if r["loop"] == "closed" else ""
     v = r["value"]
     if r["bound"] == "peak":
@@ -199,7 +200,7 @@ def capacity_ratio_text(r: dict) -> str:
         closed = r.get("loop") == "closed"
 
         def level(v: object) -> str:
-            return f"C={fmt.n(v)}" if closed else f"{fmt.n(v)} req/s"
+            return f"C={fmt.n(v)}" if closed else f"{fmt.n(v)} {fmt.text(r.get('rate_unit')) or 'req/s'}"
 
         on, off = r["capacity_floors"]
         both = f"both ≥ {level(on)}" if on == off else f"≥ {level(on)} on, ≥ {level(off)} off"

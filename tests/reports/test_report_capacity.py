@@ -279,3 +279,24 @@ def test_a_load_only_page_defines_ttft_from_the_submit_not_after_a_cache_reset(t
     page = build([run(tmp_path, "r")], tmp_path / "report.html").read_text()
     head = page[page.index("How TTFT is compared") :][:600]
     assert "after the untimed cache reset" not in head and "submit" in head, head
+
+
+def test_a_sessions_loads_poisson_rate_is_of_sessions_not_requests(tmp_path):
+    """An open-loop level of a sessions load starts sessions at Poisson arrivals (backends.load_loop), each of
+    several turns: its rate is sessions/s; it read 'req/s' (the CPU rehearsal of the capacity sitting: '≥ 8
+    req/s' where 16 requests came in 0.7 s; on the H200, 8 sessions/s of 10 turns offer up to 80 req/s)."""
+    from reports.views.capacity import capacity_table
+
+    rows = []
+    for mode, users in (("sessions", True), ("S=0", False)):
+        for r in level("vllm", 2, 150.0, mode=mode):
+            r.update(load_concurrency=None, load_rate_rps=4.0, case="rate=4")
+            if users and r.get("rep") is not None:
+                r["user"] = r["rep"] // 3  # sessions of 3 turns
+            rows.append(r)
+    _, sec = section([write_run(tmp_path / "r", rows)])
+    cells = {(row[0], row[4]): row[5] for row in capacity_table(sec.data["cap"]["capacity"]).rows}
+    # the cold first requests (3 s) miss every target: an open loop has no first wave to set apart
+    assert cells[("lf · sessions", "agent")] == "none (missed at 4 sessions/s)", cells
+    assert cells[("lf · S=0", "agent")] == "none (missed at 4 req/s)", cells
+    assert cells[("lf · sessions", "batch")] == "peak tok/s at 4 sessions/s", cells

@@ -25,7 +25,9 @@ Two shapes (``shape``):
 
 Every request decodes ``output_tokens`` O with EOS ignored, so levels and backends compare.
 Load is applied as closed-loop concurrency ``levels`` (C requests in flight at all times) and,
-optionally, open-loop Poisson ``rates`` (requests/s). Each level is one plan group (its requests
+optionally, open-loop Poisson ``rates`` (sessions started per second: requests/s for the fixed shape,
+whose requests are sessions of one; new users/s for the sessions shape, each then running its turns).
+Each level is one plan group (its requests
 run concurrently, ``backends.load_loop``), after an unrecorded warm-up group of its own; the prefix
 cache is reset before both, so a level never inherits another's cache. A level runs ``requests``
 requests (fixed shape; default 4 x C, at least 32) or C whole sessions (sessions shape: at least

@@ -40,7 +40,7 @@ class LoadSpec(_Strict):
         [1, 8, 32, 128], description="closed-loop concurrency levels"
     )
     rates: list[Annotated[float, Field(gt=0)]] = Field(
-        [], description="open-loop Poisson request rates (requests/s)"
+        [], description="open-loop Poisson rates: requests/s (fixed shape), new sessions/s (sessions shape)"
     )
     requests: int | None = Field(
         None,
