@@ -182,6 +182,7 @@ def analyse(
                     )
                     continue
                 cap = capacity(t, loop, judged)
+                unjudged = sorted(x for x, (v, _) in judged.items() if v.met is None)  # no steady request
                 at = (
                     g[g[axis] == cap.value].iloc[0]
                     if cap.value is not None and (g[axis] == cap.value).any()
@@ -202,17 +203,32 @@ def analyse(
                         price,
                         cap.non_monotone,
                         unit=unit,
+                        unjudged=unjudged,
                     )
                 )
     return {"steady": levels, "capacity": pd.DataFrame(caps), "targets": targets, "price": price}
 
 
 def _cap_row(
-    b, w, m, loop, t: Target, value, bound, next_up, limiter, at, price, non_monotone=False, unit="req/s"
+    b,
+    w,
+    m,
+    loop,
+    t: Target,
+    value,
+    bound,
+    next_up,
+    limiter,
+    at,
+    price,
+    non_monotone=False,
+    unit="req/s",
+    unjudged=(),
 ) -> dict[str, Any]:
     tps = None if at is None else num(at["output_tps"])
     return {
         "rate_unit": unit,
+        "unjudged": list(unjudged),  # levels measured with no steady-state request: no verdict
         "backend": b,
         "workload": w,
         "mode": m,

@@ -42,10 +42,21 @@ def capacity_text(r: dict) -> str:
         )
         return "none" + below
     text = f"{head}{fmt.n(v)}{unit}"
+    unjudged = r.get("unjudged")
+    unjudged = list(unjudged) if isinstance(unjudged, list | tuple) else []
+    why = (
+        ", ".join(f"{head}{fmt.n(x)}{unit}" for x in unjudged)
+        + " not judged: no steady-state request"
+        + (", all in its first wave" if r["loop"] == "closed" else "")
+        if unjudged
+        else ""
+    )
     if r["bound"] == "floor":
-        return f"≥ {text} (every level tested met it)"
+        return f"≥ {text} (every level {'judged' if why else 'tested'} met it{'; ' + why if why else ''})"
     if r["bound"] == "bracket":
-        text += f" (< {fmt.n(r['next_up'])}; the levels between not measured)"
+        text += f" (< {fmt.n(r['next_up'])}; the levels between not measured{'; ' + why if why else ''})"
+    elif why:
+        text += f" ({why})"
     return text + (" · non-monotone" if r["non_monotone"] else "")
 
 

@@ -300,3 +300,18 @@ def test_a_sessions_loads_poisson_rate_is_of_sessions_not_requests(tmp_path):
     assert cells[("lf · sessions", "agent")] == "none (missed at 4 sessions/s)", cells
     assert cells[("lf · S=0", "agent")] == "none (missed at 4 req/s)", cells
     assert cells[("lf · sessions", "batch")] == "peak tok/s at 4 sessions/s", cells
+
+
+def test_a_level_whose_every_request_is_in_its_first_wave_reads_not_judged_not_met(tmp_path):
+    """A fixed-shape level of C requests at C in flight (the H200 HF mix at C=32: requests=32) has no
+    steady-state request: no target can judge it. The capacity read "≥ C=4 (every level tested met it)" with
+    C=8 tested (rehearsed on CPU: hf-cb at C=4 with requests=4)."""
+    from reports.views.capacity import capacity_table
+
+    rows = [r for c, ms in {1: 100.0, 2: 150.0, 4: 300.0}.items() for r in level("vllm", c, ms)]
+    rows += level("vllm", 8, 900.0, waves=1)  # 8 requests at C=8: all of them the first wave
+    _, sec = section([write_run(tmp_path / "r", rows)])
+    cells = {row[4]: row[5] for row in capacity_table(sec.data["cap"]["capacity"]).rows}
+    assert cells["chat"] == (
+        "≥ C=4 (every level judged met it; C=8 not judged: no steady-state request, all in its first wave)"
+    ), cells
