@@ -9,8 +9,8 @@
 #
 # Session a: vLLM caching on, off, then hf-cb caching on (the vLLM bundle only: stage vllm c01-c04 + the model m01).
 # Session b: SGLang caching on, off, then hf-cb caching off (both bundles: the harness's dependencies come with vLLM's).
-# vLLM and SGLang: the built-in load with Poisson rates 8 and 32 req/s and the capacity search (2 levels per variant
-# and loop); hf-cb: the HF mix (whole levels at its speed, no search, no rates). Results: /tmp/results/*.
+# vLLM and SGLang: the built-in load with Poisson rates 8 and 32 (requests/s for the fixed shapes, new sessions/s for
+# the sessions) and the capacity search (1 level per variant and loop); hf-cb: the HF mix (whole levels at its speed, no search, no rates). Results: /tmp/results/*.
 set -uo pipefail
 mode=${1:?usage: capacity_sitting.sh start a|b [seconds] | poll [seconds]}
 source benchmarks/h200/queue_lib.sh  # nparts, staged, install_bundle, study, bound, sitting_*
@@ -31,16 +31,16 @@ queue() {
   bash benchmarks/h200/unpack_model.sh qwen3-8b-shape > /dev/null
   install_bundle vllm; echo "== $(date -u +%T) vllm installed"
   if [ "$SESSION" = a ]; then
-    study 660 h200-cap-vllm vllm --workloads load --load rates=8:32,search_levels=2
-    study 620 h200-cap-vllm-nocache vllm --workloads load --no-prefix-caching --load rates=8:32,search_levels=2
-    LCA_HF_CB=use_cuda_graph=true study 360 h200-cap-hf-cb hf-cb --workloads load \
-      --load levels=1:8:32,users=32,max_turns=2,requests=32,rates=,search_levels=0
+    study 660 h200-cap-vllm vllm --workloads load --load rates=8:32,search_levels=1
+    study 620 h200-cap-vllm-nocache vllm --workloads load --no-prefix-caching --load rates=8:32,search_levels=1
+    LCA_HF_CB=use_cuda_graph=true study 420 h200-cap-hf-cb hf-cb --workloads load \
+      --load levels=1:8:32,users=32,max_turns=2,rates=,search_levels=0
   else
     until [ -f /tmp/sglang.installed ]; do sleep 5; done
-    study 660 h200-cap-sglang sglang --workloads load --load rates=8:32,search_levels=2
-    study 620 h200-cap-sglang-nocache sglang --workloads load --no-prefix-caching --load rates=8:32,search_levels=2
-    LCA_HF_CB=use_cuda_graph=true study 360 h200-cap-hf-cb-nocache hf-cb --workloads load --no-prefix-caching \
-      --load levels=1:8:32,users=32,max_turns=2,requests=32,rates=,search_levels=0
+    study 660 h200-cap-sglang sglang --workloads load --load rates=8:32,search_levels=1
+    study 620 h200-cap-sglang-nocache sglang --workloads load --no-prefix-caching --load rates=8:32,search_levels=1
+    LCA_HF_CB=use_cuda_graph=true study 420 h200-cap-hf-cb-nocache hf-cb --workloads load --no-prefix-caching \
+      --load levels=1:8:32,users=32,max_turns=2,rates=,search_levels=0
   fi
 }
 

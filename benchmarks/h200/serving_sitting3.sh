@@ -38,7 +38,7 @@ queue() {
   study 420 h200-serve-sglang-server sglang-server --workloads load --load search_levels=0 \
     --python sglang-server=/tmp/py-sgl
   study 420 h200-serve-hf-server hf-server --workloads load \
-    --load levels=1:8:32,users=32,max_turns=2,requests=32,rates=,search_levels=0
+    --load levels=1:8:32,users=32,max_turns=2,rates=,search_levels=0
   PYTHONPATH=/tmp/lca-repo:/tmp/site timeout "$(bound 120)" python3 -m benchmarks.load_client \
     --levels 128,256,384,512 --seconds 8 --out "$R/load_client-h200-fill.json" | tail -n 12
   echo "== $(date -u +%T) benchmark 4 done"

@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[2]
 SCRIPT3 = ROOT / "benchmarks" / "h200" / "serving_sitting3.sh"
 CAPACITY = ROOT / "benchmarks" / "h200" / "capacity_sitting.sh"
 # docs/capacity.md, "The HF mix"
-HF_MIX = "levels=1:8:32,users=32,max_turns=2,requests=32,rates=,search_levels=0"
+HF_MIX = "levels=1:8:32,users=32,max_turns=2,rates=,search_levels=0"
 
 
 def studies(script: Path) -> list[tuple[str, str, list[str]]]:
