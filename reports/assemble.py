@@ -102,15 +102,34 @@ def _kinds(df: pd.DataFrame) -> dict[str, str | None]:
     return kinds
 
 
-def slo_of(ds: Dataset, slo: dict[str, float] | None) -> dict[str, float] | None:
-    """The goodput target: the one given to the report, else the first run's (``compare.py --slo``)."""
+def slo_of(ds: Dataset, slo: dict[str, float] | None) -> dict[str, Any] | None:
+    """The goodput target, per request (``ttft_ms``, ``tpot_ms``) with a ``source`` line saying where it came
+    from: the one given to the report, else the first run's ``compare.py --slo`` pair, else the first of the
+    runs' named targets (env.json ``slo_targets``: the defaults, chat first) that has a TTFT and a TPOT
+    limit, its percentile limits applied to each request (vLLM's ``--goodput``), so that goodput counts
+    against a target the page names. None (the Load section's older default pair) for runs from before
+    the named targets."""
+    from contract.slo import legacy_slo, parse_targets
     from reports.analysis.many_users import DEFAULT_SLO
 
-    given = slo or next((env["slo"] for env in ds.envs.values() if isinstance(env.get("slo"), dict)), None)
-    if not given:
-        return None
-    # a run made before --slo checked for both keys may hold one: the other comes from the default
-    return {**DEFAULT_SLO, **{k: float(v) for k, v in given.items() if k in DEFAULT_SLO}}
+    def pair(given: dict) -> dict[str, Any]:
+        # a run made before --slo checked for both keys may hold one: the other comes from the default
+        return {**DEFAULT_SLO, **{k: float(v) for k, v in given.items() if k in DEFAULT_SLO}}
+
+    if slo:
+        return {**pair(slo), "source": "set for this report (--slo)"}
+    given = next((env["slo"] for env in ds.envs.values() if isinstance(env.get("slo"), dict)), None)
+    if given:
+        return {**pair(given), "source": "set for the run (compare.py --slo)"}
+    for env in ds.envs.values():
+        try:
+            targets = parse_targets(env["slo_targets"]) if env.get("slo_targets") else ()
+        except (TypeError, ValueError):
+            continue  # a run's record that does not parse: the next one's
+        for target in targets:
+            if limits := legacy_slo(target):
+                return {**limits, "source": f"the run's first latency target, {target.label()}, per request"}
+    return None
 
 
 def planned_levels(ds: Dataset) -> dict[str, list[tuple[str, str, str]]]:

@@ -50,7 +50,7 @@ def _analyse(rows: pd.DataFrame, ctx, name: str) -> dict[str, Any]:  # noqa: ARG
         "replicas": replicas.configurations(
             rows, levels, ctx.ds
         ),  # tp vs dp (issue 25): empty unless a dp > 1 ran
-        "slo_source": "set for this report (--slo)" if ctx.slo else f"default: {mu.SLO_SOURCE}",
+        "slo_source": (ctx.slo or {}).get("source", f"default: {mu.SLO_SOURCE}"),
     }
 
 
