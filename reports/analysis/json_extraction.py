@@ -142,7 +142,7 @@ def grammar_overhead(df: pd.DataFrame) -> pd.DataFrame:
 
 def failure_kind(text: str | None, finish_reason: str | None) -> str:
     """How a reply failed to be valid JSON: a fence, prose, a cut-off, extra text, or the schema."""
-    t = (text or "").strip()
+    t = fmt.text(text).strip()
     if not t:
         return "empty reply"
     if t.startswith("```") or "```" in t[:40]:
@@ -173,7 +173,7 @@ def failing_replies(df: pd.DataFrame, limit: int = 4) -> pd.DataFrame:
                     "temperature": r["temperature"],
                     "case": r["case"],
                     "finish_reason": r["finish_reason"],
-                    "text": r["output_text"] or "",
+                    "text": fmt.text(r["output_text"]),
                     "why": failure_kind(r["output_text"], r["finish_reason"]),
                 }
             )

@@ -11,6 +11,8 @@ from typing import Any
 
 import pandas as pd
 
+from reports.fmt import text as text_cell
+
 PROBE = "attention"
 
 
@@ -43,7 +45,7 @@ def samples(df: pd.DataFrame) -> pd.DataFrame:
                 "backend": backend,
                 "format": fmt,
                 "case": r["case"],
-                "text": r["output_text"] or "",
+                "text": text_cell(r["output_text"]),
                 "clean": r["clean"],
                 "finish_reason": r["finish_reason"],
             }

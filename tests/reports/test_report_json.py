@@ -93,6 +93,8 @@ def test_grammar_pairs_by_name_and_same_prompts():
         ('{"service": "nginx"}', "stop", "parses, but breaks the schema"),
         ('{"service": nginx}', "stop", "malformed JSON"),
         ("   ", "stop", "empty reply"),
+        (None, "length", "empty reply"),
+        (float("nan"), "length", "empty reply"),  # pandas 3's NaN for a missing text: it is truthy, not a str
     ],
 )
 def test_failure_kinds(text, finish, kind):
