@@ -11,7 +11,7 @@ this module keeps :class:`Caveat`, the loop over the kinds and the rules across 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
@@ -57,14 +57,15 @@ def derive(report: Report) -> list[Caveat]:
             out += kind.caveats(section, report)
     out += agreement(report.agreement_summary, report.agreement_cached_summary)
     out += timing(report.ds.measured())
-    out += server(report.server, {b: report.ds.sources.get(b, ("", b))[1] for b in report.ds.backends})
+    out += server(report.server, {b: report.ds.env_of(b).get("engine") or {} for b in report.ds.backends})
     return out
 
 
-def over_http(adapter: str) -> bool:
-    """Whether the adapter's requests go over HTTP to a server (``openai``, ``*-server``), not to an engine in
-    the harness's process."""
-    return adapter == "openai" or adapter.endswith("-server")
+def over_http(engine: dict[str, Any]) -> bool:
+    """Whether a column's requests went over HTTP to a server, not to an engine in the harness's process: an
+    env fact, the server's URL in its env.json ``engine`` block (every OpenAI-compatible adapter writes
+    ``base_url``; an engine in process has none)."""
+    return bool(engine.get("base_url"))
 
 
 # --- across workloads -----------------------------------------------------------------------
@@ -118,9 +119,10 @@ def timing(df: pd.DataFrame) -> list[Caveat]:
     return out
 
 
-def server(df: pd.DataFrame, adapters: dict[str, str] | None = None) -> list[Caveat]:
-    """The caller's TTFT above the engine's or server's own, per backend column (``adapters``: column ->
-    adapter name): over HTTP the gap is the client, HTTP and detokenisation; in process it has no HTTP."""
+def server(df: pd.DataFrame, engines: dict[str, dict[str, Any]] | None = None) -> list[Caveat]:
+    """The caller's TTFT above the engine's or server's own, per backend column (``engines``: column -> its
+    env.json ``engine`` block): over HTTP the gap is the client, HTTP and detokenisation; in process it has
+    no HTTP."""
     out = []
     if df.empty:
         return out
@@ -128,7 +130,7 @@ def server(df: pd.DataFrame, adapters: dict[str, str] | None = None) -> list[Cav
         d = spread(g["difference_ms"])
         if not d.ok:
             continue
-        if over_http((adapters or {}).get(backend, backend)):
+        if over_http((engines or {}).get(backend) or {}):
             why = "above the server's own figure (HTTP, queueing and detokenisation)"
         else:
             why = (

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from markupsafe import Markup
 
-from reports import fmt
+from reports import fmt, kinds
 from reports.analysis import agreement as agreement_analysis
 from reports.stats import spread
 from reports.views import Block, Table, bullets, chart, compact, details, h3, note, p, table
@@ -70,8 +70,8 @@ def ttft_definition(report) -> list[Block]:
     and which columns do not meet it (old runs)."""
     defs = [((e.get("timing_definitions") or {}).get("ttft_ms")) for e in report.ds.envs.values()]
     text = next((d for d in defs if d), None)
-    kinds = {s.kind for s in report.sections if s.kind}
-    if kinds == {"load"}:
+    found = [kinds.report_kind(s.kind) for s in report.sections if s.kind]
+    if found and all(k is not None and k.steady_state for k in found):  # a page of load levels only
         text = LOAD_TTFT
     out = [p(Markup("<b>How TTFT is compared</b> — {}.").format(text.rstrip(".") if text else CALLER_TTFT))]
     df = report.ds.measured()

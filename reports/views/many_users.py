@@ -29,7 +29,9 @@ def _analyse(rows: pd.DataFrame, ctx, name: str) -> dict[str, Any]:  # noqa: ARG
     from reports.analysis import capacity
     from reports.analysis.caveats import over_http
 
-    slo = ctx.slo or mu.DEFAULT_SLO
+    slo = {
+        k: v for k, v in (ctx.slo or mu.DEFAULT_SLO).items() if k != "source"
+    }  # the pair; its source below
     levels = mu.per_level(rows, slo)
     envs = ctx.ds.envs
     cap = capacity.analyse(
@@ -39,7 +41,9 @@ def _analyse(rows: pd.DataFrame, ctx, name: str) -> dict[str, Any]:  # noqa: ARG
     caching = {b: ctx.ds.run_env_of(b).get("prefix_caching", True) for b in labels}  # older runs: on
     names = {b: ctx.ds.sources.get(b, ("", b))[1] for b in labels}
     cap["caching"] = capacity.caching_ratios(cap["steady"], cap["capacity"], caching, names)
-    cap["via"] = {b: "HTTP" if over_http(names[b]) else "in process" for b in labels}
+    cap["via"] = {
+        b: "HTTP" if over_http(ctx.ds.env_of(b).get("engine") or {}) else "in process" for b in labels
+    }
     from reports.analysis import replicas
 
     return {

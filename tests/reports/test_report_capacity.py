@@ -240,7 +240,11 @@ def test_the_caller_minus_engine_ttft_caveat_names_http_only_for_a_server(tmp_pa
             if r.get("rep") is not None:
                 r["engine_ttft_ms"] = r["ttft_ms"] - 2.0
             rows.append(r)
-    report = assemble(read_runs([write_run(tmp_path / "r", rows)]))
+    # the env fact that tells a server's column (every OpenAI-compatible adapter writes its server's URL)
+    env = {
+        "backends": {"vllm": {"engine": {}}, "vllm-server": {"engine": {"base_url": "http://127.0.0.1:1/v1"}}}
+    }
+    report = assemble(read_runs([write_run(tmp_path / "r", rows, env)]))
     texts = {c.text.split(":")[0]: c.text for c in report.caveats if "TTFT 2 ms" in c.text}
     assert set(texts) == {"vllm", "vllm-server"}, texts
     assert "HTTP" in texts["vllm-server"] and "server's own figure" in texts["vllm-server"]
