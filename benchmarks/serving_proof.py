@@ -133,6 +133,7 @@ def project_rows(run_dir: Path) -> dict[int, dict[str, Any]]:
     CPU."""
     from reports.analysis.many_users import level_facts, per_level
     from reports.runs import read_runs
+    from reports.stats import num
 
     df = read_runs([run_dir]).records
     levels, facts = per_level(df), level_facts(df)
@@ -153,15 +154,11 @@ def project_rows(run_dir: Path) -> dict[int, dict[str, Any]]:
             "client_procs": f.get("client_procs"),
             "client_cpu_share": f.get("client_cpu_share"),
             "client_limited": f.get("client_limited"),
-            "ttft_mean_ms": _float(ttft_mean.get(row["concurrency"])),
+            "ttft_mean_ms": num(ttft_mean.get(row["concurrency"])),
             "server_ttft_p50_ms": (f.get("server_timings") or {}).get("ttft_ms_p50"),
             "server_ttft_mean_ms": (f.get("server_timings") or {}).get("ttft_ms_mean"),
         }
     return out
-
-
-def _float(x: Any) -> float | None:
-    return None if x is None or x != x else float(x)
 
 
 def client_added_ttft(side: dict[str, Any]) -> float | None:

@@ -102,25 +102,24 @@ def _kinds(df: pd.DataFrame) -> dict[str, str | None]:
     return kinds
 
 
-def slo_of(ds: Dataset, slo: dict[str, float] | None) -> dict[str, Any] | None:
-    """The goodput target, per request (``ttft_ms``, ``tpot_ms``) with a ``source`` line saying where it came
-    from: the one given to the report, else the first run's ``compare.py --slo`` pair, else the first of the
-    runs' named targets (env.json ``slo_targets``: the defaults, chat first) that has a TTFT and a TPOT
-    limit, its percentile limits applied to each request (vLLM's ``--goodput``), so that goodput counts
-    against a target the page names. None (the Load section's older default pair) for runs from before
-    the named targets."""
+def slo_of(ds: Dataset, slo: dict[str, float] | None) -> tuple[dict[str, float] | None, str | None]:
+    """The goodput target, per request (``ttft_ms``, ``tpot_ms``), and where it came from: the one given to
+    the report, else the first run's ``compare.py --slo`` pair, else the first of the runs' named targets
+    (env.json ``slo_targets``: the defaults, chat first) that has a TTFT and a TPOT limit, its percentile
+    limits applied to each request (vLLM's ``--goodput``), so that goodput counts against a target the page
+    names. (None, None) for runs from before the named targets: the Load section's older default pair."""
     from contract.slo import legacy_slo, parse_targets
     from reports.analysis.many_users import DEFAULT_SLO
 
-    def pair(given: dict) -> dict[str, Any]:
+    def pair(given: dict) -> dict[str, float]:
         # a run made before --slo checked for both keys may hold one: the other comes from the default
         return {**DEFAULT_SLO, **{k: float(v) for k, v in given.items() if k in DEFAULT_SLO}}
 
     if slo:
-        return {**pair(slo), "source": "set for this report (--slo)"}
+        return pair(slo), "set for this report (--slo)"
     given = next((env["slo"] for env in ds.envs.values() if isinstance(env.get("slo"), dict)), None)
     if given:
-        return {**pair(given), "source": "set for the run (compare.py --slo)"}
+        return pair(given), "set for the run (compare.py --slo)"
     for env in ds.envs.values():
         try:
             targets = parse_targets(env["slo_targets"]) if env.get("slo_targets") else ()
@@ -128,8 +127,8 @@ def slo_of(ds: Dataset, slo: dict[str, float] | None) -> dict[str, Any] | None:
             continue  # a run's record that does not parse: the next one's
         for target in targets:
             if limits := legacy_slo(target):
-                return {**limits, "source": f"the run's first latency target, {target.label()}, per request"}
-    return None
+                return limits, f"the run's first latency target, {target.label()}, per request"
+    return None, None
 
 
 def planned_levels(ds: Dataset) -> dict[str, list[tuple[str, str, str]]]:
@@ -168,7 +167,8 @@ def assemble(
         )
     blocks = {b: block_size(ds.env_of(b).get("engine") or {}) for b in ds.backends}
     sections = []
-    ctx = kinds.Context(ds, roofs, blocks, slo_of(ds, slo), gpu_hour_usd)
+    goodput_slo, slo_source = slo_of(ds, slo)
+    ctx = kinds.Context(ds, roofs, blocks, goodput_slo, gpu_hour_usd, slo_source)
     attempted = df[df["skipped"].isna()]
     for name, kind in _kinds(df).items():
         report_kind = kinds.report_kind(kind) if kind else None

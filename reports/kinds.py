@@ -41,8 +41,9 @@ class Context:
     ds: Any  # reports.runs.Dataset
     roofs: dict[str, Any] = field(default_factory=dict)
     blocks: dict[str, int | None] = field(default_factory=dict)  # KV block size per backend
-    slo: dict[str, float] | None = None
+    slo: dict[str, float] | None = None  # the goodput pair (``reports.assemble.slo_of``); None: the default
     gpu_hour_usd: float | None = None  # the report's --gpu-hour-usd (else the run's)
+    slo_source: str | None = None  # where ``slo`` came from, as the page says it
 
 
 @dataclass(frozen=True)

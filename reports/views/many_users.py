@@ -29,9 +29,7 @@ def _analyse(rows: pd.DataFrame, ctx, name: str) -> dict[str, Any]:  # noqa: ARG
     from reports.analysis import capacity
     from reports.analysis.caveats import over_http
 
-    slo = {
-        k: v for k, v in (ctx.slo or mu.DEFAULT_SLO).items() if k != "source"
-    }  # the pair; its source below
+    slo = ctx.slo or mu.DEFAULT_SLO
     levels = mu.per_level(rows, slo)
     envs = ctx.ds.envs
     cap = capacity.analyse(
@@ -54,7 +52,7 @@ def _analyse(rows: pd.DataFrame, ctx, name: str) -> dict[str, Any]:  # noqa: ARG
         "replicas": replicas.configurations(
             rows, levels, ctx.ds
         ),  # tp vs dp (issue 25): empty unless a dp > 1 ran
-        "slo_source": (ctx.slo or {}).get("source", f"default: {mu.SLO_SOURCE}"),
+        "slo_source": ctx.slo_source or f"default: {mu.SLO_SOURCE}",
     }
 
 

@@ -289,15 +289,15 @@ def test_goodput_counts_against_a_target_the_page_names() -> None:
     def ds(*envs: dict) -> SimpleNamespace:
         return SimpleNamespace(envs={f"run{i}": e for i, e in enumerate(envs)})
 
-    named = slo_of(ds({"slo": None, "slo_targets": list(DEFAULT_SPECS)}), None)
-    assert (named["ttft_ms"], named["tpot_ms"]) == (500.0, 50.0) and "chat" in named["source"]
-    throughput_first = slo_of(ds({"slo_targets": ["batch:", "agent:ttft_p90_ms=2000,tpot_p90_ms=100"]}), None)
+    named, source = slo_of(ds({"slo": None, "slo_targets": list(DEFAULT_SPECS)}), None)
+    assert (named["ttft_ms"], named["tpot_ms"]) == (500.0, 50.0) and "chat" in source
+    throughput_first, _ = slo_of(
+        ds({"slo_targets": ["batch:", "agent:ttft_p90_ms=2000,tpot_p90_ms=100"]}), None
+    )
     assert (throughput_first["ttft_ms"], throughput_first["tpot_ms"]) == (2000.0, 100.0)
-    run_pair = slo_of(ds({"slo": {"ttft_ms": 900}, "slo_targets": list(DEFAULT_SPECS)}), None)
-    assert (run_pair["ttft_ms"], run_pair["tpot_ms"]) == (900.0, 200.0) and "compare.py --slo" in run_pair[
-        "source"
-    ]
-    given = slo_of(ds({"slo_targets": list(DEFAULT_SPECS)}), {"ttft_ms": 300.0, "tpot_ms": 30.0})
-    assert (given["ttft_ms"], given["tpot_ms"]) == (300.0, 30.0) and "this report" in given["source"]
-    assert slo_of(ds({"slo": None}, {}), None) is None
-    assert slo_of(ds({"slo_targets": ["batch:"]}), None) is None  # no latency target: the section's default
+    run_pair, source = slo_of(ds({"slo": {"ttft_ms": 900}, "slo_targets": list(DEFAULT_SPECS)}), None)
+    assert (run_pair["ttft_ms"], run_pair["tpot_ms"]) == (900.0, 200.0) and "compare.py --slo" in source
+    given, source = slo_of(ds({"slo_targets": list(DEFAULT_SPECS)}), {"ttft_ms": 300.0, "tpot_ms": 30.0})
+    assert (given["ttft_ms"], given["tpot_ms"]) == (300.0, 30.0) and "this report" in source
+    assert slo_of(ds({"slo": None}, {}), None) == (None, None)
+    assert slo_of(ds({"slo_targets": ["batch:"]}), None) == (None, None)  # no latency target: the default
