@@ -24,28 +24,34 @@ def _variant(r: dict) -> str:
     return f"{r['workload']} · {r['mode']}"
 
 
+def level_text(r: dict, value: object) -> str:
+    """A level of ``r``'s loop: ``C=N`` closed, ``N req/s`` open (``N sessions/s`` for a sessions load's open
+    loop: it starts sessions)."""
+    if r["loop"] == "closed":
+        return f"C={fmt.n(value)}"
+    return f"{fmt.n(value)} {fmt.text(r.get('rate_unit')) or 'req/s'}"
+
+
 def capacity_text(r: dict) -> str:
     """A capacity cell: the level (``C=N`` closed, ``N req/s`` open, ``N sessions/s`` for a sessions load's
     open loop: it starts sessions); '≥' where every level met the target;
     the next level up where the search left a bracket; 'none' (and the level that missed) where no level met
     it; for a throughput-only target, the level of peak tok/s. NaN reads as no value."""
-    unit = "" if r["loop"] == "closed" else f" {fmt.text(r.get('rate_unit')) or 'req/s'}"
-    head = "C=" if r["loop"] == "closed" else ""
     v = r["value"]
     if r["bound"] == "peak":
-        return "no level" if v is None or v != v else f"peak tok/s at {head}{fmt.n(v)}{unit}"
+        return "no level" if v is None or v != v else f"peak tok/s at {level_text(r, v)}"
     if v is None or v != v:
         below = (
             ""
             if r["next_up"] is None or r["next_up"] != r["next_up"]
-            else f" (missed at {head}{fmt.n(r['next_up'])}{unit})"
+            else f" (missed at {level_text(r, r['next_up'])})"
         )
         return "none" + below
-    text = f"{head}{fmt.n(v)}{unit}"
+    text = level_text(r, v)
     unjudged = r.get("unjudged")
     unjudged = list(unjudged) if isinstance(unjudged, list | tuple) else []
     why = (
-        ", ".join(f"{head}{fmt.n(x)}{unit}" for x in unjudged)
+        ", ".join(level_text(r, x) for x in unjudged)
         + " not judged: no steady-state request"
         + (", all in its first wave" if r["loop"] == "closed" else "")
         if unjudged
@@ -208,13 +214,12 @@ def capacity_ratio_text(r: dict) -> str:
     are floors (every level met the target with the cache on and off)."""
     bound = fmt.text(r.get("capacity_bound"))
     if bound == "both floors":
-        closed = r.get("loop") == "closed"
-
-        def level(v: object) -> str:
-            return f"C={fmt.n(v)}" if closed else f"{fmt.n(v)} {fmt.text(r.get('rate_unit')) or 'req/s'}"
-
         on, off = r["capacity_floors"]
-        both = f"both ≥ {level(on)}" if on == off else f"≥ {level(on)} on, ≥ {level(off)} off"
+        both = (
+            f"both ≥ {level_text(r, on)}"
+            if on == off
+            else f"≥ {level_text(r, on)} on, ≥ {level_text(r, off)} off"
+        )
         return f"– ({both}: every level met it)"
     ratio = fmt.n(r.get("capacity_ratio"), 2)
     if ratio == "–" or bound in ("", "ratio"):
