@@ -10,7 +10,8 @@
 # Session a: vLLM caching on, off, then hf-cb caching on (the vLLM bundle only: stage vllm c01-c04 + the model m01).
 # Session b: SGLang caching on, off, then hf-cb caching off (both bundles: the harness's dependencies come with vLLM's).
 # vLLM and SGLang: the built-in load with Poisson rates 8 and 32 (requests/s for the fixed shapes, new sessions/s for
-# the sessions) and the capacity search (1 level per variant and loop); hf-cb: the HF mix (whole levels at its speed, no search, no rates). Results: /tmp/results/*.
+# the sessions) and the capacity search (1 level per variant and loop); hf-cb: the HF mix (whole levels at its speed,
+# no search, no rates). Results: /tmp/results/*.
 set -uo pipefail
 mode=${1:?usage: capacity_sitting.sh start a|b [seconds] | poll [seconds]}
 source benchmarks/h200/queue_lib.sh  # nparts, staged, install_bundle, study, bound, sitting_*

@@ -6,7 +6,7 @@
 #                        are copied (stage.sh marks each complete copy with PART.done)
 #   install_bundle B     install.sh B, its log in $R/logs (its tail printed when it fails)
 #   study T NAME ...     study.sh NAME ... bounded by T seconds (STUDY_TIMEOUT; less when the sitting's DEADLINE is
-#                        nearer, not started under 90 s), benchmark 1 off unless OVERHEAD=1
+#                        nearer, not started under 90 s: left_for), benchmark 1 off unless OVERHEAD=1
 nparts() {
   cat /tmp/stage-"$1"/c01/NPARTS 2>/dev/null || grep -c '^part ' /tmp/stage-"$1"/c01/SHA256SUMS 2>/dev/null \
     || echo 99
@@ -20,9 +20,8 @@ install_bundle() {
   bash benchmarks/h200/install.sh "$1" > "$R/logs/install-$1.log" 2>&1 || tail -n 20 "$R/logs/install-$1.log"
 }
 study() {
-  local t; t=$(bound "$1")
-  if [ "$t" -lt 90 ]; then echo "== $(date -u +%T) $2 not started: ${t} s before the deadline"; return; fi
-  STUDY_TIMEOUT=$t OVERHEAD=${OVERHEAD:-0} bash benchmarks/h200/study.sh "${@:2}"; echo "== $(date -u +%T) $2 done"
+  left_for "$1" "$2" || return 0
+  STUDY_TIMEOUT=$LEFT OVERHEAD=${OVERHEAD:-0} bash benchmarks/h200/study.sh "${@:2}"; echo "== $(date -u +%T) $2 done"
 }
 #
 # The start and poll halves every sitting script shares (serving_sitting3.sh, capacity_sitting.sh):
@@ -34,10 +33,21 @@ study() {
 #   sitting_poll S GLOB...   later calls: wait up to S s for the queue, print its milestones, copy GLOBs + the log
 #   bound T                  T, or what is left before DEADLINE less 30 s when that is less (a study cut by the
 #                            deadline still leaves its archive; one started after the deadline would leave none)
+#   left_for T NAME          LEFT=$(bound T); under 90 s, a "NAME not started" line and false (study, bounded)
+#   bounded T NAME CMD...    CMD under `timeout` for what left_for leaves, or not started
 R=${R:-/tmp/results}
 bound() {
   local left=$(( ${DEADLINE:-$(( $(date +%s) + 100000 ))} - $(date +%s) - 30 ))
   if [ "$left" -lt "$1" ]; then echo "$left"; else echo "$1"; fi
+}
+left_for() {
+  LEFT=$(bound "$1")
+  [ "$LEFT" -ge 90 ] || { echo "== $(date -u +%T) $2 not started: ${LEFT} s before the deadline"; return 1; }
+}
+bounded() {
+  left_for "$1" "$2" || return 0
+  local t=$LEFT; shift 2
+  timeout "$t" "$@"
 }
 sitting_start() {
   mkdir -p "$R/logs" /tmp/lca-repo
@@ -48,7 +58,7 @@ sitting_start() {
   echo "deadline $(date -u -d @"$DEADLINE" +%T)"
 }
 sitting_launch() {
-  export -f nparts staged install_bundle study bound queue
+  export -f nparts staged install_bundle study bound left_for bounded queue
   setsid bash -c 'echo "deadline $(date -u -d @"$DEADLINE" +%T)"; queue; touch $R/queue.done' \
     > "$R/queue.log" 2>&1 < /dev/null &
   sleep 3; tail -n 5 "$R/queue.log"

@@ -34,12 +34,12 @@ queue() {
   bash benchmarks/h200/unpack_model.sh qwen3-8b-shape > /dev/null
   install_bundle vllm; echo "== $(date -u +%T) vllm installed"
   until [ -f /tmp/sglang.installed ]; do sleep 5; done
-  timeout "$(bound 780)" bash benchmarks/h200/serving_proof.sh run sglang; echo "== $(date -u +%T) proof sglang done"
+  bounded 780 "proof sglang" bash benchmarks/h200/serving_proof.sh run sglang; echo "== $(date -u +%T) proof sglang done"
   study 420 h200-serve-sglang-server sglang-server --workloads load --load search_levels=0 \
     --python sglang-server=/tmp/py-sgl
   study 420 h200-serve-hf-server hf-server --workloads load \
     --load levels=1:8:32,users=32,max_turns=2,rates=,search_levels=0
-  PYTHONPATH=/tmp/lca-repo:/tmp/site timeout "$(bound 120)" python3 -m benchmarks.load_client \
+  PYTHONPATH=/tmp/lca-repo:/tmp/site bounded 120 "benchmark 4" python3 -m benchmarks.load_client \
     --levels 128,256,384,512 --seconds 8 --out "$R/load_client-h200-fill.json" | tail -n 12
   echo "== $(date -u +%T) benchmark 4 done"
 }

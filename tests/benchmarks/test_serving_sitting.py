@@ -132,7 +132,7 @@ def test_the_third_sitting_serves_every_server_in_its_order_within_the_deadline(
     order = [next(i for i, line in enumerate(lines) if key in line) for key in keys]
     assert order == sorted(order)
     proof = next(line for line in lines if "serving_proof.sh run sglang" in line)
-    assert 'timeout "$(bound ' in proof  # the proof too ends before the deadline
+    assert proof.startswith("bounded ")  # the proof too ends before the deadline (or does not start)
     bench = shlex.split(next(line for line in lines if "benchmarks.load_client" in line).split("|")[0])
     args = load_client.parse_args(bench[bench.index("benchmarks.load_client") + 1 :])
     assert min(args.levels) <= 128 and max(args.levels) >= 512
@@ -158,6 +158,12 @@ def test_bound_and_study_keep_every_study_inside_the_deadline(tmp_path: Path) ->
     assert int(_bash(f"DEADLINE=$(( {now} + 900 )); bound 500").stdout) == 500
     skipped = _bash(f"DEADLINE=$(( {now} + 100 )); study 500 h200-x vllm --workloads load")
     assert "h200-x not started" in skipped.stdout and "commit:" not in skipped.stdout
+    # a command bounded the same way (the proof, benchmark 4): run under what is left, or not started
+    ran = _bash(f'DEADLINE=$(( {now} + 200 )); bounded 500 probe bash -c "echo ran"')
+    assert ran.returncode == 0 and ran.stdout.strip() == "ran"
+    late = _bash(f'DEADLINE=$(( {now} + 100 )); bounded 500 probe bash -c "echo ran"')
+    assert late.returncode == 0 and "probe not started:" in late.stdout
+    assert "ran" not in late.stdout.splitlines()  # the command did not run
 
 
 def test_a_poll_copies_what_is_done_and_the_queue_log(tmp_path: Path) -> None:
