@@ -128,7 +128,7 @@ def test_the_third_sitting_serves_every_server_in_its_order_within_the_deadline(
     assert found[1][2][found[1][2].index("--load") + 1] == HF_MIX  # hf-server at the mix hf-cb runs
     lines = _queue_lines(SCRIPT3)
     keys = ("install_bundle vllm", "sglang.installed ]", "serving_proof.sh run sglang")
-    keys += ("h200-serve-sglang-server", "h200-serve-hf-server", "benchmarks.load_client")
+    keys += ("h200-serve-sglang-server", "benchmarks.load_client", "h200-serve-hf-server")
     order = [next(i for i, line in enumerate(lines) if key in line) for key in keys]
     assert order == sorted(order)
     proof = next(line for line in lines if "serving_proof.sh run sglang" in line)
