@@ -9,23 +9,29 @@ caching buys, energy and cost, from the load records (``contract.level_stats``, 
   steady output tok/s (one GPU a backend here);
 - **capacity**: per backend, workload, variant and loop (closed: concurrency, open: Poisson rate) and
   target, the highest level meeting the target (``contract.capacity``: "≥ C" when every level met it,
-  a bracket when the search's budget ran out), what limited it at the next level up;
-- energy per 1,000 output tokens = the GPU's energy over the level (NVML) ÷ its output tokens × 1000;
+  a bracket when the search's budget ran out), what limited it at the next level up; a target with
+  no limits (throughput only, as the default ``batch:``) has the level of peak tok/s without a failed
+  request instead (bound "peak"); the rows of one backend, workload, variant and loop come from one
+  ``CapacityGroup``;
+- energy per 1,000 output tokens = the GPU's energy over the level (NVML) ÷ the output tokens of its
+  requests that did not fail × 1000;
   cost per million output tokens = PRICE ÷ (3600 × output tok/s) × 10⁶ with ``--gpu-hour-usd PRICE``;
 - **caching**: a backend measured with its prefix cache on and off (two runs, ``--no-prefix-caching``),
   as ratios at the same levels: tok/s on ÷ off, TTFT p50 off ÷ on, capacity on ÷ off;
-- **mix**: a digest of a level's requests (prompt lengths, output tokens, count): backends are
-  compared only at the same level with the same mix (a backend run at a scaled load says so).
+- **mix**: a digest of a level's requests (each one's prompt length and turn, so their count too):
+  backends are compared only at the same level with the same mix (a backend run at a scaled load says so).
 """
 
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
 
-from contract.capacity import capacity, judge
+from contract.capacity import Capacity, capacity, judge
 from contract.level_stats import LevelStats, level_stats
 from contract.slo import DEFAULT_SPECS, Target, parse_targets, percentile
 from reports.stats import num
@@ -135,115 +141,104 @@ def analyse(
     from reports.analysis.many_users import requests
 
     reqs = requests(rows)
-    stats: dict[tuple, tuple[list[dict], LevelStats]] = {}
+    stats: dict[tuple, LevelStats] = {}
     out = []
     for key, g in reqs.groupby(KEY, sort=False):
         recs = g.to_dict("records")
         c = num(g["load_concurrency"].iloc[0])
-        st = level_stats(recs, int(c) if c else None)
-        stats[key] = (recs, st)
-        out.append(level_row(key, recs, facts.get(key, {}), st))
+        stats[key] = level_stats(recs, int(c) if c else None)
+        out.append(level_row(key, recs, facts.get(key, {}), stats[key]))
     levels = pd.DataFrame(out)
     caps = []
     if not levels.empty:
         for (b, w, m, loop), g in levels.groupby(["backend", "workload", "mode", "loop"], sort=False):
-            axis = "concurrency" if loop == "closed" else "rate_rps"
             unit = "sessions/s" if (g["rate_unit"] == "sessions/s").any() else "req/s"
-            for t in targets:
-                judged = {}
-                for r in g.to_dict("records"):
-                    x = r[axis]
-                    if x is None or x != x:
-                        continue
-                    key = (b, w, m, r["case"])
-                    judged[float(x)] = (
-                        judge(t, stats[key][1]),
-                        {"kv_cache_usage_peak": r["kv_peak"], "preemptions": r["preemptions"]},
-                    )
-                if t.throughput_only:
-                    best = g.dropna(subset=["output_tps"])
-                    best = best[best["failed"] == 0]
-                    top = best.loc[best["output_tps"].idxmax()] if len(best) else None
-                    caps.append(
-                        _cap_row(
-                            b,
-                            w,
-                            m,
-                            loop,
-                            t,
-                            None if top is None else top[axis],
-                            "peak",
-                            None,
-                            None,
-                            top,
-                            price,
-                            unit=unit,
-                        )
-                    )
-                    continue
-                cap = capacity(t, loop, judged)
-                unjudged = sorted(x for x, (v, _) in judged.items() if v.met is None)  # no steady request
-                at = (
-                    g[g[axis] == cap.value].iloc[0]
-                    if cap.value is not None and (g[axis] == cap.value).any()
-                    else None
-                )
-                caps.append(
-                    _cap_row(
-                        b,
-                        w,
-                        m,
-                        loop,
-                        t,
-                        cap.value,
-                        cap.bound,
-                        cap.next_up,
-                        cap.limiter,
-                        at,
-                        price,
-                        cap.non_monotone,
-                        unit=unit,
-                        unjudged=unjudged,
-                    )
-                )
+            group = CapacityGroup(
+                backend=b, workload=w, mode=m, loop=loop, rate_unit=unit, gpu_hour_usd=price
+            )
+            caps.extend(
+                group.peak_row(t, g) if t.throughput_only else group.capacity_row(t, g, stats)
+                for t in targets
+            )
     return {"steady": levels, "capacity": pd.DataFrame(caps), "targets": targets, "price": price}
 
 
-def _cap_row(
-    b,
-    w,
-    m,
-    loop,
-    t: Target,
-    value,
-    bound,
-    next_up,
-    limiter,
-    at,
-    price,
-    non_monotone=False,
-    unit="req/s",
-    unjudged=(),
-) -> dict[str, Any]:
-    tps = None if at is None else num(at["output_tps"])
-    return {
-        "rate_unit": unit,
-        "unjudged": list(unjudged),  # levels measured with no steady-state request: no verdict
-        "backend": b,
-        "workload": w,
-        "mode": m,
-        "loop": loop,
-        "target": t.name,
-        "value": value,
-        "bound": bound,
-        "next_up": next_up,
-        "limiter": limiter,
-        "non_monotone": non_monotone,
-        "output_tps": tps,
-        "per_user_tps": None if at is None else num(at["per_user_tps"]),
-        "energy_j_per_1k": None if at is None else num(at["energy_j_per_1k"]),
-        "cost_per_m": price / (3600 * tps) * 1e6 if price and tps else None,
-    }
+@dataclass(frozen=True)
+class CapacityGroup:
+    """What every capacity row of one backend, workload, variant (``mode``) and loop shares; its rows, one a
+    target, come from the group's level rows (``level_row``): ``peak_row`` for a throughput-only target,
+    ``capacity_row`` for the others."""
+
+    backend: str
+    workload: str
+    mode: str
+    loop: str  # "closed" (its levels are concurrencies) or "open" (Poisson rates)
+    rate_unit: str  # an open loop's unit: "req/s", or "sessions/s" for a sessions load
+    gpu_hour_usd: float | None  # the price a cost per million tokens is worked out with (None: no cost)
+
+    @property
+    def axis(self) -> str:
+        """The level rows' column that holds this loop's level."""
+        return "concurrency" if self.loop == "closed" else "rate_rps"
+
+    def peak_row(self, target: Target, levels: pd.DataFrame) -> dict[str, Any]:
+        """A throughput-only target's row: the level of peak output tok/s among those with no failed request
+        (bound "peak": no capacity, nothing searched for)."""
+        ok = levels.dropna(subset=["output_tps"])
+        ok = ok[ok["failed"] == 0]
+        top = ok.loc[ok["output_tps"].idxmax()] if len(ok) else None
+        peak = Capacity(
+            target=target.name,
+            loop=self.loop,
+            value=None if top is None else top[self.axis],
+            bound="peak",
+            next_up=None,
+            limiter=None,
+        )
+        return self.row(peak, at=top)
+
+    def capacity_row(
+        self, target: Target, levels: pd.DataFrame, stats: dict[tuple, LevelStats]
+    ) -> dict[str, Any]:
+        """The target's capacity (``contract.capacity``) over the levels, each judged on its steady state
+        (``stats``, by ``KEY``), with the levels that had no steady-state request to judge."""
+        judged = {}
+        for r in levels.to_dict("records"):
+            x = r[self.axis]
+            if x is None or x != x:
+                continue
+            steady = stats[(self.backend, self.workload, self.mode, r["case"])]
+            engine_facts = {"kv_cache_usage_peak": r["kv_peak"], "preemptions": r["preemptions"]}
+            judged[float(x)] = (judge(target, steady), engine_facts)
+        found = capacity(target, self.loop, judged)
+        measured = levels[self.axis] == found.value
+        at = levels[measured].iloc[0] if found.value is not None and measured.any() else None
+        unjudged = sorted(x for x, (v, _) in judged.items() if v.met is None)
+        return self.row(found, at=at, unjudged=unjudged)
+
+    def row(self, found: Capacity, *, at: pd.Series | None, unjudged: Sequence[float] = ()) -> dict[str, Any]:
+        """One capacity row: ``found`` (the target's capacity, or its peak) with the tok/s, per-user tok/s,
+        energy and cost of ``at``, the level row it was measured at (None: no such level)."""
+        tps = None if at is None else num(at["output_tps"])
+        price = self.gpu_hour_usd
+        return {
+            "rate_unit": self.rate_unit,
+            "unjudged": list(unjudged),  # levels measured with no steady-state request: no verdict
+            "backend": self.backend,
+            "workload": self.workload,
+            "mode": self.mode,
+            "loop": self.loop,
+            "target": found.target,
+            "value": found.value,
+            "bound": found.bound,
+            "next_up": found.next_up,
+            "limiter": found.limiter,
+            "non_monotone": found.non_monotone,
+            "output_tps": tps,
+            "per_user_tps": None if at is None else num(at["per_user_tps"]),
+            "energy_j_per_1k": None if at is None else num(at["energy_j_per_1k"]),
+            "cost_per_m": price / (3600 * tps) * 1e6 if price and tps else None,
+        }
 
 
 def caching_ratios(
@@ -260,10 +255,7 @@ def caching_ratios(
     for name, pair in by_name.items():
         if set(pair) != {True, False} or steady.empty:
             continue
-        on, off = (
-            steady[steady["backend"] == pair[v]].set_index(["workload", "mode", "case"])
-            for v in (True, False)
-        )
+        on, off = _on_and_off(steady, pair, ["workload", "mode", "case"])
         for key in on.index.intersection(off.index):
             a, z = on.loc[key], off.loc[key]
             same = a["mix"] == z["mix"]
@@ -280,14 +272,9 @@ def caching_ratios(
                 }
             )
         if not capacity_rows.empty:
-            ca = capacity_rows[capacity_rows["backend"] == pair[True]].set_index(
-                ["workload", "mode", "loop", "target"]
-            )
-            cz = capacity_rows[capacity_rows["backend"] == pair[False]].set_index(
-                ["workload", "mode", "loop", "target"]
-            )
-            for key in ca.index.intersection(cz.index):
-                a, z = ca.loc[key], cz.loc[key]
+            cap_on, cap_off = _on_and_off(capacity_rows, pair, ["workload", "mode", "loop", "target"])
+            for key in cap_on.index.intersection(cap_off.index):
+                a, z = cap_on.loc[key], cap_off.loc[key]
                 if "peak" in (a["bound"], z["bound"]):
                     continue  # throughput only: the level of peak tok/s is no capacity (the level rows say)
                 rows.append(
@@ -307,6 +294,14 @@ def caching_ratios(
                     }
                 )
     return pd.DataFrame(rows)
+
+
+def _on_and_off(
+    frame: pd.DataFrame, pair: dict[bool, str], index: list[str]
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The cache-on column's rows and the cache-off one's (``pair``: on -> label), by ``index``."""
+    on, off = (frame[frame["backend"] == pair[v]].set_index(index) for v in (True, False))
+    return on, off
 
 
 def capacity_bound(on: str, off: str) -> str:

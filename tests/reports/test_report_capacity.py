@@ -319,3 +319,21 @@ def test_a_level_whose_every_request_is_in_its_first_wave_reads_not_judged_not_m
     assert cells["chat"] == (
         "≥ C=4 (every level judged met it; C=8 not judged: no steady-state request, all in its first wave)"
     ), cells
+
+
+def test_a_level_meeting_the_target_above_a_miss_is_named_non_monotone_beside_an_exact_capacity(tmp_path):
+    """chat met at C=1, missed at C=2, met again at C=4: the capacity is C=1, exact (C=2 is the next
+    integer), and the row says non-monotone; its tok/s, energy and cost are those of C=1's level."""
+    from reports.views.capacity import capacity_table
+
+    knee = {1: 100.0, 2: 900.0, 4: 300.0, 8: 900.0}
+    energy = {"gpu_energy_j": 48.0}
+    _, sec = section([run(tmp_path, "r", env={"gpu_hour_usd": 3.6}, facts=energy, levels=knee)])
+    chat = caps(sec).loc[("vllm", "chat")]
+    assert (chat["value"], chat["bound"], chat["next_up"], chat["non_monotone"]) == (1, "exact", 2, True)
+    c1 = sec.data["cap"]["steady"].set_index("case").loc["C=1"]
+    assert (chat["output_tps"], chat["energy_j_per_1k"]) == (c1["output_tps"], c1["energy_j_per_1k"])
+    assert chat["cost_per_m"] == pytest.approx(3.6 / (3600 * c1["output_tps"]) * 1e6)
+    assert not caps(sec).loc[("vllm", "agent")]["non_monotone"]
+    text = {row[4]: row[5] for row in capacity_table(sec.data["cap"]["capacity"]).rows}
+    assert text["chat"] == "C=1 · non-monotone" and "non-monotone" not in text["agent"], text
