@@ -307,8 +307,9 @@ def chart_block(slots) -> Block | None:
 
 # --- caveats --------------------------------------------------------------------------------------
 def caveats(d: dict[str, Any], section_name: str) -> list:
-    """A level that two backends ran with different requests (a backend run at a scaled load, a level cut
-    short): named, so that its rows are read against rows of the same mix only."""
+    """A level that backends ran with different requests (a backend run at a scaled load, a level cut short):
+    which backends ran which requests, so that each row is read against rows of its own mix only (the
+    backends that share the level's first mix are compared with each other)."""
     from reports.analysis.caveats import Caveat
 
     steady = d["cap"]["steady"]
@@ -316,16 +317,28 @@ def caveats(d: dict[str, Any], section_name: str) -> list:
     if steady.empty:
         return out
     for (w, m, case), g in steady.groupby(["workload", "mode", "case"], sort=False):
-        if g["mix"].nunique() > 1:
-            mixes = ", ".join(
-                f"{r['backend']} {r['requests_n']} requests, mean prompt {fmt.n(r['mean_prompt'])} tokens"
-                for r in g.assign(requests_n=g["n_steady"] + g["first_n"]).to_dict("records")
+        if g["mix"].nunique() < 2:
+            continue
+        by_mix = [h for _, h in g.groupby("mix", sort=False)]
+        by_mix.sort(key=len, reverse=True)  # the mix most backends ran first (then in order of appearance)
+
+        def what(h: pd.DataFrame) -> str:  # one mix: the same requests, so the same count and mean
+            r = h.iloc[0]
+            return (
+                f"{_names(h['backend'])} ({fmt.n(r['n_steady'] + r['first_n'])} requests, "
+                f"mean prompt {fmt.n(r['mean_prompt'])} tokens)"
             )
-            out.append(
-                Caveat(
-                    section_name,
-                    f"{w} · {m} {case} ran different requests per backend ({mixes}): those rows "
-                    "are not compared with each other.",
-                )
+
+        out.append(
+            Caveat(
+                section_name,
+                f"{w} · {m} {case}: {' and '.join(what(h) for h in by_mix[1:])} ran other requests than "
+                f"{what(by_mix[0])}: a row is compared only with rows of its own mix.",
             )
+        )
     return out
+
+
+def _names(backends: pd.Series) -> str:
+    names = list(dict.fromkeys(backends))
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
