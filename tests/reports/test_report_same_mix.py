@@ -92,10 +92,10 @@ def a_run(tmp_path, name, backend, levels, turns=3, env=None, searched=(), rate=
 
 
 @pytest.fixture
-def merged(tmp_path):
+def merged_runs(tmp_path):
     """The committed H200 load report's runs in small: the capacity runs at C=1,2,4 (the search added C=3),
     the server at C=1,2,4, the HF mix at C=1,2 with two turns a session instead of three."""
-    runs = [
+    return [
         a_run(
             tmp_path, "cap-vllm", "vllm", {1: 100.0, 2: 150.0, 3: 200.0, 4: 300.0}, searched=(3,), rate=True
         ),
@@ -112,7 +112,11 @@ def merged(tmp_path):
         a_run(tmp_path, "cap-hf-cb", "hf-cb", {1: 400.0, 2: 800.0}, turns=2),
         a_run(tmp_path, "serve-hf", "hf-server", {1: 420.0, 2: 850.0}, turns=2, env={"engine_block": HTTP}),
     ]
-    report = assemble(read_runs(runs))
+
+
+@pytest.fixture
+def merged(merged_runs):
+    report = assemble(read_runs(merged_runs))
     sections = {s.data["cap"]["steady"]["workload"].iloc[0]: s for s in report.sections if s.kind == "load"}
     return report, sections
 
@@ -181,3 +185,23 @@ def test_a_level_cut_short_does_not_split_its_backend_from_its_mix():
         ["hf"],
         ["sglang"],
     ]
+
+
+def test_the_readme_load_table_marks_the_cells_of_another_mix(merged_runs, capsys):
+    from reports import load_table
+
+    assert load_table.main([str(r) for r in merged_runs]) == 0
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    head = [c.strip() for c in lines[0].strip("|").split("|")]
+    rows = {
+        cells[0]: dict(zip(head[1:], cells[1:], strict=True))
+        for line in lines[2:]
+        if line.startswith("| ")
+        for cells in [[c.strip() for c in line.strip("|").split("|")]]
+    }
+    for case in ("C=1", "C=2"):
+        row = rows[f"ls · sessions · {case}"]
+        assert all(row[b].endswith("†") for b in HF) and not any(row[b].endswith("†") for b in VLLMS), row
+        assert not any(c.endswith("†") for c in rows[f"lf · S=0 · {case}"].values())  # the same requests
+    assert "†: other requests than the row's unmarked cells" in out
