@@ -205,3 +205,30 @@ def test_the_readme_load_table_marks_the_cells_of_another_mix(merged_runs, capsy
         assert all(row[b].endswith("†") for b in HF) and not any(row[b].endswith("†") for b in VLLMS), row
         assert not any(c.endswith("†") for c in rows[f"lf · S=0 · {case}"].values())  # the same requests
     assert "†: other requests than the row's unmarked cells" in out
+
+
+def test_the_charts_draw_the_other_mix_in_a_panel_of_its_own(merged):
+    """A line of the HF mix's sessions beside the built-in mix's would compare them: its points go to a panel
+    of their own; the fixed shape's, the same requests, stay in the one panel."""
+    from reports.views.many_users_charts import CHARTS
+
+    report, sec = merged
+
+    def panels(spec, out):
+        if isinstance(spec, dict):
+            if spec.get("backend") and "variant" in spec:
+                out.setdefault(spec["variant"], set()).add(spec["backend"])
+            for v in spec.values():
+                panels(v, out)
+        elif isinstance(spec, list):
+            for v in spec:
+                panels(v, out)
+        return out
+
+    for key in ("throughput", "ttft", "pareto", "users"):
+        sessions = panels(CHARTS[key][0](sec["ls"].data, report), {})
+        assert sessions == {
+            "ls · sessions": set(VLLMS),
+            "ls · sessions; other requests: hf-cb, hf-server": set(HF),
+        }, key
+        assert panels(CHARTS[key][0](sec["lf"].data, report), {}) == {"lf · S=0": set(VLLMS + HF)}, key
