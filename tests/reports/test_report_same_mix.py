@@ -12,6 +12,7 @@ from reports.analysis.capacity import mix_classes
 from reports.assemble import assemble
 from reports.runs import read_runs
 from tests.reports.records import load_level, load_request, write_run
+from tests.reports.test_report_capacity import level as fixed_level
 
 TOKENS, GAP_S = 4, 0.020
 HTTP = {"engine": {"base_url": "http://127.0.0.1:8000/v1"}}
@@ -49,38 +50,13 @@ def sessions_level(backend: str, c: int, ttft_ms: float, turns: int, searched: s
     return out + [load_level(backend, c, facts, workload="ls", mode="sessions")]
 
 
-def fixed_level(backend: str, c: int, ttft_ms: float, searched: str | None = None) -> list:
-    """C workers back to back, 6 requests each of a 100-token prompt."""
-    out = []
-    for w in range(c):
-        t = 0.0
-        for k in range(6):
-            times = [t + ttft_ms / 1e3 + i * GAP_S for i in range(TOKENS)]
-            out.append(
-                load_request(
-                    backend,
-                    c,
-                    w * 6 + k,
-                    t,
-                    times,
-                    ttft_ms=ttft_ms,
-                    decode_ms_per_token=GAP_S * 1e3,
-                    e2e_ms=(times[-1] - t) * 1e3,
-                    output_token_ids=[1] * TOKENS,
-                    prompt_tokens=100,
-                    shared_prefix_tokens=0,
-                )
-            )
-            t = times[-1]
-    facts = {"requests_planned": len(out), "requests_started": len(out), "searched_for": searched}
-    return out + [load_level(backend, c, facts)]
-
-
 def a_run(tmp_path, name, backend, levels, turns=3, env=None, searched=(), rate=False):
     rows = []
     for c, ms in levels.items():
         why = "chat" if c in searched else None
-        rows += sessions_level(backend, c, ms, turns, why) + fixed_level(backend, c, ms, why)
+        rows += sessions_level(backend, c, ms, turns, why) + fixed_level(
+            backend, c, ms, facts={"searched_for": why}
+        )
     if rate:  # an open-loop level only the capacity run has
         for r in fixed_level(backend, 2, 150.0):
             r.update(load_concurrency=None, load_rate_rps=8.0, case="rate=8")
