@@ -66,10 +66,15 @@ def capacity_text(r: dict) -> str:
     return text + (" · non-monotone" if r["non_monotone"] else "")
 
 
-def capacity_table(caps: pd.DataFrame, via: dict[str, str] | None = None) -> Table:
+def capacity_table(
+    caps: pd.DataFrame, via: dict[str, str] | None = None, classes: dict | None = None
+) -> Table:
     """The capacity table: a row per backend, variant, loop and target, sorted so that a variant's rows stay
     together, with its capacity, what limited it at the next level up, tok/s there and per user, energy and
-    cost. ``via`` says how each backend was served (in process or HTTP)."""
+    cost. ``via`` says how each backend was served (in process or HTTP); a backend of a group that ran other
+    requests (``classes``) has its variant say so, its rows after the main group's."""
+    from reports.views.mix_groups import variants
+
     cols = [
         "variant",
         "backend",
@@ -84,10 +89,12 @@ def capacity_table(caps: pd.DataFrame, via: dict[str, str] | None = None) -> Tab
         "$ per M tok",
     ]
     t = Table(cols, numeric={7, 8, 9, 10})
-    for r in caps.sort_values(["workload", "mode", "loop", "target"], kind="stable").to_dict("records"):
+    caps = caps.assign(variant=variants(caps, classes)) if len(caps) else caps.assign(variant="")
+    order = ["workload", "mode", "variant", "loop", "target"]
+    for r in caps.sort_values(order, kind="stable").to_dict("records"):
         t.add(
             [
-                _variant(r),
+                r["variant"],
                 r["backend"],
                 (via or {}).get(r["backend"], ""),
                 "concurrency" if r["loop"] == "closed" else "Poisson rate",
@@ -249,7 +256,7 @@ def blocks(d: dict[str, Any], backends: list[str], slots) -> list[Block]:
                 "requests is within the limit; a failed request is a miss. ({})"
             ).format("; ".join(t.label() for t in targets), SOURCES)
         ),
-        table(capacity_table(caps, cap.get("via"))) if not caps.empty else None,
+        table(capacity_table(caps, cap.get("via"), cap.get("mix_classes"))) if not caps.empty else None,
         p(
             "Capacity = the highest level that met the target, refined by the capacity search between the "
             "levels measured; '≥' where every level met it (a floor, not a limit); the limiter is the next "

@@ -13,7 +13,7 @@ import altair as alt
 import pandas as pd
 
 from reports.charts import WIDTH, _spec, backend_color, levels_and_rules
-from reports.views.capacity_summary import variants
+from reports.views.mix_groups import variants
 
 
 def users_chart(

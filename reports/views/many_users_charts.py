@@ -16,7 +16,7 @@ import pandas as pd
 
 from reports.charts import WIDTH, _spec, backend_color, bar_chart, levels_and_rules, single
 from reports.views.capacity_chart import users_chart
-from reports.views.capacity_summary import variants
+from reports.views.mix_groups import variants
 
 
 def _data(levels: pd.DataFrame, classes: dict | None = None) -> pd.DataFrame:

@@ -17,7 +17,7 @@ def jobs(section, report) -> list:
     requests than the variant's main group get a row of their own."""
     from reports.analysis.capacity import mix_classes
     from reports.analysis.summary import Job
-    from reports.views.capacity_summary import by_class, mix_label
+    from reports.views.mix_groups import by_class, mix_label
 
     out = []
     classes = mix_classes(section.data["cap"]["steady"])

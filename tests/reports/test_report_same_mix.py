@@ -116,7 +116,15 @@ def test_the_same_requests_are_one_mix_whatever_the_runs_rates_search_or_transpo
 
 
 def test_the_hf_mix_sessions_are_named_apart_and_compared_only_with_each_other(merged):
-    report, _ = merged
+    from reports.views.capacity import capacity_table
+
+    report, sec = merged
+    for w, hf_variant in (("ls", "ls · sessions; other requests: hf-cb, hf-server"), ("lf", "lf · S=0")):
+        cap = sec[w].data["cap"]
+        rows = capacity_table(cap["capacity"], cap["via"], cap["mix_classes"]).rows
+        variants = {(row[1], row[0]) for row in rows}
+        assert {v for b, v in variants if b in HF} == {hf_variant}, variants
+        assert {v for b, v in variants if b in VLLMS} == {hf_variant.split(";")[0]}, variants
     named = [c.text for c in report.caveats if "ran other requests" in c.text]
     assert [t.split(":")[0] for t in named] == ["ls · sessions C=1", "ls · sessions C=2"]  # none for lf
     assert named[0].startswith("ls · sessions C=1: hf-cb and hf-server (8 requests, mean prompt 125 tokens)")
