@@ -89,3 +89,32 @@ def test_the_hf_mix_keeps_the_fixed_shapes_requests_and_the_report_tells_its_ses
         same = a[(block, False)] == b[(block, False)]
         assert same == (not block.startswith("load-sessions/")), block
         assert (digest(hf, block) == digest(server, block)) == same, block
+
+
+@pytest.mark.slow
+def test_the_h200_sittings_lines_plan_the_same_requests_at_full_scale(renderer):
+    """The ``--load`` of every load study the H200 sittings queue (capacity_sitting.sh, serving_sitting3.sh;
+    vllm-server ran sglang-server's line), planned at the built-in scale: at every closed-loop level two of
+    them share, the fixed shape's requests are equal, and the sessions' are equal where ``users`` and
+    ``max_turns`` are (the HF mix's are not: fewer turns)."""
+    from harness.cli import parser
+    from tests.benchmarks.test_serving_sitting import CAPACITY, SCRIPT3, studies
+
+    loads = set()
+    for script in (CAPACITY, SCRIPT3):
+        for _, backend, flags in studies(script):
+            args = parser("compare.py").parse_args(["--backend", backend, *flags])
+            if args.workloads == "load":
+                loads.add(args.load)
+    assert len(loads) == 3, loads  # the servers', the in-process capacity runs', the HF mix
+    plans = {load: levels(plan_of(renderer, load)) for load in sorted(loads)}
+    specs = {load: apply(read_builtin(["load"]), {"--load": load}) for load in loads}
+    ordered = sorted(loads)
+    for i, a in enumerate(ordered):
+        for b in ordered[i + 1 :]:
+            sessions_alike = {(s.users, s.max_turns) for s in specs[a] + specs[b] if s.shape == "sessions"}
+            shared = [k for k in plans[a] if k in plans[b] and "/C=" in k[0]]
+            assert shared, (a, b)
+            for key in shared:
+                same = not key[0].startswith("load-sessions/") or len(sessions_alike) == 1
+                assert (plans[a][key] == plans[b][key]) == same, (a, b, key)
