@@ -5,8 +5,10 @@ tokens/s, TTFT p50/p99, ITL p50 and goodput — what the Load section draws, as 
 
 Rows are (workload · variant · level), in the order the runs have them; a cell is
 ``tok/s · TTFT p50/p99 ms · ITL p50 ms · goodput req/s (n)``, "–" where the backend has no such
-level. The figures come from ``reports.analysis.many_users.per_level`` (one definition for the
-page and this table); nothing here recomputes them.
+level, "†" after a cell whose requests are not the row's (another mix: the H200's HF mix runs fewer
+turns a session; ``reports.analysis.capacity.mix_of``), so that it is not read against the others.
+The figures come from ``reports.analysis.many_users.per_level`` (one definition for the page and
+this table); nothing here recomputes them.
 """
 
 from __future__ import annotations
@@ -32,13 +34,40 @@ def cell(row) -> str:
     )
 
 
-def table(levels) -> str:
+def table(levels, mixes: dict[tuple, str] | None = None) -> str:
+    """The Markdown table; ``mixes``: (backend, workload, variant, level) -> the level's mix digest, a cell
+    marked † where it is not the row's main mix (the one most of its backends ran, then the first)."""
     backends = list(dict.fromkeys(levels["backend"]))
     lines = [f"| workload · variant · level | {' | '.join(backends)} |", "|---" * (len(backends) + 1) + "|"]
+    marked = False
     for (w, m, c), g in levels.groupby(["workload", "mode", "case"], sort=False):
-        by = {r["backend"]: cell(r) for r in g.to_dict("records")}
+        mix = {b: (mixes or {}).get((b, w, m, c)) for b in g["backend"]}
+        counts = list(mix.values())
+        main = max(dict.fromkeys(counts), key=counts.count)
+        by = {}
+        for r in g.to_dict("records"):
+            other = mix[r["backend"]] != main
+            marked |= other
+            by[r["backend"]] = cell(r) + (" †" if other else "")
         lines.append(f"| {w} · {m} · {c} | " + " | ".join(by.get(b, "–") for b in backends) + " |")
-    return "\n".join(lines) + f"\n\nEach cell: {CELL}.\n"
+    note = (
+        " †: other requests than the row's unmarked cells (another mix, or a level cut short): not compared "
+        "with them."
+        if marked
+        else ""
+    )
+    return "\n".join(lines) + f"\n\nEach cell: {CELL}.{note}\n"
+
+
+def level_mixes(records) -> dict[tuple, str]:
+    """(backend, workload, variant, level) -> the mix digest of the level's requests, as the page has it."""
+    from reports.analysis.capacity import mix_of
+    from reports.analysis.many_users import requests
+
+    reqs = requests(records)
+    return {
+        key: mix_of(g.to_dict("records")) for key, g in reqs.groupby(["backend", "workload", "mode", "case"])
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -61,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
     if levels.empty:
         print("python -m reports.load_table: error: no load records in these runs", file=sys.stderr)
         return 2
-    print(table(levels), end="")
+    print(table(levels, level_mixes(ds.records)), end="")
     return 0
 
 

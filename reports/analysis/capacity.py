@@ -19,7 +19,10 @@ caching buys, energy and cost, from the load records (``contract.level_stats``, 
 - **caching**: a backend measured with its prefix cache on and off (two runs, ``--no-prefix-caching``),
   as ratios at the same levels: tok/s on ÷ off, TTFT p50 off ÷ on, capacity on ÷ off;
 - **mix**: a digest of a level's requests (each one's prompt length and turn, so their count too):
-  backends are compared only at the same level with the same mix (a backend run at a scaled load says so).
+  backends are compared only at the same level with the same mix; per variant, :func:`mix_classes` groups
+  the backends that ran the same requests at every level they share (the H200's hf-server and hf-cb run
+  fewer turns a session: their sessions rows form a group of their own, their fixed-shape rows join the
+  others').
 """
 
 from __future__ import annotations
@@ -68,6 +71,47 @@ def mix_of(rows: list[dict]) -> str:
     """The level's requests as a short digest: same digest, same work."""
     shape = sorted((int(num(r.get("prompt_tokens")) or 0), int(num(r.get("turn")) or 0)) for r in rows)
     return hashlib.sha1(repr(shape).encode()).hexdigest()[:8]
+
+
+def mix_classes(steady: pd.DataFrame) -> dict[tuple[str, str], list[list[str]]]:
+    """Per (workload, variant): its backends in groups that ran the same requests, the largest group first
+    (then in order of appearance). A backend joins a group when it ran at least one level whole (not
+    stopped early, not cut) that a member ran whole too, and at every such level its mix is that member's;
+    a level only one of them ran, or one cut short, says nothing either way."""
+    out: dict[tuple[str, str], list[list[str]]] = {}
+    if steady.empty:
+        return out
+    for (w, m), g in steady.groupby(["workload", "mode"], sort=False):
+        whole = g[~(g["partial"].astype(bool) | g["cut"].astype(bool))]
+        mixes = {
+            b: dict(zip(h["case"], h["mix"], strict=True)) for b, h in whole.groupby("backend", sort=False)
+        }
+        out[(w, m)] = _same_request_groups(mixes, list(dict.fromkeys(g["backend"])))
+    return out
+
+
+def _same_request_groups(mixes: dict[str, dict[str, str]], backends: list[str]) -> list[list[str]]:
+    """``backends`` grouped by their whole levels' mixes (case -> mix each), the largest group first."""
+
+    def shared(a: str, b: str) -> list[str]:
+        return [c for c in mixes.get(a, {}) if c in mixes.get(b, {})]
+
+    groups: list[list[str]] = []
+    for b in backends:
+        home = next(
+            (
+                grp
+                for grp in groups
+                if any(shared(b, o) for o in grp)
+                and all(mixes[b][c] == mixes[o][c] for o in grp for c in shared(b, o))
+            ),
+            None,
+        )
+        if home is None:
+            groups.append([b])
+        else:
+            home.append(b)
+    return sorted(groups, key=len, reverse=True)
 
 
 def _p(xs: list[float], q: float) -> float | None:
@@ -122,6 +166,7 @@ def level_row(key: tuple, rows: list[dict], facts: dict, stats: LevelStats) -> d
         "preemptions": num(facts.get("preemptions")),
         "searched_for": facts.get("searched_for"),
         "partial": bool(planned and started is not None and started < planned),
+        "cut": not facts,  # no level record: the run stopped inside the level (a deadline, a crash)
         "mix": mix_of(rows),
         # an open loop of a sessions load starts sessions (a user's turns), not requests, at its rate
         "rate_unit": "sessions/s" if any(num(r.get("user")) is not None for r in rows) else "req/s",

@@ -66,10 +66,15 @@ def capacity_text(r: dict) -> str:
     return text + (" · non-monotone" if r["non_monotone"] else "")
 
 
-def capacity_table(caps: pd.DataFrame, via: dict[str, str] | None = None) -> Table:
+def capacity_table(
+    caps: pd.DataFrame, via: dict[str, str] | None = None, classes: dict | None = None
+) -> Table:
     """The capacity table: a row per backend, variant, loop and target, sorted so that a variant's rows stay
     together, with its capacity, what limited it at the next level up, tok/s there and per user, energy and
-    cost. ``via`` says how each backend was served (in process or HTTP)."""
+    cost. ``via`` says how each backend was served (in process or HTTP); a backend of a group that ran other
+    requests (``classes``) has its variant say so, its rows after the main group's."""
+    from reports.views.mix_groups import variants
+
     cols = [
         "variant",
         "backend",
@@ -84,10 +89,12 @@ def capacity_table(caps: pd.DataFrame, via: dict[str, str] | None = None) -> Tab
         "$ per M tok",
     ]
     t = Table(cols, numeric={7, 8, 9, 10})
-    for r in caps.sort_values(["workload", "mode", "loop", "target"], kind="stable").to_dict("records"):
+    caps = caps.assign(variant=variants(caps, classes)) if len(caps) else caps.assign(variant="")
+    order = ["workload", "mode", "variant", "loop", "target"]
+    for r in caps.sort_values(order, kind="stable").to_dict("records"):
         t.add(
             [
-                _variant(r),
+                r["variant"],
                 r["backend"],
                 (via or {}).get(r["backend"], ""),
                 "concurrency" if r["loop"] == "closed" else "Poisson rate",
@@ -249,7 +256,7 @@ def blocks(d: dict[str, Any], backends: list[str], slots) -> list[Block]:
                 "requests is within the limit; a failed request is a miss. ({})"
             ).format("; ".join(t.label() for t in targets), SOURCES)
         ),
-        table(capacity_table(caps, cap.get("via"))) if not caps.empty else None,
+        table(capacity_table(caps, cap.get("via"), cap.get("mix_classes"))) if not caps.empty else None,
         p(
             "Capacity = the highest level that met the target, refined by the capacity search between the "
             "levels measured; '≥' where every level met it (a floor, not a limit); the limiter is the next "
@@ -307,8 +314,9 @@ def chart_block(slots) -> Block | None:
 
 # --- caveats --------------------------------------------------------------------------------------
 def caveats(d: dict[str, Any], section_name: str) -> list:
-    """A level that two backends ran with different requests (a backend run at a scaled load, a level cut
-    short): named, so that its rows are read against rows of the same mix only."""
+    """A level that backends ran with different requests (a backend run at a scaled load, a level cut short):
+    which backends ran which requests, so that each row is read against rows of its own mix only (the
+    backends that share the level's first mix are compared with each other)."""
     from reports.analysis.caveats import Caveat
 
     steady = d["cap"]["steady"]
@@ -316,16 +324,28 @@ def caveats(d: dict[str, Any], section_name: str) -> list:
     if steady.empty:
         return out
     for (w, m, case), g in steady.groupby(["workload", "mode", "case"], sort=False):
-        if g["mix"].nunique() > 1:
-            mixes = ", ".join(
-                f"{r['backend']} {r['requests_n']} requests, mean prompt {fmt.n(r['mean_prompt'])} tokens"
-                for r in g.assign(requests_n=g["n_steady"] + g["first_n"]).to_dict("records")
+        if g["mix"].nunique() < 2:
+            continue
+        by_mix = [h for _, h in g.groupby("mix", sort=False)]
+        by_mix.sort(key=len, reverse=True)  # the mix most backends ran first (then in order of appearance)
+
+        def what(h: pd.DataFrame) -> str:  # one mix: the same requests, so the same count and mean
+            r = h.iloc[0]
+            return (
+                f"{_names(h['backend'])} ({fmt.n(r['n_steady'] + r['first_n'])} requests, "
+                f"mean prompt {fmt.n(r['mean_prompt'])} tokens)"
             )
-            out.append(
-                Caveat(
-                    section_name,
-                    f"{w} · {m} {case} ran different requests per backend ({mixes}): those rows "
-                    "are not compared with each other.",
-                )
+
+        out.append(
+            Caveat(
+                section_name,
+                f"{w} · {m} {case}: {' and '.join(what(h) for h in by_mix[1:])} ran other requests than "
+                f"{what(by_mix[0])}: a row is compared only with rows of its own mix.",
             )
+        )
     return out
+
+
+def _names(backends: pd.Series) -> str:
+    names = list(dict.fromkeys(backends))
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]

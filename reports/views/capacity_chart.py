@@ -13,15 +13,19 @@ import altair as alt
 import pandas as pd
 
 from reports.charts import WIDTH, _spec, backend_color, levels_and_rules
+from reports.views.mix_groups import variants
 
 
-def users_chart(steady: pd.DataFrame, targets, backends: list[str]) -> dict[str, Any] | None:
+def users_chart(
+    steady: pd.DataFrame, targets, backends: list[str], classes: dict | None = None
+) -> dict[str, Any] | None:
     """Per-user tok/s against per-GPU tok/s (the Pareto curve): a line per backend, a point per closed-loop
-    level, each target's per-user speed (1000 ÷ its TPOT limit) drawn as a dashed rule."""
+    level, each target's per-user speed (1000 ÷ its TPOT limit) drawn as a dashed rule; a group of backends
+    that ran other requests (``classes``, ``reports.analysis.capacity.mix_classes``) in a panel of its own."""
     d = steady[steady["loop"] == "closed"].dropna(subset=["output_tps", "per_user_tps"]).copy()
     if d.empty:
         return None
-    d["variant"] = d["workload"] + " · " + d["mode"]
+    d["variant"] = variants(d, classes)
     rules = [
         {"variant": v, "per_user_tps": 1000 / lim.ms, "target": f"{t.name}: ≥ {1000 / lim.ms:g} tok/s a user"}
         for v in dict.fromkeys(d["variant"])

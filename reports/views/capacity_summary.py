@@ -2,7 +2,9 @@
 
 Per variant and target, each backend's capacity (levels are searched per backend, so the numbers are
 compared, never ranked); per variant, the steady output tok/s at the level the most backends ran
-with the same requests, with a winner only where the intervals do not overlap.
+with the same requests, with a winner only where the intervals do not overlap. Backends that ran other
+requests (``reports.analysis.capacity.mix_classes``: the H200's HF mix, fewer turns a session) get rows
+of their own, compared only with each other.
 """
 
 from __future__ import annotations
@@ -10,7 +12,9 @@ from __future__ import annotations
 from typing import Any
 
 from reports import fmt
+from reports.analysis.capacity import mix_classes
 from reports.views.capacity import capacity_text
+from reports.views.mix_groups import by_class, mix_label
 
 
 def jobs(d: dict[str, Any]) -> list:
@@ -24,57 +28,67 @@ def jobs(d: dict[str, Any]) -> list:
     out = []
     if caps.empty:
         return out
-    for (w, m, loop, target), g in caps.groupby(["workload", "mode", "loop", "target"], sort=False):
+    classes = mix_classes(steady)
+    for (w, m, loop, target), whole in caps.groupby(["workload", "mode", "loop", "target"], sort=False):
         t = next(x for x in cap["targets"] if x.name == target)
-        values = [(r["backend"], capacity_text(r)) for r in g.to_dict("records")]
         what = (
             "highest concurrency" if loop == "closed" else "highest Poisson rate"
         ) + f" within {t.label()}"
-        out.append(
-            Job(
-                f"Many users: {target} ({w} · {m}{'' if loop == 'closed' else ', open loop'})",
-                what,
-                values,
-                None,
-                "one backend: nothing to choose"
-                if len(values) < 2
-                else "levels are searched per backend: compare the numbers, not a rank",
+        for g in by_class(classes, w, m, whole):
+            values = [(r["backend"], capacity_text(r)) for r in g.to_dict("records")]
+            out.append(
+                Job(
+                    f"Many users: {target} ({w} · {m}{'' if loop == 'closed' else ', open loop'}"
+                    f"{mix_label(classes, w, m, g['backend'])})",
+                    what,
+                    values,
+                    None,
+                    "one backend: nothing to choose"
+                    if len(values) < 2
+                    else "levels are searched per backend: compare the numbers, not a rank",
+                )
             )
-        )
     closed = steady[steady["loop"] == "closed"].dropna(subset=["output_tps"])
-    for (w, m), g in closed.groupby(["workload", "mode"], sort=False):
-        # the level where the most backends ran the same requests (then the highest such level): a backend
-        # that ran other levels or another mix (hf, hf-cb at a scaled load) is left out, not compared
-        best = None
-        for (c, _mix), h in g.groupby(["concurrency", "mix"]):
-            if h["backend"].nunique() >= 2 and (best is None or (h["backend"].nunique(), c) > best[0]):
-                best = ((h["backend"].nunique(), c), h)
-        if best is None:
-            continue
-        at = best[1].sort_values("output_tps", ascending=False).to_dict("records")
-        common = [best[0][1]]
-        values = [
-            (
-                r["backend"],
-                f"{fmt.n(r['output_tps'])} tok/s [{fmt.n(r['output_tps_lo'])}–{fmt.n(r['output_tps_hi'])}]",
-            )
-            for r in at
-        ]
-        top, second = at[0], at[1]
-        clear = (
-            None not in (top["output_tps_lo"], second["output_tps_hi"])
-            and top["output_tps_lo"] > second["output_tps_hi"]
-        )
-        out.append(
-            Job(
-                f"Many users: throughput ({w} · {m}, C={fmt.n(max(common))})",
-                "steady output tok/s at the level the most backends "
-                "ran with the same requests (the highest such)",
-                values,
-                top["backend"] if clear else None,
-                f"by {fmt.n(100 * (top['output_tps'] / second['output_tps'] - 1))} % over {second['backend']}"
-                if clear
-                else "within the intervals: not ranked",
-            )
-        )
+    for (w, m), whole in closed.groupby(["workload", "mode"], sort=False):
+        for g in by_class(classes, w, m, whole):
+            out += _throughput(w, m, g, mix_label(classes, w, m, g["backend"]))
     return out
+
+
+def _throughput(w: str, m: str, g, mix_note: str) -> list:
+    """The throughput row of one group of backends that ran the same requests: at the level the most of them
+    ran with one mix (then the highest such level; a backend that ran other levels is left out, not
+    compared), a winner only where the intervals do not overlap."""
+    from reports.analysis.summary import Job
+
+    best = None
+    for (c, _mix), h in g.groupby(["concurrency", "mix"]):
+        if h["backend"].nunique() >= 2 and (best is None or (h["backend"].nunique(), c) > best[0]):
+            best = ((h["backend"].nunique(), c), h)
+    if best is None:
+        return []
+    at = best[1].sort_values("output_tps", ascending=False).to_dict("records")
+    values = [
+        (
+            r["backend"],
+            f"{fmt.n(r['output_tps'])} tok/s [{fmt.n(r['output_tps_lo'])}–{fmt.n(r['output_tps_hi'])}]",
+        )
+        for r in at
+    ]
+    top, second = at[0], at[1]
+    clear = (
+        None not in (top["output_tps_lo"], second["output_tps_hi"])
+        and top["output_tps_lo"] > second["output_tps_hi"]
+    )
+    return [
+        Job(
+            f"Many users: throughput ({w} · {m}, C={fmt.n(best[0][1])}{mix_note})",
+            "steady output tok/s at the level the most backends ran with the same requests "
+            "(the highest such)",
+            values,
+            top["backend"] if clear else None,
+            f"by {fmt.n(100 * (top['output_tps'] / second['output_tps'] - 1))} % over {second['backend']}"
+            if clear
+            else "within the intervals: not ranked",
+        )
+    ]

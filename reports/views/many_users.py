@@ -39,6 +39,9 @@ def _analyse(rows: pd.DataFrame, ctx, name: str) -> dict[str, Any]:  # noqa: ARG
     caching = {b: ctx.ds.run_env_of(b).get("prefix_caching", True) for b in labels}  # older runs: on
     names = {b: ctx.ds.sources.get(b, ("", b))[1] for b in labels}
     cap["caching"] = capacity.caching_ratios(cap["steady"], cap["capacity"], caching, names)
+    # the groups of backends that ran the same requests: one that ran other requests (the HF mix's sessions)
+    # gets summary rows and chart panels of its own
+    cap["mix_classes"] = capacity.mix_classes(cap["steady"])
     cap["via"] = {
         b: "HTTP" if over_http(ctx.ds.env_of(b).get("engine") or {}) else "in process" for b in labels
     }

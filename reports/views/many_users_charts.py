@@ -16,11 +16,14 @@ import pandas as pd
 
 from reports.charts import WIDTH, _spec, backend_color, bar_chart, levels_and_rules, single
 from reports.views.capacity_chart import users_chart
+from reports.views.mix_groups import variants
 
 
-def _data(levels: pd.DataFrame) -> pd.DataFrame:
+def _data(levels: pd.DataFrame, classes: dict | None = None) -> pd.DataFrame:
+    """The closed-loop levels with their panel ("workload · variant"; a group of backends that ran other
+    requests, ``classes``, in a panel of its own)."""
     d = levels[levels["concurrency"].notna() & levels["rate_rps"].isna()].copy()
-    d["variant"] = d["workload"] + " · " + d["mode"]
+    d["variant"] = variants(d, classes) if len(d) else d["workload"] + " · " + d["mode"]
     return d
 
 
@@ -48,10 +51,10 @@ def _facet(chart: alt.Chart, d: pd.DataFrame) -> dict[str, Any]:
 
 
 def per_level_chart(
-    levels: pd.DataFrame, backends: list[str], value: str, title: str
+    levels: pd.DataFrame, backends: list[str], value: str, title: str, classes: dict | None = None
 ) -> dict[str, Any] | None:
     """One figure against the closed-loop concurrency (log2), a line per backend."""
-    d = _data(levels).dropna(subset=[value])
+    d = _data(levels, classes).dropna(subset=[value])
     if d.empty:
         return None
     if single(d["concurrency"]):
@@ -81,11 +84,17 @@ def per_level_chart(
 
 
 def percentiles_chart(
-    levels: pd.DataFrame, backends: list[str], prefix: str, ps: tuple[int, ...], title: str, targets=()
+    levels: pd.DataFrame,
+    backends: list[str],
+    prefix: str,
+    ps: tuple[int, ...],
+    title: str,
+    targets=(),
+    classes: dict | None = None,
 ) -> dict[str, Any] | None:
     """TTFT (or ITL) percentiles against concurrency: a line per backend, a dash per percentile (the legend
     shows the dashes), and each target's limit on this metric as a grey rule."""
-    d = _data(levels)
+    d = _data(levels, classes)
     cols = [f"{prefix}_p{q}" for q in ps]
     long = d.melt(
         id_vars=["backend", "variant", "case", "concurrency", "requests"],
@@ -166,9 +175,11 @@ def percentiles_chart(
     )
 
 
-def pareto_chart(levels: pd.DataFrame, backends: list[str]) -> dict[str, Any] | None:
+def pareto_chart(
+    levels: pd.DataFrame, backends: list[str], classes: dict | None = None
+) -> dict[str, Any] | None:
     """TTFT p90 against output tokens/s, the levels of a backend joined in order of concurrency."""
-    d = _data(levels).dropna(subset=["output_tps", "ttft_p90"])
+    d = _data(levels, classes).dropna(subset=["output_tps", "ttft_p90"])
     if d.empty:
         return None
     c = (
@@ -191,37 +202,51 @@ def pareto_chart(levels: pd.DataFrame, backends: list[str]) -> dict[str, Any] | 
     return _facet(c, d)
 
 
+def _groups(d: dict) -> dict | None:
+    """The section's groups of backends that ran the same requests (``reports.analysis.capacity``)."""
+    return d["cap"].get("mix_classes")
+
+
 # key -> (builder of the spec from the section's data and the report, label)
 CHARTS = {
     "throughput": (
-        lambda d, r: per_level_chart(d["levels"], r.ds.backends, "output_tps", "output tokens/s"),
+        lambda d, r: per_level_chart(d["levels"], r.ds.backends, "output_tps", "output tokens/s", _groups(d)),
         "output tokens/s vs concurrency",
     ),
     "requests": (
-        lambda d, r: per_level_chart(d["levels"], r.ds.backends, "rps", "requests/s"),
+        lambda d, r: per_level_chart(d["levels"], r.ds.backends, "rps", "requests/s", _groups(d)),
         "requests/s vs concurrency",
     ),
     "ttft": (
         lambda d, r: percentiles_chart(
-            d["levels"], r.ds.backends, "ttft", (50, 90, 99), "TTFT", d["cap"]["targets"]
+            d["levels"], r.ds.backends, "ttft", (50, 90, 99), "TTFT", d["cap"]["targets"], _groups(d)
         ),
         "TTFT percentiles vs concurrency, the targets' TTFT limits as rules",
     ),
     "itl": (
         lambda d, r: percentiles_chart(
-            d["levels"], r.ds.backends, "itl", (50, 99), "inter-token latency", d["cap"]["targets"]
+            d["levels"],
+            r.ds.backends,
+            "itl",
+            (50, 99),
+            "inter-token latency",
+            d["cap"]["targets"],
+            _groups(d),
         ),
         "inter-token latency percentiles vs concurrency",
     ),
-    "pareto": (lambda d, r: pareto_chart(d["levels"], r.ds.backends), "TTFT p90 vs output tokens/s"),
+    "pareto": (
+        lambda d, r: pareto_chart(d["levels"], r.ds.backends, _groups(d)),
+        "TTFT p90 vs output tokens/s",
+    ),
     "goodput": (
         lambda d, r: per_level_chart(
-            d["levels"], r.ds.backends, "goodput_rps", "goodput (requests/s within the SLO)"
+            d["levels"], r.ds.backends, "goodput_rps", "goodput (requests/s within the SLO)", _groups(d)
         ),
         "goodput vs concurrency",
     ),
     "users": (
-        lambda d, r: users_chart(d["cap"]["steady"], d["cap"]["targets"], r.ds.backends),
+        lambda d, r: users_chart(d["cap"]["steady"], d["cap"]["targets"], r.ds.backends, _groups(d)),
         "tok/s a user vs tok/s of the GPU",
     ),
 }

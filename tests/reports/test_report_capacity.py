@@ -158,9 +158,12 @@ def test_a_level_run_with_other_requests_is_named_and_not_compared(tmp_path):
     report = assemble(read_runs([write_run(tmp_path / "r", rows)]))
     texts = " ".join(c.text for c in report.caveats)
     assert (
-        "lf · S=0 C=4 ran different requests per backend (vllm 24 requests" in texts
-        and "hf-cb 8 requests" in texts
+        "lf · S=0 C=4: hf-cb (8 requests, mean prompt 100 tokens) ran other requests than vllm (24 requests"
+        in texts
     )
+    jobs = {j.job: [b for b, _ in j.values] for j in report.jobs}
+    assert jobs["Many users: chat (lf · S=0)"] == ["vllm"]  # hf-cb's capacity is in a row of its own
+    assert jobs["Many users: chat (lf · S=0; other requests: hf-cb)"] == ["hf-cb"]
     assert not any(
         j.job.startswith("Many users: throughput") for j in report.jobs
     )  # no common level with one mix
