@@ -216,10 +216,10 @@ async def _level(
     outs = new_outcomes(sessions)
     stats = _Sampler(backend)
     gpu = GpuTelemetry().__enter__()  # its own thread: power, utilisation, memory and energy over the level
-    origin = time.perf_counter()
+    origin, cpu0 = time.perf_counter(), time.process_time()
     sampler = asyncio.create_task(stats.run())
     await drive(Drive(backend.stream, backend.settings.request_timeout_s, origin), sessions, outs, s)
-    wall_s = time.perf_counter() - origin
+    wall_s, cpu_s = time.perf_counter() - origin, time.process_time() - cpu0
     sampler.cancel()
     gpu.__exit__(None, None, None)
     finished = sum(o.output is not None for session in outs for o in session)
@@ -229,7 +229,24 @@ async def _level(
         **stats.facts(finished),
         **gpu.facts(),
     }  # 0: in this process
+    if backend.capabilities.over_http:  # this process is only the server's client (a text-only server)
+        facts.update(in_process_client_share(cpu_s, wall_s))
     return outs, facts
+
+
+def in_process_client_share(cpu_s: float, wall_s: float) -> dict[str, Any]:
+    """The client's CPU share of a level driven from this process (an HTTP backend without client
+    processes: a server that takes text prompts only, driven through the ``openai`` package): this process's
+    CPU time over the level's wall time, all its threads (the stamping loop, the metrics sampler and the GPU
+    telemetry), flagged as the client processes' are (``load_shards.BUSY_LIMIT``)."""
+    from backends.load_shards import BUSY_LIMIT
+
+    share = cpu_s / wall_s if wall_s > 0 else None
+    return {
+        "client_busy_max": share,
+        "client_limited": share is not None and share > BUSY_LIMIT,
+        "client_cpu_share": [] if share is None else [round(share, 3)],
+    }
 
 
 class _Sampler:

@@ -32,6 +32,7 @@ class Capabilities:
     single_requests: bool = (
         True  # times one request at a time (the batch-1 workloads); False: a load-only column
     )
+    over_http: bool = False  # requests go to a server over HTTP: the caller's process is only its client
 
 
 @dataclass(frozen=True)

@@ -79,6 +79,7 @@ class OpenAIBackend(Backend):
             logprobs=True,
             load=True,
             batches_requests=True,
+            over_http=True,
         )
         self.base_url = settings.base_url
         self.client: openai.OpenAI | None = None

@@ -40,7 +40,9 @@ class HFServerBackend(LaunchedServerBackend):
 
     def __init__(self, settings) -> None:
         super().__init__(settings)
-        self.capabilities = Capabilities(load=True, batches_requests=True, single_requests=False)
+        self.capabilities = Capabilities(
+            load=True, batches_requests=True, single_requests=False, over_http=True
+        )
         self.serve_path: Path | None = None  # a random-weight checkpoint of a config-only folder
         self.checkpoint_s: float | None = None
 

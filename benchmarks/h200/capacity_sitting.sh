@@ -1,48 +1,57 @@
 #!/usr/bin/env bash
-# Issue #22's capacity runs in process, in two 30-minute sessions on one H200 (docs/capacity.md, "On the H200: two
-# sessions"): one background queue (setsid: it outlives the device call that starts it) while later calls stage the
-# bundle parts.
+# The H200 runs still owed to issues #21 and #22, in three 30-minute sessions on one H200 (docs/capacity.md, "On the
+# H200: three sessions"): one background queue (setsid: it outlives the device call that starts it) while later calls
+# stage the bundle parts (benchmarks/h200/README.md, "The capacity sittings").
 #
-#   bash benchmarks/h200/capacity_sitting.sh start a|b [SECONDS]  # first call (carrying .gpu/vllm/c01); SECONDS: the
-#                                                                 # device time the queue may use (default 1710)
-#   bash benchmarks/h200/capacity_sitting.sh poll [S]    # later calls: wait up to S seconds, copy what is done to $OUT
+#   bash benchmarks/h200/capacity_sitting.sh start a|b|c [SECONDS]  # first call (carrying .gpu/vllm/c01); SECONDS:
+#                                                                   # the device time the queue may use (default 1710)
+#   bash benchmarks/h200/capacity_sitting.sh poll [S]  # later calls: wait up to S seconds, copy what is done to $OUT
 #
-# Session a: vLLM caching on, off, then hf-cb caching on (the vLLM bundle only: stage vllm c01-c04 + the model m01).
-# Session b: SGLang caching on, off, then hf-cb caching off (both bundles: the harness's dependencies come with vLLM's).
+# Session a (both bundles): vllm-server's whole built-in load (#21: the first sitting ran 9 of its 12 levels, at an
+#   older commit), then vLLM and SGLang in process with caching on: #21's in-process columns beside the servers and
+#   #22's capacity runs at once (the same requests at every shared level: tests/workloads/test_load_same_mix.py).
+# Session b (both bundles): vLLM and SGLang with caching off, then hf-cb with caching on.
+# Session c (the vLLM bundle only: stage vllm c01-c04 + the model m01): hf-cb with caching off.
 # vLLM and SGLang: the built-in load with Poisson rates 8 and 32 (requests/s for the fixed shapes, new sessions/s for
 # the sessions) and the capacity search (1 level per variant and loop); hf-cb: the HF mix (whole levels at its speed,
-# no search, no rates). Results: /tmp/results/*.
+# no search, no rates; docs/capacity.md, "The HF mix"). Minutes as measured (docs/capacity.md): a ~27, b ~27,
+# c ~10. Results: /tmp/results/*.
 set -uo pipefail
-mode=${1:?usage: capacity_sitting.sh start a|b [seconds] | poll [seconds]}
+mode=${1:?usage: capacity_sitting.sh start a|b|c [seconds] | poll [seconds]}
 source benchmarks/h200/queue_lib.sh  # nparts, staged, install_bundle, study, bound, sitting_*
 
-if [ "$mode" = poll ]; then sitting_poll "${2:-0}" "h200-cap-*.tgz"; exit 0; fi
+if [ "$mode" = poll ]; then sitting_poll "${2:-0}" "h200-cap-*.tgz" "h200-serve-*.tgz"; exit 0; fi
 session=${2:-}
-[ "$mode" = start ] && { [ "$session" = a ] || [ "$session" = b ]; } \
-  || { echo "usage: capacity_sitting.sh start a|b [seconds] | poll [seconds]"; exit 2; }
+[ "$mode" = start ] && [[ $session =~ ^[abc]$ ]] \
+  || { echo "usage: capacity_sitting.sh start a|b|c [seconds] | poll [seconds]"; exit 2; }
 sitting_start "${3:-1710}"
 export SESSION=$session
 
 queue() {
-  if [ "$SESSION" = b ]; then  # SGLang installs as soon as its parts are staged, in parallel with vLLM's
+  if [ "$SESSION" != c ]; then  # SGLang installs as soon as its parts are staged, in parallel with vLLM's
     ( until staged sglang; do sleep 5; done; install_bundle sglang; touch /tmp/sglang.installed
       echo "== $(date -u +%T) sglang installed" ) &
   fi
   until staged vllm && staged qwen3-8b-shape 1; do sleep 5; done
   bash benchmarks/h200/unpack_model.sh qwen3-8b-shape > /dev/null
   install_bundle vllm; echo "== $(date -u +%T) vllm installed"
-  if [ "$SESSION" = a ]; then
-    study 660 h200-cap-vllm vllm --workloads load --load rates=8:32,search_levels=1
-    study 620 h200-cap-vllm-nocache vllm --workloads load --no-prefix-caching --load rates=8:32,search_levels=1
-    LCA_HF_CB=use_cuda_graph=true study 420 h200-cap-hf-cb hf-cb --workloads load \
-      --load levels=1:8:32,users=32,max_turns=2,rates=,search_levels=0
-  else
-    until [ -f /tmp/sglang.installed ]; do sleep 5; done
-    study 660 h200-cap-sglang sglang --workloads load --load rates=8:32,search_levels=1
-    study 620 h200-cap-sglang-nocache sglang --workloads load --no-prefix-caching --load rates=8:32,search_levels=1
-    LCA_HF_CB=use_cuda_graph=true study 420 h200-cap-hf-cb-nocache hf-cb --workloads load --no-prefix-caching \
-      --load levels=1:8:32,users=32,max_turns=2,rates=,search_levels=0
-  fi
+  case "$SESSION" in
+    a)
+      study 420 h200-serve-vllm-server vllm-server --workloads load --load search_levels=0 \
+        --python vllm-server=/tmp/py-vllm
+      study 660 h200-cap-vllm vllm --workloads load --load rates=8:32,search_levels=1
+      until [ -f /tmp/sglang.installed ]; do sleep 5; done
+      study 660 h200-cap-sglang sglang --workloads load --load rates=8:32,search_levels=1 ;;
+    b)
+      study 620 h200-cap-vllm-nocache vllm --workloads load --no-prefix-caching --load rates=8:32,search_levels=1
+      until [ -f /tmp/sglang.installed ]; do sleep 5; done
+      study 620 h200-cap-sglang-nocache sglang --workloads load --no-prefix-caching --load rates=8:32,search_levels=1
+      LCA_HF_CB=use_cuda_graph=true study 420 h200-cap-hf-cb hf-cb --workloads load \
+        --load levels=1:8:32,users=32,max_turns=2,rates=,search_levels=0 ;;
+    c)
+      LCA_HF_CB=use_cuda_graph=true study 420 h200-cap-hf-cb-nocache hf-cb --workloads load --no-prefix-caching \
+        --load levels=1:8:32,users=32,max_turns=2,rates=,search_levels=0 ;;
+  esac
 }
 
 sitting_launch

@@ -171,3 +171,28 @@ def test_token_times_spread_a_tick_of_several_tokens():
     clock = TokenClock(lambda: None)
     clock.stamps = [(10.0, 1), (10.5, 3)]
     assert token_times(clock, origin=9.0) == [1.0, 1.5, 1.5, 1.5]
+
+
+class OverHttp(Batching):
+    """A client of a server that takes text only (no client processes): this process is its client."""
+
+    capabilities = Capabilities(load=True, batches_requests=True, over_http=True)
+
+    async def stream(self, request: Request, clock: TokenClock) -> RawOutput:
+        end = time.process_time() + 0.05  # the client's own work: CPU time, not waiting
+        while time.process_time() < end:
+            pass
+        return await super().stream(request, clock)
+
+
+def test_a_level_driven_from_this_process_over_http_records_its_client_cpu_and_an_engine_does_not():
+    """Every level of an HTTP backend records its client's CPU share, also where the client is this process
+    (hf-server: text prompts through the openai package); an in-process engine's level does not (its process
+    is the engine too, so the share would not be a client's)."""
+    sessions = [[req(prompt=2)] for _ in range(2)]
+    _, facts = run_level(OverHttp(), sessions, LoadSettings(concurrency=2))
+    share = facts["client_busy_max"]
+    assert facts["client_procs"] == 0 and facts["client_cpu_share"] == [round(share, 3)]
+    assert share > 0 and facts["client_limited"] == (share > 0.5)
+    _, engine = run_level(Batching(), sessions, LoadSettings(concurrency=2))
+    assert "client_busy_max" not in engine and "client_cpu_share" not in engine

@@ -1,13 +1,14 @@
-"""The H200 sitting scripts still to run (benchmarks/h200/serving_sitting3.sh for issue #21,
-capacity_sitting.sh for #22): valid bash, each queued study's compare.py flags parse and its ``--load``
+"""The H200 sitting script still to run (benchmarks/h200/capacity_sitting.sh, sessions a, b, c: what
+issues #21 and #22 still owe): valid bash, each queued study's compare.py flags parse and its ``--load``
 override validates on the built-in load workloads (a typo would otherwise cost the device minutes of
-everything queued before it); the serving queue runs in its priority order and its benchmark 4 line
-parses; the capacity sittings run caching on and off for each engine, with rates and the search, and hf-
-cb at the HF mix hf-server runs too; every queue uses the one queue library, whose deadline bounds every
+everything queued before it); the sessions run caching on and off for each engine, with rates and the
+search, hf-cb at the HF mix the committed hf-server run used, and session a serves vllm-server's whole
+load before the in-process runs; every queue uses the one queue library, whose deadline bounds every
 study and whose poll copies what is done."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
@@ -23,7 +24,10 @@ from workloads.load.spec import parse_load
 from workloads.reader import read_workload_file
 
 ROOT = Path(__file__).resolve().parents[2]
-SCRIPT3 = ROOT / "benchmarks" / "h200" / "serving_sitting3.sh"
+SERVING = ROOT / "reports" / "examples" / "h200-serving"  # the committed server runs
+HF_SERVER_RUN, SGLANG_SERVER_RUN = (
+    SERVING / f"h200-serve-{b}" / "env.json" for b in ("hf-server", "sglang-server")
+)
 CAPACITY = ROOT / "benchmarks" / "h200" / "capacity_sitting.sh"
 # docs/capacity.md, "The HF mix"
 HF_MIX = "levels=1:8:32,users=32,max_turns=2,rates=,search_levels=0"
@@ -32,12 +36,17 @@ HF_MIX = "levels=1:8:32,users=32,max_turns=2,rates=,search_levels=0"
 def studies(script: Path) -> list[tuple[str, str, list[str]]]:
     """(name, backend, flags) of each ``study TIMEOUT NAME BACKEND FLAGS`` line (continuation lines
     joined)."""
-    text = script.read_text().replace("\\\n", " ")
+    return studies_in(script.read_text())
+
+
+def studies_in(text: str) -> list[tuple[str, str, list[str]]]:
+    text = text.replace("\\\n", " ")
     out = []
     for line in text.splitlines():
         words = shlex.split(line.strip(), comments=True)
         while words and re.fullmatch(r"[A-Z_]+=\S*", words[0]):  # OVERHEAD=1, LCA_HF_CB=...: its variables
             words = words[1:]
+        words = words[:-1] if words[-1:] == [";;"] else words  # a case branch's last line
         if words[:1] == ["study"] and len(words) > 3 and words[1].isdigit():
             out.append((words[2], words[3], words[4:]))
     return out
@@ -51,24 +60,27 @@ def _queue_lines(script: Path) -> list[str]:
 def test_the_capacity_sittings_cover_each_engine_with_caching_on_and_off() -> None:
     subprocess.run(["bash", "-n", str(CAPACITY)], check=True)
     found = studies(CAPACITY)
-    runs = {(backend, "--no-prefix-caching" in flags) for _, backend, flags in found}
+    runs = {
+        (backend, "--no-prefix-caching" in flags) for _, backend, flags in found if backend != "vllm-server"
+    }
     assert runs == {(b, off) for b in ("vllm", "sglang", "hf-cb") for off in (False, True)}
+    found = [f for f in found if f[1] != "vllm-server"]  # the serving path's line: tested below
     builtin = read_workload_file(ROOT / "workloads" / "builtin" / "load.yaml")
     for name, backend, flags in found:
         args = parser("compare.py").parse_args(["--backend", backend, *flags])
         assert args.workloads == "load" and args.load, name
         specs = overrides.apply_fields(builtin, "--load", parse_load(args.load))
-        if backend == "hf-cb":  # the HF mix, as hf-server's line in serving_sitting3.sh: their rows compare
+        if backend == "hf-cb":  # the HF mix, as the committed hf-server run's: their rows compare
             assert args.load == HF_MIX, name
             assert all(s.search_levels == 0 and not s.rates for s in specs), name
         else:
             assert all(s.search_levels > 0 and s.rates for s in specs), name
     assert len({name for name, _, _ in found}) == len(found)
-    hf_server = [flags for _, backend, flags in studies(SCRIPT3) if backend == "hf-server"][0]
+    hf_server = json.loads(HF_SERVER_RUN.read_text())["argv"]
     assert hf_server[hf_server.index("--load") + 1] == HF_MIX
 
 
-SITTINGS = ("serving_sitting3.sh", "capacity_sitting.sh")
+SITTINGS = ("capacity_sitting.sh",)  # two_gpus_sitting.sh (#25, blocked) predates the library
 QUEUE_LIB = ROOT / "benchmarks" / "h200" / "queue_lib.sh"
 
 
@@ -113,29 +125,21 @@ def test_a_queue_waits_until_every_part_is_staged() -> None:
             shutil.rmtree(d, ignore_errors=True)
 
 
-def test_the_third_sitting_serves_every_server_in_its_order_within_the_deadline() -> None:
-    from benchmarks import load_client
-
-    subprocess.run(["bash", "-n", str(SCRIPT3)], check=True)
-    found = studies(SCRIPT3)
-    assert [backend for _, backend, _ in found] == ["sglang-server", "hf-server"]
+def test_session_a_serves_vllm_server_whole_before_the_in_process_runs() -> None:
+    """Session a: the vLLM install, then vllm-server's whole built-in load (the planned levels only, as the
+    committed sglang-server run's: search off), then vLLM in process, then SGLang once its install is done."""
+    subprocess.run(["bash", "-n", str(CAPACITY)], check=True)
+    body = CAPACITY.read_text().replace("\\\n", " ").split("    a)", 1)[1].split(";;", 1)[0]
+    names = [name for name, _, _ in studies_in(body)]
+    assert names == ["h200-serve-vllm-server", "h200-cap-vllm", "h200-cap-sglang"]
+    server = studies_in(body)[0][2]
+    args = parser("compare.py").parse_args(["--backend", "vllm-server", *server])
     builtin = read_workload_file(ROOT / "workloads" / "builtin" / "load.yaml")
-    for name, backend, flags in found:
-        args = parser("compare.py").parse_args(["--backend", backend, *flags])
-        assert args.workloads == "load" and args.load, name
-        specs = overrides.apply_fields(builtin, "--load", parse_load(args.load))
-        assert all(s.search_levels == 0 for s in specs), name  # the planned levels only: the search is #22's
-    assert found[1][2][found[1][2].index("--load") + 1] == HF_MIX  # hf-server at the mix hf-cb runs
-    lines = _queue_lines(SCRIPT3)
-    keys = ("install_bundle vllm", "sglang.installed ]", "serving_proof.sh run sglang")
-    keys += ("h200-serve-sglang-server", "benchmarks.load_client", "h200-serve-hf-server")
-    order = [next(i for i, line in enumerate(lines) if key in line) for key in keys]
-    assert order == sorted(order)
-    proof = next(line for line in lines if "serving_proof.sh run sglang" in line)
-    assert proof.startswith("bounded ")  # the proof too ends before the deadline (or does not start)
-    bench = shlex.split(next(line for line in lines if "benchmarks.load_client" in line).split("|")[0])
-    args = load_client.parse_args(bench[bench.index("benchmarks.load_client") + 1 :])
-    assert min(args.levels) <= 128 and max(args.levels) >= 512
+    specs = overrides.apply_fields(builtin, "--load", parse_load(args.load))
+    assert all(s.search_levels == 0 for s in specs) and args.python == ["vllm-server=/tmp/py-vllm"]
+    sglang_run = json.loads(SGLANG_SERVER_RUN.read_text())["argv"]
+    assert sglang_run[sglang_run.index("--load") + 1] == args.load  # the servers' rows are the same requests
+    assert body.index("h200-cap-vllm ") < body.index("sglang.installed") < body.index("h200-cap-sglang")
 
 
 def _bash(script: str, **env: str) -> subprocess.CompletedProcess[str]:

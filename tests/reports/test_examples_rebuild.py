@@ -41,6 +41,7 @@ BUILDS = {
         ],
         [],
     ),
+    "h200-serving": (["h200-serve-vllm-server", "h200-serve-sglang-server", "h200-serve-hf-server"], []),
 }
 # examples whose committed page is being replaced on main (new runs, rebuilt there): not compared meanwhile
 BUILT_STAMP = re.compile(r" · built \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d\d:\d\d</p>")

@@ -6,6 +6,8 @@ changes the sessions', and the report's mix digest tells exactly those apart."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from reports.analysis.capacity import mix_of
@@ -13,7 +15,7 @@ from workloads import build_plan, read_builtin
 from workloads.load.search import search_groups
 from workloads.overrides import apply
 
-# the H200 lines' --load fields at a CPU's scale (benchmarks/h200/serving_sitting3.sh, capacity_sitting.sh)
+# the H200 lines' --load fields at a CPU's scale (benchmarks/h200/capacity_sitting.sh)
 SCALE = "users=4,output_tokens=4,prompt_tokens=64,shared_prefix_tokens=0:48"
 SERVER = f"{SCALE},levels=1:2:4,max_turns=3,search_levels=0"  # vllm-server, sglang-server
 CAPACITY = f"{SCALE},levels=1:2:4,max_turns=3,rates=8:32,search_levels=1"  # vllm, sglang (cache on and off)
@@ -93,19 +95,20 @@ def test_the_hf_mix_keeps_the_fixed_shapes_requests_and_the_report_tells_its_ses
 
 @pytest.mark.slow
 def test_the_h200_sittings_lines_plan_the_same_requests_at_full_scale(renderer):
-    """The ``--load`` of every load study the H200 sittings queue (capacity_sitting.sh, serving_sitting3.sh;
-    vllm-server ran sglang-server's line), planned at the built-in scale: at every closed-loop level two of
+    """The ``--load`` of every load study the H200 sittings queue (capacity_sitting.sh, whose session a
+    runs vllm-server at the committed sglang-server run's line) and the committed hf-server run's, planned
+    at the built-in scale: at every closed-loop level two of
     them share, the fixed shape's requests are equal, and the sessions' are equal where ``users`` and
     ``max_turns`` are (the HF mix's are not: fewer turns)."""
     from harness.cli import parser
-    from tests.benchmarks.test_serving_sitting import CAPACITY, SCRIPT3, studies
+    from tests.benchmarks.test_serving_sitting import CAPACITY, HF_SERVER_RUN, studies
 
-    loads = set()
-    for script in (CAPACITY, SCRIPT3):
-        for _, backend, flags in studies(script):
-            args = parser("compare.py").parse_args(["--backend", backend, *flags])
-            if args.workloads == "load":
-                loads.add(args.load)
+    hf_server = json.loads(HF_SERVER_RUN.read_text())["argv"]
+    loads = {hf_server[hf_server.index("--load") + 1]}
+    for _, backend, flags in studies(CAPACITY):
+        args = parser("compare.py").parse_args(["--backend", backend, *flags])
+        if args.workloads == "load":
+            loads.add(args.load)
     assert len(loads) == 3, loads  # the servers', the in-process capacity runs', the HF mix
     plans = {load: levels(plan_of(renderer, load)) for load in sorted(loads)}
     specs = {load: apply(read_builtin(["load"]), {"--load": load}) for load in loads}
