@@ -15,8 +15,18 @@ for every backend):
   give gaps of 0); ITL per chunk p50 over every gap between consecutive chunks (``chunk_times_s``:
   what ``vllm bench serve`` calls ITL); TPOT per request = its decode ms/token ((last token −
   first token) ÷ (tokens − 1): what AIPerf and GuideLLM call ITL);
-- server TTFT / TPOT / ITL p50: the server's own histograms over the level (``extra.level.server_timings``,
-  bucket-interpolated; HTTP servers that export /metrics only);
+- TTFT mean (``ttft_mean``): the caller's mean TTFT over the level's served requests;
+- server figures, from the server's own histograms over the level (``extra.level.server_timings``;
+  HTTP servers that export /metrics only), for each of ttft, itl, tpot, e2e and queue where the
+  server has that histogram: ``server_<fig>_mean`` (exact: the histogram's sum ÷ count),
+  ``server_<fig>_p50`` (interpolated within its bucket, as Prometheus' histogram_quantile) and
+  ``server_<fig>_p50_bucket`` (the (lower, upper] ms that p50 lies in; upper None: the +Inf
+  bucket); ``server_ttft_n`` its TTFT count. ``caller_minus_server_ttft_mean`` = ``ttft_mean`` −
+  ``server_ttft_mean``: a difference of two exact means (a p50 inside a bucket of (0, 100 ms]
+  says nothing of a 20 ms TTFT). ``server_metrics``: "recorded"; "not exported" for a backend over
+  HTTP (``timing_source`` ``client-stream``) none of whose levels has server timings (a server
+  without latency histograms at /metrics: transformers serve); "not recorded" for such a level
+  of a backend whose other levels have them; None in process;
 - client CPU: the busiest client process's CPU time ÷ the level's wall time (``client_busy_max``);
   above ``backends.load_shards.BUSY_LIMIT`` the level is flagged (``client_limited``);
 - goodput = requests that met the SLO (TTFT ≤ ``ttft_ms`` and TPOT ≤ ``tpot_ms``) ÷ window; the
@@ -46,6 +56,8 @@ SLO_SOURCE = "MLPerf Inference server scenario, Llama-2-70B: TTFT ≤ 2 s, TPOT 
 CLIENT_LIMITED = (
     "the client may have limited this level"  # a level whose client process was busy > 50 % (load_shards)
 )
+SERVER_FIGURES = ("ttft", "itl", "tpot", "e2e", "queue")  # the level histograms (backends.openai.metrics)
+HTTP_TIMING = "client-stream"  # a record's timing_source over HTTP (backends/base.py lists the sources)
 HOLDS_SHARE = 0.9  # a level "holds" the SLO when at least this share of its requests meet it
 
 COLUMNS = [
@@ -79,9 +91,11 @@ COLUMNS = [
     "prefix_hit_rate",
     "fact_problems",
     "itl_chunk_p50",
-    "server_ttft_p50",
-    "server_tpot_p50",
-    "server_itl_p50",
+    "ttft_mean",
+    *(f"server_{fig}_{x}" for fig in SERVER_FIGURES for x in ("mean", "p50", "p50_bucket")),
+    "server_ttft_n",
+    "server_metrics",
+    "caller_minus_server_ttft_mean",
     "client_busy_max",
     "client_limited",
     "engine_ttft_p50",
@@ -153,16 +167,50 @@ def level_fact_values(f: dict[str, Any]) -> tuple[dict[str, float | None], list[
     return values, problems
 
 
-def server_and_client(facts: dict[str, Any]) -> dict[str, Any]:
-    """A level's server-side percentiles and its busiest client process, from its level record."""
+def bucket(bounds: Any) -> tuple[float, float | None] | None:
+    """A recorded ``[lower, upper]`` ms (upper None: +Inf) as a tuple; None where it is not one."""
+    if not isinstance(bounds, list | tuple) or len(bounds) != 2 or num(bounds[0]) is None:
+        return None
+    return (num(bounds[0]), num(bounds[1]))
+
+
+def server_and_client(facts: dict[str, Any], ok: pd.DataFrame | None = None) -> dict[str, Any]:
+    """A level's server-side means, p50s and p50 buckets (``SERVER_FIGURES``), the caller's mean TTFT
+    (over ``ok``, its served requests) minus the server's, and its busiest client process, from its level
+    record. ``server_metrics`` is "recorded" where the level has server timings, else None (``per_level``
+    tells "not exported" from "not recorded")."""
     server = facts.get("server_timings") or {}
+    out: dict[str, Any] = {}
+    for fig in SERVER_FIGURES:
+        out[f"server_{fig}_mean"] = num(server.get(f"{fig}_ms_mean"))
+        out[f"server_{fig}_p50"] = num(server.get(f"{fig}_ms_p50"))
+        out[f"server_{fig}_p50_bucket"] = bucket(server.get(f"{fig}_p50_bucket_ms"))
+    ttft = ok["ttft_ms"].dropna() if ok is not None and "ttft_ms" in ok else pd.Series(dtype=float)
+    caller = float(ttft.mean()) if len(ttft) else None
     return {
-        "server_ttft_p50": num(server.get("ttft_ms_p50")),
-        "server_tpot_p50": num(server.get("tpot_ms_p50")),
-        "server_itl_p50": num(server.get("itl_ms_p50")),
+        "ttft_mean": caller,
+        **out,
+        "server_ttft_n": num(server.get("ttft_n")),
+        "server_metrics": "recorded" if any(v is not None for v in out.values()) else None,
+        "caller_minus_server_ttft_mean": caller - out["server_ttft_mean"]
+        if caller is not None and out["server_ttft_mean"] is not None
+        else None,
         "client_busy_max": num(facts.get("client_busy_max")),
         "client_limited": bool(facts.get("client_limited")),
     }
+
+
+def server_metrics_state(levels: pd.DataFrame, over_http: set[str]) -> pd.Series:
+    """Per level: "recorded"; for a backend over HTTP, "not exported" where none of its levels has server
+    timings, "not recorded" where others do; None in process."""
+    recorded = set(levels.loc[levels["server_metrics"] == "recorded", "backend"])
+
+    def state(r: pd.Series) -> str | None:
+        if r["server_metrics"] == "recorded" or r["backend"] not in over_http:
+            return r["server_metrics"]
+        return "not recorded" if r["backend"] in recorded else "not exported"
+
+    return levels.apply(state, axis=1) if len(levels) else levels["server_metrics"]
 
 
 def caller_and_engine(ok: pd.DataFrame, facts: dict[str, Any]) -> dict[str, Any]:
@@ -233,11 +281,16 @@ def per_level(df: pd.DataFrame, slo: dict[str, float] | None = None) -> pd.DataF
                 "itl_chunk_p50": percentile(
                     [x for t in ok.get("chunk_times_s", pd.Series(dtype=object)) for x in gaps_ms(t)], 50
                 ),
-                **server_and_client(f),
+                **server_and_client(f, ok),
                 **caller_and_engine(ok, f),
             }
         )
-    return pd.DataFrame(rows, columns=COLUMNS)
+    out = pd.DataFrame(rows, columns=COLUMNS)
+    http = (
+        set(reqs.loc[reqs["timing_source"] == HTTP_TIMING, "backend"]) if "timing_source" in reqs else set()
+    )
+    out["server_metrics"] = server_metrics_state(out, http)
+    return out
 
 
 def peaks(levels: pd.DataFrame) -> pd.DataFrame:

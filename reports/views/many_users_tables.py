@@ -18,13 +18,14 @@ from reports import fmt
 from reports.analysis import many_users as mu
 from reports.views import Block, Table, chart, compact, h3, p, side, table
 from reports.views import replicas as replicas_view
+from reports.views import server_figures as server
 
 
 def level_table(levels: pd.DataFrame, backend: str) -> Table:
     """One backend's table of every level over all its requests (first wave included): throughput,
-    TTFT / ITL / TPOT percentiles, the server's own TTFT and TPOT, client CPU (flagged where it limited the
-    load), the SLO met and goodput, queueing, reuse expected vs reported, and the engine's KV peak,
-    preemptions and prefix-cache hits."""
+    TTFT / ITL / TPOT percentiles, the server's own TTFT and TPOT (``server_figures``), client CPU (flagged
+    where it limited the load), the SLO met and goodput, queueing, reuse expected vs reported, and the
+    engine's KV peak, preemptions and prefix-cache hits."""
     cols = [
         "variant",
         "load",
@@ -35,7 +36,8 @@ def level_table(levels: pd.DataFrame, backend: str) -> Table:
         "ITL p50 / p99 ms",
         "TPOT p50 ms",
         "ITL per chunk p50 ms",
-        "server TTFT / TPOT p50 ms",
+        "server TTFT ms: mean · p50",
+        "server TPOT (or ITL) ms: mean · p50",
         "client CPU",
         "met SLO (of all started)",
         "goodput req/s",
@@ -58,7 +60,8 @@ def level_table(levels: pd.DataFrame, backend: str) -> Table:
                 " / ".join(fmt.n(r[f"itl_p{q}"], 2) for q in (50, 99)),
                 fmt.n(r["tpot_p50"], 2),
                 fmt.n(r["itl_chunk_p50"], 2),
-                f"{fmt.n(r['server_ttft_p50'])} / {fmt.n(r['server_tpot_p50'], 2)}",
+                server.ttft_cell(r),
+                server.tpot_cell(r),
                 fmt.pct(r["client_busy_max"]) + (f" ({mu.CLIENT_LIMITED})" if r["client_limited"] else ""),
                 f"{r['slo_met']} ({fmt.pct(r['slo_share'])})",
                 fmt.n(r["goodput_rps"], 2),
@@ -73,10 +76,11 @@ def level_table(levels: pd.DataFrame, backend: str) -> Table:
 
 
 def caller_engine_table(levels: pd.DataFrame) -> Table | None:
-    """Per level: the caller's TTFT beside the engine's own (in process) or the server's
-    (its /metrics), and for a stepped engine its mean step: what stands between the engine
-    producing a first token and the caller seeing it."""
-    rows = levels[levels["engine_ttft_p50"].notna() | levels["server_ttft_p50"].notna()]
+    """Per level: the caller's TTFT beside the engine's own (in process: p50s of the same requests) or
+    the server's (its /metrics: the exact means, and the server's p50 with its bucket where wide), and for
+    a stepped engine its mean step: what stands between the engine producing a first token and the caller
+    seeing it. A server that exports no histograms has its row, saying so."""
+    rows = levels[levels["engine_ttft_p50"].notna() | levels["server_metrics"].notna()]
     if rows.empty:
         return None
     t = Table(
@@ -87,18 +91,16 @@ def caller_engine_table(levels: pd.DataFrame) -> Table | None:
             "caller TTFT p50 ms",
             "engine TTFT p50 ms (per request)",
             "caller − engine p50 ms",
-            "server TTFT p50 ms (/metrics, level)",
-            "caller − server ms",
+            "caller TTFT mean ms",
+            "server TTFT mean ms (/metrics: sum ÷ count)",
+            "server TTFT p50 ms (its bucket where wide)",
+            "caller − server ms (mean − mean)",
             "engine step mean ms",
         ],
-        numeric={3, 4, 5, 6, 7, 8},
+        numeric=set(range(3, 11)),
     )
     for r in rows.to_dict("records"):
-        server_gap = (
-            r["ttft_p50"] - r["server_ttft_p50"]
-            if pd.notna(r["server_ttft_p50"]) and pd.notna(r["ttft_p50"])
-            else None
-        )
+        recorded = r["server_metrics"] == "recorded"
         t.add(
             [
                 r["backend"],
@@ -107,8 +109,12 @@ def caller_engine_table(levels: pd.DataFrame) -> Table | None:
                 fmt.n(r["ttft_p50"]),
                 fmt.n(r["engine_ttft_p50"]),
                 fmt.n(r["caller_minus_engine_ttft_p50"]),
-                fmt.n(r["server_ttft_p50"]),
-                fmt.n(server_gap),
+                fmt.n(r["ttft_mean"]) if pd.notna(r["server_metrics"]) else "–",
+                server.ttft_mean_cell(r),
+                server.p50_text(r["server_ttft_p50"], r["server_ttft_p50_bucket"]).removeprefix("p50 ")
+                if recorded
+                else server.ttft_mean_cell(r),
+                fmt.n(r["caller_minus_server_ttft_mean"]),
                 fmt.n(r["engine_step_ms"], 1),
             ]
         )
@@ -141,11 +147,10 @@ def blocks(section, slots) -> list[Block]:
                 "(last − first token) ÷ (tokens − 1) (what AIPerf and GuideLLM call ITL). Percentiles "
                 "by linear interpolation; n is each level's requests served (ITL: its gaps). A failed "
                 'request (shown as "N failed") adds no tokens, stays in the window and counts as '
-                "missing the SLO. Server TTFT / TPOT: the server's own /metrics histograms over the "
-                "level (scraped before and after it, percentiles interpolated within its buckets); "
-                "caller TTFT − server TTFT is the client, the network and the HTTP front end. Client "
-                "CPU: the busiest client process's CPU time ÷ the level's wall time."
-            ),
+                "missing the SLO. "
+            )
+            + server.definitions(levels)
+            + " Client CPU: the busiest client process's CPU time ÷ the level's wall time.",
             muted=True,
         ),
         chart(slots["throughput"]),
@@ -166,9 +171,12 @@ def blocks(section, slots) -> list[Block]:
         else None,
         p(
             "Engine TTFT: the engine's own per-request figure (vLLM in process: arrival in the "
-            "engine to the first token out of the engine core, by its clock). Server TTFT: the "
-            "server's TTFT histogram over the level (its /metrics, bucket-interpolated), so "
-            "caller − server is the client, the network and the HTTP front end. Engine step: the "
+            "engine to the first token out of the engine core, by its clock); caller − engine is "
+            "the p50 of the per-request differences. Server TTFT: its exact mean (the /metrics "
+            "histogram's sum ÷ count over the level) beside the caller's mean over the same "
+            "requests, so caller − server (mean − mean) is the client, the network and the HTTP "
+            "front end; its p50 is given as the bucket it lies in where that bucket is wide (as "
+            "defined above). Engine step: the "
             "mean LLMEngine.step() of vLLM stepped in process, which runs on the load loop's "
             "event loop: an arrival and a first token wait for the step in flight, so caller − "
             "engine of up to about one step there is the harness's stepping, not the engine.",

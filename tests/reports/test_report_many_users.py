@@ -194,10 +194,10 @@ def test_server_timings_chunk_gaps_and_a_busy_client_are_shown(tmp_path):
     assert "vllm-server at lf · S=0 C=4: a client process was busy 62" in texts and mu.CLIENT_LIMITED in texts
     html = build([tmp_path / "run"], tmp_path / "report.html").read_text()
     assert (
-        mu.CLIENT_LIMITED in html and "ITL per chunk p50 ms" in html and "server TTFT / TPOT p50 ms" in html
+        mu.CLIENT_LIMITED in html and "ITL per chunk p50 ms" in html and "server TTFT ms: mean · p50" in html
     )
     assert (
         "The caller&#39;s TTFT against the engine&#39;s and the server&#39;s own" in html
         or "The caller's TTFT against the engine's and the server's own" in html
     )
-    assert "caller − server ms" in html and "engine step mean ms" in html
+    assert "caller − server ms (mean − mean)" in html and "engine step mean ms" in html
