@@ -24,9 +24,10 @@ for every backend):
   bucket); ``server_ttft_n`` its TTFT count. ``caller_minus_server_ttft_mean`` = ``ttft_mean`` −
   ``server_ttft_mean``: a difference of two exact means (a p50 inside a bucket of (0, 100 ms]
   says nothing of a 20 ms TTFT). ``server_metrics``: "recorded"; "not exported" for a backend over
-  HTTP (``timing_source`` ``client-stream``) none of whose levels has server timings (a server
-  without latency histograms at /metrics: transformers serve); "not recorded" for such a level
-  of a backend whose other levels have them; None in process;
+  HTTP (``timing_source`` ``client-stream``) with no server timings at this level and nothing
+  saying its server has /metrics (no level with timings, none with the server's /metrics gauges:
+  transformers serve); "not recorded" for such a level of a server that has them (a run from
+  before the harness read them, or scrapes that gave none); None in process;
 - client CPU: the busiest client process's CPU time ÷ the level's wall time (``client_busy_max``);
   above ``backends.load_shards.BUSY_LIMIT`` the level is flagged (``client_limited``);
 - goodput = requests that met the SLO (TTFT ≤ ``ttft_ms`` and TPOT ≤ ``tpot_ms``) ÷ window; the
@@ -57,6 +58,8 @@ CLIENT_LIMITED = (
     "the client may have limited this level"  # a level whose client process was busy > 50 % (load_shards)
 )
 SERVER_FIGURES = ("ttft", "itl", "tpot", "e2e", "queue")  # the level histograms (backends.openai.metrics)
+# level facts a server over HTTP gives only from its /metrics gauges (backends.openai.metrics.LOAD_VALUES)
+METRICS_GAUGES = ("kv_cache_usage_peak", "requests_running_peak", "requests_waiting_peak")
 HTTP_TIMING = "client-stream"  # a record's timing_source over HTTP (backends/base.py lists the sources)
 HOLDS_SHARE = 0.9  # a level "holds" the SLO when at least this share of its requests meet it
 
@@ -200,10 +203,11 @@ def server_and_client(facts: dict[str, Any], ok: pd.DataFrame | None = None) -> 
     }
 
 
-def server_metrics_state(levels: pd.DataFrame, over_http: set[str]) -> pd.Series:
-    """Per level: "recorded"; for a backend over HTTP, "not exported" where none of its levels has server
-    timings, "not recorded" where others do; None in process."""
-    recorded = set(levels.loc[levels["server_metrics"] == "recorded", "backend"])
+def server_metrics_state(levels: pd.DataFrame, over_http: set[str], exports: set[str]) -> pd.Series:
+    """Per level: "recorded"; for a backend over HTTP without server timings at this level, "not recorded"
+    where its server exports /metrics (``exports``: another level has timings, or some level holds the
+    server's /metrics gauges) and "not exported" where nothing says it does; None in process."""
+    recorded = exports | set(levels.loc[levels["server_metrics"] == "recorded", "backend"])
 
     def state(r: pd.Series) -> str | None:
         if r["server_metrics"] == "recorded" or r["backend"] not in over_http:
@@ -289,7 +293,8 @@ def per_level(df: pd.DataFrame, slo: dict[str, float] | None = None) -> pd.DataF
     http = (
         set(reqs.loc[reqs["timing_source"] == HTTP_TIMING, "backend"]) if "timing_source" in reqs else set()
     )
-    out["server_metrics"] = server_metrics_state(out, http)
+    gauges = {key[0] for key, f in facts.items() if any(num(f.get(k)) is not None for k in METRICS_GAUGES)}
+    out["server_metrics"] = server_metrics_state(out, http, gauges)
     return out
 
 

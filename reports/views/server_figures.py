@@ -103,5 +103,8 @@ def definitions(levels) -> str:
             "into server and client."
         )
     if (levels["server_metrics"] == NOT_RECORDED).any():
-        text += f" {NOT_RECORDED}: a level of a server that exports them whose scrapes gave none."
+        text += (
+            f" {NOT_RECORDED}: a level of a server that has /metrics whose record holds no latency "
+            "histograms (a run from before the harness read them, or scrapes that gave none)."
+        )
     return text

@@ -19,8 +19,11 @@ TTFTS = [10.0, 20.0, 30.0, 40.0, 100.0]  # the caller's TTFTs: mean 40, p50 30
 HTTP = "client-stream"  # the OpenAI adapter's timing_source
 
 
-def level(backend: str, c: int, timings: dict | None, timing_source: str | None = HTTP) -> list[dict]:
-    """Five requests 0.1 s apart with TTFTS, 4 tokens each, and the level record (server timings if any)."""
+def level(
+    backend: str, c: int, timings: dict | None, timing_source: str | None = HTTP, **facts: float
+) -> list[dict]:
+    """Five requests 0.1 s apart with TTFTS, 4 tokens each, and the level record (server timings if any,
+    and ``facts``)."""
     out = []
     for i, ttft in enumerate(TTFTS):
         first = 0.1 * i + ttft / 1e3
@@ -37,7 +40,7 @@ def level(backend: str, c: int, timings: dict | None, timing_source: str | None 
                 timing_source=timing_source,
             )
         )
-    facts = {"served_as": "batched by the engine"}
+    facts = {"served_as": "batched by the engine", **facts}
     if timings is not None:
         facts["server_timings"] = timings
     return [*out, load_level(backend, c, facts)]
@@ -122,10 +125,12 @@ def test_a_server_without_metrics_says_not_exported_and_the_page_says_why(tmp_pa
         + level("vllm", 2, None, timing_source=None)  # in process: no server, no claim
         + level("vllm-server", 2, FIRST_BUCKET)
         + level("vllm-server", 3, None)  # a level whose scrapes gave nothing, of a server that exports them
+        + level("old-server", 2, None, kv_cache_usage_peak=0.4)  # its /metrics gauges, no histograms read
     )
     levels = levels_of(tmp_path, rows).reset_index()
     states = dict(zip(levels["backend"] + " " + levels["case"], levels["server_metrics"], strict=True))
     assert states["hf-server C=2"] == "not exported" and states["vllm-server C=3"] == "not recorded"
+    assert states["old-server C=2"] == "not recorded"
     assert pd.isna(states["vllm C=2"])
     hf = cells(tables.level_table(levels, "hf-server"))
     assert hf["server TTFT ms: mean · p50"] == "not exported"
@@ -138,7 +143,8 @@ def test_a_server_without_metrics_says_not_exported_and_the_page_says_why(tmp_pa
     assert "vllm" not in {r[0] for r in engine.rows}  # in process, no engine TTFT: no row
     html = build([tmp_path / "run"], tmp_path / "report.html").read_text()
     assert "hf-server: server figures not exported: its server gave no latency histograms at /metrics" in html
-    assert "vllm-server: server figures not exported" not in html
+    assert "vllm-server: server figures not exported" not in html and "old-server: server" not in html
+    assert "not recorded: a level of a server that has /metrics" in html
 
 
 def test_p50_text_follows_the_written_rule():
