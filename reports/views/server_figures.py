@@ -93,7 +93,7 @@ def definitions(levels) -> str:
         'its inter-token histogram, per token, labelled "ITL per token". Caller − server = the '
         "caller's mean TTFT over the level's served requests minus the server's mean TTFT (two exact "
         "means; the p50s are not comparable across buckets): the client, the network and the HTTP "
-        "front end."
+        "front end (\"(n N)\" beside the server's mean: it counted N requests, not the level's served ones)."
     )
     missing = not_exported(levels)
     if missing:

@@ -110,6 +110,13 @@ def test_a_first_bucket_p50_is_shown_as_its_bucket_beside_the_mean(tmp_path):
     assert row["caller − server ms (mean − mean)"] == "4"
 
 
+def test_a_server_count_that_is_not_the_levels_requests_is_shown(tmp_path):
+    levels = levels_of(tmp_path, level("vllm-server", 4, {**FIRST_BUCKET, "ttft_n": 6})).reset_index()
+    assert (
+        cells(tables.caller_engine_table(levels))["server TTFT mean ms (/metrics: sum ÷ count)"] == "36 (n 6)"
+    )
+
+
 def test_a_server_with_an_itl_histogram_but_no_tpot_one_shows_its_itl(tmp_path):
     levels = levels_of(tmp_path, level("sglang-server", 8, ITL_ONLY)).reset_index()
     row = cells(tables.level_table(levels, "sglang-server"))
