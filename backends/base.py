@@ -102,9 +102,11 @@ class TokenClock:
         self.stamps: list[tuple[float, int]] = []  # (time, number of new tokens)
         self.served_at: float | None = None  # under load, behind a queue: when the request's turn came
 
-    def tick(self, new_tokens: int = 1) -> None:
+    def tick(self, new_tokens: int = 1, at: float | None = None) -> None:
+        """``new_tokens`` arrived now, or at ``at`` (``perf_counter``: a stream read whose tokens are parsed
+        after it came in is stamped when it came in)."""
         self._synchronize()
-        self.stamps.append((time.perf_counter(), new_tokens))
+        self.stamps.append((time.perf_counter() if at is None else at, new_tokens))
 
     def ttft_ms(self) -> float | None:
         return (self.stamps[0][0] - self.start) * 1e3 if self.stamps else None

@@ -9,8 +9,15 @@ through :class:`LeanClient` instead:
   ``vllm bench serve`` and SGLang's ``bench_serving`` drive servers with, so the reference clients
   of ``benchmarks/serving_proof.py`` and this one pay the same transport (httpx's async path is
   pure Python over h11 and anyio). It is already a dependency of vLLM and SGLang.
-- The request body is serialised once, with **orjson** where it is installed (``json`` otherwise).
-- Chunks are parsed with the same library into dicts; nothing else is built per chunk.
+- The request body is serialised once, and chunks are parsed into plain dicts, with the fastest JSON
+  library installed (``json_codec.py``: orjson, msgspec — vLLM's bundle has it, not orjson —, the
+  stdlib); nothing else is built per chunk.
+- The stream is read **a block at a time** (``iter_any``: whatever the socket has delivered, one
+  wake-up of the request's task per read, not one per SSE line), split into lines in bulk, and every
+  token of a read is stamped with **the read's arrival** (one ``perf_counter`` as the read is taken).
+  Chunks that come in one read reached this process together; stamping each as it is parsed would
+  add the parse time of the chunks before it, which is the client's, not the server's. A line cut
+  across two reads is stamped by the read that completes it.
 - The prompt's ids are **not echoed** under load: vLLM's and SGLang's ``return_token_ids`` sends
   the whole prompt back in the first chunk. Only a sample asks for it (``want_ids``: the first
   request each client process sends in a level, so ``prompt_ids_match`` is checked once per level
@@ -20,38 +27,25 @@ through :class:`LeanClient` instead:
   output-token count is the server's (``usage.completion_tokens``).
 
 Per request it keeps what the study needs: the arrival of every chunk and of every token (the
-:class:`~backends.base.TokenClock` ticks once per chunk with its token count), the finish reason,
-``usage.prompt_tokens_details.cached_tokens``, and a fault named by its cause (:class:`StreamFault`):
-an HTTP error status (429, 503...), a line that is not JSON, a chunk without choices, an error
-object in the stream, a stream that ended without a finish reason.
+:class:`~backends.base.TokenClock` ticks once per chunk with its token count, at its read's time),
+the finish reason, ``usage.prompt_tokens_details.cached_tokens``, and a fault named by its cause
+(:class:`StreamFault`): an HTTP error status (429, 503...), a line that is not JSON, a chunk without
+choices, an error object in the stream, a stream that ended without a finish reason.
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
+from time import perf_counter
 from typing import Any
 
 import aiohttp
 
 from backends.base import RawOutput, Request, TokenClock
 from backends.openai.bodies import ignore_eos_fields, response_format, sampling_fields
+from backends.openai.json_codec import Codec, choose
 
-try:
-    import orjson
-
-    def dumps(obj: Any) -> bytes:
-        return orjson.dumps(obj)
-
-    loads = orjson.loads
-    JSON_LIBRARY = f"orjson {orjson.__version__}"
-except ImportError:  # pragma: no cover - orjson is in the openai extra; json still works
-
-    def dumps(obj: Any) -> bytes:
-        return json.dumps(obj, separators=(",", ":")).encode()
-
-    loads = json.loads
-    JSON_LIBRARY = "json (stdlib)"
+CODEC = choose()  # orjson, msgspec or json: see json_codec.py
 
 EXTENSIONS = ("vllm", "sglang")  # servers that take token-id prompts, ignore_eos and return_token_ids
 
@@ -75,7 +69,7 @@ class LeanClientSpec:
         return LeanClient(self)
 
     def describe(self) -> str:
-        return f"aiohttp {aiohttp.__version__}, {JSON_LIBRARY} (backends/openai/lean_stream.py)"
+        return f"aiohttp {aiohttp.__version__}, {CODEC.name} (backends/openai/lean_stream.py)"
 
 
 class LeanClient:
@@ -94,7 +88,7 @@ class LeanClient:
             )  # no pool cap: C streams, C connections
             self._session = aiohttp.ClientSession(
                 connector=connector,
-                headers=self.spec.headers,
+                headers={**self.spec.headers, "Content-Type": "application/json"},  # not per request
                 timeout=aiohttp.ClientTimeout(total=None),
                 auto_decompress=False,
             )
@@ -122,37 +116,39 @@ class LeanClient:
                 body["return_token_ids"] = True
             else:
                 body["stream_options"]["continuous_usage_stats"] = True
-        return dumps(body)
+        return CODEC.dumps(body)
 
     async def stream(self, request: Request, clock: TokenClock) -> RawOutput:
         """Send one streamed completion and read its SSE lines into a :class:`RawOutput`, ticking ``clock``
-        per chunk; only this client's first request asks for the token ids (``want_ids``), the rest count
-        tokens from the usage. An answer other than HTTP 200 raises :class:`StreamFault` with the status and
-        the first 200 characters of its body."""
+        per chunk at the time of the read it came in; only this client's first request asks for the token
+        ids (``want_ids``), the rest count tokens from the usage. An answer other than HTTP 200 raises
+        :class:`StreamFault` with the status and the first 200 characters of its body."""
         want_ids = not self.ids_sampled
         self.ids_sampled = True
         data = self.body(request, want_ids)
         reader = ChunkReader(clock)
-        async with self._client().post(
-            self.url, data=data, headers={"Content-Type": "application/json"}
-        ) as resp:
+        async with self._client().post(self.url, data=data) as resp:
             if resp.status != 200:
                 text = (await resp.text(errors="replace"))[:200].strip()
                 raise StreamFault(
                     f"the server answered HTTP {resp.status} {resp.reason or ''}".rstrip()
                     + (f": {text}" if text else "")
                 )
-            async for line in resp.content:
-                if reader.line(line):
+            async for data in resp.content.iter_any():  # whatever the socket has: one wake-up per read
+                if reader.feed(data, perf_counter()):
                     break
+            else:
+                reader.feed(b"\n", perf_counter())  # a last line the server did not end
         return reader.output()
 
 
 class ChunkReader:
-    """One SSE stream, line by line: ticks the clock per chunk that carries tokens, keeps ids, text, usage."""
+    """One SSE stream, read by read (:meth:`feed`) and line by line: ticks the clock per chunk that carries
+    tokens, at its read's arrival, and keeps ids, text, usage."""
 
-    def __init__(self, clock: TokenClock) -> None:
+    def __init__(self, clock: TokenClock, codec: Codec = CODEC) -> None:
         self.clock = clock
+        self.loads = codec.loads
         self.ids: list[int] = []
         self.texts: list[str] = []
         self.server_ids = False
@@ -162,17 +158,28 @@ class ChunkReader:
         self.finish: str | None = None
         self.usage: dict | None = None
         self.response_id: str | None = None
+        self.rest = b""  # the start of a line whose end has not come yet
+        self.now = 0.0  # when the read being parsed arrived: every token in it is stamped then
+
+    def feed(self, data: bytes, now: float) -> bool:
+        """Take one read of the stream, which arrived at ``now`` (``perf_counter``): its complete lines are
+        parsed in order, and every token they carry is stamped ``now`` (they reached this process together);
+        a line cut by the read waits for the next. True at ``data: [DONE]`` (what follows it is not read)."""
+        self.now = now
+        lines = (self.rest + data if self.rest else data).split(b"\n")
+        self.rest = lines.pop()
+        return any(self.line(raw) for raw in lines if raw)  # stops at [DONE]
 
     def line(self, raw: bytes) -> bool:
         """Read one line; True at ``data: [DONE]``."""
         raw = raw.strip()
-        if not raw.startswith(b"data:"):
+        if raw[:5] != b"data:":
             return False  # blank separators, SSE comments and event names carry nothing
-        payload = raw[5:].strip()
+        payload = raw[5:].lstrip()
         if payload == b"[DONE]":
             return True
         try:
-            chunk = loads(payload)
+            chunk = self.loads(payload)
         except ValueError:
             raise StreamFault(
                 f"the server sent a line that is not JSON: {payload[:120].decode('utf-8', 'replace')!r}"
@@ -218,7 +225,7 @@ class ChunkReader:
             else:
                 n = 1 if text else 0
             if n > 0:
-                self.clock.tick(n)
+                self.clock.tick(n, at=self.now)
             self.texts.append(text)
             if self.prompt_used is None and choice.get("prompt_token_ids"):
                 self.prompt_used = choice["prompt_token_ids"]
