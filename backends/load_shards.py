@@ -13,8 +13,11 @@ the host, so their stamps merge into one level without translation.
   Open loop: the parent draws every session's Poisson arrival with the level's seed, as one
   process would, and each process starts its sessions at their times.
 - Automatic N (``client_procs`` None): one process per :data:`STREAMS_PER_PROCESS` streams in
-  flight (open loop: per :data:`RPS_PER_PROCESS` sessions/s), at most half the CPUs, at least one:
-  each process stays well below one core (benchmark 4 measures what one sustains).
+  flight (open loop: per :data:`RPS_PER_PROCESS` sessions/s), at least one: each process stays well
+  below one core (benchmark 4 measures what one sustains). At most half the CPUs when the server is
+  on this host (a launched ``vllm serve`` / SGLang / ``transformers serve``, benchmark 4's fake
+  server: every study on the GPU host), all but one when ``--base-url`` names another host
+  (:func:`server_is_local`); see :func:`auto_client_procs` for why.
 - Each process reports every request's submit as it happens and its outcome as it ends, and its
   CPU time over the level: the level records each client's CPU share (``client_cpu_share``) and
   ``client_limited`` when one was busy more than :data:`BUSY_LIMIT` of the time (the page says
@@ -28,15 +31,18 @@ the host, so their stamps merge into one level without translation.
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import math
 import os
 import pickle
+import socket
 import subprocess
 import sys
 import threading
 import time
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from backends.load_loop import Drive, LoadSettings, Outcome, arrival_times, drive, new_outcomes
 from backends.telemetry import GpuTelemetry
@@ -64,13 +70,40 @@ def event_loop() -> tuple[str, Any]:
     return "asyncio loop", None
 
 
-def auto_client_procs(settings: LoadSettings, sessions: int, cpus: int | None = None) -> int:
+def auto_client_procs(
+    settings: LoadSettings, sessions: int, cpus: int | None = None, server_local: bool = True
+) -> int:
+    """The automatic ``--client-procs``: one per :data:`STREAMS_PER_PROCESS` streams (open loop: per
+    :data:`RPS_PER_PROCESS` sessions/s), capped.
+
+    The cap is what holds C = 512 at 64 streams a process on the 16-core GPU host (8 processes, not 16),
+    where benchmark 4 saw the client's added TTFT p50 pass 1 ms. It stays at half the CPUs whenever the
+    server shares the host, which is every study there: a launched server's API and engine processes
+    (and benchmark 4's fake server, in as many processes as the client) need the other half, and more
+    client processes than cores left would compete with the server they measure, making it slower
+    rather than the client faster. A server on another host (``server_local`` False) leaves the cores to
+    the client: all but one (the harness's own process samples ``/metrics``)."""
     cpus = cpus or os.cpu_count() or 2
     if settings.rate_rps:
         want = math.ceil(settings.rate_rps / RPS_PER_PROCESS)
     else:
         want = math.ceil((settings.concurrency or 1) / STREAMS_PER_PROCESS)
-    return max(1, min(want, max(1, cpus // 2), sessions))
+    cap = cpus // 2 if server_local else cpus - 1
+    return max(1, min(want, max(1, cap), sessions))
+
+
+def server_is_local(base_url: str | None) -> bool:
+    """Whether the server at ``base_url`` runs on this host: a loopback address, ``localhost``, this host's
+    name, or no URL (an in-process or launched server). Anything else counts as another host (no name
+    lookup: a server reached through this host's own LAN address is taken for a remote one)."""
+    host = urlsplit(base_url).hostname if base_url else None
+    if host is None or host in ("localhost", socket.gethostname()):
+        return True
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return address.is_loopback or address.is_unspecified
 
 
 def client_procs_error(n: int | None, sessions: int) -> str | None:
@@ -153,7 +186,8 @@ async def run_sharded(
 ) -> tuple[list[list[Outcome]], dict]:
     """The level from client processes; this process only starts them, merges their outcomes, samples
     metrics."""
-    n = settings.client_procs or auto_client_procs(settings, len(sessions))
+    local = server_is_local(getattr(spec, "base_url", None))
+    n = settings.client_procs or auto_client_procs(settings, len(sessions), server_local=local)
     arrivals = arrival_times(len(sessions), settings) if settings.rate_rps else None
     plan = shards(len(sessions), n, settings)
     clients = []

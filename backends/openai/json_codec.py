@@ -2,8 +2,8 @@
 
 The lean client (``lean_stream.py``) decodes one JSON object per streamed chunk and encodes one request
 body (a 1,024-id prompt) per request, so the library is a per-chunk cost of every client process. On a
-2-core VM, per 260-byte vLLM chunk: orjson and msgspec ~1 µs, ``json`` ~4 µs; per 1,024-id body:
-~5 µs against ~70 µs (``/tmp``-free micro-benchmark in ``tests/backends/test_lean_parse.py``'s docstring).
+2-core VM, per 260-byte vLLM chunk (decode, split, tick): orjson and msgspec ~2.6 µs, ``json`` ~6.5 µs;
+per 1,024-id body: ~5 µs against ~63 µs (``python -m benchmarks.lean_parse``).
 The engine bundles differ: vLLM's carries msgspec (a vLLM dependency) but not orjson, SGLang's carries
 orjson, so either way a fast one is there; the stdlib stays the fallback and gives identical values.
 

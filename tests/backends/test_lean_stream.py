@@ -23,7 +23,13 @@ import pytest
 
 from backends.base import BackendSettings, Request, TokenClock
 from backends.load_loop import LoadSettings, run_level
-from backends.load_shards import TEST_EXIT_VAR, auto_client_procs, client_procs_error, shards
+from backends.load_shards import (
+    TEST_EXIT_VAR,
+    auto_client_procs,
+    client_procs_error,
+    server_is_local,
+    shards,
+)
 from backends.openai import OpenAIBackend
 from backends.openai.lean_stream import LeanClientSpec, StreamFault
 from backends.openai.options import OpenAIOptions
@@ -171,6 +177,13 @@ def test_client_procs_bounds_and_the_automatic_count() -> None:
     assert auto_client_procs(LoadSettings(concurrency=128), 512, cpus=2) == 1
     assert auto_client_procs(LoadSettings(concurrency=8), 512, cpus=16) == 1
     assert auto_client_procs(LoadSettings(concurrency=128), 2, cpus=16) == 2
+    assert auto_client_procs(LoadSettings(concurrency=512), 4096, cpus=16) == 8  # the server shares the host
+    assert auto_client_procs(LoadSettings(concurrency=512), 4096, cpus=16, server_local=False) == 15
+    assert auto_client_procs(LoadSettings(concurrency=64), 4096, cpus=16, server_local=False) == 2
+    assert all(
+        map(server_is_local, [None, "http://127.0.0.1:8000/v1", "http://localhost:1/v1", "http://[::1]:2"])
+    )
+    assert not any(map(server_is_local, ["http://10.0.0.7:8000/v1", "https://api.example.com/v1"]))
     split = shards(10, 3, LoadSettings(concurrency=8))
     assert sorted(k for keys, _ in split for k in keys) == list(range(10)) and [w for _, w in split] == [
         3,
