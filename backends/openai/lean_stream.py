@@ -12,7 +12,7 @@ through :class:`LeanClient` instead:
 - The request body is serialised once, and chunks are parsed into plain dicts, with the fastest JSON
   library installed (``json_codec.py``: orjson, msgspec — vLLM's bundle has it, not orjson —, the
   stdlib); nothing else is built per chunk.
-- The stream is read **a block at a time** (``iter_any``: whatever the socket has delivered, one
+- The stream is read **a block at a time** (``readany``: whatever the socket has delivered, one
   wake-up of the request's task per read, not one per SSE line), split into lines in bulk, and every
   token of a read is stamped with **the read's arrival** (one ``perf_counter`` as the read is taken).
   Chunks that come in one read reached this process together; stamping each as it is parsed would
@@ -134,11 +134,12 @@ class LeanClient:
                     f"the server answered HTTP {resp.status} {resp.reason or ''}".rstrip()
                     + (f": {text}" if text else "")
                 )
-            async for data in resp.content.iter_any():  # whatever the socket has: one wake-up per read
+            content = resp.content
+            while data := await content.readany():  # whatever the socket has: one wake-up per read
                 if reader.feed(data, perf_counter()):
                     break
             else:
-                reader.feed(b"\n", perf_counter())  # a last line the server did not end
+                reader.feed(b"\n", perf_counter())  # the end of the stream ends a last line left open
         return reader.output()
 
 
