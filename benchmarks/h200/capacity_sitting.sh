@@ -8,8 +8,10 @@
 #   bash benchmarks/h200/capacity_sitting.sh poll [S]  # later calls: wait up to S seconds, copy what is done to $OUT
 #
 # Session a (both bundles): vllm-server's whole built-in load (#21: the first sitting ran 9 of its 12 levels, at an
-#   older commit), then vLLM and SGLang in process with caching on: #21's in-process columns beside the servers and
-#   #22's capacity runs at once (the same requests at every shared level: tests/workloads/test_load_same_mix.py).
+#   older commit), benchmark 4 at C = 384-512 with the lean client's block reads, msgspec and gc.freeze (#21's
+#   >= 50,000 tok/s within 1 ms: 46,106 at 0.74 ms and 60,718 at 1.38 ms before them), then vLLM and SGLang in
+#   process with caching on: #21's in-process columns beside the servers and #22's capacity runs at once (the same
+#   requests at every shared level: tests/workloads/test_load_same_mix.py).
 # Session b (both bundles): vLLM and SGLang with caching off, then hf-cb with caching on.
 # Session c (the vLLM bundle only: stage vllm c01-c04 + the model m01): hf-cb with caching off.
 # vLLM and SGLang: the built-in load with Poisson rates 8 and 32 (requests/s for the fixed shapes, new sessions/s for
@@ -20,7 +22,7 @@ set -uo pipefail
 mode=${1:?usage: capacity_sitting.sh start a|b|c [seconds] | poll [seconds]}
 source benchmarks/h200/queue_lib.sh  # nparts, staged, install_bundle, study, bound, sitting_*
 
-if [ "$mode" = poll ]; then sitting_poll "${2:-0}" "h200-cap-*.tgz" "h200-serve-*.tgz"; exit 0; fi
+if [ "$mode" = poll ]; then sitting_poll "${2:-0}" "h200-cap-*.tgz" "h200-serve-*.tgz" "load_client-*.json"; exit 0; fi
 session=${2:-}
 [ "$mode" = start ] && [[ $session =~ ^[abc]$ ]] \
   || { echo "usage: capacity_sitting.sh start a|b|c [seconds] | poll [seconds]"; exit 2; }
@@ -39,8 +41,11 @@ queue() {
     a)
       study 420 h200-serve-vllm-server vllm-server --workloads load --load search_levels=0 \
         --python vllm-server=/tmp/py-vllm
+      until [ -f /tmp/sglang.installed ]; do sleep 5; done  # benchmark 4 alone on the host's CPUs
+      PYTHONPATH=/tmp/lca-repo:/tmp/site bounded 150 "benchmark 4" python3 -m benchmarks.load_client \
+        --levels 384,448,512 --seconds 6 --server-procs 8 --out "$R/load_client-h200-lean.json" | tail -n 8
+      echo "== $(date -u +%T) benchmark 4 done"
       study 660 h200-cap-vllm vllm --workloads load --load rates=8:32,search_levels=1
-      until [ -f /tmp/sglang.installed ]; do sleep 5; done
       study 660 h200-cap-sglang sglang --workloads load --load rates=8:32,search_levels=1 ;;
     b)
       study 620 h200-cap-vllm-nocache vllm --workloads load --no-prefix-caching --load rates=8:32,search_levels=1

@@ -127,7 +127,10 @@ def test_a_queue_waits_until_every_part_is_staged() -> None:
 
 def test_session_a_serves_vllm_server_whole_before_the_in_process_runs() -> None:
     """Session a: the vLLM install, then vllm-server's whole built-in load (the planned levels only, as the
-    committed sglang-server run's: search off), then vLLM in process, then SGLang once its install is done."""
+    committed sglang-server run's: search off), benchmark 4 once SGLang's install is done too, then vLLM and
+    SGLang in process."""
+    from benchmarks import load_client
+
     subprocess.run(["bash", "-n", str(CAPACITY)], check=True)
     body = CAPACITY.read_text().replace("\\\n", " ").split("    a)", 1)[1].split(";;", 1)[0]
     names = [name for name, _, _ in studies_in(body)]
@@ -139,7 +142,13 @@ def test_session_a_serves_vllm_server_whole_before_the_in_process_runs() -> None
     assert all(s.search_levels == 0 for s in specs) and args.python == ["vllm-server=/tmp/py-vllm"]
     sglang_run = json.loads(SGLANG_SERVER_RUN.read_text())["argv"]
     assert sglang_run[sglang_run.index("--load") + 1] == args.load  # the servers' rows are the same requests
-    assert body.index("h200-cap-vllm ") < body.index("sglang.installed") < body.index("h200-cap-sglang")
+    # benchmark 4 once both installs are done (alone on the host's CPUs), before the in-process runs
+    order = [body.index(k) for k in ("h200-serve-vllm-server", "sglang.installed", "benchmarks.load_client")]
+    assert order == sorted(order) and order[-1] < body.index("h200-cap-vllm ")
+    bench = shlex.split(next(line for line in body.splitlines() if "benchmarks.load_client" in line))
+    args4 = load_client.parse_args(bench[bench.index("benchmarks.load_client") + 1 : bench.index("|")])
+    assert min(args4.levels) <= 384 and max(args4.levels) >= 512 and args4.server_procs == 8
+    assert "bounded" in bench[: bench.index("benchmarks.load_client")]
 
 
 def _bash(script: str, **env: str) -> subprocess.CompletedProcess[str]:
