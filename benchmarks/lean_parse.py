@@ -82,6 +82,8 @@ def per_body_us(codec, request: Request, loops: int) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The command line: one row per installed JSON library (its per-chunk and per-body cost); a count below
+    1 is one line and exit 2."""
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--tokens", type=int, default=64)
     p.add_argument("--prompt-tokens", type=int, default=1024)
