@@ -238,15 +238,10 @@ def in_process_client_share(cpu_s: float, wall_s: float) -> dict[str, Any]:
     """The client's CPU share of a level driven from this process (an HTTP backend without client
     processes: a server that takes text prompts only, driven through the ``openai`` package): this process's
     CPU time over the level's wall time, all its threads (the stamping loop, the metrics sampler and the GPU
-    telemetry), flagged as the client processes' are (``load_shards.BUSY_LIMIT``)."""
-    from backends.load_shards import BUSY_LIMIT
+    telemetry), rounded and flagged as a client process's is (``load_shards.client_cpu_facts``)."""
+    from backends.load_shards import client_cpu_facts
 
-    share = cpu_s / wall_s if wall_s > 0 else None
-    return {
-        "client_busy_max": share,
-        "client_limited": share is not None and share > BUSY_LIMIT,
-        "client_cpu_share": [] if share is None else [round(share, 3)],
-    }
+    return client_cpu_facts([round(cpu_s / wall_s, 3)] if wall_s > 0 else [])
 
 
 class _Sampler:

@@ -98,6 +98,18 @@ def auto_client_procs(
     return max(1, min(want, max(1, cap), sessions))
 
 
+def client_cpu_facts(shares: list[float | None]) -> dict[str, Any]:
+    """A level's client CPU facts from each client's CPU share (None: a process that died): the shares, the
+    busiest (``client_busy_max``) and ``client_limited`` where it was busy more than :data:`BUSY_LIMIT`."""
+    known = [x for x in shares if x is not None]
+    busiest = max(known) if known else None
+    return {
+        "client_cpu_share": shares,
+        "client_busy_max": busiest,
+        "client_limited": busiest is not None and busiest > BUSY_LIMIT,
+    }
+
+
 def server_is_local(base_url: str | None) -> bool:
     """Whether the server at ``base_url`` runs on this host: a loopback address, ``localhost``, this host's
     name, or no URL (an in-process or launched server). Anything else counts as another host (no name
@@ -251,9 +263,7 @@ async def run_sharded(
             cpu_s, child_wall_s = ended
             facts["client_cpu_share"].append(round(cpu_s / child_wall_s, 3) if child_wall_s > 0 else None)
     _name_the_server(backend, outs)
-    shares = [x for x in facts["client_cpu_share"] if x is not None]
-    facts["client_busy_max"] = max(shares) if shares else None
-    facts["client_limited"] = bool(shares) and max(shares) > BUSY_LIMIT
+    facts.update(client_cpu_facts(facts["client_cpu_share"]))
     if failed:
         facts["client_failed"] = "; ".join(failed) + ": the level is incomplete (--resume redoes it)"
     return outs, facts
