@@ -34,31 +34,37 @@ def run_backends(
     """Each backend's child process in turn, then the report; the exit code (1: a backend failed)."""
     timings: dict[str, float] = {}
     failed: list[str] = []
-    for name in names:
-        started = time.perf_counter()
-        for start in range(args.starts):
-            print(
-                f"== {name}"
-                + (f" (engine start {start + 1} of {args.starts})" if args.starts > 1 else "")
-                + " ==",
-                flush=True,
-            )
-            if args.resume and all_recorded(out, name, plan, start):
-                print(f"{name}: engine start {start}: every request already recorded", flush=True)
-                continue
-            code = run_child(ROOT, out, name, pythons.get(name, sys.executable), lock_fd, start)
-            if code != 0:
-                failed.append(name)
-                what = "had failed requests or could not start" if code == 1 else f"exited with code {code}"
+    try:
+        for name in names:
+            started = time.perf_counter()
+            for start in range(args.starts):
                 print(
-                    f"{name}: {what}; records written so far are kept "
-                    "(rerun with --resume to redo what failed)",
-                    file=sys.stderr,
+                    f"== {name}"
+                    + (f" (engine start {start + 1} of {args.starts})" if args.starts > 1 else "")
+                    + " ==",
+                    flush=True,
                 )
-            if start == 0 and backend_skipped(out, name):
-                break  # not installed / failed to start: another start would say the same
-        timings[name] = round(time.perf_counter() - started, 1)
-        merge_env(out, {**run_env, "wall_s": timings})
+                if args.resume and all_recorded(out, name, plan, start):
+                    print(f"{name}: engine start {start}: every request already recorded", flush=True)
+                    continue
+                code = run_child(ROOT, out, name, pythons.get(name, sys.executable), lock_fd, start)
+                if code != 0:
+                    failed.append(name)
+                    what = (
+                        "had failed requests or could not start" if code == 1 else f"exited with code {code}"
+                    )
+                    print(
+                        f"{name}: {what}; records written so far are kept "
+                        "(rerun with --resume to redo what failed)",
+                        file=sys.stderr,
+                    )
+                if start == 0 and backend_skipped(out, name):
+                    break  # not installed / failed to start: another start would say the same
+            timings[name] = round(time.perf_counter() - started, 1)
+            merge_env(out, {**run_env, "wall_s": timings})
+    except BaseException:  # SIGTERM (Interrupted), ^C or a crash: env.json still gets the blocks the children
+        merge_env(out, {**run_env, "wall_s": timings})  # wrote (engine facts of the backend cut short)
+        raise
 
     rows = read_records(out)
     print(f"{len(rows)} records in {out / RECORDS}")

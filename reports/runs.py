@@ -88,13 +88,31 @@ class Dataset:
 
 
 def read_env(run_dir: Path) -> dict[str, Any]:
+    """The run's env.json, with each ``env/<backend>.json`` that it lacks: compare.py merges a backend's
+    block into env.json after the backend's child ends, so a run stopped during a child (a deadline's
+    SIGTERM) left env.json without that backend's engine facts (its server URL, KV pool, start-up) while
+    its child had written them. env.json's own block wins where both exist; a block that does not parse
+    is left out (the records still read)."""
     path = run_dir / "env.json"
     if not path.is_file():
         return {}
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        env = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
         raise ReportError(f"{path}: not valid JSON ({exc.msg})") from exc
+    if not isinstance(env, dict):
+        raise ReportError(f"{path}: not a JSON object")
+    backends = env.get("backends") if isinstance(env.get("backends"), dict) else {}
+    for block in sorted((run_dir / "env").glob("*.json")):
+        if block.stem in backends:
+            continue
+        try:
+            found = json.loads(block.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+            continue
+        if isinstance(found, dict):
+            backends = {**backends, block.stem: found}
+    return {**env, "backends": backends} if backends or "backends" in env else env
 
 
 def _wrong_type(row: dict[str, Any]) -> bool:

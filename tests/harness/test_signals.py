@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import signal
 import subprocess
 import time
@@ -32,3 +33,6 @@ def test_a_signal_to_the_parent_stops_the_child_too(tmp_path, sig, code):
     assert len((out / "records.jsonl").read_text().splitlines()) == n  # nobody is still appending
     assert n < 2 * (30 * 6 + 2 * 30)
     assert read_records(out)
+    # the cut backend's engine facts (written by its child) reach env.json, where the report looks first
+    written = {p.stem for p in (out / "env").glob("*.json")}
+    assert written and set(json.loads((out / "env.json").read_text())["backends"]) == written

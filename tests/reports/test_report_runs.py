@@ -62,3 +62,25 @@ def test_gzipped_records_read_as_the_plain_file(tmp_path):
     (run / "records.jsonl").unlink()
     packed = read_runs([run]).records
     assert sorted(packed["ttft_ms"]) == sorted(plain["ttft_ms"]) == [64, 256]
+
+
+def test_a_cut_runs_backend_block_is_read_from_its_env_folder(tmp_path):
+    """A run stopped during a backend's child (a deadline's SIGTERM) has env/<backend>.json but an env.json
+    without it: the report still knows the column's engine facts (here: that it was served over HTTP)."""
+    import json
+
+    from reports.analysis.caveats import over_http
+    from tests.reports.records import record, write_run
+
+    rows = [
+        record(backend=b, workload="sweep", kind="sweep", case="N=64", ttft_ms=5) for b in ("hf-server", "hf")
+    ]
+    run = write_run(tmp_path / "cut", rows, env={"backends": {"hf": {"engine": {"name": "eager"}}}})
+    (run / "env").mkdir()
+    (run / "env" / "hf-server.json").write_text(json.dumps({"engine": {"base_url": "http://127.0.0.1:1/v1"}}))
+    (run / "env" / "hf.json").write_text(json.dumps({"engine": {"name": "from the folder"}}))
+    (run / "env" / "broken.json").write_text("{not json")
+    ds = read_runs([run])
+    assert over_http(ds.env_of("hf-server").get("engine") or {})
+    assert ds.env_of("hf")["engine"]["name"] == "eager"  # env.json's own block wins
+    assert "broken" not in ds.envs[run.name]["backends"]
