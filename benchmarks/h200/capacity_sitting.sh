@@ -12,12 +12,14 @@
 #   >= 50,000 tok/s within 1 ms: 46,106 at 0.74 ms and 60,718 at 1.38 ms before them), then vLLM and SGLang in
 #   process with caching on: #21's in-process columns beside the servers and #22's capacity runs at once (the same
 #   requests at every shared level: tests/workloads/test_load_same_mix.py).
-# Session b (both bundles): vLLM and SGLang with caching off, then hf-cb with caching on.
-# Session c (the vLLM bundle only: stage vllm c01-c04 + the model m01): hf-cb with caching off.
+# Session b (both bundles): vLLM and SGLang with caching off, then hf-cb with caching on, then session c's line.
+# Session c (the vLLM bundle only: stage vllm c01-c05 + the model m01): hf-cb with caching off. It ran at the end of
+#   session a's device time (2026-12-01) and was cut by its deadline after 6 of its 9 levels: the committed run
+#   (reports/examples/h200-capacity/h200-cap-hf-cb-nocache) is put back and resumed (--resume: the S=960 levels).
 # vLLM and SGLang: the built-in load with Poisson rates 8 and 32 (requests/s for the fixed shapes, new sessions/s for
 # the sessions) and the capacity search (1 level per variant and loop); hf-cb: the HF mix (whole levels at its speed,
-# no search, no rates; docs/capacity.md, "The HF mix"). Minutes as measured (docs/capacity.md): a ~27, b ~27,
-# c ~10. Results: /tmp/results/*.
+# no search, no rates; docs/capacity.md, "The HF mix"). Minutes as measured (docs/capacity.md): a 23.5 (2026-12-01),
+# b ~22 + c's rest ~5. Results: /tmp/results/*.
 set -uo pipefail
 mode=${1:?usage: capacity_sitting.sh start a|b|c [seconds] | poll [seconds]}
 source benchmarks/h200/queue_lib.sh  # nparts, staged, install_bundle, study, bound, sitting_*
@@ -52,10 +54,11 @@ queue() {
       until [ -f /tmp/sglang.installed ]; do sleep 5; done
       study 620 h200-cap-sglang-nocache sglang --workloads load --no-prefix-caching --load rates=8:32,search_levels=1
       LCA_HF_CB=use_cuda_graph=true study 420 h200-cap-hf-cb hf-cb --workloads load \
-        --load levels=1:8:32,users=32,max_turns=2,rates=,search_levels=0 ;;
+        --load levels=1:8:32,users=32,max_turns=2,rates=,search_levels=0 ;&  # on into c
     c)
+      from_example h200-capacity/h200-cap-hf-cb-nocache  # its first 6 levels, to be resumed
       LCA_HF_CB=use_cuda_graph=true study 420 h200-cap-hf-cb-nocache hf-cb --workloads load --no-prefix-caching \
-        --load levels=1:8:32,users=32,max_turns=2,rates=,search_levels=0 ;;
+        --load levels=1:8:32,users=32,max_turns=2,rates=,search_levels=0 --resume ;;
   esac
 }
 

@@ -7,6 +7,9 @@
 #   install_bundle B     install.sh B, its log in $R/logs (its tail printed when it fails)
 #   study T NAME ...     study.sh NAME ... bounded by T seconds (STUDY_TIMEOUT; less when the sitting's DEADLINE is
 #                        nearer, not started under 90 s: left_for), benchmark 1 off unless OVERHEAD=1
+#   from_example DIR     a committed run cut by its deadline (reports/examples/DIR, records gzip'd) put back as
+#                        /tmp/runs/NAME (records.jsonl unpacked), so that `study ... --resume` runs what it lacks;
+#                        kept as it is where /tmp/runs/NAME exists already (a queue started again on one machine)
 nparts() {
   cat /tmp/stage-"$1"/c01/NPARTS 2>/dev/null || grep -c '^part ' /tmp/stage-"$1"/c01/SHA256SUMS 2>/dev/null \
     || echo 99
@@ -14,6 +17,13 @@ nparts() {
 staged() {
   ls /tmp/stage-"$1"/[cm]01.done > /dev/null 2>&1 &&
     [ "$(ls /tmp/stage-"$1"/*.done 2>/dev/null | wc -l)" -ge "${2:-$(nparts "$1")}" ]
+}
+from_example() {
+  local name; name=$(basename "$1")
+  [ -d "/tmp/runs/$name" ] && return 0
+  mkdir -p /tmp/runs && cp -r "reports/examples/$1" "/tmp/runs/$name" || return 1
+  [ -f "/tmp/runs/$name/records.jsonl.gz" ] && gunzip "/tmp/runs/$name/records.jsonl.gz"
+  echo "== $(date -u +%T) $name: $(wc -l < "/tmp/runs/$name/records.jsonl") records from reports/examples/$1"
 }
 install_bundle() {
   mkdir -p "$R/logs"
@@ -53,12 +63,13 @@ sitting_start() {
   mkdir -p "$R/logs" /tmp/lca-repo
   tar cf - --exclude=.gpu --exclude=.venv . | tar xf - -C /tmp/lca-repo
   cd /tmp/lca-repo || exit 1
+  rm -f "$R/queue.done"  # an earlier queue's on this machine: the poll would return at once
   export DEADLINE=$(( $(date +%s) + ${1:-1710} )) OUT=$R PYTHONUNBUFFERED=1 PROOF_RESULTS=$R R
   nvidia-smi --query-gpu=index,name,driver_version,memory.used --format=csv,noheader
   echo "deadline $(date -u -d @"$DEADLINE" +%T)"
 }
 sitting_launch() {
-  export -f nparts staged install_bundle study bound left_for bounded queue
+  export -f nparts staged install_bundle from_example study bound left_for bounded queue
   setsid bash -c 'echo "deadline $(date -u -d @"$DEADLINE" +%T)"; queue; touch $R/queue.done' \
     > "$R/queue.log" 2>&1 < /dev/null &
   sleep 3; tail -n 5 "$R/queue.log"

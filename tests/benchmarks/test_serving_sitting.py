@@ -46,7 +46,7 @@ def studies_in(text: str) -> list[tuple[str, str, list[str]]]:
         words = shlex.split(line.strip(), comments=True)
         while words and re.fullmatch(r"[A-Z_]+=\S*", words[0]):  # OVERHEAD=1, LCA_HF_CB=...: its variables
             words = words[1:]
-        words = words[:-1] if words[-1:] == [";;"] else words  # a case branch's last line
+        words = words[:-1] if words[-1:] in ([";;"], [";&"]) else words  # a case branch's last line
         if words[:1] == ["study"] and len(words) > 3 and words[1].isdigit():
             out.append((words[2], words[3], words[4:]))
     return out
@@ -78,6 +78,22 @@ def test_the_capacity_sittings_cover_each_engine_with_caching_on_and_off() -> No
     assert len({name for name, _, _ in found}) == len(found)
     hf_server = json.loads(HF_SERVER_RUN.read_text())["argv"]
     assert hf_server[hf_server.index("--load") + 1] == HF_MIX
+
+
+def test_session_c_resumes_the_committed_cut_run_with_its_own_line() -> None:
+    """Session c's hf-cb run (caching off) was cut by its deadline: the queue puts the committed run back
+    (``from_example``) and resumes it. ``--resume`` refuses other settings, so the line must be the run's
+    own, and the folder it names must be committed."""
+    text = CAPACITY.read_text()
+    example = re.search(r"from_example (\S+)", text)
+    assert example, "session c no longer resumes a committed run"
+    run = ROOT / "reports" / "examples" / example.group(1)
+    assert (run / "run.json").is_file() and (run / "records.jsonl.gz").is_file()
+    (name, backend, flags), = [s for s in studies(CAPACITY) if s[0] == run.name]
+    assert "--resume" in flags
+    argv = json.loads((run / "env.json").read_text())["argv"]
+    committed = argv[argv.index("--workloads") :]  # what study.sh's caller gave (study.sh adds the rest)
+    assert [f for f in flags if f != "--resume"] == committed and argv[argv.index("--backend") + 1] == backend
 
 
 SITTINGS = ("capacity_sitting.sh",)  # two_gpus_sitting.sh (#25, blocked) predates the library
