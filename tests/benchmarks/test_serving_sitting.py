@@ -89,7 +89,7 @@ def test_session_c_resumes_the_committed_cut_run_with_its_own_line() -> None:
     assert example, "session c no longer resumes a committed run"
     run = ROOT / "reports" / "examples" / example.group(1)
     assert (run / "run.json").is_file() and (run / "records.jsonl.gz").is_file()
-    (name, backend, flags), = [s for s in studies(CAPACITY) if s[0] == run.name]
+    ((name, backend, flags),) = [s for s in studies(CAPACITY) if s[0] == run.name]
     assert "--resume" in flags
     argv = json.loads((run / "env.json").read_text())["argv"]
     committed = argv[argv.index("--workloads") :]  # what study.sh's caller gave (study.sh adds the rest)
