@@ -13,7 +13,7 @@
 #   process with caching on: #21's in-process columns beside the servers and #22's capacity runs at once (the same
 #   requests at every shared level: tests/workloads/test_load_same_mix.py).
 # Session b (both bundles): vLLM and SGLang with caching off, then hf-cb with caching on, then session c's line.
-# Session c (the vLLM bundle only: stage vllm c01-c05 + the model m01): hf-cb with caching off. It ran at the end of
+# Session c (the vLLM bundle only: stage vllm c01-c07 + the model m01): hf-cb with caching off. It ran at the end of
 #   session a's device time (2026-12-01) and was cut by its deadline after 6 of its 9 levels: the committed run
 #   (reports/examples/h200-capacity/h200-cap-hf-cb-nocache) is put back and resumed (--resume: the S=960 levels).
 # vLLM and SGLang: the built-in load with Poisson rates 8 and 32 (requests/s for the fixed shapes, new sessions/s for

@@ -42,6 +42,11 @@ BUILDS = {
         [],
     ),
     "h200-serving": (["h200-serve-vllm-server", "h200-serve-sglang-server", "h200-serve-hf-server"], []),
+    "h200-capacity": (  # the in-process runs beside the serving example's (its folder's runs, not copies)
+        ["h200-cap-vllm", "h200-cap-sglang", "h200-cap-hf-cb-nocache"]
+        + [f"../h200-serving/h200-serve-{b}" for b in ("vllm-server", "sglang-server", "hf-server")],
+        [],
+    ),
 }
 # examples whose committed page is being replaced on main (new runs, rebuilt there): not compared meanwhile
 BUILT_STAMP = re.compile(r" · built \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d\d:\d\d</p>")
