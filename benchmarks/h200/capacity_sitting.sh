@@ -19,7 +19,8 @@
 # vLLM and SGLang: the built-in load with Poisson rates 8 and 32 (requests/s for the fixed shapes, new sessions/s for
 # the sessions) and the capacity search (1 level per variant and loop); hf-cb: the HF mix (whole levels at its speed,
 # no search, no rates; docs/capacity.md, "The HF mix"). Minutes as measured (docs/capacity.md): a 23.5 (2026-12-01),
-# b ~22 + c's rest ~5. Results: /tmp/results/*.
+# b ~24.5 (hf-cb's HF mix ~8.5 of it: docs/capacity.md, "The HF mix") + c's rest ~4; what the deadline cuts is resumed
+# the same way in a later session. Results: /tmp/results/*.
 set -uo pipefail
 mode=${1:?usage: capacity_sitting.sh start a|b|c [seconds] | poll [seconds]}
 source benchmarks/h200/queue_lib.sh  # nparts, staged, install_bundle, study, bound, sitting_*
@@ -53,7 +54,7 @@ queue() {
       study 620 h200-cap-vllm-nocache vllm --workloads load --no-prefix-caching --load rates=8:32,search_levels=1
       until [ -f /tmp/sglang.installed ]; do sleep 5; done
       study 620 h200-cap-sglang-nocache sglang --workloads load --no-prefix-caching --load rates=8:32,search_levels=1
-      LCA_HF_CB=use_cuda_graph=true study 420 h200-cap-hf-cb hf-cb --workloads load \
+      LCA_HF_CB=use_cuda_graph=true study 540 h200-cap-hf-cb hf-cb --workloads load \
         --load levels=1:8:32,users=32,max_turns=2,rates=,search_levels=0 ;&  # on into c
     c)
       from_example h200-capacity/h200-cap-hf-cb-nocache  # its first 6 levels, to be resumed
