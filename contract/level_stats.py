@@ -22,6 +22,12 @@ records afterwards): one definition of every figure.
   (``RESAMPLES``, seeded): the 5th and 95th percentile of a figure over the resamples. One long run,
   bootstrapped over time, not repeats. Throughput's interval resamples the blocks' token arrivals
   (:meth:`LevelStats.tps_interval`), the same count its figure is, so the figure lies inside it.
+- **Several engine starts** (``--starts K``): each start ran the level on its own clock (a level's
+  ``submit_s`` counts from its own beginning), so its first wave, window and throughput are its own
+  (:func:`over_starts`): the level's throughput and in-flight share are the median over the starts,
+  their intervals the envelope of the starts' (every start's inside it), and the latency samples pool
+  the starts' steady requests. Pooling the starts' rows into one window would count two starts' tokens
+  over one start's seconds.
 """
 
 from __future__ import annotations
@@ -68,6 +74,7 @@ class LevelStats:
     arrivals: list[float] = field(
         default_factory=list, repr=False
     )  # output tokens' arrival times in the window
+    parts: list[LevelStats] = field(default_factory=list, repr=False)  # per engine start (over_starts)
 
     @property
     def window_s(self) -> float | None:
@@ -94,7 +101,10 @@ class LevelStats:
 
     def tps_interval(self, low: float = 5, high: float = 95) -> tuple[float, float] | None:
         """Bootstrap interval of ``output_tps``: the window's token arrivals counted per time block, the
-        blocks resampled with replacement (seeded), each resample's count ÷ the window."""
+        blocks resampled with replacement (seeded), each resample's count ÷ the window. Several engine
+        starts: the envelope of the starts' intervals."""
+        if self.parts:
+            return _envelope([p.tps_interval(low, high) for p in self.parts])
         if self.output_tps is None or not self.window_s:
             return None
         t0, span = self.window[0], self.window_s
@@ -117,7 +127,10 @@ class LevelStats:
     def interval(
         self, figure: Callable[[list[dict], float], float | None], low: float = 5, high: float = 95
     ) -> tuple[float, float] | None:
-        """Bootstrap interval of ``figure(rows, window_s)`` over BLOCKS time blocks of the window."""
+        """Bootstrap interval of ``figure(rows, window_s)`` over BLOCKS time blocks of the window (several
+        engine starts: the envelope of the starts')."""
+        if self.parts:
+            return _envelope([p.interval(figure, low, high) for p in self.parts])
         if self.window is None or not self.steady or not self.window_s:
             return None
         t0, span = self.window[0], self.window_s
@@ -140,6 +153,41 @@ class LevelStats:
             return values[min(len(values) - 1, int(round(p / 100 * (len(values) - 1))))]
 
         return at(low), at(high)
+
+
+def _envelope(intervals: list[tuple[float, float] | None]) -> tuple[float, float] | None:
+    found = [i for i in intervals if i is not None]
+    return (min(lo for lo, _ in found), max(hi for _, hi in found)) if found else None
+
+
+def _median(values: list[float | None]) -> float | None:
+    xs = sorted(x for x in values if x is not None)
+    if not xs:
+        return None
+    mid = len(xs) // 2
+    return xs[mid] if len(xs) % 2 else (xs[mid - 1] + xs[mid]) / 2
+
+
+def over_starts(parts: list[LevelStats]) -> LevelStats:
+    """One level's steady state over the engine starts that ran it (each start's ``level_stats``): counts
+    and the first-wave and steady requests pooled; throughput, input tok/s and the in-flight share the
+    median over the starts that have one; intervals the envelope of theirs. One start: itself."""
+    if len(parts) == 1:
+        return parts[0]
+    out = LevelStats(
+        concurrency=parts[0].concurrency,
+        requests=sum(p.requests for p in parts),
+        failed=sum(p.failed for p in parts),
+        first_wave=[r for p in parts for r in p.first_wave],
+        steady=[r for p in parts for r in p.steady],
+        parts=list(parts),
+    )
+    out.output_tps = _median([p.output_tps for p in parts])
+    out.input_tps = _median([p.input_tps for p in parts]) if out.output_tps is not None else None
+    out.in_flight_share = _median([p.in_flight_share for p in parts])
+    if out.output_tps is None:
+        out.no_steady = next((p.no_steady for p in parts if p.no_steady), None)
+    return out
 
 
 def _in_flight_share(rows: list[dict], c: int, t0: float, t1: float) -> float | None:

@@ -2,7 +2,8 @@
 
 Per variant and target, each backend's capacity (levels are searched per backend, so the numbers are
 compared, never ranked); per variant, the steady output tok/s at the level the most backends ran
-with the same requests, with a winner only where the intervals do not overlap. Backends that ran other
+with the same requests, with a winner only where the gap beats the spread within the run (the intervals)
+and between engine starts (``throughput_verdict``). Backends that ran other
 requests (``reports.analysis.capacity.mix_classes``: the H200's HF mix, fewer turns a session) get rows
 of their own, compared only with each other.
 """
@@ -58,7 +59,7 @@ def jobs(d: dict[str, Any]) -> list:
 def _throughput(w: str, m: str, g, mix_note: str) -> list:
     """The throughput row of one group of backends that ran the same requests: at the level the most of them
     ran with one mix (then the highest such level; a backend that ran other levels is left out, not
-    compared), a winner only where the intervals do not overlap."""
+    compared), a winner only by ``throughput_verdict``."""
     from reports.analysis.summary import Job
 
     best = None
@@ -76,19 +77,40 @@ def _throughput(w: str, m: str, g, mix_note: str) -> list:
         for r in at
     ]
     top, second = at[0], at[1]
-    clear = (
-        None not in (top["output_tps_lo"], second["output_tps_hi"])
-        and top["output_tps_lo"] > second["output_tps_hi"]
-    )
+    winner, why = throughput_verdict(top, second)
     return [
         Job(
             f"Many users: throughput ({w} · {m}, C={fmt.n(best[0][1])}{mix_note})",
             "steady output tok/s at the level the most backends ran with the same requests "
             "(the highest such)",
             values,
-            top["backend"] if clear else None,
-            f"by {fmt.n(100 * (top['output_tps'] / second['output_tps'] - 1))} % over {second['backend']}"
-            if clear
-            else "within the intervals: not ranked",
+            winner,
+            why,
         )
     ]
+
+
+def throughput_verdict(top: dict[str, Any], second: dict[str, Any]) -> tuple[str | None, str]:
+    """The study's winner rule on two level rows (the faster first): a winner only where the gap beats the
+    spread within a run (the bootstrap intervals do not overlap) and between engine starts (each has two
+    or more, every start of the faster is ahead of every start of the other, and the gap exceeds the wider
+    range of per-start tok/s). One start each leaves the spread between starts unmeasured: not decided."""
+    gap = 100 * (top["output_tps"] / second["output_tps"] - 1)
+    lo, hi = top.get("output_tps_lo"), second.get("output_tps_hi")
+    if lo is None or hi is None or lo != lo or hi != hi or not lo > hi:
+        return None, "within the intervals: not ranked"
+    starts = {
+        r["backend"]: [x for x in (r.get("per_start_tps") or ()) if x is not None] for r in (top, second)
+    }
+    few = [b for b, xs in starts.items() if len(xs) < 2]
+    if few:
+        return None, (
+            f"{top['backend']} leads by {fmt.n(gap)} % over {second['backend']}, beyond the intervals; "
+            f"not decided: one engine start of {', '.join(few)}, so the spread between starts is unmeasured"
+        )
+    a, b = starts[top["backend"]], starts[second["backend"]]
+    across = 100 * max((max(xs) - min(xs)) / (sum(xs) / len(xs)) for xs in (a, b))
+    if min(a) <= max(b) or gap <= across:
+        spread = f"gap {fmt.n(gap)} %, per-start tok/s apart by up to {fmt.n(across)} %"
+        return None, f"within the spread between engine starts ({spread})"
+    return top["backend"], f"by {fmt.n(gap)} % over {second['backend']} (every engine start ahead)"

@@ -27,7 +27,7 @@ def row(submit, ttft_ms, tokens=4, gap=0.01, error=None, prompt=100):
     }
 
 
-def closed_loop(c=2, waves=6, service=0.1):
+def closed_loop(c=2, waves=6, service=0.1, gap=0.01):
     """C workers, each running requests back to back: the first wave (cold, TTFT 300 ms) then steady (20
     ms)."""
     rows = []
@@ -35,7 +35,7 @@ def closed_loop(c=2, waves=6, service=0.1):
         t = 0.0
         for k in range(waves):
             ttft = 300.0 if k == 0 else 20.0
-            r = row(t, ttft, gap=0.01)
+            r = row(t, ttft, gap=gap)
             rows.append(r)
             t = r["finish_s"]
     return rows
@@ -130,3 +130,21 @@ def test_a_window_shorter_than_one_request_has_no_throughput():
     assert len(s.samples()["ttft"]) == 2  # its latencies still count
     long = level_stats(closed_loop(waves=12), 2)
     assert long.no_steady is None and long.output_tps > 0
+
+
+def test_two_engine_starts_of_one_level_are_each_their_own_steady_state():
+    """Each start ran the level on its own clock (submit_s from 0): pooled into one window their tokens
+    would count twice over one start's seconds. Over the starts: throughput the median of the starts',
+    its interval the envelope of theirs, the latency samples and counts pooled."""
+    from contract.level_stats import over_starts
+
+    slow, fast = closed_loop(gap=0.02), closed_loop(gap=0.01)
+    one, other = level_stats(slow, 2), level_stats(fast, 2)
+    both = over_starts([one, other])
+    assert one.output_tps < other.output_tps
+    assert both.output_tps == pytest.approx((one.output_tps + other.output_tps) / 2)
+    (lo, hi), (lo1, _), (_, hi2) = both.tps_interval(), one.tps_interval(), other.tps_interval()
+    assert lo == lo1 and hi == hi2  # the envelope: every start's interval inside it
+    assert len(both.steady) == len(one.steady) + len(other.steady) and both.requests == 24
+    assert both.samples()["ttft"] == [20.0] * 20 and len(both.first_wave) == 4
+    assert over_starts([one]) is one

@@ -340,3 +340,28 @@ def test_a_level_meeting_the_target_above_a_miss_is_named_non_monotone_beside_an
     assert not caps(sec).loc[("vllm", "agent")]["non_monotone"]
     text = {row[4]: row[5] for row in capacity_table(sec.data["cap"]["capacity"]).rows}
     assert text["chat"] == "C=1 · non-monotone" and "non-monotone" not in text["agent"], text
+
+
+def _throughput_job(runs):
+    report = assemble(read_runs(runs))
+    return next(j for j in report.jobs if j.job.startswith("Many users: throughput"))
+
+
+def test_a_throughput_winner_needs_its_lead_in_every_one_of_two_engine_starts(tmp_path):
+    """The study's rule on the load rows: intervals apart within the run are not enough; with one engine
+    start each the spread between starts is unmeasured (not decided), with two each the faster wins only
+    where every start of it is ahead; a second start that swaps the order leaves it undecided."""
+    fast = [r for c, ms in KNEE.items() for r in level("vllm", c, ms)]
+    slow = [r for c, ms in KNEE.items() for r in level("sglang", c, ms * 3)]  # TTFT 3x: fewer tok/s
+    one = _throughput_job([write_run(tmp_path / "one", fast + slow)])
+    assert one.best is None
+    assert "vllm leads by" in one.verdict and "not decided: one engine start of vllm, sglang" in one.verdict
+
+    def again(rows):
+        return [{**r, "engine_start": 1} for r in rows]
+
+    two = _throughput_job([write_run(tmp_path / "two", fast + slow + again(fast) + again(slow))])
+    assert two.best == "vllm" and "every engine start ahead" in two.verdict
+    as_slow = [r for c, ms in KNEE.items() for r in level("vllm", c, ms * 3)]  # vllm's start 1: sglang's pace
+    mixed = _throughput_job([write_run(tmp_path / "mixed", fast + slow + again(as_slow) + again(slow))])
+    assert mixed.best is None and mixed.verdict.startswith("within")  # vllm's slow start: no lead to name
