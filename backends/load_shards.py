@@ -13,8 +13,9 @@ the host, so their stamps merge into one level without translation.
   Open loop: the parent draws every session's Poisson arrival with the level's seed, as one
   process would, and each process starts its sessions at their times.
 - Automatic N (``client_procs`` None): one process per :data:`STREAMS_PER_PROCESS` streams in
-  flight (open loop: per :data:`RPS_PER_PROCESS` sessions/s), at least one: each process stays well
-  below one core (benchmark 4 measures what one sustains). At most half the CPUs when the server is
+  flight (open loop: per :data:`RPS_PER_PROCESS` requests/s offered, at most one per
+  :data:`STREAMS_PER_PROCESS` of its sessions), at least one: each process stays well below one core
+  (benchmark 4 measures what one sustains). At most half the CPUs when the server is
   on this host (a launched ``vllm serve`` / SGLang / ``transformers serve``, benchmark 4's fake
   server: every study on the GPU host), all but one when ``--base-url`` names another host
   (:func:`server_is_local`); see :func:`auto_client_procs` for why.
@@ -77,10 +78,22 @@ def event_loop() -> tuple[str, Any]:
 
 
 def auto_client_procs(
-    settings: LoadSettings, sessions: int, cpus: int | None = None, server_local: bool = True
+    settings: LoadSettings,
+    sessions: int,
+    cpus: int | None = None,
+    server_local: bool = True,
+    requests: int | None = None,
 ) -> int:
     """The automatic ``--client-procs``: one per :data:`STREAMS_PER_PROCESS` streams (open loop: per
-    :data:`RPS_PER_PROCESS` sessions/s), capped.
+    :data:`RPS_PER_PROCESS` requests/s offered), capped. ``requests``: the level's requests (default one a
+    session).
+
+    An open loop's rate counts sessions: a sessions load's (new users/s, each running all its turns) offers
+    the rate x its requests a session, 10x the rate for the built-in's ten turns, and at 8 users/s over a
+    server that serves fewer it holds every user's stream at once, as a closed loop at C = users does; counted
+    as requests/s of the rate alone, one process held them all. It never holds more streams than it has
+    sessions (one request of a session in flight at a time), so it needs no more processes than a closed
+    loop at C = sessions.
 
     The cap is what holds C = 512 at 64 streams a process on the 16-core GPU host (8 processes, not 16),
     where benchmark 4 saw the client's added TTFT p50 pass 1 ms. It stays at half the CPUs whenever the
@@ -91,7 +104,8 @@ def auto_client_procs(
     the client: all but one (the harness's own process samples ``/metrics``)."""
     cpus = cpus or os.cpu_count() or 2
     if settings.rate_rps:
-        want = math.ceil(settings.rate_rps / RPS_PER_PROCESS)
+        offered = settings.rate_rps * (requests or sessions) / max(1, sessions)  # requests/s
+        want = math.ceil(min(offered / RPS_PER_PROCESS, sessions / STREAMS_PER_PROCESS))
     else:
         want = math.ceil((settings.concurrency or 1) / STREAMS_PER_PROCESS)
     cap = cpus // 2 if server_local else cpus - 1
@@ -205,7 +219,10 @@ async def run_sharded(
     """The level from client processes; this process only starts them, merges their outcomes, samples
     metrics."""
     local = server_is_local(getattr(spec, "base_url", None))
-    n = settings.client_procs or auto_client_procs(settings, len(sessions), server_local=local)
+    requests = sum(len(s) for s in sessions)
+    n = settings.client_procs or auto_client_procs(
+        settings, len(sessions), server_local=local, requests=requests
+    )
     arrivals = arrival_times(len(sessions), settings) if settings.rate_rps else None
     plan = shards(len(sessions), n, settings)
     clients = []

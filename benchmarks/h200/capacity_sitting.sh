@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# The H200 runs still owed to issues #21 and #22, in three 30-minute sessions on one H200 (docs/capacity.md, "On the
-# H200: three sessions"): one background queue (setsid: it outlives the device call that starts it) while later calls
-# stage the bundle parts (benchmarks/h200/README.md, "The capacity sittings").
+# The H200 runs still owed to issues #21 and #22, in four 30-minute sessions on one H200 (docs/capacity.md, "On the
+# H200: the capacity sessions"): one background queue (setsid: it outlives the device call that starts it) while later
+# calls stage the bundle parts (benchmarks/h200/README.md, "The capacity sittings").
 #
-#   bash benchmarks/h200/capacity_sitting.sh start a|b|c [SECONDS]  # first call (carrying .gpu/vllm/c01); SECONDS:
-#                                                                   # the device time the queue may use (default 1710)
+#   bash benchmarks/h200/capacity_sitting.sh start a|b|c|d [SECONDS]  # first call (carrying .gpu/vllm/c01); SECONDS:
+#                                                                     # the device time the queue may use (default 1710)
 #   bash benchmarks/h200/capacity_sitting.sh poll [S]  # later calls: wait up to S seconds, copy what is done to $OUT
 #
 # Session a (both bundles): vllm-server's whole built-in load (#21: the first sitting ran 9 of its 12 levels, at an
@@ -16,19 +16,23 @@
 # Session c (the vLLM bundle only: stage vllm c01-c07 + the model m01): hf-cb with caching off. It ran at the end of
 #   session a's device time (2026-12-01) and was cut by its deadline after 6 of its 9 levels: the committed run
 #   (reports/examples/h200-capacity/h200-cap-hf-cb-nocache) is put back and resumed (--resume: the S=960 levels).
+# Session d (both bundles): #22's capacity for the servers, now that the HTTP client meets its target (benchmark 4,
+#   62,159 tok/s at 0.15 ms added TTFT p50): vllm-server, then sglang-server, caching on, at the in-process runs' line
+#   (the same requests as h200-cap-vllm / h200-cap-sglang at every level both run: test_load_same_mix.py).
 # vLLM and SGLang: the built-in load with Poisson rates 8 and 32 (requests/s for the fixed shapes, new sessions/s for
-# the sessions) and the capacity search (1 level per variant and loop); hf-cb: the HF mix (whole levels at its speed,
-# no search, no rates; docs/capacity.md, "The HF mix"). Minutes as measured (docs/capacity.md): a 23.5 (2026-12-01),
-# b ~24.5 (hf-cb's HF mix ~8.5 of it: docs/capacity.md, "The HF mix") + c's rest ~4; what the deadline cuts is resumed
-# the same way in a later session. Results: /tmp/results/*.
+# the sessions) and the capacity search (1 level per variant and loop), in process and as servers (d); hf-cb: the HF
+# mix (whole levels at its speed, no search, no rates; docs/capacity.md, "The HF mix"). Minutes as measured
+# (docs/capacity.md): a 23.5 (2026-12-01), b ~24.5 (hf-cb's HF mix ~8.5 of it: docs/capacity.md, "The HF mix") + c's
+# rest ~4; d est. ~18 (2.5 installs, vllm-server ~7.5 with its 145 s start, sglang-server ~7.5); what the deadline
+# cuts is resumed the same way in a later session. Results: /tmp/results/*.
 set -uo pipefail
-mode=${1:?usage: capacity_sitting.sh start a|b|c [seconds] | poll [seconds]}
+mode=${1:?usage: capacity_sitting.sh start a|b|c|d [seconds] | poll [seconds]}
 source benchmarks/h200/queue_lib.sh  # nparts, staged, install_bundle, study, bound, sitting_*
 
 if [ "$mode" = poll ]; then sitting_poll "${2:-0}" "h200-cap-*.tgz" "h200-serve-*.tgz" "load_client-*.json"; exit 0; fi
 session=${2:-}
-[ "$mode" = start ] && [[ $session =~ ^[abc]$ ]] \
-  || { echo "usage: capacity_sitting.sh start a|b|c [seconds] | poll [seconds]"; exit 2; }
+[ "$mode" = start ] && [[ $session =~ ^[abcd]$ ]] \
+  || { echo "usage: capacity_sitting.sh start a|b|c|d [seconds] | poll [seconds]"; exit 2; }
 sitting_start "${3:-1710}"
 export SESSION=$session
 
@@ -60,6 +64,12 @@ queue() {
       from_example h200-capacity/h200-cap-hf-cb-nocache  # its first 6 levels, to be resumed
       LCA_HF_CB=use_cuda_graph=true study 420 h200-cap-hf-cb-nocache hf-cb --workloads load --no-prefix-caching \
         --load levels=1:8:32,users=32,max_turns=2,rates=,search_levels=0 --resume ;;
+    d)
+      study 660 h200-cap-vllm-server vllm-server --workloads load --load rates=8:32,search_levels=1 \
+        --python vllm-server=/tmp/py-vllm
+      until [ -f /tmp/sglang.installed ]; do sleep 5; done
+      study 660 h200-cap-sglang-server sglang-server --workloads load --load rates=8:32,search_levels=1 \
+        --python sglang-server=/tmp/py-sgl ;;
   esac
 }
 

@@ -180,6 +180,13 @@ def test_client_procs_bounds_and_the_automatic_count() -> None:
     assert auto_client_procs(LoadSettings(concurrency=512), 4096, cpus=16) == 8  # the server shares the host
     assert auto_client_procs(LoadSettings(concurrency=512), 4096, cpus=16, server_local=False) == 15
     assert auto_client_procs(LoadSettings(concurrency=64), 4096, cpus=16, server_local=False) == 2
+    # open loop: the requests/s offered (a sessions load's rate is new users/s, each running all its turns),
+    # at most the streams its sessions can hold
+    assert auto_client_procs(LoadSettings(rate_rps=8), 33, cpus=16) == 1
+    assert auto_client_procs(LoadSettings(rate_rps=32), 33, cpus=16) == 2
+    assert auto_client_procs(LoadSettings(rate_rps=2), 128, cpus=16, requests=1280) == 2  # 20 requests/s
+    assert auto_client_procs(LoadSettings(rate_rps=8), 128, cpus=16, requests=1280) == 4  # as C = 128: not 1
+    assert auto_client_procs(LoadSettings(rate_rps=400), 24, cpus=16) == 1  # 24 streams at most
     assert all(
         map(server_is_local, [None, "http://127.0.0.1:8000/v1", "http://localhost:1/v1", "http://[::1]:2"])
     )

@@ -1,10 +1,11 @@
-"""The H200 sitting script still to run (benchmarks/h200/capacity_sitting.sh, sessions a, b, c: what
+"""The H200 sitting script still to run (benchmarks/h200/capacity_sitting.sh, sessions a, b, c, d: what
 issues #21 and #22 still owe): valid bash, each queued study's compare.py flags parse and its ``--load``
 override validates on the built-in load workloads (a typo would otherwise cost the device minutes of
 everything queued before it); the sessions run caching on and off for each engine, with rates and the
-search, hf-cb at the HF mix the committed hf-server run used, and session a serves vllm-server's whole
-load before the in-process runs; every queue uses the one queue library, whose deadline bounds every
-study and whose poll copies what is done."""
+search, hf-cb at the HF mix the committed hf-server run used, session a serves vllm-server's whole
+load before the in-process runs, and session d runs vllm-server and sglang-server at the in-process capacity
+runs' line; every queue uses the one queue library, whose deadline bounds every study and whose poll copies
+what is done."""
 
 from __future__ import annotations
 
@@ -57,27 +58,73 @@ def _queue_lines(script: Path) -> list[str]:
     return [line.strip() for line in body.splitlines() if line.strip()]
 
 
+SERVERS = {"vllm-server": "/tmp/py-vllm", "sglang-server": "/tmp/py-sgl"}  # their interpreters (install.sh)
+
+
 def test_the_capacity_sittings_cover_each_engine_with_caching_on_and_off() -> None:
+    """Every study line parses and its --load validates; the capacity runs (``h200-cap-*``) are each engine in
+    process with caching on and off and the two servers with it on; a server runs under its bundle's
+    interpreter."""
     subprocess.run(["bash", "-n", str(CAPACITY)], check=True)
     found = studies(CAPACITY)
-    runs = {
-        (backend, "--no-prefix-caching" in flags) for _, backend, flags in found if backend != "vllm-server"
-    }
-    assert runs == {(b, off) for b in ("vllm", "sglang", "hf-cb") for off in (False, True)}
-    found = [f for f in found if f[1] != "vllm-server"]  # the serving path's line: tested below
     builtin = read_workload_file(ROOT / "workloads" / "builtin" / "load.yaml")
     for name, backend, flags in found:
         args = parser("compare.py").parse_args(["--backend", backend, *flags])
         assert args.workloads == "load" and args.load, name
         specs = overrides.apply_fields(builtin, "--load", parse_load(args.load))
+        if backend in SERVERS:
+            assert args.python == [f"{backend}={SERVERS[backend]}"], name
+        if not name.startswith("h200-cap-"):  # session a's vllm-server, the built-in levels: tested below
+            continue
         if backend == "hf-cb":  # the HF mix, as the committed hf-server run's: their rows compare
             assert args.load == HF_MIX, name
             assert all(s.search_levels == 0 and not s.rates for s in specs), name
         else:
             assert all(s.search_levels > 0 and s.rates for s in specs), name
+    runs = {
+        (backend, "--no-prefix-caching" in flags)
+        for name, backend, flags in found
+        if name.startswith("h200-cap-")
+    }
+    assert runs == {(b, off) for b in ("vllm", "sglang", "hf-cb") for off in (False, True)} | {
+        (b, False) for b in SERVERS
+    }
     assert len({name for name, _, _ in found}) == len(found)
     hf_server = json.loads(HF_SERVER_RUN.read_text())["argv"]
     assert hf_server[hf_server.index("--load") + 1] == HF_MIX
+
+
+def _session(name: str) -> str:
+    """The queue's branch for session ``name`` (continuation lines joined)."""
+    return CAPACITY.read_text().replace("\\\n", " ").split(f"    {name})", 1)[1].split(";;", 1)[0]
+
+
+def test_session_d_runs_the_servers_at_the_in_process_capacity_runs_line() -> None:
+    """Session d: vllm-server, then (once SGLang's install, started in parallel, is done) sglang-server, each
+    with the flags of its engine's in-process capacity run with caching on (session a), so that every level
+    both run is the same requests (tests/workloads/test_load_same_mix.py), plus its bundle's interpreter."""
+    d, a = (studies_in(_session(x)) for x in ("d", "a"))
+    assert [(name, backend) for name, backend, _ in d] == [
+        ("h200-cap-vllm-server", "vllm-server"),
+        ("h200-cap-sglang-server", "sglang-server"),
+    ]
+    in_process = {backend: flags for _, backend, flags in a}
+    for _, backend, flags in d:
+        engine = backend.removesuffix("-server")
+        python = ["--python", f"{backend}={SERVERS[backend]}"]
+        assert flags == in_process[engine] + python, backend
+        args = parser("compare.py").parse_args(["--backend", backend, *flags])
+        assert "--no-prefix-caching" not in flags and args.load == "rates=8:32,search_levels=1"
+    body = _session("d")
+    assert (
+        body.index("h200-cap-vllm-server")
+        < body.index("sglang.installed")
+        < body.index("h200-cap-sglang-server")
+    )
+    text = CAPACITY.read_text()
+    assert 'if [ "$SESSION" != c ]; then  # SGLang installs' in text  # session d installs both bundles
+    usage = subprocess.run(["bash", str(CAPACITY), "start", "e"], capture_output=True, text=True, cwd=ROOT)
+    assert usage.returncode == 2 and "start a|b|c|d" in usage.stdout
 
 
 def test_session_c_resumes_the_committed_cut_run_with_its_own_line() -> None:
@@ -148,7 +195,7 @@ def test_session_a_serves_vllm_server_whole_before_the_in_process_runs() -> None
     from benchmarks import load_client
 
     subprocess.run(["bash", "-n", str(CAPACITY)], check=True)
-    body = CAPACITY.read_text().replace("\\\n", " ").split("    a)", 1)[1].split(";;", 1)[0]
+    body = _session("a")
     names = [name for name, _, _ in studies_in(body)]
     assert names == ["h200-serve-vllm-server", "h200-cap-vllm", "h200-cap-sglang"]
     server = studies_in(body)[0][2]

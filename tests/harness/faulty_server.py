@@ -1,4 +1,5 @@
-"""A fake OpenAI-compatible server with faults, for the failure-path tests of issue 26.
+"""A fake OpenAI-compatible server with faults (the failure-path tests of issue 26) and a latency that grows
+with load (the capacity search over HTTP, issue 22).
 
     with faulty_server(Faults(every_nth_429=3, short=True)) as server:
         compare.py --backend openai --base-url {server.url} --model tiny --workloads load ...
@@ -9,8 +10,11 @@ on: every n-th completion answered 429; short answers (half of ``max_tokens``, f
 whatever ``ignore_eos`` says); usage counts inflated x10 with cached tokens above the prompt; a
 chunk without ``choices``; a line that is not JSON; a pause between tokens; and a death after
 ``die_after`` completions (the one in flight gets one token, every stream in flight is cut, the
-port then refuses connections). ``server.restart()`` brings a dead server back on the same port
-(a ``--resume`` against "the same server"). It runs in a thread of the test's process.
+port then refuses connections). With ``ttft_unit_s`` a completion's first token waits ``ttft_unit_s``
+x the completions in flight when it arrived (itself included), plus ``saturated_s`` once more than
+``knee`` are in flight: a server with a known knee (:class:`Faults` says how it counts).
+``server.restart()`` brings a dead server back on the same port (a ``--resume`` against "the same
+server"). It runs in a thread of the test's process.
 """
 
 from __future__ import annotations
@@ -37,6 +41,12 @@ class Faults:
     not_json: bool = False  # the second line is not JSON
     token_gap_s: float = 0.0  # between tokens
     die_after: int | None = None  # completions served before the server dies
+    # a latency that grows with load: the first token waits ttft_unit_s x the completions in flight at arrival
+    # (itself included), plus saturated_s while more than knee are; a completion leaves the count before its
+    # usage chunk, so a closed loop's next request (sent after the stream's end) sees exactly C in flight
+    ttft_unit_s: float = 0.0
+    knee: int | None = None
+    saturated_s: float = 0.0
     model_id: str = "tiny"
     version: str | None = None  # served at /version (a vLLM-like server) when set
 
@@ -45,6 +55,7 @@ class Faults:
 class _State:
     faults: Faults
     count: int = 0
+    in_flight: int = 0  # completions between their arrival and their usage chunk
     dead: threading.Event = field(default_factory=threading.Event)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -88,6 +99,29 @@ class _Handler(JsonHandler):
             return self._cut()
         if _every(faults.every_nth_429, number):
             return self._json(429, {"error": {"message": "Too Many Requests", "type": "rate_limit"}})
+        with state.lock:
+            state.in_flight += 1
+            in_flight = state.in_flight
+        self._counted = True
+        try:
+            self._serve(body, number, in_flight)
+        finally:
+            self._leave()
+
+    def _leave(self) -> None:
+        """Out of the in-flight count, once."""
+        if self._counted:
+            self._counted = False
+            with self.state.lock:
+                self.state.in_flight -= 1
+
+    def _first_token_wait(self, in_flight: int) -> float:
+        faults = self.state.faults
+        saturated = faults.knee is not None and in_flight > faults.knee
+        return faults.ttft_unit_s * in_flight + (faults.saturated_s if saturated else 0.0)
+
+    def _serve(self, body: dict, number: int, in_flight: int) -> None:
+        state, faults = self.state, self.state.faults
         dying = faults.die_after is not None and number > faults.die_after
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
@@ -97,6 +131,9 @@ class _Handler(JsonHandler):
         tokens = max(1, asked // 2) if short else asked
         prompt = len(body["prompt"]) if isinstance(body["prompt"], list) else len(str(body["prompt"]).split())
         base = {"id": f"r{number}", "object": "text_completion", "created": 0, "model": faults.model_id}
+        wait = self._first_token_wait(in_flight)
+        if wait:
+            time.sleep(wait)
         for i in range(tokens):
             if i == 1 and faults.no_choices:
                 self._event({**base, "usage": None})
@@ -136,6 +173,7 @@ class _Handler(JsonHandler):
                 "total_tokens": 1 + tokens * 10,
                 "prompt_tokens_details": {"cached_tokens": prompt + 50},
             }
+        self._leave()  # before the stream ends: the client's next request must not find this one in flight
         self._event({**base, "choices": [], "usage": usage})
         self._event("[DONE]")
 

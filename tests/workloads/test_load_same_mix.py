@@ -17,8 +17,11 @@ from workloads.overrides import apply
 
 # the H200 lines' --load fields at a CPU's scale (benchmarks/h200/capacity_sitting.sh)
 SCALE = "users=4,output_tokens=4,prompt_tokens=64,shared_prefix_tokens=0:48"
-SERVER = f"{SCALE},levels=1:2:4,max_turns=3,search_levels=0"  # vllm-server, sglang-server
-CAPACITY = f"{SCALE},levels=1:2:4,max_turns=3,rates=8:32,search_levels=1"  # vllm, sglang (cache on and off)
+SERVER = (
+    f"{SCALE},levels=1:2:4,max_turns=3,search_levels=0"  # vllm-server, sglang-server: the built-in levels
+)
+# vllm, sglang (cache on and off), vllm-server and sglang-server's capacity runs (session d)
+CAPACITY = f"{SCALE},levels=1:2:4,max_turns=3,rates=8:32,search_levels=1"
 HF_MIX = f"{SCALE},levels=1:2,max_turns=2,rates=,search_levels=0"  # hf-server, hf-cb: fewer turns a session
 
 
@@ -96,20 +99,26 @@ def test_the_hf_mix_keeps_the_fixed_shapes_requests_and_the_report_tells_its_ses
 @pytest.mark.slow
 def test_the_h200_sittings_lines_plan_the_same_requests_at_full_scale(renderer):
     """The ``--load`` of every load study the H200 sittings queue (capacity_sitting.sh, whose session a
-    runs vllm-server at the committed sglang-server run's line) and the committed hf-server run's, planned
-    at the built-in scale: at every closed-loop level two of
-    them share, the fixed shape's requests are equal, and the sessions' are equal where ``users`` and
-    ``max_turns`` are (the HF mix's are not: fewer turns)."""
+    runs vllm-server at the committed sglang-server run's line and whose session d runs both servers at the
+    in-process capacity runs' line) and the committed hf-server run's, planned at the built-in scale: at every
+    closed-loop level two of them share, the fixed shape's requests are equal, and the sessions' are equal
+    where ``users`` and ``max_turns`` are (the HF mix's are not: fewer turns)."""
     from harness.cli import parser
     from tests.benchmarks.test_serving_sitting import CAPACITY, HF_SERVER_RUN, studies
 
     hf_server = json.loads(HF_SERVER_RUN.read_text())["argv"]
     loads = {hf_server[hf_server.index("--load") + 1]}
-    for _, backend, flags in studies(CAPACITY):
+    capacity_line: dict[str, set[str]] = {}  # the capacity runs' (h200-cap-*) --load -> their backends
+    for name, backend, flags in studies(CAPACITY):
         args = parser("compare.py").parse_args(["--backend", backend, *flags])
         if args.workloads == "load":
             loads.add(args.load)
-    assert len(loads) == 3, loads  # the servers', the in-process capacity runs', the HF mix
+            if name.startswith("h200-cap-"):
+                capacity_line.setdefault(args.load, set()).add(backend)
+    assert len(loads) == 3, loads  # the servers' built-in levels, the capacity runs', the HF mix
+    assert {"vllm", "sglang", "vllm-server", "sglang-server"} <= next(
+        b for b in capacity_line.values() if "vllm" in b
+    )  # session d's servers plan the in-process capacity runs' requests
     plans = {load: levels(plan_of(renderer, load)) for load in sorted(loads)}
     specs = {load: apply(read_builtin(["load"]), {"--load": load}) for load in loads}
     ordered = sorted(loads)
