@@ -316,11 +316,12 @@ def chart_block(slots) -> Block | None:
 def caveats(d: dict[str, Any], section_name: str) -> list:
     """A level that backends ran with different requests (a backend run at a scaled load, a level cut short):
     which backends ran which requests, so that each row is read against rows of its own mix only (the
-    backends that share the level's first mix are compared with each other)."""
+    backends that share the level's first mix are compared with each other). And columns that ran with
+    prefix caching off beside columns that ran with it on: which, so that no row compares the two unawares."""
     from reports.analysis.caveats import Caveat
 
     steady = d["cap"]["steady"]
-    out = []
+    out = _caching_caveats(d["cap"].get("caching_of") or {}, section_name)
     if steady.empty:
         return out
     for (w, m, case), g in steady.groupby(["workload", "mode", "case"], sort=False):
@@ -344,6 +345,26 @@ def caveats(d: dict[str, Any], section_name: str) -> list:
             )
         )
     return out
+
+
+def _caching_caveats(caching: dict[str, bool | None], section_name: str) -> list:
+    """One caveat where some columns ran with prefix caching off and others with it on (or not said: older
+    runs, on): a reader of a mixed page (the merged capacity page) must know which is which."""
+    from reports.analysis.caveats import Caveat
+
+    off = [b for b, on in caching.items() if on is False]
+    on = [b for b, v in caching.items() if v is not False]
+    if not off or not on:
+        return []
+    return [
+        Caveat(
+            section_name,
+            f"{_names(pd.Series(off))} ran with prefix caching off (compare.py --no-prefix-caching), "
+            f"{_names(pd.Series(on))} with it on: where prompts share a prefix (the sessions, S=960) their "
+            "TTFT, throughput and capacity differ by what caching buys, not only by the stack. The caching "
+            "ratios compare one backend with itself, on and off.",
+        )
+    ]
 
 
 def _names(backends: pd.Series) -> str:

@@ -39,6 +39,7 @@ def _analyse(rows: pd.DataFrame, ctx, name: str) -> dict[str, Any]:  # noqa: ARG
     caching = {b: ctx.ds.run_env_of(b).get("prefix_caching", True) for b in labels}  # older runs: on
     names = {b: ctx.ds.sources.get(b, ("", b))[1] for b in labels}
     cap["caching"] = capacity.caching_ratios(cap["steady"], cap["capacity"], caching, names)
+    cap["caching_of"] = caching  # column -> prefix caching on (True), off (False), not said (None)
     # the groups of backends that ran the same requests: one that ran other requests (the HF mix's sessions)
     # gets summary rows and chart panels of its own
     cap["mix_classes"] = capacity.mix_classes(cap["steady"])

@@ -365,3 +365,17 @@ def test_a_throughput_winner_needs_its_lead_in_every_one_of_two_engine_starts(tm
     as_slow = [r for c, ms in KNEE.items() for r in level("vllm", c, ms * 3)]  # vllm's start 1: sglang's pace
     mixed = _throughput_job([write_run(tmp_path / "mixed", fast + slow + again(as_slow) + again(slow))])
     assert mixed.best is None and mixed.verdict.startswith("within")  # vllm's slow start: no lead to name
+
+
+def test_a_column_run_with_caching_off_beside_columns_with_it_on_is_named(tmp_path):
+    """The merged capacity page held hf-cb with caching off beside servers with it on, and nothing on the
+    page said so: a caveat names both sides. Columns all on (or all off) need none."""
+    vllm = run(tmp_path, "vllm-on")
+    hf_off = run(tmp_path, "hf-off", backend="hf-cb", env={"prefix_caching": False})
+    report, _ = section([vllm, hf_off])
+    texts = [c.text for c in report.caveats if "prefix caching off" in c.text]
+    assert (
+        texts and texts[0].startswith("hf-cb ran with prefix caching off") and "vllm with it on" in texts[0]
+    )
+    report, _ = section([vllm, run(tmp_path, "hf-on", backend="hf-cb")])
+    assert not any("prefix caching off" in c.text for c in report.caveats)
