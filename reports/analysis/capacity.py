@@ -189,17 +189,18 @@ def analyse(
     stats: dict[tuple, LevelStats] = {}
     out = []
     for key, g in reqs.groupby(KEY, sort=False):
-        recs = g.to_dict("records")
         c = num(g["load_concurrency"].iloc[0])
         # each engine start ran the level on its own clock: its steady state is its own (over_starts)
-        starts = [s for _, s in g.groupby("start", sort=True)] if "start" in g else [g]
-        stats[key] = over_starts([level_stats(s.to_dict("records"), int(c) if c else None) for s in starts])
+        per_start = [s.to_dict("records") for _, s in g.groupby("start", sort=True)] if "start" in g else []
+        per_start = per_start or [g.to_dict("records")]
+        recs = [r for part in per_start for r in part]
+        stats[key] = over_starts([level_stats(part, int(c) if c else None) for part in per_start])
         row = level_row(key, recs, facts.get(key, {}), stats[key])
         # each start's steady output tok/s: what a throughput ranking across backends must beat
         row["per_start_tps"] = tuple(p.output_tps for p in stats[key].parts or [stats[key]])
-        # each start runs the level's requests once: the mix is one start's (starts that differ: the pool's)
-        mixes = {mix_of(s.to_dict("records")) for s in starts}
-        row["mix"] = mixes.pop() if len(mixes) == 1 else row["mix"]
+        if len(per_start) > 1:  # each start runs the level's requests once: the mix is one start's
+            mixes = {mix_of(part) for part in per_start}  # (starts that differ keep the pool's)
+            row["mix"] = mixes.pop() if len(mixes) == 1 else row["mix"]
         out.append(row)
     levels = pd.DataFrame(out)
     caps = []
