@@ -39,7 +39,7 @@ class Caveat:
 def derive(report: Report) -> list[Caveat]:
     """Every caveat of the report, in page order: random weights first, then each section's own rules (its
     report kind's ``caveats``, found through the registry), then the rules across workloads: agreement, weaker
-    timing sources, server-side timing."""
+    timing sources, server-side timing. The same caveat (topic and text) twice is kept once."""
     out: list[Caveat] = []
     if report.random_weights:
         out.append(
@@ -58,7 +58,7 @@ def derive(report: Report) -> list[Caveat]:
     out += agreement(report.agreement_summary, report.agreement_cached_summary)
     out += timing(report.ds.measured())
     out += server(report.server, {b: report.ds.env_of(b).get("engine") or {} for b in report.ds.backends})
-    return out
+    return list(dict.fromkeys(out))  # a page-wide fact that several sections found is said once
 
 
 def over_http(engine: dict[str, Any]) -> bool:

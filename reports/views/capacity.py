@@ -8,6 +8,7 @@ the summary rows ``views.capacity_summary``'s.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import pandas as pd
@@ -321,7 +322,7 @@ def caveats(d: dict[str, Any], section_name: str) -> list:
     from reports.analysis.caveats import Caveat
 
     steady = d["cap"]["steady"]
-    out = _caching_caveats(d["cap"].get("caching_of") or {}, section_name)
+    out = _caching_caveats(d["cap"].get("caching_of") or {})
     if steady.empty:
         return out
     for (w, m, case), g in steady.groupby(["workload", "mode", "case"], sort=False):
@@ -347,9 +348,10 @@ def caveats(d: dict[str, Any], section_name: str) -> list:
     return out
 
 
-def _caching_caveats(caching: dict[str, bool | None], section_name: str) -> list:
+def _caching_caveats(caching: dict[str, bool | None]) -> list:
     """One caveat where some columns ran with prefix caching off and others with it on (or not said: older
-    runs, on): a reader of a mixed page (the merged capacity page) must know which is which."""
+    runs, on): a reader of a mixed page (the merged capacity page) must know which is which. A page-wide
+    fact under its own topic: every load section finds it, the page (``derive``) shows it once."""
     from reports.analysis.caveats import Caveat
 
     off = [b for b, on in caching.items() if on is False]
@@ -358,15 +360,15 @@ def _caching_caveats(caching: dict[str, bool | None], section_name: str) -> list
         return []
     return [
         Caveat(
-            section_name,
-            f"{_names(pd.Series(off))} ran with prefix caching off (compare.py --no-prefix-caching), "
-            f"{_names(pd.Series(on))} with it on: where prompts share a prefix (the sessions, S=960) their "
+            "caching",
+            f"{_names(off)} ran with prefix caching off (compare.py --no-prefix-caching), "
+            f"{_names(on)} with it on: where prompts share a prefix (the sessions, S=960) their "
             "TTFT, throughput and capacity differ by what caching buys, not only by the stack. The caching "
             "ratios compare one backend with itself, on and off.",
         )
     ]
 
 
-def _names(backends: pd.Series) -> str:
+def _names(backends: Iterable[str]) -> str:
     names = list(dict.fromkeys(backends))
     return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]

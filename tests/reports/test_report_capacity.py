@@ -370,12 +370,18 @@ def test_a_throughput_winner_needs_its_lead_in_every_one_of_two_engine_starts(tm
 def test_a_column_run_with_caching_off_beside_columns_with_it_on_is_named(tmp_path):
     """The merged capacity page held hf-cb with caching off beside servers with it on, and nothing on the
     page said so: a caveat names both sides. Columns all on (or all off) need none."""
-    vllm = run(tmp_path, "vllm-on")
-    hf_off = run(tmp_path, "hf-off", backend="hf-cb", env={"prefix_caching": False})
+    rows = [r for c, ms in KNEE.items() for r in level("vllm", c, ms)]
+    rows += [{**r, "workload": "ls"} for r in level("vllm", 2, 100.0)]  # a second load section
+    vllm = write_run(tmp_path / "vllm-on", rows)
+    hf_rows = [r for c, ms in KNEE.items() for r in level("hf-cb", c, ms)]
+    hf_rows += [{**r, "workload": "ls"} for r in level("hf-cb", 2, 100.0)]
+    hf_off = write_run(tmp_path / "hf-off", hf_rows, {"prefix_caching": False})
     report, _ = section([vllm, hf_off])
+    assert sum(s.kind == "load" for s in report.sections) == 2
     texts = [c.text for c in report.caveats if "prefix caching off" in c.text]
     assert (
         texts and texts[0].startswith("hf-cb ran with prefix caching off") and "vllm with it on" in texts[0]
     )
+    assert len(texts) == 1  # a page-wide fact: said once, not once a load section
     report, _ = section([vllm, run(tmp_path, "hf-on", backend="hf-cb")])
     assert not any("prefix caching off" in c.text for c in report.caveats)
