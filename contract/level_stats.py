@@ -38,6 +38,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from contract.slo import percentile
+
 BLOCKS = 5
 RESAMPLES = 400
 SEED = 13
@@ -161,11 +163,7 @@ def _envelope(intervals: list[tuple[float, float] | None]) -> tuple[float, float
 
 
 def _median(values: list[float | None]) -> float | None:
-    xs = sorted(x for x in values if x is not None)
-    if not xs:
-        return None
-    mid = len(xs) // 2
-    return xs[mid] if len(xs) % 2 else (xs[mid - 1] + xs[mid]) / 2
+    return percentile([x for x in values if x is not None], 50)
 
 
 def over_starts(parts: list[LevelStats]) -> LevelStats:
