@@ -1,15 +1,19 @@
 """Writing a file that others read whole or not at all: the run directory's JSON files and the report.
 
     atomic_write_text(path, text)
+    backend_env_blocks(run_dir, strict)
 
 The text goes to a temporary file in the same folder, is fsynced and renamed over the old file, so a
 full disk or a crash leaves the previous file or the new one, never half of one (and no temporary
 file). One function for every layer: the harness's ``plan.json`` / ``run.json`` / ``env.json``, the
-report's page and its JSON export.
+report's page and its JSON export. And one reader of a run's per-backend ``env/<backend>.json`` blocks,
+for the harness (which merges them into ``env.json``) and the report (which fills from them what a run
+cut short left out of ``env.json``).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 from pathlib import Path
@@ -28,3 +32,21 @@ def atomic_write_text(path: Path, text: str) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def backend_env_blocks(run_dir: Path, strict: bool) -> dict[str, object]:
+    """Each ``run_dir/env/<backend>.json``, by backend name in name order. ``strict`` (the harness, which
+    wrote them): a block that does not read or parse raises. Not strict (the report, reading whatever
+    run it is given): such a block, or one that is not a JSON object, is left out."""
+    blocks: dict[str, object] = {}
+    for path in sorted((run_dir / "env").glob("*.json")):
+        if strict:
+            blocks[path.stem] = json.loads(path.read_text(encoding="utf-8"))
+            continue
+        try:
+            found = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+            continue
+        if isinstance(found, dict):
+            blocks[path.stem] = found
+    return blocks

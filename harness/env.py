@@ -17,6 +17,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from contract.files import backend_env_blocks
 from harness.rundir import atomic_write_text
 from harness.secrets import redact
 
@@ -218,7 +219,6 @@ def write_json(path: Path, data: dict[str, Any]) -> None:
 
 def merge_env(run_dir: Path, run_env: dict[str, Any]) -> dict[str, Any]:
     """env.json = the run-level facts + every ``env/<backend>.json`` written so far."""
-    backends = {p.stem: json.loads(p.read_text()) for p in sorted((run_dir / "env").glob("*.json"))}
-    env = {**run_env, "backends": backends}
+    env = {**run_env, "backends": backend_env_blocks(run_dir, strict=True)}
     write_json(run_dir / "env.json", env)
     return env

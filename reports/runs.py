@@ -21,6 +21,7 @@ from typing import Any
 
 import pandas as pd
 
+from contract.files import backend_env_blocks
 from contract.records import RECORDS, Record, RecordKey, latest_attempts
 
 COLUMNS = [f.name for f in fields(Record)]
@@ -102,16 +103,9 @@ def read_env(run_dir: Path) -> dict[str, Any]:
         raise ReportError(f"{path}: not valid JSON ({exc.msg})") from exc
     if not isinstance(env, dict):
         raise ReportError(f"{path}: not a JSON object")
-    backends = env.get("backends") if isinstance(env.get("backends"), dict) else {}
-    for block in sorted((run_dir / "env").glob("*.json")):
-        if block.stem in backends:
-            continue
-        try:
-            found = json.loads(block.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
-            continue
-        if isinstance(found, dict):
-            backends = {**backends, block.stem: found}
+    own = env.get("backends") if isinstance(env.get("backends"), dict) else {}
+    found = {b: block for b, block in backend_env_blocks(run_dir, strict=False).items() if b not in own}
+    backends = {**own, **found}
     return {**env, "backends": backends} if backends or "backends" in env else env
 
 
