@@ -180,7 +180,10 @@ def rank(values: dict[str, StartStat], higher: bool = False, min_starts: int = 2
     if len(order) < 2:
         return Ranking(order, None, have[order[0]].noise if order else 0.0, None)
     best, second = have[order[0]], have[order[1]]
-    margin = abs(second.median - best.median) / abs(best.median) if best.median else None  # type: ignore[operator]
+    # the larger over the smaller, less one: how much slower the next is (lower is better) or how much
+    # faster the best is (higher is better)
+    smaller = second if higher else best
+    margin = abs(second.median - best.median) / abs(smaller.median) if smaller.median else None  # type: ignore[operator]
     noise = max(best.noise, second.noise)
     within = (best.within or 0.0) + (second.within or 0.0)
     # between engine starts: the larger of the two backends' full ranges of per-start medians (across is
@@ -205,7 +208,29 @@ def rank(values: dict[str, StartStat], higher: bool = False, min_starts: int = 2
     return Ranking(order, margin, noise, order[0] if wins else None, one_start, why)
 
 
-def _rel(x: float) -> str:
+def verdict(r: Ranking, beyond: str) -> tuple[str | None, str]:
+    """The winner rule's outcome in words, one wording for every ranked figure: (the winner or None, why).
+
+    ``beyond`` names the spread within a run that the gap has beaten (``the noise within a start (±2.0%)``,
+    ``the intervals``): said where the gap beats it but one engine start leaves the spread across starts
+    unmeasured (not decided)."""
+    if len(r.order) < 2:
+        return None, "one backend: nothing to choose"
+    second = r.order[1]
+    if r.one_start and r.margin is not None and r.margin > r.noise:
+        return None, (
+            f"{r.order[0]} leads by {_rel(r.margin)} over {second}, beyond {beyond}; not decided: one engine "
+            f"start of {', '.join(r.one_start)}, so the spread across starts is unmeasured"
+        )
+    if r.winner:
+        return r.winner, f"by {_rel(r.margin)} over {second} (noise ±{_rel(r.noise)})"
+    why = f": {r.why_not}" if r.why_not else ""
+    return None, f"within noise (gap to {second} {_rel(r.margin)}{why})"
+
+
+def _rel(x: float | None) -> str:
+    if x is None:
+        return "–"
     return (
         f"{x * 100:.1f}%" if x < 0.1 else f"{x * 100:.0f}%"
     )  # as reports.fmt.rel (which imports this module)

@@ -22,7 +22,7 @@ import pandas as pd
 
 from reports import fmt
 from reports.analysis.sweep import REPLY_TOKENS
-from reports.stats import StartStat, num, over_starts, rank, spread
+from reports.stats import StartStat, num, over_starts, rank, spread, verdict
 
 if TYPE_CHECKING:
     from reports.assemble import Report
@@ -89,39 +89,8 @@ def _ranked_job(
             "timing_source engine-metrics), the others the caller's"
         )
         return Job(job, figure, shown, None, why, caution, latency=True)
-    second = r.order[1]
-    if r.one_start and r.margin is not None and r.margin > r.noise:
-        return Job(
-            job,
-            figure,
-            shown,
-            None,
-            f"{r.order[0]} leads by {fmt.rel(r.margin)} over {second}, beyond the noise "
-            f"within a start (±{fmt.rel(r.noise)}); not decided: one engine start of "
-            f"{', '.join(r.one_start)}, so the spread across starts is unmeasured",
-            caution,
-            latency=True,
-        )
-    if r.winner:
-        return Job(
-            job,
-            figure,
-            shown,
-            r.winner,
-            f"by {fmt.rel(r.margin)} over {second} (noise ±{fmt.rel(r.noise)})",
-            caution,
-            latency=True,
-        )
-    why = f": {r.why_not}" if r.why_not else ""
-    return Job(
-        job,
-        figure,
-        shown,
-        None,
-        f"within noise (gap to {second} {fmt.rel(r.margin)}{why})",
-        caution,
-        latency=True,
-    )
+    winner, why = verdict(r, f"the noise within a start (±{fmt.rel(r.noise)})")
+    return Job(job, figure, shown, winner, why, caution, latency=True)
 
 
 def _by_backend(rows: pd.DataFrame, value: pd.Series | str) -> dict[str, StartStat]:

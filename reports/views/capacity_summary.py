@@ -14,6 +14,7 @@ from typing import Any
 
 from reports import fmt
 from reports.analysis.capacity import mix_classes
+from reports.stats import StartStat, rank, verdict
 from reports.views.capacity import capacity_text
 from reports.views.mix_groups import by_class, mix_label
 
@@ -91,26 +92,22 @@ def _throughput(w: str, m: str, g, mix_note: str) -> list:
 
 
 def throughput_verdict(top: dict[str, Any], second: dict[str, Any]) -> tuple[str | None, str]:
-    """The study's winner rule on two level rows (the faster first): a winner only where the gap beats the
-    spread within a run (the bootstrap intervals do not overlap) and between engine starts (each has two
-    or more, every start of the faster is ahead of every start of the other, and the gap exceeds the wider
-    range of per-start tok/s). One start each leaves the spread between starts unmeasured: not decided."""
-    gap = 100 * (top["output_tps"] / second["output_tps"] - 1)
+    """The study's winner rule on two level rows (the faster first). Within the run, the spread is the
+    bootstrap interval: the intervals must not overlap. Between engine starts, ``reports.stats.rank``'s
+    rule and ``reports.stats.verdict``'s words, as for every ranked figure: two or more starts each, every
+    start of the faster ahead of every start of the other, the gap beyond the wider range of per-start
+    tok/s. One start each leaves the spread between starts unmeasured: not decided."""
     lo, hi = top.get("output_tps_lo"), second.get("output_tps_hi")
     if lo is None or hi is None or lo != lo or hi != hi or not lo > hi:
         return None, "within the intervals: not ranked"
-    starts = {
-        r["backend"]: [x for x in (r.get("per_start_tps") or ()) if x is not None] for r in (top, second)
-    }
-    few = [b for b, xs in starts.items() if len(xs) < 2]
-    if few:
-        return None, (
-            f"{top['backend']} leads by {fmt.n(gap)} % over {second['backend']}, beyond the intervals; "
-            f"not decided: one engine start of {', '.join(few)}, so the spread between starts is unmeasured"
-        )
-    a, b = starts[top["backend"]], starts[second["backend"]]
-    across = 100 * max((max(xs) - min(xs)) / (sum(xs) / len(xs)) for xs in (a, b))
-    if min(a) <= max(b) or gap <= across:
-        spread = f"gap {fmt.n(gap)} %, per-start tok/s apart by up to {fmt.n(across)} %"
-        return None, f"within the spread between engine starts ({spread})"
-    return top["backend"], f"by {fmt.n(gap)} % over {second['backend']} (every engine start ahead)"
+    stats = {r["backend"]: _over_starts(r) for r in (top, second)}
+    return verdict(rank(stats, higher=True), "the intervals")
+
+
+def _over_starts(row: dict[str, Any]) -> StartStat:
+    """A level row's tok/s as a :class:`StartStat`: the level's figure, its per-start tok/s and their half
+    range relative to it (None with one start); no spread within a start (the intervals stand for it)."""
+    xs = tuple(float(x) for x in (row.get("per_start_tps") or ()) if x is not None)
+    tps = float(row["output_tps"])
+    across = (max(xs) - min(xs)) / 2 / abs(tps) if len(xs) > 1 and tps else None
+    return StartStat(tps, None, across, len(xs), len(xs), xs)

@@ -67,3 +67,31 @@ def test_rank_names_a_winner_only_beyond_both_spreads():
     lone = rank({"slow": StartStat(12.0, 0.01, None, 1, 5), "fast": fast})
     assert lone.winner is None and lone.one_start == ("slow",)
     assert rank({"slow": slow, "fast": fast}, higher=True).order == ["slow", "fast"]
+
+
+def test_rank_margin_is_the_larger_over_the_smaller_either_way():
+    """One definition of the gap: 12 against 10 is 20% whether lower (10 wins) or higher (12 wins) is better."""
+    from reports.stats import StartStat, rank
+
+    fast, slow = StartStat(10.0, 0.01, 0.02, 2, 10), StartStat(12.0, 0.01, 0.02, 2, 10)
+    assert rank({"a": slow, "b": fast}).margin == pytest.approx(0.2)
+    assert rank({"a": slow, "b": fast}, higher=True).margin == pytest.approx(0.2)
+
+
+def test_verdict_words_each_outcome_of_the_rule():
+    from reports.stats import StartStat, rank, verdict
+
+    fast, slow = StartStat(10.0, 0.01, 0.02, 2, 10), StartStat(12.0, 0.01, 0.02, 2, 10)
+    assert verdict(rank({"fast": fast}), "x") == (None, "one backend: nothing to choose")
+    assert verdict(rank({"slow": slow, "fast": fast}), "x") == ("fast", "by 20% over slow (noise ±2.0%)")
+    lone = verdict(rank({"slow": StartStat(12.0, 0.01, None, 1, 5), "fast": fast}), "the noise")
+    assert lone == (
+        None,
+        "fast leads by 20% over slow, beyond the noise; not decided: one engine start of slow, "
+        "so the spread across starts is unmeasured",
+    )
+    shaky = verdict(rank({"slow": StartStat(12.0, 0.01, 0.25, 2, 10), "fast": fast}), "x")
+    assert shaky == (
+        None,
+        "within noise (gap to slow 20%: the gap is inside the spread between engine starts (50%))",
+    )
