@@ -70,7 +70,7 @@ def test_rank_names_a_winner_only_beyond_both_spreads():
 
 
 def test_rank_margin_is_the_larger_over_the_smaller_either_way():
-    """One definition of the gap: 12 against 10 is 20% whether lower (10 wins) or higher (12 wins) is better."""
+    """One definition of the gap: 12 against 10 is 20% whether lower (10 wins) or higher (12) is better."""
     from reports.stats import StartStat, rank
 
     fast, slow = StartStat(10.0, 0.01, 0.02, 2, 10), StartStat(12.0, 0.01, 0.02, 2, 10)
