@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# The H200 runs still owed to issues #21 and #22, in four 30-minute sessions on one H200 (docs/capacity.md, "On the
+# The H200 runs still owed to issues #21 and #22, in 30-minute sessions on one H200 (docs/capacity.md, "On the
 # H200: the capacity sessions"): one background queue (setsid: it outlives the device call that starts it) while later
 # calls stage the bundle parts (benchmarks/h200/README.md, "The capacity sittings").
 #
-#   bash benchmarks/h200/capacity_sitting.sh start a|b|c|d [SECONDS]  # first call (carrying .gpu/vllm/c01); SECONDS:
+#   bash benchmarks/h200/capacity_sitting.sh start a|b|c|d|e [SECONDS]  # first call (carrying .gpu/vllm/c01); SECONDS:
 #                                                                     # the device time the queue may use (default 1710)
 #   bash benchmarks/h200/capacity_sitting.sh poll [S]  # later calls: wait up to S seconds, copy what is done to $OUT
 #
@@ -12,7 +12,13 @@
 #   >= 50,000 tok/s within 1 ms: 46,106 at 0.74 ms and 60,718 at 1.38 ms before them), then vLLM and SGLang in
 #   process with caching on: #21's in-process columns beside the servers and #22's capacity runs at once (the same
 #   requests at every shared level: tests/workloads/test_load_same_mix.py).
-# Session b (both bundles): vLLM and SGLang with caching off, then hf-cb with caching on, then session c's line.
+# Session b (both bundles): vLLM and SGLang with caching off, then hf-cb with caching on, then session c's line. It
+#   ran 2026-12-01 (second sitting of that day, commit 8660dc5) and each run was cut by its bound (vLLM's engine took
+#   146 s to start, not a's 58; caching off makes the sessions' prefill several times longer): session e resumes them.
+# Session e (both bundles): b's three cut runs put back from reports/examples/h200-capacity and resumed (--resume:
+#   vLLM caching off's S=960 levels; SGLang caching off's S=0 C=128 and rates and its S=960 levels; hf-cb caching
+#   on's S=0 C=32 and S=960 levels), then c's resume. Est. 2.5 installs + vLLM ~4.5 (its 146 s start) + SGLang ~6.5
+#   (its 178 s start) + hf-cb ~6.3 + c's ~4.5 = ~24 minutes (docs/capacity.md, "Session e").
 # Session c (the vLLM bundle only: stage vllm c01-c07 + the model m01): hf-cb with caching off. It ran at the end of
 #   session a's device time (2026-12-01) and was cut by its deadline after 6 of its 9 levels: the committed run
 #   (reports/examples/h200-capacity/h200-cap-hf-cb-nocache) is put back and resumed (--resume: the S=960 levels).
@@ -26,17 +32,24 @@
 # rest ~4; d est. ~18 (2.5 installs, vllm-server ~7.5 with its 145 s start, sglang-server ~7.5); what the deadline
 # cuts is resumed the same way in a later session. Results: /tmp/results/*.
 set -uo pipefail
-mode=${1:?usage: capacity_sitting.sh start a|b|c|d [seconds] | poll [seconds]}
+mode=${1:?usage: capacity_sitting.sh start a|b|c|d|e [seconds] | poll [seconds]}
 source benchmarks/h200/queue_lib.sh  # nparts, staged, install_bundle, study, bound, sitting_*
 
 if [ "$mode" = poll ]; then sitting_poll "${2:-0}" "h200-cap-*.tgz" "h200-serve-*.tgz" "load_client-*.json"; exit 0; fi
 session=${2:-}
-[ "$mode" = start ] && [[ $session =~ ^[abcd]$ ]] \
-  || { echo "usage: capacity_sitting.sh start a|b|c|d [seconds] | poll [seconds]"; exit 2; }
+[ "$mode" = start ] && [[ $session =~ ^[abcde]$ ]] \
+  || { echo "usage: capacity_sitting.sh start a|b|c|d|e [seconds] | poll [seconds]"; exit 2; }
 sitting_start "${3:-1710}"
 export SESSION=$session
 
 queue() {
+  # session c's line (hf-cb caching off, cut after 6 of its 9 levels in session a's last minutes, resumed), which b and
+  # e go on into (defined when the queue runs: the setsid shell gets queue() alone)
+  session_c() {
+    from_example h200-capacity/h200-cap-hf-cb-nocache
+    LCA_HF_CB=use_cuda_graph=true study 420 h200-cap-hf-cb-nocache hf-cb --workloads load --no-prefix-caching \
+      --load levels=1:8:32,users=32,max_turns=2,rates=,search_levels=0 --resume
+  }
   if [ "$SESSION" != c ]; then  # SGLang installs as soon as its parts are staged, in parallel with vLLM's
     ( until staged sglang; do sleep 5; done; install_bundle sglang; touch /tmp/sglang.installed
       echo "== $(date -u +%T) sglang installed" ) &
@@ -59,11 +72,22 @@ queue() {
       until [ -f /tmp/sglang.installed ]; do sleep 5; done
       study 620 h200-cap-sglang-nocache sglang --workloads load --no-prefix-caching --load rates=8:32,search_levels=1
       LCA_HF_CB=use_cuda_graph=true study 540 h200-cap-hf-cb hf-cb --workloads load \
-        --load levels=1:8:32,users=32,max_turns=2,rates=,search_levels=0 ;&  # on into c
+        --load levels=1:8:32,users=32,max_turns=2,rates=,search_levels=0
+      session_c ;;
+    e)
+      from_example h200-capacity/h200-cap-vllm-nocache  # b's three runs, each cut by its bound: what they lack
+      study 420 h200-cap-vllm-nocache vllm --workloads load --no-prefix-caching --load rates=8:32,search_levels=1 \
+        --resume
+      until [ -f /tmp/sglang.installed ]; do sleep 5; done
+      from_example h200-capacity/h200-cap-sglang-nocache
+      study 540 h200-cap-sglang-nocache sglang --workloads load --no-prefix-caching \
+        --load rates=8:32,search_levels=1 --resume
+      from_example h200-capacity/h200-cap-hf-cb
+      LCA_HF_CB=use_cuda_graph=true study 420 h200-cap-hf-cb hf-cb --workloads load \
+        --load levels=1:8:32,users=32,max_turns=2,rates=,search_levels=0 --resume
+      session_c ;;
     c)
-      from_example h200-capacity/h200-cap-hf-cb-nocache  # its first 6 levels, to be resumed
-      LCA_HF_CB=use_cuda_graph=true study 420 h200-cap-hf-cb-nocache hf-cb --workloads load --no-prefix-caching \
-        --load levels=1:8:32,users=32,max_turns=2,rates=,search_levels=0 --resume ;;
+      session_c ;;
     d)
       study 660 h200-cap-vllm-server vllm-server --workloads load --load rates=8:32,search_levels=1 \
         --python vllm-server=/tmp/py-vllm

@@ -1,4 +1,4 @@
-"""The H200 sitting script still to run (benchmarks/h200/capacity_sitting.sh, sessions a, b, c, d: what
+"""The H200 sitting script still to run (benchmarks/h200/capacity_sitting.sh, sessions a to e: what
 issues #21 and #22 still owe): valid bash, each queued study's compare.py flags parse and its ``--load``
 override validates on the built-in load workloads (a typo would otherwise cost the device minutes of
 everything queued before it); the sessions run caching on and off for each engine, with rates and the
@@ -89,7 +89,9 @@ def test_the_capacity_sittings_cover_each_engine_with_caching_on_and_off() -> No
     assert runs == {(b, off) for b in ("vllm", "sglang", "hf-cb") for off in (False, True)} | {
         (b, False) for b in SERVERS
     }
-    assert len({name for name, _, _ in found}) == len(found)
+    for session in "abcde":  # a run's name once a session (session e resumes b's runs under their names)
+        names = [name for name, _, _ in studies_in(_session(session))]
+        assert len(set(names)) == len(names), session
     hf_server = json.loads(HF_SERVER_RUN.read_text())["argv"]
     assert hf_server[hf_server.index("--load") + 1] == HF_MIX
 
@@ -123,24 +125,35 @@ def test_session_d_runs_the_servers_at_the_in_process_capacity_runs_line() -> No
     )
     text = CAPACITY.read_text()
     assert 'if [ "$SESSION" != c ]; then  # SGLang installs' in text  # session d installs both bundles
-    usage = subprocess.run(["bash", str(CAPACITY), "start", "e"], capture_output=True, text=True, cwd=ROOT)
-    assert usage.returncode == 2 and "start a|b|c|d" in usage.stdout
+    usage = subprocess.run(["bash", str(CAPACITY), "start", "f"], capture_output=True, text=True, cwd=ROOT)
+    assert usage.returncode == 2 and "start a|b|c|d|e" in usage.stdout
 
 
-def test_session_c_resumes_the_committed_cut_run_with_its_own_line() -> None:
-    """Session c's hf-cb run (caching off) was cut by its deadline: the queue puts the committed run back
-    (``from_example``) and resumes it. ``--resume`` refuses other settings, so the line must be the run's
-    own, and the folder it names must be committed."""
+def test_sessions_c_and_e_resume_the_committed_cut_runs_with_their_own_lines() -> None:
+    """Session c's hf-cb run (caching off) and session b's three runs were cut by their deadlines: the queue
+    puts each committed run back (``from_example``) and resumes it. ``--resume`` refuses other settings, so
+    each resuming line must be the run's own, and the folder it names must be committed."""
     text = CAPACITY.read_text()
-    example = re.search(r"from_example (\S+)", text)
-    assert example, "session c no longer resumes a committed run"
-    run = ROOT / "reports" / "examples" / example.group(1)
-    assert (run / "run.json").is_file() and (run / "records.jsonl.gz").is_file()
-    ((name, backend, flags),) = [s for s in studies(CAPACITY) if s[0] == run.name]
-    assert "--resume" in flags
-    argv = json.loads((run / "env.json").read_text())["argv"]
-    committed = argv[argv.index("--workloads") :]  # what study.sh's caller gave (study.sh adds the rest)
-    assert [f for f in flags if f != "--resume"] == committed and argv[argv.index("--backend") + 1] == backend
+    examples = re.findall(r"from_example (\S+)", text)
+    assert len(examples) == 4, "sessions c and e no longer resume the committed runs"
+    resumed = {name: (backend, flags) for name, backend, flags in studies(CAPACITY) if "--resume" in flags}
+    assert sorted(resumed) == sorted(Path(e).name for e in examples)
+    for example in examples:
+        run = ROOT / "reports" / "examples" / example
+        assert (run / "run.json").is_file() and (run / "records.jsonl.gz").is_file(), example
+        backend, flags = resumed[run.name]
+        argv = json.loads((run / "env.json").read_text())["argv"]
+        committed = argv[argv.index("--workloads") :]  # what study.sh's caller gave (study.sh adds the rest)
+        assert [f for f in flags if f != "--resume"] == committed, example
+        assert argv[argv.index("--backend") + 1] == backend, example
+    e = _session("e")  # b's runs in b's order, each put back before its resume, then c's line
+    order = ["h200-cap-vllm-nocache", "h200-cap-sglang-nocache", "h200-cap-hf-cb"]
+    assert [name for name, _, _ in studies_in(e)] == order and e.rstrip().endswith("session_c")
+    assert _session("b").rstrip().endswith("session_c") and _session("c").strip() == "session_c"
+    for name in order:
+        study_at = re.search(rf"study \d+ {name} ", e)
+        put_back = re.search(rf"from_example h200-capacity/{name}\s", e)
+        assert study_at and put_back and put_back.start() < study_at.start(), name
 
 
 SITTINGS = ("capacity_sitting.sh",)  # two_gpus_sitting.sh (#25, blocked) predates the library
