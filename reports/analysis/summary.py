@@ -208,16 +208,15 @@ def json_jobs(s, quality: str | None) -> list[Job | None]:
         }
         if not per:
             continue
-        order = sorted(per, key=lambda b: -per[b][0] / per[b][1])
+        order, best, verdict = rate_ranking({b: k / n for b, (k, n) in per.items()})
         shown = [(b, f"{fmt.pct(per[b][0] / per[b][1])} ({per[b][0]} of {per[b][1]})") for b in order]
-        tie = len(order) < 2 or per[order[0]][0] / per[order[0]][1] == per[order[1]][0] / per[order[1]][1]
         out.append(
             Job(
                 f"JSON output, mode '{mode}' ({s.name})",
                 "valid JSON, all temperatures",
                 shown,
-                None if tie else order[0],
-                "one backend" if len(order) < 2 else ("a tie" if tie else ""),
+                best,
+                verdict,
                 quality,
             )
         )
@@ -261,20 +260,28 @@ def template_job(s, quality: str | None) -> Job | None:
     best = {
         b: g.sort_values("rate", ascending=False).iloc[0] for b, g in rates.groupby("backend", sort=False)
     }
-    order = sorted(best, key=lambda b: -best[b]["rate"])
+    order, winner, verdict = rate_ranking({b: float(r["rate"]) for b, r in best.items()})
     shown = [
         (b, f"{fmt.pct(best[b]['rate'])} ({best[b]['clean']} of {best[b]['n']}, {best[b]['format']})")
         for b in order
     ]
-    tie = len(order) < 2 or best[order[0]]["rate"] == best[order[1]]["rate"]
     return Job(
         f"Short exact answers ({s.name})",
         "clean-answer rate of each backend's best format",
         shown,
-        None if tie else order[0],
-        "one backend" if len(order) < 2 else ("a tie" if tie else ""),
+        winner,
+        verdict,
         quality,
     )
+
+
+def rate_ranking(rates: dict[str, float]) -> tuple[list[str], str | None, str]:
+    """A quality rate's ranking (valid JSON, clean answers: counts, not timings, so no spread to beat): the
+    backends best first, the winner where it is strictly ahead of the next, and the verdict ("one backend",
+    "a tie", or "" where there is a winner)."""
+    order = sorted(rates, key=lambda b: -rates[b])
+    tie = len(order) < 2 or rates[order[0]] == rates[order[1]]
+    return order, None if tie else order[0], "one backend" if len(order) < 2 else ("a tie" if tie else "")
 
 
 def kv_tokens(start: dict[str, Any]) -> float | None:
