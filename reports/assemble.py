@@ -131,16 +131,6 @@ def slo_of(ds: Dataset, slo: dict[str, float] | None) -> tuple[dict[str, float] 
     return None, None
 
 
-def planned_levels(ds: Dataset) -> dict[str, list[tuple[str, str, str]]]:
-    """Per backend column, the load levels its run planned
-    (env.json ``planned_levels``; absent in old runs)."""
-    out: dict[str, list[tuple[str, str, str]]] = {}
-    for label in ds.backends:
-        plan = ds.run_env_of(label).get("planned_levels") or {}
-        out[label] = [(w, m, c) for w, levels in plan.items() for m, c in levels]
-    return out
-
-
 def assemble(
     ds: Dataset,
     bandwidth_gbps: float | None = None,
@@ -188,7 +178,7 @@ def assemble(
     cached = agreement.cached_vs_full(single)
     report = Report(
         ds,
-        status.backend_status(df, ds.backends, planned_levels(ds)),
+        status.backend_status(df, ds.backends, ds.planned_levels()),
         sections,
         cases,
         agreement.summary(cases, flat),

@@ -82,6 +82,15 @@ class Dataset:
         run_id, _ = self.sources.get(label, (None, label))
         return self.envs.get(run_id or "", {})
 
+    def planned_levels(self) -> dict[str, list[tuple[str, str, str]]]:
+        """Per column label, the load levels its run planned, as (workload, mode, case) in plan order
+        (env.json ``planned_levels``; absent in old runs: none)."""
+        out: dict[str, list[tuple[str, str, str]]] = {}
+        for label in self.backends:
+            plan = self.run_env_of(label).get("planned_levels") or {}
+            out[label] = [(w, m, c) for w, levels in plan.items() for m, c in levels]
+        return out
+
     def measured(self) -> pd.DataFrame:
         """Records that carry a measurement (neither skipped nor failed)."""
         df = self.records
