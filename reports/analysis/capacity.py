@@ -12,7 +12,8 @@ caching buys, energy and cost, from the load records (``contract.level_stats``, 
   a bracket when the search's budget ran out), what limited it at the next level up; a target with
   no limits (throughput only, as the default ``batch:``) has the level of peak tok/s without a failed
   request instead (bound "peak"); the rows of one backend, workload, variant and loop come from one
-  ``CapacityGroup``;
+  ``CapacityGroup``, with the levels its run planned and never reached (``not_run``: a run cut by its
+  deadline), neither met nor missed;
 - energy per 1,000 output tokens = the GPU's energy over the level (NVML) ÷ the output tokens of its
   requests that did not fail × 1000;
   cost per million output tokens = PRICE ÷ (3600 × output tok/s) × 10⁶ with ``--gpu-hour-usd PRICE``;
@@ -180,9 +181,15 @@ def _failed(r: dict) -> bool:
 
 
 def analyse(
-    rows: pd.DataFrame, facts: dict[tuple, dict], targets: tuple[Target, ...], price: float | None
+    rows: pd.DataFrame,
+    facts: dict[tuple, dict],
+    targets: tuple[Target, ...],
+    price: float | None,
+    planned: dict[str, list[tuple[str, str, str]]] | None = None,
 ) -> dict[str, Any]:
-    """The steady levels, the capacities (with energy and cost at each) for the Load section."""
+    """The steady levels, the capacities (with energy and cost at each) for the Load section; ``planned``:
+    per backend column, the load levels its run planned, (workload, mode, case) (``Dataset.planned_levels``),
+    so that each capacity row names the planned levels of its loop that have no records (``not_run``)."""
     from reports.analysis.many_users import requests
 
     reqs = requests(rows)
@@ -203,18 +210,48 @@ def analyse(
             row["mix"] = mixes.pop() if len(mixes) == 1 else row["mix"]
         out.append(row)
     levels = pd.DataFrame(out)
+    ran: dict[tuple, set[str]] = {}  # (backend, workload, mode) -> the cases with any record
+    for b, w, m, case in zip(*(rows[c] for c in ("backend", "workload", "mode", "case")), strict=True):
+        ran.setdefault((b, w, m), set()).add(case)
     caps = []
     if not levels.empty:
         for (b, w, m, loop), g in levels.groupby(["backend", "workload", "mode", "loop"], sort=False):
             unit = "sessions/s" if (g["rate_unit"] == "sessions/s").any() else "req/s"
+            not_run = not_run_levels((planned or {}).get(b, []), w, m, loop, ran.get((b, w, m), set()))
             group = CapacityGroup(
-                backend=b, workload=w, mode=m, loop=loop, rate_unit=unit, gpu_hour_usd=price
+                backend=b, workload=w, mode=m, loop=loop, rate_unit=unit, gpu_hour_usd=price, not_run=not_run
             )
             caps.extend(
                 group.peak_row(t, g) if t.throughput_only else group.capacity_row(t, g, stats)
                 for t in targets
             )
     return {"steady": levels, "capacity": pd.DataFrame(caps), "targets": targets, "price": price}
+
+
+def planned_level(case: str) -> tuple[str, float] | None:
+    """A planned level's loop and value from its case (``C=8``: closed, 8; ``rate=0.5``: open, 0.5); None for
+    a case that names neither."""
+    for prefix, loop in (("C=", "closed"), ("rate=", "open")):
+        if case.startswith(prefix):
+            try:
+                return loop, float(case[len(prefix) :])
+            except ValueError:
+                return None
+    return None
+
+
+def not_run_levels(
+    planned: list[tuple[str, str, str]], workload: str, mode: str, loop: str, ran: set[str]
+) -> tuple[float, ...]:
+    """The levels of ``loop`` planned for ``workload`` · ``mode`` (``planned``: (workload, mode, case)) whose
+    case has no record (``ran``: the cases with one), sorted: the run stopped before them, as the status
+    table says (``reports.analysis.status``)."""
+    out = set()
+    for w, m, case in planned:
+        found = planned_level(case) if (w, m) == (workload, mode) and case not in ran else None
+        if found is not None and found[0] == loop:
+            out.add(found[1])
+    return tuple(sorted(out))
 
 
 @dataclass(frozen=True)
@@ -229,6 +266,7 @@ class CapacityGroup:
     loop: str  # "closed" (its levels are concurrencies) or "open" (Poisson rates)
     rate_unit: str  # an open loop's unit: "req/s", or "sessions/s" for a sessions load
     gpu_hour_usd: float | None  # the price a cost per million tokens is worked out with (None: no cost)
+    not_run: tuple[float, ...] = ()  # planned levels of this loop with no records (the run stopped first)
 
     @property
     def axis(self) -> str:
@@ -278,6 +316,7 @@ class CapacityGroup:
         return {
             "rate_unit": self.rate_unit,
             "unjudged": list(unjudged),  # levels measured with no steady-state request: no verdict
+            "not_run": list(self.not_run),  # planned levels never reached: neither met nor missed
             "backend": self.backend,
             "workload": self.workload,
             "mode": self.mode,
@@ -343,11 +382,20 @@ def caching_ratios(
                         "capacity_floors": (a["value"], z["value"])
                         if a["bound"] == z["bound"] == "floor"
                         else None,
+                        # each side's planned levels above its capacity that did not run (a floor cut short)
+                        "capacity_not_run": (_not_run_above(a), _not_run_above(z)),
                         "loop": key[2],
                         "rate_unit": a["rate_unit"],
                     }
                 )
     return pd.DataFrame(rows)
+
+
+def _not_run_above(row: pd.Series) -> list[float]:
+    """A capacity row's planned levels above its capacity that never ran."""
+    xs = row.get("not_run")
+    v = num(row["value"])
+    return [x for x in xs if v is None or x > v] if isinstance(xs, list | tuple) else []
 
 
 def _on_and_off(
@@ -360,7 +408,8 @@ def _on_and_off(
 
 def capacity_bound(on: str, off: str) -> str:
     """What capacity on ÷ off is, from the two capacities' bounds: a ratio, at least or at most one (a floor,
-    "every level met it", on one side), or none (floors on both sides: their quotient says nothing)."""
+    "every level met it" or the run stopped before the next planned level, on one side), or none (floors on
+    both sides: their quotient says nothing)."""
     if on == off == "floor":
         return "both floors"
     return "at least" if on == "floor" else "at most" if off == "floor" else "ratio"

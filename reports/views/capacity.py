@@ -33,21 +33,42 @@ def level_text(r: dict, value: object) -> str:
     return f"{fmt.n(value)} {fmt.text(r.get('rate_unit')) or 'req/s'}"
 
 
+def _known(x: object) -> bool:
+    return x is not None and x == x
+
+
+def not_run_between(r: dict, lo: object = None, hi: object = None) -> list[float]:
+    """``r``'s planned levels that did not run (``not_run``) strictly between ``lo`` and ``hi`` (None or NaN:
+    no bound on that side)."""
+    xs = r.get("not_run")
+    xs = list(xs) if isinstance(xs, list | tuple) else []
+    return [x for x in xs if (not _known(lo) or x > lo) and (not _known(hi) or x < hi)]
+
+
+def not_run_text(r: dict, xs: list[float]) -> str:
+    """``C=32, C=128 not run`` (in ``r``'s loop's levels)."""
+    return ", ".join(level_text(r, x) for x in xs) + " not run"
+
+
 def capacity_text(r: dict) -> str:
     """A capacity cell: the level (``C=N`` closed, ``N req/s`` open, ``N sessions/s`` for a sessions load's
     open loop: it starts sessions); '≥' where every level met the target;
     the next level up where the search left a bracket; 'none' (and the level that missed) where no level met
-    it; for a throughput-only target, the level of peak tok/s. NaN reads as no value."""
+    it; for a throughput-only target, the level of peak tok/s. A planned level the run never reached
+    (``not_run``) is named where it could change the capacity (above a floor, between a bracket's ends, below
+    the lowest miss; any, beside a peak): never read as met. NaN reads as no value."""
     v = r["value"]
     if r["bound"] == "peak":
-        return "no level" if v is None or v != v else f"peak tok/s at {level_text(r, v)}"
-    if v is None or v != v:
-        below = (
-            ""
-            if r["next_up"] is None or r["next_up"] != r["next_up"]
-            else f" (missed at {level_text(r, r['next_up'])})"
-        )
-        return "none" + below
+        every = not_run_between(r)
+        if not _known(v):
+            return "no level" + (f" ({not_run_text(r, every)})" if every else "")
+        peak = f"peak tok/s at {level_text(r, v)}"
+        return peak + (f" of the levels run ({not_run_text(r, every)})" if every else "")
+    if not _known(v):
+        below = not_run_between(r, hi=r["next_up"])
+        parts = [f"missed at {level_text(r, r['next_up'])}"] if _known(r["next_up"]) else []
+        parts += [not_run_text(r, below)] if below else []
+        return "none" + (f" ({'; '.join(parts)})" if parts else "")
     text = level_text(r, v)
     unjudged = r.get("unjudged")
     unjudged = list(unjudged) if isinstance(unjudged, list | tuple) else []
@@ -59,11 +80,20 @@ def capacity_text(r: dict) -> str:
         else ""
     )
     if r["bound"] == "floor":
+        above = not_run_between(r, lo=v)
+        if above:  # a floor only because the run stopped: what it never reached is no level that met it
+            them = "it" if len(above) == 1 else "them"
+            tail = f"; {why}" if why else ""
+            return f"≥ {text} ({not_run_text(r, above)}: the run stopped before {them}{tail})"
         return f"≥ {text} (every level {'judged' if why else 'tested'} met it{'; ' + why if why else ''})"
+    between = not_run_between(r, lo=v, hi=r["next_up"])
+    parts = ["the levels between not measured"] if r["bound"] == "bracket" else []
+    parts += [not_run_text(r, between)] if between else []
+    parts += [why] if why else []
     if r["bound"] == "bracket":
-        text += f" (< {fmt.n(r['next_up'])}; the levels between not measured{'; ' + why if why else ''})"
-    elif why:
-        text += f" ({why})"
+        text += f" (< {fmt.n(r['next_up'])}; {'; '.join(parts)})"
+    elif parts:
+        text += f" ({'; '.join(parts)})"
     return text + (" · non-monotone" if r["non_monotone"] else "")
 
 
@@ -219,7 +249,8 @@ def caching_table(ratios: pd.DataFrame) -> Table:
 
 def capacity_ratio_text(r: dict) -> str:
     """Capacity on ÷ off: the ratio, '≥' or '≤' where a floor on one side bounds it, and no number where both
-    are floors (every level met the target with the cache on and off)."""
+    are floors (every level met the target with the cache on and off, or a side's run stopped before its
+    next planned level: that side's levels not run are named, never read as met)."""
     bound = fmt.text(r.get("capacity_bound"))
     if bound == "both floors":
         on, off = r["capacity_floors"]
@@ -228,7 +259,15 @@ def capacity_ratio_text(r: dict) -> str:
             if on == off
             else f"≥ {level_text(r, on)} on, ≥ {level_text(r, off)} off"
         )
-        return f"– ({both}: every level met it)"
+        cut = r.get("capacity_not_run")
+        cut = tuple(cut) if isinstance(cut, list | tuple) and len(cut) == 2 else ([], [])
+        if not any(cut):
+            return f"– ({both}: every level met it)"
+        sides = [
+            f"{not_run_text(r, list(xs)) if xs else 'every level met it'} {side}"
+            for side, xs in zip(("on", "off"), cut, strict=True)
+        ]
+        return f"– ({both}: {'; '.join(sides)})"
     ratio = fmt.n(r.get("capacity_ratio"), 2)
     if ratio == "–" or bound in ("", "ratio"):
         return ratio

@@ -33,7 +33,11 @@ def _analyse(rows: pd.DataFrame, ctx, name: str) -> dict[str, Any]:  # noqa: ARG
     levels = mu.per_level(rows, slo)
     envs = ctx.ds.envs
     cap = capacity.analyse(
-        rows, mu.level_facts(rows), capacity.targets_of(envs), ctx.gpu_hour_usd or capacity.price_of(envs)
+        rows,
+        mu.level_facts(rows),
+        capacity.targets_of(envs),
+        ctx.gpu_hour_usd or capacity.price_of(envs),
+        ctx.ds.planned_levels(),  # a level the run never reached reads as not run, never as met
     )
     labels = list(dict.fromkeys(levels["backend"]))
     caching = {b: ctx.ds.run_env_of(b).get("prefix_caching", True) for b in labels}  # older runs: on

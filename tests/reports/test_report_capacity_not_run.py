@@ -1,0 +1,106 @@
+"""A planned load level the run never reached (a run cut by its deadline, resumable with --resume) reads
+as not run in the capacity cells, the summary rows and the caching ratios, never as met (issue 22): the
+h200-capacity page read "≥ C=32 (every level tested met it)" for sglang with caching off, whose planned
+C=128 never ran, and "peak tok/s at C=8" for hf-cb, whose planned C=32 never ran. The levels the capacity
+search adds are not in the plan: a run that has every planned level reads as before."""
+
+from __future__ import annotations
+
+from reports.assemble import assemble
+from reports.runs import read_runs
+from tests.reports.records import write_run
+from tests.reports.test_report_capacity import level
+
+PLAN = (1, 8, 32, 128)
+EASY = {1: 100.0, 8: 150.0, 32: 300.0, 128: 450.0}  # every level meets chat (TTFT p90 <= 500 ms) and agent
+
+
+def planned(*cases: str) -> dict:
+    return {"planned_levels": {"lf": [["S=0", c] for c in cases]}}
+
+
+def cut_run(tmp_path, name="cut", backend="vllm", ran=(1, 8, 32), plan=PLAN, env=None, ms=EASY):
+    """A run that planned ``plan`` (closed-loop concurrencies) and has records of ``ran`` only."""
+    rows = [r for c in ran for r in level(backend, c, ms[c])]
+    return write_run(tmp_path / name, rows, {**planned(*(f"C={c}" for c in plan)), **(env or {})})
+
+
+def capacity_cells(runs) -> tuple:
+    from reports.views.capacity import capacity_table
+
+    report = assemble(read_runs(runs))
+    sec = next(s for s in report.sections if s.kind == "load")
+    cells = {(row[1], row[4]): row[5] for row in capacity_table(sec.data["cap"]["capacity"]).rows}
+    return report, sec, cells
+
+
+def test_a_floor_whose_next_planned_level_never_ran_says_not_run_not_met(tmp_path):
+    report, sec, cells = capacity_cells([cut_run(tmp_path)])
+    for target in ("chat", "agent"):
+        assert cells[("vllm", target)] == "≥ C=32 (C=128 not run: the run stopped before it)", cells
+    assert not any("every level" in text for text in cells.values()), cells
+    rows = sec.data["cap"]["capacity"].set_index("target")
+    assert list(rows.loc["agent", "not_run"]) == [128.0]
+    summary = {j.job: dict(j.values) for j in report.jobs if j.job.startswith("Many users: agent")}
+    assert summary["Many users: agent (lf · S=0)"]["vllm"].endswith(
+        "(C=128 not run: the run stopped before it)"
+    )
+    # the status table still names the level
+    assert report.status[0].missing == ["lf · S=0 C=128"]
+
+
+def test_a_peak_among_the_levels_run_names_the_planned_level_that_did_not(tmp_path):
+    _, _, cells = capacity_cells([cut_run(tmp_path)])
+    assert cells[("vllm", "batch")] == "peak tok/s at C=32 of the levels run (C=128 not run)", cells
+
+
+def test_two_planned_levels_not_run_are_both_named(tmp_path):
+    _, _, cells = capacity_cells([cut_run(tmp_path, ran=(1, 8))])
+    assert cells[("vllm", "agent")] == "≥ C=8 (C=32, C=128 not run: the run stopped before them)", cells
+
+
+def test_a_bracket_names_a_level_not_run_only_between_its_ends(tmp_path):
+    knee = {1: 100.0, 4: 300.0, 8: 900.0, 16: 1200.0, 32: 1500.0}  # chat: met to C=4, missed from C=8
+    _, _, cells = capacity_cells([cut_run(tmp_path, "mid", ran=(1, 4, 16), plan=(1, 4, 8, 16), ms=knee)])
+    assert cells[("vllm", "chat")] == "C=4 (< 16; the levels between not measured; C=8 not run)", cells
+    # C=32 not run above the first miss (C=8) changes nothing: the capacity is bracketed below it
+    _, _, cells = capacity_cells([cut_run(tmp_path, "top", ran=(1, 4, 8), plan=(1, 4, 8, 32), ms=knee)])
+    assert cells[("vllm", "chat")] == "C=4 (< 8; the levels between not measured)", cells
+
+
+def test_a_run_with_every_planned_level_reads_as_before(tmp_path):
+    _, sec, whole = capacity_cells([cut_run(tmp_path, "whole", ran=PLAN)])
+    _, _, old = capacity_cells([cut_run(tmp_path, "old", ran=PLAN, plan=())])  # no plan in env.json
+    assert whole == old
+    assert whole[("vllm", "agent")] == "≥ C=128 (every level tested met it)"
+    assert all(list(x) == [] for x in sec.data["cap"]["capacity"]["not_run"])
+
+
+def test_a_planned_level_of_the_other_loop_is_not_this_loops(tmp_path):
+    """rate=8 was planned and not run either: an open-loop level, no bound on the closed loop's capacity."""
+    rows = [r for c in (1, 8) for r in level("vllm", c, EASY[c])]
+    run = write_run(tmp_path / "r", rows, planned("C=1", "C=8", "rate=8", "C=32"))
+    _, sec, cells = capacity_cells([run])
+    assert all(list(x) == [32.0] for x in sec.data["cap"]["capacity"]["not_run"])
+    assert cells[("vllm", "agent")] == "≥ C=8 (C=32 not run: the run stopped before it)", cells
+
+
+def test_an_open_loop_level_not_run_reads_in_its_rate():
+    from reports.views.capacity import capacity_text
+
+    row = {"loop": "open", "rate_unit": "req/s", "value": 8.0, "bound": "floor", "next_up": None}
+    row |= {"non_monotone": False, "unjudged": [], "not_run": [32.0]}
+    assert capacity_text(row) == "≥ 8 req/s (32 req/s not run: the run stopped before it)"
+    row |= {"bound": "peak"}
+    assert capacity_text(row) == "peak tok/s at 8 req/s of the levels run (32 req/s not run)"
+
+
+def test_caching_on_against_a_cut_off_run_does_not_say_every_level_met_it(tmp_path):
+    from reports.views.capacity import caching_table
+
+    on = cut_run(tmp_path, "on", ran=(1, 8, 32), plan=(1, 8, 32))
+    off = cut_run(tmp_path, "off", env={"prefix_caching": False})
+    report = assemble(read_runs([on, off]))
+    sec = next(s for s in report.sections if s.kind == "load")
+    cells = {row[2]: row[5] for row in caching_table(sec.data["cap"]["caching"]).rows if "·" in row[2]}
+    assert cells["closed · agent"] == "– (both ≥ C=32: every level met it on; C=128 not run off)", cells
