@@ -210,14 +210,16 @@ def analyse(
             row["mix"] = mixes.pop() if len(mixes) == 1 else row["mix"]
         out.append(row)
     levels = pd.DataFrame(out)
-    ran: dict[tuple, set[str]] = {}  # (backend, workload, mode) -> the cases with any record
+    ran: dict[str, dict[tuple[str, str], set[str]]] = {}  # backend -> (workload, mode) -> cases with a record
     for b, w, m, case in zip(*(rows[c] for c in ("backend", "workload", "mode", "case")), strict=True):
-        ran.setdefault((b, w, m), set()).add(case)
-    caps = []
+        ran.setdefault(b, {}).setdefault((w, m), set()).add(case)
+    unreached = {b: not_run_levels(plan, ran.get(b, {})) for b, plan in (planned or {}).items()}
+    caps, made = [], set()
     if not levels.empty:
         for (b, w, m, loop), g in levels.groupby(["backend", "workload", "mode", "loop"], sort=False):
+            made.add((b, w, m, loop))
             unit = "sessions/s" if (g["rate_unit"] == "sessions/s").any() else "req/s"
-            not_run = not_run_levels((planned or {}).get(b, []), w, m, loop, ran.get((b, w, m), set()))
+            not_run = unreached.get(b, {}).get((w, m, loop), ())
             group = CapacityGroup(
                 backend=b, workload=w, mode=m, loop=loop, rate_unit=unit, gpu_hour_usd=price, not_run=not_run
             )
@@ -225,6 +227,16 @@ def analyse(
                 group.peak_row(t, g) if t.throughput_only else group.capacity_row(t, g, stats)
                 for t in targets
             )
+    # a variant and loop the run planned and never reached (cut before it): rows that say so, one a target;
+    # an open loop's unit is its workload's (a workload's loads are all sessions or none)
+    workloads = set(rows["workload"])
+    sessions = set(levels["workload"][levels["rate_unit"] == "sessions/s"]) if len(levels) else set()
+    for b, groups in unreached.items():
+        for (w, m, loop), xs in groups.items():
+            if w in workloads and (b, w, m, loop) not in made:
+                unit = "sessions/s" if w in sessions else "req/s"
+                group = CapacityGroup(b, w, m, loop, unit, price, not_run=xs)
+                caps.extend(group.not_run_row(t) for t in targets)
     return {"steady": levels, "capacity": pd.DataFrame(caps), "targets": targets, "price": price}
 
 
@@ -241,17 +253,17 @@ def planned_level(case: str) -> tuple[str, float] | None:
 
 
 def not_run_levels(
-    planned: list[tuple[str, str, str]], workload: str, mode: str, loop: str, ran: set[str]
-) -> tuple[float, ...]:
-    """The levels of ``loop`` planned for ``workload`` · ``mode`` (``planned``: (workload, mode, case)) whose
-    case has no record (``ran``: the cases with one), sorted: the run stopped before them, as the status
-    table says (``reports.analysis.status``)."""
-    out = set()
+    planned: list[tuple[str, str, str]], ran: dict[tuple[str, str], set[str]]
+) -> dict[tuple[str, str, str], tuple[float, ...]]:
+    """Per (workload, mode, loop): the planned levels (``planned``: (workload, mode, case)) whose case has no
+    record (``ran``: (workload, mode) -> the cases with one), sorted: the run stopped before them, as the
+    status table says (``reports.analysis.status``)."""
+    out: dict[tuple[str, str, str], set[float]] = {}
     for w, m, case in planned:
-        found = planned_level(case) if (w, m) == (workload, mode) and case not in ran else None
-        if found is not None and found[0] == loop:
-            out.add(found[1])
-    return tuple(sorted(out))
+        found = planned_level(case) if case not in ran.get((w, m), set()) else None
+        if found is not None:
+            out.setdefault((w, m, found[0]), set()).add(found[1])
+    return {key: tuple(sorted(xs)) for key, xs in out.items()}
 
 
 @dataclass(frozen=True)
@@ -288,6 +300,11 @@ class CapacityGroup:
             limiter=None,
         )
         return self.row(peak, at=top)
+
+    def not_run_row(self, target: Target) -> dict[str, Any]:
+        """A target's row where the run planned this variant and loop and never reached it (bound "not run":
+        no level, neither met nor missed; ``not_run`` names the planned levels)."""
+        return self.row(Capacity(target.name, self.loop, None, "not run", None, None), at=None)
 
     def capacity_row(
         self, target: Target, levels: pd.DataFrame, stats: dict[tuple, LevelStats]
@@ -368,8 +385,10 @@ def caching_ratios(
             cap_on, cap_off = _on_and_off(capacity_rows, pair, ["workload", "mode", "loop", "target"])
             for key in cap_on.index.intersection(cap_off.index):
                 a, z = cap_on.loc[key], cap_off.loc[key]
-                if "peak" in (a["bound"], z["bound"]):
-                    continue  # throughput only: the level of peak tok/s is no capacity (the level rows say)
+                if {"peak", "not run"} & {a["bound"], z["bound"]}:
+                    # throughput only (the level of peak tok/s is no capacity: the level rows say), or one
+                    # side never ran the variant (its row says so)
+                    continue
                 rows.append(
                     {
                         "backend": name,

@@ -56,8 +56,11 @@ def capacity_text(r: dict) -> str:
     the next level up where the search left a bracket; 'none' (and the level that missed) where no level met
     it; for a throughput-only target, the level of peak tok/s. A planned level the run never reached
     (``not_run``) is named where it could change the capacity (above a floor, between a bracket's ends, below
-    the lowest miss; any, beside a peak): never read as met. NaN reads as no value."""
+    the lowest miss; any, beside a peak; all, where the run never reached the variant and loop): never read as
+    met. NaN reads as no value."""
     v = r["value"]
+    if r["bound"] == "not run":
+        return f"not run (the run stopped before {', '.join(level_text(r, x) for x in not_run_between(r))})"
     if r["bound"] == "peak":
         every = not_run_between(r)
         if not _known(v):

@@ -20,9 +20,10 @@ from reports.views.mix_groups import by_class, mix_label
 
 
 def jobs(d: dict[str, Any]) -> list:
-    """Per variant and target: each backend's capacity (named with the target); per variant: output tok/s at
-    the level the most backends ran with the same mix (the highest such; a backend at other levels or with
-    another mix is left out), a winner only where the intervals do not overlap."""
+    """Per variant and target: each backend's capacity (named with the target; a backend whose run never
+    reached the variant, as not run, in the main group's row); per variant: output tok/s at the level the
+    most backends ran with the same mix (the highest such; a backend at other levels or with another mix is
+    left out), a winner only where the intervals do not overlap."""
     from reports.analysis.summary import Job
 
     cap = d["cap"]
@@ -36,8 +37,13 @@ def jobs(d: dict[str, Any]) -> list:
         what = (
             "highest concurrency" if loop == "closed" else "highest Poisson rate"
         ) + f" within {t.label()}"
-        for g in by_class(classes, w, m, whole):
-            values = [(r["backend"], capacity_text(r)) for r in g.to_dict("records")]
+        # a backend whose run never reached the variant ran no requests: it is named in the main group's row
+        unreached = whole["bound"] == "not run"
+        not_run = [(r["backend"], capacity_text(r)) for r in whole[unreached].to_dict("records")]
+        for i, g in enumerate(list(by_class(classes, w, m, whole[~unreached])) or [whole[~unreached]]):
+            values = [(r["backend"], capacity_text(r)) for r in g.to_dict("records")] + (
+                not_run if i == 0 else []
+            )
             out.append(
                 Job(
                     f"Many users: {target} ({w} · {m}{'' if loop == 'closed' else ', open loop'}"
@@ -46,7 +52,7 @@ def jobs(d: dict[str, Any]) -> list:
                     values,
                     None,
                     "one backend: nothing to choose"
-                    if len(values) < 2
+                    if len(g) < 2
                     else "levels are searched per backend: compare the numbers, not a rank",
                 )
             )

@@ -30,7 +30,11 @@ def capacity_cells(runs) -> tuple:
 
     report = assemble(read_runs(runs))
     sec = next(s for s in report.sections if s.kind == "load")
-    cells = {(row[1], row[4]): row[5] for row in capacity_table(sec.data["cap"]["capacity"]).rows}
+    cells = {}
+    for row in capacity_table(sec.data["cap"]["capacity"]).rows:  # S=0's closed loop: (backend, target)
+        loop = "closed" if row[3] == "concurrency" else "open"
+        main = loop == "closed" and row[0] == "lf · S=0"
+        cells[(row[1], row[4]) if main else (row[1], row[4], loop)] = row[5]
     return report, sec, cells
 
 
@@ -77,12 +81,18 @@ def test_a_run_with_every_planned_level_reads_as_before(tmp_path):
 
 
 def test_a_planned_level_of_the_other_loop_is_not_this_loops(tmp_path):
-    """rate=8 was planned and not run either: an open-loop level, no bound on the closed loop's capacity."""
+    """rate=8 was planned and not run either: an open-loop level, no bound on the closed loop's capacity (the
+    open loop, never reached, has rows of its own that say so)."""
     rows = [r for c in (1, 8) for r in level("vllm", c, EASY[c])]
     run = write_run(tmp_path / "r", rows, planned("C=1", "C=8", "rate=8", "C=32"))
     _, sec, cells = capacity_cells([run])
-    assert all(list(x) == [32.0] for x in sec.data["cap"]["capacity"]["not_run"])
+    caps = sec.data["cap"]["capacity"]
+    assert {loop: list(x) for loop, x in zip(caps["loop"], caps["not_run"], strict=True)} == {
+        "closed": [32.0],
+        "open": [8.0],
+    }
     assert cells[("vllm", "agent")] == "≥ C=8 (C=32 not run: the run stopped before it)", cells
+    assert cells[("vllm", "agent", "open")] == "not run (the run stopped before 8 req/s)", cells
 
 
 def test_an_open_loop_level_not_run_reads_in_its_rate():
@@ -104,3 +114,35 @@ def test_caching_on_against_a_cut_off_run_does_not_say_every_level_met_it(tmp_pa
     sec = next(s for s in report.sections if s.kind == "load")
     cells = {row[2]: row[5] for row in caching_table(sec.data["cap"]["caching"]).rows if "·" in row[2]}
     assert cells["closed · agent"] == "– (both ≥ C=32: every level met it on; C=128 not run off)", cells
+
+
+def test_a_variant_the_run_never_reached_reads_not_run_in_the_table_and_the_summary(tmp_path):
+    """hf-cb with caching off planned S=960 and was cut before it: no record of it. Its capacity rows say not
+    run (the summary's main row names it with the backends that ran it) and no caching ratio pairs it."""
+    from reports.views.capacity import caching_table
+
+    def rows(backend, mode):
+        return [r for c in (1, 8) for r in level(backend, c, EASY[c], mode=mode)]
+
+    plan = {"planned_levels": {"lf": [[m, c] for m in ("S=0", "S=960") for c in ("C=1", "C=8")]}}
+    on = write_run(tmp_path / "on", rows("hf-cb", "S=0") + rows("hf-cb", "S=960"), plan)
+    off = write_run(tmp_path / "off", rows("hf-cb", "S=0"), {**plan, "prefix_caching": False})
+    report, sec, cells = capacity_cells([on, off])
+    assert cells[("hf-cb (off)", "agent")] == "≥ C=8 (every level tested met it)", cells  # its S=0
+    caps = sec.data["cap"]["capacity"].set_index(["backend", "mode", "target"])
+    for target in ("chat", "agent", "batch"):
+        row = caps.loc[("hf-cb (off)", "S=960", target)]
+        assert (row["bound"], list(row["not_run"])) == ("not run", [1.0, 8.0])
+    from reports.views.capacity import capacity_text
+
+    assert capacity_text(caps.loc[("hf-cb (off)", "S=960", "agent")].to_dict() | {"backend": "x"}) == (
+        "not run (the run stopped before C=1, C=8)"
+    )
+    job = next(j for j in report.jobs if j.job == "Many users: agent (lf · S=960)")
+    assert dict(job.values) == {
+        "hf-cb (on)": "≥ C=8 (every level tested met it)",
+        "hf-cb (off)": "not run (the run stopped before C=1, C=8)",
+    }
+    assert job.verdict == "one backend: nothing to choose"
+    ratios = {row[1] + " " + row[2] for row in caching_table(sec.data["cap"]["caching"]).rows}
+    assert "lf · S=0 closed · agent" in ratios and "lf · S=960 closed · agent" not in ratios, ratios
