@@ -251,9 +251,10 @@ def caching_table(ratios: pd.DataFrame) -> Table:
 
 
 def capacity_ratio_text(r: dict) -> str:
-    """Capacity on ÷ off: the ratio, '≥' or '≤' where a floor on one side bounds it, and no number where both
-    are floors (every level met the target with the cache on and off, or a side's run stopped before its
-    next planned level: that side's levels not run are named, never read as met)."""
+    """Capacity on ÷ off: the ratio, '≥' or '≤' where a floor on one side bounds it (with that side's planned
+    levels above it that did not run), and no number where both are floors (every level met the target with
+    the cache on and off, or a side's run stopped before its next planned level: that side's levels not run
+    are named, never read as met)."""
     bound = fmt.text(r.get("capacity_bound"))
     if bound == "both floors":
         on, off = r["capacity_floors"]
@@ -274,7 +275,11 @@ def capacity_ratio_text(r: dict) -> str:
     ratio = fmt.n(r.get("capacity_ratio"), 2)
     if ratio == "–" or bound in ("", "ratio"):
         return ratio
-    return ("≥ " if bound == "at least" else "≤ ") + ratio
+    cut = r.get("capacity_not_run")
+    side = 0 if bound == "at least" else 1  # the floor's side: on bounds it from below, off from above
+    xs = list(cut[side]) if isinstance(cut, list | tuple) and len(cut) == 2 else []
+    why = f" ({not_run_text(r, xs)} {('on', 'off')[side]})" if xs else ""
+    return ("≥ " if bound == "at least" else "≤ ") + ratio + why
 
 
 def blocks(d: dict[str, Any], backends: list[str], slots) -> list[Block]:

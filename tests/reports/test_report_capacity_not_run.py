@@ -146,3 +146,15 @@ def test_a_variant_the_run_never_reached_reads_not_run_in_the_table_and_the_summ
     assert job.verdict == "one backend: nothing to choose"
     ratios = {row[1] + " " + row[2] for row in caching_table(sec.data["cap"]["caching"]).rows}
     assert "lf · S=0 closed · agent" in ratios and "lf · S=960 closed · agent" not in ratios, ratios
+
+
+def test_a_ratio_bounded_by_a_floor_cut_short_names_the_levels_not_run():
+    """hf-cb on the H200: with caching on, ≥ C=8 only because the run stopped before C=32; off, C=8 (< 32):
+    the ratio is at least 1.00, and the cell says why it is no more than a bound."""
+    from reports.views.capacity import capacity_ratio_text
+
+    row = {"loop": "closed", "capacity_ratio": 1.0, "capacity_bound": "at least"}
+    assert capacity_ratio_text(row | {"capacity_not_run": ([32.0], [])}) == "≥ 1.00 (C=32 not run on)"
+    assert capacity_ratio_text(row | {"capacity_not_run": ([], [])}) == "≥ 1.00"
+    row |= {"capacity_bound": "at most", "capacity_not_run": ([], [128.0])}
+    assert capacity_ratio_text(row) == "≤ 1.00 (C=128 not run off)"
