@@ -15,7 +15,7 @@ from typing import Any
 from reports import fmt
 from reports.analysis.capacity import mix_classes
 from reports.stats import StartStat, rank, verdict
-from reports.views.capacity import capacity_text
+from reports.views.capacity_cells import capacity_text
 from reports.views.mix_groups import by_class, mix_label
 
 

@@ -58,8 +58,8 @@ def engine_table(rows: pd.DataFrame) -> Table:
 
 def capacity_rows_table(caps: pd.DataFrame) -> Table:
     """The capacities of the replica configurations: per engine configuration, variant, loop and target, the
-    cell written as the capacity table writes it (:func:`~reports.views.capacity.capacity_text`)."""
-    from reports.views.capacity import capacity_text
+    cell written as the capacity table writes it (:func:`~reports.views.capacity_cells.capacity_text`)."""
+    from reports.views.capacity_cells import capacity_text
 
     t = Table(["configuration", "variant", "loop", "target", "users within it (capacity)"])
     for r in caps.sort_values(["engine", "workload", "mode", "loop", "target"], kind="stable").to_dict(

@@ -96,7 +96,7 @@ def test_a_planned_level_of_the_other_loop_is_not_this_loops(tmp_path):
 
 
 def test_an_open_loop_level_not_run_reads_in_its_rate():
-    from reports.views.capacity import capacity_text
+    from reports.views.capacity_cells import capacity_text
 
     row = {"loop": "open", "rate_unit": "req/s", "value": 8.0, "bound": "floor", "next_up": None}
     row |= {"non_monotone": False, "unjudged": [], "not_run": [32.0]}
@@ -133,7 +133,7 @@ def test_a_variant_the_run_never_reached_reads_not_run_in_the_table_and_the_summ
     for target in ("chat", "agent", "batch"):
         row = caps.loc[("hf-cb (off)", "S=960", target)]
         assert (row["bound"], list(row["not_run"])) == ("not run", [1.0, 8.0])
-    from reports.views.capacity import capacity_text
+    from reports.views.capacity_cells import capacity_text
 
     assert capacity_text(caps.loc[("hf-cb (off)", "S=960", "agent")].to_dict() | {"backend": "x"}) == (
         "not run (the run stopped before C=1, C=8)"
@@ -151,7 +151,7 @@ def test_a_variant_the_run_never_reached_reads_not_run_in_the_table_and_the_summ
 def test_a_ratio_bounded_by_a_floor_cut_short_names_the_levels_not_run():
     """hf-cb on the H200: with caching on, ≥ C=8 only because the run stopped before C=32; off, C=8 (< 32):
     the ratio is at least 1.00, and the cell says why it is no more than a bound."""
-    from reports.views.capacity import capacity_ratio_text
+    from reports.views.capacity_cells import capacity_ratio_text
 
     row = {"loop": "closed", "capacity_ratio": 1.0, "capacity_bound": "at least"}
     assert capacity_ratio_text(row | {"capacity_not_run": ([32.0], [])}) == "≥ 1.00 (C=32 not run on)"

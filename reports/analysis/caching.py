@@ -1,0 +1,102 @@
+"""What prefix caching buys: one backend measured with its prefix cache on and off (two runs,
+``--no-prefix-caching``), as ratios at the same levels (tok/s on ÷ off, TTFT p50 off ÷ on, where the two
+ran the same requests) and per target, capacity on ÷ off, from the level and capacity rows of
+``reports.analysis.capacity``. A floor on one side bounds the ratio from that side; floors on both sides
+give none; each side's planned levels above its capacity that never ran are kept for the page to name.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from reports.stats import num
+
+
+def caching_ratios(
+    steady: pd.DataFrame, capacity_rows: pd.DataFrame, caching: dict[str, bool | None], names: dict[str, str]
+) -> pd.DataFrame:
+    """For each backend measured with the cache on and off (column labels -> ``caching``, the adapter's
+    ``names``): at every level both ran with the same mix, tok/s on ÷ off and TTFT p50 off ÷ on; per target,
+    capacity on ÷ off."""
+    rows = []
+    by_name: dict[str, dict[bool, str]] = {}
+    for label, on in caching.items():
+        if on is not None:
+            by_name.setdefault(names.get(label, label), {})[on] = label
+    for name, pair in by_name.items():
+        if set(pair) != {True, False} or steady.empty:
+            continue
+        on, off = _on_and_off(steady, pair, ["workload", "mode", "case"])
+        for key in on.index.intersection(off.index):
+            a, z = on.loc[key], off.loc[key]
+            same = a["mix"] == z["mix"]
+            rows.append(
+                {
+                    "backend": name,
+                    "workload": key[0],
+                    "mode": key[1],
+                    "case": key[2],
+                    "what": "level",
+                    "tps_ratio": _ratio(a["output_tps"], z["output_tps"]) if same else None,
+                    "ttft_ratio": _ratio(z["ttft_p50"], a["ttft_p50"]) if same else None,
+                    "same_mix": same,
+                }
+            )
+        if not capacity_rows.empty:
+            cap_on, cap_off = _on_and_off(capacity_rows, pair, ["workload", "mode", "loop", "target"])
+            for key in cap_on.index.intersection(cap_off.index):
+                a, z = cap_on.loc[key], cap_off.loc[key]
+                if {"peak", "not run"} & {a["bound"], z["bound"]}:
+                    # throughput only (the level of peak tok/s is no capacity: the level rows say), or one
+                    # side never ran the variant (its row says so)
+                    continue
+                rows.append(
+                    {
+                        "backend": name,
+                        "workload": key[0],
+                        "mode": key[1],
+                        "case": f"{key[2]} · {key[3]}",
+                        "what": "capacity",
+                        "capacity_ratio": _ratio(a["value"], z["value"]),
+                        "capacity_bound": capacity_bound(a["bound"], z["bound"]),
+                        "capacity_floors": (a["value"], z["value"])
+                        if a["bound"] == z["bound"] == "floor"
+                        else None,
+                        # each side's planned levels above its capacity that did not run (a floor cut short)
+                        "capacity_not_run": (_not_run_above(a), _not_run_above(z)),
+                        "loop": key[2],
+                        "rate_unit": a["rate_unit"],
+                    }
+                )
+    return pd.DataFrame(rows)
+
+
+def _not_run_above(row: pd.Series) -> list[float]:
+    """A capacity row's planned levels above its capacity that never ran."""
+    xs = row.get("not_run")
+    v = num(row["value"])
+    return [x for x in xs if v is None or x > v] if isinstance(xs, list | tuple) else []
+
+
+def _on_and_off(
+    frame: pd.DataFrame, pair: dict[bool, str], index: list[str]
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The cache-on column's rows and the cache-off one's (``pair``: on -> label), by ``index``."""
+    on, off = (frame[frame["backend"] == pair[v]].set_index(index) for v in (True, False))
+    return on, off
+
+
+def capacity_bound(on: str, off: str) -> str:
+    """What capacity on ÷ off is, from the two capacities' bounds: a ratio, at least or at most one (a floor,
+    "every level met it" or the run stopped before the next planned level, on one side), or none (floors on
+    both sides: their quotient says nothing)."""
+    if on == off == "floor":
+        return "both floors"
+    return "at least" if on == "floor" else "at most" if off == "floor" else "ratio"
+
+
+def _ratio(a: Any, b: Any) -> float | None:
+    a, b = num(a), num(b)
+    return a / b if a is not None and b else None
