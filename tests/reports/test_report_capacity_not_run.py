@@ -158,3 +158,12 @@ def test_a_ratio_bounded_by_a_floor_cut_short_names_the_levels_not_run():
     assert capacity_ratio_text(row | {"capacity_not_run": ([], [])}) == "≥ 1.00"
     row |= {"capacity_bound": "at most", "capacity_not_run": ([], [128.0])}
     assert capacity_ratio_text(row) == "≤ 1.00 (C=128 not run off)"
+
+
+def test_no_level_met_and_a_lower_planned_level_not_run_is_named():
+    """C=8 missed and the planned C=1 never ran (a run resumed out of order): 'none' is not all it says."""
+    from reports.views.capacity_cells import capacity_text
+
+    row = {"loop": "closed", "value": None, "bound": "none", "next_up": 8.0, "non_monotone": False}
+    assert capacity_text(row | {"not_run": [1.0, 32.0]}) == "none (missed at C=8; C=1 not run)"
+    assert capacity_text(row | {"not_run": [32.0]}) == "none (missed at C=8)"
