@@ -262,9 +262,39 @@ def agreement(report, slot: Markup) -> list[Block]:
     return compact(out)
 
 
+# above PER_REQUEST_ROWS requests the fold keeps the LARGEST_PER_GROUP largest differences of each backend and
+# workload
+# (a load page has tens of thousands of requests: megabytes of rows nobody reads)
+PER_REQUEST_ROWS = 400
+LARGEST_PER_GROUP = 10
+
+
+def per_request_rows(df, limit: int = PER_REQUEST_ROWS, largest: int = LARGEST_PER_GROUP):
+    """The per-request rows the fold shows and its title: every request up to ``limit``; above it, for each
+    backend and workload the ``largest`` caller − engine differences (the tail worth reading), in the records'
+    order, with the title saying how many of how many (every request stays in the records)."""
+    if len(df) <= limit:
+        return df, "per request"
+    df = df.reset_index(drop=True)
+    gap = df["difference_ms"].abs().fillna(-1.0)  # a request without the engine's figure last
+    keep = (
+        df.assign(_gap=gap)
+        .sort_values("_gap", ascending=False, kind="stable")
+        .groupby(["backend", "workload"], sort=False)
+        .head(largest)
+        .index
+    )
+    shown = df[df.index.isin(keep)]
+    return shown, (
+        f"per request: the {largest} largest differences of each backend and workload "
+        f"({len(shown):,} of {len(df):,} requests; all are in the records)"
+    )
+
+
 def server(report) -> list[Block]:
     """The caller-vs-engine TTFT blocks, where an engine reports its own TTFT: a summary per backend and
-    workload, and every request's figures in a fold."""
+    workload, and the requests' figures in a fold (``per_request_rows``: all of them, or on a page of many
+    the largest differences)."""
     df = report.server
     if df.empty:
         return []
@@ -305,7 +335,8 @@ def server(report) -> list[Block]:
         ],
         numeric={4, 5, 6, 7, 8, 9},
     )
-    for r in df.to_dict("records"):
+    shown, title = per_request_rows(df)
+    for r in shown.to_dict("records"):
         t.add(
             [
                 r["backend"],
@@ -328,7 +359,7 @@ def server(report) -> list[Block]:
             "the way to and from the engine (scheduling, IPC, HTTP)."
         ),
         table(summary),
-        details("per request", [table(t)]),
+        details(title, [table(t)]),
     ]
 
 

@@ -43,7 +43,7 @@ BUILDS = {
     ),
     "h200-serving": (["h200-serve-vllm-server", "h200-serve-sglang-server", "h200-serve-hf-server"], []),
     "h200-capacity": (  # the in-process runs beside the serving example's (its folder's runs, not copies)
-        ["h200-cap-vllm", "h200-cap-sglang", "h200-cap-hf-cb-nocache"]
+        [f"h200-cap-{b}{c}" for c in ("", "-nocache") for b in ("vllm", "sglang", "hf-cb")]
         + [f"../h200-serving/h200-serve-{b}" for b in ("vllm-server", "sglang-server", "hf-server")],
         [],
     ),
