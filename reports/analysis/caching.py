@@ -11,6 +11,7 @@ from typing import Any
 
 import pandas as pd
 
+from reports.analysis.capacity import not_run_between
 from reports.stats import num
 
 
@@ -65,19 +66,15 @@ def caching_ratios(
                         if a["bound"] == z["bound"] == "floor"
                         else None,
                         # each side's planned levels above its capacity that did not run (a floor cut short)
-                        "capacity_not_run": (_not_run_above(a), _not_run_above(z)),
+                        "capacity_not_run": (
+                            not_run_between(a, lo=a["value"]),
+                            not_run_between(z, lo=z["value"]),
+                        ),
                         "loop": key[2],
                         "rate_unit": a["rate_unit"],
                     }
                 )
     return pd.DataFrame(rows)
-
-
-def _not_run_above(row: pd.Series) -> list[float]:
-    """A capacity row's planned levels above its capacity that never ran."""
-    xs = row.get("not_run")
-    v = num(row["value"])
-    return [x for x in xs if v is None or x > v] if isinstance(xs, list | tuple) else []
 
 
 def _on_and_off(

@@ -266,6 +266,19 @@ def not_run_levels(
     return {key: tuple(sorted(xs)) for key, xs in out.items()}
 
 
+def known(x: object) -> bool:
+    """A value that is there: neither None nor NaN."""
+    return x is not None and x == x
+
+
+def not_run_between(r: dict, lo: object = None, hi: object = None) -> list[float]:
+    """``r``'s planned levels that did not run (``not_run``) strictly between ``lo`` and ``hi`` (None or NaN:
+    no bound on that side)."""
+    xs = r.get("not_run")
+    xs = list(xs) if isinstance(xs, list | tuple) else []
+    return [x for x in xs if (not known(lo) or x > lo) and (not known(hi) or x < hi)]
+
+
 @dataclass(frozen=True)
 class CapacityGroup:
     """What every capacity row of one backend, workload, variant (``mode``) and loop shares; its rows, one a

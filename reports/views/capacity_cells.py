@@ -8,6 +8,7 @@ Used by the capacity table and the caching table (``views.capacity``), the summa
 from __future__ import annotations
 
 from reports import fmt
+from reports.analysis.capacity import known, not_run_between
 
 
 def level_text(r: dict, value: object) -> str:
@@ -16,18 +17,6 @@ def level_text(r: dict, value: object) -> str:
     if r["loop"] == "closed":
         return f"C={fmt.n(value)}"
     return f"{fmt.n(value)} {fmt.text(r.get('rate_unit')) or 'req/s'}"
-
-
-def _known(x: object) -> bool:
-    return x is not None and x == x
-
-
-def not_run_between(r: dict, lo: object = None, hi: object = None) -> list[float]:
-    """``r``'s planned levels that did not run (``not_run``) strictly between ``lo`` and ``hi`` (None or NaN:
-    no bound on that side)."""
-    xs = r.get("not_run")
-    xs = list(xs) if isinstance(xs, list | tuple) else []
-    return [x for x in xs if (not _known(lo) or x > lo) and (not _known(hi) or x < hi)]
 
 
 def not_run_text(r: dict, xs: list[float]) -> str:
@@ -48,13 +37,13 @@ def capacity_text(r: dict) -> str:
         return f"not run (the run stopped before {', '.join(level_text(r, x) for x in not_run_between(r))})"
     if r["bound"] == "peak":
         every = not_run_between(r)
-        if not _known(v):
+        if not known(v):
             return "no level" + (f" ({not_run_text(r, every)})" if every else "")
         peak = f"peak tok/s at {level_text(r, v)}"
         return peak + (f" of the levels run ({not_run_text(r, every)})" if every else "")
-    if not _known(v):
+    if not known(v):
         below = not_run_between(r, hi=r["next_up"])
-        parts = [f"missed at {level_text(r, r['next_up'])}"] if _known(r["next_up"]) else []
+        parts = [f"missed at {level_text(r, r['next_up'])}"] if known(r["next_up"]) else []
         parts += [not_run_text(r, below)] if below else []
         return "none" + (f" ({'; '.join(parts)})" if parts else "")
     text = level_text(r, v)
