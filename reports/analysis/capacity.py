@@ -38,6 +38,7 @@ import pandas as pd
 from contract.capacity import Capacity, capacity, judge
 from contract.level_stats import LevelStats, level_stats, over_starts
 from contract.slo import DEFAULT_SPECS, Target, parse_targets, percentile
+from reports.analysis.status import unreached_levels
 from reports.stats import num
 
 KEY = ["backend", "workload", "mode", "case"]
@@ -210,10 +211,7 @@ def analyse(
             row["mix"] = mixes.pop() if len(mixes) == 1 else row["mix"]
         out.append(row)
     levels = pd.DataFrame(out)
-    ran: dict[str, dict[tuple[str, str], set[str]]] = {}  # backend -> (workload, mode) -> cases with a record
-    for b, w, m, case in zip(*(rows[c] for c in ("backend", "workload", "mode", "case")), strict=True):
-        ran.setdefault(b, {}).setdefault((w, m), set()).add(case)
-    unreached = {b: not_run_levels(plan, ran.get(b, {})) for b, plan in (planned or {}).items()}
+    unreached = {b: not_run_levels(levels) for b, levels in unreached_levels(rows, planned).items()}
     caps, made = [], set()
     if not levels.empty:
         for (b, w, m, loop), g in levels.groupby(["backend", "workload", "mode", "loop"], sort=False):
@@ -252,15 +250,12 @@ def planned_level(case: str) -> tuple[str, float] | None:
     return None
 
 
-def not_run_levels(
-    planned: list[tuple[str, str, str]], ran: dict[tuple[str, str], set[str]]
-) -> dict[tuple[str, str, str], tuple[float, ...]]:
-    """Per (workload, mode, loop): the planned levels (``planned``: (workload, mode, case)) whose case has no
-    record (``ran``: (workload, mode) -> the cases with one), sorted: the run stopped before them, as the
-    status table says (``reports.analysis.status``)."""
+def not_run_levels(unreached: list[tuple[str, str, str]]) -> dict[tuple[str, str, str], tuple[float, ...]]:
+    """Per (workload, mode, loop): the levels of ``unreached`` (one column's planned levels with no record,
+    (workload, mode, case): ``reports.analysis.status.unreached_levels``), sorted."""
     out: dict[tuple[str, str, str], set[float]] = {}
-    for w, m, case in planned:
-        found = planned_level(case) if case not in ran.get((w, m), set()) else None
+    for w, m, case in unreached:
+        found = planned_level(case)
         if found is not None:
             out.setdefault((w, m, found[0]), set()).add(found[1])
     return {key: tuple(sorted(xs)) for key, xs in out.items()}

@@ -50,6 +50,19 @@ def level_records(df: pd.DataFrame) -> pd.Series:
     return level & df["rep"].isna() & df["skipped"].isna()
 
 
+def unreached_levels(
+    df: pd.DataFrame, planned: dict[str, list[tuple[str, str, str]]] | None
+) -> dict[str, list[tuple[str, str, str]]]:
+    """Per backend column, the load levels its run planned (``planned``: backend -> (workload, mode, case), in
+    plan order) that have no record in ``df``: the run stopped before them (the status table names them, the
+    capacity rows call them not run)."""
+    seen = set(zip(*(df[c] for c in ("backend", "workload", "mode", "case")), strict=True))
+    return {
+        b: [(w, m, c) for w, m, c in levels if (b, w, m, c) not in seen]
+        for b, levels in (planned or {}).items()
+    }
+
+
 def backend_status(
     df: pd.DataFrame, backends: list[str], planned: dict[str, list[tuple[str, str, str]]] | None = None
 ) -> list[BackendStatus]:
@@ -57,15 +70,11 @@ def backend_status(
     (``planned``: backend -> (workload, mode, case)) it has no records of."""
     out = []
     requests = df[~level_records(df)]
+    unreached = unreached_levels(df, planned)
     for backend in backends:
         g = requests[requests["backend"] == backend]
         s = BackendStatus(backend)
-        seen = set(
-            zip(*(df.loc[df["backend"] == backend, c] for c in ("workload", "mode", "case")), strict=True)
-        )
-        s.missing = [
-            f"{w} · {m} {c}" for w, m, c in (planned or {}).get(backend, []) if (w, m, c) not in seen
-        ]
+        s.missing = [f"{w} · {m} {c}" for w, m, c in unreached.get(backend, [])]
         s.measured = int((g["skipped"].isna() & g["error"].isna()).sum())
         errs = g[g["error"].notna()]
         s.errors = len(errs)
