@@ -87,8 +87,7 @@ def capacity_ratio_text(r: dict) -> str:
             if on == off
             else f"≥ {level_text(r, on)} on, ≥ {level_text(r, off)} off"
         )
-        cut = r.get("capacity_not_run")
-        cut = tuple(cut) if isinstance(cut, list | tuple) and len(cut) == 2 else ([], [])
+        cut = _not_run_sides(r)
         if not any(cut):
             return f"– ({both}: every level met it)"
         sides = [
@@ -99,8 +98,14 @@ def capacity_ratio_text(r: dict) -> str:
     ratio = fmt.n(r.get("capacity_ratio"), 2)
     if ratio == "–" or bound in ("", "ratio"):
         return ratio
-    cut = r.get("capacity_not_run")
     side = 0 if bound == "at least" else 1  # the floor's side: on bounds it from below, off from above
-    xs = list(cut[side]) if isinstance(cut, list | tuple) and len(cut) == 2 else []
+    xs = list(_not_run_sides(r)[side])
     why = f" ({not_run_text(r, xs)} {('on', 'off')[side]})" if xs else ""
     return ("≥ " if bound == "at least" else "≤ ") + ratio + why
+
+
+def _not_run_sides(r: dict) -> tuple:
+    """A caching ratio row's planned levels not run above each side's capacity, (on, off); none where the
+    row has no such pair."""
+    cut = r.get("capacity_not_run")
+    return tuple(cut) if isinstance(cut, list | tuple) and len(cut) == 2 else ([], [])

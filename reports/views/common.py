@@ -263,8 +263,7 @@ def agreement(report, slot: Markup) -> list[Block]:
 
 
 # above PER_REQUEST_ROWS requests the fold keeps the LARGEST_PER_GROUP largest differences of each backend and
-# workload
-# (a load page has tens of thousands of requests: megabytes of rows nobody reads)
+# workload (a load page has tens of thousands of requests: megabytes of rows nobody reads)
 PER_REQUEST_ROWS = 400
 LARGEST_PER_GROUP = 10
 
