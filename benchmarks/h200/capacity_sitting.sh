@@ -3,8 +3,8 @@
 # H200: the capacity sessions"): one background queue (setsid: it outlives the device call that starts it) while later
 # calls stage the bundle parts (benchmarks/h200/README.md, "The capacity sittings").
 #
-#   bash benchmarks/h200/capacity_sitting.sh start a|b|c|d|e [SECONDS]  # first call (carrying .gpu/vllm/c01); SECONDS:
-#                                                                     # the device time the queue may use (default 1710)
+#   bash benchmarks/h200/capacity_sitting.sh start a|b|c|d|e|f [SECONDS]  # first call (carrying .gpu/vllm/c01);
+#                                             # SECONDS: the device time the queue may use (default 1710)
 #   bash benchmarks/h200/capacity_sitting.sh poll [S]  # later calls: wait up to S seconds, copy what is done to $OUT
 #
 # Session a (both bundles): vllm-server's whole built-in load (#21: the first sitting ran 9 of its 12 levels, at an
@@ -25,6 +25,11 @@
 # Session d (both bundles): #22's capacity for the servers, now that the HTTP client meets its target (benchmark 4,
 #   62,159 tok/s at 0.15 ms added TTFT p50): vllm-server, then sglang-server, caching on, at the in-process runs' line
 #   (the same requests as h200-cap-vllm / h200-cap-sglang at every level both run: test_load_same_mix.py).
+# Session f (both bundles): e's vLLM and SGLang resumes with d's servers in one sitting, the servers first on each
+#   engine after vLLM's resume (vLLM's compile cache is warm for vllm-server from the resume's start), then e's hf-cb
+#   resumes: est. 2.5 installs + vLLM's resume ~4.5 + vllm-server ~6.5 + sglang-server ~7.2 + SGLang's resume ~4 =
+#   ~25 of 28.5 minutes; what the deadline cuts (hf-cb's two resumes at least) is resumed by session e's line in a
+#   later session (docs/capacity.md, "Session f").
 # vLLM and SGLang: the built-in load with Poisson rates 8 and 32 (requests/s for the fixed shapes, new sessions/s for
 # the sessions) and the capacity search (1 level per variant and loop), in process and as servers (d); hf-cb: the HF
 # mix (whole levels at its speed, no search, no rates; docs/capacity.md, "The HF mix"). Minutes as measured
@@ -32,23 +37,50 @@
 # rest ~4; d est. ~18 (2.5 installs, vllm-server ~7.5 with its 145 s start, sglang-server ~7.5); what the deadline
 # cuts is resumed the same way in a later session. Results: /tmp/results/*.
 set -uo pipefail
-mode=${1:?usage: capacity_sitting.sh start a|b|c|d|e [seconds] | poll [seconds]}
+mode=${1:?usage: capacity_sitting.sh start a|b|c|d|e|f [seconds] | poll [seconds]}
 source benchmarks/h200/queue_lib.sh  # nparts, staged, install_bundle, study, bound, sitting_*
 
 if [ "$mode" = poll ]; then sitting_poll "${2:-0}" "h200-cap-*.tgz" "h200-serve-*.tgz" "load_client-*.json"; exit 0; fi
 session=${2:-}
-[ "$mode" = start ] && [[ $session =~ ^[abcde]$ ]] \
-  || { echo "usage: capacity_sitting.sh start a|b|c|d|e [seconds] | poll [seconds]"; exit 2; }
+[ "$mode" = start ] && [[ $session =~ ^[abcdef]$ ]] \
+  || { echo "usage: capacity_sitting.sh start a|b|c|d|e|f [seconds] | poll [seconds]"; exit 2; }
 sitting_start "${3:-1710}"
 export SESSION=$session
 
 queue() {
-  # session c's line (hf-cb caching off, cut after 6 of its 9 levels in session a's last minutes, resumed), which b and
-  # e go on into (defined when the queue runs: the setsid shell gets queue() alone)
-  session_c() {
+  # Each run's line once, as a function the sessions call (defined when the queue runs: the setsid shell gets queue()
+  # alone). The resumes put a committed run cut by its deadline back (from_example) and run what it lacks with its
+  # own line (--resume refuses other settings).
+  session_c() {  # hf-cb caching off, cut after 6 of its 9 levels in session a's last minutes
     from_example h200-capacity/h200-cap-hf-cb-nocache
     LCA_HF_CB=use_cuda_graph=true study 420 h200-cap-hf-cb-nocache hf-cb --workloads load --no-prefix-caching \
       --load levels=1:8:32,users=32,max_turns=2,rates=,search_levels=0 --resume
+  }
+  vllm_nocache_rest() {  # session b's vLLM, caching off: its S=960 levels
+    from_example h200-capacity/h200-cap-vllm-nocache
+    study 420 h200-cap-vllm-nocache vllm --workloads load --no-prefix-caching --load rates=8:32,search_levels=1 \
+      --resume
+  }
+  sglang_nocache_rest() {  # session b's SGLang, caching off: S=0 C=128, its search and rates; the S=960 levels
+    from_example h200-capacity/h200-cap-sglang-nocache
+    study 540 h200-cap-sglang-nocache sglang --workloads load --no-prefix-caching \
+      --load rates=8:32,search_levels=1 --resume
+  }
+  hf_cb_rest() {  # session b's hf-cb, caching on: S=0 C=32 and the S=960 levels
+    from_example h200-capacity/h200-cap-hf-cb
+    LCA_HF_CB=use_cuda_graph=true study 420 h200-cap-hf-cb hf-cb --workloads load \
+      --load levels=1:8:32,users=32,max_turns=2,rates=,search_levels=0 --resume
+  }
+  vllm_server_capacity() {  # at h200-cap-vllm's line (session a), under the bundle's interpreter
+    study 660 h200-cap-vllm-server vllm-server --workloads load --load rates=8:32,search_levels=1 \
+      --python vllm-server=/tmp/py-vllm
+  }
+  sglang_server_capacity() {
+    study 660 h200-cap-sglang-server sglang-server --workloads load --load rates=8:32,search_levels=1 \
+      --python sglang-server=/tmp/py-sgl
+  }
+  sglang_ready() {  # SGLang's install (below, in parallel with vLLM's) is done
+    until [ -f /tmp/sglang.installed ]; do sleep 5; done
   }
   if [ "$SESSION" != c ]; then  # SGLang installs as soon as its parts are staged, in parallel with vLLM's
     ( until staged sglang; do sleep 5; done; install_bundle sglang; touch /tmp/sglang.installed
@@ -61,7 +93,7 @@ queue() {
     a)
       study 420 h200-serve-vllm-server vllm-server --workloads load --load search_levels=0 \
         --python vllm-server=/tmp/py-vllm
-      until [ -f /tmp/sglang.installed ]; do sleep 5; done  # benchmark 4 alone on the host's CPUs
+      sglang_ready  # benchmark 4 alone on the host's CPUs
       PYTHONPATH=/tmp/lca-repo:/tmp/site bounded 150 "benchmark 4" python3 -m benchmarks.load_client \
         --levels 384,448,512 --seconds 6 --server-procs 8 --out "$R/load_client-h200-lean.json" | tail -n 8
       echo "== $(date -u +%T) benchmark 4 done"
@@ -69,31 +101,20 @@ queue() {
       study 660 h200-cap-sglang sglang --workloads load --load rates=8:32,search_levels=1 ;;
     b)
       study 620 h200-cap-vllm-nocache vllm --workloads load --no-prefix-caching --load rates=8:32,search_levels=1
-      until [ -f /tmp/sglang.installed ]; do sleep 5; done
+      sglang_ready
       study 620 h200-cap-sglang-nocache sglang --workloads load --no-prefix-caching --load rates=8:32,search_levels=1
       LCA_HF_CB=use_cuda_graph=true study 540 h200-cap-hf-cb hf-cb --workloads load \
         --load levels=1:8:32,users=32,max_turns=2,rates=,search_levels=0
       session_c ;;
-    e)
-      from_example h200-capacity/h200-cap-vllm-nocache  # b's three runs, each cut by its bound: what they lack
-      study 420 h200-cap-vllm-nocache vllm --workloads load --no-prefix-caching --load rates=8:32,search_levels=1 \
-        --resume
-      until [ -f /tmp/sglang.installed ]; do sleep 5; done
-      from_example h200-capacity/h200-cap-sglang-nocache
-      study 540 h200-cap-sglang-nocache sglang --workloads load --no-prefix-caching \
-        --load rates=8:32,search_levels=1 --resume
-      from_example h200-capacity/h200-cap-hf-cb
-      LCA_HF_CB=use_cuda_graph=true study 420 h200-cap-hf-cb hf-cb --workloads load \
-        --load levels=1:8:32,users=32,max_turns=2,rates=,search_levels=0 --resume
-      session_c ;;
     c)
       session_c ;;
     d)
-      study 660 h200-cap-vllm-server vllm-server --workloads load --load rates=8:32,search_levels=1 \
-        --python vllm-server=/tmp/py-vllm
-      until [ -f /tmp/sglang.installed ]; do sleep 5; done
-      study 660 h200-cap-sglang-server sglang-server --workloads load --load rates=8:32,search_levels=1 \
-        --python sglang-server=/tmp/py-sgl ;;
+      vllm_server_capacity; sglang_ready; sglang_server_capacity ;;
+    e)
+      vllm_nocache_rest; sglang_ready; sglang_nocache_rest; hf_cb_rest; session_c ;;
+    f)
+      vllm_nocache_rest; vllm_server_capacity; sglang_ready; sglang_server_capacity; sglang_nocache_rest
+      hf_cb_rest; session_c ;;
   esac
 }
 

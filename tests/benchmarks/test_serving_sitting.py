@@ -1,11 +1,11 @@
-"""The H200 sitting script still to run (benchmarks/h200/capacity_sitting.sh, sessions a to e: what
+"""The H200 sitting script still to run (benchmarks/h200/capacity_sitting.sh, sessions a to f: what
 issues #21 and #22 still owe): valid bash, each queued study's compare.py flags parse and its ``--load``
 override validates on the built-in load workloads (a typo would otherwise cost the device minutes of
 everything queued before it); the sessions run caching on and off for each engine, with rates and the
 search, hf-cb at the HF mix the committed hf-server run used, session a serves vllm-server's whole
-load before the in-process runs, and session d runs vllm-server and sglang-server at the in-process capacity
-runs' line; every queue uses the one queue library, whose deadline bounds every study and whose poll copies
-what is done."""
+load before the in-process runs, session d runs vllm-server and sglang-server at the in-process capacity
+runs' line, and session f runs e's engine resumes with d's servers; every queue uses the one queue library,
+whose deadline bounds every study and whose poll copies what is done."""
 
 from __future__ import annotations
 
@@ -89,16 +89,30 @@ def test_the_capacity_sittings_cover_each_engine_with_caching_on_and_off() -> No
     assert runs == {(b, off) for b in ("vllm", "sglang", "hf-cb") for off in (False, True)} | {
         (b, False) for b in SERVERS
     }
-    for session in "abcde":  # a run's name once a session (session e resumes b's runs under their names)
+    for session in "abcdef":  # a run's name once a session (session e resumes b's runs under their names)
         names = [name for name, _, _ in studies_in(_session(session))]
         assert len(set(names)) == len(names), session
     hf_server = json.loads(HF_SERVER_RUN.read_text())["argv"]
     assert hf_server[hf_server.index("--load") + 1] == HF_MIX
 
 
-def _session(name: str) -> str:
-    """The queue's branch for session ``name`` (continuation lines joined)."""
+def _branch(name: str) -> str:
+    """The queue's branch for session ``name`` as written (continuation lines joined)."""
     return CAPACITY.read_text().replace("\\\n", " ").split(f"    {name})", 1)[1].split(";;", 1)[0]
+
+
+def _functions() -> dict[str, str]:
+    """The run functions queue() defines (``  name() {`` ... ``  }``), each body as written."""
+    text = CAPACITY.read_text().replace("\\\n", " ")
+    return dict(re.findall(r"^  (\w+)\(\) \{(.*?)^  \}", text, flags=re.M | re.S))
+
+
+def _session(name: str) -> str:
+    """The queue's branch for session ``name`` with each call of a queue function replaced by its body, one
+    statement a line, so that its study lines read in the order they run."""
+    functions = _functions()
+    words = re.split(r"(\w+)", _branch(name).replace(";", "\n"))
+    return "".join(functions[w] + "\n" if w in functions else w for w in words)
 
 
 def test_session_d_runs_the_servers_at_the_in_process_capacity_runs_line() -> None:
@@ -125,8 +139,8 @@ def test_session_d_runs_the_servers_at_the_in_process_capacity_runs_line() -> No
     )
     text = CAPACITY.read_text()
     assert 'if [ "$SESSION" != c ]; then  # SGLang installs' in text  # session d installs both bundles
-    usage = subprocess.run(["bash", str(CAPACITY), "start", "f"], capture_output=True, text=True, cwd=ROOT)
-    assert usage.returncode == 2 and "start a|b|c|d|e" in usage.stdout
+    usage = subprocess.run(["bash", str(CAPACITY), "start", "g"], capture_output=True, text=True, cwd=ROOT)
+    assert usage.returncode == 2 and "start a|b|c|d|e|f" in usage.stdout
 
 
 def test_sessions_c_and_e_resume_the_committed_cut_runs_with_their_own_lines() -> None:
@@ -148,12 +162,36 @@ def test_sessions_c_and_e_resume_the_committed_cut_runs_with_their_own_lines() -
         assert argv[argv.index("--backend") + 1] == backend, example
     e = _session("e")  # b's runs in b's order, each put back before its resume, then c's line
     order = ["h200-cap-vllm-nocache", "h200-cap-sglang-nocache", "h200-cap-hf-cb"]
-    assert [name for name, _, _ in studies_in(e)] == order and e.rstrip().endswith("session_c")
-    assert _session("b").rstrip().endswith("session_c") and _session("c").strip() == "session_c"
+    assert [name for name, _, _ in studies_in(e)] == order + ["h200-cap-hf-cb-nocache"]
+    assert _branch("e").rstrip().endswith("session_c")
+    assert _branch("b").rstrip().endswith("session_c") and _branch("c").strip() == "session_c"
     for name in order:
         study_at = re.search(rf"study \d+ {name} ", e)
         put_back = re.search(rf"from_example h200-capacity/{name}\s", e)
         assert study_at and put_back and put_back.start() < study_at.start(), name
+
+
+def test_session_f_runs_es_engine_resumes_with_ds_servers_in_one_sitting() -> None:
+    """Session f: vLLM's resume (caching off), then vllm-server (its compile cache warm from the resume),
+    then, once SGLang is installed, sglang-server and SGLang's resume, then hf-cb's two resumes (the ones a
+    deadline cuts, resumed by e's line later): each run with the very line of the session it comes from, and
+    every run of d and e in it once."""
+    f, d, e = (studies_in(_session(x)) for x in ("f", "d", "e"))
+    assert [name for name, _, _ in f] == [
+        "h200-cap-vllm-nocache",
+        "h200-cap-vllm-server",
+        "h200-cap-sglang-server",
+        "h200-cap-sglang-nocache",
+        "h200-cap-hf-cb",
+        "h200-cap-hf-cb-nocache",
+    ]
+    assert sorted(f) == sorted(d + e)
+    body = _session("f")
+    assert body.index("h200-cap-vllm-server") < body.index("sglang.installed") < body.index("h200-cap-sglang")
+    for name in ("h200-cap-vllm-nocache", "h200-cap-sglang-nocache", "h200-cap-hf-cb"):
+        put_back = re.search(rf"from_example h200-capacity/{name}\s", body)
+        study_at = re.search(rf"study \d+ {name} ", body)
+        assert put_back and study_at and put_back.start() < study_at.start(), name
 
 
 SITTINGS = ("capacity_sitting.sh",)  # two_gpus_sitting.sh (#25, blocked) predates the library
