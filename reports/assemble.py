@@ -107,9 +107,12 @@ def slo_of(ds: Dataset, slo: dict[str, float] | None) -> tuple[dict[str, float] 
     the report, else the first run's ``compare.py --slo`` pair, else the first of the runs' named targets
     (env.json ``slo_targets``: the defaults, chat first) that has a TTFT and a TPOT limit, its percentile
     limits applied to each request (vLLM's ``--goodput``), so that goodput counts against a target the page
-    names. (None, None) for runs from before the named targets: the Load section's older default pair."""
-    from contract.slo import legacy_slo, parse_targets
-    from reports.analysis.many_users import DEFAULT_SLO
+    names. (None, None) for runs from before the named targets: the Load section's older default pair. A run
+    whose targets do not parse is passed over for the next one's and named in the source text, with its error
+    (``reports.analysis.slo_targets``)."""
+    from contract.slo import legacy_slo
+    from reports.analysis import slo_targets
+    from reports.analysis.many_users import DEFAULT_SLO, SLO_SOURCE
 
     def pair(given: dict) -> dict[str, float]:
         # a run made before --slo checked for both keys may hold one: the other comes from the default
@@ -120,15 +123,13 @@ def slo_of(ds: Dataset, slo: dict[str, float] | None) -> tuple[dict[str, float] 
     given = next((env["slo"] for env in ds.envs.values() if isinstance(env.get("slo"), dict)), None)
     if given:
         return pair(given), "set for the run (compare.py --slo)"
-    for env in ds.envs.values():
-        try:
-            targets = parse_targets(env["slo_targets"]) if env.get("slo_targets") else ()
-        except (TypeError, ValueError):
-            continue  # a run's record that does not parse: the next one's
+    runs = slo_targets.read(ds.envs)
+    passed_over = f"; {runs.note}" if runs.note else ""
+    for _, targets in runs.parsed:
         for target in targets:
             if limits := legacy_slo(target):
-                return limits, f"the run's first latency target, {target.label()}, per request"
-    return None, None
+                return limits, f"the run's first latency target, {target.label()}, per request{passed_over}"
+    return (None, f"default: {SLO_SOURCE}{passed_over}") if passed_over else (None, None)
 
 
 def assemble(

@@ -38,6 +38,7 @@ import pandas as pd
 from contract.capacity import Capacity, capacity, judge
 from contract.level_stats import LevelStats, level_stats, over_starts
 from contract.slo import DEFAULT_SPECS, Target, parse_targets, percentile
+from reports.analysis import slo_targets
 from reports.analysis.status import unreached_levels
 from reports.stats import num
 
@@ -46,16 +47,18 @@ SMALL_N = 100  # a p99 from fewer requests is close to their maximum
 
 
 def targets_of(envs: dict[str, dict]) -> tuple[Target, ...]:
-    """The run's targets (``compare.py --slo``; the first run that has them), else the defaults."""
-    specs = next((e["slo_targets"] for e in envs.values() if isinstance(e.get("slo_targets"), list)), None)
+    """The run's targets (``compare.py --slo``; the first run whose targets parse: ``slo_targets.read``, whose
+    ``note`` names a run passed over), else an older run's --slo pair, else the defaults."""
+    if (targets := slo_targets.read(envs).first) is not None:
+        return targets
     legacy = next((e["slo"] for e in envs.values() if isinstance(e.get("slo"), dict)), None)
-    if specs is None and legacy:  # a run made before named targets: its --slo pair, as the target "custom"
+    if legacy:  # a run made before named targets: its --slo pair, as the target "custom"
         pair = {"ttft_ms": 2000.0, "tpot_ms": 200.0, **{k: v for k, v in legacy.items() if num(v)}}
-        specs = [f"ttft_ms={pair['ttft_ms']:g},tpot_ms={pair['tpot_ms']:g}"]
-    try:
-        return parse_targets(specs or list(DEFAULT_SPECS))
-    except ValueError:
-        return parse_targets(list(DEFAULT_SPECS))
+        try:
+            return parse_targets([f"ttft_ms={pair['ttft_ms']:g},tpot_ms={pair['tpot_ms']:g}"])
+        except ValueError:  # a pair no --slo would take (a limit of 0 or below): the defaults, as before
+            pass
+    return parse_targets(list(DEFAULT_SPECS))
 
 
 def price_of(envs: dict[str, dict]) -> float | None:

@@ -260,11 +260,21 @@ def caveats(d: dict[str, Any], section_name: str) -> list:
     """A level that backends ran with different requests (a backend run at a scaled load, a level cut short):
     which backends ran which requests, so that each row is read against rows of its own mix only (the
     backends that share the level's first mix are compared with each other). And columns that ran with
-    prefix caching off beside columns that ran with it on: which, so that no row compares the two unawares."""
+    prefix caching off beside columns that ran with it on: which, so that no row compares the two unawares.
+    And a run whose env.json slo_targets do not parse, with its error: the targets counted against are not
+    its own."""
     from reports.analysis.caveats import Caveat
 
     steady = d["cap"]["steady"]
     out = _caching_caveats(d["cap"].get("caching_of") or {})
+    if note := d["cap"].get("targets_note"):
+        out.append(
+            Caveat(
+                "targets",
+                f"{note}: the capacity table counts against the targets it names (another run's, else "
+                "an older run's --slo pair or the defaults).",
+            )
+        )
     if steady.empty:
         return out
     for (w, m, case), g in steady.groupby(["workload", "mode", "case"], sort=False):

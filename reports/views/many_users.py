@@ -26,7 +26,7 @@ from reports.views.many_users_tables import blocks
 
 
 def _analyse(rows: pd.DataFrame, ctx, name: str) -> dict[str, Any]:  # noqa: ARG001
-    from reports.analysis import capacity
+    from reports.analysis import capacity, slo_targets
     from reports.analysis.caching import caching_ratios
     from reports.analysis.caveats import over_http
 
@@ -44,6 +44,7 @@ def _analyse(rows: pd.DataFrame, ctx, name: str) -> dict[str, Any]:  # noqa: ARG
     caching = {b: ctx.ds.run_env_of(b).get("prefix_caching", True) for b in labels}  # older runs: on
     names = {b: ctx.ds.sources.get(b, ("", b))[1] for b in labels}
     cap["caching"] = caching_ratios(cap["steady"], cap["capacity"], caching, names)
+    cap["targets_note"] = slo_targets.read(envs).note  # a run whose slo_targets do not parse, named
     cap["caching_of"] = caching  # column -> prefix caching on (True), off (False), not said (None)
     # the groups of backends that ran the same requests: one that ran other requests (the HF mix's sessions)
     # gets summary rows and chart panels of its own

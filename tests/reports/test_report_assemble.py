@@ -301,3 +301,30 @@ def test_goodput_counts_against_a_target_the_page_names() -> None:
     assert (given["ttft_ms"], given["tpot_ms"]) == (300.0, 30.0) and "this report" in source
     assert slo_of(ds({"slo": None}, {}), None) == (None, None)
     assert slo_of(ds({"slo_targets": ["batch:"]}), None) == (None, None)  # no latency target: the default
+
+
+def test_a_run_whose_targets_do_not_parse_is_named_in_the_goodput_source() -> None:
+    """A run's env.json slo_targets that do not parse are passed over for the next run's, and the source text
+    names that run with its error, instead of counting goodput against another target in silence; good runs
+    keep their source text as it was."""
+    from types import SimpleNamespace
+
+    from reports.analysis.many_users import SLO_SOURCE
+    from reports.assemble import slo_of
+
+    def ds(**envs: dict) -> SimpleNamespace:
+        return SimpleNamespace(envs=envs)
+
+    agent = ["agent:ttft_p90_ms=2000,tpot_p90_ms=100"]
+    good, source = slo_of(ds(good={"slo_targets": agent}), None)
+    assert good == {"ttft_ms": 2000.0, "tpot_ms": 100.0}
+    assert (
+        source == "the run's first latency target, agent (TTFT p90 ≤ 2000 ms, TPOT p90 ≤ 100 ms), per request"
+    )
+    after, named = slo_of(
+        ds(old={"slo_targets": ["chat:ttft_p90_ms=fast"]}, good={"slo_targets": agent}), None
+    )
+    assert after == good and named.startswith(source + "; run old's env.json slo_targets do not parse (")
+    assert "'fast' is not a number" in named and "\n" not in named
+    default, named = slo_of(ds(old={"slo_targets": [5]}), None)
+    assert default is None and named.startswith(f"default: {SLO_SOURCE}; run old's") and "[5]" in named
