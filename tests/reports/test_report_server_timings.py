@@ -46,32 +46,28 @@ def level(
     return [*out, load_level(backend, c, facts)]
 
 
+def server_timings(**figures: tuple[int, float, float, tuple[float, float]] | float) -> dict:
+    """A level's ``server_timings`` as ``backends.openai.metrics.level_timings`` writes them: per figure
+    (ttft, tpot, itl, e2e, queue) its histogram's (n, mean ms, p50 ms, the p50's bucket), or its mean
+    alone."""
+    out: dict = {}
+    for figure, value in figures.items():
+        if isinstance(value, tuple):
+            n, mean, p50, bucket = value
+            out |= {f"{figure}_n": n, f"{figure}_ms_p50": p50, f"{figure}_p50_bucket_ms": list(bucket)}
+        else:
+            mean = value
+        out[f"{figure}_ms_mean"] = mean
+    return out
+
+
 # vLLM-like: the server's TTFT 4 ms under the caller's for every request (mean 36), its p50 in the
 # first bucket (0, 100 ms], interpolated to 50: a p50 difference would read 30 − 50 = −20 ms.
-FIRST_BUCKET = {
-    "ttft_n": 5,
-    "ttft_ms_mean": 36.0,
-    "ttft_ms_p50": 50.0,
-    "ttft_p50_bucket_ms": [0.0, 100.0],
-    "tpot_n": 5,
-    "tpot_ms_mean": 10.5,
-    "tpot_ms_p50": 5.0,
-    "tpot_p50_bucket_ms": [0.0, 10.0],
-    "itl_ms_mean": 10.5,
-    "e2e_ms_mean": 70.0,
-    "queue_ms_mean": 0.25,
-}
+FIRST_BUCKET = server_timings(
+    ttft=(5, 36.0, 50.0, (0.0, 100.0)), tpot=(5, 10.5, 5.0, (0.0, 10.0)), itl=10.5, e2e=70.0, queue=0.25
+)
 # SGLang-like: a narrow TTFT bucket (20, 30], an inter-token histogram (per token), no TPOT one.
-ITL_ONLY = {
-    "ttft_n": 5,
-    "ttft_ms_mean": 37.5,
-    "ttft_ms_p50": 25.5,
-    "ttft_p50_bucket_ms": [20.0, 30.0],
-    "itl_n": 15,
-    "itl_ms_mean": 5.08,
-    "itl_ms_p50": 4.93,
-    "itl_p50_bucket_ms": [4.0, 6.0],
-}
+ITL_ONLY = server_timings(ttft=(5, 37.5, 25.5, (20.0, 30.0)), itl=(15, 5.08, 4.93, (4.0, 6.0)))
 
 
 def levels_of(tmp_path, rows):
