@@ -1,8 +1,11 @@
 """What prefix caching buys: one backend measured with its prefix cache on and off (two runs,
 ``--no-prefix-caching``), as ratios at the same levels (tok/s on ÷ off, TTFT p50 off ÷ on, where the two
 ran the same requests) and per target, capacity on ÷ off, from the level and capacity rows of
-``reports.analysis.capacity``. A floor on one side bounds the ratio from that side; floors on both sides
-give none; each side's planned levels above its capacity that never ran are kept for the page to name.
+``reports.analysis.capacity``. A tok/s ratio whose two bootstrap intervals overlap is marked as within the
+spread: the study's rule names a difference only where the gap exceeds it (the S=0 control, and open-loop
+levels of a few dozen requests, are that). A floor on one side bounds the ratio from that side; floors on
+both sides give none; each side's planned levels above its capacity that never ran are kept for the page to
+name.
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ def caching_ratios(
                     "case": key[2],
                     "what": "level",
                     "tps_ratio": _ratio(a["output_tps"], z["output_tps"]) if same else None,
+                    "tps_within_spread": _overlap(a, z) if same else None,
                     "ttft_ratio": _ratio(z["ttft_p50"], a["ttft_p50"]) if same else None,
                     "same_mix": same,
                 }
@@ -92,6 +96,14 @@ def capacity_bound(on: str, off: str) -> str:
     if on == off == "floor":
         return "both floors"
     return "at least" if on == "floor" else "at most" if off == "floor" else "ratio"
+
+
+def _overlap(a: pd.Series, b: pd.Series) -> bool | None:
+    """Whether two levels' output tok/s intervals overlap; None where either has none."""
+    lo_a, hi_a, lo_b, hi_b = (num(x.get(k)) for x in (a, b) for k in ("output_tps_lo", "output_tps_hi"))
+    if None in (lo_a, hi_a, lo_b, hi_b):
+        return None
+    return lo_a <= hi_b and lo_b <= hi_a
 
 
 def _ratio(a: Any, b: Any) -> float | None:
