@@ -27,9 +27,9 @@
 #   (the same requests as h200-cap-vllm / h200-cap-sglang at every level both run: test_load_same_mix.py).
 # Session f (both bundles): e's vLLM and SGLang resumes with d's servers in one sitting, the servers first on each
 #   engine after vLLM's resume (vLLM's compile cache is warm for vllm-server from the resume's start), then e's hf-cb
-#   resumes: est. 2.5 installs + vLLM's resume ~4.5 + vllm-server ~6.5 + sglang-server ~7.2 + SGLang's resume ~4 =
-#   ~25 of 28.5 minutes; what the deadline cuts (hf-cb's two resumes at least) is resumed by session e's line in a
-#   later session (docs/capacity.md, "Session f").
+#   resumes. It ran 2026-12-02 (commit 2d19b89): 2.5 installs + vLLM's resume 4.0 + vllm-server 8.5 + sglang-server
+#   9.9 + SGLang's resume 4.2, cut by the deadline inside S=960's search level; hf-cb's resumes not started. Session
+#   e's line resumes what is left (docs/capacity.md, "Session f as run").
 # vLLM and SGLang: the built-in load with Poisson rates 8 and 32 (requests/s for the fixed shapes, new sessions/s for
 # the sessions) and the capacity search (1 level per variant and loop), in process and as servers (d); hf-cb: the HF
 # mix (whole levels at its speed, no search, no rates; docs/capacity.md, "The HF mix"). Minutes as measured

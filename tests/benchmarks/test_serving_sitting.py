@@ -157,7 +157,8 @@ def test_sessions_c_and_e_resume_the_committed_cut_runs_with_their_own_lines() -
         assert (run / "run.json").is_file() and (run / "records.jsonl.gz").is_file(), example
         backend, flags = resumed[run.name]
         argv = json.loads((run / "env.json").read_text())["argv"]
-        committed = argv[argv.index("--workloads") :]  # what study.sh's caller gave (study.sh adds the rest)
+        # what study.sh's caller gave (study.sh adds the rest); a run resumed once records its --resume
+        committed = [f for f in argv[argv.index("--workloads") :] if f != "--resume"]
         assert [f for f in flags if f != "--resume"] == committed, example
         assert argv[argv.index("--backend") + 1] == backend, example
     e = _session("e")  # b's runs in b's order, each put back before its resume, then c's line

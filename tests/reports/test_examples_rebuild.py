@@ -42,9 +42,9 @@ BUILDS = {
         [],
     ),
     "h200-serving": (["h200-serve-vllm-server", "h200-serve-sglang-server", "h200-serve-hf-server"], []),
-    "h200-capacity": (  # the in-process runs beside the serving example's (its folder's runs, not copies)
+    "h200-capacity": (  # the in-process runs, the servers' capacity runs, and the serving example's hf-server
         [f"h200-cap-{b}{c}" for c in ("", "-nocache") for b in ("vllm", "sglang", "hf-cb")]
-        + [f"../h200-serving/h200-serve-{b}" for b in ("vllm-server", "sglang-server", "hf-server")],
+        + ["h200-cap-vllm-server", "h200-cap-sglang-server", "../h200-serving/h200-serve-hf-server"],
         [],
     ),
 }
