@@ -57,6 +57,7 @@ def caching_ratios(
                     # throughput only (the level of peak tok/s is no capacity: the level rows say), or one
                     # side never ran the variant (its row says so)
                     continue
+                bound = capacity_bound(a["bound"], z["bound"])
                 rows.append(
                     {
                         "backend": name,
@@ -64,8 +65,10 @@ def caching_ratios(
                         "mode": key[1],
                         "case": f"{key[2]} · {key[3]}",
                         "what": "capacity",
-                        "capacity_ratio": _ratio(a["value"], z["value"]),
-                        "capacity_bound": capacity_bound(a["bound"], z["bound"]),
+                        "capacity_ratio": _capacity_ratio(a, z, bound),
+                        "capacity_bound": bound,
+                        # where a side met the target at no level: the lowest level it missed at (on, off)
+                        "capacity_missed_at": (a["next_up"], z["next_up"]),
                         "capacity_floors": (a["value"], z["value"])
                         if a["bound"] == z["bound"] == "floor"
                         else None,
@@ -91,11 +94,26 @@ def _on_and_off(
 
 def capacity_bound(on: str, off: str) -> str:
     """What capacity on ÷ off is, from the two capacities' bounds: a ratio, at least or at most one (a floor,
-    "every level met it" or the run stopped before the next planned level, on one side), or none (floors on
-    both sides: their quotient says nothing)."""
+    "every level met it" or the run stopped before the next planned level, on one side), more or less than
+    one where a side met the target at no level (its capacity is below the lowest level it missed at,
+    whatever the other side's bound), or none (floors on both sides, or no level met on either: their
+    quotient says nothing)."""
     if on == off == "floor":
         return "both floors"
+    if on == off == "none":
+        return "both none"
+    if "none" in (on, off):
+        return "more than" if off == "none" else "less than"
     return "at least" if on == "floor" else "at most" if off == "floor" else "ratio"
+
+
+def _capacity_ratio(on: pd.Series, off: pd.Series, bound: str) -> float | None:
+    """Capacity on ÷ off; where a side held no level, the bound from the level it missed at."""
+    if bound == "more than":
+        return _ratio(on["value"], off["next_up"])
+    if bound == "less than":
+        return _ratio(on["next_up"], off["value"])
+    return None if bound == "both none" else _ratio(on["value"], off["value"])
 
 
 def _overlap(a: pd.Series, b: pd.Series) -> bool | None:

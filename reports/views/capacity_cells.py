@@ -76,9 +76,10 @@ def capacity_text(r: dict) -> str:
 
 def capacity_ratio_text(r: dict) -> str:
     """Capacity on ÷ off: the ratio, '≥' or '≤' where a floor on one side bounds it (with that side's planned
-    levels above it that did not run), and no number where both are floors (every level met the target with
-    the cache on and off, or a side's run stopped before its next planned level: that side's levels not run
-    are named, never read as met)."""
+    levels above it that did not run), '>' or '<' where a side met the target at no level (the ratio to the
+    level it missed at), and no number where neither met it, or both are floors (every level met the target
+    with the cache on and off, or a side's run stopped before its next planned level: that side's levels not
+    run are named, never read as met)."""
     bound = fmt.text(r.get("capacity_bound"))
     if bound == "both floors":
         on, off = r["capacity_floors"]
@@ -95,7 +96,15 @@ def capacity_ratio_text(r: dict) -> str:
             for side, xs in zip(("on", "off"), cut, strict=True)
         ]
         return f"– ({both}: {'; '.join(sides)})"
+    missed = r.get("capacity_missed_at")
+    missed = tuple(missed) if isinstance(missed, list | tuple) and len(missed) == 2 else (None, None)
+    if bound == "both none":
+        return f"– (neither met it: missed at {level_text(r, missed[0])} on, {level_text(r, missed[1])} off)"
     ratio = fmt.n(r.get("capacity_ratio"), 2)
+    if bound in ("more than", "less than") and ratio != "–":
+        side = 1 if bound == "more than" else 0  # the side that met it at no level
+        why = f"{('on', 'off')[side]}: none, missed at {level_text(r, missed[side])}"
+        return f"{'>' if bound == 'more than' else '<'} {ratio} ({why})"
     if ratio == "–" or bound in ("", "ratio"):
         return ratio
     side = 0 if bound == "at least" else 1  # the floor's side: on bounds it from below, off from above

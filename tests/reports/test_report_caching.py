@@ -49,3 +49,42 @@ def test_levels_of_other_requests_give_no_ratio_and_no_mark() -> None:
     ratios = caching_ratios(steady, pd.DataFrame(), {"on": True, "off": False}, {"on": "vllm", "off": "vllm"})
     (row,) = ratios.to_dict("records")
     assert row["tps_within_spread"] is None and caching_table(ratios).rows[0][3] == "other mix"
+
+
+def _capacity(backend: str, value: float | None, bound: str, next_up: float | None) -> dict:
+    return {
+        "backend": backend,
+        "workload": "load-sessions",
+        "mode": "sessions",
+        "loop": "open",
+        "target": "chat",
+        "value": value,
+        "bound": bound,
+        "next_up": next_up,
+        "not_run": [],
+        "rate_unit": "sessions/s",
+    }
+
+
+@pytest.mark.parametrize(
+    ("on", "off", "cell"),
+    [
+        # the H200's vLLM sessions, chat, open loop: >= 32 sessions/s on, none (missed at 4) off: read '–'
+        ((32.0, "floor", None), (None, "none", 4.0), "> 8.00 (off: none, missed at 4 sessions/s)"),
+        ((16.0, "bracket", 32.0), (None, "none", 4.0), "> 4.00 (off: none, missed at 4 sessions/s)"),
+        ((None, "none", 8.0), (16.0, "bracket", 32.0), "< 0.50 (on: none, missed at 8 sessions/s)"),
+        (
+            (None, "none", 8.0),
+            (None, "none", 4.0),
+            "– (neither met it: missed at 8 sessions/s on, 4 sessions/s off)",
+        ),
+    ],
+)
+def test_a_side_that_met_the_target_at_no_level_bounds_the_capacity_ratio(on, off, cell) -> None:
+    caps = pd.DataFrame([_capacity("on", *on), _capacity("off", *off)])
+    steady = pd.DataFrame(
+        [_level("on", "C=8", 900.0, 800.0, 1000.0), _level("off", "C=8", 800.0, 700.0, 900.0)]
+    )
+    ratios = caching_ratios(steady, caps, {"on": True, "off": False}, {"on": "vllm", "off": "vllm"})
+    (capacity_row,) = [r for r in caching_table(ratios).rows if r[2] == "open · chat"]
+    assert capacity_row[5] == cell
