@@ -18,6 +18,7 @@ import threading
 import time
 from http.server import ThreadingHTTPServer
 from pathlib import Path
+from typing import NoReturn
 
 from backends.openai.servers import LaunchedServerBackend
 from tests.harness.fakes import JsonHandler
@@ -70,8 +71,7 @@ class _Streaming(JsonHandler):
             }
             self._send(f"data: {json.dumps(chunk)}\n\n".encode())
             if number > self.serve:
-                print(f"dying in the middle of completion {number}", flush=True)
-                os._exit(EXIT_CODE)
+                die(number)
             time.sleep(STEP_S)
         usage = {
             "id": f"r{number}",
@@ -88,6 +88,20 @@ class _Streaming(JsonHandler):
         self._send(f"data: {json.dumps(usage)}\n\ndata: [DONE]\n\n".encode())
         if self.chunked:
             self.wfile.write(b"0\r\n\r\n")
+
+
+def die(number: int) -> NoReturn:
+    """Say which completion the server dies in, then end the whole process at once (``os._exit``: no
+    clean-up, every stream in flight is cut).
+
+    The line goes to the log in one ``write(2)`` of whole bytes, not through ``print``: with
+    ``PYTHONUNBUFFERED=1`` (set where the suite runs) ``print`` writes the text and its newline in two
+    calls, and another handler thread's traceback (``socketserver`` prints one for every connection the
+    client resets, on the same log) could land between them and split the line. One write to the log,
+    which the harness opens for appending, cannot be split; it is done before ``os._exit``, so it is
+    in the file before the process is reaped."""
+    os.write(sys.stdout.fileno(), f"dying in the middle of completion {number}\n".encode())
+    os._exit(EXIT_CODE)
 
 
 class DyingServerBackend(LaunchedServerBackend):
