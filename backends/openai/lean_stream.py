@@ -18,6 +18,10 @@ through :class:`LeanClient` instead:
   Chunks that come in one read reached this process together; stamping each as it is parsed would
   add the parse time of the chunks before it, which is the client's, not the server's. A line cut
   across two reads is stamped by the read that completes it.
+- **Connections are kept**: after ``data: [DONE]`` the body is read to its end (``_drain``), as ``vllm
+  bench serve`` reads it, so that aiohttp returns the connection to the pool; released with the end
+  unread, it closes it, and the worker's next request pays a new connection (docs/serving-load.md: against
+  uvicorn the end had mostly come already; it matters where it comes late).
 - **No cookie jar** (``DummyCookieJar``): no server of the study sets cookies, and the default jar's
   work per request and per response sits on the path from the response headers to the first read.
   That path matters: a request whose headers the client took in only after the server had sent its
@@ -40,6 +44,7 @@ choices, an error object in the stream, a stream that ended without a finish rea
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field
 from time import perf_counter
 from typing import Any
@@ -53,6 +58,25 @@ from backends.openai.json_codec import Codec, choose
 CODEC = choose()  # orjson, msgspec or json: see json_codec.py
 
 EXTENSIONS = ("vllm", "sglang")  # servers that take token-id prompts, ignore_eos and return_token_ids
+
+
+DRAIN_S = 1.0  # how long the body's end may take after [DONE] before the connection is given up
+
+
+async def _drain(content: aiohttp.StreamReader) -> None:
+    """Read what follows ``data: [DONE]`` up to the body's end (a chunked body's last, empty chunk), for at
+    most ``DRAIN_S``. aiohttp returns a connection to the pool only where its response was read to the end:
+    released after [DONE] with the end still unread, it closes the connection, and the next request of
+    that worker opens a new one, a TCP handshake and an accept on the server's event loop that a real client
+    keeping its connection does not cost. uvicorn sends the end in a write of its own after [DONE]; where
+    it comes in a later read (a server's loop under load), the drain waits for it, as ``vllm bench serve``
+    does (its read loop ends with the body). A server that keeps the body open past ``DRAIN_S`` gets a
+    closed connection, not a request that hangs."""
+    try:
+        async with asyncio.timeout(DRAIN_S):
+            await content.read()
+    except TimeoutError:
+        pass
 
 
 class StreamFault(RuntimeError):
@@ -143,6 +167,7 @@ class LeanClient:
             content = resp.content
             while data := await content.readany():  # whatever the socket has: one wake-up per read
                 if reader.feed(data, perf_counter()):
+                    await _drain(content)  # the body's end, so that the connection is kept
                     break
             else:
                 reader.feed(b"\n", perf_counter())  # the end of the stream ends a last line left open

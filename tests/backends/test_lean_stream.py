@@ -225,3 +225,64 @@ def test_a_server_that_dies_mid_level_is_named_in_each_error(tiny_model_dir) -> 
     assert all(
         e and e.startswith("RuntimeError: the server exited with -9; see its log (") for e in errors
     ), errors
+
+
+async def _split_end_server(connections: list[int], end_after_s: float):
+    """A keep-alive HTTP/1.1 server that streams one SSE chunk and ``data: [DONE]``, then sends the chunked
+    body's end in a write of its own ``end_after_s`` later, as uvicorn does; counts the connections it
+    accepts."""
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        connections.append(1)
+        while head := await reader.readuntil(b"\r\n\r\n"):
+            length = next(
+                int(line.split(b":")[1])
+                for line in head.split(b"\r\n")
+                if line.lower().startswith(b"content-length")
+            )
+            await reader.readexactly(length)
+            writer.write(
+                b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+            )
+            choice = {"index": 0, "text": "x", "finish_reason": "length"}
+            usage = {"prompt_tokens": 4, "completion_tokens": 1, "total_tokens": 5}
+            for event in (json.dumps({"choices": [choice], "usage": usage}), "[DONE]"):
+                data = f"data: {event}\n\n".encode()
+                writer.write(b"%x\r\n%s\r\n" % (len(data), data))
+            await writer.drain()
+            await asyncio.sleep(end_after_s)
+            writer.write(b"0\r\n\r\n")
+            await writer.drain()
+
+    return await asyncio.start_server(handle, "127.0.0.1", 0)
+
+
+@pytest.mark.parametrize("end_after_s", [0.02, 2.0])
+def test_the_client_keeps_its_connection_when_the_body_ends_in_a_later_write(
+    end_after_s, monkeypatch
+) -> None:
+    """After [DONE] the client reads the body to its end, so that aiohttp keeps the connection: five
+    requests in a row, one connection (released with the end unread, aiohttp closed it: five). A server
+    whose end comes later than the client waits for (2 s, past ``DRAIN_S``, here 0.5 s) costs a new
+    connection a request, and no request hangs or fails."""
+    from backends.openai import lean_stream
+
+    monkeypatch.setattr(lean_stream, "DRAIN_S", 0.5)
+    connections: list[int] = []
+
+    async def five() -> list:
+        server = await _split_end_server(connections, end_after_s)
+        port = server.sockets[0].getsockname()[1]
+        client = LeanClientSpec(base_url=f"http://127.0.0.1:{port}/v1", model="m").build()
+        try:
+            return [
+                await client.stream(Request(prompt_ids=prompt(4), max_new_tokens=1), TokenClock(lambda: None))
+                for _ in range(5)
+            ]
+        finally:
+            await client.aclose()
+            server.close()
+
+    outputs = asyncio.run(five())
+    assert [o.finish_reason for o in outputs] == ["length"] * 5
+    assert len(connections) == (1 if end_after_s < lean_stream.DRAIN_S else 5)
