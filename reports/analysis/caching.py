@@ -14,7 +14,7 @@ from typing import Any
 
 import pandas as pd
 
-from reports.analysis.capacity import not_run_between
+from reports.analysis.capacity import not_run_between, tps_above
 from reports.stats import num
 
 
@@ -117,11 +117,10 @@ def _capacity_ratio(on: pd.Series, off: pd.Series, bound: str) -> float | None:
 
 
 def _overlap(a: pd.Series, b: pd.Series) -> bool | None:
-    """Whether two levels' output tok/s intervals overlap; None where either has none."""
-    lo_a, hi_a, lo_b, hi_b = (num(x.get(k)) for x in (a, b) for k in ("output_tps_lo", "output_tps_hi"))
-    if None in (lo_a, hi_a, lo_b, hi_b):
-        return None
-    return lo_a <= hi_b and lo_b <= hi_a
+    """Whether two levels' output tok/s intervals overlap (neither lies wholly above the other); None where
+    either has none."""
+    above = (tps_above(a, b), tps_above(b, a))
+    return None if None in above else not any(above)
 
 
 def _ratio(a: Any, b: Any) -> float | None:

@@ -179,6 +179,14 @@ def level_row(key: tuple, rows: list[dict], facts: dict, stats: LevelStats) -> d
     }
 
 
+def tps_above(a: Any, b: Any) -> bool | None:
+    """Whether level row ``a``'s output tok/s interval (``output_tps_lo``-``hi``; a dict or a Series) lies
+    wholly above ``b``'s; None where either bound is missing. The one reading of "beyond the spread within a
+    run" for level rows: the throughput verdict and the caching ratios both use it."""
+    lo, hi = num(a.get("output_tps_lo")), num(b.get("output_tps_hi"))
+    return None if lo is None or hi is None else lo > hi
+
+
 def _failed(r: dict) -> bool:
     e = r.get("error")
     return e is not None and e == e
@@ -265,8 +273,8 @@ def not_run_levels(unreached: list[tuple[str, str, str]]) -> dict[tuple[str, str
 
 
 def known(x: object) -> bool:
-    """A value that is there: neither None nor NaN."""
-    return x is not None and x == x
+    """A value that is there: neither None nor NaN (``reports.stats.num``'s reading of a missing number)."""
+    return num(x) is not None
 
 
 def not_run_between(r: dict, lo: object = None, hi: object = None) -> list[float]:

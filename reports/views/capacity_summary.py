@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from reports import fmt
-from reports.analysis.capacity import mix_classes
+from reports.analysis.capacity import mix_classes, tps_above
 from reports.stats import StartStat, rank, verdict
 from reports.views.capacity_cells import capacity_text
 from reports.views.mix_groups import by_class, mix_label
@@ -103,8 +103,7 @@ def throughput_verdict(top: dict[str, Any], second: dict[str, Any]) -> tuple[str
     rule and ``reports.stats.verdict``'s words, as for every ranked figure: two or more starts each, every
     start of the faster ahead of every start of the other, the gap beyond the wider range of per-start
     tok/s. One start each leaves the spread between starts unmeasured: not decided."""
-    lo, hi = top.get("output_tps_lo"), second.get("output_tps_hi")
-    if lo is None or hi is None or lo != lo or hi != hi or not lo > hi:
+    if not tps_above(top, second):  # overlapping, or an interval missing
         return None, "within the intervals: not ranked"
     stats = {r["backend"]: _over_starts(r) for r in (top, second)}
     return verdict(rank(stats, higher=True), "the intervals")
