@@ -166,10 +166,7 @@ def test_sessions_c_and_e_resume_the_committed_cut_runs_with_their_own_lines() -
     assert [name for name, _, _ in studies_in(e)] == order + ["h200-cap-hf-cb-nocache"]
     assert _branch("e").rstrip().endswith("session_c")
     assert _branch("b").rstrip().endswith("session_c") and _branch("c").strip() == "session_c"
-    for name in order:
-        study_at = re.search(rf"study \d+ {name} ", e)
-        put_back = re.search(rf"from_example h200-capacity/{name}\s", e)
-        assert study_at and put_back and put_back.start() < study_at.start(), name
+    _put_back_before_resumed(e, order)
 
 
 def test_session_f_runs_es_engine_resumes_with_ds_servers_in_one_sitting() -> None:
@@ -189,7 +186,12 @@ def test_session_f_runs_es_engine_resumes_with_ds_servers_in_one_sitting() -> No
     assert sorted(f) == sorted(d + e)
     body = _session("f")
     assert body.index("h200-cap-vllm-server") < body.index("sglang.installed") < body.index("h200-cap-sglang")
-    for name in ("h200-cap-vllm-nocache", "h200-cap-sglang-nocache", "h200-cap-hf-cb"):
+    _put_back_before_resumed(body, ["h200-cap-vllm-nocache", "h200-cap-sglang-nocache", "h200-cap-hf-cb"])
+
+
+def _put_back_before_resumed(body: str, names: list[str]) -> None:
+    """Each of ``names`` is put back from its committed example before the study line that resumes it."""
+    for name in names:
         put_back = re.search(rf"from_example h200-capacity/{name}\s", body)
         study_at = re.search(rf"study \d+ {name} ", body)
         assert put_back and study_at and put_back.start() < study_at.start(), name
