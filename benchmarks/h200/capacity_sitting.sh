@@ -3,7 +3,7 @@
 # H200: the capacity sessions"): one background queue (setsid: it outlives the device call that starts it) while later
 # calls stage the bundle parts (benchmarks/h200/README.md, "The capacity sittings").
 #
-#   bash benchmarks/h200/capacity_sitting.sh start a|b|c|d|e|f [SECONDS]  # first call (carrying .gpu/vllm/c01);
+#   bash benchmarks/h200/capacity_sitting.sh start a|b|c|d|e|f|g [SECONDS]  # first call (carrying .gpu/vllm/c01);
 #                                             # SECONDS: the device time the queue may use (default 1710)
 #   bash benchmarks/h200/capacity_sitting.sh poll [S]  # later calls: wait up to S seconds, copy what is done to $OUT
 #
@@ -30,6 +30,12 @@
 #   resumes. It ran 2026-12-02 (commit 2d19b89): 2.5 installs + vLLM's resume 4.0 + vllm-server 8.5 + sglang-server
 #   9.9 + SGLang's resume 4.2, cut by the deadline inside S=960's search level; hf-cb's resumes not started. Session
 #   e's line resumes what is left (docs/capacity.md, "Session f as run").
+# Session g (both bundles): what f left, hf-cb first. vLLM's resume is whole (f), so g has no vLLM engine: the vLLM
+#   bundle is still installed first (it carries the harness's own packages and xgrammar), then hf-cb's two resumes
+#   run while SGLang's parts are staged, then SGLang's resume (caching off: S=960's search level and its rates), then
+#   a third start of sglang-server at its C = 128 levels (its two starts disagree at S=960 C=128: 5,566 and 7,735
+#   tok/s; the same requests as h200-cap-sglang-server's C = 128 levels). Est. 2.5 installs + hf-cb ~6.3 + c's ~4.5 +
+#   SGLang ~4.5 (its 68 s start) + sglang-server ~5 (its 170 s start) = ~23 minutes (docs/capacity.md, "Session g").
 # vLLM and SGLang: the built-in load with Poisson rates 8 and 32 (requests/s for the fixed shapes, new sessions/s for
 # the sessions) and the capacity search (1 level per variant and loop), in process and as servers (d); hf-cb: the HF
 # mix (whole levels at its speed, no search, no rates; docs/capacity.md, "The HF mix"). Minutes as measured
@@ -37,13 +43,14 @@
 # rest ~4; d est. ~18 (2.5 installs, vllm-server ~7.5 with its 145 s start, sglang-server ~7.5); what the deadline
 # cuts is resumed the same way in a later session. Results: /tmp/results/*.
 set -uo pipefail
-mode=${1:?usage: capacity_sitting.sh start a|b|c|d|e|f [seconds] | poll [seconds]}
+mode=${1:?usage: capacity_sitting.sh start a|b|c|d|e|f|g [seconds] | poll [seconds]}
 source benchmarks/h200/queue_lib.sh  # nparts, staged, install_bundle, study, bound, sitting_*
 
-if [ "$mode" = poll ]; then sitting_poll "${2:-0}" "h200-cap-*.tgz" "h200-serve-*.tgz" "load_client-*.json"; exit 0; fi
+if [ "$mode" = poll ]; then sitting_poll "${2:-0}" "h200-cap-*.tgz" "h200-serve-*.tgz" "h200-starts-*.tgz" \
+  "load_client-*.json"; exit 0; fi
 session=${2:-}
-[ "$mode" = start ] && [[ $session =~ ^[abcdef]$ ]] \
-  || { echo "usage: capacity_sitting.sh start a|b|c|d|e|f [seconds] | poll [seconds]"; exit 2; }
+[ "$mode" = start ] && [[ $session =~ ^[abcdefg]$ ]] \
+  || { echo "usage: capacity_sitting.sh start a|b|c|d|e|f|g [seconds] | poll [seconds]"; exit 2; }
 sitting_start "${3:-1710}"
 export SESSION=$session
 
@@ -77,6 +84,10 @@ queue() {
   }
   sglang_server_capacity() {
     study 660 h200-cap-sglang-server sglang-server --workloads load --load rates=8:32,search_levels=1 \
+      --python sglang-server=/tmp/py-sgl
+  }
+  sglang_server_start3() {  # sglang-server's C = 128 levels once more, its capacity line's requests
+    study 420 h200-starts-sglang-server sglang-server --workloads load --load levels=128,rates=,search_levels=0 \
       --python sglang-server=/tmp/py-sgl
   }
   sglang_ready() {  # SGLang's install (below, in parallel with vLLM's) is done
@@ -115,6 +126,8 @@ queue() {
     f)
       vllm_nocache_rest; vllm_server_capacity; sglang_ready; sglang_server_capacity; sglang_nocache_rest
       hf_cb_rest; session_c ;;
+    g)
+      hf_cb_rest; session_c; sglang_ready; sglang_nocache_rest; sglang_server_start3 ;;
   esac
 }
 

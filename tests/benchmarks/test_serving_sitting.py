@@ -89,7 +89,7 @@ def test_the_capacity_sittings_cover_each_engine_with_caching_on_and_off() -> No
     assert runs == {(b, off) for b in ("vllm", "sglang", "hf-cb") for off in (False, True)} | {
         (b, False) for b in SERVERS
     }
-    for session in "abcdef":  # a run's name once a session (session e resumes b's runs under their names)
+    for session in "abcdefg":  # a run's name once a session (session e resumes b's runs under their names)
         names = [name for name, _, _ in studies_in(_session(session))]
         assert len(set(names)) == len(names), session
     hf_server = json.loads(HF_SERVER_RUN.read_text())["argv"]
@@ -139,8 +139,8 @@ def test_session_d_runs_the_servers_at_the_in_process_capacity_runs_line() -> No
     )
     text = CAPACITY.read_text()
     assert 'if [ "$SESSION" != c ]; then  # SGLang installs' in text  # session d installs both bundles
-    usage = subprocess.run(["bash", str(CAPACITY), "start", "g"], capture_output=True, text=True, cwd=ROOT)
-    assert usage.returncode == 2 and "start a|b|c|d|e|f" in usage.stdout
+    usage = subprocess.run(["bash", str(CAPACITY), "start", "h"], capture_output=True, text=True, cwd=ROOT)
+    assert usage.returncode == 2 and "start a|b|c|d|e|f|g" in usage.stdout
 
 
 def test_sessions_c_and_e_resume_the_committed_cut_runs_with_their_own_lines() -> None:
@@ -187,6 +187,38 @@ def test_session_f_runs_es_engine_resumes_with_ds_servers_in_one_sitting() -> No
     body = _session("f")
     assert body.index("h200-cap-vllm-server") < body.index("sglang.installed") < body.index("h200-cap-sglang")
     _put_back_before_resumed(body, ["h200-cap-vllm-nocache", "h200-cap-sglang-nocache", "h200-cap-hf-cb"])
+
+
+def test_session_g_runs_what_f_left_hf_cb_first_then_sglang_and_a_third_server_start() -> None:
+    """Session g: the runs f left (hf-cb's two resumes, SGLang's resume with caching off), each with the line
+    of the session it comes from and put back before it; hf-cb first (it needs no SGLang, so it runs while
+    SGLang's parts are staged), SGLang's runs only once SGLang is installed; then sglang-server's C = 128
+    levels at its capacity run's line but for the levels (the same requests at C = 128), under a name the
+    poll copies."""
+    g, e, d = (studies_in(_session(x)) for x in ("g", "e", "d"))
+    assert [name for name, _, _ in g] == [
+        "h200-cap-hf-cb",
+        "h200-cap-hf-cb-nocache",
+        "h200-cap-sglang-nocache",
+        "h200-starts-sglang-server",
+    ]
+    assert sorted(g[:3]) == sorted(run for run in e if run[0] != "h200-cap-vllm-nocache")  # f made it whole
+    body = _session("g")
+    hf_cb, installed = body.index("h200-cap-hf-cb-nocache "), body.index("sglang.installed")
+    assert hf_cb < installed < body.index("h200-cap-sglang")
+    _put_back_before_resumed(body, ["h200-cap-hf-cb", "h200-cap-hf-cb-nocache", "h200-cap-sglang-nocache"])
+    third, server = g[3], next(run for run in d if run[1] == "sglang-server")
+    assert third[1] == server[1] == "sglang-server"
+    load = dict(kv.split("=", 1) for kv in third[2][third[2].index("--load") + 1].split(","))
+    line = dict(kv.split("=", 1) for kv in server[2][server[2].index("--load") + 1].split(","))
+    assert load == {"levels": "128", "rates": "", "search_levels": "0"} and "levels" not in line
+    assert _without_load(third[2]) == _without_load(server[2])
+    assert "h200-starts-*.tgz" in CAPACITY.read_text()  # the poll copies its archive
+
+
+def _without_load(flags: list[str]) -> list[str]:
+    """``flags`` with the value of ``--load`` left out."""
+    return [f for i, f in enumerate(flags) if i == 0 or flags[i - 1] != "--load"]
 
 
 def _put_back_before_resumed(body: str, names: list[str]) -> None:
