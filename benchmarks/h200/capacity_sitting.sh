@@ -36,6 +36,8 @@
 #   a third start of sglang-server at its C = 128 levels (its two starts disagree at S=960 C=128: 5,566 and 7,735
 #   tok/s; the same requests as h200-cap-sglang-server's C = 128 levels). Est. 2.5 installs + hf-cb ~6.3 + c's ~4.5 +
 #   SGLang ~4.5 (its 68 s start) + sglang-server ~5 (its 170 s start) = ~23 minutes (docs/capacity.md, "Session g").
+#   It ran 2026-12-02 (commit d6db126): hf-cb's resume with the cache whole (6.0 minutes), then the machine was lost
+#   (a call came after its 30 s idle release). Run `start g` again: the whole resume starts no engine.
 # vLLM and SGLang: the built-in load with Poisson rates 8 and 32 (requests/s for the fixed shapes, new sessions/s for
 # the sessions) and the capacity search (1 level per variant and loop), in process and as servers (d); hf-cb: the HF
 # mix (whole levels at its speed, no search, no rates; docs/capacity.md, "The HF mix"). Minutes as measured
@@ -47,7 +49,7 @@ mode=${1:?usage: capacity_sitting.sh start a|b|c|d|e|f|g [seconds] | poll [secon
 source benchmarks/h200/queue_lib.sh  # nparts, staged, install_bundle, study, bound, sitting_*
 
 if [ "$mode" = poll ]; then sitting_poll "${2:-0}" "h200-cap-*.tgz" "h200-serve-*.tgz" "h200-starts-*.tgz" \
-  "load_client-*.json"; exit 0; fi
+  "load_client-*.json"; exit $?; fi
 session=${2:-}
 [ "$mode" = start ] && [[ $session =~ ^[abcdefg]$ ]] \
   || { echo "usage: capacity_sitting.sh start a|b|c|d|e|f|g [seconds] | poll [seconds]"; exit 2; }

@@ -40,7 +40,9 @@ study() {
 #                            minutes less the machine's start and the last poll's copy). Pass less when the
 #                            session has less left (the lease's budget_left_s minus ~90).
 #   sitting_launch           run the script's queue() under setsid (it outlives the call), log $R/queue.log
-#   sitting_poll S GLOB...   later calls: wait up to S s for the queue, print its milestones, copy GLOBs + the log
+#   sitting_poll S GLOB...   later calls: wait up to S s for the queue, print its milestones, copy GLOBs + the log;
+#                            on a machine with no queue (the last one was given back: a call came more than 30 s
+#                            after the one before) it says so and returns 3 at once, not after S s of device time
 #   bound T                  T, or what is left before DEADLINE less 30 s when that is less (a study cut by the
 #                            deadline still leaves its archive; one started after the deadline would leave none)
 #   left_for T NAME          LEFT=$(bound T); under 90 s, a "NAME not started" line and false (study, bounded)
@@ -76,6 +78,10 @@ sitting_launch() {
 }
 sitting_poll() {
   local end=$(( $(date +%s) + ${1:-0} )) glob; shift
+  if [ ! -f "$R/queue.log" ]; then  # a fresh machine: the last was given back, its queue and results with it
+    echo "no queue on this machine ($R/queue.log missing): the machine that ran it was given back; start again"
+    return 3
+  fi
   while [ "$(date +%s)" -lt "$end" ] && [ ! -f "$R/queue.done" ]; do sleep 5; done
   grep -E "^(commit|exit|==|deadline)|ready in|bench C=|Error|error:" "$R/queue.log" | tail -n 50
   ls /tmp/stage-* 2>/dev/null | tr '\n' ' '; echo

@@ -15,6 +15,7 @@ import re
 import shlex
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -336,3 +337,20 @@ def test_a_poll_copies_what_is_done_and_the_queue_log(tmp_path: Path) -> None:
     done = _bash('sitting_poll 60 "h200-cap-*.tgz" "proof-*.tgz"', R=str(results), OUT=str(out))
     assert done.returncode == 0 and "vllm installed" in done.stdout
     assert sorted(p.name for p in out.iterdir()) == ["h200-cap-vllm.tgz", "proof-vllm.tgz", "queue.log"]
+
+
+def test_a_poll_on_a_machine_without_the_queue_says_so_at_once(tmp_path: Path) -> None:
+    """A call that comes more than 30 s after the one before gets a fresh machine: the queue and its results
+    went with the old one. The poll says so and returns 3 at once instead of waiting its S seconds (session
+    g's second poll waited 540 s of device time on a bare machine)."""
+    results, out = tmp_path / "results", tmp_path / "out"
+    results.mkdir()
+    started = time.monotonic()
+    lost = _bash('sitting_poll 60 "h200-cap-*.tgz"', R=str(results), OUT=str(out))
+    assert lost.returncode == 3 and "no queue on this machine" in lost.stdout
+    assert time.monotonic() - started < 30 and not out.exists()
+    script = subprocess.run(
+        ["bash", str(CAPACITY), "poll", "60"], capture_output=True, text=True, cwd=ROOT,
+        env={**os.environ, "R": str(results), "OUT": str(out)},
+    )  # fmt: skip
+    assert script.returncode == 3 and "no queue on this machine" in script.stdout
