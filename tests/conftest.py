@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -13,6 +14,14 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 os.environ.setdefault("LCA_CACHE", str(ROOT / ".cache" / "models"))
 os.environ.setdefault("OMP_NUM_THREADS", "1")
+# The tests that Ctrl-C a run (tests/harness/test_signals.py, tests/backends/test_openai_servers.py)
+# need their children to start with SIGINT at its default, as a run started from a terminal does. A shell
+# without job control starts a background command (`pytest ... &` in a script) with SIGINT ignored, its
+# children inherit that, and Python then raises no KeyboardInterrupt: the run ignores the Ctrl-C and ends
+# with 0. compare.py keeps an ignored SIGINT ignored, as every Unix program does (the shell asked for it);
+# the tests set their own process's handler instead, which a child gets back as the default on exec.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 # the fields every record carries, whatever its kind (the records contract, docs/records.md)

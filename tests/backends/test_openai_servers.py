@@ -7,7 +7,7 @@ Two server starts (~40 s each on a CPU), shared by the tests of this module:
    and nothing of the server is left;
 2. the same run resumed (``--resume`` re-runs what failed) and interrupted with SIGINT to the
    whole ``compare.py`` process group, as a Ctrl-C does, in the last workload (the load, at the
-   CPU's scale with more levels and requests: ``LOAD``) once two of its levels are recorded: the server is
+   CPU's scale: ``workloads.load.spec.CPU_LOAD``) once two of its levels are recorded: the server is
    gone, the port is free, the records of the first workloads show what the serving view measures
    (streaming TTFT, cached tokens from turn 2, valid constrained JSON, server-side TTFT from
    /metrics at most the client's), and the recorded load levels hold every request through the
@@ -45,10 +45,6 @@ pytestmark = [
 
 ROOT = Path(__file__).resolve().parents[2]
 SECRET = "sk-lca-test-7f3a9c"  # must never be written anywhere
-# The CPU's load (workloads.load.spec.CPU_LOAD) with four levels and 16 requests a fixed-shape level, so that
-# ten levels (~4 s) are left when the Ctrl-C comes after two: with CPU_LOAD's six levels of 0.1-0.3 s the run
-# could end before the signal on a busy machine (it exited 0 once, every level recorded).
-LOAD = CPU_LOAD.replace("levels=1:4,", "levels=1:2:3:4,").replace("requests=4,", "requests=16,")
 # a served name of its own and an engine argument (vLLM's default seed, so nothing measured changes): #20
 ARGS = [
     "--backend",
@@ -64,8 +60,6 @@ ARGS = [
     "lca-served",
     "--engine-arg",
     "vllm-server:seed=0",
-    "--load",
-    LOAD,
 ]
 
 
@@ -225,7 +219,7 @@ def test_the_load_runs_through_the_server(runs) -> None:
     rows = [r for r in read_records(runs["out"]) if r["kind"] == "load" and not r["skipped"]]
     levels = [r for r in rows if r["rep"] is None and not r["error"]]  # those the resumed run finished
     assert len(levels) >= LOAD_LEVELS_BEFORE_CTRL_C
-    output_tokens = int(parse_load(LOAD)["output_tokens"])
+    output_tokens = int(parse_load(CPU_LOAD)["output_tokens"])
     for level in levels:
         facts = level["extra"]["level"]
         assert facts["batches_requests"] and facts["requests_started"] == facts["requests_planned"] > 0
