@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The H200 runs still owed to issues #21 and #22, in 30-minute sessions on one H200 (docs/capacity.md, "On the
+# The H200 runs of issues #21 and #22 (all of them have run: session g's second sitting, 2026-12-02, was the last), in 30-minute sessions on one H200 (docs/capacity.md, "On the
 # H200: the capacity sessions"): one background queue (setsid: it outlives the device call that starts it) while later
 # calls stage the bundle parts (benchmarks/h200/README.md, "The capacity sittings").
 #
@@ -37,7 +37,9 @@
 #   tok/s; the same requests as h200-cap-sglang-server's C = 128 levels). Est. 2.5 installs + hf-cb ~6.3 + c's ~4.5 +
 #   SGLang ~4.5 (its 68 s start) + sglang-server ~5 (its 170 s start) = ~23 minutes (docs/capacity.md, "Session g").
 #   It ran 2026-12-02 (commit d6db126): hf-cb's resume with the cache whole (6.0 minutes), then the machine was lost
-#   (a call came after its 30 s idle release). Run `start g` again: the whole resume starts no engine.
+#   (a call came after its 30 s idle release). Run again the same day (`start g 1619`, commit dfd4958): hf-cb's resume
+#   with the cache started no engine, the other three runs whole, 13.5 minutes in all (docs/capacity.md, "Session g
+#   (second) as run"). Nothing is owed; the sessions stay as the record of what ran and how to run it again.
 # vLLM and SGLang: the built-in load with Poisson rates 8 and 32 (requests/s for the fixed shapes, new sessions/s for
 # the sessions) and the capacity search (1 level per variant and loop), in process and as servers (d); hf-cb: the HF
 # mix (whole levels at its speed, no search, no rates; docs/capacity.md, "The HF mix"). Minutes as measured
