@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The H200 runs of issues #21 and #22 (all of them have run: session g's second sitting, 2026-12-02, was the last), in 30-minute sessions on one H200 (docs/capacity.md, "On the
-# H200: the capacity sessions"): one background queue (setsid: it outlives the device call that starts it) while later
-# calls stage the bundle parts (benchmarks/h200/README.md, "The capacity sittings").
+# The H200 runs of issues #21 and #22 (all of them have run: session g's second sitting, 2026-12-02, was the last),
+# in 30-minute sessions on one H200 (docs/capacity.md, "On the H200: the capacity sessions"): one background queue
+# (setsid: it outlives the device call that starts it) while later calls stage the bundle parts
+# (benchmarks/h200/README.md, "The capacity sittings").
 #
 #   bash benchmarks/h200/capacity_sitting.sh start a|b|c|d|e|f|g [SECONDS]  # first call (carrying .gpu/vllm/c01);
 #                                             # SECONDS: the device time the queue may use (default 1710)
