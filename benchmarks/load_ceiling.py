@@ -1,7 +1,7 @@
 """Benchmark 5: the harness under load against the engine's own batched call — same process, same prompts.
 
 One backend is started through the harness's adapter (the engine configured exactly as in the
-study), then both paths run the same fixed-shape requests (``workloads.load``: P prompt tokens, the
+study), then both paths run the same fixed-shape requests (``workloads.load.kind``: P prompt tokens, the
 first S shared, O greedy output tokens with EOS ignored), in alternating order per repeat so drift
 does not land on one side, the prefix cache reset before each side so neither inherits the other's:
 

@@ -8,7 +8,7 @@ on the same fixed-shape prompts, in alternating order per repeat, and the verdic
 - :func:`summarise` and :func:`table`: each side's median tokens/s, their ratio against ``TARGET`` and
   the Markdown row per result file (``reports.stats`` needs pandas: imported where it is called);
 - :func:`header`, :func:`fixed_prompts`, :func:`problems`: what every result file starts with, the prompts
-  (``workloads.load``'s fixed shape) and the sides that fell short of N x O output tokens.
+  (``workloads.load.kind``'s fixed shape) and the sides that fell short of N x O output tokens.
 """
 
 from __future__ import annotations
@@ -158,8 +158,8 @@ def header(backend: Backend, args: argparse.Namespace, n: int) -> dict[str, Any]
 
 
 def fixed_prompts(renderer: Any, args: argparse.Namespace) -> tuple[list[list[int]], list[list[int]]]:
-    """(the N measured prompts, C warm-up prompts): ``workloads.load``'s fixed shape, P tokens, the first S
-    shared."""
+    """(the N measured prompts, C warm-up prompts): the load kind's fixed shape, P tokens, the first
+    S shared."""
     from workloads.load.prompts import fixed_prompt, shared_prefix_ids
 
     prefix, n = shared_prefix_ids(renderer, args.shared_prefix_tokens), args.requests or args.concurrency

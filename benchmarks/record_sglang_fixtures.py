@@ -29,7 +29,7 @@ sys.path.insert(0, str(ROOT))
 from backends.base import BackendSettings, Request  # noqa: E402
 from harness.chat import Renderer, common_prefix_len  # noqa: E402
 
-SCHEMA = {  # the built-in json workload's schema (workloads/builtin/json.yaml)
+SCHEMA = {  # the built-in json workload's schema (workloads/json/builtin.yaml)
     "type": "object",
     "properties": {
         "service": {

@@ -10,7 +10,7 @@ C = 32 and 128, C + 10 x C requests), and ``table`` turns the outputs into one J
   ``median_ttft_ms``...). For vLLM with ``--backend vllm``; for SGLang the same client pointed at
   SGLang's OpenAI ``/v1/completions`` (``--backend openai``), since ``sglang.bench_serving``
   reports nonsense on dummy weights (requests end at once, TTFT 0).
-- project: the run's records, by the report's own definitions (``reports.analysis.many_users``
+- project: the run's records, by the report's own definitions (``workloads.load.report.levels``
   ``per_level``: output tok/s over the level's whole window, TTFT at the caller, p50), with the
   client processes' CPU shares and the server's own TTFT p50 from the level records.
 
@@ -131,9 +131,9 @@ def prefix_cache_hit_share(before: Path, after: Path) -> float | None:
 def project_rows(run_dir: Path) -> dict[int, dict[str, Any]]:
     """A ``compare.py`` run's load levels: concurrency -> tok/s, TTFT p50 (the report's definitions), client
     CPU."""
-    from reports.analysis.many_users import level_facts, per_level
     from reports.runs import read_runs
     from reports.stats import num
+    from workloads.load.report.levels import level_facts, per_level
 
     df = read_runs([run_dir]).records
     levels, facts = per_level(df), level_facts(df)

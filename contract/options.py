@@ -2,7 +2,7 @@
 
     --slo chat:ttft_p90_ms=500,tpot_p90_ms=50 --slo batch:     (contract.slo)
 
-Shared by the workloads (``--load``: ``workloads.load``), the harness (``--slo``), the report (``--slo``) and
+Shared by the workloads (``--load``: the load kind), the harness (``--slo``), the report (``--slo``) and
 the HF continuous-batching adapter (``LCA_HF_CB``), so each says the same one-line error for the
 same mistake.
 """

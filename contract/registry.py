@@ -15,17 +15,23 @@ every ``get``, so an entry pointed elsewhere, or an attribute replaced in its mo
 (``monkeypatch.setattr(module, "EchoBackend", ...)``), is what the next ``get`` returns. ``check_name``: the
 imported object's ``name`` attribute must equal its key (a kind object says which kind it is; a typo in the
 table fails loudly instead of shadowing a kind).
+
+:func:`discover_rooms` builds such a table from folders: a workload kind is one folder (a "room") of the
+``workloads`` package, found by the file it holds, so adding a kind edits no table.
 """
 
 from __future__ import annotations
 
 import importlib
+import importlib.util
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Generic, TypeVar
 
 T = TypeVar("T")
 
-__all__ = ["Registry"]
+__all__ = ["Registry", "discover_rooms"]
 
 
 class Registry(Generic[T]):
@@ -70,3 +76,30 @@ class Registry(Generic[T]):
     def all(self) -> list[T]:
         """Every registered object, in registration order (imports them all)."""
         return [self.get(n) for n in self.entries]
+
+
+def discover_rooms(package: str, module: str, attribute: str = "KIND") -> dict[str, str]:
+    """Every room of ``package`` that holds ``module`` (a file ``module.py`` or a folder ``module/``): the
+    room's folder name -> ``"package.room.module:attribute"``, by name.
+
+    The rooms are the sub-folders (with an ``__init__.py``) of every directory on the package's ``__path__``,
+    read without importing the package where it is not imported yet; where two directories hold a room of
+    one name, the first on the path wins. A plugin (or a test) adds a directory to the package's
+    ``__path__`` and its rooms are found the next time this is called."""
+    loaded = sys.modules.get(package)
+    if loaded is not None and hasattr(loaded, "__path__"):
+        search = list(loaded.__path__)
+    else:
+        spec = importlib.util.find_spec(package)
+        search = list(spec.submodule_search_locations or []) if spec else []
+    found: dict[str, str] = {}
+    for directory in search:
+        base = Path(directory)
+        if not base.is_dir():
+            continue
+        for room in sorted(base.iterdir()):
+            if not (room.name.isidentifier() and (room / "__init__.py").is_file()):
+                continue
+            if (room / f"{module}.py").is_file() or (room / module / "__init__.py").is_file():
+                found.setdefault(room.name, f"{package}.{room.name}.{module}:{attribute}")
+    return dict(sorted(found.items()))

@@ -12,9 +12,8 @@ from typing import Any
 
 import pandas as pd
 
-from reports import kinds
+from reports import kinds, roofline
 from reports.analysis import agreement, caveats, claims, status, summary
-from reports.analysis import sweep as sw
 from reports.runs import Dataset
 from reports.stats import num
 
@@ -36,7 +35,7 @@ class Report:
     agreement_cases: pd.DataFrame
     agreement_summary: pd.DataFrame
     server: pd.DataFrame
-    roofs: dict[str, sw.Roof]
+    roofs: dict[str, roofline.Roof]
     random_weights: str | None
     caveats: list[caveats.Caveat]
     jobs: list[summary.Job]
@@ -102,36 +101,6 @@ def _kinds(df: pd.DataFrame) -> dict[str, str | None]:
     return kinds
 
 
-def slo_of(ds: Dataset, slo: dict[str, float] | None) -> tuple[dict[str, float] | None, str | None]:
-    """The goodput target, per request (``ttft_ms``, ``tpot_ms``), and where it came from: the one given to
-    the report, else the first run's ``compare.py --slo`` pair, else the first of the runs' named targets
-    (env.json ``slo_targets``: the defaults, chat first) that has a TTFT and a TPOT limit, its percentile
-    limits applied to each request (vLLM's ``--goodput``), so that goodput counts against a target the page
-    names. (None, None) for runs from before the named targets: the Load section's older default pair. A run
-    whose targets do not parse is passed over for the next one's and named in the source text, with its error
-    (``reports.analysis.slo_targets``)."""
-    from contract.slo import legacy_slo
-    from reports.analysis import slo_targets
-    from reports.analysis.many_users import DEFAULT_SLO, SLO_SOURCE
-
-    def pair(given: dict) -> dict[str, float]:
-        # a run made before --slo checked for both keys may hold one: the other comes from the default
-        return {**DEFAULT_SLO, **{k: float(v) for k, v in given.items() if k in DEFAULT_SLO}}
-
-    if slo:
-        return pair(slo), "set for this report (--slo)"
-    given = next((env["slo"] for env in ds.envs.values() if isinstance(env.get("slo"), dict)), None)
-    if given:
-        return pair(given), "set for the run (compare.py --slo)"
-    runs = slo_targets.read(ds.envs)
-    passed_over = f"; {runs.note}" if runs.note else ""
-    for _, targets in runs.parsed:
-        for target in targets:
-            if limits := legacy_slo(target):
-                return limits, f"the run's first latency target, {target.label()}, per request{passed_over}"
-    return (None, f"default: {SLO_SOURCE}{passed_over}") if passed_over else (None, None)
-
-
 def assemble(
     ds: Dataset,
     bandwidth_gbps: float | None = None,
@@ -147,7 +116,7 @@ def assemble(
     roofs = {}
     for b in ds.backends:
         process = ds.env_of(b).get("process") or {}
-        roofs[b] = sw.roof_for(
+        roofs[b] = roofline.roof_for(
             b,
             process.get("gpu"),
             ds.run_env_of(b),
@@ -158,8 +127,7 @@ def assemble(
         )
     blocks = {b: block_size(ds.env_of(b).get("engine") or {}) for b in ds.backends}
     sections = []
-    goodput_slo, slo_source = slo_of(ds, slo)
-    ctx = kinds.Context(ds, roofs, blocks, goodput_slo, gpu_hour_usd, slo_source)
+    ctx = kinds.Context(ds, roofs, blocks, slo, gpu_hour_usd)
     attempted = df[df["skipped"].isna()]
     for name, kind in _kinds(df).items():
         report_kind = kinds.report_kind(kind) if kind else None

@@ -1,7 +1,9 @@
 """The lazy registry of the report half of each workload
 kind: analysis, charts, blocks, caveats, summary rows.
 
-The measuring half of a kind is registered in ``workloads.kinds``; this is the other half. A
+The measuring half of a kind is registered in ``workloads.kinds``; this is the other half, the
+``report/`` folder of the kind's room (``workloads/<kind>/report/``, its ``KIND``), found by that folder
+(``contract.registry.discover_rooms``: the rooms are read from disk, the measuring code is not imported). A
 :class:`ReportKind` names, for one kind, the function that turns its records into a section's
 data (``analyse``), its charts by key (``charts``: each builds a Vega-Lite spec from the data),
 the page blocks (``blocks``: gets the chart slots by key), the caveats and summary rows it adds,
@@ -23,15 +25,11 @@ from typing import Any
 
 from markupsafe import Markup
 
-from contract.registry import Registry
+from contract.registry import Registry, discover_rooms
 
-REGISTRY: dict[str, str] = {
-    "conversation": "reports.views.conversation:KIND",
-    "sweep": "reports.views.sweep:KIND",
-    "json": "reports.views.json_extraction:KIND",
-    "template": "reports.views.template:KIND",
-    "load": "reports.views.many_users:KIND",
-}
+# name -> "workloads.<name>.report:KIND", filled by rediscover() (below) from the rooms on disk
+REGISTRY: dict[str, str] = {}
+ROOMS = "workloads"  # the package whose folders are the kinds' rooms
 
 
 @dataclass
@@ -41,9 +39,8 @@ class Context:
     ds: Any  # reports.runs.Dataset
     roofs: dict[str, Any] = field(default_factory=dict)
     blocks: dict[str, int | None] = field(default_factory=dict)  # KV block size per backend
-    slo: dict[str, float] | None = None  # the goodput pair (``reports.assemble.slo_of``); None: the default
+    slo: dict[str, float] | None = None  # the report's --slo goodput pair, per request; None: the runs' own
     gpu_hour_usd: float | None = None  # the report's --gpu-hour-usd (else the run's)
-    slo_source: str | None = None  # where ``slo`` came from, as the page says it
 
 
 @dataclass(frozen=True)
@@ -91,6 +88,13 @@ class Slots(dict):
 REPORT_KINDS: Registry[ReportKind] = Registry("report kind", REGISTRY, check_name=True)
 
 
+def rediscover() -> tuple[str, ...]:
+    """Read the rooms again (a plugin, or a test, added a directory to the rooms' package path)."""
+    REGISTRY.clear()
+    REGISTRY.update(discover_rooms(ROOMS, "report"))
+    return names()
+
+
 def names() -> tuple[str, ...]:
     return REPORT_KINDS.names()
 
@@ -131,3 +135,6 @@ def slots_for(
             for key, (build, label) in kind.charts.items()
         },
     )
+
+
+rediscover()

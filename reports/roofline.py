@@ -210,3 +210,68 @@ def prefill_floor_ms(params: float, n_tokens: float, peak: Peak) -> float:
 
 def effective_bandwidth_gbps(step_bytes: float, decode_ms: float) -> float:
     return step_bytes / (decode_ms / 1e3) / 1e9
+
+
+# --- a backend's roofline: the floors its run is drawn against ---
+REPLY_TOKENS = 64  # the reply a decode floor is drawn at (its KV at mid-reply): the seed's 64-token reply
+
+
+@dataclass(frozen=True)
+class Roof:
+    backend: str
+    gpu: str | None
+    peak: Peak | None
+    size: ModelSize
+    note: str | None  # why there is no roofline, when there is none
+    step: StepBytes | None = None  # bytes a decode step reads
+    copy_gbps: float | None = None  # measured device-to-device copy bandwidth: the second decode floor
+
+    @property
+    def ok(self) -> bool:
+        return self.peak is not None and self.size.params is not None and self.step is not None
+
+    def step_bytes(self, n: float = 0) -> float | None:
+        """Bytes a decode step reads with ``n`` prompt tokens: weights + the KV cache at mid-reply."""
+        return self.step.at(n + REPLY_TOKENS / 2) if self.step is not None else None
+
+    def decode_floor_ms(self, n: float = 0, measured: bool = False) -> float | None:
+        """Decode floor at prompt length ``n``: datasheet
+        bandwidth, or the measured copy (None if not given)."""
+        bw = self.copy_gbps if measured else (self.peak.bandwidth_gbps if self.peak else None)
+        return decode_floor_ms(self.step_bytes(n), bw) if self.ok and bw else None  # type: ignore[arg-type]
+
+    def prefill_floor_ms(self, n: float) -> float | None:
+        return prefill_floor_ms(self.size.params, n, self.peak) if self.ok else None  # type: ignore[arg-type]
+
+
+def roof_for(
+    backend: str,
+    gpu: str | None,
+    run_env: dict,
+    bandwidth_gbps: float | None,
+    tflops: float | None,
+    known: bool = True,
+    copy_gbps: float | None = None,
+) -> Roof:
+    """The roofline of one backend's run; ``known=False``: env.json does not say which device it ran on."""
+    size = model_size(run_env)
+    config, source = model_config(run_env)
+    step = step_bytes(size, config, source)
+    if gpu is None and not known:
+        return Roof(backend, None, None, size, "env.json does not say which device it ran on")
+    if gpu is None:
+        return Roof(backend, None, None, size, "CPU run: the GPU roofline is not applicable")
+    peak = gpu_peak(gpu, bandwidth_gbps, tflops)
+    if peak is None:
+        return Roof(
+            backend,
+            gpu,
+            None,
+            size,
+            f"{gpu} is not in the table of known GPUs: pass --bandwidth-gbps and --tflops",
+        )
+    if size.params is None or size.dtype_bytes is None:
+        return Roof(
+            backend, gpu, peak, size, size.source if size.params is None else "bytes per parameter unknown"
+        )
+    return Roof(backend, gpu, peak, size, None, step, copy_gbps)

@@ -53,7 +53,7 @@ RECORD_CONTRACT = (
 )
 
 
-# the workloads a run without --workloads measures: every built-in one (workloads/builtin/*.yaml)
+# the workloads a run without --workloads measures: every built-in one (each kind room's builtin.yaml)
 DEFAULT_WORKLOADS = frozenset({"conversation", "sweep", "json", "template", "load-sessions", "load-fixed"})
 
 

@@ -1,7 +1,7 @@
-"""Adding a sixth workload kind is its own files plus two registry lines (``tests/example_kind``).
+"""Adding a sixth workload kind is one folder (``tests/example_kind/brevity``), and no registry line.
 
-The ``brevity`` kind is registered here (one line in ``workloads.kinds.REGISTRY``, one in
-``reports.kinds.REGISTRY``) and a workload file of that kind goes through the real pipeline: the
+The ``brevity`` room is found by its folder once its parent folder is on the ``workloads`` package's path
+(``contract.registry.discover_rooms``), and a workload file of that kind goes through the real pipeline: the
 reader validates it against the registered spec, the planner plans it, the child replays the plan
 on a backend (an instant echo backend) with the kind's scoring, and the report gives it a section
 with the kind's own blocks. No module outside ``tests/example_kind`` names the kind.
@@ -9,9 +9,12 @@ with the kind's own blocks. No module outside ``tests/example_kind`` names the k
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 import backends
+import workloads
 from harness import child
 from harness.records import read_records
 from reports import build
@@ -29,21 +32,28 @@ workloads:
 """
 
 
+ROOMS = Path(__file__).parent / "example_kind"  # a folder of kind rooms, as a plugin would ship one
+
+
 @pytest.fixture
 def brevity(monkeypatch):
-    monkeypatch.setitem(
-        measuring_kinds.REGISTRY, "brevity", "tests.example_kind.workload:KIND"
-    )  # registry line 1
-    monkeypatch.setitem(report_kinds.REGISTRY, "brevity", "tests.example_kind.report:KIND")  # registry line 2
+    before = list(workloads.__path__)
+    workloads.__path__[:] = [*before, str(ROOMS)]  # the plugin's folder, and no registry line
+    assert "brevity" in measuring_kinds.rediscover() and "brevity" in report_kinds.rediscover()
     monkeypatch.setattr(fakes, "EchoBackend", fakes.echo_backend_class(), raising=False)
     monkeypatch.setitem(backends.REGISTRY, "echo", "tests.harness.fakes:EchoBackend")
+    yield
+    workloads.__path__[:] = before
+    measuring_kinds.rediscover()
+    report_kinds.rediscover()
 
 
 def test_the_file_format_knows_a_registered_kind_and_only_then(tmp_path, brevity, monkeypatch):
     path = fakes.small_workload(tmp_path, BREVITY)
     (spec,) = read_workload_file(path)
     assert spec.kind == "brevity" and spec.prompts == ["Say yes.", "Say no."]
-    assert measuring_kinds.names() == report_kinds.names()  # both halves registered
+    assert set(measuring_kinds.names()) == set(report_kinds.names())  # both halves found
+    assert measuring_kinds.REGISTRY["brevity"] == "workloads.brevity.kind:KIND"
     monkeypatch.delitem(measuring_kinds.REGISTRY, "brevity")
     with pytest.raises(ValueError, match="unknown kind 'brevity'"):
         read_workload_file(path)
@@ -64,7 +74,7 @@ def test_plan_records_report(tmp_path, tiny_model_dir, brevity):
 
 
 def test_the_runner_takes_the_group_runner_from_the_kind(tmp_path, tiny_model_dir, brevity, monkeypatch):
-    monkeypatch.setitem(measuring_kinds.REGISTRY, "brevity", "tests.example_kind.workload:AS_LEVELS")
+    monkeypatch.setitem(measuring_kinds.REGISTRY, "brevity", "workloads.brevity.kind:AS_LEVELS")
     run = tmp_path / "run"
     fakes.prepare_run(run, fakes.small_workload(tmp_path, BREVITY), tiny_model_dir)
     assert child.main([str(run), "echo"]) == 0

@@ -21,34 +21,23 @@ from workloads import kinds as measuring_kinds
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("contract", "backends", "workloads", "reports", "harness")
-# The rooms of one kind or one backend (they name themselves) and the registry tables.
+# The registry tables and the modules that are about the seed article's figures kind by kind; the kinds'
+# rooms (every file under ``workloads/<kind>/``) name themselves and are found by :func:`in_a_kind_room`.
 ROOMS = {
     "backends/__init__.py",  # the backend registry
     "workloads/kinds.py",
     "reports/kinds.py",  # the kind registries
-    "workloads/conversation.py",
-    "workloads/sweep.py",
-    "workloads/json_extraction.py",
-    "workloads/template.py",
-    "workloads/load/__init__.py",
-    "workloads/load/spec.py",
-    "workloads/load/prompts.py",
-    "workloads/load/planner.py",
-    "workloads/load/search.py",
-    "reports/analysis/seed_claims/__init__.py",
-    "reports/analysis/seed_claims/sweep.py",
-    "reports/analysis/seed_claims/conversation.py",
-    "reports/analysis/seed_claims/json_extraction.py",
-    "reports/analysis/seed_claims/template.py",
-    "reports/analysis/seed_tokens.py",  # the seed article's claims, kind by kind
+    "reports/analysis/seed_claims/__init__.py",  # what the seed's claims share
     "reports/readme_tables.py",
-    "reports/analysis/many_users.py",
-    "reports/views/many_users.py",
-    "reports/views/many_users_charts.py",
-    "reports/views/many_users_tables.py",
-    "reports/views/many_users_caveats.py",
-    "reports/views/many_users_summary.py",
 }
+
+
+def in_a_kind_room(path: Path) -> bool:
+    """A file of a registered kind's room, ``workloads/<kind>/...``."""
+    parts = path.relative_to(ROOT).parts
+    return len(parts) > 2 and parts[0] == "workloads" and parts[1] in set(measuring_kinds.names())
+
+
 DECIDING_CALLS = {"eq", "ne", "isin"}
 # (module, literal) that coincide with a registered name without naming it, and why
 COINCIDENCES = {("reports/export.py", "json"): "the export format --format json, not the kind"}
@@ -89,6 +78,7 @@ def generic_modules() -> list[Path]:
         for p in paths
         if "examples" not in p.parts
         and p.relative_to(ROOT).as_posix() not in ROOMS
+        and not in_a_kind_room(p)
         and not any(part in ("hf", "vllm", "sglang", "openai") for part in p.relative_to(ROOT).parts[1:-1])
     ]
 

@@ -2,15 +2,16 @@
 
     contract  <  backends, workloads, reports  <  harness  <  benchmarks
 
-``contract/`` holds the plain types every layer exchanges and imports no layer; an adapter
-(``backends/``) and a planner (``workloads/``) know only the contract, never each other; the
-report (``reports/``) reads records and the contract only, so it can be rebuilt from old runs
-without the measuring code; the harness drives backends and workloads and builds the report at
-the end; the benchmarks sit on top of the study (a benchmark reaches into a study through the
-child's ``LCA_CHILD_HOOK``, not the other way round). Nothing imports the front door
-(``compare.py``) or the tests. The standard library and third-party packages are open to all.
-An AST scan, so that an import inside a function counts.
-"""
+``contract/`` holds the plain types every layer exchanges and imports no layer; an adapter (``backends/``) and
+a planner (``workloads/``) know only the contract, never each other; the report (``reports/``) reads records
+and the contract only, so it can be rebuilt from old runs without the measuring code; the harness drives
+backends and workloads and builds the report at the end; the benchmarks sit on top of the study (a benchmark
+reaches into a study through the child's ``LCA_CHILD_HOOK``, not the other way round). A workload kind is one
+room, ``workloads/<kind>/``, with two halves on two floors: its measuring half (the room's own modules) on the
+workloads' floor, its report half (``workloads/<kind>/report/``) on the report's; the report's core
+(``reports/``) finds the report halves by their folders and imports none of them by name. Nothing imports the
+front door (``compare.py``) or the tests. The standard library and third-party packages are open to all. An
+AST scan, so that an import inside a function counts."""
 
 from __future__ import annotations
 
@@ -42,9 +43,23 @@ def imported_modules(source: str) -> set[str]:
     return names
 
 
+def layer_of_module(name: str) -> str:
+    """The floor of a module: its top-level package, except a kind's report half (``workloads.<kind>.report``
+    and below), which stands on the report's floor."""
+    parts = name.split(".")
+    if parts[0] == "workloads" and len(parts) >= 3 and parts[2] == "report":
+        return "reports"
+    return parts[0]
+
+
+def layer_of_path(path: Path) -> str:
+    """The floor of a file of the tree (as :func:`layer_of_module` for its module)."""
+    return layer_of_module(".".join(path.relative_to(ROOT).with_suffix("").parts))
+
+
 def imported_layers(source: str) -> set[str]:
-    """The project's top-level packages ``source`` imports (relative imports stay in their package)."""
-    return {name.split(".")[0] for name in imported_modules(source)} & set(PROJECT)
+    """The project's floors ``source`` imports (relative imports stay in their package)."""
+    return {layer_of_module(name) for name in imported_modules(source)} & set(PROJECT)
 
 
 def upward_imports(layer: str, source: str) -> set[str]:
@@ -89,11 +104,22 @@ def test_a_planted_upward_import_is_caught():
     )
 
 
+def test_a_kind_room_has_two_floors():
+    assert layer_of_module("workloads.load.report.capacity") == "reports"
+    assert layer_of_module("workloads.load.planner") == "workloads"
+    assert layer_of_module("workloads.reporting") == "workloads"
+    # the measuring half never imports the report half, and the report half no measuring module
+    assert upward_imports("workloads", "from workloads.sweep.report import analysis") == {"reports"}
+    assert upward_imports("reports", "from workloads.sweep.kind import SweepSpec") == {"workloads"}
+    assert upward_imports("reports", "from workloads.sweep.report.analysis import per_length") == set()
+
+
 def test_every_module_imports_only_its_floor_and_below():
     offenders, scanned = [], 0
-    for layer in BELOW:
-        for path in sorted((ROOT / layer).rglob("*.py")):
+    for top in BELOW:
+        for path in sorted((ROOT / top).rglob("*.py")):
             scanned += 1
+            layer = layer_of_path(path)
             up = upward_imports(layer, path.read_text(encoding="utf-8"))
             if up:
                 offenders.append(f"{path.relative_to(ROOT)} imports {', '.join(sorted(up))}")
@@ -124,10 +150,10 @@ def imported_names(source: str) -> set[str]:
 
 
 def kind_rooms() -> set[str]:
-    """The module (or package) of every registered workload kind, e.g. ``workloads.load``."""
+    """The room (package) of every registered workload kind, e.g. ``workloads.load``."""
     from workloads.kinds import REGISTRY
 
-    return {target.split(":")[0] for target in REGISTRY.values()}
+    return {target.split(":")[0].rpartition(".")[0] for target in REGISTRY.values()}
 
 
 def kind_imports(source: str, rooms: set[str]) -> set[str]:
@@ -160,3 +186,27 @@ def test_the_harness_reaches_a_workload_kind_only_through_the_registry():
         if (found := kind_imports(path.read_text(encoding="utf-8"), rooms))
     ]
     assert offenders == []
+
+
+def test_the_report_core_names_no_kind():
+    """``reports/`` is the generic core (runs, page model, assembly, shared charts, statistics, exports, the
+    gate): it imports nothing of ``workloads`` at all, so no kind's module either; the kinds' report halves
+    are found by their folders (``reports.kinds``)."""
+    offenders = [
+        f"{path.relative_to(ROOT)} imports {', '.join(sorted(found))}"
+        for path in sorted((ROOT / "reports").rglob("*.py"))
+        if "examples" not in path.parts
+        and (
+            found := {
+                n
+                for n in imported_modules(path.read_text(encoding="utf-8"))
+                if n.split(".")[0] == "workloads"
+            }
+        )
+    ]
+    assert offenders == []
+
+
+def test_the_core_scan_would_see_a_kind_import():
+    found = {n for n in imported_modules("def f():\n    from workloads.load.report import levels\n")}
+    assert any(n.split(".")[0] == "workloads" for n in found)

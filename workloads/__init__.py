@@ -1,81 +1,35 @@
-"""Workloads: the built-in studies (files in ``builtin/``) and user files in the same format.
+"""Workloads: the kinds of study, one room (folder) each, and the generic pieces every kind uses.
 
-    specs = read_workloads(["conversation", "sweep"], ["my_study.yaml"])   # checked, or WorkloadFileError
-    plan = build_plan(specs, renderer, repeats=5, starts=2)   # every request, as token ids
+    workloads/<kind>/        a kind's room: kind.py (its spec, planner, scoring), builtin.yaml, report/
+    workloads/kinds.py       the registry of kinds, found by their folders
+    workloads/catalog.py     the built-ins, reading workload files, building the plan
+    workloads/reader.py      the file format's reader (line numbers, files a workload names)
+    workloads/spec.py        the fields every kind's spec shares
 
-Each kind is one registered unit (``kinds.py``: spec, planner, scoring); the file format is
-read by ``reader.py`` (line numbers, transcripts);
-``lint.py`` checks that each conversation turn's prompt extends the previous one.
+This face imports nothing until a name is asked for (PEP 562), so a kind's report half
+(``workloads.<kind>.report``) is imported without the measuring code.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from pathlib import Path
+import importlib
+from typing import Any
 
-from contract.chat import Renderer
-from contract.plan import Plan
-from workloads.kinds import kind, names
-from workloads.reader import WorkloadFileError, file_hash, hashes, read_workload_file
-from workloads.spec import WorkloadSpec
-
-__all__ = [
-    "BUILTIN",
-    "WorkloadFileError",
-    "build_plan",
-    "file_hash",
-    "hashes",
-    "read_builtin",
-    "read_workload_file",
-    "read_workloads",
-]
-
-BUILTIN_DIR = Path(__file__).parent / "builtin"
-# What runs when no workload is named: every registered kind that ships a built-in file
-# (``builtin/<kind>.yaml``), in registration order (``load`` is the many-users study).
-BUILTIN: tuple[str, ...] = tuple(n for n in names() if (BUILTIN_DIR / f"{n}.yaml").is_file())
+_NAMES = {
+    "BUILTIN": "workloads.catalog",
+    "WorkloadFileError": "workloads.reader",
+    "build_plan": "workloads.catalog",
+    "builtin_file": "workloads.catalog",
+    "file_hash": "workloads.reader",
+    "hashes": "workloads.reader",
+    "read_builtin": "workloads.catalog",
+    "read_workload_file": "workloads.reader",
+    "read_workloads": "workloads.catalog",
+}
+__all__ = sorted(_NAMES)
 
 
-def read_builtin(names: Iterable[str]) -> list[WorkloadSpec]:
-    specs: list[WorkloadSpec] = []
-    for name in names:
-        if name not in BUILTIN:
-            raise WorkloadFileError(f"unknown workload {name!r} (built-in: {', '.join(BUILTIN)})")
-        specs += read_workload_file(BUILTIN_DIR / f"{name}.yaml")
-    return specs
-
-
-def read_workloads(builtin: Iterable[str], files: Iterable[str | Path]) -> list[WorkloadSpec]:
-    """Built-ins by name, then every file; one WorkloadFileError listing the mistakes of all files."""
-    specs, errors = read_builtin(builtin), []
-    for path in files:
-        try:
-            specs += read_workload_file(path)
-        except WorkloadFileError as exc:
-            errors.append(str(exc))
-    if errors:
-        raise WorkloadFileError("\n".join(errors))
-    names = [s.name for s in specs]
-    twice = sorted({n for n in names if names.count(n) > 1})
-    if twice:
-        raise WorkloadFileError(
-            f"workload name(s) declared twice: {', '.join(twice)} (records are keyed by the name)"
-        )
-    return specs
-
-
-def build_plan(specs: Iterable[WorkloadSpec], renderer: Renderer, repeats: int, starts: int = 1) -> Plan:
-    """Every request of every engine start: start 0 runs every workload, later starts the kinds in
-    registered as ``repeated`` (each step says its start in ``Step.engine_start``)."""
-    specs = list(specs)
-    plan = Plan()
-    for start in range(starts):
-        for spec in specs:
-            if start and not kind(spec.kind).repeated:
-                continue
-            first = len(plan.groups)
-            kind(spec.kind).plan(spec, renderer, plan, repeats, start=start)
-            for group in plan.groups[first:]:
-                for step in group.steps:
-                    step.engine_start = start
-    return plan
+def __getattr__(name: str) -> Any:
+    if name in _NAMES:
+        return getattr(importlib.import_module(_NAMES[name]), name)
+    raise AttributeError(f"module 'workloads' has no attribute {name!r}")

@@ -1,43 +1,40 @@
-"""The lazy registry of workload kinds: the measuring half of each kind, in one place per kind.
+"""The lazy registry of workload kinds: the measuring half of each kind, found by its folder.
 
-A kind is one :class:`Kind` object in its own module (``workloads/<kind>.py``, named
-``KIND``): its file-format model (``spec``), its planner (``plan``), how a finished request is
-scored into record fields (``score``), whether later engine starts measure it again
-(``repeated``), which group runner the harness hands its groups to (``runs_as``), the fields
-that name files and what it makes of them once read (``files``, ``with_files``), the
-command-line options that override its fields (``overrides``), and the levels its capacity
-search adds (``search_groups``). The reader, the planner, the
-command line and the runner loop over this registry; none of them names a kind. The report half
-of a kind is registered in ``reports.kinds``.
+A kind is a room, one folder ``workloads/<kind>/`` holding everything the kind is: ``kind.py`` (its
+:class:`Kind`, named ``KIND``: the file-format model ``spec``, the planner ``plan``, how a finished request
+is scored into record fields ``score``, whether later engine starts measure it again ``repeated``, which
+group runner the harness hands its groups to ``runs_as``, the fields that name files and what it makes
+of them once read ``files``/``with_files``, the command-line options that override its fields
+``overrides``, the levels its capacity search adds ``search_groups``, its lint ``lint``), its built-in
+workload ``builtin.yaml``, and its report half ``report/`` (registered in ``reports.kinds``). The
+registry is every folder of the ``workloads`` package that holds a ``kind.py``
+(``contract.registry.discover_rooms``), in the kinds' ``order``; the reader, the planner, the command
+line and the runner loop over it, and none of them names a kind.
 
     kind("sweep").plan(spec, renderer, plan, repeats, start=0)
     file_model()      # the pydantic model of a workload file: every registered kind's spec
 
-Adding a kind (``docs/adding-a-kind.md``; ``tests/example_kind`` is one): its module with
-``KIND``, one line in :data:`REGISTRY`, its built-in YAML, and its report half (``reports/kinds.py``).
+Adding a kind (``docs/adding-a-kind.md``; ``tests/example_kind`` is one): its folder, and nothing else.
 """
 
 from __future__ import annotations
 
 import functools
+import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Union
 
 from pydantic import BaseModel, Field, create_model, model_validator
 
-from contract.registry import Registry
+from contract.registry import Registry, discover_rooms
 
 if TYPE_CHECKING:
     from contract.plan import Group, Step
 
-REGISTRY: dict[str, str] = {
-    "conversation": "workloads.conversation:KIND",
-    "sweep": "workloads.sweep:KIND",
-    "json": "workloads.json_extraction:KIND",
-    "template": "workloads.template:KIND",
-    "load": "workloads.load:KIND",
-}
+# name -> "workloads.<name>.kind:KIND", filled by rediscover() (below) from the rooms on disk
+REGISTRY: dict[str, str] = {}
 
 
 def _no_score(step: Step, output: Any) -> dict[str, Any]:  # noqa: ARG001 - the default: nothing to score
@@ -77,6 +74,18 @@ class Override:
 
 
 @dataclass(frozen=True)
+class Lint:
+    """A kind's check of its workloads before anything runs (``--lint-only``, and every run's plan).
+
+    ``check(spec, renderer)`` -> the findings for one workload (a list; env.json keeps each one's fields);
+    ``report(specs, found)`` -> (the lines to print, exit code: 0 clean, 1 a mistake the workload can mend),
+    for the kind's workloads and their findings by workload name (empty: none of the run's)."""
+
+    check: Callable[[Any, Any], list[Any]]
+    report: Callable[[list[Any], dict[str, list[Any]]], tuple[list[str], int]]
+
+
+@dataclass(frozen=True)
 class Kind:
     name: str
     spec: type[BaseModel]  # the file format (pydantic; ``kind: Literal[name]``)
@@ -97,9 +106,29 @@ class Kind:
     # whose planner puts a ``search`` in a group's load settings): (the search's settings, the pool's warm-up
     # steps, its timed steps, the variant's block, concurrency, rate_rps, the target searched for) -> groups
     search_groups: Callable[..., list[Group]] | None = None
+    # a check of a workload before anything runs (``--lint-only`` and the run's plan): (spec, renderer) ->
+    # findings, each with ``real`` (a break the workload can mend) and ``describe`` lines (``workloads.lint``)
+    lint: Callable[[Any, Any], Any] | None = None
+    order: int = (
+        100  # where the kind stands among the built-ins (what a run without --workloads runs, in order)
+    )
 
 
 KINDS: Registry[Kind] = Registry("workload kind", REGISTRY, check_name=True)
+
+
+def rediscover() -> tuple[str, ...]:
+    """Read the rooms again (a plugin, or a test, added a directory to ``workloads.__path__``): the
+    registry then holds every room with a ``kind.py``, in the kinds' ``order``, then by name."""
+    found = discover_rooms("workloads", "kind")
+
+    def order(name: str) -> tuple[int, str]:
+        module, _, attr = found[name].partition(":")
+        return getattr(importlib.import_module(module), attr).order, name
+
+    REGISTRY.clear()
+    REGISTRY.update({n: found[n] for n in sorted(found, key=order)})
+    return names()
 
 
 def names() -> tuple[str, ...]:
@@ -109,6 +138,14 @@ def names() -> tuple[str, ...]:
 def kind(name: str) -> Kind:
     """The registered kind (its module imported now); KeyError for an unknown name."""
     return KINDS.get(name)
+
+
+def room(name: str) -> Path:
+    """The folder of kind ``name`` (KeyError for an unknown name)."""
+    module = KINDS.entries[name].partition(":")[0] if name in KINDS else None
+    if module is None:
+        raise KeyError(f"unknown workload kind {name!r} (registered: {', '.join(KINDS.names()) or 'none'})")
+    return Path(importlib.import_module(module).__file__).parent
 
 
 def repeated_kinds() -> tuple[str, ...]:
@@ -142,3 +179,6 @@ def _file_model(entries: tuple[tuple[str, str], ...]) -> type[BaseModel]:  # key
         __validators__={"_unique_names": model_validator(mode="after")(unique_names)},
         workloads=(list[entry], Field(min_length=1)),
     )
+
+
+rediscover()

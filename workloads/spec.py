@@ -2,10 +2,10 @@
 uses.
 
 A workload file is YAML with a top-level ``workloads:`` list; each entry has a ``name`` and a
-``kind`` (one of ``workloads.kinds.REGISTRY``: each kind's module, ``workloads/<kind>.py``, holds
-and registers its spec). This module holds what the specs share: the strict base, the error
+``kind`` (one of ``workloads.kinds.REGISTRY``: each kind's room, ``workloads/<kind>/``, holds its
+spec). This module holds what the specs share: the strict base, the error
 helpers, messages and tool calls, turns, tools and transcript sources. The built-in workloads are files
-in this format (``workloads/builtin/``), so user files and built-ins take one code path. The
+in this format (each room's ``builtin.yaml``), so user files and built-ins take one code path. The
 models check everything that can be checked without reading another file; ``workloads.reader``
 reads the YAML with its line numbers, resolves the files a workload names (transcripts, a
 filler text) and turns every validation error into ``FILE:LINE: field.path: message``.
@@ -195,14 +195,14 @@ class TranscriptSource(_Strict):
 
 # The kinds' own specs moved to their modules (``workloads/<kind>.py``); the old names still resolve here.
 _MOVED = {
-    "ConversationSpec": "workloads.conversation",
-    "SweepSpec": "workloads.sweep",
-    "JsonMode": "workloads.json_extraction",
-    "JsonCase": "workloads.json_extraction",
-    "JsonSpec": "workloads.json_extraction",
-    "Question": "workloads.template",
-    "TemplateFormat": "workloads.template",
-    "TemplateSpec": "workloads.template",
+    "ConversationSpec": "workloads.conversation.spec",
+    "SweepSpec": "workloads.sweep.kind",
+    "JsonMode": "workloads.json.kind",
+    "JsonCase": "workloads.json.kind",
+    "JsonSpec": "workloads.json.kind",
+    "Question": "workloads.template.kind",
+    "TemplateFormat": "workloads.template.kind",
+    "TemplateSpec": "workloads.template.kind",
 }
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import itertools
 import json
 from pathlib import Path
+from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
@@ -96,3 +97,13 @@ def read(
     if not found and not bad:
         raise ValueError("the file holds no transcript")
     return found, bad
+
+
+def recorded_requests(messages: list[Message], system: str | None = None) -> list[list[dict[str, Any]]]:
+    """A recorded conversation's requests: the messages before every assistant message, and all of
+    them if it ends with a user or tool message; ``system`` goes first where the record has none."""
+    msgs = [m.chat() for m in messages]
+    if system and msgs[0]["role"] != "system":
+        msgs = [{"role": "system", "content": system}, *msgs]
+    requests = [msgs[:j] for j, m in enumerate(msgs) if m["role"] == "assistant"]
+    return requests + ([msgs] if msgs[-1]["role"] != "assistant" else [])

@@ -1,8 +1,9 @@
 """The analysis: pure functions from the records table to the figures the page shows.
 
-One module per kind of workload (``conversation``, ``sweep``, ``json_extraction``,
-``template``), plus ``agreement`` (same tokens across backends at T=0), ``status`` (who ran,
-who was skipped and why), ``caveats`` and ``summary`` (sentences derived from those figures).
+The figures common to every kind: ``agreement`` (same tokens across backends at T=0), ``status`` (who
+ran, who was skipped and why), ``caveats``, ``summary`` (the winner rules and deployment facts) and
+``claims`` (the seed's claims, each kind's in its room); each kind's own analysis is in its room
+(``workloads/<kind>/report/``).
 Every function takes a pandas DataFrame of records (the columns of ``harness.records.Record``)
 and returns DataFrames or small dataclasses; nothing here reads files or renders HTML.
 """

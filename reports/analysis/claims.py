@@ -16,6 +16,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -29,13 +30,24 @@ HOLDS, DOES_NOT_HOLD, SETUP_SPECIFIC, NOT_MEASURABLE = (
 )
 NOT_DECIDED = "not decided"  # a numeric test whose interval crosses the claim's band (reports.intervals)
 VERDICTS = (HOLDS, DOES_NOT_HOLD, SETUP_SPECIFIC, NOT_MEASURABLE, NOT_DECIDED)
-MODULES = (
-    "reports.analysis.seed_claims.sweep",
-    "reports.analysis.seed_claims.conversation",
-    "reports.analysis.seed_claims.json_extraction",
-    "reports.analysis.seed_claims.template",
-    "reports.analysis.seed_tokens",
-)  # imported in this order; each registers its checks with @claim
+# The seed's claims live in the kinds' rooms, a module each (``workloads/<kind>/report/claims*.py``), each
+# with an ``ORDER`` (the article's order: the sweep, the conversation, JSON, templates, the token figures):
+# :func:`claim_modules` finds them and imports them in that order; each registers its checks with @claim.
+
+
+def claim_modules() -> list[str]:
+    """Every kind room's claims modules (``report/claims.py``, ``report/claims_*.py``), in their ``ORDER``."""
+    from reports.kinds import REGISTRY
+
+    found = []
+    for target in REGISTRY.values():
+        package = importlib.import_module(target.partition(":")[0])
+        for directory in getattr(package, "__path__", []):
+            for path in sorted(Path(directory).glob("claims*.py")):
+                name = f"{package.__name__}.{path.stem}"
+                found.append((getattr(importlib.import_module(name), "ORDER", 100), name))
+    return [name for _, name in sorted(found)]
+
 
 _CHECKS: list[tuple[str, Callable[[Report], Claim | None]]] = []
 
@@ -88,10 +100,9 @@ def claim(check: Callable[[Report], Claim | None]) -> Callable[[Report], Claim |
 
 
 def check_all(report: Report) -> list[Claim]:
-    """Every registered claim this report can speak to, in the order of MODULES and definition."""
-    for module in MODULES:
-        importlib.import_module(module)
-    order = {m: i for i, m in enumerate(MODULES)}
+    """Every registered claim this report can speak to, in the order of its module and definition."""
+    modules = claim_modules()
+    order = {m: i for i, m in enumerate(modules)}
     checks = sorted(_CHECKS, key=lambda item: order.get(item[0].rpartition(".")[0], len(order)))
     out = []
     for _, check in checks:

@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from reports import fmt
-from reports.analysis.sweep import REPLY_TOKENS
 from reports.stats import StartStat, num, over_starts, rank, spread, verdict
 
 if TYPE_CHECKING:
@@ -52,7 +51,7 @@ def stat_text(s: StartStat, unit: str, digits: int | None = None) -> str:
     return f"{fmt.n(s.median, digits)} {unit}{within} ({starts}, n={s.n})".replace("  ", " ")
 
 
-def _latency_job(
+def latency_job(
     job: str,
     figure: str,
     stats: dict[str, StartStat],
@@ -63,11 +62,11 @@ def _latency_job(
     stats = {b: s for b, s in stats.items() if s.median is not None}
     if not stats:
         return None
-    ranked = _ranked_job(job, figure, stats, unit, ttft, caution)
+    ranked = ranked_job(job, figure, stats, unit, ttft, caution)
     return replace(ranked, stats={b: stats[b] for b, _ in ranked.values}, unit=unit)
 
 
-def _ranked_job(
+def ranked_job(
     job: str,
     figure: str,
     stats: dict[str, StartStat],
@@ -75,6 +74,8 @@ def _ranked_job(
     ttft: dict[str, bool] | None,
     caution: str | None,
 ) -> Job:
+    """A latency job's ranking by the summary's winner rule, or why it ranks none (one backend; TTFTs of two
+    definitions: an old run's engine-internal TTFT beside the caller's)."""
     engine_internal = [b for b, common in (ttft or {}).items() if b in stats and not common]
     r = rank(stats)
     shown = [
@@ -93,92 +94,13 @@ def _ranked_job(
     return Job(job, figure, shown, winner, why, caution, latency=True)
 
 
-def _by_backend(rows: pd.DataFrame, value: pd.Series | str) -> dict[str, StartStat]:
+def by_backend(rows: pd.DataFrame, value: pd.Series | str) -> dict[str, StartStat]:
     vals = rows[value] if isinstance(value, str) else value
     return {b: over_starts(vals[g.index], g["start"]) for b, g in rows.groupby("backend", sort=False)}
 
 
-def _ttft_common(rows: pd.DataFrame) -> dict[str, bool]:
+def ttft_common(rows: pd.DataFrame) -> dict[str, bool]:
     return {b: bool(g["ttft_common"].all()) for b, g in rows.groupby("backend", sort=False)}
-
-
-def conversation_jobs(s, rows: pd.DataFrame) -> list[Job | None]:
-    """The summary row of a conversation: each backend's TTFT summed over the turns of every complete repeat,
-    in cached mode where the backend ran it (else full), ranked by the summary's winner rule. Empty where no
-    repeat has a TTFT for every turn."""
-    turns = rows["turn"].nunique()
-    sums = []
-    for (b, mode, start, _rep), g in rows.groupby(["backend", "mode", "start", "rep"], sort=False):
-        if g["turn"].nunique() == turns and g["ttft_ms"].notna().all():
-            sums.append(
-                {
-                    "backend": b,
-                    "mode": mode,
-                    "start": start,
-                    "ttft": g["ttft_ms"].sum(),
-                    "common": g["ttft_common"].all(),
-                }
-            )
-    if not sums:
-        return []
-    df = pd.DataFrame(sums)
-    pick = {
-        b: ("cached" if (g["mode"] == "cached").any() else "full")
-        for b, g in df.groupby("backend", sort=False)
-    }
-    df = df[[pick[b] == m for b, m in zip(df["backend"], df["mode"], strict=True)]]
-    stats = _by_backend(df, "ttft")
-    common = {b: bool(g["common"].all()) for b, g in df.groupby("backend", sort=False)}
-    return [
-        _latency_job(
-            f"Multi-turn chat ({s.name})",
-            f"summed TTFT over {turns} turns, prefix reuse where the backend has it",
-            stats,
-            "ms",
-            common,
-        )
-    ]
-
-
-def sweep_jobs(s, rows: pd.DataFrame) -> list[Job | None]:
-    """The sweep's summary rows at the prompt lengths every backend ran: TTFT at the shortest, prefill at the
-    longest, decode at the middle one, and a derived (unranked) end-to-end reply there."""
-    rows = rows.dropna(subset=["prompt_tokens"])
-    if rows.empty:
-        return []
-    common = sorted(
-        set.intersection(*(set(g["prompt_tokens"].astype(int)) for _, g in rows.groupby("backend")))
-    )
-    if not common:
-        return []
-    lo, mid, hi = common[0], common[len(common) // 2], common[-1]
-    at = {n: rows[rows["prompt_tokens"] == n] for n in (lo, mid, hi)}
-    e2e = at[mid]["ttft_ms"] + (REPLY_TOKENS - 1) * at[mid]["decode_ms_per_token"]
-
-    def ttft_at(n: int, title: str, subtitle: str) -> Job | None:
-        return _latency_job(
-            f"{title} ({s.name})", subtitle, _by_backend(at[n], "ttft_ms"), "ms", _ttft_common(at[n])
-        )
-
-    return [
-        ttft_at(lo, "Many short calls", f"TTFT at the shortest prompt, N={lo}"),
-        ttft_at(hi, "Long prompts", f"prefill time (TTFT) at N={hi}"),
-        _latency_job(
-            f"Generating tokens ({s.name})",
-            f"decode ms/token at N={mid}",
-            _by_backend(at[mid], "decode_ms_per_token"),
-            "ms/token",
-        ),
-        derived(
-            _latency_job(
-                f"A {REPLY_TOKENS}-token reply ({s.name})",
-                f"derived, end to end at N={mid}: TTFT + {REPLY_TOKENS - 1} × decode",
-                _by_backend(at[mid], e2e),
-                "ms",
-                _ttft_common(at[mid]),
-            )
-        ),
-    ]
 
 
 def derived(job: Job | None) -> Job | None:
@@ -191,87 +113,6 @@ def derived(job: Job | None) -> Job | None:
         verdict="derived from the measured TTFT and decode step, not a measured call: "
         "not ranked beside measured figures",
         latency=False,
-    )
-
-
-def json_jobs(s, quality: str | None) -> list[Job | None]:
-    """The JSON section's summary rows: the valid share per mode (a winner only without a tie) and the
-    grammar's decode cost per backend, shown as not resolved where it is inside the noise."""
-    out: list[Job | None] = []
-    rates = s.data["rates"]
-    for mode in s.data["modes"]:
-        g = rates[rates["mode"] == mode]
-        per = {
-            b: (int(x["valid"].sum()), int(x["n"].sum()))
-            for b, x in g.groupby("backend", sort=False)
-            if x["n"].sum()
-        }
-        if not per:
-            continue
-        order, best, verdict = rate_ranking({b: k / n for b, (k, n) in per.items()})
-        shown = [(b, f"{fmt.pct(per[b][0] / per[b][1])} ({per[b][0]} of {per[b][1]})") for b in order]
-        out.append(
-            Job(
-                f"JSON output, mode '{mode}' ({s.name})",
-                "valid JSON, all temperatures",
-                shown,
-                best,
-                verdict,
-                quality,
-            )
-        )
-    over = s.data["overhead"]
-    if not over.empty:
-        shown = []
-        for r in over.to_dict("records"):
-            c, u = r["constrained"], r["unconstrained"]
-            noise = ((c.q3 - c.q1) + (u.q3 - u.q1)) / 2
-            sign = "+" if r["extra_ms"] >= 0 else "−"
-            text = (
-                f"{sign}{fmt.n(abs(r['extra_ms']))} ms/token ({sign}{fmt.rel(abs(r['extra_ms']) / u.median)})"
-            )
-            shown.append(
-                (
-                    r["backend"],
-                    text
-                    if abs(r["extra_ms"]) > noise
-                    else f"not resolved ({text}, inside ±{fmt.n(noise)} ms)",
-                )
-            )
-        out.append(
-            Job(
-                f"Grammar cost ({s.name})",
-                f"decode ms/token, '{over['mode'].iloc[0]}' − '{over['base'].iloc[0]}' on the same prompts",
-                shown,
-                None,
-                "a cost, not ranked",
-            )
-        )
-    return out
-
-
-def template_job(s, quality: str | None) -> Job | None:
-    """The summary row of a template workload: each backend's clean-answer rate in its best format, best
-    first; a winner is named only when it is strictly ahead of the next (not with one backend or a tie).
-    ``quality`` is the caution under the row (random weights); None without rates."""
-    rates = s.data["rates"]
-    if rates.empty:
-        return None
-    best = {
-        b: g.sort_values("rate", ascending=False).iloc[0] for b, g in rates.groupby("backend", sort=False)
-    }
-    order, winner, verdict = rate_ranking({b: float(r["rate"]) for b, r in best.items()})
-    shown = [
-        (b, f"{fmt.pct(best[b]['rate'])} ({best[b]['clean']} of {best[b]['n']}, {best[b]['format']})")
-        for b in order
-    ]
-    return Job(
-        f"Short exact answers ({s.name})",
-        "clean-answer rate of each backend's best format",
-        shown,
-        winner,
-        verdict,
-        quality,
     )
 
 

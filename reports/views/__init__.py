@@ -1,6 +1,6 @@
 """Views: the analysis results turned into page blocks (headings, tables, charts, replies).
 
-Each workload kind has a module that returns a list of :class:`Block`; the page template
+Each workload kind's report half (``workloads/<kind>/report/``) returns a list of :class:`Block`; the page template
 renders blocks generically, so the HTML has one code path and every text goes through
 Jinja's autoescaping (token chips are built with ``markupsafe`` and escaped piece by piece).
 """

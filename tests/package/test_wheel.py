@@ -64,7 +64,7 @@ def wheel(tmp_path_factory) -> Path:
 def test_the_wheel_carries_workloads_templates_benchmarks_and_the_licence_not_example_runs(wheel):
     names = zipfile.ZipFile(wheel).namelist()
     assert not [n for n in names if n.startswith("reports/examples/")]
-    assert {f"workloads/builtin/{name}.yaml" for name in BUILTIN} <= set(names)
+    assert {f"workloads/{name}/builtin.yaml" for name in BUILTIN} <= set(names)
     templates = {p.relative_to(ROOT).as_posix() for p in (ROOT / "reports" / "templates").glob("*.jinja")}
     assert templates and templates <= set(names)
     configs = {p.relative_to(ROOT).as_posix() for p in (ROOT / "harness" / "configs").glob("*.json")}

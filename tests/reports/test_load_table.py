@@ -1,9 +1,10 @@
-"""The load table for READMEs (reports/load_table.py) from hand-made load records with known figures."""
+"""The load table for READMEs (workloads/load/report/load_table.py) from hand-made load records with known
+figures."""
 
 from __future__ import annotations
 
-from reports import load_table
 from tests.reports.test_report_many_users import load_run
+from workloads.load.report import load_table
 
 
 def test_one_row_per_level_one_column_per_backend_with_the_pages_figures(tmp_path, capsys):

@@ -219,7 +219,7 @@ def test_cpu_run_says_roofline_not_applicable(tmp_path):
 
 
 def test_sweep_charts_draw_the_roofline(report):
-    from reports import charts
+    from workloads.sweep.report import charts
 
     sweep = report.sections[1]
     for phase in ("prefill", "decode"):
@@ -284,7 +284,7 @@ def test_goodput_counts_against_a_target_the_page_names() -> None:
     from types import SimpleNamespace
 
     from contract.slo import DEFAULT_SPECS
-    from reports.assemble import slo_of
+    from workloads.load.report.targets import slo_of
 
     def ds(*envs: dict) -> SimpleNamespace:
         return SimpleNamespace(envs={f"run{i}": e for i, e in enumerate(envs)})
@@ -309,8 +309,8 @@ def test_a_run_whose_targets_do_not_parse_is_named_in_the_goodput_source() -> No
     keep their source text as it was."""
     from types import SimpleNamespace
 
-    from reports.analysis.many_users import SLO_SOURCE
-    from reports.assemble import slo_of
+    from workloads.load.report.levels import SLO_SOURCE
+    from workloads.load.report.targets import slo_of
 
     def ds(**envs: dict) -> SimpleNamespace:
         return SimpleNamespace(envs=envs)

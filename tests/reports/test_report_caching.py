@@ -1,15 +1,15 @@
-"""reports.analysis.caching (what prefix caching buys): tok/s on ÷ off at the levels both runs share, marked
-as within the spread where the two levels' bootstrap intervals overlap (the S=0 control on the H200 read
-2.19 at an open-loop level of 33 requests), never where they are apart, and not marked at all where a side
-has no interval or the two ran other requests."""
+"""workloads.load.report.caching (what prefix caching buys): tok/s on ÷ off at the levels both runs share,
+marked as within the spread where the two levels' bootstrap intervals overlap (the S=0 control on the H200
+read 2.19 at an open-loop level of 33 requests), never where they are apart, and not marked at all where a
+side has no interval or the two ran other requests."""
 
 from __future__ import annotations
 
 import pandas as pd
 import pytest
 
-from reports.analysis.caching import caching_ratios
-from reports.views.capacity import caching_table
+from workloads.load.report.caching import caching_ratios
+from workloads.load.report.capacity_tables import caching_table
 
 
 def _level(backend: str, case: str, tps: float, lo: float | None, hi: float | None, mix: str = "m") -> dict:

@@ -1,6 +1,6 @@
-"""The Load summary's throughput row (reports.views.capacity_summary.throughput_verdict): a winner only where
-the gap beats the spread within the run (the bootstrap intervals) and between engine starts, judged by
-reports.stats.rank and worded by reports.stats.verdict as every ranked figure is."""
+"""The Load summary's throughput row (workloads/load/report/capacity_summary.py, throughput_verdict): a winner
+only where the gap beats the spread within the run (the bootstrap intervals) and between engine starts,
+judged by reports.stats.rank and worded by reports.stats.verdict as every ranked figure is."""
 
 from __future__ import annotations
 
@@ -49,7 +49,7 @@ def test_the_throughput_verdict_is_the_ranked_figures_rule_and_words():
     """Between engine starts the throughput row is judged by reports.stats.rank and worded by
     reports.stats.verdict, like every latency row: a second copy of the rule would drift from these."""
     from reports.stats import StartStat, rank, verdict
-    from reports.views.capacity_summary import throughput_verdict
+    from workloads.load.report.capacity_summary import throughput_verdict
 
     assert throughput_verdict(_row("a", 120, 110, 130, [120]), _row("b", 100, 90, 115, [100])) == (
         None,

@@ -8,14 +8,17 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from reports import charts
-from reports.analysis import json_extraction as jx
-from reports.analysis import many_users as mu
-from reports.analysis import sweep as sw
 from reports.runs import read_runs
-from reports.views import many_users_charts as mv
 from tests.reports.records import record, sweep_records, write_run
 from tests.reports.test_report_many_users import level_records
+from workloads.conversation.report import charts as conversation_charts
+from workloads.json.report import analysis as jx
+from workloads.json.report import charts as json_charts
+from workloads.load.report import charts as mv
+from workloads.load.report import levels as mu
+from workloads.sweep.report import analysis as sw
+from workloads.sweep.report import charts as sweep_charts
+from workloads.template.report import charts as template_charts
 
 
 def marks(spec: Any) -> set[str]:
@@ -59,7 +62,7 @@ def json_rows(temperatures) -> pd.DataFrame:
 
 @pytest.mark.parametrize("temperatures,expected", [((0.0,), {"bar"}), ((0.0, 1.0), {"line"})])
 def test_json_pass_rate_at_one_temperature_is_bars(temperatures, expected):
-    spec = charts.json_pass(jx.pass_rates(json_rows(temperatures)))
+    spec = json_charts.json_pass(jx.pass_rates(json_rows(temperatures)))
     assert marks(spec) == expected
     if expected == {"bar"}:
         assert "temperature 0" in str(spec)  # the one value is said in the axis title
@@ -75,7 +78,7 @@ def test_sweep_at_one_prompt_length_is_bars(tmp_path, lengths, expected):
     ds = read_runs([run])
     per = sw.per_length(ds.measured())
     for phase in ("prefill", "decode"):
-        assert marks(charts.sweep_phase(per, {}, phase, ds.backends)) & {"bar", "line"} == {expected}
+        assert marks(sweep_charts.sweep_phase(per, {}, phase, ds.backends)) & {"bar", "line"} == {expected}
 
 
 def test_conversation_with_one_turn_is_bars():
@@ -94,17 +97,17 @@ def test_conversation_with_one_turn_is_bars():
             for m in ("full", "cached")
         ]
     )
-    assert marks(charts.conversation_ttft(turns)) == {"bar", "errorbar"}
+    assert marks(conversation_charts.conversation_ttft(turns)) == {"bar", "errorbar"}
     two = pd.concat([turns, turns.assign(turn=2)])
-    assert "line" in marks(charts.conversation_ttft(two)) and "bar" not in marks(
-        charts.conversation_ttft(two)
+    assert "line" in marks(conversation_charts.conversation_ttft(two)) and "bar" not in marks(
+        conversation_charts.conversation_ttft(two)
     )
 
 
 def test_attention_on_one_layer_is_bars():
     one = pd.DataFrame([{"backend": b, "layer": 0, "share": 0.3} for b in ("hf", "vllm")])
-    assert marks(charts.attention(one, ["hf", "vllm"])) == {"bar"}
-    assert marks(charts.attention(pd.concat([one, one.assign(layer=1)]), ["hf", "vllm"])) == {"line"}
+    assert marks(template_charts.attention(one, ["hf", "vllm"])) == {"bar"}
+    assert marks(template_charts.attention(pd.concat([one, one.assign(layer=1)]), ["hf", "vllm"])) == {"line"}
 
 
 @pytest.mark.parametrize("levels,expected", [((1,), "bar"), ((1, 4), "line")])

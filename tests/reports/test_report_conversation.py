@@ -1,12 +1,13 @@
-"""Conversation analysis on hand-made records with known answers (reports/analysis/conversation.py)."""
+"""Conversation analysis on hand-made records with known answers
+(workloads/conversation/report/analysis.py)."""
 
 from __future__ import annotations
 
 import pandas as pd
 import pytest
 
-from reports.analysis import conversation as conv
 from tests.reports.records import conversation_records
+from workloads.conversation.report import analysis as conv
 
 
 @pytest.fixture

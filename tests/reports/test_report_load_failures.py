@@ -79,7 +79,7 @@ def test_peak_of_levels_that_all_had_failures_says_so(tmp_path):
 
 
 def test_the_level_table_names_failures(tmp_path):
-    from reports.views.many_users_tables import level_table
+    from workloads.load.report.tables import level_table
 
     rows = failing(level_records("vllm", 4, 0.1, "batched by the engine"), {0, 1, 2, 3, 4})
     _, section, _ = section_levels(tmp_path, rows)

@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 
 from reports import build
-from reports.analysis import many_users as mu
-from reports.analysis import replicas
 from reports.runs import read_runs
 from tests.reports.records import load_level, load_request, write_run
+from workloads.load.report import levels as mu
+from workloads.load.report import replicas
 
 TPOTS = [10.0, 12.0, 14.0, 16.0, 40.0]
 
@@ -139,7 +139,7 @@ def test_users_within_each_target_per_configuration(two_gpu_runs, tmp_path):
 
 def test_caveats_say_what_the_table_cannot(two_gpu_runs, tmp_path):
     from reports.assemble import assemble
-    from reports.views import replicas as view
+    from workloads.load.report import replicas_tables as view
 
     runs = [
         *two_gpu_runs,

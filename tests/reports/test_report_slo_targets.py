@@ -1,16 +1,16 @@
-"""The runs' SLO targets read once (``reports.analysis.slo_targets``): a run whose env.json ``slo_targets``
+"""The runs' SLO targets read once (``workloads.load.report.targets``): a run whose env.json ``slo_targets``
 do not parse is passed over for the next run's and named on the page with its error, by the goodput line
 and by a caveat, while the report still builds; good runs read as before."""
 
 from __future__ import annotations
 
 from reports import build
-from reports.analysis import slo_targets
-from reports.analysis.capacity import targets_of
 from reports.assemble import assemble
 from reports.runs import read_runs
 from tests.reports.records import write_run
 from tests.reports.test_report_capacity import KNEE, level
+from workloads.load.report import targets as slo_targets
+from workloads.load.report.capacity import targets_of
 
 BROKEN = ["chat:ttft_p90_ms=fast"]  # what a hand-edited env.json might hold
 OWN = ["snappy:ttft_p90_ms=400,tpot_p90_ms=40"]

@@ -6,8 +6,8 @@ import pandas as pd
 import pytest
 
 from reports import roofline
-from reports.analysis import sweep as sw
 from tests.reports.records import sweep_records
+from workloads.sweep.report import analysis as sw
 
 
 @pytest.fixture
@@ -53,8 +53,8 @@ def test_roofline_against_h200(df):
         "model": {"params": 8_190_735_360, "label": "qwen3-8b-shape", "builtin": True},
     }
     roofs = {
-        "hf": sw.roof_for("hf", "NVIDIA H200", env, None, None, copy_gbps=4245.0),
-        "vllm": sw.roof_for("vllm", None, env, None, None),
+        "hf": roofline.roof_for("hf", "NVIDIA H200", env, None, None, copy_gbps=4245.0),
+        "vllm": roofline.roof_for("vllm", None, env, None, None),
     }
     assert roofs["hf"].ok and not roofs["vllm"].ok and "not applicable" in roofs["vllm"].note
     vs = sw.against_roof(sw.per_length(df), roofs)
@@ -77,15 +77,19 @@ def test_roofline_against_h200(df):
 
 
 def test_roofline_notes():
-    unknown = sw.roof_for("x", "Mystery GPU", {"dtype": "bfloat16", "model": {"params": 10}}, None, None)
+    unknown = roofline.roof_for(
+        "x", "Mystery GPU", {"dtype": "bfloat16", "model": {"params": 10}}, None, None
+    )
     assert not unknown.ok and "--bandwidth-gbps" in unknown.note
-    no_params = sw.roof_for("x", "NVIDIA L4", {"dtype": "bfloat16", "model": {}}, None, None)
+    no_params = roofline.roof_for("x", "NVIDIA L4", {"dtype": "bfloat16", "model": {}}, None, None)
     assert not no_params.ok and "not available" in no_params.note
-    unknown_device = sw.roof_for(
+    unknown_device = roofline.roof_for(
         "x", None, {"dtype": "bfloat16", "model": {"params": 10}}, None, None, known=False
     )
     assert not unknown_device.ok and "does not say which device" in unknown_device.note
-    forced = sw.roof_for("x", "Mystery GPU", {"dtype": "bfloat16", "model": {"params": 10}}, 100.0, 10.0)
+    forced = roofline.roof_for(
+        "x", "Mystery GPU", {"dtype": "bfloat16", "model": {"params": 10}}, 100.0, 10.0
+    )
     assert forced.ok and forced.decode_floor_ms() == pytest.approx(
         20 / 100e9 * 1e3
     )  # no config: all weights, no KV

@@ -6,8 +6,8 @@ import pandas as pd
 import pytest
 
 from reports.analysis import agreement, status
-from reports.analysis import template as tpl
 from tests.reports.records import record
+from workloads.template.report import analysis as tpl
 
 
 def attention_probe(special_share: list[float], **extra) -> dict:

@@ -26,7 +26,7 @@ import pytest
 
 from harness.chat import Renderer
 from harness.models import CHAT_TEMPLATE
-from workloads import BUILTIN, BUILTIN_DIR, build_plan, read_builtin, read_workload_file
+from workloads import BUILTIN, build_plan, builtin_file, read_builtin, read_workload_file
 
 GOLDEN = Path(__file__).with_name("builtin_plans.json")
 REPEATS = 2
@@ -70,7 +70,7 @@ def digests(tokenizer) -> dict:
     out: dict = {
         "repeats": REPEATS,
         "chat_template_sha256": sha(CHAT_TEMPLATE),
-        "builtin_file_sha256": {n: sha((BUILTIN_DIR / f"{n}.yaml").read_bytes()) for n in DIGESTED},
+        "builtin_file_sha256": {n: sha(builtin_file(n).read_bytes()) for n in DIGESTED},
         "tiny_tokenizer_sha256": sha(tokenizer.backend_tokenizer.to_str()),
     }
     for label, r in (("bytes", ByteRenderer(tokenizer)), ("tiny", Renderer(tokenizer))):
@@ -111,7 +111,7 @@ def test_builtin_plan_is_unchanged_tiny_tokenizer(name, now, golden):
 
 def test_builtins_go_through_the_user_file_path():
     for name in BUILTIN:
-        assert read_builtin([name]) == read_workload_file(BUILTIN_DIR / f"{name}.yaml")
+        assert read_builtin([name]) == read_workload_file(builtin_file(name))
         names = [s.name for s in read_builtin([name])]  # the load file holds two: load-sessions, load-fixed
         assert names == [name] or all(n.startswith(f"{name}-") for n in names)
 

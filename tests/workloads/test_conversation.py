@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from workloads import build_plan, read_workload_file
-from workloads.conversation import render_turns, turn_messages
+from workloads.conversation.spec import render_turns, turn_messages
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 

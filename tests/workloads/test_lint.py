@@ -9,8 +9,8 @@ from pathlib import Path
 from harness.chat import common_prefix_len
 from tests.conftest import compare
 from workloads import read_builtin, read_workload_file
-from workloads.conversation import render_turns
-from workloads.lint import check, check_all, report
+from workloads.conversation.lint import check, check_all, report
+from workloads.conversation.spec import render_turns
 
 SYSTEM = "You are an on-call SRE assistant. Reply with one line."
 CLOCK = f"""

@@ -10,8 +10,8 @@ import json
 
 import pytest
 
-from reports.analysis.capacity import mix_of
 from workloads import build_plan, read_builtin
+from workloads.load.report.capacity import mix_of
 from workloads.load.search import search_groups
 from workloads.overrides import apply
 

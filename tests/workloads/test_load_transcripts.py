@@ -9,8 +9,8 @@ import pytest
 from harness.chat import common_prefix_len
 from harness.cli import main
 from workloads import WorkloadFileError, build_plan, hashes, read_workload_file
-from workloads.conversation import recorded_requests
 from workloads.load.prompts import context_needed
+from workloads.transcripts import recorded_requests
 
 TOOLS = [
     {

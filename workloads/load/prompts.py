@@ -11,9 +11,9 @@ from __future__ import annotations
 from typing import Any
 
 from contract.chat import Renderer, common_prefix_len
-from workloads.conversation import recorded_requests
 from workloads.load.spec import DEFAULT_USERS, LoadSpec
 from workloads.spec import Turn
+from workloads.transcripts import recorded_requests
 
 RANDOM_SEED = 13
 
@@ -73,7 +73,7 @@ def _vocab(renderer: Renderer) -> tuple[int, set[int]]:
 
 
 def shared_prefix_ids(renderer: Renderer, n: int) -> list[int]:
-    from workloads.sweep import filler_ids
+    from workloads.sweep.kind import filler_ids
 
     text = "The on-call engineer opened the dashboard at three in the morning and read every log in turn."
     return filler_ids(text, renderer, n)[:n]

@@ -1,7 +1,7 @@
 """The load kind's file format: :class:`LoadSpec` (a ``kind: load`` entry of a workload file) with its
 checks, the kind's constants, and ``--load``'s values parsed into field overrides.
 
-What the fields mean is told in ``workloads/load/__init__.py``; every check here raises a mistake
+What the fields mean is told in ``workloads/load/kind.py``; every check here raises a mistake
 with the field it is about, so a file and ``--load`` report the same one line.
 """
 

@@ -1,18 +1,13 @@
-"""The seed article's quantitative claims, one check each (see :mod:`reports.analysis.claims`), one module
-per experiment of the article.
+"""What the seed article's quantitative claims share (see :mod:`reports.analysis.claims`): the claims'
+source, a section of the report by kind and a range of figures as text.
 
-Each check reads this report's figures (never typed in), quotes the article's from
-:mod:`reports.reference`, and says whether the claim holds here, is specific to the seed's
-setup (HF eager on an A100, its workload) and why, or cannot be measured here and why.
-
-- ``sweep``: the length sweep: decode flat in N, its bandwidth share, a short prefill as one decode
-  step, prefill vs decode per token, decode's share of a short call;
-- ``conversation``: prefix reuse over the conversation: tokens computed, summed TTFT, where reuse stops;
-- ``json_extraction``: every grammar-constrained JSON reply valid;
-- ``template``: attention on special tokens.
-
-``reports.analysis.claims.MODULES`` lists them in the page's order. This module holds what they
-share: the claims' source, a section of the report by kind and a range of figures as text.
+The claims themselves live in the kinds' rooms, one module per experiment of the article
+(``workloads/<kind>/report/claims.py``: the length sweep, the conversation's prefix reuse, JSON by
+grammar, attention on special tokens; ``workloads/conversation/report/claims_tokens.py``: the token
+figures), found and ordered by ``reports.analysis.claims.claim_modules``. Each check reads this report's
+figures (never typed in), quotes the article's from :mod:`reports.reference`, and says whether the claim
+holds here, is specific to the seed's setup (HF eager on an A100, its workload) and why, or cannot be
+measured here and why.
 """
 
 from __future__ import annotations

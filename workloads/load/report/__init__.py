@@ -1,0 +1,85 @@
+"""The load kind's report half (many users at once): its analysis and the :class:`ReportKind` the registry
+finds here (``reports.kinds``).
+
+The figures come from ``levels`` (every level, first wave included), ``capacity`` (steady states,
+capacity per target, energy and cost), ``caching`` (what prefix caching buys), ``targets`` (the SLO
+targets the runs wrote, the goodput pair) and ``replicas`` (tp against dp); the page is the capacity half
+(``capacity_tables``, ``capacity_cells``, ``capacity_chart``, ``capacity_summary``) followed by the
+every-request half: charts (``charts``), tables and blocks (``tables``, ``server_figures``,
+``replicas_tables``, ``mix_groups``), caveats (``caveats``), summary rows and gate figures (``summary``).
+``load_table`` prints the levels as a Markdown table for a README. All of them are in this folder.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from reports.kinds import ReportKind
+from workloads.load.report import capacity_summary
+from workloads.load.report import capacity_tables as cv
+from workloads.load.report import levels as mu
+from workloads.load.report import replicas_tables as replicas_view
+from workloads.load.report.caveats import caveats
+from workloads.load.report.charts import CHARTS
+from workloads.load.report.summary import figures, jobs
+from workloads.load.report.tables import blocks
+from workloads.load.report.targets import slo_of
+
+
+def _analyse(rows: pd.DataFrame, ctx, name: str) -> dict[str, Any]:  # noqa: ARG001
+    from reports.analysis.caveats import over_http
+    from workloads.load.report import capacity
+    from workloads.load.report import targets as slo_targets
+    from workloads.load.report.caching import caching_ratios
+
+    given, slo_source = slo_of(ctx.ds, ctx.slo)
+    slo = given or mu.DEFAULT_SLO
+    levels = mu.per_level(rows, slo)
+    envs = ctx.ds.envs
+    cap = capacity.analyse(
+        rows,
+        mu.level_facts(rows),
+        capacity.targets_of(envs),
+        ctx.gpu_hour_usd or capacity.price_of(envs),
+        ctx.ds.planned_levels(),  # a level the run never reached reads as not run, never as met
+    )
+    labels = list(dict.fromkeys(levels["backend"]))
+    caching = {b: ctx.ds.run_env_of(b).get("prefix_caching", True) for b in labels}  # older runs: on
+    names = {b: ctx.ds.sources.get(b, ("", b))[1] for b in labels}
+    cap["caching"] = caching_ratios(cap["steady"], cap["capacity"], caching, names)
+    cap["targets_note"] = slo_targets.read(envs).note  # a run whose slo_targets do not parse, named
+    cap["caching_of"] = caching  # column -> prefix caching on (True), off (False), not said (None)
+    # the groups of backends that ran the same requests: one that ran other requests (the HF mix's sessions)
+    # gets summary rows and chart panels of its own
+    cap["mix_classes"] = capacity.mix_classes(cap["steady"])
+    cap["via"] = {
+        b: "HTTP" if over_http(ctx.ds.env_of(b).get("engine") or {}) else "in process" for b in labels
+    }
+    from workloads.load.report import replicas
+
+    return {
+        "levels": levels,
+        "peaks": mu.peaks(levels),
+        "slo": slo,
+        "cap": cap,
+        "replicas": replicas.configurations(
+            rows, levels, ctx.ds
+        ),  # tp vs dp (issue 25): empty unless a dp > 1 ran
+        "slo_source": slo_source or f"default: {mu.SLO_SOURCE}",
+    }
+
+
+KIND = ReportKind(
+    "load",
+    _analyse,
+    blocks=lambda s, slots, report: cv.blocks(s.data, s.backends, slots) + blocks(s, slots),
+    charts=CHARTS,
+    caveats=lambda s, report: caveats(s, report) + cv.caveats(s.data, s.name) + replicas_view.caveats(s),
+    jobs=lambda s, rows, report: capacity_summary.jobs(s.data) + jobs(s, report),
+    sees_failures=True,
+    figures=figures,
+    agreement=False,
+    steady_state=True,
+)

@@ -1,0 +1,370 @@
+"""How many users one GPU holds: each level's steady state, the capacity within each target, what prefix
+caching buys, energy and cost, from the load records (``contract.level_stats``, ``contract.capacity``).
+
+- a level's figures are its **steady state** (the first wave of C requests apart, the window from the
+  first submit after it to the last submit; ``contract.level_stats``), with the first wave's TTFT in
+  its own columns and the share of the window that had C in flight; tok/s carries a bootstrap
+  interval over 5 time blocks of the window (one run, not repeats);
+- per-user tok/s = 1000 ÷ the steady TPOT p50 (the decode speed a user sees); per-GPU tok/s = the
+  steady output tok/s (one GPU a backend here);
+- **capacity**: per backend, workload, variant and loop (closed: concurrency, open: Poisson rate) and
+  target, the highest level meeting the target (``contract.capacity``: "≥ C" when every level met it,
+  a bracket when the search's budget ran out), what limited it at the next level up; a target with
+  no limits (throughput only, as the default ``batch:``) has the level of peak tok/s without a failed
+  request instead (bound "peak"); the rows of one backend, workload, variant and loop come from one
+  ``CapacityGroup``, with the levels its run planned and never reached (``not_run``: a run cut by its
+  deadline), neither met nor missed;
+- energy per 1,000 output tokens = the GPU's energy over the level (NVML) ÷ the output tokens of its
+  requests that did not fail × 1000;
+  cost per million output tokens = PRICE ÷ (3600 × output tok/s) × 10⁶ with ``--gpu-hour-usd PRICE``;
+- **caching**: a backend measured with its prefix cache on and off, as ratios at the same levels
+  (``workloads.load.report.caching``);
+- **mix**: a digest of a level's requests (each one's prompt length and turn, so their count too):
+  backends are compared only at the same level with the same mix; per variant, :func:`mix_classes` groups
+  the backends that ran the same requests at every level they share (the H200's hf-server and hf-cb run
+  fewer turns a session: their sessions rows form a group of their own, their fixed-shape rows join the
+  others').
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from contract.capacity import Capacity, capacity, judge
+from contract.level_stats import LevelStats, level_stats, over_starts
+from contract.slo import DEFAULT_SPECS, Target, parse_targets, percentile
+from reports.analysis.status import unreached_levels
+from reports.stats import num
+from workloads.load.report import targets as slo_targets
+
+KEY = ["backend", "workload", "mode", "case"]
+SMALL_N = 100  # a p99 from fewer requests is close to their maximum
+
+
+def targets_of(envs: dict[str, dict]) -> tuple[Target, ...]:
+    """The run's targets (``compare.py --slo``; the first run whose targets parse: ``slo_targets.read``, whose
+    ``note`` names a run passed over), else an older run's --slo pair, else the defaults."""
+    if (targets := slo_targets.read(envs).first) is not None:
+        return targets
+    legacy = next((e["slo"] for e in envs.values() if isinstance(e.get("slo"), dict)), None)
+    if legacy:  # a run made before named targets: its --slo pair, as the target "custom"
+        pair = {"ttft_ms": 2000.0, "tpot_ms": 200.0, **{k: v for k, v in legacy.items() if num(v)}}
+        try:
+            return parse_targets([f"ttft_ms={pair['ttft_ms']:g},tpot_ms={pair['tpot_ms']:g}"])
+        except ValueError:  # a pair no --slo would take (a limit of 0 or below): the defaults, as before
+            pass
+    return parse_targets(list(DEFAULT_SPECS))
+
+
+def price_of(envs: dict[str, dict]) -> float | None:
+    return next(
+        (
+            float(e["gpu_hour_usd"])
+            for e in envs.values()
+            if num(e.get("gpu_hour_usd")) and e["gpu_hour_usd"] > 0
+        ),
+        None,
+    )
+
+
+def mix_of(rows: list[dict]) -> str:
+    """The level's requests as a short digest: same digest, same work."""
+    shape = sorted((int(num(r.get("prompt_tokens")) or 0), int(num(r.get("turn")) or 0)) for r in rows)
+    return hashlib.sha1(repr(shape).encode()).hexdigest()[:8]
+
+
+def mix_classes(steady: pd.DataFrame) -> dict[tuple[str, str], list[list[str]]]:
+    """Per (workload, variant): its backends in groups that ran the same requests, the largest group first
+    (then in order of appearance). A backend joins a group when it ran at least one level whole (not
+    stopped early, not cut) that a member ran whole too, and at every such level its mix is that member's;
+    a level only one of them ran, or one cut short, says nothing either way."""
+    out: dict[tuple[str, str], list[list[str]]] = {}
+    if steady.empty:
+        return out
+    for (w, m), g in steady.groupby(["workload", "mode"], sort=False):
+        whole = g[~(g["partial"].astype(bool) | g["cut"].astype(bool))]
+        mixes = {
+            b: dict(zip(h["case"], h["mix"], strict=True)) for b, h in whole.groupby("backend", sort=False)
+        }
+        out[(w, m)] = _same_request_groups(mixes, list(dict.fromkeys(g["backend"])))
+    return out
+
+
+def _same_request_groups(mixes: dict[str, dict[str, str]], backends: list[str]) -> list[list[str]]:
+    """``backends`` grouped by their whole levels' mixes (case -> mix each), the largest group first."""
+
+    def shared(a: str, b: str) -> list[str]:
+        return [c for c in mixes.get(a, {}) if c in mixes.get(b, {})]
+
+    groups: list[list[str]] = []
+    for b in backends:
+        home = next(
+            (
+                grp
+                for grp in groups
+                if any(shared(b, o) for o in grp)
+                and all(mixes[b][c] == mixes[o][c] for o in grp for c in shared(b, o))
+            ),
+            None,
+        )
+        if home is None:
+            groups.append([b])
+        else:
+            home.append(b)
+    return sorted(groups, key=len, reverse=True)
+
+
+def _p(xs: list[float], q: float) -> float | None:
+    return percentile(xs, q) if xs else None
+
+
+def level_row(key: tuple, rows: list[dict], facts: dict, stats: LevelStats) -> dict[str, Any]:
+    """One load level's row: its key, steady-state TTFT / TPOT / e2e / ITL percentiles with the first wave's
+    TTFT apart, output tok/s with its bootstrap interval, per-user tok/s (1000 ÷ TPOT p50), energy per 1,000
+    tokens of the requests that did not fail, and the engine's facts. ``partial``: fewer requests started than
+    planned; ``small_p99``: fewer than SMALL_N latencies."""
+    s = stats.samples()
+    first = stats.samples(stats.first_wave)
+    served_tokens = sum(num(r.get("output_tokens")) or 0 for r in rows if not _failed(r))
+    energy = num(facts.get("gpu_energy_j"))
+    tps_lo_hi = stats.tps_interval()
+    tpot50 = _p(s["tpot"], 50)
+    planned, started = num(facts.get("requests_planned")), num(facts.get("requests_started"))
+    return {
+        **dict(zip(KEY, key, strict=True)),
+        "concurrency": stats.concurrency,
+        "rate_rps": num(rows[0].get("load_rate_rps")) if rows else None,
+        "loop": "closed" if stats.concurrency else "open",
+        "n_steady": len(stats.steady),
+        "failed": stats.failed,
+        "first_n": len(stats.first_wave),
+        "first_ttft_p50": _p(first["ttft"], 50),
+        "first_ttft_p90": _p(first["ttft"], 90),
+        **{f"ttft_p{q}": _p(s["ttft"], q) for q in (50, 90, 99)},
+        "tpot_p50": tpot50,
+        "tpot_p90": _p(s["tpot"], 90),
+        "e2e_p50": _p(s["e2e"], 50),
+        "e2e_p90": _p(s["e2e"], 90),
+        "itl_p50": _p(s["itl"], 50),
+        "itl_p99": _p(s["itl"], 99),
+        "n_latency": len(s["ttft"]),
+        "small_p99": len(s["ttft"]) < SMALL_N,
+        "output_tps": stats.output_tps,
+        "output_tps_lo": tps_lo_hi[0] if tps_lo_hi else None,
+        "output_tps_hi": tps_lo_hi[1] if tps_lo_hi else None,
+        "input_tps": stats.input_tps,
+        "total_tps": stats.total_tps,
+        "in_flight_share": stats.in_flight_share,
+        "no_steady": stats.no_steady,
+        "per_user_tps": 1000 / tpot50 if tpot50 else None,
+        "energy_j_per_1k": energy / served_tokens * 1000 if energy is not None and served_tokens else None,
+        "power_w": num(facts.get("gpu_power_w_mean")),
+        "gpu_util": num(facts.get("gpu_util_pct_mean")),
+        "gpu_memory_gb": (num(facts.get("gpu_memory_used_peak_bytes")) or 0) / 1e9 or None,
+        "telemetry": facts.get("gpu_telemetry"),
+        "kv_peak": num(facts.get("kv_cache_usage_peak")),
+        "preemptions": num(facts.get("preemptions")),
+        "searched_for": facts.get("searched_for"),
+        "partial": bool(planned and started is not None and started < planned),
+        "cut": not facts,  # no level record: the run stopped inside the level (a deadline, a crash)
+        "mix": mix_of(rows),
+        # an open loop of a sessions load starts sessions (a user's turns), not requests, at its rate
+        "rate_unit": "sessions/s" if any(num(r.get("user")) is not None for r in rows) else "req/s",
+        "mean_prompt": sum(num(r.get("prompt_tokens")) or 0 for r in rows) / len(rows) if rows else None,
+    }
+
+
+def tps_above(a: Any, b: Any) -> bool | None:
+    """Whether level row ``a``'s output tok/s interval (``output_tps_lo``-``hi``; a dict or a Series) lies
+    wholly above ``b``'s; None where either bound is missing. The one reading of "beyond the spread within a
+    run" for level rows: the throughput verdict and the caching ratios both use it."""
+    lo, hi = num(a.get("output_tps_lo")), num(b.get("output_tps_hi"))
+    return None if lo is None or hi is None else lo > hi
+
+
+def _failed(r: dict) -> bool:
+    e = r.get("error")
+    return e is not None and e == e
+
+
+def analyse(
+    rows: pd.DataFrame,
+    facts: dict[tuple, dict],
+    targets: tuple[Target, ...],
+    price: float | None,
+    planned: dict[str, list[tuple[str, str, str]]] | None = None,
+) -> dict[str, Any]:
+    """The steady levels, the capacities (with energy and cost at each) for the Load section; ``planned``:
+    per backend column, the load levels its run planned, (workload, mode, case) (``Dataset.planned_levels``),
+    so that each capacity row names the planned levels of its loop that have no records (``not_run``)."""
+    from workloads.load.report.levels import requests
+
+    reqs = requests(rows)
+    stats: dict[tuple, LevelStats] = {}
+    out = []
+    for key, g in reqs.groupby(KEY, sort=False):
+        c = num(g["load_concurrency"].iloc[0])
+        # each engine start ran the level on its own clock: its steady state is its own (over_starts)
+        per_start = [s.to_dict("records") for _, s in g.groupby("start", sort=True)] if "start" in g else []
+        per_start = per_start or [g.to_dict("records")]
+        recs = [r for part in per_start for r in part]
+        stats[key] = over_starts([level_stats(part, int(c) if c else None) for part in per_start])
+        row = level_row(key, recs, facts.get(key, {}), stats[key])
+        # each start's steady output tok/s: what a throughput ranking across backends must beat
+        row["per_start_tps"] = tuple(p.output_tps for p in stats[key].parts or [stats[key]])
+        if len(per_start) > 1:  # each start runs the level's requests once: the mix is one start's
+            mixes = {mix_of(part) for part in per_start}  # (starts that differ keep the pool's)
+            row["mix"] = mixes.pop() if len(mixes) == 1 else row["mix"]
+        out.append(row)
+    levels = pd.DataFrame(out)
+    unreached = {b: not_run_levels(levels) for b, levels in unreached_levels(rows, planned).items()}
+    caps, made = [], set()
+    if not levels.empty:
+        for (b, w, m, loop), g in levels.groupby(["backend", "workload", "mode", "loop"], sort=False):
+            made.add((b, w, m, loop))
+            unit = "sessions/s" if (g["rate_unit"] == "sessions/s").any() else "req/s"
+            not_run = unreached.get(b, {}).get((w, m, loop), ())
+            group = CapacityGroup(
+                backend=b, workload=w, mode=m, loop=loop, rate_unit=unit, gpu_hour_usd=price, not_run=not_run
+            )
+            caps.extend(
+                group.peak_row(t, g) if t.throughput_only else group.capacity_row(t, g, stats)
+                for t in targets
+            )
+    # a variant and loop the run planned and never reached (cut before it): rows that say so, one a target;
+    # an open loop's unit is its workload's (a workload's loads are all sessions or none)
+    workloads = set(rows["workload"])
+    sessions = set(levels["workload"][levels["rate_unit"] == "sessions/s"]) if len(levels) else set()
+    for b, groups in unreached.items():
+        for (w, m, loop), xs in groups.items():
+            if w in workloads and (b, w, m, loop) not in made:
+                unit = "sessions/s" if w in sessions else "req/s"
+                group = CapacityGroup(b, w, m, loop, unit, price, not_run=xs)
+                caps.extend(group.not_run_row(t) for t in targets)
+    return {"steady": levels, "capacity": pd.DataFrame(caps), "targets": targets, "price": price}
+
+
+def planned_level(case: str) -> tuple[str, float] | None:
+    """A planned level's loop and value from its case (``C=8``: closed, 8; ``rate=0.5``: open, 0.5); None for
+    a case that names neither."""
+    for prefix, loop in (("C=", "closed"), ("rate=", "open")):
+        if case.startswith(prefix):
+            try:
+                return loop, float(case[len(prefix) :])
+            except ValueError:
+                return None
+    return None
+
+
+def not_run_levels(unreached: list[tuple[str, str, str]]) -> dict[tuple[str, str, str], tuple[float, ...]]:
+    """Per (workload, mode, loop): the levels of ``unreached`` (one column's planned levels with no record,
+    (workload, mode, case): ``reports.analysis.status.unreached_levels``), sorted."""
+    out: dict[tuple[str, str, str], set[float]] = {}
+    for w, m, case in unreached:
+        found = planned_level(case)
+        if found is not None:
+            out.setdefault((w, m, found[0]), set()).add(found[1])
+    return {key: tuple(sorted(xs)) for key, xs in out.items()}
+
+
+def known(x: object) -> bool:
+    """A value that is there: neither None nor NaN (``reports.stats.num``'s reading of a missing number)."""
+    return num(x) is not None
+
+
+def not_run_between(r: dict, lo: object = None, hi: object = None) -> list[float]:
+    """``r``'s planned levels that did not run (``not_run``) strictly between ``lo`` and ``hi`` (None or NaN:
+    no bound on that side)."""
+    xs = r.get("not_run")
+    xs = list(xs) if isinstance(xs, list | tuple) else []
+    return [x for x in xs if (not known(lo) or x > lo) and (not known(hi) or x < hi)]
+
+
+@dataclass(frozen=True)
+class CapacityGroup:
+    """What every capacity row of one backend, workload, variant (``mode``) and loop shares; its rows, one a
+    target, come from the group's level rows (``level_row``): ``peak_row`` for a throughput-only target,
+    ``capacity_row`` for the others."""
+
+    backend: str
+    workload: str
+    mode: str
+    loop: str  # "closed" (its levels are concurrencies) or "open" (Poisson rates)
+    rate_unit: str  # an open loop's unit: "req/s", or "sessions/s" for a sessions load
+    gpu_hour_usd: float | None  # the price a cost per million tokens is worked out with (None: no cost)
+    not_run: tuple[float, ...] = ()  # planned levels of this loop with no records (the run stopped first)
+
+    @property
+    def axis(self) -> str:
+        """The level rows' column that holds this loop's level."""
+        return "concurrency" if self.loop == "closed" else "rate_rps"
+
+    def peak_row(self, target: Target, levels: pd.DataFrame) -> dict[str, Any]:
+        """A throughput-only target's row: the level of peak output tok/s among those with no failed request
+        (bound "peak": no capacity, nothing searched for)."""
+        ok = levels.dropna(subset=["output_tps"])
+        ok = ok[ok["failed"] == 0]
+        top = ok.loc[ok["output_tps"].idxmax()] if len(ok) else None
+        peak = Capacity(
+            target=target.name,
+            loop=self.loop,
+            value=None if top is None else top[self.axis],
+            bound="peak",
+            next_up=None,
+            limiter=None,
+        )
+        return self.row(peak, at=top)
+
+    def not_run_row(self, target: Target) -> dict[str, Any]:
+        """A target's row where the run planned this variant and loop and never reached it (bound "not run":
+        no level, neither met nor missed; ``not_run`` names the planned levels)."""
+        return self.row(Capacity(target.name, self.loop, None, "not run", None, None), at=None)
+
+    def capacity_row(
+        self, target: Target, levels: pd.DataFrame, stats: dict[tuple, LevelStats]
+    ) -> dict[str, Any]:
+        """The target's capacity (``contract.capacity``) over the levels, each judged on its steady state
+        (``stats``, by ``KEY``), with the levels that had no steady-state request to judge."""
+        judged = {}
+        for r in levels.to_dict("records"):
+            x = r[self.axis]
+            if x is None or x != x:
+                continue
+            steady = stats[(self.backend, self.workload, self.mode, r["case"])]
+            engine_facts = {"kv_cache_usage_peak": r["kv_peak"], "preemptions": r["preemptions"]}
+            judged[float(x)] = (judge(target, steady), engine_facts)
+        found = capacity(target, self.loop, judged)
+        measured = levels[self.axis] == found.value
+        at = levels[measured].iloc[0] if found.value is not None and measured.any() else None
+        unjudged = sorted(x for x, (v, _) in judged.items() if v.met is None)
+        return self.row(found, at=at, unjudged=unjudged)
+
+    def row(self, found: Capacity, *, at: pd.Series | None, unjudged: Sequence[float] = ()) -> dict[str, Any]:
+        """One capacity row: ``found`` (the target's capacity, or its peak) with the tok/s, per-user tok/s,
+        energy and cost of ``at``, the level row it was measured at (None: no such level)."""
+        tps = None if at is None else num(at["output_tps"])
+        price = self.gpu_hour_usd
+        return {
+            "rate_unit": self.rate_unit,
+            "unjudged": list(unjudged),  # levels measured with no steady-state request: no verdict
+            "not_run": list(self.not_run),  # planned levels never reached: neither met nor missed
+            "backend": self.backend,
+            "workload": self.workload,
+            "mode": self.mode,
+            "loop": self.loop,
+            "target": found.target,
+            "value": found.value,
+            "bound": found.bound,
+            "next_up": found.next_up,
+            "limiter": found.limiter,
+            "non_monotone": found.non_monotone,
+            "output_tps": tps,
+            "per_user_tps": None if at is None else num(at["per_user_tps"]),
+            "energy_j_per_1k": None if at is None else num(at["energy_j_per_1k"]),
+            "cost_per_m": price / (3600 * tps) * 1e6 if price and tps else None,
+        }

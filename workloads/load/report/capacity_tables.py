@@ -1,0 +1,335 @@
+"""The Load section's capacity half: its tables, the page blocks around them, and its caveat.
+
+How many users within each target, the steady-state levels with the first wave apart, what prefix
+caching buys, energy and cost; a caveat where backends ran different requests at one level. Data
+from ``capacity``; a capacity cell's words are ``capacity_cells``', the per-user vs per-GPU chart is
+``capacity_chart``'s, the summary rows ``capacity_summary``'s (all in this folder).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import pandas as pd
+from markupsafe import Markup
+
+from contract.slo import SOURCES
+from reports import fmt
+from reports.views import Block, Table, compact, h3, p, side, table
+from workloads.load.report.capacity_cells import capacity_ratio_text, capacity_text
+
+PRICE_FORMULA = "cost per million output tokens = PRICE ($ per GPU-hour) ÷ (3600 × output tok/s) × 10⁶"
+
+
+def _variant(r: dict) -> str:
+    return f"{r['workload']} · {r['mode']}"
+
+
+def capacity_table(
+    caps: pd.DataFrame, via: dict[str, str] | None = None, classes: dict | None = None
+) -> Table:
+    """The capacity table: a row per backend, variant, loop and target, sorted so that a variant's rows stay
+    together, with its capacity, what limited it at the next level up, tok/s there and per user, energy and
+    cost. ``via`` says how each backend was served (in process or HTTP); a backend of a group that ran other
+    requests (``classes``) has its variant say so, its rows after the main group's."""
+    from workloads.load.report.mix_groups import variants
+
+    cols = [
+        "variant",
+        "backend",
+        "served",
+        "loop",
+        "target",
+        "capacity",
+        "what limited it (next level up)",
+        "tok/s there",
+        "tok/s a user",
+        "J per 1k tok",
+        "$ per M tok",
+    ]
+    t = Table(cols, numeric={7, 8, 9, 10})
+    caps = caps.assign(variant=variants(caps, classes)) if len(caps) else caps.assign(variant="")
+    order = ["workload", "mode", "variant", "loop", "target"]
+    for r in caps.sort_values(order, kind="stable").to_dict("records"):
+        t.add(
+            [
+                r["variant"],
+                r["backend"],
+                (via or {}).get(r["backend"], ""),
+                "concurrency" if r["loop"] == "closed" else "Poisson rate",
+                r["target"],
+                capacity_text(r),
+                fmt.text(r["limiter"]),
+                fmt.n(r["output_tps"]),
+                fmt.n(r["per_user_tps"], 1),
+                fmt.n(r["energy_j_per_1k"]),
+                fmt.n(r["cost_per_m"], 3),
+            ]
+        )
+    return t
+
+
+def steady_table(steady: pd.DataFrame, backend: str, all_cases: dict[tuple, list[str]]) -> Table:
+    """One backend's steady-state table: a row per level of every variant any backend ran (``all_cases``),
+    'not run' where this one lacks it, so that the side-by-side tables line up. A p99 from fewer than SMALL_N
+    requests is starred; the note says whether the search added the level, it stopped early, requests failed,
+    and the request mix."""
+    cols = [
+        "variant",
+        "load",
+        "n steady (first wave)",
+        "first-wave TTFT p50",
+        "TTFT p50 / p90 / p99 ms",
+        "TPOT p50 / p90",
+        "e2e p50 / p90 ms",
+        "out tok/s [5–95 %]",
+        "in / total tok/s",
+        "tok/s a user",
+        "C in flight",
+        "W · J/1k tok",
+        "note",
+    ]
+    t = Table(cols, numeric=set(range(2, 12)))
+    mine = steady[steady["backend"] == backend]
+    have = {(r["workload"], r["mode"], r["case"]): r for r in mine.to_dict("records")}
+    for (w, m), cases in all_cases.items():
+        for case in cases:
+            r = have.get((w, m, case))
+            if r is None:
+                t.add(
+                    [
+                        f"{w} · {m}",
+                        case,
+                        "not run",
+                        "",
+                        "",
+                        "",
+                        "",
+                        "",
+                        "",
+                        "",
+                        "",
+                        "",
+                        "not run for this backend",
+                    ]
+                )
+                continue
+            p99 = fmt.n(r["ttft_p99"]) + ("*" if r["small_p99"] else "")
+            note = "; ".join(
+                x
+                for x in (
+                    f"added by the search ({fmt.text(r['searched_for'])})"
+                    if fmt.text(r["searched_for"])
+                    else "",
+                    "stopped early (seconds)" if r["partial"] else "",
+                    f"{r['failed']} failed" if r["failed"] else "",
+                    f"mix {r['mix']}",
+                )
+                if x
+            )
+            t.add(
+                [
+                    f"{w} · {m}",
+                    r["case"],
+                    f"{r['n_steady']} ({r['first_n']})",
+                    fmt.n(r["first_ttft_p50"]),
+                    f"{fmt.n(r['ttft_p50'])} / {fmt.n(r['ttft_p90'])} / {p99}",
+                    f"{fmt.n(r['tpot_p50'], 1)} / {fmt.n(r['tpot_p90'], 1)}",
+                    f"{fmt.n(r['e2e_p50'])} / {fmt.n(r['e2e_p90'])}",
+                    f"{fmt.n(r['output_tps'])} [{fmt.n(r['output_tps_lo'])}–{fmt.n(r['output_tps_hi'])}]",
+                    f"{fmt.n(r['input_tps'])} / {fmt.n(r['total_tps'])}",
+                    fmt.n(r["per_user_tps"], 1),
+                    fmt.pct(r["in_flight_share"]),
+                    f"{fmt.n(r['power_w'])} · {fmt.n(r['energy_j_per_1k'])}",
+                    note,
+                ]
+            )
+    return t
+
+
+def caching_table(ratios: pd.DataFrame) -> Table:
+    """Prefix cache on vs off per backend, variant and level: tok/s on ÷ off ('other mix' where the two runs'
+    requests differ), TTFT p50 off ÷ on and capacity on ÷ off (``capacity_ratio_text``)."""
+    t = Table(
+        [
+            "backend",
+            "variant",
+            "level / capacity",
+            "tok/s on ÷ off",
+            "TTFT p50 off ÷ on",
+            "capacity on ÷ off",
+        ],
+        numeric={3, 4, 5},
+    )
+    for r in ratios.to_dict("records"):
+        t.add(
+            [
+                r["backend"],
+                _variant(r),
+                r["case"],
+                _tps_ratio_text(r),
+                fmt.n(r.get("ttft_ratio"), 2),
+                capacity_ratio_text(r),
+            ]
+        )
+    return t
+
+
+def _tps_ratio_text(r: dict) -> str:
+    """tok/s on ÷ off, marked where the two levels' intervals overlap (no difference beyond the spread)."""
+    if not r.get("same_mix", True):
+        return "other mix"
+    text = fmt.n(r.get("tps_ratio"), 2)
+    return f"{text} (within the spread)" if r.get("tps_within_spread") is True and text != "–" else text
+
+
+def blocks(d: dict[str, Any], backends: list[str], slots) -> list[Block]:
+    """The capacity half of the Load section: the capacity table and how it is decided, the energy and price
+    notes, each backend's steady-state table side by side with the chart slots, and what prefix caching buys
+    where a backend ran both ways. Empty without steady-state levels."""
+    cap = d["cap"]
+    steady, caps, targets, price = cap["steady"], cap["capacity"], cap["targets"], cap["price"]
+    if steady.empty:
+        return []
+    cases: dict[tuple, list[str]] = {}
+    for r in steady.sort_values(["concurrency", "rate_rps"], na_position="last").to_dict("records"):
+        cases.setdefault((r["workload"], r["mode"]), [])
+        if r["case"] not in cases[(r["workload"], r["mode"])]:
+            cases[(r["workload"], r["mode"])].append(r["case"])
+    why_not = sorted({str(x) for x in steady["telemetry"].dropna()})
+    out: list[Block | None] = [
+        h3("How many users one GPU holds, per target"),
+        p(
+            Markup(
+                "Targets: {}. A level meets a target when each percentile over its <b>steady-state</b> "
+                "requests is within the limit; a failed request is a miss. ({})"
+            ).format("; ".join(t.label() for t in targets), SOURCES)
+        ),
+        table(capacity_table(caps, cap.get("via"), cap.get("mix_classes"))) if not caps.empty else None,
+        p(
+            "Capacity = the highest level that met the target, refined by the capacity search between the "
+            "levels measured; '≥' where every level met it (a floor, not a limit); the limiter is the next "
+            "level up's first missed limit, with the engine's KV-cache peak and preemptions there. Compared "
+            "across backends only on the same request mix (the 'mix' in the steady-state tables' notes).",
+            muted=True,
+        ),
+        p(
+            "Energy: the GPU's over each level (NVML, on a "
+            f"thread of its own) ÷ output tokens. {PRICE_FORMULA}"
+            + (
+                f"; PRICE = ${price:g} (--gpu-hour-usd)."
+                if price
+                else "; no --gpu-hour-usd given: the $ column is empty."
+            )
+            + (f" GPU telemetry: {'; '.join(why_not)}." if why_not else ""),
+            muted=True,
+        ),
+        h3("Steady state of every level"),
+        p(
+            "The first wave (the C requests that start together) is kept apart: its TTFT in its own column, "
+            "never in the percentiles. The window runs from the first submit after it to the last submit; 'C "
+            "in flight' is the share of the window that really had C requests between submit and "
+            "finish. tok/s interval: bootstrap over 5 time blocks of the window (one run, not repeats). * a "
+            "p99 from fewer than 100 requests (close to the maximum). 'served': in process (the engine in "
+            "the harness's process, tokens stamped as the engine hands them over) or HTTP (an "
+            "OpenAI-compatible server, tokens stamped as the stream delivers them); the engine's own figures "
+            "(KV peak, preemptions) come from the engine in process or from the server's /metrics.",
+            muted=True,
+        ),
+        chart_block(slots),
+        side(
+            [(b, [table(steady_table(steady, b, cases))]) for b in backends if (steady["backend"] == b).any()]
+        ),
+    ]
+    ratios = cap.get("caching")
+    if ratios is not None and not ratios.empty:
+        out += [
+            h3("What prefix caching buys"),
+            p(
+                "The same backend run with its prefix cache on and off (--no-prefix-caching), at the same "
+                'levels and mix: tok/s on ÷ off, TTFT p50 off ÷ on, capacity on ÷ off. "Within the spread": '
+                "the two levels' tok/s intervals (bootstrap over time blocks) overlap, so the ratio is no "
+                "difference; one engine start each, so the spread between starts is not in it.",
+                muted=True,
+            ),
+            table(caching_table(ratios)),
+        ]
+    return compact(out)
+
+
+def chart_block(slots) -> Block | None:
+    from reports.views import chart
+
+    return chart(slots["users"])
+
+
+# --- caveats --------------------------------------------------------------------------------------
+def caveats(d: dict[str, Any], section_name: str) -> list:
+    """A level that backends ran with different requests (a backend run at a scaled load, a level cut short):
+    which backends ran which requests, so that each row is read against rows of its own mix only (the
+    backends that share the level's first mix are compared with each other). And columns that ran with
+    prefix caching off beside columns that ran with it on: which, so that no row compares the two unawares.
+    And a run whose env.json slo_targets do not parse, with its error: the targets counted against are not
+    its own."""
+    from reports.analysis.caveats import Caveat
+
+    steady = d["cap"]["steady"]
+    out = _caching_caveats(d["cap"].get("caching_of") or {})
+    if note := d["cap"].get("targets_note"):
+        out.append(
+            Caveat(
+                "targets",
+                f"{note}: the capacity table counts against the targets it names (another run's, else "
+                "an older run's --slo pair or the defaults).",
+            )
+        )
+    if steady.empty:
+        return out
+    for (w, m, case), g in steady.groupby(["workload", "mode", "case"], sort=False):
+        if g["mix"].nunique() < 2:
+            continue
+        by_mix = [h for _, h in g.groupby("mix", sort=False)]
+        by_mix.sort(key=len, reverse=True)  # the mix most backends ran first (then in order of appearance)
+
+        def what(h: pd.DataFrame) -> str:  # one mix: the same requests, so the same count and mean
+            r = h.iloc[0]
+            return (
+                f"{_names(h['backend'])} ({fmt.n(r['n_steady'] + r['first_n'])} requests, "
+                f"mean prompt {fmt.n(r['mean_prompt'])} tokens)"
+            )
+
+        out.append(
+            Caveat(
+                section_name,
+                f"{w} · {m} {case}: {' and '.join(what(h) for h in by_mix[1:])} ran other requests than "
+                f"{what(by_mix[0])}: a row is compared only with rows of its own mix.",
+            )
+        )
+    return out
+
+
+def _caching_caveats(caching: dict[str, bool | None]) -> list:
+    """One caveat where some columns ran with prefix caching off and others with it on (or not said: older
+    runs, on): a reader of a mixed page (the merged capacity page) must know which is which. A page-wide
+    fact under its own topic: every load section finds it, the page (``derive``) shows it once."""
+    from reports.analysis.caveats import Caveat
+
+    off = [b for b, on in caching.items() if on is False]
+    on = [b for b, v in caching.items() if v is not False]
+    if not off or not on:
+        return []
+    return [
+        Caveat(
+            "caching",
+            f"{_names(off)} ran with prefix caching off (compare.py --no-prefix-caching), "
+            f"{_names(on)} with it on: where prompts share a prefix (the sessions, S=960) their "
+            "TTFT, throughput and capacity differ by what caching buys, not only by the stack. The caching "
+            "ratios compare one backend with itself, on and off.",
+        )
+    ]
+
+
+def _names(backends: Iterable[str]) -> str:
+    names = list(dict.fromkeys(backends))
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]

@@ -1,0 +1,103 @@
+"""A Markdown table of the load workload from run directories: per level, every backend's output
+tokens/s, TTFT p50/p99, ITL p50 and goodput — what the Load section draws, as text for a README.
+
+    python -m workloads.load.report.load_table RUN_DIR... [--slo ttft_ms=2000,tpot_ms=200]
+
+Rows are (workload · variant · level), in the order the runs have them; a cell is
+``tok/s · TTFT p50/p99 ms · ITL p50 ms · goodput req/s (n)``, "–" where the backend has no such
+level, "†" after a cell whose requests are not the row's (another mix: the H200's HF mix runs fewer
+turns a session; ``capacity.mix_of``), so that it is not read against the others.
+The figures come from ``workloads.load.report.levels.per_level`` (one definition for the page and
+this table); nothing here recomputes them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from reports.runs import ReportError, read_runs
+from workloads.load.report.levels import per_level
+
+CELL = "tok/s · TTFT p50/p99 ms · ITL p50 ms · goodput req/s (n)"
+
+
+def _fmt(x, digits: int = 0) -> str:
+    return "–" if x is None or x != x else f"{x:,.{digits}f}"
+
+
+def cell(row) -> str:
+    return (
+        f"{_fmt(row['output_tps'])} · {_fmt(row['ttft_p50'])}/{_fmt(row['ttft_p99'])} · "
+        f"{_fmt(row['itl_p50'], 1)} · {_fmt(row['goodput_rps'], 2)} ({int(row['requests'])})"
+    )
+
+
+def table(levels, mixes: dict[tuple, str] | None = None) -> str:
+    """The Markdown table; ``mixes``: (backend, workload, variant, level) -> the level's mix digest, a cell
+    marked † where it is not the row's main mix (the one most of its backends ran, then the first)."""
+    backends = list(dict.fromkeys(levels["backend"]))
+    lines = [f"| workload · variant · level | {' | '.join(backends)} |", "|---" * (len(backends) + 1) + "|"]
+    marked = False
+    for (w, m, c), g in levels.groupby(["workload", "mode", "case"], sort=False):
+        mix = {b: (mixes or {}).get((b, w, m, c)) for b in g["backend"]}
+        counts = list(mix.values())
+        main = max(dict.fromkeys(counts), key=counts.count)
+        by = {}
+        for r in g.to_dict("records"):
+            other = mix[r["backend"]] != main
+            marked |= other
+            by[r["backend"]] = cell(r) + (" †" if other else "")
+        lines.append(f"| {w} · {m} · {c} | " + " | ".join(by.get(b, "–") for b in backends) + " |")
+    note = (
+        " †: other requests than the row's unmarked cells (another mix, or a level cut short): not compared "
+        "with them."
+        if marked
+        else ""
+    )
+    return "\n".join(lines) + f"\n\nEach cell: {CELL}.{note}\n"
+
+
+def level_mixes(records) -> dict[tuple, str]:
+    """(backend, workload, variant, level) -> the mix digest of the level's requests, as the page has it."""
+    from workloads.load.report.capacity import mix_of
+    from workloads.load.report.levels import requests
+
+    reqs = requests(records)
+    return {
+        key: mix_of(g.to_dict("records")) for key, g in reqs.groupby(["backend", "workload", "mode", "case"])
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m workloads.load.report.load_table``: print the load levels of the runs as a Markdown
+    table; exit 2 with one line when the runs cannot be read or hold no load records."""
+    from contract.options import parse_slo
+
+    p = argparse.ArgumentParser(
+        prog="python -m workloads.load.report.load_table", description=__doc__.splitlines()[0]
+    )
+    p.add_argument("run_dirs", nargs="+", type=Path, metavar="RUN_DIR")
+    p.add_argument(
+        "--slo", type=parse_slo, default=None, help="goodput target, e.g. ttft_ms=2000,tpot_ms=200"
+    )
+    args = p.parse_args(argv)
+    try:
+        ds = read_runs(args.run_dirs)
+    except ReportError as exc:
+        print(f"python -m workloads.load.report.load_table: error: {exc}", file=sys.stderr)
+        return 2
+    levels = per_level(ds.records, args.slo[1] if args.slo else None)
+    if levels.empty:
+        print(
+            "python -m workloads.load.report.load_table: error: no load records in these runs",
+            file=sys.stderr,
+        )
+        return 2
+    print(table(levels, level_mixes(ds.records)), end="")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
