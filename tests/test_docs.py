@@ -241,8 +241,8 @@ def test_the_reference_figures_are_the_committed_runs():
     """Every number in the README's reference table is quoted from docs/h200-results.md or the runs'
     READMEs (the example reports' and the committed benchmark results')."""
     readmes = [
-        *(ROOT / "reports" / "examples").glob("*/README.md"),
-        *(ROOT / "benchmarks" / "results").glob("*/README.md"),
+        *(ROOT / "lab" / "examples").glob("*/README.md"),
+        *(ROOT / "lab" / "results").glob("*/README.md"),
     ]
     sources = text(ROOT / "docs" / "h200-results.md") + "".join(text(p) for p in readmes)
     rows = table_rows(section(text(README), "Reference results"))

@@ -61,21 +61,18 @@ def wheel(tmp_path_factory) -> Path:
     return built
 
 
-def test_the_wheel_carries_workloads_templates_benchmarks_and_the_licence_not_example_runs(wheel):
+def test_the_wheel_carries_workloads_templates_and_the_licence_not_the_lab_or_benchmarks(wheel):
     names = zipfile.ZipFile(wheel).namelist()
-    assert not [n for n in names if n.startswith("reports/examples/")]
+    tops = {n.split("/")[0] for n in names if "/" in n and ".dist-info/" not in n}
+    assert tops == {"contract", "backends", "harness", "workloads", "reports"}  # not benchmarks, not lab
+    assert not [n for n in names if n.startswith(("lab/", "benchmarks/")) or "/examples/" in n]
+    assert not [n for n in names if n.endswith((".sh", ".md", ".html", ".jsonl.gz", ".tgz"))]  # no sitting
     assert {f"workloads/builtin/{name}.yaml" for name in BUILTIN} <= set(names)
     templates = {p.relative_to(ROOT).as_posix() for p in (ROOT / "reports" / "templates").glob("*.jinja")}
     assert templates and templates <= set(names)
     configs = {p.relative_to(ROOT).as_posix() for p in (ROOT / "harness" / "configs").glob("*.json")}
     assert configs and configs <= set(names)
     assert "harness/chat_template.jinja" in names
-    benchmarks = {
-        p.relative_to(ROOT).as_posix()
-        for p in (ROOT / "benchmarks").rglob("*")
-        if p.suffix in (".py", ".sh") and "__pycache__" not in p.parts
-    }
-    assert benchmarks and benchmarks <= set(names)
     assert not [n for n in names if n.startswith("tests/")]
     dist_info = next(n.split("/")[0] for n in names if n.endswith(".dist-info/METADATA"))
     metadata = zipfile.ZipFile(wheel).read(f"{dist_info}/METADATA").decode()
