@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The H200 runs of issues #21 and #22 (all of them have run: session g's second sitting, 2026-12-02, was the last),
-# in 30-minute sessions on one H200 (docs/capacity.md, "On the H200: the capacity sessions"): one background queue
+# in 30-minute sessions on one H200 (lab/capacity-sessions.md, "On the H200: the capacity sessions"): one background queue
 # (setsid: it outlives the device call that starts it) while later calls stage the bundle parts
 # (lab/h200/README.md, "The capacity sittings").
 #
@@ -19,7 +19,7 @@
 # Session e (both bundles): b's three cut runs put back from lab/examples/h200-capacity and resumed (--resume:
 #   vLLM caching off's S=960 levels; SGLang caching off's S=0 C=128 and rates and its S=960 levels; hf-cb caching
 #   on's S=0 C=32 and S=960 levels), then c's resume. Est. 2.5 installs + vLLM ~4.5 (its 146 s start) + SGLang ~6.5
-#   (its 178 s start) + hf-cb ~6.3 + c's ~4.5 = ~24 minutes (docs/capacity.md, "Session e").
+#   (its 178 s start) + hf-cb ~6.3 + c's ~4.5 = ~24 minutes (lab/capacity-sessions.md, "Session e").
 # Session c (the vLLM bundle only: stage vllm c01-c07 + the model m01): hf-cb with caching off. It ran at the end of
 #   session a's device time (2026-12-01) and was cut by its deadline after 6 of its 9 levels: the committed run
 #   (lab/examples/h200-capacity/h200-cap-hf-cb-nocache) is put back and resumed (--resume: the S=960 levels).
@@ -30,21 +30,21 @@
 #   engine after vLLM's resume (vLLM's compile cache is warm for vllm-server from the resume's start), then e's hf-cb
 #   resumes. It ran 2026-12-02 (commit 2d19b89): 2.5 installs + vLLM's resume 4.0 + vllm-server 8.5 + sglang-server
 #   9.9 + SGLang's resume 4.2, cut by the deadline inside S=960's search level; hf-cb's resumes not started. Session
-#   e's line resumes what is left (docs/capacity.md, "Session f as run").
+#   e's line resumes what is left (lab/capacity-sessions.md, "Session f as run").
 # Session g (both bundles): what f left, hf-cb first. vLLM's resume is whole (f), so g has no vLLM engine: the vLLM
 #   bundle is still installed first (it carries the harness's own packages and xgrammar), then hf-cb's two resumes
 #   run while SGLang's parts are staged, then SGLang's resume (caching off: S=960's search level and its rates), then
 #   a third start of sglang-server at its C = 128 levels (its two starts disagree at S=960 C=128: 5,566 and 7,735
 #   tok/s; the same requests as h200-cap-sglang-server's C = 128 levels). Est. 2.5 installs + hf-cb ~6.3 + c's ~4.5 +
-#   SGLang ~4.5 (its 68 s start) + sglang-server ~5 (its 170 s start) = ~23 minutes (docs/capacity.md, "Session g").
+#   SGLang ~4.5 (its 68 s start) + sglang-server ~5 (its 170 s start) = ~23 minutes (lab/capacity-sessions.md, "Session g").
 #   It ran 2026-12-02 (commit d6db126): hf-cb's resume with the cache whole (6.0 minutes), then the machine was lost
 #   (a call came after its 30 s idle release). Run again the same day (`start g 1619`, commit dfd4958): hf-cb's resume
-#   with the cache started no engine, the other three runs whole, 13.5 minutes in all (docs/capacity.md, "Session g
+#   with the cache started no engine, the other three runs whole, 13.5 minutes in all (lab/capacity-sessions.md, "Session g
 #   (second) as run"). Nothing is owed; the sessions stay as the record of what ran and how to run it again.
 # vLLM and SGLang: the built-in load with Poisson rates 8 and 32 (requests/s for the fixed shapes, new sessions/s for
 # the sessions) and the capacity search (1 level per variant and loop), in process and as servers (d); hf-cb: the HF
-# mix (whole levels at its speed, no search, no rates; docs/capacity.md, "The HF mix"). Minutes as measured
-# (docs/capacity.md): a 23.5 (2026-12-01), b ~24.5 (hf-cb's HF mix ~8.5 of it: docs/capacity.md, "The HF mix") + c's
+# mix (whole levels at its speed, no search, no rates; lab/capacity-sessions.md, "The HF mix"). Minutes as measured
+# (lab/capacity-sessions.md): a 23.5 (2026-12-01), b ~24.5 (hf-cb's HF mix ~8.5 of it: lab/capacity-sessions.md, "The HF mix") + c's
 # rest ~4; d est. ~18 (2.5 installs, vllm-server ~7.5 with its 145 s start, sglang-server ~7.5); what the deadline
 # cuts is resumed the same way in a later session. Results: /tmp/results/*.
 set -uo pipefail

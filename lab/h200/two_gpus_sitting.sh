@@ -18,7 +18,7 @@
 #   sglang: h200-2gpu-sglang-tp2 sglang-server --tp 2                     ~5.5 min
 #           h200-2gpu-sglang-rr  sglang-server --dp 2 --router round_robin ~5.5 min
 #           h200-2gpu-sglang-ca  sglang-server --dp 2 --router cache_aware ~5.5 min   sitting ~20 device-min
-# Results: /tmp/results/*.tgz, log /tmp/results/queue.log; the report is built here (docs/two-gpus.md).
+# Results: /tmp/results/*.tgz, log /tmp/results/queue.log; the report is built here (lab/two-gpus-sitting.md).
 set -uo pipefail
 mode=${1:?usage: two_gpus_sitting.sh start vllm|sglang | poll [seconds] | wheel}
 R=/tmp/results

@@ -31,7 +31,7 @@ HF_SERVER_RUN, SGLANG_SERVER_RUN = (
     SERVING / f"h200-serve-{b}" / "env.json" for b in ("hf-server", "sglang-server")
 )
 CAPACITY = ROOT / "lab" / "h200" / "capacity_sitting.sh"
-# docs/capacity.md, "The HF mix"
+# lab/capacity-sessions.md, "The HF mix"
 HF_MIX = "levels=1:8:32,users=32,max_turns=2,rates=,search_levels=0"
 
 
