@@ -1,7 +1,7 @@
 """The serving proof (issue 21): the project's load client against the engine's own reference client, through
 one server, same prompt shape, same levels — and the table that compares them.
 
-``benchmarks/h200/serving_proof.sh`` starts each server once with exactly the harness's flags
+``lab/h200/serving_proof.sh`` starts each server once with exactly the harness's flags
 (``command``), drives it with the reference client and then with ``compare.py --backend openai``
 at the same shape (1,024-token random prompts, 64 output tokens, EOS ignored, closed loop at
 C = 32 and 128, C + 10 x C requests), and ``table`` turns the outputs into one JSON table:

@@ -34,26 +34,28 @@ def package_versions() -> dict[str, str | None]:
     return versions
 
 
-COMMIT_FILE = ".lca-commit"  # written next to compare.py where a copy of the tree has no .git (the device)
+COMMIT_FILE = ".lca-commit"  # never tracked: lab/h200/commit.sh or a source archive's build writes it
+BUILD_STAMP = Path(__file__).with_name(COMMIT_FILE)  # harness/.lca-commit in a built wheel (setup.py)
 
 
 def commit_provenance(repo: Path) -> tuple[str | None, str | None]:
     """(commit, where it came from): the ``LCA_GIT_COMMIT`` variable where whoever started the run
-    passed one (benchmarks/h200/study.sh does); else ``git`` where the tree is a checkout; else the first
-    line of ``.lca-commit`` at the root; else (None, None). The variable comes first because a copied
-    tree can carry a stale .git: on the H200 on 2026-11-30 the copy's .git named the session's first
-    commit while the tree was 36d1b61."""
+    passed one (lab/h200/study.sh does); else ``git`` where the tree is a checkout; else the first
+    line of ``.lca-commit`` at the root (a copy of the tree without .git: the device, a source archive);
+    else the commit the installed package was built from (``build``: setup.py stamps the wheel); else
+    (None, None). The variable comes first because a copied tree can carry a stale .git: on the H200 on
+    2026-11-30 the copy's .git named the session's first commit while the tree was 36d1b61."""
     passed = os.environ.get("LCA_GIT_COMMIT", "").strip()
     if passed:
         return passed, "LCA_GIT_COMMIT"
     commit = git_commit(repo)
     if commit:
         return commit, "git"
-    path = repo / COMMIT_FILE
-    if path.is_file():
-        lines = path.read_text(encoding="utf-8").strip().splitlines()
-        if lines and lines[0].strip():
-            return lines[0].strip(), COMMIT_FILE
+    for path, source in ((repo / COMMIT_FILE, COMMIT_FILE), (BUILD_STAMP, "build")):
+        if path.is_file():
+            lines = path.read_text(encoding="utf-8").strip().splitlines()
+            if lines and lines[0].strip():
+                return lines[0].strip(), source
     return None, None
 
 

@@ -1,4 +1,4 @@
-"""``python -m reports.readme_tables RUN_DIR ... [--write docs/h200-results.md]``: the result table the
+"""``python -m reports.readme_tables RUN_DIR ... [--write lab/h200-results.md]``: the result table the
 docs quote, from runs.
 
 The single source of the figures the docs quote: it assembles the report exactly as

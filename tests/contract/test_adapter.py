@@ -14,7 +14,7 @@ from backends.openai.options import OpenAIOptions
 from backends.sglang.config import SGLangOptions
 from contract.adapter import BackendOptions, BackendSettings
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "reports" / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "lab" / "examples"
 
 
 @dataclass(frozen=True)

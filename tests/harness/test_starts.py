@@ -12,6 +12,7 @@ import textwrap
 
 import pytest
 
+from harness import env as harness_env
 from harness.env import COMMIT_FILE, MemoryWatch, commit_provenance, gpu_memory_used_bytes
 from tests.conftest import compare, records
 from workloads.kinds import repeated_kinds
@@ -117,9 +118,13 @@ def test_starts_must_be_positive(tmp_path):
     assert proc.returncode == 2 and "--starts must be at least 1" in proc.stderr
 
 
-def test_commit_from_the_variable_else_git_else_the_file(tmp_path, monkeypatch):
+def test_commit_from_the_variable_else_git_else_the_file_else_the_build(tmp_path, monkeypatch):
     monkeypatch.delenv("LCA_GIT_COMMIT", raising=False)
-    assert commit_provenance(tmp_path) == (None, None)  # no .git, nothing passed in
+    monkeypatch.setattr(harness_env, "BUILD_STAMP", tmp_path / "harness" / COMMIT_FILE)
+    assert commit_provenance(tmp_path) == (None, None)  # no .git, nothing passed in, not built
+    harness_env.BUILD_STAMP.parent.mkdir()
+    harness_env.BUILD_STAMP.write_text("b0117\n")  # the commit a wheel was built from (setup.py)
+    assert commit_provenance(tmp_path) == ("b0117", "build")
     (tmp_path / COMMIT_FILE).write_text("abc123\n")
     assert commit_provenance(tmp_path) == ("abc123", COMMIT_FILE)
     subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)

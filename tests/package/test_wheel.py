@@ -14,6 +14,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tarfile
 import tomllib
 import zipfile
 from pathlib import Path
@@ -23,7 +24,7 @@ import pytest
 from tests.conftest import ROOT
 from workloads import BUILTIN
 
-NOT_SOURCE = shutil.ignore_patterns(
+NOT_SOURCE_NAMES = (
     ".git",
     ".venv",
     "runs",
@@ -38,7 +39,10 @@ NOT_SOURCE = shutil.ignore_patterns(
     ".gpu",
     ".whl",
     ".gl",
+    ".lca-commit",
 )
+NOT_SOURCE = shutil.ignore_patterns(*NOT_SOURCE_NAMES)
+STAMP = "0123456789abcdef0123456789abcdef01234567"  # the commit a source archive carries (.lca-commit)
 
 
 def pip(*args: str, cwd: Path | None = None) -> None:
@@ -56,26 +60,25 @@ def wheel(tmp_path_factory) -> Path:
     base = tmp_path_factory.mktemp("wheel")
     source = base / "src"
     shutil.copytree(ROOT, source, ignore=NOT_SOURCE)
+    (source / ".lca-commit").write_text(STAMP + "\n")  # a copy without .git, as a source archive is
     pip("wheel", "--no-deps", "--no-build-isolation", "-w", str(base / "dist"), str(source))
     (built,) = (base / "dist").glob("llm_call_anatomy-*.whl")
     return built
 
 
-def test_the_wheel_carries_workloads_templates_benchmarks_and_the_licence_not_example_runs(wheel):
+def test_the_wheel_carries_workloads_templates_and_the_licence_not_the_lab_or_benchmarks(wheel):
     names = zipfile.ZipFile(wheel).namelist()
-    assert not [n for n in names if n.startswith("reports/examples/")]
+    tops = {n.split("/")[0] for n in names if "/" in n and ".dist-info/" not in n}
+    assert tops == {"contract", "backends", "harness", "workloads", "reports"}  # not benchmarks, not lab
+    assert not [n for n in names if n.startswith(("lab/", "benchmarks/")) or "/examples/" in n]
+    assert not [n for n in names if n.endswith((".sh", ".md", ".html", ".jsonl.gz", ".tgz"))]  # no sitting
     assert {f"workloads/{name}/builtin.yaml" for name in BUILTIN} <= set(names)
     templates = {p.relative_to(ROOT).as_posix() for p in (ROOT / "reports" / "templates").glob("*.jinja")}
     assert templates and templates <= set(names)
     configs = {p.relative_to(ROOT).as_posix() for p in (ROOT / "harness" / "configs").glob("*.json")}
     assert configs and configs <= set(names)
     assert "harness/chat_template.jinja" in names
-    benchmarks = {
-        p.relative_to(ROOT).as_posix()
-        for p in (ROOT / "benchmarks").rglob("*")
-        if p.suffix in (".py", ".sh") and "__pycache__" not in p.parts
-    }
-    assert benchmarks and benchmarks <= set(names)
+    assert zipfile.ZipFile(wheel).read("harness/.lca-commit").decode() == STAMP + "\n"  # stamped by the build
     assert not [n for n in names if n.startswith("tests/")]
     dist_info = next(n.split("/")[0] for n in names if n.endswith(".dist-info/METADATA"))
     metadata = zipfile.ZipFile(wheel).read(f"{dist_info}/METADATA").decode()
@@ -120,9 +123,41 @@ def test_the_installed_command_makes_a_report_from_another_directory(wheel, tmp_
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = elsewhere / "x"
     assert (out / "report.html").is_file() and (out / "records.jsonl").stat().st_size > 0
-    assert json.loads((out / "env.json").read_text())["git_commit"] is None  # site-packages is no checkout
+    run_env = json.loads((out / "env.json").read_text())  # site-packages is no checkout: the build's stamp
+    assert (run_env["git_commit"], run_env["git_commit_source"]) == (STAMP, "build")
     again = run("report", "x", "-o", "again.html")
     assert again.returncode == 0, again.stderr[-3000:]
     assert (elsewhere / "again.html").is_file()
     bad = run("report", "no-such-run")
     assert bad.returncode == 2 and bad.stderr.startswith("llm-call-anatomy report: error: "), bad.stderr
+
+
+def test_a_source_archive_and_its_wheel_carry_the_checkouts_commit(tmp_path):
+    """``.lca-commit`` is never tracked: a source archive built in a checkout stamps its HEAD at the root,
+    and a wheel built from that archive (no .git) stamps the same commit into ``harness/``."""
+    checkout = tmp_path / "checkout"
+    shutil.copytree(ROOT, checkout, ignore=shutil.ignore_patterns(*NOT_SOURCE_NAMES, "lab", "tests", "docs"))
+    git = ["git", "-C", str(checkout), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "x"], check=True)
+    head = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True, check=True)
+    head = head.stdout.strip()
+    sdist = "import sys, setuptools.build_meta as b; print(b.build_sdist(sys.argv[1]))"
+    proc = subprocess.run(
+        [sys.executable, "-c", sdist, str(tmp_path / "dist")],
+        cwd=checkout,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    archive = tmp_path / "dist" / proc.stdout.strip().splitlines()[-1]
+    with tarfile.open(archive) as tar:
+        (stamp,) = [m for m in tar.getmembers() if m.name.endswith("/.lca-commit")]
+        assert tar.extractfile(stamp).read().decode() == head + "\n"
+        tar.extractall(tmp_path / "unpacked", filter="data")
+    (unpacked,) = (tmp_path / "unpacked").iterdir()
+    pip("wheel", "--no-deps", "--no-build-isolation", "-w", str(tmp_path / "wheel"), str(unpacked))
+    (built,) = (tmp_path / "wheel").glob("llm_call_anatomy-*.whl")
+    assert zipfile.ZipFile(built).read("harness/.lca-commit").decode() == head + "\n"

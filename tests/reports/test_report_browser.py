@@ -63,7 +63,7 @@ def test_driver_sees_errors_and_requests(tmp_path):
     assert "http://127.0.0.1:9/x.png" in requests
 
 
-H200 = Path(__file__).parents[2] / "reports" / "examples" / "h200-qwen3-8b-shape"
+H200 = Path(__file__).parents[2] / "lab" / "examples" / "h200-qwen3-8b-shape"
 COPY_GBPS = json.loads((H200 / "bandwidth-h200.json").read_text())["copy_gbps_median"]
 OVERFLOW = "document.documentElement.scrollWidth - window.innerWidth"
 ORDER = (

@@ -12,7 +12,7 @@ from reports.analysis import claims
 from reports.assemble import assemble
 from reports.runs import read_runs
 
-H200 = Path(__file__).parents[2] / "reports" / "examples" / "h200-qwen3-8b-shape"
+H200 = Path(__file__).parents[2] / "lab" / "examples" / "h200-qwen3-8b-shape"
 COPY_GBPS = json.loads((H200 / "bandwidth-h200.json").read_text())["copy_gbps_median"]
 RUNS = ("h200-hf", "h200-vllm", "h200-sglang", "h200-hf-graphs")  # the committed page's columns, in its order
 
@@ -113,7 +113,7 @@ def test_a_backend_without_a_prefix_cache_is_left_out_of_the_reuse_claims(h200):
 
 
 def test_reuse_runs_to_the_end_where_the_template_extends_every_prompt():
-    smollm2 = Path(__file__).parents[2] / "reports" / "examples" / "h200-smollm2"
+    smollm2 = Path(__file__).parents[2] / "lab" / "examples" / "h200-smollm2"
     report = assemble(read_runs([smollm2 / "h200-smollm2-hf", smollm2 / "h200-smollm2-vllm"]))
     claim = next(c for c in claims.check_all(report) if c.statement.startswith("Prefix reuse stops"))
     assert claim.verdict.word == "setup-specific" and "extension of the previous one" in claim.verdict.reason

@@ -6,8 +6,6 @@ changes the sessions', and the report's mix digest tells exactly those apart."""
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from workloads import build_plan, read_builtin
@@ -15,7 +13,7 @@ from workloads.load.report.capacity import mix_of
 from workloads.load.search import search_groups
 from workloads.overrides import apply
 
-# the H200 lines' --load fields at a CPU's scale (benchmarks/h200/capacity_sitting.sh)
+# the H200 lines' --load fields at a CPU's scale (lab/h200/capacity_sitting.sh)
 SCALE = "users=4,output_tokens=4,prompt_tokens=64,shared_prefix_tokens=0:48"
 SERVER = (
     f"{SCALE},levels=1:2:4,max_turns=3,search_levels=0"  # vllm-server, sglang-server: the built-in levels
@@ -94,44 +92,3 @@ def test_the_hf_mix_keeps_the_fixed_shapes_requests_and_the_report_tells_its_ses
         same = a[(block, False)] == b[(block, False)]
         assert same == (not block.startswith("load-sessions/")), block
         assert (digest(hf, block) == digest(server, block)) == same, block
-
-
-@pytest.mark.slow
-def test_the_h200_sittings_lines_plan_the_same_requests_at_full_scale(renderer):
-    """The ``--load`` of every load study the H200 sittings queue (capacity_sitting.sh, whose session a
-    runs vllm-server at the committed sglang-server run's line and whose session d runs both servers at the
-    in-process capacity runs' line) and the committed hf-server run's, planned at the built-in scale: at every
-    closed-loop level two of them share, the fixed shape's requests are equal, and the sessions' are equal
-    where ``users`` and ``max_turns`` are (the HF mix's are not: fewer turns)."""
-    from harness.cli import parser
-    from tests.benchmarks.test_serving_sitting import CAPACITY, HF_SERVER_RUN, studies
-
-    hf_server = json.loads(HF_SERVER_RUN.read_text())["argv"]
-    hf_mix = hf_server[hf_server.index("--load") + 1]
-    loads = {hf_mix}
-    capacity_line: dict[str, set[str]] = {}  # the capacity runs' (h200-cap-*) --load -> their backends
-    third_start = None  # session g's third sglang-server start: the capacity line's C = 128 levels alone
-    for name, backend, flags in studies(CAPACITY):
-        args = parser("compare.py").parse_args(["--backend", backend, *flags])
-        if args.workloads == "load":
-            loads.add(args.load)
-            if name.startswith("h200-cap-"):
-                capacity_line.setdefault(args.load, set()).add(backend)
-            if name == "h200-starts-sglang-server":
-                third_start = args.load
-    # the servers' built-in levels, the capacity runs', the HF mix, and session g's third sglang-server start
-    assert len(loads) == 4 and third_start is not None, loads
-    assert {"vllm", "sglang", "vllm-server", "sglang-server"} <= next(
-        b for b in capacity_line.values() if "vllm" in b
-    )  # session d's servers plan the in-process capacity runs' requests
-    plans = {load: levels(plan_of(renderer, load)) for load in sorted(loads)}
-    specs = {load: apply(read_builtin(["load"]), {"--load": load}) for load in loads}
-    ordered = sorted(loads)
-    for i, a in enumerate(ordered):
-        for b in ordered[i + 1 :]:
-            sessions_alike = {(s.users, s.max_turns) for s in specs[a] + specs[b] if s.shape == "sessions"}
-            shared = [k for k in plans[a] if k in plans[b] and "/C=" in k[0]]
-            assert shared or {a, b} == {third_start, hf_mix}, (a, b)  # C = 128 alone: not in the HF mix
-            for key in shared:
-                same = not key[0].startswith("load-sessions/") or len(sessions_alike) == 1
-                assert (plans[a][key] == plans[b][key]) == same, (a, b, key)

@@ -1,0 +1,27 @@
+"""The lab's result tables are generated: each matches ``python -m reports.readme_tables`` on the committed
+runs."""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+
+import pytest
+
+from reports import readme_tables
+
+ROOT = Path(__file__).parents[2]
+
+
+@pytest.mark.parametrize("readme", ["lab/h200-results.md", "lab/examples/h200-qwen3-8b-shape/README.md"])
+def test_readme_table_is_the_scripts_output(monkeypatch, readme):
+    monkeypatch.chdir(ROOT)  # the block's arguments are paths from the repository root
+    match = readme_tables.BLOCK.search((ROOT / readme).read_text(encoding="utf-8"))
+    assert match, f"{readme} has no <!-- readme-tables: ... --> block"
+    args = readme_tables.parser().parse_args(shlex.split(match["args"]))
+    expected = (
+        f"<!-- readme-tables: {match['args']} -->\n{readme_tables.generate(args)}<!-- /readme-tables -->"
+    )
+    assert match.group(0) == expected, (
+        f"{readme}'s table is stale: rerun python -m reports.readme_tables ARGS --write {readme}"
+    )
