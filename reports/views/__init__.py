@@ -1,9 +1,8 @@
 """Views: the analysis results turned into page blocks (headings, tables, charts, replies).
 
-Each workload kind's report half (``workloads/<kind>/report/``) returns a list of :class:`Block`; the page template
-renders blocks generically, so the HTML has one code path and every text goes through
-Jinja's autoescaping (token chips are built with ``markupsafe`` and escaped piece by piece).
-"""
+Each workload kind's report half (``workloads/<kind>/report/``) returns a list of :class:`Block`; the page
+template renders blocks generically, so the HTML has one code path and every text goes through Jinja's
+autoescaping (token chips are built with ``markupsafe`` and escaped piece by piece)."""
 
 from __future__ import annotations
 
