@@ -23,8 +23,8 @@ def positive(text: str) -> float:
 
 def non_negative(text: str) -> float:
     value = float(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more (got {text})")
+    if not (value >= 0 and math.isfinite(value)):
+        raise argparse.ArgumentTypeError(f"must be a finite number, 0 or more (got {text})")
     return value
 
 
@@ -80,7 +80,8 @@ def main(argv: list[str] | None = None, prog: str = "python -m reports") -> int:
             "files of what the page shows; --baseline/--candidate is a regression gate."
         ),
         epilog=(
-            "exit codes: 0 written (gate: no figure regressed); 1 gate: a figure regressed or went missing; "
+            "exit codes: 0 written (gate: no figure regressed); 1 gate: a figure regressed or went missing, "
+            "or the candidate has failed requests; "
             "2 bad input (no run directory, an unknown format, nothing to compare)"
         ),
     )
