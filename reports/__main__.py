@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from reports import export, gate, report_of, write
-from reports.runs import ReportError
+from reports.runs import DiskFull, ReportError
 
 
 def positive(text: str) -> float:
@@ -211,6 +211,9 @@ def main(argv: list[str] | None = None, prog: str = "python -m reports") -> int:
             gpu_hour_usd=args.gpu_hour_usd,
         )
         written = write(report, out, formats)
+    except DiskFull as exc:  # a full disk is exit 1, as in compare.py
+        print(f"{prog}: error: {exc}", file=sys.stderr)
+        return 1
     except ReportError as exc:
         print(f"{prog}: error: {exc}", file=sys.stderr)
         return 2
