@@ -38,6 +38,12 @@ DATA_PARALLEL: tuple[str, ...] = ("sglang", "vllm-server", "sglang-server")
 # (``--router cache_aware|round_robin``).
 ROUTED: tuple[str, ...] = ("sglang-server",)
 
+# Settings a backend cannot apply are refused for it before anything runs (harness/cli_checks.py
+# check_applicable), rather than recorded as applied. A server someone else started keeps its own prefix
+# cache (--no-prefix-caching cannot switch it off); --engine-defaults is vLLM's scheduler only.
+PREFIX_CACHE_FIXED: tuple[str, ...] = EXTERNAL
+ENGINE_DEFAULTS: tuple[str, ...] = ("vllm", "vllm-server")
+
 BACKENDS: Registry[type[Backend]] = Registry("backend", REGISTRY)
 
 

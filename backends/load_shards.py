@@ -42,6 +42,7 @@ import ipaddress
 import math
 import os
 import pickle
+import signal
 import socket
 import subprocess
 import sys
@@ -371,4 +372,11 @@ def _test_exit_after(index: int) -> int | None:
 
 
 if __name__ == "__main__":
-    _child()
+    # Ctrl-C reaches the run's whole process group, this process included: the run's own processes stop the
+    # level and print the one clean message, so this one ends at once and says nothing (a KeyboardInterrupt
+    # here printed a torn traceback as the run stopped it: issue 44, item 14)
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    try:
+        _child()
+    except KeyboardInterrupt:
+        os._exit(130)

@@ -32,3 +32,19 @@ def parse_slo(texts: list[str] | str | None) -> tuple[tuple, dict[str, float] | 
     targets = parse_targets(texts)
     pair = next((p for t in targets if (p := legacy_slo(t))), None) if texts else None
     return targets, pair
+
+
+def goodput_pair(texts: list[str] | str | None) -> dict[str, float] | None:
+    """The report's per-request goodput pair (``ttft_ms``, ``tpot_ms``) from ``--slo`` (``contract.slo``'s
+    grammar): the first target given with a TTFT or TPOT limit, at any percentile (the one it lacks: the
+    page's default); None when none is given; ValueError (one line) on a mistake or no such limit."""
+    from contract.slo import parse_targets
+
+    texts = [texts] if isinstance(texts, str) else texts
+    if not texts:
+        return None
+    for target in parse_targets(texts):
+        by = {f"{lim.metric}_ms": lim.ms for lim in target.limits if lim.metric in ("ttft", "tpot")}
+        if by:
+            return by
+    raise ValueError(f"--slo {' '.join(texts)}: the goodput target needs a TTFT or a TPOT limit")

@@ -10,9 +10,15 @@ tokens, pooled), ``e2e`` (submit to finish). A failed request counts as a miss (
 in every per-request metric), so a level cannot meet a target by failing its slow requests. A target
 with no limits (``batch:``) is throughput only: met by every level without failures.
 
-The unnamed form of older runs, ``ttft_ms=X,tpot_ms=Y``, still reads: as the target ``custom`` with
-``ttft_p90_ms=X,tpot_p90_ms=Y`` (the old "holds" rule: 90 % of requests within both); it must give
-both keys (a partial one used to pass the check and crash the report).
+An unnamed target (``--slo ttft_p90_ms=1000``) is named ``custom`` (``DEFAULT_NAME``). The unnamed form
+of older runs, ``ttft_ms=X,tpot_ms=Y``, still reads: as the target ``custom`` with
+``ttft_p90_ms=X,tpot_p90_ms=Y`` (the old "holds" rule: 90 % of requests within both); it must give both
+keys (a partial one used to pass the check and crash the report).
+
+One grammar, printed exactly: ``parse_target(t.spec()) == t`` for every target, and ``parse_target(s).spec()
+== s`` for every text ``spec`` prints (numbers as the shortest decimal, never in exponent form). A
+percentile is a decimal with at most 3 decimals in (0, 100] (``p99.999``; ``p1e-05``, ``p0.00001`` and
+``p99.99999``, which would print as ``p100``, are refused); a limit is 0.001 .. 1e9 ms.
 
 The defaults and where they come from: ``docs/capacity.md`` (``SOURCES`` below says it on the page).
 """
@@ -22,26 +28,38 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
+from decimal import Decimal
 
 METRICS = {"ttft": "TTFT", "tpot": "TPOT", "itl": "ITL", "e2e": "end-to-end latency"}
-LIMIT_KEY = re.compile(r"^(?P<metric>[a-z0-9]+)_p(?P<p>[0-9]+(?:\.[0-9]+)?)_ms$")
+LIMIT_KEY = re.compile(r"^(?P<metric>[a-z0-9]+)_p(?P<p>.*)_ms$")
+PERCENTILE = re.compile(r"^[0-9]+(?:\.[0-9]{1,3})?$")  # decimal, at most 3 decimals: no exponent form
 NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,31}$")
+DEFAULT_NAME = "custom"  # the name of an unnamed target (``--slo ttft_p90_ms=1000``)
 LEGACY_KEYS = ("ttft_ms", "tpot_ms")
 LEGACY_PERCENTILE = 90.0
+MAX_MS = 1e9  # about 11.6 days: a limit beyond is a typo, and would print in exponent form
+GRAMMAR = "NAME:METRIC_pP_ms=V[,...]"
+
+
+def number_text(value: float) -> str:
+    """A number as the grammar prints it: the shortest decimal that reads back as the same float, never in
+    exponent form (``1e-05`` would not read back as a percentile), no trailing ``.0``."""
+    text = format(Decimal(repr(float(value))), "f")
+    return text.rstrip("0").rstrip(".") if "." in text else text
 
 
 @dataclass(frozen=True)
 class Limit:
     metric: str  # a key of METRICS
-    percentile: float  # 0 < p <= 100
+    percentile: float  # 0 < p <= 100, at most 3 decimals
     ms: float
 
     @property
     def key(self) -> str:
-        return f"{self.metric}_p{self.percentile:g}_ms"
+        return f"{self.metric}_p{number_text(self.percentile)}_ms"
 
     def label(self) -> str:
-        return f"{METRICS[self.metric]} p{self.percentile:g} ≤ {self.ms:g} ms"
+        return f"{METRICS[self.metric]} p{number_text(self.percentile)} ≤ {number_text(self.ms)} ms"
 
 
 @dataclass(frozen=True)
@@ -54,8 +72,11 @@ class Target:
         return not self.limits
 
     def spec(self) -> str:
-        """The target in ``--slo`` syntax (what run.json keeps; ``parse_target`` reads it back)."""
-        return f"{self.name}:" + ",".join(f"{lim.key}={lim.ms:g}" for lim in self.limits)
+        """The target in ``--slo`` syntax (what run.json keeps; ``parse_target`` reads it back: the same
+        target, and for a text this printed, the same text)."""
+        return f"{self.name}:" + ",".join(f"{lim.key}={number_text(lim.ms)}" for lim in self.limits)
+
+    __str__ = spec
 
     def label(self) -> str:
         return f"{self.name} ({', '.join(lim.label() for lim in self.limits) or 'throughput only'})"
@@ -77,6 +98,8 @@ def _number(text: str, what: str) -> float:
         raise ValueError(f"--slo: {what}={text!r} is not a number") from None
     if not (value > 0 and math.isfinite(value)):
         raise ValueError(f"--slo: {what} must be a positive number of milliseconds (got {text})")
+    if not 0.001 <= value <= MAX_MS:
+        raise ValueError(f"--slo: {what}={text} is outside 0.001 .. {MAX_MS:.0f} ms")
     return value
 
 
@@ -85,9 +108,23 @@ def _pairs(body: str, text: str) -> list[tuple[str, str]]:
     for item in filter(None, (x.strip() for x in body.split(","))):
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
-            raise ValueError(f"--slo {text!r}: expected NAME:METRIC_pP_ms=V[,...], not {item!r}")
+            raise ValueError(f"--slo {text!r}: expected {GRAMMAR}, not {item!r}")
         out.append((key.strip(), value.strip()))
     return out
+
+
+def parse_percentile(text: str, key: str) -> float:
+    """P of ``METRIC_pP_ms``: a decimal with at most 3 decimals in (0, 100], so that it prints back as given
+    (an exponent form, or p99.99999, which would print as p100, is refused)."""
+    if not PERCENTILE.match(text):
+        raise ValueError(
+            f"--slo: percentile {text!r} in {key!r} is not a decimal with at most 3 decimals "
+            "(e.g. p90, p99.9, p99.999)"
+        )
+    p = float(text)
+    if not 0 < p <= 100:
+        raise ValueError(f"--slo: percentile {text} in {key!r} is outside (0, 100]")
+    return p
 
 
 def parse_limit(key: str, value: str) -> Limit:
@@ -101,41 +138,44 @@ def parse_limit(key: str, value: str) -> Limit:
         raise ValueError(
             f"--slo: unknown metric {m['metric']!r} in {key!r} (choose from: {', '.join(METRICS)})"
         )
-    p = float(m["p"])
-    if not 0 < p <= 100:
-        raise ValueError(f"--slo: percentile {m['p']} in {key!r} is outside (0, 100]")
-    return Limit(m["metric"], p, _number(value, key))
+    return Limit(m["metric"], parse_percentile(m["p"], key), _number(value, key))
+
+
+def _legacy(pairs: dict[str, str], text: str) -> Target:
+    """The unnamed ``ttft_ms=X,tpot_ms=Y`` of older runs: the target ``custom`` at p90."""
+    values = {k: _number(v, k) for k, v in pairs.items()}
+    missing = [k for k in LEGACY_KEYS if k not in values]
+    if missing:
+        raise ValueError(
+            f"--slo {text!r}: an unnamed target needs both {' and '.join(LEGACY_KEYS)} (missing "
+            f"{missing[0]}); to limit TTFT only, name it: "
+            f"{DEFAULT_NAME}:ttft_p90_ms={number_text(next(iter(values.values())))}"
+        )
+    return Target(
+        DEFAULT_NAME,
+        (
+            Limit("ttft", LEGACY_PERCENTILE, values["ttft_ms"]),
+            Limit("tpot", LEGACY_PERCENTILE, values["tpot_ms"]),
+        ),
+    )
 
 
 def parse_target(text: str) -> Target:
-    """One ``--slo`` value: ``NAME:LIMIT=V,...`` (or the unnamed ``ttft_ms=X,tpot_ms=Y``); ValueError (one
-    line)."""
+    """One ``--slo`` value: ``NAME:LIMIT=V,...``; unnamed (``LIMIT=V,...``), the target ``custom``
+    (``DEFAULT_NAME``); the older ``ttft_ms=X,tpot_ms=Y``, ``custom`` at p90. ValueError (one line)."""
     name, sep, body = text.partition(":")
-    if not sep:  # the unnamed form of older runs
-        pairs = dict(_pairs(text, text))
+    if not sep:  # unnamed: the default name
+        pairs = _pairs(text, text)
         if not pairs:
-            raise ValueError(f"--slo {text!r}: expected NAME:METRIC_pP_ms=V[,...]")
-        unknown = [k for k in pairs if k not in LEGACY_KEYS]
-        if unknown:
+            raise ValueError(f"--slo {text!r}: expected {GRAMMAR}")
+        legacy = [k for k, _ in pairs if k in LEGACY_KEYS]
+        if legacy and len(legacy) < len(pairs):
             raise ValueError(
-                f"--slo: unknown key {unknown[0]!r} (name the target, e.g. chat:ttft_p90_ms=500, "
-                f"or give both of {', '.join(LEGACY_KEYS)})"
+                f"--slo {text!r}: the older {' / '.join(LEGACY_KEYS)} keys do not mix with METRIC_pP_ms keys"
             )
-        values = {k: _number(v, k) for k, v in pairs.items()}
-        missing = [k for k in LEGACY_KEYS if k not in values]
-        if missing:
-            raise ValueError(
-                f"--slo {text!r}: an unnamed target needs both {' and '.join(LEGACY_KEYS)} (missing "
-                f"{missing[0]}); to limit TTFT only, name it: "
-                f"custom:ttft_p90_ms={values['ttft_ms' if 'ttft_ms' in values else 'tpot_ms']:g}"
-            )
-        return Target(
-            "custom",
-            (
-                Limit("ttft", LEGACY_PERCENTILE, values["ttft_ms"]),
-                Limit("tpot", LEGACY_PERCENTILE, values["tpot_ms"]),
-            ),
-        )
+        if legacy:
+            return _legacy(dict(pairs), text)
+        name, body = DEFAULT_NAME, text
     name = name.strip()
     if not NAME.match(name):
         raise ValueError(
@@ -207,9 +247,9 @@ def evaluate(target: Target, samples: dict[str, list[float]], failed: int) -> Ve
         judged = judged or v is not None
         if v is not None and v > lim.ms and limiter is None:
             limiter = (
-                f"{METRICS[lim.metric]} p{lim.percentile:g} "
+                f"{METRICS[lim.metric]} p{number_text(lim.percentile)} "
                 + ("failures" if v == math.inf else f"{v:.0f} ms")
-                + f" > {lim.ms:g} ms (n={len(xs)})"
+                + f" > {number_text(lim.ms)} ms (n={len(xs)})"
             )
     if target.throughput_only:
         has = any(samples.values()) or failed

@@ -8,7 +8,8 @@ whole file (packages, device, engine config), every start its entry in ``starts`
 seconds, KV-cache capacity, peak device memory, wall time). A backend that cannot be imported or
 started writes one ``skipped`` record per workload of that start with the reason; it exits 0 when the
 backend is not installed here (``BackendUnavailable``) and 1 when it failed to start, as it does when a
-request errored (the parent turns that into its own exit 1). A resume whose backend started before
+request errored or a failed record of its start is still current after a resume (the parent turns that
+into its own exit 1). A resume whose backend started before
 but cannot start now writes nothing (its records and env/<backend>.json stay as they were) and exits 1.
 ``LCA_CHILD_HOOK=module:function`` names an optional function run after start 0's study on the same engine
 (``run_child_hook``): how a benchmark measures inside a study without the harness importing it.
@@ -160,7 +161,22 @@ def _main(argv: list[str] | None = None) -> int:
                 "starts": start.all(),
             },
         )
-    return 1 if runner.errors_seen else 0
+    return 1 if runner.errors_seen or errors_left(args.run_dir, args.backend, args.start) else 0
+
+
+def errors_left(run_dir: Path, backend: str, start: int) -> int:
+    """Failed records of this engine start still current (a resume redoes every level and case with
+    failures, so one left means the run is not whole): the child exits 1 for them too, with a line."""
+    left = [
+        r
+        for r in read_records(run_dir)
+        if r.get("backend") == backend and (r.get("engine_start") or 0) == start and r.get("error")
+    ]
+    if left:
+        console.print(
+            f"{backend}: {len(left)} failed records remain (first: {left[0]['error']})", style="red"
+        )
+    return len(left)
 
 
 class StartFacts:

@@ -25,6 +25,7 @@ from harness.backend_runs import run_backends
 from harness.cli_checks import (
     UsageError,
     absolute_paths,
+    check_applicable,
     check_context,
     check_numbers,
     check_out,
@@ -152,6 +153,7 @@ def check_arguments(args: argparse.Namespace) -> tuple[list[str], dict[str, str]
     pythons = parse_pythons(args.python)
     check_numbers(args)
     check_server_args(args, names)
+    check_applicable(args, names)
     server_args.check_server_flags(args, names)
     args.engine_args = server_args.parse_engine_args(args.engine_arg, names)
     return names, pythons

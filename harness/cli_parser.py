@@ -124,8 +124,9 @@ def parser(prog: str = "compare.py") -> argparse.ArgumentParser:
         action="append",
         default=None,
         metavar="NAME:METRIC_pP_ms=V,...",
-        help="a named latency target of the load (repeatable), e.g. chat:ttft_p90_ms=500,tpot_p90_ms=50; "
-        "metrics ttft, tpot, itl, e2e, percentile 0 < P <= 100; 'batch:' is throughput only. The capacity "
+        help="a named latency target of the load (repeatable), e.g. chat:ttft_p90_ms=500,tpot_p90_ms=50 "
+        "(unnamed: 'custom'); metrics ttft, tpot, itl, e2e, percentile 0 < P <= 100 with at most 3 decimals; "
+        "'batch:' is throughput only. The capacity "
         "search finds the highest concurrency and rate within each (default: chat, agent and batch, "
         "see docs/capacity.md)",
     )

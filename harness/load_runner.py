@@ -16,7 +16,8 @@ requests started and not, and the engine's own figures where it reports them. Ev
 run of the level carries its attempt (``extra.level_attempt``): a level run again (``--resume``
 after a failed request) supersedes the earlier attempt's records as a whole
 (``harness.records.latest_attempts``). After a variant's last planned level, ``run_search`` runs the
-levels the capacity search adds (``contract.capacity``).
+levels the capacity search adds (``contract.capacity``); on ``--resume`` it first runs again every added
+level with failures (as the runner does a planned one).
 """
 
 from __future__ import annotations
@@ -191,9 +192,16 @@ def measured_levels(
         reqs, facts = rows.setdefault(r[key], ([], {}))
         if r.get("rep") is None:
             facts.update((r.get("extra") or {}).get("level") or {})
+            if r.get("error"):
+                facts["level_error"] = r["error"]
         elif r.get("submit_s") is not None:
             reqs.append(r)
     return rows
+
+
+def has_failures(rows: list[dict], facts: dict) -> bool:
+    """A level on disk with a failed request, or whose level record says it failed (a client died)."""
+    return bool(facts.get("level_error")) or any(r.get("error") for r in rows)
 
 
 def after_level(runner: Runner, group: Group) -> int:
@@ -219,6 +227,7 @@ def run_search(runner: Runner, group: Group) -> int:
     pool = {g.load["pool"]: g.steps for g in runner.plan.groups if g.block == info["pool"] and g.load}
     closed = info["loop"] == "closed"
     ran = 0
+    here: set[float] = set()  # levels this call ran (added or run again): never run twice
     while True:
         levels = measured_levels(
             runner.writer.path.parent,
@@ -232,24 +241,35 @@ def run_search(runner: Runner, group: Group) -> int:
         levels = {
             x: v for x, v in levels.items() if v[1]
         }  # a level is there when its level record is (not cut short)
+        # an added level with failures from an earlier run (--resume) is run again, whole (a new attempt),
+        # before anything is judged: it counts among the added levels, but its failures are not its verdict
+        stale = [
+            (x, facts["searched_for"])
+            for x, (rows, facts) in sorted(levels.items())
+            if facts.get("searched_for") and x not in here and has_failures(rows, facts)
+        ]
         added = sum(1 for _, facts in levels.values() if facts.get("searched_for"))
-        if added >= info["levels"]:
-            break
-        judged = {
-            t.name: {
-                x: v.met
-                for x, (rows, _) in levels.items()
-                if (v := judge(t, level_stats(rows, x if closed else None))).met is not None
+        if stale:
+            x, name = stale[0]
+        else:
+            if added >= info["levels"]:
+                break
+            judged = {
+                t.name: {
+                    x: v.met
+                    for x, (rows, _) in levels.items()
+                    if (v := judge(t, level_stats(rows, x if closed else None))).met is not None
+                }
+                for t in targets
             }
-            for t in targets
-        }
-        pick = choose(targets, judged, closed, info["ceiling"], set(levels))
-        if pick is None:
-            break
-        target, x = pick
+            pick = choose(targets, judged, closed, info["ceiling"], set(levels))
+            if pick is None:
+                break
+            x, name = pick[1], pick[0].name
         console.print(
-            f"  capacity search ({target.name}): {first.workload}/{first.mode} at "
+            f"  capacity search ({name}): {first.workload}/{first.mode} at "
             + (f"C={x}" if closed else f"rate={x:g}")
+            + (" again (it had failed requests)" if stale else "")
         )
         for g in search_groups(
             info,
@@ -258,8 +278,9 @@ def run_search(runner: Runner, group: Group) -> int:
             f"{first.workload}/{first.mode}",
             x if closed else None,
             None if closed else x,
-            target.name,
+            name,
         ):
             runner.run_group(g, record=not g.warmup)
+        here.add(x)
         ran += 1
     return ran

@@ -42,6 +42,7 @@ RESUME_SETTINGS = (
     "tokenizer_path",
     "served_model_name",
     "prefix_caching",
+    "engine_defaults",
     "dp",
     "router",
 )
@@ -52,6 +53,7 @@ RESUME_DEFAULTS = {
     "tokenizer_path": None,
     "served_model_name": None,
     "prefix_caching": True,
+    "engine_defaults": "matched",
     "dp": 1,
     "router": "internal",
 }

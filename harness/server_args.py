@@ -5,7 +5,9 @@
                                   list it)
     --endpoint completions|chat   completions: the plan's token ids; chat: the messages, the server's template
     --engine-arg BACKEND:KEY=VALUE  passed to that backend's engine (LLM(**kw), Engine(**kw)) or server
-                                  (--key value: backends/openai/servers.py engine_arg_flags)
+                                  (--key value: backends/openai/servers.py engine_arg_flags); a key the
+                                  harness sets itself (HARNESS_OWNED: model, port, enable_prefix_caching...)
+                                  is refused naming the flag to use, and so is a NaN or infinite value
 
 Each check raises ``UsageError`` (one line, exit 2) before anything runs. See docs/servers.md.
 """
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import urllib.error
 import urllib.request
@@ -73,6 +76,41 @@ def add_server_args(p: argparse.ArgumentParser) -> None:
 
 
 # --- --engine-arg ----------------------------------------------------------------------------------
+# Keys the harness sets itself, records and relies on: an --engine-arg naming one would override it silently
+# (merged last), so it is refused, naming the flag to use (None: the harness's own, no flag sets it).
+_SERVER = "the harness's own (a launched server listens on 127.0.0.1 at a port the harness picks)"
+_FIGURES = "the harness's own (the figures are read from it)"
+HARNESS_OWNED: dict[str, str] = {
+    **dict.fromkeys(("model", "model_path", "tokenizer", "tokenizer_path"), "--model (and --tokenizer)"),
+    "dtype": "--dtype",
+    **dict.fromkeys(("max_model_len", "context_length"), "--max-model-len"),
+    **dict.fromkeys(("tensor_parallel_size", "tp_size", "tp"), "--tp"),
+    **dict.fromkeys(("data_parallel_size", "dp_size", "dp"), "--dp"),
+    **dict.fromkeys(
+        ("enable_prefix_caching", "no_enable_prefix_caching", "disable_radix_cache"), "--no-prefix-caching"
+    ),
+    "served_model_name": "--served-model-name",
+    "load_format": "--random-weights",
+    "device": "--device",
+    **dict.fromkeys(("host", "port"), _SERVER),
+    **dict.fromkeys(
+        ("enable_metrics", "enable_cache_report", "enable_prompt_tokens_details", "disable_log_stats"),
+        _FIGURES,
+    ),
+}
+
+
+def finite(value: Any) -> bool:
+    """No NaN or infinity anywhere in a parsed value (JSON's parser takes NaN and Infinity)."""
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, dict):
+        return all(finite(v) for v in value.values())
+    if isinstance(value, list):
+        return all(finite(v) for v in value)
+    return True
+
+
 def parse_engine_args(items: list[str], names: list[str]) -> dict[str, dict[str, Any]]:
     """``BACKEND:KEY=VALUE`` items -> {backend: {key: value}}; the backend must be one of ``names``."""
     out: dict[str, dict[str, Any]] = {}
@@ -91,7 +129,16 @@ def parse_engine_args(items: list[str], names: list[str]) -> dict[str, dict[str,
             )
         if backend not in names:
             raise UsageError(f"--engine-arg {item!r}: {backend} is not in --backend ({', '.join(names)})")
-        out.setdefault(backend, {})[key] = parse_value(text)
+        if key in HARNESS_OWNED:
+            owner = HARNESS_OWNED[key]
+            use = f"use {owner}" if owner.startswith("--") else f"it is {owner}"
+            raise UsageError(
+                f"--engine-arg {item!r}: {key} is a setting the harness records and relies on: {use}"
+            )
+        value = parse_value(text)
+        if not finite(value):
+            raise UsageError(f"--engine-arg {item!r}: {text} is not a finite number")
+        out.setdefault(backend, {})[key] = value
     return out
 
 

@@ -16,6 +16,7 @@ functions, unit-tested), ``assemble`` runs them per workload, ``charts`` and ``p
 
 from __future__ import annotations
 
+import errno
 import sys
 from pathlib import Path
 
@@ -87,7 +88,7 @@ def write(report, out: Path, formats: tuple[str, ...]) -> list[Path]:
     from contract.files import atomic_write_text
     from reports import export
     from reports.page import render
-    from reports.runs import ReportError
+    from reports.runs import DiskFull, ReportError
 
     written = []
     try:
@@ -97,5 +98,10 @@ def write(report, out: Path, formats: tuple[str, ...]) -> list[Path]:
             written.append(out)
         written += export.write(report, out.parent, formats)
     except OSError as exc:
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            raise DiskFull(
+                f"cannot write {exc.filename or out}: the disk is full ({exc.strerror or exc}); "
+                "what an earlier report wrote there is kept whole"
+            ) from exc
         raise ReportError(f"cannot write {exc.filename or out}: {exc.strerror or exc}") from exc
     return written

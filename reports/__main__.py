@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from reports import export, gate, report_of, write
-from reports.runs import ReportError
+from reports.runs import DiskFull, ReportError
 
 
 def positive(text: str) -> float:
@@ -23,8 +23,8 @@ def positive(text: str) -> float:
 
 def non_negative(text: str) -> float:
     value = float(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more (got {text})")
+    if not (value >= 0 and math.isfinite(value)):
+        raise argparse.ArgumentTypeError(f"must be a finite number, 0 or more (got {text})")
     return value
 
 
@@ -48,16 +48,25 @@ def run_backend(text: str) -> tuple[str, str]:
     return run, backend
 
 
-def slo_target(text: str) -> dict[str, float]:
-    from contract.options import parse_slo
+def slo_target(text: str) -> str:
+    """One ``--slo`` value checked by the one grammar (``contract.slo``), kept as given."""
+    from contract.slo import parse_target
 
     try:
-        pair = parse_slo(text)[1]
+        parse_target(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from exc
-    if pair is None:
-        raise argparse.ArgumentTypeError(f"--slo {text!r}: the goodput target needs a TTFT and a TPOT limit")
-    return pair
+    return text
+
+
+def goodput_pair(texts: list[str] | None) -> dict[str, float] | None:
+    """``contract.options.goodput_pair``, its mistake a ReportError (exit 2, one line)."""
+    from contract.options import goodput_pair as pair
+
+    try:
+        return pair(texts)
+    except ValueError as exc:
+        raise ReportError(str(exc)) from None
 
 
 def main(argv: list[str] | None = None, prog: str = "python -m reports") -> int:
@@ -71,7 +80,8 @@ def main(argv: list[str] | None = None, prog: str = "python -m reports") -> int:
             "files of what the page shows; --baseline/--candidate is a regression gate."
         ),
         epilog=(
-            "exit codes: 0 written (gate: no figure regressed); 1 gate: a figure regressed or went missing; "
+            "exit codes: 0 written (gate: no figure regressed); 1 gate: a figure regressed or went missing, "
+            "or the candidate has failed requests; "
             "2 bad input (no run directory, an unknown format, nothing to compare)"
         ),
     )
@@ -143,10 +153,13 @@ def main(argv: list[str] | None = None, prog: str = "python -m reports") -> int:
     p.add_argument(
         "--slo",
         type=slo_target,
+        action="append",
         default=None,
-        metavar="ttft_ms=X,tpot_ms=Y",
-        help="the latency target goodput counts against in the Load section (default: the run's --slo, "
-        "else the page's stated default)",
+        metavar="NAME:METRIC_pP_ms=V,...",
+        help="a latency target in compare.py's --slo grammar (contract.slo; unnamed: 'custom'): the first "
+        "one's TTFT and TPOT limits are what goodput counts against in the Load section (default: the run's "
+        "--slo, "
+        "else the page's stated default; the capacity table keeps each run's own targets)",
     )
     g = p.add_argument_group(
         "regression gate", "compare a candidate with a baseline, figure by figure; exit 1 on a regression"
@@ -194,10 +207,13 @@ def main(argv: list[str] | None = None, prog: str = "python -m reports") -> int:
             drop=args.drop,
             copy_gbps=args.copy_gbps,
             merge_starts=args.merge_starts,
-            slo=args.slo,
+            slo=goodput_pair(args.slo),
             gpu_hour_usd=args.gpu_hour_usd,
         )
         written = write(report, out, formats)
+    except DiskFull as exc:  # a full disk is exit 1, as in compare.py
+        print(f"{prog}: error: {exc}", file=sys.stderr)
+        return 1
     except ReportError as exc:
         print(f"{prog}: error: {exc}", file=sys.stderr)
         return 2

@@ -15,7 +15,10 @@ report's HTML file:
   checked claims, and the figures the regression gate compares (``reports.gate``);
 - ``csv/``: one file per table: ``summary.csv``, ``backends.csv``, ``agreement.csv``,
   ``caveats.csv``, ``claims.csv``, ``figures.csv`` and ``<workload>.<table>.csv`` per section
-  (a cell that holds a list or a record is written as JSON).
+  (a cell that holds a list or a record is written as JSON; a text cell that starts with ``=``, ``+``,
+  ``-``, ``@``, a tab or a carriage return, which a spreadsheet would run as a formula, is prefixed with
+  ``'``, OWASP's rule against CSV injection). The folder is written whole: in a temporary folder that
+  then replaces ``csv/``, so it holds exactly the last export's tables.
 
 Missing values are empty cells in CSV and ``null`` in JSON ("not reported", never zero).
 """
@@ -28,6 +31,8 @@ import enum
 import json
 import math
 import re
+import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -222,37 +227,69 @@ def summary(report: Report) -> dict[str, Any]:
 
 
 def csv_name(stem: str) -> str:
-    """A safe file name for a table (a workload's name comes from a user's file)."""
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", stem).strip("._") + ".csv"
+    """A safe file name for a table (a workload's name comes from a user's file): never starting with ``-``
+    (a shell would read it as an option) or ``.``."""
+    return (re.sub(r"[^A-Za-z0-9._-]+", "_", stem).strip("._-") or "table") + ".csv"
+
+
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")  # what a spreadsheet may run as a formula (OWASP)
 
 
 def _cell(value: Any) -> Any:
+    """A CSV cell: a list or record as JSON; a text that a spreadsheet would take for a formula prefixed with
+    ``'`` (OWASP's CSV-injection rule); numbers as they are."""
     v = plain(value)
-    return json.dumps(v, ensure_ascii=False) if isinstance(v, list | dict) else v
+    v = json.dumps(v, ensure_ascii=False) if isinstance(v, list | dict) else v
+    return "'" + v if isinstance(v, str) and v.startswith(FORMULA_START) else v
+
+
+def write_table(df: pd.DataFrame, path: Path) -> None:
+    df.map(_cell).to_csv(path, index=False) if not df.empty else df.to_csv(path, index=False)
+
+
+def write_csvs(frames: dict[str, pd.DataFrame], out_dir: Path) -> list[Path]:
+    """Every table into ``out_dir/csv/``, whole: written in a temporary folder beside it, which then takes
+    its place (an earlier export's files go, none of them left beside the new ones; a failure leaves the
+    earlier ``csv/`` as it was). An OSError names the table it could not write."""
+    folder = out_dir / CSV_DIR
+    tmp = Path(tempfile.mkdtemp(prefix=f".{CSV_DIR}.", dir=out_dir))
+    names: list[str] = []
+    try:
+        for stem, df in frames.items():
+            name = csv_name(stem)
+            while name in names:  # two workload names that differ only in characters a file name cannot hold
+                name = name.removesuffix(".csv") + "_.csv"
+            try:
+                write_table(df, tmp / name)
+            except OSError as exc:
+                raise OSError(exc.errno, exc.strerror or str(exc), str(folder / name)) from exc
+            names.append(name)
+        old = None
+        if folder.exists():
+            old = Path(tempfile.mkdtemp(prefix=f".{CSV_DIR}-old.", dir=out_dir))
+            folder.rename(old / CSV_DIR)
+        tmp.rename(folder)
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)  # gone already where it became csv/
+    return [folder / name for name in names]
 
 
 def write(report: Report, out_dir: Path, formats: tuple[str, ...]) -> list[Path]:
-    """Write the asked exports (``json``, ``csv``; ``html``
-    is the page's) into ``out_dir``; the paths written."""
+    """Write the asked exports (``json``, ``csv``; ``html`` is the page's) into ``out_dir``, each whole or
+    not at all; the paths written. An OSError names the file it could not write."""
+    from contract.files import atomic_write_text
+
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []
     if "json" in formats:
         path = out_dir / SUMMARY_JSON
-        from contract.files import atomic_write_text
-
-        atomic_write_text(
-            path, json.dumps(summary(report), ensure_ascii=False, indent=1) + "\n"
-        )  # whole or not at all
+        try:
+            atomic_write_text(path, json.dumps(summary(report), ensure_ascii=False, indent=1) + "\n")
+        except OSError as exc:
+            raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from exc
         written.append(path)
     if "csv" in formats:
-        folder = out_dir / CSV_DIR
-        folder.mkdir(exist_ok=True)
-        for stem, df in tables(report).items():
-            path = folder / csv_name(stem)
-            while (
-                path in written
-            ):  # two workload names that differ only in characters a file name cannot hold
-                path = path.with_stem(path.stem + "_")
-            df.map(_cell).to_csv(path, index=False) if not df.empty else df.to_csv(path, index=False)
-            written.append(path)
+        written += write_csvs(tables(report), out_dir)
     return written

@@ -47,6 +47,10 @@ class ReportError(ValueError):
     """A run directory that cannot be reported on (one line for the user)."""
 
 
+class DiskFull(ReportError):
+    """The report or an export could not be written for want of space (exit 1, as elsewhere)."""
+
+
 @dataclass
 class Dataset:
     records: pd.DataFrame  # one row per record; ``backend`` is the column label, ``backend_name`` the adapter

@@ -54,6 +54,7 @@ import aiohttp
 from backends.base import RawOutput, Request, TokenClock
 from backends.openai.bodies import ignore_eos_fields, response_format, sampling_fields
 from backends.openai.json_codec import Codec, choose
+from backends.openai.stream import NO_FINISH_REASON
 
 CODEC = choose()  # orjson, msgspec or json: see json_codec.py
 
@@ -165,12 +166,21 @@ class LeanClient:
                     + (f": {text}" if text else "")
                 )
             content = resp.content
-            while data := await content.readany():  # whatever the socket has: one wake-up per read
-                if reader.feed(data, perf_counter()):
-                    await _drain(content)  # the body's end, so that the connection is kept
-                    break
-            else:
-                reader.feed(b"\n", perf_counter())  # the end of the stream ends a last line left open
+            try:
+                while data := await content.readany():  # whatever the socket has: one wake-up per read
+                    if reader.feed(data, perf_counter()):
+                        await _drain(content)  # the body's end, so that the connection is kept
+                        break
+                else:
+                    reader.feed(b"\n", perf_counter())  # the end of the stream ends a last line left open
+            except (aiohttp.ClientPayloadError, aiohttp.ServerDisconnectedError, ConnectionResetError) as exc:
+                if reader.finish is not None:
+                    return reader.output()  # cut after its finish reason: the answer is whole
+                tokens = sum(n for _, n in clock.stamps)
+                raise StreamFault(  # the project's own phrase (backends/openai/stream.py), not aiohttp's text
+                    f"{NO_FINISH_REASON} after {tokens} token(s): the connection was cut "
+                    f"({type(exc).__name__})"
+                ) from None
         return reader.output()
 
 
@@ -267,10 +277,7 @@ class ChunkReader:
         """The finished stream as a RawOutput; one without a finish reason raises :class:`StreamFault`."""
         if self.finish is None:
             tokens = sum(n for _, n in self.clock.stamps)
-            raise StreamFault(
-                f"the stream ended without a finish reason after {tokens} token(s) "
-                "(the server stopped answering)"
-            )
+            raise StreamFault(f"{NO_FINISH_REASON} after {tokens} token(s) (the server stopped answering)")
         usage = self.usage or {}
         details = usage.get("prompt_tokens_details") or {}
         counted = usage.get("completion_tokens")

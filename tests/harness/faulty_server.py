@@ -8,7 +8,8 @@ It lists one model and streams completions as a generic server does (text only, 
 chunk, a usage chunk at the end, no ``token_ids``), with the faults of :class:`Faults` switched
 on: every n-th completion answered 429; short answers (half of ``max_tokens``, finish "stop",
 whatever ``ignore_eos`` says); usage counts inflated x10 with cached tokens above the prompt; a
-chunk without ``choices``; a line that is not JSON; a pause between tokens; and a death after
+chunk without ``choices``; a line that is not JSON; a pause between tokens; a window of completions
+answered with an HTTP error (``fail_from``, ``fail_count``, ``fail_status``); and a death after
 ``die_after`` completions (the one in flight gets one token, every stream in flight is cut, the
 port then refuses connections). With ``ttft_unit_s`` a completion's first token waits ``ttft_unit_s``
 x the completions in flight when it arrived (itself included), plus ``saturated_s`` once more than
@@ -41,6 +42,10 @@ class Faults:
     not_json: bool = False  # the second line is not JSON
     token_gap_s: float = 0.0  # between tokens
     die_after: int | None = None  # completions served before the server dies
+    # completions numbered fail_from .. fail_from + fail_count - 1 (from 1) answered HTTP fail_status
+    fail_from: int = 0
+    fail_count: int = 0
+    fail_status: int = 500
     # a latency that grows with load: the first token waits ttft_unit_s x the completions in flight at arrival
     # (itself included), plus saturated_s while more than knee are; a completion leaves the count before its
     # usage chunk, so a closed loop's next request (sent after the stream's end) sees exactly C in flight
@@ -99,6 +104,8 @@ class _Handler(JsonHandler):
             return self._cut()
         if _every(faults.every_nth_429, number):
             return self._json(429, {"error": {"message": "Too Many Requests", "type": "rate_limit"}})
+        if faults.fail_from <= number < faults.fail_from + faults.fail_count:
+            return self._json(faults.fail_status, {"error": {"message": "injected", "type": "server_error"}})
         with state.lock:
             state.in_flight += 1
             in_flight = state.in_flight

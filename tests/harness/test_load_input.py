@@ -1,7 +1,8 @@
 """Load input that cannot run as meant stops with one line and exit 2 before anything runs (issue 26, item
 11): no levels, no shared-prefix variant, a wait that never ends, a level given twice, --load renaming every
-load, --load without a load workload. And a level's ``seconds`` bounds its waits too (think time, Poisson
-gaps)."""
+load, --load without a load workload; and (issue 44, items 9 and 10) a concurrency, search_max or request
+count past its bound, two rates that print alike. And a level's ``seconds`` bounds its waits too (think
+time, Poisson gaps)."""
 
 from __future__ import annotations
 
@@ -27,6 +28,11 @@ FIXED = "shape=fixed,prompt_tokens=32,output_tokens=2,requests=2,rates=,levels=1
         ("levels=1:1", "levels: 1 is given twice: each value is one level, measured once"),
         ("shared_prefix_tokens=0:0", "shared_prefix_tokens: 0 is given twice"),
         ("name=x", "--load name=...: sets every load workload's name at once"),
+        ("search_max=1000000", "search_max 1000000: at most 4096 requests in flight"),
+        ("search_max=1e8", "search_max"),
+        ("levels=5000", "levels 5000: at most 4096 requests in flight"),
+        ("requests=100000000", "requests 100000000: at most 100000 requests a level"),
+        ("rates=1.0000001:1.0000002", "two levels print alike as rate=1"),
     ],
 )
 def test_bad_load_input_is_one_line_and_exit_2(load, said, tmp_path, capsys):

@@ -29,6 +29,11 @@ DEFAULT_USERS = 32
 # A wait longer than this (a user's think time, the mean gap between Poisson arrivals) makes a level that does
 # not end in any sitting: neither --request-timeout (one request) nor seconds (starting requests) bounds it.
 MAX_WAIT_S = 3600.0
+# The most requests in flight a level (planned, or added by the capacity search up to search_max) may ask for,
+# and the most requests a level may plan: a fixed-shape level of C plans C + 10 x C requests, each a prompt,
+# so search_max=1000000 took minutes and gigabytes before any check (issue 44, item 9).
+MAX_CONCURRENCY = 4096
+MAX_REQUESTS = 100_000
 SOURCES = ("conversation", "turns", "transcripts", "sessions")  # a sessions load replays exactly one
 
 
@@ -100,6 +105,15 @@ class LoadSpec(_Strict):
             raise mistake("give requests or seconds, not both")
         if not self.levels and not self.rates:
             raise mistake("no load to run: levels and rates are both empty", ["levels"])
+        for name, value, most, what in (
+            *(("levels", c, MAX_CONCURRENCY, "requests in flight") for c in self.levels),
+            ("search_max", self.search_max, MAX_CONCURRENCY, "requests in flight"),
+            ("requests", self.requests, MAX_REQUESTS, "requests a level"),
+            ("users", self.users, MAX_REQUESTS, "sessions"),
+        ):
+            if value is not None and value > most:
+                raise mistake(f"{name} {value}: at most {most} {what}", [name])
+
         for name in ("levels", "rates", *(["shared_prefix_tokens"] if self.shape == "fixed" else [])):
             values = getattr(self, name)
             twice = next((v for i, v in enumerate(values) if v in values[:i]), None)
@@ -107,6 +121,14 @@ class LoadSpec(_Strict):
                 raise mistake(
                     f"{name}: {twice:g} is given twice: each value is one level, measured once", [name]
                 )
+        labels = [label for label, _ in self.loads()]  # the case keys, as printed: unique by construction
+        twice = next((x for i, x in enumerate(labels) if x in labels[:i]), None)
+        if twice is not None:
+            raise mistake(
+                f"two levels print alike as {twice} (each level is one case, keyed by its printed value): "
+                "give values that differ in their first 6 significant digits",
+                ["rates" if twice.startswith("rate=") else "levels"],
+            )
         if not 0 <= self.think_time_s <= MAX_WAIT_S:
             raise mistake(
                 f"think_time_s {self.think_time_s:g}: at most {MAX_WAIT_S:g} s, or a level would never end "

@@ -1,7 +1,7 @@
 """A Markdown table of the load workload from run directories: per level, every backend's output
 tokens/s, TTFT p50/p99, ITL p50 and goodput — what the Load section draws, as text for a README.
 
-    python -m workloads.load.report.load_table RUN_DIR... [--slo ttft_ms=2000,tpot_ms=200]
+    python -m workloads.load.report.load_table RUN_DIR... [--slo NAME:ttft_p90_ms=2000,tpot_p90_ms=200]
 
 Rows are (workload · variant · level), in the order the runs have them; a cell is
 ``tok/s · TTFT p50/p99 ms · ITL p50 ms · goodput req/s (n)``, "–" where the backend has no such
@@ -71,24 +71,29 @@ def level_mixes(records) -> dict[tuple, str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m workloads.load.report.load_table``: print the load levels of the runs as a Markdown
-    table; exit 2 with one line when the runs cannot be read or hold no load records."""
-    from contract.options import parse_slo
+    """``python -m workloads.load.report.load_table``: print the load levels of the runs as a Markdown table; exit 2 with
+    one line when the runs cannot be read or hold no load records."""
+    from reports.__main__ import goodput_pair, slo_target
 
     p = argparse.ArgumentParser(
         prog="python -m workloads.load.report.load_table", description=__doc__.splitlines()[0]
     )
     p.add_argument("run_dirs", nargs="+", type=Path, metavar="RUN_DIR")
     p.add_argument(
-        "--slo", type=parse_slo, default=None, help="goodput target, e.g. ttft_ms=2000,tpot_ms=200"
+        "--slo",
+        type=slo_target,
+        action="append",
+        default=None,
+        help="goodput target in compare.py's --slo grammar, e.g. chat:ttft_p90_ms=2000,tpot_p90_ms=200",
     )
     args = p.parse_args(argv)
     try:
+        slo = goodput_pair(args.slo)
         ds = read_runs(args.run_dirs)
     except ReportError as exc:
         print(f"python -m workloads.load.report.load_table: error: {exc}", file=sys.stderr)
         return 2
-    levels = per_level(ds.records, args.slo[1] if args.slo else None)
+    levels = per_level(ds.records, slo)
     if levels.empty:
         print(
             "python -m workloads.load.report.load_table: error: no load records in these runs",
