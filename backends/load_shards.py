@@ -232,7 +232,9 @@ async def run_sharded(
             "sessions": [sessions[k] for k in keys],
             "settings": settings,
             "workers": workers,
-            "arrivals": [arrivals[k] for k in keys] if arrivals else None,
+            # the level's schedule, drawn once here: each process starts its share at the level's times
+            # (with a duration, sessions past the last arrival never start)
+            "arrivals": [arrivals[k] for k in keys if k < len(arrivals)] if arrivals is not None else None,
             "index": j,
             "timeout_s": backend.settings.request_timeout_s,
         }
