@@ -197,6 +197,10 @@ async def drive(
     ``s.concurrency``; open loop: session k starts ``arrivals[k]`` s after the origin). Client processes run
     it over their shard."""
     deadline = d.origin + s.seconds if s.seconds else None
+    if (
+        d.origin > time.perf_counter()
+    ):  # a client process told the origin ahead of time: nothing starts before
+        await asyncio.sleep(d.origin - time.perf_counter())
 
     async def session(k: int, first_at: float | None = None, first: bool = False) -> None:
         rng = random.Random(f"{s.seed}:think:{k}")  # a session's think times: drawn from the seed

@@ -109,6 +109,7 @@ def measure(args: argparse.Namespace, model_path: str) -> list[dict]:
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """The command line, checked (a bad value: one line, exit 2); one duration stands for every rate."""
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--rates", default="10,100,1000", help="offered rates, requests/s, comma-separated")
     p.add_argument("--duration-s", default="20,10,5", help="each rate's duration (one value: every rate's)")

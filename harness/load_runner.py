@@ -150,6 +150,13 @@ def run_level_group(runner: Runner, group: Group, record: bool) -> list[Record]:
         "burstiness": settings.burstiness if settings.rate_rps else None,
         "searched_for": (group.load or {}).get("searched_for"),
         "extended": (group.load or {}).get("extended"),
+        # the search's stated maximum and ratio, for a reader that judges the bracket (contract.capacity)
+        "search_ceiling": (group.load or {}).get(
+            "search_ceiling", ((group.load or {}).get("search") or {}).get("ceiling")
+        ),
+        "search_ratio": (group.load or {}).get(
+            "search_ratio", ((group.load or {}).get("search") or {}).get("ratio")
+        ),
         **level_population(records, settings.concurrency),
     }
     runner.writer.write(

@@ -39,6 +39,8 @@ def search_groups(
         "concurrency": concurrency,
         "rate_rps": rate_rps,
         "searched_for": searched_for,
+        "search_ceiling": info["ceiling"],
+        "search_ratio": info.get("ratio"),
         **({"extended": extend} if extend > 1 else {}),
     }
     duration = (settings.get("duration_s") or 0) * extend
