@@ -3,11 +3,22 @@
     outcomes, facts = run_level(backend, sessions, LoadSettings(concurrency=8))
 
 ``sessions`` is a list of request lists: a session's requests run in order (a user's turns,
-``think_time_s`` apart), sessions run concurrently. **Closed loop** (``concurrency`` C): C
+a think time apart), sessions run concurrently. **Closed loop** (``concurrency`` C): C
 workers, each takes the next session as soon as its previous one is done, so C requests are in
-flight while sessions remain. **Open loop** (``rate_rps``): sessions start at Poisson arrival
-times (exponential gaps, seeded), however many are already in flight. ``seconds``: no session or
-turn starts after that many seconds (the rest are reported as not started).
+flight while sessions remain (with a think time, C *users*: fewer in flight). **Open loop**
+(``rate_rps``): sessions start at the arrival times of the named process (``contract.arrivals``:
+``poisson`` by default, ``constant``, ``gamma`` with a ``burstiness``), drawn ahead from the seed,
+however many are already in flight; with ``duration_s`` every arrival before that many seconds
+(a sustained rate for a time, not a count). ``seconds``: no session or turn starts after that many
+seconds (the rest are reported as not started).
+
+Think time (``think_time_s``, mean Z; ``think``: ``fixed`` or ``exponential``, drawn per session from
+the seed): a user waits Z between an answer and its next turn. In a closed loop with a think time each
+worker is a user: its first session starts after a draw of the think's stationary residual (fixed: a
+uniform draw in [0, Z), exponential: an exponential of mean Z, memoryless), so users do not all arrive
+at once, and a later session after a whole think. Every request records when it was planned to be
+submitted (``planned_submit_s``: its arrival, or its user's last answer plus the think drawn) beside
+when it was (``submit_s``); ``contract.level_flags`` flags a level whose submits lagged the plan.
 
 Every time is ``time.perf_counter()`` (monotonic) in seconds from the level's start: submit,
 first token, finish, and the arrival of every token (the backend ticks a :class:`TokenClock`
@@ -42,6 +53,7 @@ from typing import Any
 from backends.answer_checks import check_answer
 from backends.base import Backend, RawOutput, Request, TokenClock
 from backends.telemetry import GpuTelemetry
+from contract import arrivals as arrival_process
 
 SAMPLE_EVERY_S = (
     0.1  # gauges (KV-cache usage) are sampled this often: a level shorter than that may show no peak
@@ -52,19 +64,35 @@ FIRST_SAMPLE_S = 0.01
 @dataclass(frozen=True)
 class LoadSettings:
     concurrency: int | None = None  # closed loop: requests in flight
-    rate_rps: float | None = None  # open loop: Poisson arrivals of sessions per second
-    think_time_s: float = 0.0  # between a session's requests
+    rate_rps: float | None = None  # open loop: arrivals of sessions per second
+    think_time_s: float = 0.0  # between a session's requests: the mean
     seconds: float | None = None  # stop starting requests after this long
     seed: int = 13
     client_procs: int | None = None  # client processes for a backend with a load client (None: automatic)
+    duration_s: float | None = None  # open loop: arrivals drawn for this long (None: one a session)
+    arrival: str = arrival_process.DEFAULT_PROCESS  # open loop: the arrival process (contract.arrivals)
+    burstiness: float = 1.0  # gamma arrivals' shape (1: Poisson)
+    think: str = "fixed"  # the think time's distribution: "fixed" or "exponential" (mean think_time_s)
 
     @classmethod
     def of(cls, group_load: dict[str, Any]) -> LoadSettings:
         return cls(
-            **{k: group_load.get(k) for k in ("concurrency", "rate_rps", "seconds")},
+            **{k: group_load.get(k) for k in ("concurrency", "rate_rps", "seconds", "duration_s")},
             think_time_s=group_load.get("think_time_s") or 0.0,
             seed=group_load.get("seed", 13),
+            arrival=group_load.get("arrival") or arrival_process.DEFAULT_PROCESS,
+            burstiness=group_load.get("burstiness") or 1.0,
+            think=group_load.get("think") or "fixed",
         )
+
+    def think_draw(self, rng: random.Random, residual: bool = False) -> float:
+        """One think time (``residual``: the wait of a user already thinking when the level starts)."""
+        z = self.think_time_s
+        if not z:
+            return 0.0
+        if self.think == "exponential":
+            return rng.expovariate(1 / z)
+        return rng.uniform(0, z) if residual else z
 
 
 @dataclass
@@ -74,6 +102,7 @@ class Outcome:
     session: int
     turn: int
     output: RawOutput | None = None
+    planned_submit_s: float | None = None  # when the plan said to submit it (arrival, or answer + think)
     submit_s: float | None = None
     first_token_s: float | None = None
     finish_s: float | None = None
@@ -106,10 +135,17 @@ def token_times(clock: TokenClock, origin: float) -> list[float]:
 
 
 async def _one(
-    stream, timeout_s: float, request: Request, outcome: Outcome, origin: float, report=None
+    stream,
+    timeout_s: float,
+    request: Request,
+    outcome: Outcome,
+    origin: float,
+    report=None,
+    planned: float | None = None,
 ) -> None:
     clock = TokenClock(lambda: None)  # the backend's own stream synchronizes where it must
     outcome.submit_s = clock.start - origin
+    outcome.planned_submit_s = None if planned is None else planned - origin
     if report is not None:
         report("submit", outcome)
     try:
@@ -161,49 +197,56 @@ async def drive(
     ``s.concurrency``; open loop: session k starts ``arrivals[k]`` s after the origin). Client processes run
     it over their shard."""
     deadline = d.origin + s.seconds if s.seconds else None
+    if (
+        d.origin > time.perf_counter()
+    ):  # a client process told the origin ahead of time: nothing starts before
+        await asyncio.sleep(d.origin - time.perf_counter())
 
-    async def session(k: int) -> None:
+    async def session(k: int, first_at: float | None = None, first: bool = False) -> None:
+        rng = random.Random(f"{s.seed}:think:{k}")  # a session's think times: drawn from the seed
+        planned = first_at
+        if planned is None:  # closed loop: now, or a user's think first (its residual for a first session)
+            planned = time.perf_counter() + (s.think_draw(rng, residual=first) if s.think_time_s else 0.0)
         for i, (request, outcome) in enumerate(zip(sessions[k], outs[k], strict=True)):
-            if i and s.think_time_s:  # never past the level's deadline: it would only wait to stop
-                await asyncio.sleep(
-                    s.think_time_s
-                    if deadline is None
-                    else max(0.0, min(s.think_time_s, deadline - time.perf_counter()))
-                )
-            if deadline is not None and time.perf_counter() >= deadline:
-                return
-            await _one(d.stream, d.timeout_s, request, outcome, d.origin, d.report)
+            if i:
+                planned = time.perf_counter() + s.think_draw(rng)
+            if deadline is not None and planned >= deadline:
+                return  # never past the level's deadline: it would only wait to stop
+            wait = planned - time.perf_counter()
+            if wait > 0:
+                await asyncio.sleep(wait)
+            await _one(d.stream, d.timeout_s, request, outcome, d.origin, d.report, planned)
 
     if s.rate_rps:
         arrivals = arrivals if arrivals is not None else arrival_times(len(sessions), s)
         tasks = []
-        for k in range(len(sessions)):
-            wait = d.origin + arrivals[k] - time.perf_counter()
-            if deadline is not None:
-                wait = min(wait, deadline - time.perf_counter())  # an arrival after the deadline never starts
+        for k in range(min(len(sessions), len(arrivals))):
+            due = d.origin + arrivals[k]
+            if deadline is not None and due >= deadline:
+                break  # an arrival after the deadline never starts
+            wait = due - time.perf_counter()
             if wait > 0:
                 await asyncio.sleep(wait)
-            if deadline is not None and time.perf_counter() >= deadline:
-                break
-            tasks.append(asyncio.create_task(session(k)))
+            tasks.append(asyncio.create_task(session(k, due)))
         await asyncio.gather(*tasks)
     else:
         queue = list(range(len(sessions)))[::-1]
 
         async def worker() -> None:
+            first = True
             while queue and (deadline is None or time.perf_counter() < deadline):
-                await session(queue.pop())
+                await session(queue.pop(), first=first)
+                first = False
 
         await asyncio.gather(*(worker() for _ in range(max(1, workers or s.concurrency or 1))))
 
 
 def arrival_times(n: int, s: LoadSettings) -> list[float]:
-    """Open loop: the sessions' start times (s from the origin), Poisson with the level's seed."""
-    rng, at, out = random.Random(s.seed), 0.0, []
-    for _ in range(n):
-        out.append(at)
-        at += rng.expovariate(s.rate_rps)
-    return out
+    """Open loop: the sessions' start times (s from the origin), the level's arrival process drawn with its
+    seed (``contract.arrivals``): ``n`` at most, and only those before ``duration_s`` where it is set."""
+    return arrival_process.arrival_times(
+        s.rate_rps, n, until_s=s.duration_s, process=s.arrival, burstiness=s.burstiness, seed=s.seed
+    )
 
 
 def new_outcomes(sessions: list[list[Request]]) -> list[list[Outcome]]:

@@ -1,50 +1,70 @@
-"""The capacity search: the highest closed-loop concurrency and the highest Poisson rate that meet a target.
+"""The capacity search: the highest closed-loop concurrency and the highest offered rate that meet a target,
+as a bracket [last pass, first miss], never a bare floor.
 
-Per backend, load workload, variant (shape) and target, from the levels measured so far (each judged
-on its steady state, ``contract.level_stats``, against the target, ``contract.slo.evaluate``):
+Per backend, load workload, variant (shape) and target, from the levels measured so far, each judged
+(:func:`judge`) on its steady state (``contract.level_stats``) against the target (``contract.slo``),
+with a verdict that has an interval and flags:
 
-- **bracket**: ``lo`` = the highest level that meets the target below the lowest level that misses
-  it (``hi``); a level between them is measured next, the geometric midpoint (levels are 4x apart:
-  32 -> 64 -> 48...), until ``hi`` is the next integer concurrency above ``lo`` or within
-  ``TOLERANCE`` of it (rates);
-- every level meets it: one level above, twice the highest, up to the search's ceiling
-  (``search_max``); without a ceiling above the levels, capacity is "at least the highest";
-- even the lowest misses: half of it (concurrency down to 1).
+- **pass / miss / undecided**: the deciding percentile of every limit gets a bootstrap interval over
+  time blocks of the steady window (``LevelStats.interval``, 5th-95th percentile); the level passes
+  when every limit's interval lies within it, misses when a limit's lies wholly above it (or failures
+  put its percentile at infinity), and is **undecided** when the limit lies inside an interval. The
+  runner runs an undecided level once more for twice the time; undecided then, it stays so, and the
+  capacity is a range (``bound`` "range", ``undecided`` the levels).
+- **not offered / overloaded** (``contract.level_flags``): a level whose arrivals were not those
+  planned is never a pass ("not offered"); a level whose queue grew through the window is a miss,
+  whatever its percentiles.
 
-The search adds at most ``search_levels`` levels per variant and loop (closed, open), over all
-targets, tightest first. It assumes latency grows with load (one crossing); a level that meets the
-target above one that misses it is reported (``non_monotone``), not searched around. What limited it
-is the next level up's first missed limit, with the engine's KV-cache peak and preemptions there.
+The search (:func:`next_level`): upward, twice the highest level, until the first level that does not
+pass, up to the ceiling (``search_max``, the user's stated maximum, or the engine's own limit where
+the runner knows it); then the geometric midpoint of [last pass, lowest level not passing] until that
+bracket is no wider than ``ratio`` (default :data:`DEFAULT_RATIO`, 1.25x) or the integer concurrencies
+are adjacent, or the level budget (``search_levels``) ends. Even the lowest level missing: half of it
+(concurrency down to 1). Both ends are reported (``value``, ``next_up``); "at least" (``bound``
+"floor") only where every level passed up to the ceiling; no miss below the ceiling when the budget
+ended is "unbracketed", not a floor. The search assumes latency grows with load (one crossing); a pass
+above a miss is reported (``non_monotone``), not searched around. What limited it is the first miss's
+first missed limit or flag, with the engine's KV-cache peak and preemptions there.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from contract.level_flags import level_flags
 from contract.level_stats import LevelStats
-from contract.slo import Target, Verdict, evaluate
+from contract.slo import Target, Verdict, evaluate, percentile
 
-TOLERANCE = 0.1  # rates: stop when the bracket is within 10 %
+TOLERANCE = 0.1  # older callers: a rate bracket within 10 % (the ratio's default is now 1.25)
+DEFAULT_RATIO = 1.25  # the search stops when the bracket's ends are within this factor
 KV_FULL = 0.95  # a KV-cache peak at least this high is named as the limiter's cause
+PASS, MISS, UNDECIDED, NOT_OFFERED = "pass", "miss", "undecided", "not offered"
 
 
 @dataclass(frozen=True)
 class Capacity:
     target: str
     loop: str  # "closed" (concurrency) or "open" (rate)
-    value: float | None  # the highest level that met the target (None: none did)
-    # "exact" (hi is the next step), "bracket" (levels between lo and hi not measured), "floor" (nothing
-    # missed), "none"
+    value: float | None  # the last pass: the highest level that met the target below the first miss
+    # "exact" (hi is the next integer), "bracket" (lo < hi; ``ratio`` says how wide), "range" (undecided
+    # levels inside the bracket), "floor" (every level passed up to the ceiling: "at least"),
+    # "unbracketed" (no miss below the ceiling when the search stopped), "none" (no level passed)
     bound: str
-    next_up: float | None  # the lowest level above it that missed
+    next_up: float | None  # the first miss: the lowest level above ``value`` that missed
     limiter: str | None
     non_monotone: bool = False
+    ratio: float | None = None  # next_up / value
+    undecided: tuple[float, ...] = ()  # levels between value and next_up (or above value) left undecided
+    ceiling: float | None = None  # the highest level the search could try (None: not known)
 
 
 def limiter_text(verdict: Verdict, facts: dict) -> str | None:
-    """The missed limit, and the engine's evidence for why (KV cache full, preemptions)."""
+    """The missed limit or flag, and the engine's evidence for why (KV cache full, preemptions)."""
+    flags = verdict.flags or {}
     parts = [verdict.limiter] if verdict.limiter else []
+    parts += [f"overloaded: {flags['overloaded']}"] if flags.get("overloaded") else []
+    parts += [f"not offered as planned: {flags['not_offered']}"] if flags.get("not_offered") else []
     kv, pre = facts.get("kv_cache_usage_peak"), facts.get("preemptions")
     if isinstance(kv, int | float) and kv == kv and kv >= KV_FULL:
         parts.append(f"KV cache full (peak {kv:.0%})")
@@ -53,82 +73,175 @@ def limiter_text(verdict: Verdict, facts: dict) -> str | None:
     return "; ".join(parts) or None
 
 
-def judge(target: Target, stats: LevelStats) -> Verdict:
+def _figure(stats: LevelStats, metric: str, p: float):
+    def figure(rows: list[dict], _span: float) -> float | None:
+        xs = list(stats.samples(rows)[metric])
+        if metric != "itl":
+            xs += [math.inf] * stats.failed_in(rows)
+        return percentile(xs, p)
+
+    return figure
+
+
+def judge(target: Target, stats: LevelStats, facts: dict | None = None) -> Verdict:
     """The level against the target: its steady-state samples, and every failed request a miss (the first
-    wave's too: a level does not meet a target by failing requests, wherever they fall)."""
-    return evaluate(target, stats.samples(), stats.failed + stats.failed_in(stats.first_wave))
+    wave's too: a level does not meet a target by failing requests, wherever they fall); each limit's
+    percentile with its bootstrap interval, and the level's flags (``facts``: the level record's, for the
+    arrival process of an open loop). See the module docstring for the decision."""
+    facts = facts or {}
+    base = evaluate(target, stats.samples(), stats.failed + stats.failed_in(stats.first_wave))
+    rows = stats.first_wave + stats.steady
+    rate = next((r.get("load_rate_rps") for r in rows if r.get("load_rate_rps")), None)
+    rate = None if stats.concurrency else rate
+    flags = level_flags(
+        rows, stats.window, rate, facts.get("arrival") or "poisson", facts.get("burstiness") or 1.0
+    )
+    if base.met is None:
+        return replace(base, flags=flags.to_dict())
+    intervals, decision = {}, PASS if base.met else MISS
+    if not target.throughput_only:
+        worst = PASS
+        for lim in target.limits:
+            v = base.values.get(lim.key)
+            iv = (
+                None
+                if v is None or v == math.inf
+                else stats.interval(_figure(stats, lim.metric, lim.percentile))
+            )
+            intervals[lim.key] = iv
+            if v is None:
+                continue
+            if v == math.inf or (iv is not None and iv[0] > lim.ms) or (iv is None and v > lim.ms):
+                worst = MISS
+            elif (iv is not None and iv[1] > lim.ms or v > lim.ms) and worst == PASS:
+                worst = UNDECIDED
+        decision = worst
+    limiter = base.limiter
+    if decision == UNDECIDED:
+        key = next((k for k, iv in intervals.items() if iv is not None and iv[1] > _ms(target, k)), None)
+        if key is not None:
+            lo, hi = intervals[key]
+            limiter = (
+                f"{key} interval {lo:.0f}-{hi:.0f} ms holds the limit {_ms(target, key):g} ms (undecided)"
+            )
+    if flags.overloaded:
+        decision = MISS
+    elif flags.not_offered and decision != MISS:
+        decision = NOT_OFFERED
+    met = base.met and decision == PASS if decision != UNDECIDED else base.met
+    return replace(
+        base, met=met, limiter=limiter, decision=decision, intervals=intervals, flags=flags.to_dict()
+    )
 
 
-def _mid(lo: float, hi: float, integer: bool) -> float | None:
+def _ms(target: Target, key: str) -> float:
+    return next(lim.ms for lim in target.limits if lim.key == key)
+
+
+def _decision(v) -> str:
+    """A judged level as a decision: a Verdict's, or an older caller's bool (True: pass, False: miss)."""
+    if isinstance(v, Verdict):
+        return v.decision or (PASS if v.met else MISS)
+    if isinstance(v, str):
+        return v
+    return PASS if v else MISS
+
+
+def bracket(met: dict) -> tuple[float | None, float | None, bool]:
+    """(lo, hi, non_monotone) over the judged levels (level -> decision, or bool): hi the lowest miss (or
+    level not offered), lo the highest pass below it."""
+    d = {x: _decision(v) for x, v in met.items()}
+    levels = sorted(d)
+    misses = [x for x in levels if d[x] in (MISS, NOT_OFFERED)]
+    hi = misses[0] if misses else None
+    below = [x for x in levels if d[x] == PASS and (hi is None or x < hi)]
+    lo = below[-1] if below else None
+    non_monotone = hi is not None and any(d[x] == PASS for x in levels if x > hi)
+    return lo, hi, non_monotone
+
+
+def _mid(lo: float, hi: float, integer: bool, ratio: float) -> float | None:
+    if hi / max(lo, 1e-12) <= ratio:
+        return None
     m = math.sqrt(lo * hi) if lo > 0 else hi / 2
     if integer:
         m = int(round(m))
         m = min(max(m, int(lo) + 1), int(hi) - 1)
         return m if lo < m < hi else None
-    return m if hi / max(lo, 1e-12) > 1 + TOLERANCE else None
+    return m
 
 
-def bracket(met: dict[float, bool]) -> tuple[float | None, float | None, bool]:
-    """(lo, hi, non_monotone) over the judged levels: hi the lowest miss, lo the highest meet below it."""
-    levels = sorted(met)
-    misses = [x for x in levels if not met[x]]
-    hi = misses[0] if misses else None
-    below = [x for x in levels if met[x] and (hi is None or x < hi)]
-    lo = below[-1] if below else None
-    non_monotone = hi is not None and any(met[x] for x in levels if x > hi)
-    return lo, hi, non_monotone
-
-
-def next_level(met: dict[float, bool], integer: bool, ceiling: float | None) -> float | None:
-    """The next level to measure for one target, or None when the bracket is as fine as it goes."""
+def next_level(met: dict, integer: bool, ceiling: float | None, ratio: float = DEFAULT_RATIO) -> float | None:
+    """The next level to measure for one target, or None when the bracket is as fine as it goes: up to the
+    first level not passing, then bisect [last pass, lowest level not passing] down to ``ratio``."""
     if not met:
         return None
-    lo, hi, _ = bracket(met)
-    if hi is None:  # every level met it: above the highest, up to the ceiling
-        top = max(met)
+    d = {x: _decision(v) for x, v in met.items()}
+    lo, hi, _ = bracket(d)
+    upper = min((x for x, v in d.items() if v != PASS and (lo is None or x > lo)), default=None)
+    if upper is None:  # every level passed: above the highest, up to the ceiling
+        top = max(d)
         if ceiling is None or top >= ceiling:
             return None
         up = min(top * 2, ceiling)
         return int(up) if integer else up
-    if lo is None:  # even the lowest missed: below it
-        low = hi / 2
+    if lo is None:  # even the lowest did not pass: below it
+        low = min(d) / 2
         if integer:
-            return int(low) if int(low) >= 1 and int(low) < hi else None
+            return int(low) if int(low) >= 1 and int(low) < min(d) else None
         return low
-    return _mid(lo, hi, integer)
+    return _mid(lo, upper, integer, ratio)
 
 
 def capacity(
-    target: Target, loop: str, judged: dict[float, tuple[Verdict, dict]], ceiling: float | None = None
+    target: Target,
+    loop: str,
+    judged: dict[float, tuple[Verdict, dict]],
+    ceiling: float | None = None,
+    ratio: float = DEFAULT_RATIO,
 ) -> Capacity:
-    """The target's capacity from the judged levels (level -> (verdict, the level's engine facts))."""
-    met = {x: bool(v.met) for x, (v, _) in judged.items() if v.met is not None}
-    lo, hi, non_monotone = bracket(met)
-    if not met:
-        return Capacity(target.name, loop, None, "none", None, "no level was measured")
+    """The target's capacity from the judged levels (level -> (verdict, the level's engine facts)).
+    ``ceiling``: the highest level the search could try (None: not known, as for older callers: a level
+    that passed at the top is then a floor)."""
+    d = {x: _decision(v) for x, (v, _) in judged.items() if v.met is not None or v.decision is not None}
+    if not d:
+        return Capacity(target.name, loop, None, "none", None, "no level was measured", ceiling=ceiling)
+    lo, hi, non_monotone = bracket(d)
+    undecided = tuple(
+        sorted(
+            x for x, v in d.items() if v == UNDECIDED and (lo is None or x > lo) and (hi is None or x < hi)
+        )
+    )
     if hi is None:
-        return Capacity(target.name, loop, lo, "floor", None, None)
+        top = max(d)
+        at_ceiling = ceiling is None or (lo is not None and lo >= ceiling)
+        bound = "range" if undecided else "floor" if at_ceiling and lo is not None else "unbracketed"
+        if lo is None and not undecided:
+            bound = "none"
+        limiter = None if lo == top else limiter_text(judged[top][0], judged[top][1])
+        return Capacity(target.name, loop, lo, bound, None, limiter, False, None, undecided, ceiling)
     verdict, facts = judged[hi]
-    integer = loop == "closed"
-    more = next_level(met, integer, ceiling)
-    bound = "exact" if more is None else "bracket"
+    if lo is None:
+        bound = "range" if undecided else "none"
+    elif undecided:
+        bound = "range"
+    elif loop == "closed" and hi == lo + 1:
+        bound = "exact"
+    else:
+        bound = "bracket"
+    r = hi / lo if lo else None
     return Capacity(
-        target.name,
-        loop,
-        lo,
-        bound if lo is not None else "none",
-        hi,
-        limiter_text(verdict, facts),
-        non_monotone,
+        target.name, loop, lo, bound, hi, limiter_text(verdict, facts), non_monotone, r, undecided, ceiling
     )
 
 
 def choose(
     targets: tuple[Target, ...],
-    judged: dict[str, dict[float, bool]],
+    judged: dict[str, dict],
     integer: bool,
     ceiling: float | None,
     measured: set[float],
+    ratio: float = DEFAULT_RATIO,
 ) -> tuple[Target, float] | None:
     """The next (target, level) for the search: the first target (tightest first) with a level still to
     measure."""
@@ -136,7 +249,7 @@ def choose(
         (t for t in targets if not t.throughput_only), key=lambda t: min(lim.ms for lim in t.limits)
     )
     for t in ordered:
-        x = next_level(judged.get(t.name, {}), integer, ceiling)
+        x = next_level(judged.get(t.name, {}), integer, ceiling, ratio)
         if x is not None and x not in measured:
             return t, x
     return None

@@ -103,6 +103,9 @@ class Record:
     user: int | None = None  # the session (user) the request belongs to
     load_concurrency: int | None = None  # the level: closed-loop requests in flight
     load_rate_rps: float | None = None  # ... or open-loop Poisson arrivals per second
+    planned_submit_s: float | None = (
+        None  # when the load's plan said to submit it (arrival, or answer + think)
+    )
     submit_s: float | None = None
     first_token_s: float | None = None
     finish_s: float | None = None

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
 
 METRICS = {"ttft": "TTFT", "tpot": "TPOT", "itl": "ITL", "e2e": "end-to-end latency"}
@@ -207,13 +207,30 @@ def legacy_slo(target: Target) -> dict[str, float] | None:
 # --- meeting a target ---------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Verdict:
-    met: bool | None  # None: no requests to judge
+    met: bool | None  # None: no requests to judge; False also where the level was not offered or overloaded
     values: dict[str, float | None]  # each limit's measured percentile (inf: failures alone exceed it)
     n: dict[str, int]  # samples behind each
     limiter: str | None  # the first limit missed, as text
+    # with its level's intervals and flags (contract.capacity.judge): "pass", "miss", "undecided" (a limit
+    # inside its deciding percentile's interval) or "not offered" (never a pass); None: not judged so
+    decision: str | None = None
+    intervals: dict[str, tuple[float, float] | None] = field(default_factory=dict)  # per limit key
+    flags: dict = field(default_factory=dict)  # contract.level_flags.LevelFlags.to_dict()
+
+    @property
+    def passed(self) -> bool:
+        return self.decision == "pass" if self.decision is not None else bool(self.met)
 
     def to_dict(self) -> dict:
-        return {"met": self.met, "values": self.values, "n": self.n, "limiter": self.limiter}
+        return {
+            "met": self.met,
+            "values": self.values,
+            "n": self.n,
+            "limiter": self.limiter,
+            "decision": self.decision,
+            "intervals": self.intervals,
+            "flags": self.flags,
+        }
 
 
 def percentile(values: list[float], p: float) -> float | None:

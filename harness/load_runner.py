@@ -60,6 +60,7 @@ def outcome_fields(o: Outcome, prompt: list[int]) -> dict:
     ttft = None if o.first_token_s is None else (o.first_token_s - o.submit_s) * 1e3
     decode = (times[-1] - times[0]) * 1e3 / (len(times) - 1) if len(times) > 1 else None
     fields = {
+        "planned_submit_s": o.planned_submit_s,
         "submit_s": o.submit_s,
         "first_token_s": o.first_token_s,
         "finish_s": o.finish_s,
@@ -143,8 +144,21 @@ def run_level_group(runner: Runner, group: Group, record: bool) -> list[Record]:
         if backend.capabilities.batches_requests
         else "one at a time, queued (FIFO)",
         "think_time_s": settings.think_time_s,
+        "think": settings.think,
         "seconds": settings.seconds,
+        "duration_s": settings.duration_s if settings.rate_rps else None,
+        "arrival": settings.arrival if settings.rate_rps else None,
+        "burstiness": settings.burstiness if settings.rate_rps else None,
         "searched_for": (group.load or {}).get("searched_for"),
+        "extended": (group.load or {}).get("extended"),
+        # the search's stated maximum and ratio, for a reader that judges the bracket (contract.capacity)
+        "search_ceiling": (group.load or {}).get(
+            "search_ceiling", ((group.load or {}).get("search") or {}).get("ceiling")
+        ),
+        "search_ratio": (group.load or {}).get(
+            "search_ratio", ((group.load or {}).get("search") or {}).get("ratio")
+        ),
+        **level_population(records, settings.concurrency),
     }
     runner.writer.write(
         Record(
@@ -167,6 +181,22 @@ def run_level_group(runner: Runner, group: Group, record: bool) -> list[Record]:
         + (f", {errors} failed" if errors else "")
     )
     return records
+
+
+def level_population(records: list[Record], concurrency: int | None) -> dict:
+    """The level's users, requests in flight (mean, p90 over the steady window) and arrivals/s, from its
+    records (``contract.level_flags.population``)."""
+    from contract.level_flags import population
+    from contract.level_stats import level_stats
+
+    rows = [
+        {
+            k: getattr(r, k)
+            for k in ("user", "planned_submit_s", "submit_s", "finish_s", "error", "token_times_s")
+        }
+        for r in records
+    ]
+    return population(rows, level_stats(rows, concurrency).window)
 
 
 # --- the capacity search (contract.capacity) -----------------------------------------------------
@@ -212,20 +242,26 @@ def after_level(runner: Runner, group: Group) -> int:
 
 def run_search(runner: Runner, group: Group) -> int:
     """After a variant's last planned level of a loop: the levels the capacity search adds, each run and
-    recorded as any level (``--resume`` finds them on disk and goes on from there). Returns how many ran."""
-    from contract.capacity import choose, judge
+    recorded as any level (``--resume`` finds them on disk and goes on from there). A level whose verdict is
+    undecided inside the bracket is run once more for twice the time (a new attempt of the level, with
+    ``extended``) before the search goes on. Returns how many ran."""
+    from contract.capacity import DEFAULT_RATIO, UNDECIDED, capacity, choose, judge
     from contract.level_stats import level_stats
     from contract.slo import parse_targets
     from workloads.kinds import kind
 
     info = group.load["search"]
     targets = parse_targets(info["targets"])
+    ratio = info.get("ratio") or DEFAULT_RATIO
     first = group.steps[0]
     search_groups = kind(first.kind).search_groups  # the kind cuts an added level's groups from its pool
     if search_groups is None:
         raise TypeError(f"kind {first.kind!r} plans a capacity search but has no search_groups")
     pool = {g.load["pool"]: g.steps for g in runner.plan.groups if g.block == info["pool"] and g.load}
     closed = info["loop"] == "closed"
+    ordered = sorted(
+        (t for t in targets if not t.throughput_only), key=lambda t: min(lim.ms for lim in t.limits)
+    )
     ran = 0
     here: set[float] = set()  # levels this call ran (added or run again): never run twice
     while True:
@@ -249,27 +285,50 @@ def run_search(runner: Runner, group: Group) -> int:
             if facts.get("searched_for") and x not in here and has_failures(rows, facts)
         ]
         added = sum(1 for _, facts in levels.values() if facts.get("searched_for"))
+        redo, extend = None, 1
         if stale:
             x, name = stale[0]
         else:
             if added >= info["levels"]:
                 break
-            judged = {
+            verdicts = {
                 t.name: {
-                    x: v.met
-                    for x, (rows, _) in levels.items()
-                    if (v := judge(t, level_stats(rows, x if closed else None))).met is not None
+                    x: judge(t, level_stats(rows, x if closed else None), facts)
+                    for x, (rows, facts) in levels.items()
                 }
                 for t in targets
             }
-            pick = choose(targets, judged, closed, info["ceiling"], set(levels))
+            redo = next(
+                (
+                    (t, x)
+                    for t in ordered
+                    for x in capacity(
+                        t,
+                        info["loop"],
+                        {x: (v, levels[x][1]) for x, v in verdicts[t.name].items()},
+                        info["ceiling"],
+                        ratio,
+                    ).undecided
+                    if verdicts[t.name][x].decision == UNDECIDED and not levels[x][1].get("extended")
+                ),
+                None,
+            )
+            extend = 2 if redo else 1
+            judged = {
+                t.name: {x: v.decision for x, v in vs.items() if v.decision is not None}
+                for t, vs in zip(targets, verdicts.values(), strict=True)
+            }
+            pick = redo or choose(targets, judged, closed, info["ceiling"], set(levels), ratio)
             if pick is None:
                 break
-            x, name = pick[1], pick[0].name
+            target, x = pick
+            x = int(x) if closed else x
+            name = target.name
         console.print(
             f"  capacity search ({name}): {first.workload}/{first.mode} at "
             + (f"C={x}" if closed else f"rate={x:g}")
             + (" again (it had failed requests)" if stale else "")
+            + (" again, for twice the time (undecided)" if redo else "")
         )
         for g in search_groups(
             info,
@@ -279,6 +338,7 @@ def run_search(runner: Runner, group: Group) -> int:
             x if closed else None,
             None if closed else x,
             name,
+            extend,
         ):
             runner.run_group(g, record=not g.warmup)
         here.add(x)

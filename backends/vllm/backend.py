@@ -46,6 +46,11 @@ from backends.parallel import replica_record
 from backends.vllm import config
 from backends.vllm.facts import describe, engine_timing
 
+# Under load the engine steps on a worker thread while this process's event loop submits arrivals: Python
+# hands the interpreter between threads every switch interval (5 ms by default), so an arrival due while a
+# step runs Python code could wait that long; 1 ms keeps the submit lag within contract.level_flags's bound
+STEP_SWITCH_S = 0.001
+
 
 class VLLMBackend(Backend):
     name = "vllm"
@@ -73,6 +78,8 @@ class VLLMBackend(Backend):
             str, tuple[Any, Any, list[int]]
         ] = {}  # under load: request id -> (clock, future)
         self._stepper: Any = None
+        self._pending: list = []  # under load: arrivals the stepping thread adds before its next step
+        self._aborts: list[str] = []  # under load: requests cut off, aborted before the next step
         self._step_s, self._steps = (
             0.0,
             0,
@@ -191,9 +198,12 @@ class VLLMBackend(Backend):
 
     # -- under load ---------------------------------------------------------------------------
     async def stream(self, request: Request, clock: TokenClock) -> RawOutput:
-        """One request among many: added to the engine at once, stepped together with every request in
-        flight by one stepping task in this event loop (what ``LLM.generate(list)`` does, with requests
-        joining as they arrive; vLLM's ``AsyncLLM`` would need a second engine start, see load_notes)."""
+        """One request among many, submitted when the load loop says (its clock started then): queued for
+        the stepping task, which adds it to the engine before its next ``step()`` and steps it together with
+        every request in flight (what ``LLM.generate(list)`` does, with requests joining as they arrive;
+        vLLM's ``AsyncLLM`` would need a second engine start, see load_notes). The steps run on a worker
+        thread, so this event loop stays free to submit the next arrival at its planned time while a step
+        runs; the wait for the step in flight is the request's queueing, inside its TTFT."""
         import asyncio
 
         params = self._sampling_params(request)
@@ -202,27 +212,42 @@ class VLLMBackend(Backend):
         request_id = f"lca-{self._requests}"
         future = asyncio.get_running_loop().create_future()
         self._inflight[request_id] = (clock, future, [0])
-        self.llm.llm_engine.add_request(request_id, self._prompt(list(request.prompt_ids)), params)
+        self._pending.append((request_id, list(request.prompt_ids), params))
         if self._stepper is None or self._stepper.done():
             self._stepper = asyncio.ensure_future(self._step_in_flight())
         try:
             out = await future
         except asyncio.CancelledError:  # --request-timeout (backends.load_loop): free its engine slot
             if self._inflight.pop(request_id, None) is not None:
-                self.llm.llm_engine.abort_request([request_id])
+                self._aborts.append(request_id)  # the stepping thread aborts it before its next step
             raise
         return self._raw(out, request)
 
+    def _engine_step(self, adds: list, aborts: list[str]) -> list:
+        """On the stepping thread, the only one that touches the engine under load: the arrivals since the
+        last step added, the requests cut off aborted, one ``step()``."""
+        engine = self.llm.llm_engine
+        gone = set(aborts)
+        for request_id, ids, params in adds:
+            if request_id not in gone:
+                engine.add_request(request_id, self._prompt(ids), params)
+        stale = [r for r in aborts if r not in {a[0] for a in adds}]
+        if stale:
+            engine.abort_request(stale)
+        return engine.step() if engine.has_unfinished_requests() else []
+
     async def _step_in_flight(self) -> None:
         import asyncio
+        import sys
 
-        engine = self.llm.llm_engine
+        interval = sys.getswitchinterval()
+        sys.setswitchinterval(min(interval, STEP_SWITCH_S))  # see STEP_SWITCH_S
         try:
-            while self._inflight:
+            while self._inflight or self._pending:
+                adds, self._pending = self._pending, []
+                aborts, self._aborts = self._aborts, []
                 started = time.perf_counter()
-                outs = (
-                    engine.step()
-                )  # on the event loop: an arrival waits for the step in flight (load_stats)
+                outs = await asyncio.to_thread(self._engine_step, adds, aborts)
                 self._step_s += time.perf_counter() - started
                 self._steps += 1
                 for out in outs:
@@ -237,14 +262,16 @@ class VLLMBackend(Backend):
                     if out.finished:
                         del self._inflight[out.request_id]
                         future.set_result(out)
-                await asyncio.sleep(0)  # let arrivals join before the next step
         except BaseException as exc:
-            engine.abort_request(list(self._inflight))
+            self.llm.llm_engine.abort_request(list(self._inflight))
             for _, future, _ in self._inflight.values():
                 if not future.done():
                     future.set_exception(exc if isinstance(exc, Exception) else RuntimeError(repr(exc)))
             self._inflight.clear()
+            self._pending.clear()
             raise
+        finally:
+            sys.setswitchinterval(interval)
 
     def load_stats(self) -> dict[str, float]:
         """vLLM's own Prometheus figures (``LLM.get_metrics()``): KV-cache usage, preemptions, prefix-cache

@@ -8,10 +8,10 @@ flight, so TTFT p90 <= ``LIMIT_MS`` holds up to C = KNEE and fails from KNEE + 1
 (60 ms against 680 ms at C = 3 and 4, the limit at 500 ms: a loaded machine's jitter only adds, and would
 need a third of a second on most requests to cross it). The planned levels 2 and 8 bracket the knee; the
 search's two levels are the geometric midpoint (4: missed) and then 3 (met): the knee, exactly. At 8
-requests/s the server is mostly idle, at 400/s the 24 requests arrive within a few dozen ms, so the open
-loop's search adds rates between them; where they land depends on the machine's timing, so the test checks
-what holds whatever it is. Every level, planned or added, closed or open, runs from two client processes
-and records its whole key set.
+requests/s the server is mostly idle, at 200/s (each rate sustained for 2 s) it is far past its knee, so
+the open loop's search adds rates between them; where they land depends on the machine's timing, so the
+test checks what holds whatever it is. Every level, planned or added, closed or open, runs from two client
+processes and records its whole key set.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ pytestmark = [pytest.mark.openai, pytest.mark.slow]  # one compare.py run of 8 l
 
 UNIT_S, SATURATED_S, KNEE, LIMIT_MS = 0.020, 0.600, 3, 500
 TARGET = f"knee:ttft_p90_ms={LIMIT_MS}"
-REQUESTS, TOKENS, RATES = 24, 3, (8.0, 400.0)
+REQUESTS, TOKENS, RATES, DURATION_S = 24, 3, (8.0, 200.0), 2.0
 TIMER_S = 0.002  # an event loop's sleep may end this much early (libuv's loop clock counts milliseconds)
 SPEC = f"""
 workloads:
@@ -46,6 +46,7 @@ workloads:
     warmup_requests: 0
     levels: [2, 8]
     rates: [{RATES[0]:g}, {RATES[1]:g}]
+    duration_s: {DURATION_S:g}
     search_levels: 2
 """
 
@@ -67,12 +68,19 @@ def run(tmp_path_factory):
     return out
 
 
+def open_requests(rate: float, facts: dict) -> int:
+    """A rate level's requests: the seeded arrivals over its duration (twice it for a level run again)."""
+    return len(
+        arrival_times(10**6, LoadSettings(rate_rps=rate, seed=RANDOM_SEED, duration_s=facts["duration_s"]))
+    )
+
+
 def judged(out, loop: str) -> tuple[dict, dict]:
     """The loop's levels on disk (level -> (rows, facts)) and each one's verdict against the target."""
     levels = measured_levels(out, "openai", 0, "knee", "S=0", loop)
     target = parse_target(TARGET)
     return levels, {
-        x: (cap.judge(target, level_stats(rows, x if loop == "closed" else None)), facts)
+        x: (cap.judge(target, level_stats(rows, x if loop == "closed" else None), facts), facts)
         for x, (rows, facts) in levels.items()
     }
 
@@ -95,8 +103,10 @@ def test_the_open_loop_search_refines_between_the_poisson_rates(run):
     assert set(levels) == {*RATES, *new} and 1 <= len(new) <= 2
     assert all(RATES[0] < r < RATES[1] for r in new)
     found = cap.capacity(parse_target(TARGET), "open", verdicts)
-    assert found.value is not None and verdicts[found.value][0].met and not verdicts[found.next_up][0].met
-    lo, hi, _ = cap.bracket({x: bool(v.met) for x, (v, _) in verdicts.items()})
+    assert (
+        found.value is not None and verdicts[found.value][0].passed and not verdicts[found.next_up][0].passed
+    )
+    lo, hi, _ = cap.bracket({x: v for x, (v, _) in verdicts.items()})
     assert (lo, hi) == (found.value, found.next_up) and RATES[0] <= lo < hi <= RATES[1]
 
 
@@ -108,15 +118,22 @@ def test_every_level_ran_from_two_processes_and_is_whole(run):
     closed, opened = (measured_levels(run, "openai", 0, "knee", "S=0", loop) for loop in ("closed", "open"))
     cases = {f"C={c}" for c in closed} | {f"rate={r:g}" for r in opened}
     assert set(levels) == cases and len(cases) == 4 + 2 + len(added(opened))
+    size = {f"C={c}": REQUESTS for c in closed} | {
+        f"rate={r:g}": open_requests(r, facts) for r, (_, facts) in opened.items()
+    }
     expected = {("openai", 0, "knee", "S=0", case, None, None, None) for case in cases} | {
-        ("openai", 0, "knee", "S=0", case, rep, None, 0.0) for case in cases for rep in range(REQUESTS)
+        ("openai", 0, "knee", "S=0", case, rep, None, 0.0) for case in cases for rep in range(size[case])
     }
     keys = [tuple(row_key(r)) for r in rows if r["kind"] == "load"]
     assert sorted(keys, key=repr) == sorted(expected, key=repr)  # the exact key set, each key once
     for r in rows:
         if r["rep"] is None:
             facts = r["extra"]["level"]
-            assert r["error"] is None and facts["client_procs"] == 2 and facts["requests_started"] == REQUESTS
+            assert (
+                r["error"] is None
+                and facts["client_procs"] == 2
+                and facts["requests_started"] == size[r["case"]]
+            )
             continue
         assert r["error"] is None and r["output_tokens"] == TOKENS and len(r["token_times_s"]) == TOKENS
         assert r["submit_s"] <= r["first_token_s"] <= r["finish_s"]
@@ -132,9 +149,13 @@ def test_open_loop_arrivals_across_client_processes_keep_the_levels_poisson_sche
     the event loop's timer granularity: uvloop's clock, libuv's, counts milliseconds, so a sleep may end up to
     one early). Had each process drawn its own share's arrivals, its k-th request would start at the level's
     k-th arrival, whole gaps early."""
-    for rate, (rows, _) in measured_levels(run, "openai", 0, "knee", "S=0", "open").items():
-        due = arrival_times(REQUESTS, LoadSettings(rate_rps=rate, seed=RANDOM_SEED))
-        assert len(rows) == REQUESTS
+    for rate, (rows, facts) in measured_levels(run, "openai", 0, "knee", "S=0", "open").items():
+        due = arrival_times(
+            10**6, LoadSettings(rate_rps=rate, seed=RANDOM_SEED, duration_s=facts["duration_s"])
+        )
+        assert len(rows) == len(due) and all(
+            r["planned_submit_s"] == pytest.approx(due[r["rep"]]) for r in rows
+        )
         early = [
             (r["rep"], due[r["rep"]] - r["submit_s"]) for r in rows if r["submit_s"] < due[r["rep"]] - TIMER_S
         ]

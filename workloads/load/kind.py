@@ -29,10 +29,13 @@ optionally, open-loop Poisson ``rates`` (sessions started per second: requests/s
 whose requests are sessions of one; new users/s for the sessions shape, each then running its turns).
 Each level is one plan group (its requests
 run concurrently, ``backends.load_loop``), after an unrecorded warm-up group of its own; the prefix
-cache is reset before both, so a level never inherits another's cache. A level runs ``requests``
-requests (fixed shape; default 4 x C, at least 32) or C whole sessions (sessions shape: at least
+cache is reset before both, so a level never inherits another's cache. A closed level runs ``requests``
+requests (fixed shape; default C + 10 x C, at least 32) or C whole sessions (sessions shape: at least
 4, at most ``users``); with ``seconds`` it stops starting requests after that many seconds
-(requests not started are not recorded).
+(requests not started are not recorded). An open level is a sustained rate: the arrivals its process
+(``arrival``: poisson, constant, gamma with ``burstiness``) draws from the seed over ``duration_s``
+(default 60 s), one request (fixed) or one new user (sessions) each. Users think ``think_s`` (mean;
+``think``: exponential by default, or fixed) between an answer and their next turn.
 
 The kind's files: ``spec.py`` (the format and ``--load``), ``prompts.py`` (the token ids),
 ``planner.py`` (the plan's groups), ``search.py`` (the levels the capacity search adds); this

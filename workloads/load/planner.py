@@ -10,22 +10,40 @@ from __future__ import annotations
 
 from typing import Any
 
+from contract.arrivals import arrival_times
 from contract.chat import Renderer, common_prefix_len
 from contract.plan import Group, Plan, Step
 from workloads.load.prompts import RANDOM_SEED, SessionPrompts, fixed_prompt, shared_prefix_ids
 from workloads.load.spec import DEFAULT_USERS, STEADY_REQUESTS, LoadSpec
 
 
-def _users(spec: LoadSpec, concurrency: int | None) -> int:
+def _users(spec: LoadSpec, concurrency: int | None, rate_rps: float | None = None) -> int:
     """Sessions a level runs, each whole: C of them (at least 4, so a level is not over after one
-    session at C=1), at most the spec's users; an open-loop rate runs every user."""
+    session at C=1), at most the spec's users; an open-loop rate runs every user, and more where its
+    arrivals over ``duration_s`` need more (a new user an arrival: a sustained rate of new sessions)."""
     users = spec.user_count() or DEFAULT_USERS
-    return users if concurrency is None else min(users, max(concurrency, 4))
+    if concurrency is None:
+        return max(users, open_requests(spec, rate_rps)) if rate_rps else users
+    return min(users, max(concurrency, 4))
+
+
+def open_requests(spec: LoadSpec, rate_rps: float, extend: float = 1) -> int:
+    """An open-loop level's requests (sessions): the arrivals its process draws, with the level's seed, over
+    ``duration_s`` (x ``extend``) — the same draw the load loop starts them at (``contract.arrivals``)."""
+    return len(
+        arrival_times(
+            rate_rps,
+            until_s=spec.duration_s * extend,
+            process=spec.arrival,
+            burstiness=spec.burstiness,
+            seed=RANDOM_SEED,
+        )
+    )
 
 
 def fixed_requests(requests: int | None, concurrency: int | None) -> int:
-    """A fixed-shape level's requests (``requests`` when given): the first wave (C) and a steady window of
-    STEADY_REQUESTS x C, at least 32 (an open-loop rate: 33)."""
+    """A closed fixed-shape level's requests (``requests`` when given): the first wave (C) and a steady
+    window of STEADY_REQUESTS x C, at least 32 (an open-loop rate runs for a time: ``open_requests``)."""
     return requests if requests is not None else max(32, (1 + STEADY_REQUESTS) * (concurrency or 3))
 
 
@@ -37,12 +55,21 @@ def plan(spec: LoadSpec, renderer: Renderer, out: Plan, repeats: int, start: int
     sessions = SessionPrompts(spec, renderer)
     variants = ["sessions"] if spec.shape == "sessions" else [f"S={s}" for s in spec.shared_prefix_tokens]
     ceiling = max([*spec.levels, spec.search_max or 0]) if spec.levels else None
+    rate_ceiling = max([*spec.rates, spec.search_max_rate or 0]) if spec.rates else None
     for variant in variants:
         prefix = shared_prefix_ids(renderer, int(variant[2:])) if spec.shape == "fixed" else []
         last: dict[str, Group] = {}
         for case, load in spec.loads():
             warm, timed = _level_steps(
-                spec, sessions, renderer, out, variant, case, prefix, load.get("concurrency")
+                spec,
+                sessions,
+                renderer,
+                out,
+                variant,
+                case,
+                prefix,
+                load.get("concurrency"),
+                load.get("rate_rps"),
             )
             settings = _settings(spec, load)
             block = f"{spec.name}/{variant}/{case}"
@@ -54,6 +81,9 @@ def plan(spec: LoadSpec, renderer: Renderer, out: Plan, repeats: int, start: int
             last["closed" if load.get("concurrency") else "open"] = out.groups[-1]
         if not spec.search_levels or not last:
             continue
+        pool_users = max(
+            spec.user_count() or DEFAULT_USERS, open_requests(spec, rate_ceiling, 2) if rate_ceiling else 0
+        )
         pool = f"{spec.name}/{variant}/search-pool"
         for loop, group in last.items():
             group.load = {
@@ -62,20 +92,22 @@ def plan(spec: LoadSpec, renderer: Renderer, out: Plan, repeats: int, start: int
                     "loop": loop,
                     "levels": spec.search_levels,
                     "pool": pool,
-                    "ceiling": ceiling if loop == "closed" else None,
+                    "ceiling": ceiling if loop == "closed" else rate_ceiling,
+                    "ratio": spec.search_ratio,
                     "targets": spec.search_targets,
                     "shape": spec.shape,
                     "users": _users(spec, None),
+                    "pool_users": pool_users,
                     "requests": spec.requests,
                     "warmup_requests": spec.warmup_requests,
                     "settings": _settings(spec, {"concurrency": None}),
                 },
             }
         warm = _level_steps(spec, sessions, renderer, out, variant, "pool", prefix, ceiling)[0]
-        if spec.shape == "sessions":  # every user: an open-loop level runs them all
-            timed = _level_steps(spec, sessions, renderer, out, variant, "pool", prefix, None)[1]
-        else:  # as many requests as the largest level the search may add, closed or open
-            n = max(fixed_requests(spec.requests, ceiling), fixed_requests(spec.requests, None))
+        if spec.shape == "sessions":  # every user an open-loop level may run, an extended one's too
+            timed = _session_steps(spec, sessions, out, "pool", range(pool_users))
+        else:  # as many requests as the largest level the search may add (extended: twice), closed or open
+            n = max(2 * fixed_requests(spec.requests, ceiling), open_requests(spec, rate_ceiling or 1, 2))
             timed = _fixed_steps(spec, renderer, out, variant, "pool", prefix, range(n))
         if warm:
             out.groups.append(Group(block=pool, steps=warm, warmup=True, load={"pool": "warmup"}))
@@ -85,9 +117,13 @@ def plan(spec: LoadSpec, renderer: Renderer, out: Plan, repeats: int, start: int
 def _settings(spec: LoadSpec, load: dict[str, Any]) -> dict[str, Any]:
     return {
         **load,
-        "think_time_s": spec.think_time_s if spec.shape == "sessions" else 0.0,
+        "think_time_s": spec.mean_think_s if spec.shape == "sessions" else 0.0,
+        "think": spec.think,
         "seconds": spec.seconds,
         "seed": RANDOM_SEED,
+        "duration_s": spec.duration_s,  # open loop only (the load loop reads it with a rate)
+        "arrival": spec.arrival,
+        "burstiness": spec.burstiness,
     }
 
 
@@ -100,6 +136,7 @@ def _level_steps(
     case: str,
     prefix: list[int],
     concurrency: int | None,
+    rate_rps: float | None = None,
 ) -> tuple[list[Step], list[Step]]:
     """A level's warm-up steps and timed steps."""
     c = concurrency or 1
@@ -107,8 +144,8 @@ def _level_steps(
     if spec.shape == "sessions":
         users = spec.user_count() or DEFAULT_USERS  # warm-up users come after every timed one
         warm = _session_steps(spec, sessions, out, case, range(users, users + warm_n), warm_turns=1)
-        return warm, _session_steps(spec, sessions, out, case, range(_users(spec, concurrency)))
-    n = fixed_requests(spec.requests, concurrency)
+        return warm, _session_steps(spec, sessions, out, case, range(_users(spec, concurrency, rate_rps)))
+    n = open_requests(spec, rate_rps) if rate_rps else fixed_requests(spec.requests, concurrency)
     warm = _fixed_steps(spec, renderer, out, variant, case, prefix, range(10**6, 10**6 + warm_n))
     return warm, _fixed_steps(spec, renderer, out, variant, case, prefix, range(n))
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from contract.arrivals import arrival_times
 from contract.plan import Group, Step
 from workloads.load.planner import fixed_requests
 
@@ -22,27 +23,45 @@ def search_groups(
     concurrency: int | None,
     rate_rps: float | None,
     searched_for: str,
+    extend: int = 1,
 ) -> list[Group]:
     """The warm-up and timed groups of a level the capacity search adds, cut from the variant's pool (the
-    same requests a planned level at that load has: a prefix of the pool's users or requests)."""
+    same requests a planned level at that load has: a prefix of the pool's users or requests). ``extend``
+    (2: an undecided level run again for more time): twice the window, as a new attempt of the same level
+    (open loop: ``duration_s`` x 2; closed: twice the requests, or sessions, the pool has them)."""
     import dataclasses
 
     case = f"C={concurrency}" if concurrency else f"rate={rate_rps:g}"
     c = concurrency or 1
     warm_n = info["warmup_requests"] if info["warmup_requests"] is not None else c
-    if info["shape"] == "sessions":
-        users = min(info["users"], max(c, 4)) if concurrency else info["users"]
-        keep = sorted({s.user for s in pool_timed})[:users]
-        timed = [s for s in pool_timed if s.user in set(keep)]
-    else:
-        timed = pool_timed[: fixed_requests(info["requests"], concurrency)]
-    warm = pool_warm[:warm_n]
     settings = {
         **info["settings"],
         "concurrency": concurrency,
         "rate_rps": rate_rps,
         "searched_for": searched_for,
+        "search_ceiling": info["ceiling"],
+        "search_ratio": info.get("ratio"),
+        **({"extended": extend} if extend > 1 else {}),
     }
+    duration = (settings.get("duration_s") or 0) * extend
+    if rate_rps:
+        settings["duration_s"] = duration
+        n = len(
+            arrival_times(
+                rate_rps,
+                until_s=duration,
+                process=settings.get("arrival") or "poisson",
+                burstiness=settings.get("burstiness") or 1.0,
+                seed=settings.get("seed", 13),
+            )
+        )
+    if info["shape"] == "sessions":
+        users = min(info["users"], max(c, 4)) * extend if concurrency else max(info["users"], n)
+        keep = sorted({s.user for s in pool_timed})[:users]
+        timed = [s for s in pool_timed if s.user in set(keep)]
+    else:
+        timed = pool_timed[: n if rate_rps else fixed_requests(info["requests"], concurrency) * extend]
+    warm = pool_warm[:warm_n]
     groups = (
         [
             Group(

@@ -34,6 +34,9 @@ MAX_WAIT_S = 3600.0
 # so search_max=1000000 took minutes and gigabytes before any check (issue 44, item 9).
 MAX_CONCURRENCY = 4096
 MAX_REQUESTS = 100_000
+DEFAULT_DURATION_S = 60.0  # an open-loop level's timed window (MLPerf's server scenario asks 600 s)
+# A rate level's requests are planned ahead (rate x duration_s of them, prompts and all): a bound on one level
+MAX_LEVEL_REQUESTS = 200_000
 SOURCES = ("conversation", "turns", "transcripts", "sessions")  # a sessions load replays exactly one
 
 
@@ -79,7 +82,31 @@ class LoadSpec(_Strict):
     sessions: list[Messages] | None = Field(
         None, min_length=1, description="recorded sessions inline (what transcripts are read into)"
     )
-    think_time_s: float = Field(0.0, ge=0)
+    think_time_s: float = Field(0.0, ge=0, description="the older name of think_s (give one of them)")
+    think_s: float | None = Field(
+        None, ge=0, description="a user's mean think time between an answer and its next turn (default 0)"
+    )
+    think: Literal["fixed", "exponential"] = Field(
+        "exponential",
+        description="the think time's distribution, drawn per user from the seed (default exponential: "
+        "independent users thinking for memoryless times arrive as a Poisson stream, and users who started "
+        "together do not stay in step; fixed keeps them in waves)",
+    )
+    # open loop: a sustained offered rate (contract.arrivals)
+    duration_s: float = Field(
+        DEFAULT_DURATION_S,
+        ge=1,
+        description="an open-loop level's timed window after its warm-up: arrivals are drawn for this long",
+    )
+    arrival: Literal["poisson", "constant", "gamma"] = Field(
+        "poisson", description="the open loop's arrival process (contract.arrivals)"
+    )
+    burstiness: float = Field(
+        1.0,
+        gt=0,
+        le=100,
+        description="gamma arrivals' shape: 1 is Poisson, below 1 burstier, above more even",
+    )
     max_turns: int | None = Field(None, ge=1, description="replay only each session's first K turns")
     # the capacity search (contract.capacity): levels it may add between (and above) the measured ones
     search_levels: int = Field(
@@ -92,6 +119,15 @@ class LoadSpec(_Strict):
         ge=1,
         description="the highest concurrency the search may try (default: the "
         "highest level; sessions: at most users)",
+    )
+    search_max_rate: float | None = Field(
+        None, gt=0, description="the highest rate the open loop's search may try (default: the highest rate)"
+    )
+    search_ratio: float = Field(
+        1.25,
+        gt=1,
+        le=16,
+        description="the search bisects until the bracket [last pass, first miss] is no wider than this",
     )
     search_targets: list[str] | None = Field(
         None,
@@ -129,12 +165,24 @@ class LoadSpec(_Strict):
                 "give values that differ in their first 6 significant digits",
                 ["rates" if twice.startswith("rate=") else "levels"],
             )
-        if not 0 <= self.think_time_s <= MAX_WAIT_S:
-            raise mistake(
-                f"think_time_s {self.think_time_s:g}: at most {MAX_WAIT_S:g} s, or a level would never end "
-                "(neither --request-timeout nor seconds bounds a wait between turns)",
-                ["think_time_s"],
-            )
+        if self.think_s is not None and self.think_time_s:
+            raise mistake("give think_s or its older name think_time_s, not both", ["think_s"])
+        for name in ("think_time_s", "think_s", "duration_s"):
+            value = getattr(self, name)
+            if value is not None and not 0 <= value <= MAX_WAIT_S:
+                raise mistake(
+                    f"{name} {value:g}: at most {MAX_WAIT_S:g} s, or a level would never end "
+                    "(neither --request-timeout nor seconds bounds it)",
+                    [name],
+                )
+        for i, r in enumerate([*self.rates, *([self.search_max_rate] if self.search_max_rate else [])]):
+            if r * self.duration_s > MAX_LEVEL_REQUESTS:
+                raise mistake(
+                    f"rate {r:g}/s for duration_s {self.duration_s:g} plans {r * self.duration_s:,.0f} "
+                    f"requests in one level (at most {MAX_LEVEL_REQUESTS:,}): "
+                    "a shorter duration_s or a lower rate",
+                    ["rates", i] if i < len(self.rates) else ["search_max_rate"],
+                )
         for i, r in enumerate(self.rates):
             if not 1 / MAX_WAIT_S <= r < float("inf"):
                 raise mistake(
@@ -200,6 +248,11 @@ class LoadSpec(_Strict):
         if self.sessions is not None:
             return min(self.users or len(self.sessions), len(self.sessions))
         return self.users if self.transcripts is not None else (self.users or DEFAULT_USERS)
+
+    @property
+    def mean_think_s(self) -> float:
+        """The mean think time: ``think_s``, else the older ``think_time_s``."""
+        return self.think_s if self.think_s is not None else self.think_time_s
 
     def loads(self) -> list[tuple[str, dict[str, Any]]]:
         """Each level as (case label, the group's load settings)."""
