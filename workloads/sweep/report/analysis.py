@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from reports import fmt, roofline
+from reports import fmt, kvcache, roofline
 from reports.analysis.caveats import Caveat
 from reports.roofline import REPLY_TOKENS, Roof
 from reports.stats import agg, num, over_starts, ratio
@@ -176,6 +176,8 @@ def data(rows: pd.DataFrame, ctx: Any, name: str) -> dict[str, Any]:  # noqa: AR
         "fits": fits(rows),
         "roof_notes": notes,
         "vs_roof": against_roof(lengths, roofs) if not lengths.empty else pd.DataFrame(),
+        # what the KV cache costs, from env.json only (reports.kvcache)
+        **kvcache.section_data(ctx.ds, ctx.blocks, list(dict.fromkeys(rows["backend"]))),
     }
 
 
