@@ -24,7 +24,7 @@ import pandas as pd
 
 from contract.models import DTYPE_BYTES
 from reports.analysis.summary import kv_tokens
-from reports.roofline import kv_bytes_per_token, model_config, model_size
+from reports.roofline import StepBytes, decode_floor_ms, kv_bytes_per_token, model_config, model_size
 
 LENGTHS = (1024, 2048, 4096, 8192, 16384, 32768)  # the context lengths the page tabulates
 GIB = 2**30
@@ -37,7 +37,10 @@ __all__ = [
     "pools",
     "pools_table",
     "section_data",
+    "bend_table",
 ]
+BATCHES = (1, 8, 32)  # the batch sizes the bend is predicted at
+BEND_LENGTHS = (1024, 4096, 16384, 32768)
 
 
 def formula(config: dict[str, Any], dtype_bytes: float) -> str:
@@ -188,3 +191,24 @@ def section_data(ds: Any, blocks: dict[str, int | None], backends: list[str]) ->
         "kv_pools": pools_table(found),
         "kv_formula": text,
     }
+
+
+def bend_table(
+    step: StepBytes, bandwidth_gbps: float | None, batches: tuple[int, ...] = BATCHES
+) -> pd.DataFrame:
+    """Where KV reads overtake weight reads in a decode step: at batch B each step streams the weights once
+    and every sequence's KV, weights + B × N × bytes per token, so the bend is at N = weights ÷ (B × bytes
+    per token). Per batch: that N, and at each of :data:`BEND_LENGTHS` the step's bytes, the KV share of them
+    and, with a bandwidth, the step's floor (each sequence's ms per token). Empty without the KV shape."""
+    if not step.kv_per_token:
+        return pd.DataFrame()
+    rows = []
+    for b in batches:
+        row: dict[str, Any] = {"batch": b, "bend_N": step.weights / (b * step.kv_per_token)}
+        for n in BEND_LENGTHS:
+            total = step.weights + b * n * step.kv_per_token
+            row[f"gb_{n}"] = total / 1e9
+            row[f"kv_share_{n}"] = (total - step.weights) / total
+            row[f"floor_ms_{n}"] = decode_floor_ms(total, bandwidth_gbps) if bandwidth_gbps else None
+        rows.append(row)
+    return pd.DataFrame(rows)

@@ -124,3 +124,39 @@ def test_the_formula_matches_the_pool_vllm_reported(tmp_path):
     assert row["per_token"] == per_token and row["tokens"] == engine["kv_cache_blocks"] * engine["block_size"]
     assert row["budget_gib"] is not None, "vLLM on a CPU is given a byte budget (VLLM_CPU_KVCACHE_SPACE)"
     assert row["within_rounding"], (row["difference_bytes"], row["block"], per_token)
+
+
+def test_the_bend_where_kv_reads_overtake_weight_reads_qwen3_8b():
+    from reports.roofline import ModelSize, step_bytes
+
+    step = step_bytes(ModelSize(8_190_735_360, 2, "test"), QWEN3_8B, "test")
+    bend = kvcache.bend_table(step, 4800.0).set_index("batch")
+    weights = (8_190_735_360 - 151_936 * 4096) * 2  # bf16 weights less the input embedding
+    assert bend.loc[1, "bend_N"] == pytest.approx(weights / 147_456)  # ≈ 102,700 tokens: beyond the window
+    assert bend.loc[32, "bend_N"] == pytest.approx(weights / (32 * 147_456))  # ≈ 3,210 tokens
+    assert bend.loc[32, "kv_share_4096"] > 0.5 > bend.loc[8, "kv_share_4096"]
+    assert bend.loc[1, "floor_ms_1024"] == pytest.approx((weights + 1024 * 147_456) / 4.8e12 * 1e3)
+
+
+def test_a_gpu_run_shows_the_predicted_bend(tmp_path):
+    env = {
+        "model": {"label": "qwen3-8b-shape", "config": QWEN3_8B, "params": 8_190_735_360, "dtype_bytes": 2},
+        "dtype": "bfloat16",
+        "backends": {
+            "vllm": {"process": {"gpu": "NVIDIA H200"}, "engine": {"dtype": "bfloat16"}, "starts": []}
+        },
+    }
+    run = write_run(tmp_path / "run", sweep_records("vllm", 5.0, 0.01, 2.0), env)
+    report = assemble(read_runs([run]))
+    [s] = [s for s in report.sections if s.kind == "sweep"]
+    assert s.data["kv_bend_gpu"].startswith("H200 SXM") and len(s.data["kv_bend"]) == 3
+    from reports.kinds import report_kind
+
+    html = json.dumps(
+        [
+            str(b)
+            for b in report_kind("sweep").blocks(s, {"prefill": "", "decode": "", "decode_x": ""}, report)
+        ]
+    )
+    assert "KV reads = weight reads at N =" in html and "Predicted, not measured" in html
+    assert "not reported" in html  # this engine said nothing of its pool

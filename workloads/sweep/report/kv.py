@@ -12,7 +12,7 @@ from typing import Any
 import pandas as pd
 
 from reports import fmt
-from reports.kvcache import GIB, LENGTHS
+from reports.kvcache import BEND_LENGTHS, GIB, LENGTHS
 from reports.views import Block, Table, h3, p, table
 
 
@@ -64,6 +64,24 @@ def pools_table(pools: pd.DataFrame) -> Table:
     return t
 
 
+def bend_table(bend: pd.DataFrame, gpu: str) -> Table:
+    """Per batch: the context N where a decode step's KV reads equal its weight reads, and at each length the
+    step's bytes, the KV share, and the floor (each sequence's ms per token) where the GPU is known."""
+    cols = ["batch", "KV reads = weight reads at N ="]
+    for n in BEND_LENGTHS:
+        cols.append(f"N = {fmt.n(n)}: GB a step, KV share" + (", floor ms/token" if gpu else ""))
+    t = Table(cols, numeric=set(range(len(cols))))
+    for r in bend.to_dict("records"):
+        row = [fmt.n(r["batch"]), fmt.n(r["bend_N"], 0)]
+        for n in BEND_LENGTHS:
+            cell = f"{fmt.n(r[f'gb_{n}'], 2)}, {fmt.pct(r[f'kv_share_{n}'])}"
+            if gpu and r.get(f"floor_ms_{n}") is not None:
+                cell += f", {fmt.n(r[f'floor_ms_{n}'], 2)}"
+            row.append(cell)
+        t.add(row)
+    return t
+
+
 def blocks(d: dict[str, Any]) -> list[Block]:
     """The block: both tables and how to read them; nothing where the model's shape is unknown."""
     lengths, pools = d.get("kv_lengths"), d.get("kv_pools")
@@ -86,4 +104,20 @@ def blocks(d: dict[str, Any]) -> list[Block]:
             muted=True,
         )
     )
+    bend = d.get("kv_bend")
+    if bend is not None and not bend.empty:
+        gpu = d.get("kv_bend_gpu") or ""
+        out += [
+            table(bend_table(bend, gpu)),
+            p(
+                "Predicted, not measured: a decode step at batch B streams the weights once and every "
+                "sequence's KV cache, weights + B × N × bytes per token, so KV reads overtake weight reads "
+                "at N = weights ÷ (B × bytes per token), and decode per token stops being flat in N there. "
+                + (f"Floors at the {gpu}. " if gpu else "No GPU known: bytes only. ")
+                + "A batch of B sequences of N tokens needs B × N tokens of pool: the 'fit' columns above "
+                "say where a pool holds it. The measured sweep above runs at batch 1, far below the "
+                "batch-1 bend.",
+                muted=True,
+            ),
+        ]
     return out
