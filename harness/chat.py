@@ -15,7 +15,7 @@ __all__ = ["CHAT_PROMPTS", "NoChatTemplate", "Renderer", "common_prefix_len", "p
 def tokenizer_facts(renderer: Renderer, model_path: str, seed_prompt: list[dict[str, Any]]) -> dict[str, Any]:
     """What env.json says about the run's tokenizer: its class and size, where it came from (a built-in's
     ``TOKENIZER_SOURCE.json``), and the seed's template prompt in its tokens (count, added-token
-    positions)."""
+    positions and the ids there)."""
     tok = renderer.tokenizer
     source_file = Path(model_path) / "TOKENIZER_SOURCE.json"
     try:
@@ -28,8 +28,10 @@ def tokenizer_facts(renderer: Renderer, model_path: str, seed_prompt: list[dict[
     except (NoChatTemplate, ValueError, TypeError):  # a template that cannot render it: say nothing
         return facts
     added = set(getattr(tok, "added_tokens_decoder", {}) or {})
+    positions = [i for i, t in enumerate(ids) if t in added]
     facts["seed_template_prompt"] = {
         "tokens": len(ids),
-        "added_token_positions": [i for i, t in enumerate(ids) if t in added],
+        "added_token_positions": positions,
+        "added_token_ids": [ids[i] for i in positions],
     }
     return facts

@@ -64,13 +64,13 @@ def parser(prog: str = "compare.py") -> argparse.ArgumentParser:
     )
     p.add_argument("--version", action="version", version=f"%(prog)s {version()}")
     p.add_argument("--backend", default="all", help="comma-separated backends, or 'all' (default: all)")
-    from workloads import BUILTIN
+    from workloads import BUILTIN, VARIANTS
 
     p.add_argument(
         "--workloads",
         default=None,
         help=f"comma-separated built-in workloads: {', '.join(BUILTIN)} (default: all {len(BUILTIN)} unless "
-        "--workload-file is given)",
+        f"--workload-file is given); variants, run only when named: {', '.join(VARIANTS) or 'none'}",
     )
     p.add_argument(
         "--workload-file",

@@ -1,13 +1,20 @@
 """The seed's reference figures (A100, HF eager, Qwen3-8B bf16, batch 1), shown next to ours.
 
-They are quoted from the study this project grew out of, never computed here, and always
-labelled :data:`LABEL` on the page so nobody mistakes them for a measurement of this run.
+They are quoted from the study this project grew out of (:data:`SOURCE`), never computed here, and
+always labelled :data:`LABEL` on the page so nobody mistakes them for a measurement of this run.
 :mod:`reports.analysis.seed_claims` (a module per experiment) checks each of them against the runs.
 """
 
 from __future__ import annotations
 
 LABEL = "reference (seed, A100)"
+# The measurement the figures are quoted from, cited on the page (the claims section) and in the README.
+SOURCE = {
+    "title": "What Happens in 1 LLM API Call? Measured on GPU With Qwen3-8B",
+    "author": "Arun Prabhakaran",
+    "venue": 'Towards AI, episode 1 of "How AI Agents Actually Work"',
+    "url": "https://pub.towardsai.net/what-happens-in-1-llm-api-call-measured-on-gpu-with-qwen3-8b-3654ffb0e290",
+}
 
 CONVERSATION = {
     "tokens_full": 5549,
@@ -30,12 +37,16 @@ DECODE_SHARE = (REPLY_TOKENS - 1) / REPLY_TOKENS
 JSON_MASK = {"valid": 80, "calls": 80}  # constrained decoding: every reply valid
 REUSE = "prefix reuse stops a few tokens before the end of the previous prompt (the template rewrites it)"
 ATTENTION = "attention concentrates on special-token positions"
-# The article's token figures beyond the conversation's totals: its template experiment's first
-# prompt (the text in workloads/seed.py) in Qwen3's tokens, its conversation's per-turn prompt
-# lengths, and the special-token positions of that first prompt. None: not quoted in this project
-# yet (the seed-claims section then shows ours and says so); fill them in from the article.
+# The article's token figures beyond the conversation's totals (CONVERSATION), in Qwen3's tokens with
+# thinking off: its template experiment's first prompt (the text in workloads/seed.py), the special
+# tokens in it, and its conversation's turn-10 prompt. None: the article does not quote it (it gives
+# the special tokens' number and IDs, not the positions they sit at; of the conversation's per-turn
+# lengths only turn 10's), and the seed-claims section shows ours and says so.
 TOKENS = {
-    "template_first_prompt": None,  # int
-    "conversation_turn_prompts": None,  # list of 10 ints
-    "template_special_positions": None,  # list of ints
+    "template_first_prompt": 38,  # tokens
+    "template_special_count": 7,  # positions holding an added (special) token: 18.4 % of the 38
+    "template_special_ids": [151644, 151645, 151667, 151668],  # <|im_start|> <|im_end|> <think> </think>
+    "template_special_positions": None,  # not quoted (list of ints)
+    "conversation_turn_10_prompt": 963,  # tokens
+    "conversation_turn_prompts": None,  # not quoted beyond turn 10 (list of 10 ints)
 }

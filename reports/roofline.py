@@ -152,6 +152,19 @@ def model_config(env: dict[str, Any]) -> tuple[dict[str, Any] | None, str]:
     return None, "model config not readable (path gone, not a built-in)"
 
 
+def kv_bytes_per_token(config: dict[str, Any], dtype_bytes: float) -> int | None:
+    """KV-cache bytes one token of context takes in every layer: layers × 2 (K and V) × KV heads × head dim
+    × bytes; None when the config lacks the shape (:mod:`reports.kvcache` tabulates what it costs)."""
+    try:
+        layers, hidden = config["num_hidden_layers"], config["hidden_size"]
+    except (KeyError, TypeError):
+        return None
+    heads = config.get("num_attention_heads") or 1
+    kv_heads = config.get("num_key_value_heads") or heads
+    head_dim = config.get("head_dim") or hidden // heads
+    return int(layers * 2 * kv_heads * head_dim * dtype_bytes)
+
+
 @dataclass(frozen=True)
 class StepBytes:
     """What one batch-1 decode step reads from memory."""
@@ -185,7 +198,7 @@ def step_bytes(size: ModelSize, config: dict[str, Any] | None, source: str = "")
     head_dim = config.get("head_dim") or h // heads
     tied = bool(config.get("tie_word_embeddings"))
     embed = 0.0 if tied else float(vocab * h * size.dtype_bytes)
-    kv = float(layers * 2 * kv_heads * head_dim * size.dtype_bytes)
+    kv = float(kv_bytes_per_token(config, size.dtype_bytes) or 0.0)
     how = (
         "weights incl. the embedding, streamed as the tied lm_head"
         if tied

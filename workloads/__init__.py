@@ -17,6 +17,7 @@ from typing import Any
 
 _NAMES = {
     "BUILTIN": "workloads.catalog",
+    "VARIANTS": "workloads.catalog",
     "WorkloadFileError": "workloads.reader",
     "build_plan": "workloads.catalog",
     "builtin_file": "workloads.catalog",

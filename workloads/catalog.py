@@ -1,6 +1,14 @@
 """The catalogue of workloads: the built-in studies (each kind room's ``builtin.yaml``), user files in the
 same format, and the plan they make.
 
+A room may also ship named variants of its built-in, one file each: ``builtin-<variant>.yaml`` is the
+built-in ``<kind>-<variant>`` (the conversation room's ``builtin-long.yaml`` is ``conversation-long``).
+A variant runs only when ``--workloads`` names it: ``--workloads <kind>`` (and a run without
+``--workloads``) means the room's ``builtin.yaml`` alone, so the default run stays what it was
+while a room keeps a second size or shape of its study beside it. A file per variant, rather than
+a second workload in ``builtin.yaml``, because everything in a built-in file runs when its name is
+given (the load room's two workloads are halves of one study; a variant is an alternative).
+
     specs = read_workloads(["conversation", "sweep"], ["my_study.yaml"])   # checked, or WorkloadFileError
     plan = build_plan(specs, renderer, repeats=5, starts=2)   # every request, as token ids
 
@@ -21,6 +29,7 @@ from workloads.spec import WorkloadSpec
 
 __all__ = [
     "BUILTIN",
+    "VARIANTS",
     "builtin_file",
     "WorkloadFileError",
     "build_plan",
@@ -32,21 +41,38 @@ __all__ = [
 ]
 
 
+def _variant_files() -> dict[str, Path]:
+    """``<kind>-<variant>`` -> the room's ``builtin-<variant>.yaml``, in the kinds' order."""
+    found: dict[str, Path] = {}
+    for n in names():
+        for path in sorted(room(n).glob("builtin-*.yaml")):
+            found[f"{n}-{path.stem.removeprefix('builtin-')}"] = path
+    return found
+
+
+_VARIANTS = _variant_files()
+
+
 def builtin_file(name: str) -> Path:
-    """The built-in workload file of kind ``name``: ``builtin.yaml`` in the kind's room."""
+    """The built-in workload file of ``name``: ``builtin.yaml`` in the kind's room, or a variant's file."""
+    if name in _VARIANTS:
+        return _VARIANTS[name]
     return room(name) / "builtin.yaml"
 
 
 # What runs when no workload is named: every registered kind that ships a built-in file, in the kinds'
 # order (``load`` is the many-users study).
-BUILTIN: tuple[str, ...] = tuple(n for n in names() if builtin_file(n).is_file())
+BUILTIN: tuple[str, ...] = tuple(n for n in names() if (room(n) / "builtin.yaml").is_file())
+# The named variants: built-ins that run only when ``--workloads`` names them.
+VARIANTS: tuple[str, ...] = tuple(_VARIANTS)
 
 
 def read_builtin(names: Iterable[str]) -> list[WorkloadSpec]:
     specs: list[WorkloadSpec] = []
     for name in names:
-        if name not in BUILTIN:
-            raise WorkloadFileError(f"unknown workload {name!r} (built-in: {', '.join(BUILTIN)})")
+        if name not in BUILTIN and name not in VARIANTS:
+            known = ", ".join(BUILTIN) + (f"; variants: {', '.join(VARIANTS)}" if VARIANTS else "")
+            raise WorkloadFileError(f"unknown workload {name!r} (built-in: {known})")
         specs += read_workload_file(builtin_file(name))
     return specs
 

@@ -4,8 +4,17 @@ from __future__ import annotations
 
 from markupsafe import Markup
 
+from reports import reference
 from reports.analysis.claims import Claim
+from reports.analysis.seed_claims import SEED
 from reports.views import Block, Table, p, table
+
+
+def citation() -> Markup:
+    """The seed article by title, author and address (:data:`reports.reference.SOURCE`); the address as text,
+    not a link: the page makes no request of its own (tests/reports/test_report_page.py)."""
+    src = reference.SOURCE
+    return Markup("The seed article: “{title}”, {author} ({venue}), <code>{url}</code>.").format(**src)
 
 
 def claims_table(claims: list[Claim], backends: list[str]) -> Table:
@@ -27,7 +36,10 @@ def blocks(claims: list[Claim], backends: list[str]) -> list[Block]:
     out: list[Block] = []
     for source in dict.fromkeys(c.source for c in claims):
         mine = [c for c in claims if c.source == source]
-        out += [Block("h3", f"Claims of the {source}"), table(claims_table(mine, backends))]
+        out.append(Block("h3", f"Claims of the {source}"))
+        if source == SEED:
+            out.append(p(citation(), muted=True))
+        out.append(table(claims_table(mine, backends)))
     out.append(
         p(
             "Verdicts: holds — the claim is true of every backend here; setup-specific — its figure belongs "

@@ -275,5 +275,13 @@ def test_env_json_gets_the_tokenizers_source_and_the_seed_prompt_in_its_tokens(q
     assert facts["seed_template_prompt"] == {
         "tokens": len(ids),
         "added_token_positions": [i for i, t in enumerate(ids) if t >= 151643],
+        "added_token_ids": [t for t in ids if t >= 151643],
     }
+    assert len(ids) == 38 and sorted(set(facts["seed_template_prompt"]["added_token_ids"])) == [
+        151644,
+        151645,
+        151667,
+        151668,
+    ]  # the reference's figures: 38 tokens, 7 special positions holding these 4 ids
+    assert len(facts["seed_template_prompt"]["added_token_positions"]) == 7
     assert facts["size"] == 151936 and facts["class"] == "Qwen2Tokenizer"

@@ -94,6 +94,13 @@ def test_reference_values_are_labelled(page):
     assert "5,549" in page and "494×" in page
 
 
+def test_the_seed_article_is_cited_by_title_author_and_address(page):
+    from reports.reference import SOURCE
+
+    assert SOURCE["url"] in page and SOURCE["author"] in page
+    assert SOURCE["title"].replace("?", "") in page.replace("?", "")
+
+
 def test_random_weights_warning(page):
     assert "Weights are random" in page and "quality figures" in page
 

@@ -7,6 +7,9 @@ every step's settings, i.e. everything a record is made from, so equal digests m
 The digest is of the plan's canonical form (:func:`canonical`): prompts and groups sorted, so that
 the order the requests run in may change while the requests may not; the digests were recomputed in
 that form with the code of commit febce0b (before the interleaved order) and equal this code's.
+Issue 42 rewrote the conversation built-in to the reference's size and kept the one before it as the
+variant ``conversation-long``, whose plan is the old conversation's with its name changed (checked
+when the digests were regenerated: renaming its workload and blocks back gives the old digests).
 
 Two renderings: ``bytes`` (the chat template's text, one id per UTF-8 byte: independent of the
 tiny tokenizer's training, so it always runs) and ``tiny`` (the tiny model's real tokenizer: run
@@ -26,12 +29,21 @@ import pytest
 
 from harness.chat import Renderer
 from harness.models import CHAT_TEMPLATE
-from workloads import BUILTIN, build_plan, builtin_file, read_builtin, read_workload_file
+from workloads import (
+    BUILTIN,
+    VARIANTS,
+    WorkloadFileError,
+    build_plan,
+    builtin_file,
+    read_builtin,
+    read_workload_file,
+)
 
 GOLDEN = Path(__file__).with_name("builtin_plans.json")
 REPEATS = 2
-# The built-ins the digests were made for (the load kind came later: tests/workloads/test_load.py).
-DIGESTED = tuple(json.loads(GOLDEN.read_text())["builtin_file_sha256"])
+# The built-ins the digests were made for (the load kind came later: tests/workloads/test_load.py), and the
+# named variants (``conversation-long``: the conversation built-in before issue 42, under its new name).
+DIGESTED = tuple(dict.fromkeys([*json.loads(GOLDEN.read_text())["builtin_file_sha256"], *VARIANTS]))
 
 
 class ByteRenderer(Renderer):
@@ -110,10 +122,18 @@ def test_builtin_plan_is_unchanged_tiny_tokenizer(name, now, golden):
 
 
 def test_builtins_go_through_the_user_file_path():
-    for name in BUILTIN:
+    for name in (*BUILTIN, *VARIANTS):
         assert read_builtin([name]) == read_workload_file(builtin_file(name))
         names = [s.name for s in read_builtin([name])]  # the load file holds two: load-sessions, load-fixed
         assert names == [name] or all(n.startswith(f"{name}-") for n in names)
+
+
+def test_a_variant_runs_only_when_named():
+    assert "conversation-long" in VARIANTS and "conversation-long" not in BUILTIN
+    assert [s.name for s in read_builtin(["conversation"])] == ["conversation"]
+    assert builtin_file("conversation-long").name == "builtin-long.yaml"
+    with pytest.raises(WorkloadFileError, match="variants: conversation-long"):
+        read_builtin(["conversation-short"])
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ from reports.roofline import REPLY_TOKENS
 from reports.stats import stat_of
 from reports.views import Block, Table, chart, compact, h3, p, side, table
 from workloads.sweep.report import analysis as sw
-from workloads.sweep.report import charts, jobs
+from workloads.sweep.report import charts, jobs, kv
 from workloads.sweep.report.analysis import R2_FLOOR
 
 
@@ -120,7 +120,7 @@ def fit_table(fits: list) -> Table:
 
 def blocks(section, slots: dict[str, Markup], roofs: dict | None = None) -> list[Block]:
     """The sweep section's blocks: the prefill and decode charts, each backend's length table, how to read it
-    (the floors' definitions), and the TTFT = a + b·N fits."""
+    (the floors' definitions), what the KV cache costs (``kv.py``), and the TTFT = a + b·N fits."""
     d = section.data
     roofs = {b: r for b, r in (roofs or {}).items() if b in section.backends}
     floors = ("No roofline: " + "; ".join(d["roof_notes"]) + ".") if d["roof_notes"] else ""
@@ -147,6 +147,7 @@ def blocks(section, slots: dict[str, Markup], roofs: dict | None = None) -> list
             muted=True,
         ),
     ]
+    out += kv.blocks(d)
     if d["fits"]:
         out += [
             h3("TTFT = a + b·N (least squares over every call)"),

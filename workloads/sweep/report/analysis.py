@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from reports import fmt, roofline
+from reports import fmt, kvcache, roofline
 from reports.analysis.caveats import Caveat
 from reports.roofline import REPLY_TOKENS, Roof
 from reports.stats import agg, num, over_starts, ratio
@@ -176,7 +176,21 @@ def data(rows: pd.DataFrame, ctx: Any, name: str) -> dict[str, Any]:  # noqa: AR
         "fits": fits(rows),
         "roof_notes": notes,
         "vs_roof": against_roof(lengths, roofs) if not lengths.empty else pd.DataFrame(),
+        # what the KV cache costs, from env.json only (reports.kvcache), and where KV reads overtake weights
+        **kvcache.section_data(ctx.ds, ctx.blocks, list(dict.fromkeys(rows["backend"]))),
+        **kv_bend(roofs, list(dict.fromkeys(rows["backend"]))),
     }
+
+
+def kv_bend(roofs: dict[str, Roof], backends: list[str]) -> dict[str, Any]:
+    """The predicted bend (``kv_bend``: :func:`reports.kvcache.bend_table`) for the first backend whose
+    decode-step bytes are known, with its GPU's datasheet bandwidth where known (``kv_bend_gpu``)."""
+    roof = next((roofs[b] for b in backends if b in roofs and roofs[b].step is not None), None)
+    if roof is None or roof.step is None:
+        return {"kv_bend": pd.DataFrame(), "kv_bend_gpu": ""}
+    bw = roof.peak.bandwidth_gbps if roof.peak else None
+    label = f"{roof.peak.label}, {fmt.n(bw)} GB/s datasheet" if roof.peak else ""
+    return {"kv_bend": kvcache.bend_table(roof.step, bw), "kv_bend_gpu": label}
 
 
 def caveats(s: Any, report: Any) -> list[Caveat]:
