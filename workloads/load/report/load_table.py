@@ -71,8 +71,8 @@ def level_mixes(records) -> dict[tuple, str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m workloads.load.report.load_table``: print the load levels of the runs as a Markdown table; exit 2 with
-    one line when the runs cannot be read or hold no load records."""
+    """``python -m workloads.load.report.load_table``: print the load levels of the runs as a Markdown
+    table; exit 2 with one line when the runs cannot be read or hold no load records."""
     from reports.__main__ import goodput_pair, slo_target
 
     p = argparse.ArgumentParser(
