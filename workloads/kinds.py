@@ -119,8 +119,25 @@ KINDS: Registry[Kind] = Registry("workload kind", REGISTRY, check_name=True)
 
 def rediscover() -> tuple[str, ...]:
     """Read the rooms again (a plugin, or a test, added a directory to ``workloads.__path__``): the
-    registry then holds every room with a ``kind.py``, in the kinds' ``order``, then by name."""
-    found = discover_rooms("workloads", "kind")
+    registry then holds every room with a ``kind.py``; in the kinds' ``order`` (then by name) from the first
+    time the names are asked for (:func:`_in_order`: the order is each ``KIND``'s, so reading it imports the
+    kinds, which is never done while one of them is being imported)."""
+    global _ordered
+    REGISTRY.clear()
+    REGISTRY.update(discover_rooms("workloads", "kind"))
+    _ordered = False
+    return names()
+
+
+_ordered = False
+
+
+def _in_order() -> None:
+    global _ordered
+    if _ordered:
+        return
+    _ordered = True
+    found = dict(REGISTRY)
 
     def order(name: str) -> tuple[int, str]:
         module, _, attr = found[name].partition(":")
@@ -128,10 +145,10 @@ def rediscover() -> tuple[str, ...]:
 
     REGISTRY.clear()
     REGISTRY.update({n: found[n] for n in sorted(found, key=order)})
-    return names()
 
 
 def names() -> tuple[str, ...]:
+    _in_order()
     return KINDS.names()
 
 
@@ -150,11 +167,12 @@ def room(name: str) -> Path:
 
 def repeated_kinds() -> tuple[str, ...]:
     """Kinds measured again in every engine start after the first (``--starts K``)."""
-    return tuple(n for n in KINDS if kind(n).repeated)
+    return tuple(n for n in names() if kind(n).repeated)
 
 
 def file_model() -> type[BaseModel]:
     """``{workloads: [...]}``, each entry one registered kind's spec, told apart by ``kind``."""
+    _in_order()
     return _file_model(tuple(KINDS.entries.items()))
 
 
@@ -181,4 +199,4 @@ def _file_model(entries: tuple[tuple[str, str], ...]) -> type[BaseModel]:  # key
     )
 
 
-rediscover()
+REGISTRY.update(discover_rooms("workloads", "kind"))  # by name; in order once asked (names())

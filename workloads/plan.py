@@ -12,9 +12,18 @@ from __future__ import annotations
 
 import hashlib
 
+from contract.chat import Renderer
 from contract.plan import Group, Plan, Step
 
-__all__ = ["ORDER_DESCRIPTION", "Group", "Plan", "Step", "call_seed", "rotated"]  # the types: re-exported
+__all__ = [
+    "ORDER_DESCRIPTION",
+    "Group",
+    "Plan",
+    "Step",
+    "call_seed",
+    "filler_ids",
+    "rotated",
+]  # the types: re-exported
 
 ORDER_DESCRIPTION = (
     "within a repeat each variant (sweep length, conversation mode, JSON mode, template format) runs once, "
@@ -35,3 +44,13 @@ def rotated(items: list | tuple, turn: int) -> list:
 def call_seed(*parts: object) -> int:
     """A stable per-call sampling seed (the same call gets the same seed on every backend)."""
     return int(hashlib.sha1(repr(parts).encode()).hexdigest()[:8], 16)
+
+
+# --- prompts of an exact length, shared by the sweep and the load's fixed shape ---
+def filler_ids(text: str, renderer: Renderer, length: int) -> list[int]:
+    """At least ``length`` token ids of ``text`` repeated."""
+    ids = renderer.text_ids(text)
+    chunk = renderer.text_ids("\n" + text)
+    while len(ids) < length:
+        ids += chunk
+    return ids

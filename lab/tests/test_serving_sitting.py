@@ -68,7 +68,7 @@ def test_the_capacity_sittings_cover_each_engine_with_caching_on_and_off() -> No
     interpreter."""
     subprocess.run(["bash", "-n", str(CAPACITY)], check=True)
     found = studies(CAPACITY)
-    builtin = read_workload_file(ROOT / "workloads" / "builtin" / "load.yaml")
+    builtin = read_workload_file(ROOT / "workloads" / "load" / "builtin.yaml")
     for name, backend, flags in found:
         args = parser("compare.py").parse_args(["--backend", backend, *flags])
         assert args.workloads == "load" and args.load, name
@@ -287,7 +287,7 @@ def test_session_a_serves_vllm_server_whole_before_the_in_process_runs() -> None
     assert names == ["h200-serve-vllm-server", "h200-cap-vllm", "h200-cap-sglang"]
     server = studies_in(body)[0][2]
     args = parser("compare.py").parse_args(["--backend", "vllm-server", *server])
-    builtin = read_workload_file(ROOT / "workloads" / "builtin" / "load.yaml")
+    builtin = read_workload_file(ROOT / "workloads" / "load" / "builtin.yaml")
     specs = overrides.apply_fields(builtin, "--load", parse_load(args.load))
     assert all(s.search_levels == 0 for s in specs) and args.python == ["vllm-server=/tmp/py-vllm"]
     sglang_run = json.loads(SGLANG_SERVER_RUN.read_text())["argv"]

@@ -12,6 +12,7 @@ from typing import Any
 
 from contract.chat import Renderer, common_prefix_len
 from workloads.load.spec import DEFAULT_USERS, LoadSpec
+from workloads.plan import filler_ids
 from workloads.spec import Turn
 from workloads.transcripts import recorded_requests
 
@@ -73,8 +74,6 @@ def _vocab(renderer: Renderer) -> tuple[int, set[int]]:
 
 
 def shared_prefix_ids(renderer: Renderer, n: int) -> list[int]:
-    from workloads.sweep.kind import filler_ids
-
     text = "The on-call engineer opened the dashboard at three in the morning and read every log in turn."
     return filler_ids(text, renderer, n)[:n]
 

@@ -14,7 +14,7 @@ from pydantic import Field, model_validator
 from contract.chat import Renderer
 from contract.plan import Group, Plan, Step
 from workloads.kinds import FileRef, Kind
-from workloads.plan import rotated
+from workloads.plan import filler_ids, rotated
 from workloads.spec import _Strict, mistake, no_repeats
 
 
@@ -36,15 +36,6 @@ class SweepSpec(_Strict):
             raise mistake("a sweep needs exactly one of filler, filler_file")
         no_repeats(self.lengths, "lengths")
         return self
-
-
-def filler_ids(text: str, renderer: Renderer, length: int) -> list[int]:
-    """At least ``length`` token ids of ``text`` repeated."""
-    ids = renderer.text_ids(text)
-    chunk = renderer.text_ids("\n" + text)
-    while len(ids) < length:
-        ids += chunk
-    return ids
 
 
 def plan(spec: SweepSpec, renderer: Renderer, out: Plan, repeats: int, start: int = 0) -> None:
