@@ -115,7 +115,7 @@ def test_every_committed_runs_targets_read_and_print_as_written():
 
     root = Path(__file__).resolve().parents[2]
     seen = 0
-    for path in [*root.glob("reports/examples/**/env.json"), *root.glob("tests/**/env.json")]:
+    for path in [*root.glob("lab/examples/**/env.json"), *root.glob("tests/**/env.json")]:
         specs = json.loads(path.read_text()).get("slo_targets")
         if specs:
             assert [t.spec() for t in parse_targets(specs)] == specs, path
