@@ -43,9 +43,12 @@ def brevity(monkeypatch):
     monkeypatch.setattr(fakes, "EchoBackend", fakes.echo_backend_class(), raising=False)
     monkeypatch.setitem(backends.REGISTRY, "echo", "tests.harness.fakes:EchoBackend")
     yield
+    # the test's own patches of the registries are undone first: undone after the rediscovery, they would
+    # put the plugin's entry back for every later test
+    monkeypatch.undo()
     workloads.__path__[:] = before
-    measuring_kinds.rediscover()
-    report_kinds.rediscover()
+    assert "brevity" not in measuring_kinds.rediscover() and "brevity" not in report_kinds.rediscover()
+    assert "brevity" not in measuring_kinds.REGISTRY  # no later test sees the plugin
 
 
 def test_the_file_format_knows_a_registered_kind_and_only_then(tmp_path, brevity, monkeypatch):

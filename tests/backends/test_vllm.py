@@ -391,5 +391,6 @@ def test_the_open_loop_submits_at_the_planned_time_while_the_engine_steps():
     assert (
         facts["errors"] == [] and len(lags) == len(arrival_times(10.0, until_s=3.0)) and facts["steps"] > 30
     )
-    # p90, not the maximum: one stall of this shared 2-core machine must not fail it
-    assert lags[int(0.9 * (len(lags) - 1))] < 5.0 and lags[len(lags) // 2] < 3.0
+    # the median and the 75th percentile, not the tail: when the steps held the arrivals, a third of them were
+    # 10-70 ms late, so both fail then; the stalls of a shared 2-core CI machine reach the p90 (7.7 ms once)
+    assert lags[len(lags) // 2] < 3.0 and lags[int(0.75 * (len(lags) - 1))] < 5.0
