@@ -125,7 +125,8 @@ def main(argv: list[str] | None = None, prog: str = "python -m reports") -> int:
         "--merge-starts",
         action="store_true",
         help="count runs of the same backend with the same setup (plan, "
-        "model config, dtype, version) as engine starts of one column, instead of separate columns",
+        "model config, dtype, version) as engine starts of one column, instead of separate columns; runs "
+        "of one backend with another setup (another plan) form a column of their own",
     )
     p.add_argument(
         "--tflops",

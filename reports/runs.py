@@ -239,16 +239,20 @@ def read_runs(
     df["ttft_common"] = df["timing_source"] != ENGINE_INTERNAL
     pairs = list(dict.fromkeys(zip(df["run_id"], df["backend_name"], strict=True)))
     names = [name for _, name in pairs]
-    if merge_starts:
-        setups: dict[str, tuple] = {}
+    if merge_starts:  # one column per backend and setup: its runs' engine starts are that column's starts
+        groups: dict[tuple[str, tuple], list[str]] = {}
         for run, name in pairs:
-            setup = setup_of(envs[run], name)
-            if setups.setdefault(name, setup) != setup:
-                raise ReportError(
-                    f"--merge-starts: the runs of {name} differ in setup (plan hash, model config hash, "
-                    f"dtype, version: {setups[name]} vs {setup}); merge only runs of the same setup"
+            groups.setdefault((name, setup_of(envs[run], name)), []).append(run)
+        setups = [name for name, _ in groups]
+        labels = {}
+        for (name, setup), runs in groups.items():
+            label = name if setups.count(name) == 1 else f"{name} ({runs[0]})"
+            labels.update({(run, name): label for run in runs})
+            if label != name:  # a backend run with another setup (another plan): a column of its own
+                problems.append(
+                    f"--merge-starts: {name}'s runs {', '.join(runs)} have a setup of their own (plan hash, "
+                    f"model config hash, dtype, version: {setup}): merged as the column {label!r}"
                 )
-        labels = {(run, name): name for run, name in pairs}
     else:
         labels = {(run, name): (name if names.count(name) == 1 else f"{name} ({run})") for run, name in pairs}
     df["backend"] = [labels[(r, n)] for r, n in zip(df["run_id"], df["backend_name"], strict=True)]

@@ -208,7 +208,7 @@ def test_a_server_column_is_served_over_http():
         ]
     )
     t = capacity_table(caps, {"vllm-server": "HTTP"})
-    assert t.rows[0][2] == "HTTP" and t.rows[0][5] == "C=4"
+    assert t.rows[0][2] == "HTTP" and t.rows[0][5] == "C=4 (C=5 missed)"
 
 
 def test_a_planned_level_and_a_floor_read_as_such_not_as_nan(tmp_path):
@@ -226,10 +226,11 @@ def test_a_planned_level_and_a_floor_read_as_such_not_as_nan(tmp_path):
     _, sec = section([write_run(tmp_path / "r", rows)])
     cap = sec.data["cap"]
     cases = {("lf", "S=0"): [f"C={c}" for c in KNEE]}
-    notes = {row[1]: row[-1] for row in steady_table(cap["steady"], "vllm", cases).rows}
+    table = steady_table(cap["steady"], "vllm", cases)
+    notes = {row[1].removeprefix("closed "): row[-1] for row in table.rows}
     assert notes["C=8"].startswith("added by the search (chat)")
     assert not any("added by the search" in notes[f"C={c}"] for c in (1, 2, 4)), notes
-    limiters = {row[4]: row[6] for row in capacity_table(cap["capacity"]).rows}
+    limiters = {row[4]: row[8] for row in capacity_table(cap["capacity"]).rows}
     assert limiters["chat"].startswith("TTFT p90 900 ms") and limiters["agent"] == "", limiters
 
 
@@ -320,7 +321,7 @@ def test_a_level_whose_every_request_is_in_its_first_wave_reads_not_judged_not_m
     _, sec = section([write_run(tmp_path / "r", rows)])
     cells = {row[4]: row[5] for row in capacity_table(sec.data["cap"]["capacity"]).rows}
     assert cells["chat"] == (
-        "≥ C=4 (every level judged met it; C=8 not judged: no steady-state request, all in its first wave)"
+        "no miss up to C=4 (C=8 not judged: no steady-state request, all in its first wave)"
     ), cells
 
 
@@ -339,7 +340,7 @@ def test_a_level_meeting_the_target_above_a_miss_is_named_non_monotone_beside_an
     assert chat["cost_per_m"] == pytest.approx(3.6 / (3600 * c1["output_tps"]) * 1e6)
     assert not caps(sec).loc[("vllm", "agent")]["non_monotone"]
     text = {row[4]: row[5] for row in capacity_table(sec.data["cap"]["capacity"]).rows}
-    assert text["chat"] == "C=1 · non-monotone" and "non-monotone" not in text["agent"], text
+    assert text["chat"] == "C=1 (C=2 missed) · non-monotone" and "non-monotone" not in text["agent"], text
 
 
 def test_a_column_run_with_caching_off_beside_columns_with_it_on_is_named(tmp_path):

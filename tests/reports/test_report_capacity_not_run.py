@@ -41,13 +41,14 @@ def capacity_cells(runs) -> tuple:
 def test_a_floor_whose_next_planned_level_never_ran_says_not_run_not_met(tmp_path):
     report, sec, cells = capacity_cells([cut_run(tmp_path)])
     for target in ("chat", "agent"):
-        assert cells[("vllm", target)] == "≥ C=32 (C=128 not run: the run stopped before it)", cells
+        want = "no miss up to C=32 (C=128 not run: the run stopped before it)"
+        assert cells[("vllm", target)] == want, cells
     assert not any("every level" in text for text in cells.values()), cells
     rows = sec.data["cap"]["capacity"].set_index("target")
     assert list(rows.loc["agent", "not_run"]) == [128.0]
     summary = {j.job: dict(j.values) for j in report.jobs if j.job.startswith("Many users: agent")}
-    assert summary["Many users: agent (lf · S=0)"]["vllm"].endswith(
-        "(C=128 not run: the run stopped before it)"
+    assert summary["Many users: agent (lf · S=0)"]["vllm"].startswith(
+        "no miss up to C=32 (C=128 not run: the run stopped before it) · met: ttft p90 300 ms"
     )
     # the status table still names the level
     assert report.status[0].missing == ["lf · S=0 C=128"]
@@ -60,16 +61,17 @@ def test_a_peak_among_the_levels_run_names_the_planned_level_that_did_not(tmp_pa
 
 def test_two_planned_levels_not_run_are_both_named(tmp_path):
     _, _, cells = capacity_cells([cut_run(tmp_path, ran=(1, 8))])
-    assert cells[("vllm", "agent")] == "≥ C=8 (C=32, C=128 not run: the run stopped before them)", cells
+    want = "no miss up to C=8 (C=32, C=128 not run: the run stopped before them)"
+    assert cells[("vllm", "agent")] == want, cells
 
 
 def test_a_bracket_names_a_level_not_run_only_between_its_ends(tmp_path):
     knee = {1: 100.0, 4: 300.0, 8: 900.0, 16: 1200.0, 32: 1500.0}  # chat: met to C=4, missed from C=8
     _, _, cells = capacity_cells([cut_run(tmp_path, "mid", ran=(1, 4, 16), plan=(1, 4, 8, 16), ms=knee)])
-    assert cells[("vllm", "chat")] == "C=4 (< 16; the levels between not measured; C=8 not run)", cells
+    assert cells[("vllm", "chat")] == "C=4–16 (met at 4, missed at 16, 4.00× apart; C=8 not run)", cells
     # C=32 not run above the first miss (C=8) changes nothing: the capacity is bracketed below it
     _, _, cells = capacity_cells([cut_run(tmp_path, "top", ran=(1, 4, 8), plan=(1, 4, 8, 32), ms=knee)])
-    assert cells[("vllm", "chat")] == "C=4 (< 8; the levels between not measured)", cells
+    assert cells[("vllm", "chat")] == "C=4–8 (met at 4, missed at 8, 2.00× apart)", cells
 
 
 def test_a_run_with_every_planned_level_reads_as_before(tmp_path):
@@ -91,16 +93,16 @@ def test_a_planned_level_of_the_other_loop_is_not_this_loops(tmp_path):
         "closed": [32.0],
         "open": [8.0],
     }
-    assert cells[("vllm", "agent")] == "≥ C=8 (C=32 not run: the run stopped before it)", cells
+    assert cells[("vllm", "agent")] == "no miss up to C=8 (C=32 not run: the run stopped before it)", cells
     assert cells[("vllm", "agent", "open")] == "not run (the run stopped before 8 req/s)", cells
 
 
 def test_an_open_loop_level_not_run_reads_in_its_rate():
     from workloads.load.report.capacity_cells import capacity_text
 
-    row = {"loop": "open", "rate_unit": "req/s", "value": 8.0, "bound": "floor", "next_up": None}
+    row = {"loop": "open", "rate_unit": "req/s", "value": 8.0, "bound": "unbracketed", "next_up": None}
     row |= {"non_monotone": False, "unjudged": [], "not_run": [32.0]}
-    assert capacity_text(row) == "≥ 8 req/s (32 req/s not run: the run stopped before it)"
+    assert capacity_text(row) == "no miss up to 8 req/s (32 req/s not run: the run stopped before it)"
     row |= {"bound": "peak"}
     assert capacity_text(row) == "peak tok/s at 8 req/s of the levels run (32 req/s not run)"
 
@@ -113,7 +115,8 @@ def test_caching_on_against_a_cut_off_run_does_not_say_every_level_met_it(tmp_pa
     report = assemble(read_runs([on, off]))
     sec = next(s for s in report.sections if s.kind == "load")
     cells = {row[2]: row[5] for row in caching_table(sec.data["cap"]["caching"]).rows if "·" in row[2]}
-    assert cells["closed · agent"] == "– (both ≥ C=32: every level met it on; C=128 not run off)", cells
+    want = "– (≥ C=32 on, no miss up to C=32 off: every level met it on; C=128 not run off)"
+    assert cells["closed · agent"] == want, cells
 
 
 def test_a_variant_the_run_never_reached_reads_not_run_in_the_table_and_the_summary(tmp_path):
@@ -140,7 +143,7 @@ def test_a_variant_the_run_never_reached_reads_not_run_in_the_table_and_the_summ
     )
     job = next(j for j in report.jobs if j.job == "Many users: agent (lf · S=960)")
     assert dict(job.values) == {
-        "hf-cb (on)": "≥ C=8 (every level tested met it)",
+        "hf-cb (on)": "≥ C=8 (every level tested met it) · met: ttft p90 150 ms [150–150]",
         "hf-cb (off)": "not run (the run stopped before C=1, C=8)",
     }
     assert job.verdict == "one backend: nothing to choose"

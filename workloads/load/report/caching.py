@@ -69,9 +69,9 @@ def caching_ratios(
                         "capacity_bound": bound,
                         # where a side met the target at no level: the lowest level it missed at (on, off)
                         "capacity_missed_at": (a["next_up"], z["next_up"]),
-                        "capacity_floors": (a["value"], z["value"])
-                        if a["bound"] == z["bound"] == "floor"
-                        else None,
+                        "capacity_floors": (a["value"], z["value"]) if bound == "both floors" else None,
+                        # each side's kind of lower bound: "floor" (at the stated maximum) or "unbracketed"
+                        "capacity_floor_bounds": (a["bound"], z["bound"]),
                         # each side's planned levels above its capacity that did not run (a floor cut short)
                         "capacity_not_run": (
                             not_run_between(a, lo=a["value"]),
@@ -97,7 +97,9 @@ def capacity_bound(on: str, off: str) -> str:
     "every level met it" or the run stopped before the next planned level, on one side), more or less than
     one where a side met the target at no level (its capacity is below the lowest level it missed at,
     whatever the other side's bound), or none (floors on both sides, or no level met on either: their
-    quotient says nothing)."""
+    quotient says nothing). A capacity with no miss below where its search stopped ("unbracketed") bounds
+    the ratio as a floor does."""
+    on, off = (LOWER_BOUNDS.get(b, b) for b in (on, off))
     if on == off == "floor":
         return "both floors"
     if on == off == "none":
@@ -105,6 +107,9 @@ def capacity_bound(on: str, off: str) -> str:
     if "none" in (on, off):
         return "more than" if off == "none" else "less than"
     return "at least" if on == "floor" else "at most" if off == "floor" else "ratio"
+
+
+LOWER_BOUNDS = {"unbracketed": "floor"}  # a capacity that is only a lower bound, as a floor is
 
 
 def _capacity_ratio(on: pd.Series, off: pd.Series, bound: str) -> float | None:

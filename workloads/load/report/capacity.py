@@ -29,18 +29,16 @@ caching buys, energy and cost, from the load records (``contract.level_stats``, 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
 
-from contract.capacity import Capacity, capacity, judge
 from contract.level_stats import LevelStats, level_stats, over_starts
 from contract.slo import DEFAULT_SPECS, Target, parse_targets, percentile
 from reports.analysis.status import unreached_levels
 from reports.stats import num
 from workloads.load.report import targets as slo_targets
+from workloads.load.report.capacity_group import CapacityGroup
 
 KEY = ["backend", "workload", "mode", "case"]
 SMALL_N = 100  # a p99 from fewer requests is close to their maximum
@@ -135,10 +133,13 @@ def level_row(key: tuple, rows: list[dict], facts: dict, stats: LevelStats) -> d
     tps_lo_hi = stats.tps_interval()
     tpot50 = _p(s["tpot"], 50)
     planned, started = num(facts.get("requests_planned")), num(facts.get("requests_started"))
+    rate = num(rows[0].get("load_rate_rps")) if rows else None
+    # an open loop of a sessions load starts sessions (a user's turns), not requests, at its rate
+    unit = "sessions/s" if any(num(r.get("user")) is not None for r in rows) else "req/s"
     return {
         **dict(zip(KEY, key, strict=True)),
         "concurrency": stats.concurrency,
-        "rate_rps": num(rows[0].get("load_rate_rps")) if rows else None,
+        "rate_rps": rate,
         "loop": "closed" if stats.concurrency else "open",
         "n_steady": len(stats.steady),
         "failed": stats.failed,
@@ -170,13 +171,32 @@ def level_row(key: tuple, rows: list[dict], facts: dict, stats: LevelStats) -> d
         "kv_peak": num(facts.get("kv_cache_usage_peak")),
         "preemptions": num(facts.get("preemptions")),
         "searched_for": facts.get("searched_for"),
+        "level_kind": level_kind(stats.concurrency, rate, facts, unit),
+        **{k: num(facts.get(k)) for k in ("users", "in_flight_mean", "in_flight_p90", "arrivals_per_s")},
+        "think_time_s": num(facts.get("think_time_s")),
         "partial": bool(planned and started is not None and started < planned),
         "cut": not facts,  # no level record: the run stopped inside the level (a deadline, a crash)
         "mix": mix_of(rows),
-        # an open loop of a sessions load starts sessions (a user's turns), not requests, at its rate
-        "rate_unit": "sessions/s" if any(num(r.get("user")) is not None for r in rows) else "req/s",
+        "rate_unit": unit,
         "mean_prompt": sum(num(r.get("prompt_tokens")) or 0 for r in rows) / len(rows) if rows else None,
     }
+
+
+def level_kind(concurrency: int | None, rate: float | None, facts: dict, unit: str = "req/s") -> str:
+    """What kind of load a level was, in words the page uses for it: ``closed C=8`` (C requests always in
+    flight), ``U=8 users, think 30 s (exponential)`` (a closed loop of users who think between turns: fewer
+    in flight than users), ``open 8 req/s (poisson, 60 s)`` (a sustained offered rate; ``unit`` sessions/s
+    for a sessions load, whose arrivals start sessions)."""
+    think = num(facts.get("think_time_s"))
+    if concurrency:
+        if think:
+            return f"U={concurrency} users, think {think:g} s ({facts.get('think') or 'exponential'})"
+        return f"closed C={concurrency}"
+    if rate is None:
+        return "open"
+    duration = num(facts.get("duration_s"))
+    how = ", ".join(x for x in (facts.get("arrival"), f"{duration:g} s" if duration else "") if x)
+    return f"open {rate:g} {unit}" + (f" ({how})" if how else "")
 
 
 def tps_above(a: Any, b: Any) -> bool | None:
@@ -202,18 +222,26 @@ def analyse(
     """The steady levels, the capacities (with energy and cost at each) for the Load section; ``planned``:
     per backend column, the load levels its run planned, (workload, mode, case) (``Dataset.planned_levels``),
     so that each capacity row names the planned levels of its loop that have no records (``not_run``)."""
-    from workloads.load.report.levels import requests
+    from workloads.load.report.levels import level_facts, requests
 
     reqs = requests(rows)
+    start_facts = level_facts(rows, by_start=True)
     stats: dict[tuple, LevelStats] = {}
+    starts: dict[tuple, dict[str, tuple[LevelStats, dict]]] = {}
     out = []
     for key, g in reqs.groupby(KEY, sort=False):
         c = num(g["load_concurrency"].iloc[0])
         # each engine start ran the level on its own clock: its steady state is its own (over_starts)
-        per_start = [s.to_dict("records") for _, s in g.groupby("start", sort=True)] if "start" in g else []
-        per_start = per_start or [g.to_dict("records")]
+        by_start = g.groupby("start", sort=True) if "start" in g else []
+        labelled = [(s, part.to_dict("records")) for s, part in by_start]
+        per_start = [part for _, part in labelled] or [g.to_dict("records")]
         recs = [r for part in per_start for r in part]
-        stats[key] = over_starts([level_stats(part, int(c) if c else None) for part in per_start])
+        parts = [level_stats(part, int(c) if c else None) for part in per_start]
+        stats[key] = over_starts(parts)
+        starts[key] = {
+            s: (st, start_facts.get((*key, s), facts.get(key, {})))
+            for (s, _), st in zip(labelled, parts, strict=True)
+        }
         row = level_row(key, recs, facts.get(key, {}), stats[key])
         # each start's steady output tok/s: what a throughput ranking across backends must beat
         row["per_start_tps"] = tuple(p.output_tps for p in stats[key].parts or [stats[key]])
@@ -230,7 +258,15 @@ def analyse(
             unit = "sessions/s" if (g["rate_unit"] == "sessions/s").any() else "req/s"
             not_run = unreached.get(b, {}).get((w, m, loop), ())
             group = CapacityGroup(
-                backend=b, workload=w, mode=m, loop=loop, rate_unit=unit, gpu_hour_usd=price, not_run=not_run
+                backend=b,
+                workload=w,
+                mode=m,
+                loop=loop,
+                rate_unit=unit,
+                gpu_hour_usd=price,
+                not_run=not_run,
+                facts=facts,
+                starts=starts,
             )
             caps.extend(
                 group.peak_row(t, g) if t.throughput_only else group.capacity_row(t, g, stats)
@@ -283,88 +319,3 @@ def not_run_between(r: dict, lo: object = None, hi: object = None) -> list[float
     xs = r.get("not_run")
     xs = list(xs) if isinstance(xs, list | tuple) else []
     return [x for x in xs if (not known(lo) or x > lo) and (not known(hi) or x < hi)]
-
-
-@dataclass(frozen=True)
-class CapacityGroup:
-    """What every capacity row of one backend, workload, variant (``mode``) and loop shares; its rows, one a
-    target, come from the group's level rows (``level_row``): ``peak_row`` for a throughput-only target,
-    ``capacity_row`` for the others."""
-
-    backend: str
-    workload: str
-    mode: str
-    loop: str  # "closed" (its levels are concurrencies) or "open" (Poisson rates)
-    rate_unit: str  # an open loop's unit: "req/s", or "sessions/s" for a sessions load
-    gpu_hour_usd: float | None  # the price a cost per million tokens is worked out with (None: no cost)
-    not_run: tuple[float, ...] = ()  # planned levels of this loop with no records (the run stopped first)
-
-    @property
-    def axis(self) -> str:
-        """The level rows' column that holds this loop's level."""
-        return "concurrency" if self.loop == "closed" else "rate_rps"
-
-    def peak_row(self, target: Target, levels: pd.DataFrame) -> dict[str, Any]:
-        """A throughput-only target's row: the level of peak output tok/s among those with no failed request
-        (bound "peak": no capacity, nothing searched for)."""
-        ok = levels.dropna(subset=["output_tps"])
-        ok = ok[ok["failed"] == 0]
-        top = ok.loc[ok["output_tps"].idxmax()] if len(ok) else None
-        peak = Capacity(
-            target=target.name,
-            loop=self.loop,
-            value=None if top is None else top[self.axis],
-            bound="peak",
-            next_up=None,
-            limiter=None,
-        )
-        return self.row(peak, at=top)
-
-    def not_run_row(self, target: Target) -> dict[str, Any]:
-        """A target's row where the run planned this variant and loop and never reached it (bound "not run":
-        no level, neither met nor missed; ``not_run`` names the planned levels)."""
-        return self.row(Capacity(target.name, self.loop, None, "not run", None, None), at=None)
-
-    def capacity_row(
-        self, target: Target, levels: pd.DataFrame, stats: dict[tuple, LevelStats]
-    ) -> dict[str, Any]:
-        """The target's capacity (``contract.capacity``) over the levels, each judged on its steady state
-        (``stats``, by ``KEY``), with the levels that had no steady-state request to judge."""
-        judged = {}
-        for r in levels.to_dict("records"):
-            x = r[self.axis]
-            if x is None or x != x:
-                continue
-            steady = stats[(self.backend, self.workload, self.mode, r["case"])]
-            engine_facts = {"kv_cache_usage_peak": r["kv_peak"], "preemptions": r["preemptions"]}
-            judged[float(x)] = (judge(target, steady), engine_facts)
-        found = capacity(target, self.loop, judged)
-        measured = levels[self.axis] == found.value
-        at = levels[measured].iloc[0] if found.value is not None and measured.any() else None
-        unjudged = sorted(x for x, (v, _) in judged.items() if v.met is None)
-        return self.row(found, at=at, unjudged=unjudged)
-
-    def row(self, found: Capacity, *, at: pd.Series | None, unjudged: Sequence[float] = ()) -> dict[str, Any]:
-        """One capacity row: ``found`` (the target's capacity, or its peak) with the tok/s, per-user tok/s,
-        energy and cost of ``at``, the level row it was measured at (None: no such level)."""
-        tps = None if at is None else num(at["output_tps"])
-        price = self.gpu_hour_usd
-        return {
-            "rate_unit": self.rate_unit,
-            "unjudged": list(unjudged),  # levels measured with no steady-state request: no verdict
-            "not_run": list(self.not_run),  # planned levels never reached: neither met nor missed
-            "backend": self.backend,
-            "workload": self.workload,
-            "mode": self.mode,
-            "loop": self.loop,
-            "target": found.target,
-            "value": found.value,
-            "bound": found.bound,
-            "next_up": found.next_up,
-            "limiter": found.limiter,
-            "non_monotone": found.non_monotone,
-            "output_tps": tps,
-            "per_user_tps": None if at is None else num(at["per_user_tps"]),
-            "energy_j_per_1k": None if at is None else num(at["energy_j_per_1k"]),
-            "cost_per_m": price / (3600 * tps) * 1e6 if price and tps else None,
-        }

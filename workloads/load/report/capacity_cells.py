@@ -1,5 +1,7 @@
-"""The words of a capacity cell: the level a target holds ('≥' a floor, a bracket, 'none', a peak), the
-planned levels the run never reached ('not run': never read as met, issue 22), and capacity on ÷ off.
+"""The words of a capacity cell: the bracket a target holds (both ends; a range where levels inside it were
+undecided; '≥' only at the stated maximum; 'no miss up to' where the search stopped below it; 'none'; a
+peak), the evidence at both ends, each engine start's bracket, the planned levels the run never reached
+('not run': never read as met, issue 22), and capacity on ÷ off.
 
 Used by the capacity table and the caching table (``views.capacity``), the summary rows
 (``views.capacity_summary``) and the replica configurations' capacities (``views.replicas``).
@@ -26,9 +28,11 @@ def not_run_text(r: dict, xs: list[float]) -> str:
 
 def capacity_text(r: dict) -> str:
     """A capacity cell: the level (``C=N`` closed, ``N req/s`` open, ``N sessions/s`` for a sessions load's
-    open loop: it starts sessions); '≥' where every level met the target;
-    the next level up where the search left a bracket; 'none' (and the level that missed) where no level met
-    it; for a throughput-only target, the level of peak tok/s. A planned level the run never reached
+    open loop: it starts sessions). Both ends of a bracket, ``C=16–20 (met at 16, missed at 20, 1.25×
+    apart)``, with the levels left undecided inside it (a range); '≥' only where every level met the target
+    up to the stated maximum (``floor``); ``no miss up to X`` where the search or the run stopped below it
+    (``unbracketed``); 'none' (and the level that missed) where no level met it; for a throughput-only
+    target, the level of peak tok/s. A planned level the run never reached
     (``not_run``) is named where it could change the capacity (above a floor, between a bracket's ends, below
     the lowest miss; any, beside a peak; all, where the run never reached the variant and loop): never read as
     met. NaN reads as no value."""
@@ -43,7 +47,9 @@ def capacity_text(r: dict) -> str:
         return peak + (f" of the levels run ({not_run_text(r, every)})" if every else "")
     if not known(v):
         below = not_run_between(r, hi=r["next_up"])
-        parts = [f"missed at {level_text(r, r['next_up'])}"] if known(r["next_up"]) else []
+        top = r.get("miss_at") if isinstance(r.get("miss_at"), dict) else {}
+        missed = "not offered as planned" if top.get("decision") == "not offered" else "missed"
+        parts = [f"{missed} at {level_text(r, r['next_up'])}"] if known(r["next_up"]) else []
         parts += [not_run_text(r, below)] if below else []
         return "none" + (f" ({'; '.join(parts)})" if parts else "")
     text = level_text(r, v)
@@ -56,22 +62,96 @@ def capacity_text(r: dict) -> str:
         if unjudged
         else ""
     )
-    if r["bound"] == "floor":
-        above = not_run_between(r, lo=v)
-        if above:  # a floor only because the run stopped: what it never reached is no level that met it
-            them = "it" if len(above) == 1 else "them"
-            tail = f"; {why}" if why else ""
-            return f"≥ {text} ({not_run_text(r, above)}: the run stopped before {them}{tail})"
+    if r["bound"] == "floor":  # every level passed up to the stated maximum: "at least" that maximum
         return f"≥ {text} (every level {'judged' if why else 'tested'} met it{'; ' + why if why else ''})"
+    if r["bound"] == "unbracketed":  # no miss, but the search never reached its maximum
+        above = not_run_between(r, lo=v)
+        if above:
+            them = "it" if len(above) == 1 else "them"
+            reason = f"{not_run_text(r, above)}: the run stopped before {them}"
+        elif why and any(x > v for x in unjudged):  # the levels above were run and could not be judged
+            return f"no miss up to {text} ({why})"
+        elif known(r.get("ceiling")) and r["ceiling"] > v:
+            reason = f"the search stopped below its maximum, {level_text(r, r['ceiling'])}"
+        else:
+            reason = "the search stopped before a miss"
+        return f"no miss up to {text} ({reason}{'; ' + why if why else ''})"
     between = not_run_between(r, lo=v, hi=r["next_up"])
-    parts = ["the levels between not measured"] if r["bound"] == "bracket" else []
+    parts = []
+    undecided = [x for x in (r.get("undecided") or []) if known(x)]
+    if undecided:
+        parts.append("undecided at " + ", ".join(level_text(r, x) for x in undecided))
     parts += [not_run_text(r, between)] if between else []
     parts += [why] if why else []
-    if r["bound"] == "bracket":
-        text += f" (< {fmt.n(r['next_up'])}; {'; '.join(parts)})"
-    elif parts:
-        text += f" ({'; '.join(parts)})"
+    if known(r["next_up"]) and r["bound"] in ("bracket", "range"):
+        ratio = r.get("ratio") if known(r.get("ratio")) else r["next_up"] / v if v else None
+        wide = f", {ratio:.2f}× apart" if ratio else ""
+        top = r.get("miss_at") if isinstance(r.get("miss_at"), dict) else {}
+        missed = "not offered as planned" if top.get("decision") == "not offered" else "missed"
+        text = f"{span_text(r, v, r['next_up'])} (met at {fmt.n(v)}, {missed} at {fmt.n(r['next_up'])}{wide}"
+        text += "; " + "; ".join(parts) + ")" if parts else ")"
+    elif r["bound"] == "exact":
+        text += f" ({level_text(r, r['next_up'])} missed" + ("; " + "; ".join(parts) if parts else "") + ")"
+    elif parts:  # a range with no miss above it
+        text = f"{text} or more ({'; '.join(parts)})"
     return text + (" · non-monotone" if r["non_monotone"] else "")
+
+
+def headline_text(r: dict) -> str:
+    """A capacity as the summary states it: the cell, the deciding percentile with its interval at both ends,
+    and every engine start's bracket where several ran (:func:`evidence_text`, :func:`starts_text`)."""
+    parts = [capacity_text(r)]
+    if r.get("bound") not in ("peak", "not run"):
+        evidence = evidence_text(r)
+        parts += [evidence] if evidence != "–" else []
+        parts += [starts_text(r)] if len(r.get("starts") or []) > 1 else []
+    return " · ".join(parts)
+
+
+def span_text(r: dict, lo: object, hi: object) -> str:
+    """A bracket's two ends in ``r``'s loop: ``C=16–20``, ``8–10 req/s``."""
+    if r["loop"] == "closed":
+        return f"C={fmt.n(lo)}–{fmt.n(hi)}"
+    return f"{fmt.n(lo)}–{fmt.n(hi)} {fmt.text(r.get('rate_unit')) or 'req/s'}"
+
+
+def evidence_text(r: dict) -> str:
+    """The deciding percentile at both ends of a capacity, with its bootstrap interval (5th–95th percentile
+    over time blocks of the steady window): ``met: ttft p90 412 ms [380–450] · missed: ttft p90 623 ms
+    [590–660]``, and the flags that decided a level (not offered as planned, overloaded)."""
+    out = []
+    for word, e in (("met", r.get("pass_at")), ("missed", r.get("miss_at"))):
+        if not isinstance(e, dict):
+            continue
+        if e.get("decision") not in (None, "pass", "miss"):
+            word = e["decision"]  # undecided, not offered
+        figure = ""
+        if e.get("limit") and known(e.get("value")):
+            iv = e.get("interval")
+            whole = isinstance(iv, list | tuple) and len(iv) == 2
+            band = f" [{fmt.n(iv[0])}–{fmt.n(iv[1])}]" if whole else ""
+            value = "∞ (failures)" if e["value"] == float("inf") else f"{fmt.n(e['value'])} ms"
+            figure = f"{e['limit'].removesuffix('_ms').replace('_', ' ')} {value}{band}"
+        flags = [f.replace("_", " ") for f in e.get("flags") or [] if f.replace("_", " ") != word]
+        out.append(f"{word}: " + "; ".join(x for x in (figure, *flags) if x))
+    return " · ".join(out) or "–"
+
+
+def starts_text(r: dict) -> str:
+    """The capacity of each engine start that ran the levels, the median start's first (the row's figure):
+    ``3 starts: C=16–20 (median), C=16–20, C=32–40``; ``1 start`` where one ran them."""
+    starts = r.get("starts") or []
+    if len(starts) < 2:
+        return "1 start"
+    cells = []
+    for s in sorted(starts, key=lambda s: s["start"] != r.get("start")):
+        one = {**r, **s, "ratio": None, "undecided": [], "not_run": [], "unjudged": [], "non_monotone": False}
+        if s["bound"] in ("bracket", "range") and known(s["next_up"]) and known(s["value"]):
+            text = span_text(r, s["value"], s["next_up"])
+        else:
+            text = capacity_text(one).split(" (")[0]
+        cells.append(text + (" (median)" if s["start"] == r.get("start") else ""))
+    return f"{len(starts)} starts: " + ", ".join(cells)
 
 
 def capacity_ratio_text(r: dict) -> str:
@@ -83,10 +163,13 @@ def capacity_ratio_text(r: dict) -> str:
     bound = fmt.text(r.get("capacity_bound"))
     if bound == "both floors":
         on, off = r["capacity_floors"]
+        kinds = r.get("capacity_floor_bounds")
+        kinds = tuple(kinds) if isinstance(kinds, list | tuple) and len(kinds) == 2 else ("floor", "floor")
+        words = ["≥" if k == "floor" else "no miss up to" for k in kinds]
         both = (
-            f"both ≥ {level_text(r, on)}"
-            if on == off
-            else f"≥ {level_text(r, on)} on, ≥ {level_text(r, off)} off"
+            f"both {words[0]} {level_text(r, on)}"
+            if on == off and words[0] == words[1]
+            else f"{words[0]} {level_text(r, on)} on, {words[1]} {level_text(r, off)} off"
         )
         cut = _not_run_sides(r)
         if not any(cut):

@@ -15,7 +15,7 @@ from typing import Any
 from reports import fmt
 from reports.stats import StartStat, rank, verdict
 from workloads.load.report.capacity import mix_classes, tps_above
-from workloads.load.report.capacity_cells import capacity_text
+from workloads.load.report.capacity_cells import capacity_text, headline_text
 from workloads.load.report.mix_groups import by_class, mix_label
 
 
@@ -41,7 +41,7 @@ def jobs(d: dict[str, Any]) -> list:
         unreached = whole["bound"] == "not run"
         not_run = [(r["backend"], capacity_text(r)) for r in whole[unreached].to_dict("records")]
         for i, g in enumerate(list(by_class(classes, w, m, whole[~unreached])) or [whole[~unreached]]):
-            values = [(r["backend"], capacity_text(r)) for r in g.to_dict("records")] + (
+            values = [(r["backend"], headline_text(r)) for r in g.to_dict("records")] + (
                 not_run if i == 0 else []
             )
             out.append(

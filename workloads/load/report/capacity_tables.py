@@ -17,7 +17,13 @@ from markupsafe import Markup
 from contract.slo import SOURCES
 from reports import fmt
 from reports.views import Block, Table, compact, h3, p, side, table
-from workloads.load.report.capacity_cells import capacity_ratio_text, capacity_text
+from workloads.load.report.capacity import known
+from workloads.load.report.capacity_cells import (
+    capacity_ratio_text,
+    capacity_text,
+    evidence_text,
+    starts_text,
+)
 
 PRICE_FORMULA = "cost per million output tokens = PRICE ($ per GPU-hour) ÷ (3600 × output tok/s) × 10⁶"
 
@@ -42,13 +48,15 @@ def capacity_table(
         "loop",
         "target",
         "capacity",
+        "deciding percentile [5–95 %] at both ends",
+        "engine starts",
         "what limited it (next level up)",
         "tok/s there",
         "tok/s a user",
         "J per 1k tok",
         "$ per M tok",
     ]
-    t = Table(cols, numeric={7, 8, 9, 10})
+    t = Table(cols, numeric={9, 10, 11, 12})
     caps = caps.assign(variant=variants(caps, classes)) if len(caps) else caps.assign(variant="")
     order = ["workload", "mode", "variant", "loop", "target"]
     for r in caps.sort_values(order, kind="stable").to_dict("records"):
@@ -60,6 +68,8 @@ def capacity_table(
                 "concurrency" if r["loop"] == "closed" else "Poisson rate",
                 r["target"],
                 capacity_text(r),
+                evidence_text(r),
+                starts_text(r),
                 fmt.text(r["limiter"]),
                 fmt.n(r["output_tps"]),
                 fmt.n(r["per_user_tps"], 1),
@@ -70,14 +80,43 @@ def capacity_table(
     return t
 
 
-def steady_table(steady: pd.DataFrame, backend: str, all_cases: dict[tuple, list[str]]) -> Table:
+def verdicts_by_level(caps: pd.DataFrame) -> dict[tuple, str]:
+    """(backend, workload, mode, loop, level) -> each target's decision there, ``chat pass · agent miss``
+    (from the capacity rows' ``decisions``: the median engine start's where several ran)."""
+    out: dict[tuple, list[str]] = {}
+    for r in caps.to_dict("records") if len(caps) else []:
+        decisions = r.get("decisions")
+        for x, d in decisions.items() if isinstance(decisions, dict) else ():
+            key = (r["backend"], r["workload"], r["mode"], r["loop"], float(x))
+            out.setdefault(key, []).append(f"{r['target']} {d}")
+    return {k: " · ".join(v) for k, v in out.items()}
+
+
+def population_text(r: dict) -> str:
+    """Users, requests in flight (time-weighted mean / p90 over the steady window) and arrivals/s."""
+    if not any(fmt.n(r.get(k)) != "–" for k in ("users", "in_flight_mean", "arrivals_per_s")):
+        return "–"
+    return (
+        f"{fmt.n(r.get('users'))} · {fmt.n(r.get('in_flight_mean'), 1)} / {fmt.n(r.get('in_flight_p90'))}"
+        f" · {fmt.n(r.get('arrivals_per_s'), 1)}"
+    )
+
+
+def steady_table(
+    steady: pd.DataFrame, backend: str, all_cases: dict[tuple, list[str]], verdicts: dict | None = None
+) -> Table:
     """One backend's steady-state table: a row per level of every variant any backend ran (``all_cases``),
-    'not run' where this one lacks it, so that the side-by-side tables line up. A p99 from fewer than SMALL_N
+    'not run' where this one lacks it, so that the side-by-side tables line up. The load names the level's
+    kind (closed C, users U with think Z, open rate); its population (users, in flight, arrivals/s) and each
+    target's verdict there (``verdicts``, :func:`verdicts_by_level`) follow. A p99 from fewer than SMALL_N
     requests is starred; the note says whether the search added the level, it stopped early, requests failed,
     and the request mix."""
+    verdicts = verdicts or {}
     cols = [
         "variant",
         "load",
+        "verdict",
+        "users · in flight mean / p90 · arrivals/s",
         "n steady (first wave)",
         "first-wave TTFT p50",
         "TTFT p50 / p90 / p99 ms",
@@ -90,7 +129,7 @@ def steady_table(steady: pd.DataFrame, backend: str, all_cases: dict[tuple, list
         "W · J/1k tok",
         "note",
     ]
-    t = Table(cols, numeric=set(range(2, 12)))
+    t = Table(cols, numeric=set(range(4, 14)))
     mine = steady[steady["backend"] == backend]
     have = {(r["workload"], r["mode"], r["case"]): r for r in mine.to_dict("records")}
     for (w, m), cases in all_cases.items():
@@ -101,6 +140,8 @@ def steady_table(steady: pd.DataFrame, backend: str, all_cases: dict[tuple, list
                     [
                         f"{w} · {m}",
                         case,
+                        "",
+                        "",
                         "not run",
                         "",
                         "",
@@ -128,10 +169,13 @@ def steady_table(steady: pd.DataFrame, backend: str, all_cases: dict[tuple, list
                 )
                 if x
             )
+            level = r["concurrency"] if r["loop"] == "closed" else r["rate_rps"]
             t.add(
                 [
                     f"{w} · {m}",
-                    r["case"],
+                    fmt.text(r.get("level_kind")) or r["case"],
+                    verdicts.get((backend, w, m, r["loop"], float(level)), "–") if known(level) else "–",
+                    population_text(r),
                     f"{r['n_steady']} ({r['first_n']})",
                     fmt.n(r["first_ttft_p50"]),
                     f"{fmt.n(r['ttft_p50'])} / {fmt.n(r['ttft_p90'])} / {p99}",
@@ -198,6 +242,7 @@ def blocks(d: dict[str, Any], backends: list[str], slots) -> list[Block]:
         if r["case"] not in cases[(r["workload"], r["mode"])]:
             cases[(r["workload"], r["mode"])].append(r["case"])
     why_not = sorted({str(x) for x in steady["telemetry"].dropna()})
+    verdicts = verdicts_by_level(caps)
     out: list[Block | None] = [
         h3("How many users one GPU holds, per target"),
         p(
@@ -208,10 +253,20 @@ def blocks(d: dict[str, Any], backends: list[str], slots) -> list[Block]:
         ),
         table(capacity_table(caps, cap.get("via"), cap.get("mix_classes"))) if not caps.empty else None,
         p(
-            "Capacity = the highest level that met the target, refined by the capacity search between the "
-            "levels measured; '≥' where every level met it (a floor, not a limit); the limiter is the next "
-            "level up's first missed limit, with the engine's KV-cache peak and preemptions there. Compared "
-            "across backends only on the same request mix (the 'mix' in the steady-state tables' notes).",
+            "Capacity = a bracket: the highest level that met the target and the lowest level above it that "
+            "missed, refined by the capacity search until the two are within its ratio. Each level's verdict "
+            "is pass, miss or undecided: the deciding percentile carries a bootstrap interval (5th–95th "
+            "percentile over time blocks of the steady window); a target inside it is undecided (the search "
+            "runs such a level once more for twice the time), and the capacity is then a range. A level "
+            "whose arrivals were not the sustained rate it names (submits late, or the achieved rate off "
+            "the offered one beyond noise; a burst) is 'not offered' and never a pass; a level whose queue "
+            "grew through the window is 'overloaded', a miss. '≥' only where every level met the target up "
+            "to the stated maximum; 'no miss up to' where the search or the run stopped below it. Where "
+            "several engine starts ran the levels, each start is judged apart and the capacity is the "
+            "median start's (never the best), every start's bracket beside it. The limiter is the first "
+            "miss's first missed limit or flag, with the engine's KV-cache peak and preemptions there. "
+            "Compared across backends only on the same request mix (the 'mix' in the steady-state tables' "
+            "notes); a closed C and an open rate are never in one column.",
             muted=True,
         ),
         p(
@@ -239,7 +294,11 @@ def blocks(d: dict[str, Any], backends: list[str], slots) -> list[Block]:
         ),
         chart_block(slots),
         side(
-            [(b, [table(steady_table(steady, b, cases))]) for b in backends if (steady["backend"] == b).any()]
+            [
+                (b, [table(steady_table(steady, b, cases, verdicts))])
+                for b in backends
+                if (steady["backend"] == b).any()
+            ]
         ),
     ]
     ratios = cap.get("caching")

@@ -140,8 +140,9 @@ def requests(df: pd.DataFrame) -> pd.DataFrame:
     return rows[rows["submit_s"].notna()] if "submit_s" in rows else rows.iloc[0:0]
 
 
-def level_facts(df: pd.DataFrame) -> dict[tuple, dict[str, Any]]:
-    """(backend, workload, mode, case) -> the level record's ``extra.level``."""
+def level_facts(df: pd.DataFrame, by_start: bool = False) -> dict[tuple, dict[str, Any]]:
+    """(backend, workload, mode, case) -> the level record's ``extra.level`` (the last engine start's, where
+    several ran the level); ``by_start``: keyed (backend, workload, mode, case, start), each start's."""
     out = {}
     rows = (
         df[(df["kind"] == "load") & df["rep"].isna() & df["skipped"].isna()] if "kind" in df else df.iloc[0:0]
@@ -149,7 +150,8 @@ def level_facts(df: pd.DataFrame) -> dict[tuple, dict[str, Any]]:
     for r in rows.to_dict("records"):
         level = (r.get("extra") or {}).get("level")
         if isinstance(level, dict):
-            out[(r["backend"], r["workload"], r["mode"], r["case"])] = level
+            key = (r["backend"], r["workload"], r["mode"], r["case"])
+            out[(*key, r.get("start")) if by_start else key] = level
     return out
 
 
