@@ -74,10 +74,26 @@ def limiter_text(verdict: Verdict, facts: dict) -> str | None:
 
 
 def _figure(stats: LevelStats, metric: str, p: float):
+    """The limit's percentile over a resample of the level's rows: the metric's samples of each row (its
+    ``LevelStats.samples``, read once a row: a bootstrap draws the same rows hundreds of times), a failed
+    request as infinity (not for ITL)."""
+    per_row: dict[int, tuple[list[float], int]] = {}
+
+    def of(r: dict) -> tuple[list[float], int]:
+        found = per_row.get(id(r))
+        if found is None:
+            found = per_row[id(r)] = (stats.samples([r])[metric], stats.failed_in([r]))
+        return found
+
     def figure(rows: list[dict], _span: float) -> float | None:
-        xs = list(stats.samples(rows)[metric])
+        xs: list[float] = []
+        failed = 0
+        for r in rows:
+            values, fails = of(r)
+            xs += values
+            failed += fails
         if metric != "itl":
-            xs += [math.inf] * stats.failed_in(rows)
+            xs += [math.inf] * failed
         return percentile(xs, p)
 
     return figure

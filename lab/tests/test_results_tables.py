@@ -25,3 +25,17 @@ def test_readme_table_is_the_scripts_output(monkeypatch, readme):
     assert match.group(0) == expected, (
         f"{readme}'s table is stale: rerun python -m reports.readme_tables ARGS --write {readme}"
     )
+
+
+def test_the_brackets_sittings_tables_are_the_commands_output(monkeypatch, capsys):
+    """lab/results/brackets-h200-2026-12-03/README.md ends with what its command prints (issue 39)."""
+    from workloads.load.report import load_table
+
+    monkeypatch.chdir(ROOT)
+    d = "lab/results/brackets-h200-2026-12-03"
+    runs = [f"{d}/h200-b39-closed-a", f"{d}/h200-b39-closed-b", f"{d}/h200-b39-open"]
+    assert load_table.main(["--merge-starts", "--capacity", *runs]) == 0
+    printed = capsys.readouterr().out
+    assert (ROOT / d / "README.md").read_text(encoding="utf-8").endswith(printed), (
+        f"{d}/README.md's tables are stale: rerun its command"
+    )

@@ -4,6 +4,8 @@ it; a burst never passes as a rate; each level named by its kind, with its popul
 
 from __future__ import annotations
 
+import pytest
+
 from tests.reports.records import load_level, load_request, write_run
 from tests.reports.test_report_capacity import caps, level, section
 
@@ -116,3 +118,26 @@ def test_a_level_is_named_by_its_kind_with_its_population_and_verdicts(tmp_path)
     assert set(by_load) == {"closed C=2", "U=8 users, think 30 s (exponential)"}
     users = by_load["U=8 users, think 30 s (exponential)"]
     assert users[2] == "chat pass · agent pass" and users[3].startswith("8 · 2.5 / ")
+
+
+def test_a_level_run_by_several_starts_is_not_twice_as_fast(tmp_path):
+    """Two starts of one level, each on its own clock: the load table's tok/s is their total over their total
+    time (pooled on one clock, it read twice the tok/s: 3,139 at C=23 on the H200 where each start made
+    1,556)."""
+    from reports.runs import read_runs
+    from workloads.load.report.levels import per_level
+
+    one = per_level(read_runs([starts_run(tmp_path / "one", {0: STARTS[0]})]).records)
+    two = per_level(read_runs([starts_run(tmp_path / "two", {0: STARTS[0], 1: STARTS[0]})]).records)
+    for a, b in zip(one.to_dict("records"), two.to_dict("records"), strict=True):
+        assert b["requests"] == 2 * a["requests"] and b["output_tps"] == pytest.approx(a["output_tps"])
+
+
+def test_a_range_names_its_undecided_levels():
+    from workloads.load.report.capacity_cells import capacity_text
+
+    row = {"loop": "open", "rate_unit": "req/s", "value": 16.0, "next_up": None, "bound": "range"}
+    row |= {"undecided": [32.0], "non_monotone": False, "unjudged": [], "not_run": []}
+    assert capacity_text(row) == "16–32 req/s (met at 16; undecided at 32 req/s)"
+    row |= {"next_up": 64.0, "undecided": [32.0], "ratio": 4.0}
+    assert capacity_text(row) == "16–64 req/s (met at 16, missed at 64, 4.00× apart; undecided at 32 req/s)"

@@ -67,7 +67,7 @@ def test_failed_requests_count_against_the_slo_and_every_level_shows_them(tmp_pa
     )  # the peak is a level that served every request
     # a failed request is a miss wherever it falls (two of C=4's first wave): the capacity is C=1
     assert dict(jobs["Many users: custom (lf · S=0)"].values)["vllm"].startswith(
-        "C=1 "
+        "C=1–4 (met at 1, missed at 4"
     )  # the run's --slo pair
 
 

@@ -92,8 +92,10 @@ def capacity_text(r: dict) -> str:
         text += "; " + "; ".join(parts) + ")" if parts else ")"
     elif r["bound"] == "exact":
         text += f" ({level_text(r, r['next_up'])} missed" + ("; " + "; ".join(parts) if parts else "") + ")"
-    elif parts:  # a range with no miss above it
-        text = f"{text} or more ({'; '.join(parts)})"
+    elif undecided:  # a range with no miss above it: from the last pass to the highest undecided level
+        text = f"{span_text(r, v, undecided[-1])} ({'; '.join([f'met at {fmt.n(v)}', *parts])})"
+    elif parts:
+        text += f" ({'; '.join(parts)})"
     return text + (" · non-monotone" if r["non_monotone"] else "")
 
 

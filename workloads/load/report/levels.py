@@ -8,7 +8,8 @@ for every backend):
 - requests = the requests served; errors = the requests that failed (a 429, a timeout, a cut
   stream): a failed request counts against the SLO and adds no tokens;
 - window: from the level's first submit to its last finish, failed requests included (the
-  level's monotonic clock);
+  level's monotonic clock); where several engine starts ran the level, the sum of each start's window
+  (:func:`level_window`);
 - output tokens/s = output tokens of the served requests ÷ window; requests/s = served ÷ window;
 - TTFT p50/p90/p99 over requests (TTFT at the caller, from submit); ITL p50/p99 over every gap
   between consecutive tokens of a request, pooled over the level (tokens that came in one chunk
@@ -236,6 +237,17 @@ def caller_and_engine(ok: pd.DataFrame, facts: dict[str, Any]) -> dict[str, Any]
     }
 
 
+def level_window(g: pd.DataFrame) -> float | None:
+    """The level's length in seconds, first submit to last finish; where several engine starts ran it (each
+    on its own clock), the sum of each start's, so that a rate over it is the starts' total over their total
+    time (pooled on one clock, two starts' tokens fell in one start's window: twice the tok/s)."""
+    parts = [p for _, p in g.groupby("start", sort=False)] if "start" in g and len(g) else [g]
+    total = sum(
+        max(w, 0.0) for p in parts if len(p) and (w := p["finish_s"].max() - p["submit_s"].min()) == w
+    )
+    return total if total > 0 else None
+
+
 def per_level(df: pd.DataFrame, slo: dict[str, float] | None = None) -> pd.DataFrame:
     """One row per level (see the module docstring for every definition)."""
     slo = slo or DEFAULT_SLO
@@ -243,8 +255,7 @@ def per_level(df: pd.DataFrame, slo: dict[str, float] | None = None) -> pd.DataF
     rows = []
     for key, g in reqs.groupby(["backend", "workload", "mode", "case"], sort=False):
         ok = g[g["error"].isna()]  # served; the rest failed
-        window = (g["finish_s"].max() - g["submit_s"].min()) if len(g) else None
-        window = window if window and window > 0 else None
+        window = level_window(g)
         itl = [x for t in ok["token_times_s"] for x in gaps_ms(t)]
         met = int(
             sum(slo_met(a, b, slo) for a, b in zip(ok["ttft_ms"], ok["decode_ms_per_token"], strict=True))

@@ -2,13 +2,16 @@
 tokens/s, TTFT p50/p99, ITL p50 and goodput — what the Load section draws, as text for a README.
 
     python -m workloads.load.report.load_table RUN_DIR... [--slo NAME:ttft_p90_ms=2000,tpot_p90_ms=200]
+        [--merge-starts] [--capacity]
 
 Rows are (workload · variant · level), in the order the runs have them; a cell is
 ``tok/s · TTFT p50/p99 ms · ITL p50 ms · goodput req/s (n)``, "–" where the backend has no such
 level, "†" after a cell whose requests are not the row's (another mix: the H200's HF mix runs fewer
 turns a session; ``capacity.mix_of``), so that it is not read against the others.
 The figures come from ``workloads.load.report.levels.per_level`` (one definition for the page and
-this table); nothing here recomputes them.
+this table); nothing here recomputes them. ``--capacity`` adds the capacity rows as the page's summary
+states them (``capacity_cells.headline_text``: the bracket, the deciding percentile with its interval at
+both ends, every engine start's bracket), from the page's own analysis of the runs.
 """
 
 from __future__ import annotations
@@ -59,6 +62,26 @@ def table(levels, mixes: dict[tuple, str] | None = None) -> str:
     return "\n".join(lines) + f"\n\nEach cell: {CELL}.{note}\n"
 
 
+def capacity_table(ds) -> str:
+    """The capacity rows of the runs' Load section as a Markdown table: backend, loop, target, capacity (the
+    page's summary wording) and what limited it."""
+    from reports.assemble import assemble
+    from workloads.load.report.capacity_cells import headline_text
+
+    section = next((s for s in assemble(ds).sections if s.kind == "load"), None)
+    caps = section.data["cap"]["capacity"] if section is not None and section.data else None
+    if caps is None or caps.empty:
+        return ""
+    lines = ["| backend | variant | loop | target | capacity | what limited it |", "|---" * 6 + "|"]
+    for r in caps.to_dict("records"):
+        limiter = r["limiter"] if isinstance(r["limiter"], str) else "–"
+        lines.append(
+            f"| {r['backend']} | {r['workload']} · {r['mode']} | {r['loop']} | {r['target']} | "
+            f"{headline_text(r)} | {limiter} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
 def level_mixes(records) -> dict[tuple, str]:
     """(backend, workload, variant, level) -> the mix digest of the level's requests, as the page has it."""
     from workloads.load.report.capacity import mix_of
@@ -86,10 +109,18 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help="goodput target in compare.py's --slo grammar, e.g. chat:ttft_p90_ms=2000,tpot_p90_ms=200",
     )
+    p.add_argument(
+        "--merge-starts",
+        action="store_true",
+        help="count runs of one backend with the same setup as engine starts of one column",
+    )
+    p.add_argument(
+        "--capacity", action="store_true", help="add the capacity table (the page's summary words)"
+    )
     args = p.parse_args(argv)
     try:
         slo = goodput_pair(args.slo)
-        ds = read_runs(args.run_dirs)
+        ds = read_runs(args.run_dirs, merge_starts=args.merge_starts)
     except ReportError as exc:
         print(f"python -m workloads.load.report.load_table: error: {exc}", file=sys.stderr)
         return 2
@@ -101,6 +132,8 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 2
     print(table(levels, level_mixes(ds.records)), end="")
+    if args.capacity:
+        print("\n" + capacity_table(ds), end="")
     return 0
 
 
