@@ -22,6 +22,7 @@ import sys
 import tomllib
 from pathlib import Path
 
+from backends import REGISTRY
 from tests.conftest import ROOT
 
 PROJECT = ("contract", "backends", "harness", "workloads", "reports")  # the packages the wheel installs
@@ -169,8 +170,6 @@ def package_modules(folder: str) -> list[str]:
 def backend_packages() -> set[str]:
     """The backend packages of the registry (``backends.openai.servers:...`` -> openai): each is the name of
     its extra."""
-    from backends import REGISTRY
-
     return {target.split(":")[0].split(".")[1] for target in REGISTRY.values()}
 
 
