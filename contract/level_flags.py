@@ -1,6 +1,8 @@
 """What a level's records say about the load it really got: offered as planned, overloaded, and its
 population (users, requests in flight, arrivals/s). Pure functions of request records (dicts with
 ``submit_s``, ``planned_submit_s``, ``finish_s``, ``user``); ``contract.capacity.judge`` applies them.
+:func:`level_kind` names the load a level was planned as (``closed C=8``...), for the page and the
+terminal's summary at the end of a run alike.
 
 - **Not offered as planned**: the load loop submitted a request later than its plan by more than
   :data:`SUBMIT_LAG_MS` at the :data:`LAG_PERCENTILE` th percentile, or (open loop) the achieved arrival
@@ -214,3 +216,20 @@ def population(rows: list[dict], window: tuple[float, float] | None) -> dict:
             break
     out["arrivals_per_s"] = sum(t0 <= _num(r["submit_s"]) <= t1 for r in started) / (t1 - t0)
     return out
+
+
+def level_kind(concurrency: int | None, rate: float | None, facts: dict, unit: str = "req/s") -> str:
+    """What kind of load a level was, in words the page uses for it: ``closed C=8`` (C requests always in
+    flight), ``U=8 users, think 30 s (exponential)`` (a closed loop of users who think between turns: fewer
+    in flight than users), ``open 8 req/s (poisson, 60 s)`` (a sustained offered rate; ``unit`` sessions/s
+    for a sessions load, whose arrivals start sessions)."""
+    think = _num(facts.get("think_time_s"))
+    if concurrency:
+        if think:
+            return f"U={concurrency} users, think {think:g} s ({facts.get('think') or 'exponential'})"
+        return f"closed C={concurrency}"
+    if rate is None:
+        return "open"
+    duration = _num(facts.get("duration_s"))
+    how = ", ".join(x for x in (facts.get("arrival"), f"{duration:g} s" if duration else "") if x)
+    return f"open {rate:g} {unit}" + (f" ({how})" if how else "")

@@ -3,7 +3,9 @@
 Called by harness/cli.py once the run directory is claimed and plan.json, run.json and env.json are
 written. A child that fails does not stop the others (its records are kept; ``--resume`` redoes what
 failed); ``--resume`` skips an engine start whose every request is recorded. The wall time of each
-backend goes into env.json as it finishes.
+backend goes into env.json as it finishes. At the end, what the run found (``harness/run_summary.py``):
+one line a load level, and a run that measured nothing (every backend skipped, or every request failed)
+exits 1 with a last line that says so.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import time
 from pathlib import Path
 
 from contract.plan import Plan
+from harness import run_summary
 from harness.env import merge_env
 from harness.launch import run_child
 from harness.records import RECORDS, done_keys, read_records
@@ -31,7 +34,8 @@ def run_backends(
     plan: Plan,
     lock_fd: int,
 ) -> int:
-    """Each backend's child process in turn, then the report; the exit code (1: a backend failed)."""
+    """Each backend's child process in turn, then the report and the load levels' lines; the exit code (1: a
+    backend failed, or nothing was measured)."""
     timings: dict[str, float] = {}
     failed: list[str] = []
     try:
@@ -69,6 +73,12 @@ def run_backends(
     rows = read_records(out)
     print(f"{len(rows)} records in {out / RECORDS}")
     reported = args.no_report or build_report(out)
+    for line in run_summary.load_table(rows, names):  # what it found, one line a load level
+        print(line)
+    nothing = run_summary.nothing_measured(rows, names)
+    if nothing:  # every backend skipped, or every request failed: the last line says so
+        print(f"compare.py: {nothing} (exit 1)", file=sys.stderr)
+        return 1
     if failed:
         print(f"compare.py: {', '.join(dict.fromkeys(failed))} failed (exit 1)", file=sys.stderr)
         return 1

@@ -27,6 +27,7 @@ import time
 from pathlib import Path
 
 import backends
+from backends import companions
 from backends.base import BackendSettings, BackendUnavailable
 from harness import gpu_host, secrets
 from harness.env import MemoryWatch, device_facts, package_versions, torch_peak_allocated_bytes, write_json
@@ -91,7 +92,12 @@ def _main(argv: list[str] | None = None) -> int:
             return resume_could_not_start(args.backend, str(exc))
         return skip_all(args.run_dir, plan, base, env_path, env, str(exc), start)
     except Exception as exc:  # noqa: BLE001 - a failed start is reported, not raised
-        reason = f"failed to start: {type(exc).__name__}: {exc}"
+        found = companions.broken()  # a torchvision built for another torch breaks transformers: the fix
+        reason = (
+            companions.explain("failed to start", exc, found)
+            if found
+            else f"failed to start: {type(exc).__name__}: {exc}"
+        )
         if run["resume"] and has_measurements(args.run_dir, args.backend):
             return resume_could_not_start(args.backend, reason)
         skip_all(args.run_dir, plan, base, env_path, env, reason, start)

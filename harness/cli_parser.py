@@ -41,9 +41,11 @@ examples:
 llm-call-anatomy report = python -m reports
 
 exit codes:
-  0    every backend ran (one that is not installed here is recorded as skipped and counts as ran)
+  0    every backend ran (one that is not installed here is recorded as skipped and counts as ran,
+       beside one that measured)
   1    a backend failed: its process crashed, it failed to start, a request errored (its error
-       records and the report are still written; --resume redoes them); the disk filled up;
+       records and the report are still written; --resume redoes them); nothing was measured: every
+       backend was skipped or every request failed (the last line says so); the disk filled up;
        --lint-only: a turn breaks the prefix
   2    bad arguments or a mistake in a workload file: one line on stderr, nothing was run
   130  interrupted by Ctrl-C (SIGINT); 143: stopped by SIGTERM. What was recorded is kept whole:

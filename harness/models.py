@@ -27,6 +27,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from backends import companions
+
 # the model facts the report shares (re-exported: the cli and the tests read them here)
 from contract.models import DTYPE_BYTES, SHAPE, SMOLLM2, TINY, TINY_CONFIG  # noqa: F401
 
@@ -282,9 +284,8 @@ def build_smollm2() -> Path:
         raise ModelError(str(exc)) from exc
     except ImportError as exc:  # transformers asks for accelerate / a newer gguf in one long message
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise ModelError(
-            f"--model {SMOLLM2}: cannot dequantize the GGUF ({first}): {smollm2.EXTRA_INSTALL}"
-        ) from exc
+        fix = companions.hint() or smollm2.EXTRA_INSTALL  # or a torchvision built for another torch
+        raise ModelError(f"--model {SMOLLM2}: cannot dequantize the GGUF ({first}): {fix}") from exc
     except (OSError, ValueError, RuntimeError) as exc:  # nothing is left in the cache: _build_once cleans up
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
         raise ModelError(

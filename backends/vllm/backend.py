@@ -33,6 +33,7 @@ import math
 import time
 from typing import Any
 
+from backends import companions
 from backends.base import (
     Backend,
     BackendUnavailable,
@@ -94,9 +95,9 @@ class VLLMBackend(Backend):
             import vllm
             from vllm import LLM, SamplingParams, TokensPrompt
             from vllm.sampling_params import RequestOutputKind, StructuredOutputsParams
-        # OSError / RuntimeError: e.g. a torchvision or torchaudio built for another torch
+        # OSError / RuntimeError: e.g. a torchvision built for another torch (backends/companions.py)
         except (ImportError, OSError, RuntimeError) as exc:
-            raise BackendUnavailable(f"vllm cannot be imported here ({type(exc).__name__}: {exc})") from exc
+            raise BackendUnavailable(companions.explain("vllm cannot be imported here", exc)) from exc
         self._SamplingParams, self._TokensPrompt, self._StructuredOutputsParams = (
             SamplingParams,
             TokensPrompt,
@@ -105,7 +106,13 @@ class VLLMBackend(Backend):
         self._CUMULATIVE = RequestOutputKind.CUMULATIVE
         self._version = vllm.__version__
         kwargs = {**config.engine_kwargs(self.settings), **self.settings.engine_args}  # --engine-arg on top
-        self.llm = LLM(**kwargs)
+        try:
+            self.llm = LLM(**kwargs)
+        except Exception as exc:  # a companion that breaks transformers' models: one line and the fix
+            found = companions.broken()
+            if not found:
+                raise
+            raise BackendUnavailable(companions.explain("vllm cannot start here", exc, found)) from exc
         self.tokenizer = self.llm.get_tokenizer()
         # one INFO line per reset otherwise (in process only; a separate engine core logs its own)
         logging.getLogger("vllm.v1.core.block_pool").setLevel(logging.WARNING)

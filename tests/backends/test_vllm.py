@@ -33,12 +33,14 @@ def engine_test(fn):
 
 
 def run_cli(out, *args: str) -> tuple[list[dict], dict]:
-    """Run compare.py and return (records, merged env.json); skip if the child could not import vLLM."""
-    compare(*args, "--out", str(out), "--no-report")
+    """Run compare.py and return (records, merged env.json); skip if the child could not import vLLM (a run
+    that measured nothing exits 1)."""
+    proc = compare(*args, "--out", str(out), "--no-report", check=False)
     env = json.loads((out / "env.json").read_text())
     reason = env["backends"]["vllm"].get("skipped") or ""
     if reason.startswith("vllm cannot be imported"):
         pytest.skip(reason)
+    assert proc.returncode == 0, proc.stderr[-3000:]
     return records(out), env
 
 

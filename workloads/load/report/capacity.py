@@ -33,6 +33,7 @@ from typing import Any
 
 import pandas as pd
 
+from contract.level_flags import level_kind
 from contract.level_stats import LevelStats, level_stats, over_starts
 from contract.slo import DEFAULT_SPECS, Target, parse_targets, percentile
 from reports.analysis.status import unreached_levels
@@ -180,23 +181,6 @@ def level_row(key: tuple, rows: list[dict], facts: dict, stats: LevelStats) -> d
         "rate_unit": unit,
         "mean_prompt": sum(num(r.get("prompt_tokens")) or 0 for r in rows) / len(rows) if rows else None,
     }
-
-
-def level_kind(concurrency: int | None, rate: float | None, facts: dict, unit: str = "req/s") -> str:
-    """What kind of load a level was, in words the page uses for it: ``closed C=8`` (C requests always in
-    flight), ``U=8 users, think 30 s (exponential)`` (a closed loop of users who think between turns: fewer
-    in flight than users), ``open 8 req/s (poisson, 60 s)`` (a sustained offered rate; ``unit`` sessions/s
-    for a sessions load, whose arrivals start sessions)."""
-    think = num(facts.get("think_time_s"))
-    if concurrency:
-        if think:
-            return f"U={concurrency} users, think {think:g} s ({facts.get('think') or 'exponential'})"
-        return f"closed C={concurrency}"
-    if rate is None:
-        return "open"
-    duration = num(facts.get("duration_s"))
-    how = ", ".join(x for x in (facts.get("arrival"), f"{duration:g} s" if duration else "") if x)
-    return f"open {rate:g} {unit}" + (f" ({how})" if how else "")
 
 
 def tps_above(a: Any, b: Any) -> bool | None:
