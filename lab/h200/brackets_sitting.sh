@@ -3,33 +3,51 @@
 # the fixed shape with no shared prefix (lab/h200/brackets.yaml), one background queue (lab/h200/README.md,
 # "The brackets sitting"). The vLLM bundle only.
 #
-#   bash lab/h200/brackets_sitting.sh start [SECONDS]  # first call (carrying .gpu/vllm/c01 and .lca-commit)
-#   bash lab/h200/brackets_sitting.sh poll [S]         # later calls: wait up to S s, copy what is done to $OUT
+#   bash lab/h200/brackets_sitting.sh start 1|2 [SECONDS]  # first call (carrying .gpu/vllm/c01 and .lca-commit)
+#   bash lab/h200/brackets_sitting.sh poll [S]             # later calls: wait up to S s, copy what is done to $OUT
 #
-# The queue, in order: start A of the closed loop (concurrency 8, 32, 128 and the search's bisection to 1.25x);
-# the open loop (Poisson 16 and 32 req/s sustained 60 s each, and the search between them: brackets-open.yaml);
-# starts B and C of the closed loop (each a fresh server: three runs of one setup, merged with --merge-starts, so
-# the capacity is the median start's). What the deadline cuts is resumed by the same line with --resume.
+# Session 1 (ran 2026-12-03, every run cut by its bound): start A of the closed loop (concurrency 8, 32, 128 and the
+# search's bisection to 1.25x); the open loop (Poisson 16 and 32 req/s sustained 60 s each, and the search between
+# them: brackets-open.yaml); starts B and C of the closed loop (each a fresh server: three runs of one setup, merged
+# with --merge-starts, so the capacity is the median start's).
+# Session 2: start C (not started in session 1), then session 1's three runs put back from
+# lab/results/brackets-h200-2026-12-03 and finished with --resume (each its own engine start again: a resumed run's
+# new levels are that run's start, so its search goes on where the bound cut it).
 set -uo pipefail
 mode=${1:?usage: brackets_sitting.sh start [seconds] | poll [seconds]}
 source lab/h200/queue_lib.sh  # nparts, staged, install_bundle, study, bound, sitting_*
 
 if [ "$mode" = poll ]; then sitting_poll "${2:-0}" "h200-b39-*.tgz"; exit $?; fi
-[ "$mode" = start ] || { echo "usage: brackets_sitting.sh start [seconds] | poll [seconds]"; exit 2; }
-sitting_start "${2:-1710}"
+[ "$mode" = start ] && [[ ${2:-} =~ ^[12]$ ]] \
+  || { echo "usage: brackets_sitting.sh start 1|2 [seconds] | poll [seconds]"; exit 2; }
+export SESSION=$2
+sitting_start "${3:-1710}"
 
 queue() {
-  closed() {  # one engine start of the closed loop, its own run
-    study 420 "h200-b39-closed-$1" vllm-server --workload-file lab/h200/brackets.yaml \
-      --python vllm-server=/tmp/py-vllm
+  closed() {  # one engine start of the closed loop, its own run (bound $2 s; more arguments: --resume)
+    study "$2" "h200-b39-closed-$1" vllm-server --workload-file lab/h200/brackets.yaml \
+      --python vllm-server=/tmp/py-vllm "${@:3}"
+  }
+  open_loop() {
+    study "$1" h200-b39-open vllm-server --workload-file lab/h200/brackets-open.yaml \
+      --python vllm-server=/tmp/py-vllm "${@:2}"
+  }
+  put_back() {  # session 1's cut run, records unpacked, as /tmp/runs/NAME
+    local name=$1 from=lab/results/brackets-h200-2026-12-03/$1
+    [ -d "/tmp/runs/$name" ] && return 0
+    mkdir -p /tmp/runs && cp -r "$from" "/tmp/runs/$name" && gunzip "/tmp/runs/$name/records.jsonl.gz"
+    echo "== $(date -u +%T) $name: $(wc -l < "/tmp/runs/$name/records.jsonl") records put back"
   }
   until staged vllm && staged qwen3-8b-shape 1; do sleep 5; done
   bash lab/h200/unpack_model.sh qwen3-8b-shape > /dev/null
   install_bundle vllm; echo "== $(date -u +%T) vllm installed"
-  closed a
-  study 540 h200-b39-open vllm-server --workload-file lab/h200/brackets-open.yaml --python vllm-server=/tmp/py-vllm
-  closed b
-  closed c
+  if [ "$SESSION" = 1 ]; then
+    closed a 420; open_loop 540; closed b 420; closed c 420
+  else
+    closed c 540
+    for x in a b; do put_back "h200-b39-closed-$x"; closed "$x" 420 --resume; done
+    put_back h200-b39-open; open_loop 420 --resume
+  fi
 }
 
 sitting_launch
