@@ -143,7 +143,7 @@ def test_a_variant_the_run_never_reached_reads_not_run_in_the_table_and_the_summ
     )
     job = next(j for j in report.jobs if j.job == "Many users: agent (lf · S=960)")
     assert dict(job.values) == {
-        "hf-cb (on)": "≥ C=8 (every level tested met it) · met: ttft p90 150 ms [150–150]",
+        "hf-cb (on)": "≥ C=8 (every level tested met it) · met: ttft p90 150 ms [150–150] · 1 engine start",
         "hf-cb (off)": "not run (the run stopped before C=1, C=8)",
     }
     assert job.verdict == "one backend: nothing to choose"

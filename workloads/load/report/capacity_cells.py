@@ -99,6 +99,9 @@ def capacity_text(r: dict) -> str:
     return text + (" · non-monotone" if r["non_monotone"] else "")
 
 
+MIN_STARTS = 3  # a server's headline capacity wants at least this many engine starts (issue 39)
+
+
 def headline_text(r: dict) -> str:
     """A capacity as the summary states it: the cell, the deciding percentile with its interval at both ends,
     and every engine start's bracket where several ran (:func:`evidence_text`, :func:`starts_text`)."""
@@ -106,7 +109,7 @@ def headline_text(r: dict) -> str:
     if r.get("bound") not in ("peak", "not run"):
         evidence = evidence_text(r)
         parts += [evidence] if evidence != "–" else []
-        parts += [starts_text(r)] if len(r.get("starts") or []) > 1 else []
+        parts += [starts_text(r) if len(r.get("starts") or []) > 1 else "1 engine start"]
     return " · ".join(parts)
 
 
@@ -141,10 +144,11 @@ def evidence_text(r: dict) -> str:
 
 def starts_text(r: dict) -> str:
     """The capacity of each engine start that ran the levels, the median start's first (the row's figure):
-    ``3 starts: C=16–20 (median), C=16–20, C=32–40``; ``1 start`` where one ran them."""
+    ``3 starts: C=16–20 (median), C=16–20, C=32–40``; fewer than :data:`MIN_STARTS` said so (the spread
+    between starts, which can move a capacity a level or two, is then not, or barely, measured)."""
     starts = r.get("starts") or []
     if len(starts) < 2:
-        return "1 start"
+        return "1 engine start: the spread between starts is not measured"
     cells = []
     for s in sorted(starts, key=lambda s: s["start"] != r.get("start")):
         one = {**r, **s, "ratio": None, "undecided": [], "not_run": [], "unjudged": [], "non_monotone": False}
@@ -153,7 +157,8 @@ def starts_text(r: dict) -> str:
         else:
             text = capacity_text(one).split(" (")[0]
         cells.append(text + (" (median)" if s["start"] == r.get("start") else ""))
-    return f"{len(starts)} starts: " + ", ".join(cells)
+    few = f" (fewer than {MIN_STARTS} starts)" if len(starts) < MIN_STARTS else ""
+    return f"{len(starts)} starts: " + ", ".join(cells) + few
 
 
 def capacity_ratio_text(r: dict) -> str:
