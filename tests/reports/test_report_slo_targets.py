@@ -73,3 +73,58 @@ def test_good_runs_have_no_targets_caveat(tmp_path):
         == "the run's first latency target, snappy (TTFT p90 ≤ 400 ms, TPOT p90 ≤ 40 ms), per request"
     )
     assert not [c for c in report.caveats if c.topic == "targets"]
+
+
+# --- a merged report: each run's own targets (issue 44 item 6) ----------------------------------------------
+LAX = ["chat:ttft_p90_ms=500"]  # KNEE holds it to C=4
+STRICT = ["chat:ttft_p90_ms=120"]  # the same name, a stricter limit: KNEE holds it at C=1 only
+
+
+def _capacities(runs) -> dict[str, tuple]:
+    sec = next(s for s in assemble(read_runs(runs)).sections if s.kind == "load")
+    caps = sec.data["cap"]["capacity"]
+    return {r["backend"]: (r["value"], r["target_label"]) for r in caps.to_dict("records")}
+
+
+def test_a_merged_report_judges_each_run_against_its_own_targets_whatever_the_order(tmp_path):
+    lax = _load_run(tmp_path, "r0", "vllm", {"slo_targets": LAX})
+    strict = _load_run(tmp_path, "d4a", "sglang", {"slo_targets": STRICT})
+    expected = {
+        "vllm": (4, "chat (TTFT p90 ≤ 500 ms)"),
+        "sglang": (1, "chat (TTFT p90 ≤ 120 ms)"),
+    }
+    assert _capacities([lax, strict]) == expected
+    assert _capacities([strict, lax]) == expected  # the order of the run directories changes nothing
+
+
+def test_the_page_says_which_targets_each_column_was_judged_against_when_they_differ(tmp_path):
+    runs = [
+        _load_run(tmp_path, "r0", "vllm", {"slo_targets": LAX}),
+        _load_run(tmp_path, "d4a", "sglang", {"slo_targets": STRICT}),
+    ]
+    report = assemble(read_runs(runs))
+    sec = next(s for s in report.sections if s.kind == "load")
+    assert sec.data["cap"]["targets_of"] == {
+        "vllm": slo_targets.read({"r0": {"slo_targets": LAX}}).first,
+        "sglang": slo_targets.read({"d4a": {"slo_targets": STRICT}}).first,
+    }
+    # the two chat targets are two summary rows, never one comparison
+    jobs = [j for j in report.jobs if j.job.startswith("Many users: chat")]
+    assert sorted(j.figure for j in jobs) == [
+        "highest concurrency within chat (TTFT p90 ≤ 120 ms)",
+        "highest concurrency within chat (TTFT p90 ≤ 500 ms)",
+    ]
+    assert [len(j.values) for j in jobs] == [1, 1]
+    page = build(runs, tmp_path / "report.html").read_text()
+    assert "Targets differ between the runs: each column is judged against its own run&#39;s targets" in page
+    assert "vllm (run r0) against chat (TTFT p90 ≤ 500 ms)" in page
+    assert "sglang (run d4a) against chat (TTFT p90 ≤ 120 ms)" in page
+
+
+def test_runs_with_the_same_targets_read_as_one_list(tmp_path):
+    runs = [
+        _load_run(tmp_path, "r0", "vllm", {"slo_targets": LAX}),
+        _load_run(tmp_path, "d4a", "sglang", {"slo_targets": LAX}),
+    ]
+    page = build(runs, tmp_path / "report.html").read_text()
+    assert "Targets: chat (TTFT p90 ≤ 500 ms)." in page and "Targets differ" not in page

@@ -38,10 +38,11 @@ def _analyse(rows: pd.DataFrame, ctx, name: str) -> dict[str, Any]:  # noqa: ARG
     slo = given or mu.DEFAULT_SLO
     levels = mu.per_level(rows, slo)
     envs = ctx.ds.envs
+    runs = {b: ctx.ds.sources.get(b, ("", b))[0] for b in ctx.ds.backends}
     cap = capacity.analyse(
         rows,
         mu.level_facts(rows),
-        capacity.targets_of(envs),
+        capacity.targets_by_column(envs, runs),  # each column against its own run's targets (#44 item 6)
         ctx.gpu_hour_usd or capacity.price_of(envs),
         ctx.ds.planned_levels(),  # a level the run never reached reads as not run, never as met
     )
@@ -49,7 +50,9 @@ def _analyse(rows: pd.DataFrame, ctx, name: str) -> dict[str, Any]:  # noqa: ARG
     caching = {b: ctx.ds.run_env_of(b).get("prefix_caching", True) for b in labels}  # older runs: on
     names = {b: ctx.ds.sources.get(b, ("", b))[1] for b in labels}
     cap["caching"] = caching_ratios(cap["steady"], cap["capacity"], caching, names)
-    cap["targets_note"] = slo_targets.read(envs).note  # a run whose slo_targets do not parse, named
+    notes = [slo_targets.read(envs).note, *merged_targets_notes(ctx.ds, capacity.targets_by_column)]
+    cap["targets_note"] = "; ".join(n for n in notes if n) or None  # a run whose targets are not used, named
+    cap["target_runs"] = runs  # column -> the run whose targets it was judged against
     cap["caching_of"] = caching  # column -> prefix caching on (True), off (False), not said (None)
     # the groups of backends that ran the same requests: one that ran other requests (the HF mix's sessions)
     # gets summary rows and chart panels of its own
@@ -69,6 +72,21 @@ def _analyse(rows: pd.DataFrame, ctx, name: str) -> dict[str, Any]:  # noqa: ARG
         ),  # tp vs dp (issue 25): empty unless a dp > 1 ran
         "slo_source": slo_source or f"default: {mu.SLO_SOURCE}",
     }
+
+
+def merged_targets_notes(ds, by_column) -> list[str]:
+    """A column that merges runs (``--merge-starts``) whose targets differ: judged against its first run's
+    only, said in one line each."""
+    out = []
+    for label, members in ds.members.items():
+        runs = list(dict.fromkeys(run_id for run_id, _ in members))
+        own = by_column(ds.envs, {run_id: run_id for run_id in runs})
+        if len(set(own.values())) > 1:
+            out.append(
+                f"{label} merges runs with other targets ({', '.join(runs)}): its capacity is judged against "
+                f"run {runs[0]}'s"
+            )
+    return out
 
 
 KIND = ReportKind(

@@ -50,7 +50,15 @@ def caching_ratios(
                 }
             )
         if not capacity_rows.empty:
-            cap_on, cap_off = _on_and_off(capacity_rows, pair, ["workload", "mode", "loop", "target"])
+            # the same target, limits and all: a run made with other limits is not paired (#44 item 6)
+            index = [
+                "workload",
+                "mode",
+                "loop",
+                "target",
+                *(["target_label"] if "target_label" in capacity_rows else []),
+            ]
+            cap_on, cap_off = _on_and_off(capacity_rows, pair, index)
             for key in cap_on.index.intersection(cap_off.index):
                 a, z = cap_on.loc[key], cap_off.loc[key]
                 if {"peak", "not run"} & {a["bound"], z["bound"]}:

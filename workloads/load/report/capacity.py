@@ -60,6 +60,21 @@ def targets_of(envs: dict[str, dict]) -> tuple[Target, ...]:
     return parse_targets(list(DEFAULT_SPECS))
 
 
+def targets_by_column(envs: dict[str, dict], runs: dict[str, str]) -> dict[str, tuple[Target, ...]]:
+    """Each column's targets (``runs``: column label -> its run id): its own run's ``slo_targets``, so that a
+    merged report judges every run against the targets it was run with (issue 44 item 6: it took the first
+    run's for all, and the capacities changed with the order of the run directories); a run with none that
+    parse (an older run, a broken env.json) gets the page's (:func:`targets_of`)."""
+    page = targets_of(envs)
+    own = {run_id: slo_targets.read({run_id: env}).first for run_id, env in envs.items()}
+    return {label: own.get(run_id) or page for label, run_id in runs.items()}
+
+
+def distinct(targets: dict[str, tuple[Target, ...]]) -> tuple[Target, ...]:
+    """Every target of the columns once, in the order of their first appearance."""
+    return tuple(dict.fromkeys(t for ts in targets.values() for t in ts))
+
+
 def price_of(envs: dict[str, dict]) -> float | None:
     return next(
         (
@@ -199,13 +214,22 @@ def _failed(r: dict) -> bool:
 def analyse(
     rows: pd.DataFrame,
     facts: dict[tuple, dict],
-    targets: tuple[Target, ...],
+    targets: tuple[Target, ...] | dict[str, tuple[Target, ...]],
     price: float | None,
     planned: dict[str, list[tuple[str, str, str]]] | None = None,
 ) -> dict[str, Any]:
-    """The steady levels, the capacities (with energy and cost at each) for the Load section; ``planned``:
-    per backend column, the load levels its run planned, (workload, mode, case) (``Dataset.planned_levels``),
-    so that each capacity row names the planned levels of its loop that have no records (``not_run``)."""
+    """The steady levels, the capacities (with energy and cost at each) for the Load section; ``targets``:
+    one set for every column, or each column's own (:func:`targets_by_column`; a column missing from it is
+    judged against the first column's); ``planned``: per backend column, the load levels its run planned,
+    (workload, mode, case) (``Dataset.planned_levels``), so that each capacity row names the planned levels
+    of its loop that have no records (``not_run``). Each capacity row carries its target's ``target_label``
+    (name and limits): two columns judged against one name with other limits are never the same target."""
+    by_column = targets if isinstance(targets, dict) else {}
+    fallback = next(iter(by_column.values()), ()) if by_column else targets
+
+    def of(backend: str) -> tuple[Target, ...]:
+        return by_column.get(backend, fallback)
+
     from workloads.load.report.levels import level_facts, requests
 
     reqs = requests(rows)
@@ -253,8 +277,8 @@ def analyse(
                 starts=starts,
             )
             caps.extend(
-                group.peak_row(t, g) if t.throughput_only else group.capacity_row(t, g, stats)
-                for t in targets
+                with_label(group.peak_row(t, g) if t.throughput_only else group.capacity_row(t, g, stats), t)
+                for t in of(b)
             )
     # a variant and loop the run planned and never reached (cut before it): rows that say so, one a target;
     # an open loop's unit is its workload's (a workload's loads are all sessions or none)
@@ -265,8 +289,19 @@ def analyse(
             if w in workloads and (b, w, m, loop) not in made:
                 unit = "sessions/s" if w in sessions else "req/s"
                 group = CapacityGroup(b, w, m, loop, unit, price, not_run=xs)
-                caps.extend(group.not_run_row(t) for t in targets)
-    return {"steady": levels, "capacity": pd.DataFrame(caps), "targets": targets, "price": price}
+                caps.extend(with_label(group.not_run_row(t), t) for t in of(b))
+    own = {b: of(b) for b in dict.fromkeys(r["backend"] for r in caps)}
+    return {
+        "steady": levels,
+        "capacity": pd.DataFrame(caps),
+        "targets": distinct(own) if own else tuple(fallback),
+        "targets_of": own,  # column -> the targets its capacity rows were judged against
+        "price": price,
+    }
+
+
+def with_label(row: dict[str, Any], target: Target) -> dict[str, Any]:
+    return {**row, "target_label": target.label()}
 
 
 def planned_level(case: str) -> tuple[str, float] | None:

@@ -32,8 +32,14 @@ def jobs(d: dict[str, Any]) -> list:
     if caps.empty:
         return out
     classes = mix_classes(steady)
-    for (w, m, loop, target), whole in caps.groupby(["workload", "mode", "loop", "target"], sort=False):
-        t = next(x for x in cap["targets"] if x.name == target)
+    if "target_label" not in caps:  # rows from before each carried its target's limits
+        caps = caps.assign(target_label=caps["target"])
+    # a target's name with other limits (runs run with other targets) is another target: its own rows
+    by = ["workload", "mode", "loop", "target", "target_label"]
+    for (w, m, loop, target, label), whole in caps.groupby(by, sort=False):
+        t = next((x for x in cap["targets"] if x.label() == label), None) or next(
+            x for x in cap["targets"] if x.name == target
+        )
         what = (
             "highest concurrency" if loop == "closed" else "highest Poisson rate"
         ) + f" within {t.label()}"

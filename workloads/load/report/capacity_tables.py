@@ -32,13 +32,39 @@ def _variant(r: dict) -> str:
     return f"{r['workload']} · {r['mode']}"
 
 
+def differ(targets_of: dict[str, tuple] | None) -> bool:
+    """Whether the columns were judged against different targets (their runs were run with others)."""
+    return len(set((targets_of or {}).values())) > 1
+
+
+def targets_text(targets: tuple, targets_of: dict[str, tuple], runs: dict[str, str]) -> str:
+    """The targets the capacities were judged against, as a sentence: one list where every column shares
+    them; else each column's (its own run's, columns with the same targets together), so that a merged page
+    says which targets each column was judged against (issue 44 item 6)."""
+    if not differ(targets_of):
+        return f"Targets: {'; '.join(t.label() for t in targets)}."
+    groups: dict[tuple, list[str]] = {}
+    for label, ts in targets_of.items():
+        groups.setdefault(ts, []).append(label)
+    each = "; ".join(
+        f"{_names(f'{b} (run {runs[b]})' if runs.get(b) else b for b in labels)} against "
+        f"{', '.join(t.label() for t in ts)}"
+        for ts, labels in groups.items()
+    )
+    return (
+        f"Targets differ between the runs: each column is judged against its own run's targets: {each}. "
+        "Capacities judged against other targets are not compared."
+    )
+
+
 def capacity_table(
-    caps: pd.DataFrame, via: dict[str, str] | None = None, classes: dict | None = None
+    caps: pd.DataFrame, via: dict[str, str] | None = None, classes: dict | None = None, differ: bool = False
 ) -> Table:
     """The capacity table: a row per backend, variant, loop and target, sorted so that a variant's rows stay
     together, with its capacity, what limited it at the next level up, tok/s there and per user, energy and
     cost. ``via`` says how each backend was served (in process or HTTP); a backend of a group that ran other
-    requests (``classes``) has its variant say so, its rows after the main group's."""
+    requests (``classes``) has its variant say so, its rows after the main group's. ``differ``: the columns
+    were judged against different targets, so each row names its target's limits too."""
     from workloads.load.report.mix_groups import variants
 
     cols = [
@@ -66,7 +92,7 @@ def capacity_table(
                 r["backend"],
                 (via or {}).get(r["backend"], ""),
                 "concurrency" if r["loop"] == "closed" else "Poisson rate",
-                r["target"],
+                fmt.text(r.get("target_label")) or r["target"] if differ else r["target"],
                 capacity_text(r),
                 evidence_text(r),
                 starts_text(r),
@@ -247,11 +273,17 @@ def blocks(d: dict[str, Any], backends: list[str], slots) -> list[Block]:
         h3("How many users one GPU holds, per target"),
         p(
             Markup(
-                "Targets: {}. A level meets a target when each percentile over its <b>steady-state</b> "
+                "{} A level meets a target when each percentile over its <b>steady-state</b> "
                 "requests is within the limit; a failed request is a miss. ({})"
-            ).format("; ".join(t.label() for t in targets), SOURCES)
+            ).format(
+                targets_text(targets, cap.get("targets_of") or {}, cap.get("target_runs") or {}), SOURCES
+            )
         ),
-        table(capacity_table(caps, cap.get("via"), cap.get("mix_classes"))) if not caps.empty else None,
+        table(
+            capacity_table(caps, cap.get("via"), cap.get("mix_classes"), differ=differ(cap.get("targets_of")))
+        )
+        if not caps.empty
+        else None,
         p(
             "Capacity = a bracket: the highest level that met the target and the lowest level above it that "
             "missed, refined by the capacity search until the two are within its ratio. Each level's verdict "
