@@ -77,6 +77,19 @@ def stat(s: Stat, unit: str = "") -> str:
     return f"{n(s.median, places)}{u} [{n(s.q1, places)}–{n(s.q3, places)}] n={s.n}"
 
 
+# The characters that reorder the text around them (Unicode's bidirectional controls: the embeddings and
+# overrides, the isolates, the marks): a workload name, an error or a prompt holding U+202E would reverse
+# the rest of its line on the page (issue 44). The page shows each as its escape (``\u202e``).
+BIDI = "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+_VISIBLE = {ord(c): f"\\u{ord(c):04x}" for c in BIDI}
+
+
+def visible(text: str) -> str:
+    """``text`` with each bidirectional control character written as its escape (``\\u202e``): the page's
+    every text goes through it (``reports.page.environment``'s ``finalize``), so none reorders the page."""
+    return text.translate(_VISIBLE)
+
+
 def token(text: object) -> str:
     """A token's text made visible: escapes for control characters, ␣ for spaces."""
     s = json.dumps(str(text), ensure_ascii=False)[1:-1]

@@ -1,7 +1,8 @@
 """Render a :class:`~reports.assemble.Report` as one self-contained HTML file (works offline).
 
 Jinja2 templates (``reports/templates/``) with autoescaping: everything that came from a model
-or a workload file is escaped. Charts are Vega-Lite specs in ``<script type="application/json">``
+or a workload file is escaped, and its bidirectional controls (U+202E...) shown as escapes (``fmt.visible``,
+the environment's ``finalize``). Charts are Vega-Lite specs in ``<script type="application/json">``
 blocks (with ``<``, ``>`` and ``&`` escaped inside the JSON), drawn by the Vega libraries inlined
 from ``vl-convert-python``'s bundle; a Content-Security-Policy forbids every network request.
 """
@@ -34,9 +35,19 @@ def vega_bundle() -> str:
     return bundle.replace("</script", "<\\/script")
 
 
+# in a JSON string, a bidirectional control becomes the six characters of its escape, not the escape itself
+_JSON_VISIBLE = {ord(c): "\\" + fmt.visible(c) for c in fmt.BIDI}
+
+
+class Code(Markup):
+    """Markup that is code (the inlined Vega bundle): printed as it is, never made visible."""
+
+
 def json_script(data: Any) -> Markup:
-    """JSON that is safe inside a ``<script>`` element whatever its strings hold."""
-    text = json.dumps(data, ensure_ascii=False, default=str)
+    """JSON that is safe inside a ``<script>`` element whatever its strings hold; a bidirectional control
+    character in a string is drawn as its escape (``\\u202e``, :func:`fmt.visible`), as on the rest of the
+    page."""
+    text = json.dumps(data, ensure_ascii=False, default=str).translate(_JSON_VISIBLE)
     return Markup(text.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e"))
 
 
@@ -56,6 +67,15 @@ class Charts:
         )
 
 
+def _visible(value: Any) -> Any:
+    """Every value the templates print, with its bidirectional controls made visible (``fmt.visible``): a
+    text from a record or an env.json (a workload name, an error, a prompt) never reorders the page. Markup
+    keeps its tags (the escapes hold no HTML); the inlined Vega bundle is code, printed as it is."""
+    if isinstance(value, Markup):
+        return value if isinstance(value, Code) else Markup(fmt.visible(str(value)))
+    return fmt.visible(value) if isinstance(value, str) else value
+
+
 def environment() -> jinja2.Environment:
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(TEMPLATES),
@@ -63,6 +83,7 @@ def environment() -> jinja2.Environment:
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
+        finalize=_visible,
     )
     env.filters.update(n=fmt.n, count=fmt.count)
     env.globals.update(ref=reference)
@@ -126,6 +147,6 @@ def render(report: Report) -> str:
             caveat_blocks=common.caveats(report),
             claim_blocks=claims.blocks(report.claims, report.ds.backends),
             specs=c.specs,
-            bundle=Markup(vega_bundle()),
+            bundle=Code(vega_bundle()),
         )
     )
