@@ -128,3 +128,17 @@ def test_runs_with_the_same_targets_read_as_one_list(tmp_path):
     ]
     page = build(runs, tmp_path / "report.html").read_text()
     assert "Targets: chat (TTFT p90 ≤ 500 ms)." in page and "Targets differ" not in page
+
+
+def test_a_column_merging_runs_with_other_targets_says_whose_it_used(tmp_path):
+    runs = [
+        _load_run(tmp_path, "r0", "vllm", {"slo_targets": LAX}),
+        _load_run(tmp_path, "r1", "vllm", {"slo_targets": STRICT}),
+    ]
+    report = assemble(read_runs(runs, merge_starts=True))
+    [caveat] = [c for c in report.caveats if c.topic == "targets"]
+    assert (
+        "vllm merges runs with other targets (r0, r1): its capacity is judged against run r0's" in caveat.text
+    )
+    sec = next(s for s in report.sections if s.kind == "load")
+    assert set(sec.data["cap"]["capacity"]["target_label"]) == {"chat (TTFT p90 ≤ 500 ms)"}

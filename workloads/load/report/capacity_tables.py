@@ -361,8 +361,8 @@ def caveats(d: dict[str, Any], section_name: str) -> list:
     which backends ran which requests, so that each row is read against rows of its own mix only (the
     backends that share the level's first mix are compared with each other). And columns that ran with
     prefix caching off beside columns that ran with it on: which, so that no row compares the two unawares.
-    And a run whose env.json slo_targets do not parse, with its error: the targets counted against are not
-    its own."""
+    And a run whose env.json slo_targets do not parse, with its error, or a column merging runs with other
+    targets: the targets counted against are not its own."""
     from reports.analysis.caveats import Caveat
 
     steady = d["cap"]["steady"]
@@ -371,8 +371,8 @@ def caveats(d: dict[str, Any], section_name: str) -> list:
         out.append(
             Caveat(
                 "targets",
-                f"{note}: the capacity table counts against the targets it names (another run's, else "
-                "an older run's --slo pair or the defaults).",
+                f"{note}: the capacity table names the targets each column counts against (its run's own, "
+                "else another run's, an older run's --slo pair or the defaults).",
             )
         )
     if steady.empty:
