@@ -307,7 +307,8 @@ def scrape_text(url: str, headers: dict[str, str], timeout_s: float = 10.0) -> s
 
 def scheduler_from_metrics(text: str) -> dict[str, Any]:
     """KV-cache capacity and memory fraction as the server exports them: vLLM's ``vllm:cache_config_info``
-    labels (``kv_cache_size_tokens``, else ``num_gpu_blocks`` x ``block_size``; ``gpu_memory_utilization``),
+    labels (``kv_cache_size_tokens``, else ``num_gpu_blocks`` x ``block_size``; ``gpu_memory_utilization``;
+    ``enable_prefix_caching`` as ``prefix_caching``: the cache as the server runs it, whatever was asked),
     SGLang's ``sglang:max_total_num_tokens`` gauge."""
     out: dict[str, Any] = {}
     for family in text_string_to_metric_families(text):
@@ -327,6 +328,8 @@ def scheduler_from_metrics(text: str) -> dict[str, Any]:
                 )
             if _float(labels.get("gpu_memory_utilization")) is not None:
                 out["gpu_memory_utilization"] = _float(labels.get("gpu_memory_utilization"))
+            if labels.get("enable_prefix_caching") in ("True", "False"):
+                out["prefix_caching"] = labels["enable_prefix_caching"] == "True"
         elif family.name == "sglang:max_total_num_tokens" and family.samples:
             out["kv_cache_tokens"] = int(family.samples[0].value)
             out["kv_cache_tokens_source"] = "/metrics sglang:max_total_num_tokens"

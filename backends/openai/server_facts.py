@@ -67,12 +67,15 @@ def kv_cache_tokens(probe: MetricsProbe | None) -> tuple[int | None, str]:
 
 
 def scheduler(probe: MetricsProbe | None, http: ServerHTTP, flavor: str | None) -> dict[str, Any]:
-    """What the server says of its scheduler and KV cache (its /metrics; SGLang also /get_server_info)."""
+    """What the server says of its scheduler and KV cache (its /metrics; SGLang also /get_server_info),
+    with its prefix cache on or off (``prefix_caching``) where it says so."""
     text = metrics_page(probe)
     out = scheduler_from_metrics(text) if text else {}
     if flavor == "sglang":
         info = http.server_info()
         out.update({key: info[key] for key in SGLANG_INFO_KEYS if key in info})
+        if isinstance(info.get("disable_radix_cache"), bool):  # the prefix cache as the server runs it
+            out["prefix_caching"] = not info["disable_radix_cache"]
     return out
 
 

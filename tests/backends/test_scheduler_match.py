@@ -63,3 +63,29 @@ def test_kv_cache_tokens_from_the_servers_metrics() -> None:
     )
     assert scheduler_from_metrics(sglang)["kv_cache_tokens"] == 161721
     assert scheduler_from_metrics("# TYPE x gauge\nx 1.0\n") == {}
+
+
+def test_the_servers_own_prefix_caching_is_recorded() -> None:
+    """env.json records the prefix cache as the server runs it (issue 44 item 3: the effective config)."""
+    vllm = (
+        "# HELP vllm:cache_config_info x\n# TYPE vllm:cache_config_info gauge\n"
+        'vllm:cache_config_info{block_size="16",num_gpu_blocks="100",enable_prefix_caching="False"} 1.0\n'
+    )
+    assert scheduler_from_metrics(vllm)["prefix_caching"] is False
+    assert scheduler_from_metrics(vllm.replace('"False"', '"True"'))["prefix_caching"] is True
+    assert "prefix_caching" not in scheduler_from_metrics(vllm.replace(',enable_prefix_caching="False"', ""))
+
+
+def test_sglangs_radix_cache_switch_is_its_prefix_caching() -> None:
+    from backends.openai.server_facts import scheduler
+
+    class Info:  # /get_server_info's answer
+        def __init__(self, info: dict) -> None:
+            self.info = info
+
+        def server_info(self) -> dict:
+            return self.info
+
+    assert scheduler(None, Info({"disable_radix_cache": True}), "sglang")["prefix_caching"] is False  # type: ignore[arg-type]
+    assert scheduler(None, Info({"disable_radix_cache": False}), "sglang")["prefix_caching"] is True  # type: ignore[arg-type]
+    assert "prefix_caching" not in scheduler(None, Info({}), "sglang")  # type: ignore[arg-type]
