@@ -149,7 +149,7 @@ def capacity(levels: pd.DataFrame, targets: tuple[Target, ...]) -> pd.DataFrame:
                 {
                     "backend": b,
                     "workload": w,
-                    "target": t.label,
+                    "target": t.label(),
                     "holds": holds,
                     "next_up": next_up,
                     "why": why,
