@@ -98,3 +98,15 @@ def test_the_report_shows_the_trace_section(run_dir, tmp_path):
     assert "The trace" in html and "How much of this traffic each backend holds" in html
     assert "Per time scale" in html and "4×" in html and "50.0 %" in html
     assert "chat (TTFT p90 ≤ 500 ms" in html and "bound method" not in html  # each target by its label
+
+
+def test_the_load_loop_takes_the_plans_arrival_times_over_a_process():
+    from backends.load_loop import LoadSettings, arrival_times
+
+    s = LoadSettings.of(
+        {"rate_rps": 2.0, "concurrency": None, "arrivals_s": [0.0, 0.5, 3.0], "duration_s": 1}
+    )
+    assert s.arrivals_s == (0.0, 0.5, 3.0)
+    assert arrival_times(2, s) == [0.0, 0.5]  # one a session, at most n
+    assert arrival_times(5, s) == [0.0, 0.5, 3.0]  # every one the plan gives: the plan's window is its own
+    assert LoadSettings.of({"rate_rps": 2.0}).arrivals_s is None  # else drawn from the process
