@@ -73,6 +73,9 @@ class LoadSettings:
     arrival: str = arrival_process.DEFAULT_PROCESS  # open loop: the arrival process (contract.arrivals)
     burstiness: float = 1.0  # gamma arrivals' shape (1: Poisson)
     think: str = "fixed"  # the think time's distribution: "fixed" or "exponential" (mean think_time_s)
+    # open loop: the plan's own arrival times (s from the origin, one a session, in order), where the plan
+    # gives them (a replayed trace) instead of a process to draw them from
+    arrivals_s: tuple[float, ...] | None = None
 
     @classmethod
     def of(cls, group_load: dict[str, Any]) -> LoadSettings:
@@ -83,6 +86,7 @@ class LoadSettings:
             arrival=group_load.get("arrival") or arrival_process.DEFAULT_PROCESS,
             burstiness=group_load.get("burstiness") or 1.0,
             think=group_load.get("think") or "fixed",
+            arrivals_s=tuple(group_load["arrivals_s"]) if group_load.get("arrivals_s") is not None else None,
         )
 
     def think_draw(self, rng: random.Random, residual: bool = False) -> float:
@@ -243,7 +247,10 @@ async def drive(
 
 def arrival_times(n: int, s: LoadSettings) -> list[float]:
     """Open loop: the sessions' start times (s from the origin), the level's arrival process drawn with its
-    seed (``contract.arrivals``): ``n`` at most, and only those before ``duration_s`` where it is set."""
+    seed (``contract.arrivals``): ``n`` at most, and only those before ``duration_s`` where it is set; or the
+    plan's own (``arrivals_s``: a replayed trace's timestamps), ``n`` at most, every one of them."""
+    if s.arrivals_s is not None:
+        return list(s.arrivals_s[:n])
     return arrival_process.arrival_times(
         s.rate_rps, n, until_s=s.duration_s, process=s.arrival, burstiness=s.burstiness, seed=s.seed
     )

@@ -122,6 +122,13 @@ def parser(prog: str = "compare.py") -> argparse.ArgumentParser:
         "(lists with ':'; checked like a workload file)",
     )
     p.add_argument(
+        "--trace",
+        default=None,
+        metavar="KEY=VALUE,...",
+        help="override fields of every trace workload, e.g. time_scales=1:4,duration_s=30,every_nth=2 "
+        "(lists with ':'; checked like a workload file; docs/trace.md)",
+    )
+    p.add_argument(
         "--slo",
         action="append",
         default=None,

@@ -159,6 +159,8 @@ def run_level_group(runner: Runner, group: Group, record: bool) -> list[Record]:
             "search_ratio", ((group.load or {}).get("search") or {}).get("ratio")
         ),
         **level_population(records, settings.concurrency),
+        # what the planner states about the level beside its load (a replayed trace's shape, what it left out)
+        **((group.load or {}).get("facts") or {}),
     }
     runner.writer.write(
         Record(

@@ -51,6 +51,8 @@ class FileRef:
         "text"  # "text": a non-empty UTF-8 file; "transcripts": JSONL messages (``workloads.transcripts``)
     )
     takes_first: bool = False  # the mapping holding the path may say ``first: K`` (read only the first K)
+    # a reader of the kind's own, used instead of ``reads``: (path, first) -> (content, [(line, mistake)])
+    reader: Callable[[Path, int | None], tuple[Any, list]] | None = None
 
 
 @dataclass(frozen=True)

@@ -248,7 +248,7 @@ def _read_refs(path: Path, data: Any, root: Node | None, mistakes: list[Mistake]
         first = _at(data["workloads"][i], ref.loc[:-1]).get("first") if ref.takes_first else None
         first = first if isinstance(first, int) and not isinstance(first, bool) and first >= 1 else None
         try:
-            found, bad = READERS[ref.reads](file, first)
+            found, bad = (ref.reader or READERS[ref.reads])(file, first)
         except (OSError, UnicodeDecodeError, ValueError) as exc:
             line, where = locate(root, loc)
             mistakes.append(

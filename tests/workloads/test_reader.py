@@ -43,7 +43,7 @@ CASES = {
         """,
         "kind: chat",
         "workloads[0].kind",
-        "unknown kind 'chat' (choose from: conversation, sweep, json, template, load)",
+        "unknown kind 'chat' (choose from: conversation, sweep, json, template, load, trace)",
     ),
     "missing kind": (
         """

@@ -1,0 +1,151 @@
+"""The trace kind's report half (a production trace replayed): its analysis (``analysis``) and the
+:class:`ReportKind` the registry finds here (``reports.kinds``).
+
+The section shows the trace window's own shape, how much of its traffic each backend holds per target
+(the fastest time scale that passed, and the first that did not), and per backend and time scale the
+level's latency, throughput, submit lag, prefix reuse (the trace's beside the engine's) and verdicts.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from reports.kinds import ReportKind
+from reports.views import Table, h3, note, p, table
+from workloads.trace.report.analysis import analyse, targets_of
+
+
+def _analyse(rows: pd.DataFrame, ctx: Any, name: str) -> dict[str, Any]:  # noqa: ARG001 - one workload's rows
+    return analyse(rows, targets_of(ctx.ds.envs))
+
+
+def _f(x: Any, digits: int = 0, unit: str = "") -> str:
+    if x is None or (isinstance(x, float) and x != x):
+        return "–"
+    return f"{x:,.{digits}f}{unit}"
+
+
+def _pc(x: Any) -> str:
+    return "–" if x is None or (isinstance(x, float) and x != x) else f"{100 * x:.1f} %"
+
+
+def _scale(k: Any) -> str:
+    return "–" if k is None or (isinstance(k, float) and k != k) else f"{k:g}×"
+
+
+def shape_table(shape: dict[str, dict[str, Any]]) -> Table:
+    """The trace window of each workload: what was sent, what dropped, its lengths, arrivals and reuse."""
+    t = Table(
+        [
+            "workload",
+            "trace",
+            "window",
+            "requests sent",
+            "dropped",
+            "input p50 / p99",
+            "output p50 / p99",
+            "arrivals/min",
+            "prefix blocks seen before",
+        ],
+        numeric={3, 4, 7, 8},
+    )
+    for w, s in shape.items():
+        t.add(
+            [
+                w,
+                f"{s.get('source')} (blocks of {s.get('block_size')})",
+                f"{_f(s.get('window_s'), 0)} s from {_f(s.get('start_s'), 0)} s, every {s.get('every_nth')}",
+                f"{s.get('sent')} of {s.get('in_window')}",
+                f"{s.get('dropped')} ({s.get('drop_rule')})",
+                f"{_f(s.get('input_p50'))} / {_f(s.get('input_p99'))}",
+                f"{_f(s.get('output_p50'))} / {_f(s.get('output_p99'))}"
+                + (f" (cap {s['output_cap']})" if s.get("output_cap") else ""),
+                _f(s.get("arrivals_per_min"), 1),
+                _pc(s.get("seen_before_share")),
+            ]
+        )
+    return t
+
+
+def capacity_table(caps: pd.DataFrame) -> Table:
+    t = Table(["backend", "workload", "target", "holds", "first not passed"])
+    for r in caps.to_dict("records"):
+        holds = _scale(r["holds"]) + " the trace's traffic" if r["holds"] is not None else "none"
+        nxt = f"{_scale(r['next_up'])} ({r['why']})" if r["next_up"] is not None else "every scale run passed"
+        t.add([r["backend"], r["workload"], r["target"], holds, nxt])
+    return t
+
+
+def levels_table(levels: pd.DataFrame, targets: tuple) -> Table:
+    """One row per backend and time scale: the level's figures and each target's decision."""
+    names = [t.name for t in targets if not t.throughput_only]
+    t = Table(
+        [
+            "backend",
+            "time scale",
+            "req/s",
+            "requests (failed)",
+            "out tok/s",
+            "in tok/s",
+            "TTFT p50 / p99 ms",
+            "TPOT p50 / p99 ms",
+            "submit lag p99 ms",
+            "reuse: trace / engine",
+            *names,
+        ],
+        numeric={2, 3, 4, 5, 6, 7, 8},
+    )
+    for r in levels.sort_values(["backend", "time_scale"]).to_dict("records"):
+        t.add(
+            [
+                r["backend"],
+                _scale(r["time_scale"]),
+                _f(r["rate_rps"], 2),
+                f"{r['requests']} ({r['failed']})",
+                _f(r["output_tps"], 1),
+                _f(r["input_tps"], 0),
+                f"{_f(r['ttft_p50'])} / {_f(r['ttft_p99'])}",
+                f"{_f(r['tpot_p50'], 1)} / {_f(r['tpot_p99'], 1)}",
+                _f(r["lag_p99_ms"], 1),
+                f"{_pc(r['reuse_trace'])} / {_pc(r['reuse_engine'])}",
+                *(r.get(f"verdict:{n}") or "–" for n in names),
+            ]
+        )
+    return t
+
+
+def blocks(section: Any, slots: Any, report: Any) -> list:  # noqa: ARG001 - no charts yet
+    """The section: the trace's shape, the capacity per target, the levels."""
+    d = section.data
+    out = [h3("The trace"), table(shape_table(d["shape"]))]
+    out.append(
+        p(
+            "Each time scale k is one open-loop level: request i is sent (timestamp − window start) ÷ k "
+            "seconds after the level starts; the same hash id is the same block of token ids, so a prefix "
+            "cache can reuse exactly what the trace reuses. Throughput over the steady window (first to last "
+            "submit); a failed request is a miss.",
+            muted=True,
+        )
+    )
+    if not d["capacity"].empty:
+        out += [h3("How much of this traffic each backend holds"), table(capacity_table(d["capacity"]))]
+    if not d["levels"].empty:
+        out += [h3("Per time scale"), table(levels_table(d["levels"], d["targets"]))]
+        lacking = d["levels"][d["levels"]["no_steady"].notna()]
+        if len(lacking):
+            out.append(
+                note(f"No steady throughput at {len(lacking)} level(s): {lacking['no_steady'].iloc[0]}")
+            )
+    return out
+
+
+KIND = ReportKind(
+    "trace",
+    _analyse,
+    blocks=blocks,
+    sees_failures=True,
+    agreement=False,
+    steady_state=True,
+)
