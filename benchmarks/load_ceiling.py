@@ -179,7 +179,7 @@ def run(args: argparse.Namespace, adapter: type[Backend]) -> tuple[dict[str, Any
 HOOK_ARGS_ENV, HOOK_OUT_ENV = "LCA_CEILING_ARGS", "LCA_CEILING_DIR"
 
 
-def child_hook(backend: Backend, plan: Any) -> None:  # noqa: ARG001 - the prompts are this benchmark's own
+def child_hook(backend: Backend, plan: Any) -> None:  # the prompts are this benchmark's own
     """Benchmark 5 inside a study (``LCA_CHILD_HOOK=benchmarks.load_ceiling:child_hook``), on the study's
     started engine: no second engine start. ``LCA_CEILING_ARGS`` holds this module's options (e.g.
     ``--concurrency 128``); writes ``$LCA_CEILING_DIR/ceiling-<backend>.json`` (unset: the run directory)."""

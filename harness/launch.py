@@ -20,7 +20,7 @@ from pathlib import Path
 STOP_WAIT_S = 30.0  # how long a child gets to close its engine after the signal
 
 
-class Interrupted(Exception):  # noqa: N818 - it is a signal, like KeyboardInterrupt
+class Interrupted(Exception):  # it is a signal, like KeyboardInterrupt
     """SIGTERM or SIGHUP reached ``compare.py``."""
 
     def __init__(self, signum: int) -> None:

@@ -53,8 +53,8 @@ class ReportKind:
     charts: dict[str, tuple[Callable[[dict[str, Any], Any], dict[str, Any] | None], str]] = field(
         default_factory=dict
     )
-    caveats: Callable[[Any, Any], list] = lambda section, report: []  # noqa: E731 - (section, report) -> Caveats
-    jobs: Callable[[Any, Any, Any], list] = lambda section, rows, report: []  # noqa: E731 - -> summary Jobs
+    caveats: Callable[[Any, Any], list] = lambda section, report: []  # (section, report) -> Caveats
+    jobs: Callable[[Any, Any, Any], list] = lambda section, rows, report: []  # -> summary Jobs
     quality_note: str | None = (
         None  # shown above the section when the weights are random (its figures are about answers)
     )
@@ -68,7 +68,8 @@ class ReportKind:
     sees_failures: bool = (
         False  # analyse gets the failed requests too (load: a failure is an SLO miss, not nothing)
     )
-    figures: Callable[[Any, Any], list] = lambda section, report: []  # noqa: E731 - -> reports.analysis.figures.Figure (the gate's)
+    # (section, report) -> reports.analysis.figures.Figure list (the gate's)
+    figures: Callable[[Any, Any], list] = lambda section, report: []
 
 
 class Slots(dict):

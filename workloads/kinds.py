@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 REGISTRY: dict[str, str] = {}
 
 
-def _no_score(step: Step, output: Any) -> dict[str, Any]:  # noqa: ARG001 - the default: nothing to score
+def _no_score(step: Step, output: Any) -> dict[str, Any]:  # the default: nothing to score
     return {}
 
 

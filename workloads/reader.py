@@ -229,7 +229,7 @@ def _at(entry: dict, loc: tuple[str, ...]) -> Any:
     return value
 
 
-def _read_text(ref: Path, first: int | None) -> tuple[str, list]:  # noqa: ARG001 - ``first`` is for transcripts
+def _read_text(ref: Path, first: int | None) -> tuple[str, list]:  # ``first`` is for transcripts
     text = transcripts.read_capped(ref).decode("utf-8")
     if not text.strip():
         raise ValueError("the file is empty")

@@ -74,7 +74,7 @@ class Chromium:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
             close_fds=False,
-            preexec_fn=wire,  # noqa: PLW1509 - needed to place the pipe ends on fds 3 and 4
+            preexec_fn=wire,  # needed to place the pipe ends on fds 3 and 4
         )
         os.close(to_chrome_r)
         os.close(from_chrome_w)

@@ -90,7 +90,8 @@ def score(text: str, schema: dict[str, Any], expected: dict[str, Any] | None) ->
     return valid, correct
 
 
-def plan(spec: JsonSpec, renderer: Renderer, out: Plan, repeats: int, start: int = 0) -> None:  # noqa: ARG001 - calls are fixed
+# ``repeats`` is not used: calls are fixed
+def plan(spec: JsonSpec, renderer: Renderer, out: Plan, repeats: int, start: int = 0) -> None:
     """Warm-ups of every mode first; then, per temperature and call, every mode once, in an order
     rotated from call to call (the grammar cost is a difference between modes: drift must not
     land on one of them)."""

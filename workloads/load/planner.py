@@ -47,7 +47,8 @@ def fixed_requests(requests: int | None, concurrency: int | None) -> int:
     return requests if requests is not None else max(32, (1 + STEADY_REQUESTS) * (concurrency or 3))
 
 
-def plan(spec: LoadSpec, renderer: Renderer, out: Plan, repeats: int, start: int = 0) -> None:  # noqa: ARG001 - levels, not repeats
+# ``repeats`` is not used: levels, not repeats
+def plan(spec: LoadSpec, renderer: Renderer, out: Plan, repeats: int, start: int = 0) -> None:
     """Per variant and level: an unrecorded warm-up group (the cache reset before it), then the level's group,
     which inherits the warm-up's cache. With the capacity search on, the variant's last closed-loop and
     last open-loop group carry the search's settings, and a pool of steps (warm-up and timed, at the

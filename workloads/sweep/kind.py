@@ -76,7 +76,7 @@ def plan(spec: SweepSpec, renderer: Renderer, out: Plan, repeats: int, start: in
         )
 
 
-def with_files(spec: SweepSpec, loaded: str | None, ctx: object) -> list[SweepSpec]:  # noqa: ARG001
+def with_files(spec: SweepSpec, loaded: str | None, ctx: object) -> list[SweepSpec]:
     """The filler file's text as the sweep's ``filler``."""
     return [
         spec.model_copy(update={"filler": loaded})

@@ -64,7 +64,8 @@ def render(fmt: TemplateFormat, system: str, question: str, renderer: Renderer) 
     return renderer.text_ids(fmt.text.replace("{system}", system).replace("{question}", question))
 
 
-def plan(spec: TemplateSpec, renderer: Renderer, out: Plan, repeats: int, start: int = 0) -> None:  # noqa: ARG001 - greedy, one call each
+# ``repeats`` is not used: greedy, one call each
+def plan(spec: TemplateSpec, renderer: Renderer, out: Plan, repeats: int, start: int = 0) -> None:
     """Per question every format once, the order of the formats rotated from question to question."""
     steps = []
     for qi, q in enumerate(spec.questions):

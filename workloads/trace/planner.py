@@ -117,7 +117,8 @@ def shape(spec: TraceSpec, w: Window) -> dict[str, Any]:
     }
 
 
-def plan(spec: TraceSpec, renderer: Renderer, out: Plan, repeats: int, start: int = 0) -> None:  # noqa: ARG001 - time scales, not repeats
+# ``repeats`` is not used: time scales, not repeats
+def plan(spec: TraceSpec, renderer: Renderer, out: Plan, repeats: int, start: int = 0) -> None:
     """Per time scale: a warm-up group, then the level's group of the window's requests at their scaled
     timestamps."""
     w = window(spec, context_limit(renderer))

@@ -119,7 +119,8 @@ def _row(fields: dict[str, Any], line: int) -> TraceRow:
     )
 
 
-def read(path: Path, first: int | None = None) -> tuple[list[TraceRow], list[tuple[int, str]]]:  # noqa: ARG001 - the FileRef reader's signature
+# ``first`` is not used: the FileRef reader's signature
+def read(path: Path, first: int | None = None) -> tuple[list[TraceRow], list[tuple[int, str]]]:
     """The trace's rows, sorted by timestamp, and its mistakes as (line, message)."""
     text = _text(path)
     lines = text.splitlines()

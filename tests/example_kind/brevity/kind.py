@@ -25,7 +25,7 @@ class BrevitySpec(_Strict):
     max_new_tokens: int = Field(8, ge=1)
 
 
-def plan(spec: BrevitySpec, renderer: Renderer, out: Plan, repeats: int, start: int = 0) -> None:  # noqa: ARG001
+def plan(spec: BrevitySpec, renderer: Renderer, out: Plan, repeats: int, start: int = 0) -> None:
     keys = [out.add_prompt(renderer.chat_ids([{"role": "user", "content": text}])) for text in spec.prompts]
     for rep in range(repeats):
         for i, key in enumerate(keys):
@@ -42,7 +42,7 @@ def plan(spec: BrevitySpec, renderer: Renderer, out: Plan, repeats: int, start: 
             out.groups.append(Group(block=f"{spec.name}/prompt={i}", steps=[step]))
 
 
-def score(step: Step, output: Any) -> dict[str, Any]:  # noqa: ARG001
+def score(step: Step, output: Any) -> dict[str, Any]:
     return {"clean": output.finish_reason == "stop"}
 
 

@@ -10,12 +10,12 @@ from reports.kinds import ReportKind
 from reports.views import Table, h3, table
 
 
-def analyse(rows: pd.DataFrame, ctx: Any, name: str) -> dict[str, Any]:  # noqa: ARG001
+def analyse(rows: pd.DataFrame, ctx: Any, name: str) -> dict[str, Any]:
     stopped = rows.groupby("backend", sort=False)["clean"].agg(["sum", "count"]).reset_index()
     return {"stopped": stopped}
 
 
-def blocks(section: Any, slots: Any, report: Any) -> list:  # noqa: ARG001
+def blocks(section: Any, slots: Any, report: Any) -> list:
     t = Table(["backend", "stopped on its own"], numeric={1})
     for r in section.data["stopped"].to_dict("records"):
         t.add([r["backend"], f"{int(r['sum'])}/{int(r['count'])}"])

@@ -334,7 +334,7 @@ def claims(
 
 
 # --- the section: its data and caveats (the kind's report half, ``workloads.json.report.KIND``) ---
-def data(rows: pd.DataFrame, ctx: Any, name: str) -> dict[str, Any]:  # noqa: ARG001
+def data(rows: pd.DataFrame, ctx: Any, name: str) -> dict[str, Any]:
     """The section's data (``ReportKind.analyse``); the claims read "not measurable" on random weights."""
     from reports.assemble import random_weights_note
 

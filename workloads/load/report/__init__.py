@@ -28,7 +28,7 @@ from workloads.load.report.tables import blocks
 from workloads.load.report.targets import slo_of
 
 
-def _analyse(rows: pd.DataFrame, ctx, name: str) -> dict[str, Any]:  # noqa: ARG001
+def _analyse(rows: pd.DataFrame, ctx, name: str) -> dict[str, Any]:
     from reports.analysis.caveats import over_http
     from workloads.load.report import capacity
     from workloads.load.report import targets as slo_targets

@@ -56,7 +56,7 @@ GATED = (
 )
 
 
-def figures(section, report) -> list:  # noqa: ARG001
+def figures(section, report) -> list:
     """Each level's throughput and median latencies as gate
     figures (one run per level: no spread measured)."""
     from reports.analysis.figures import Figure

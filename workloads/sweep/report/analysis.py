@@ -164,7 +164,7 @@ def against_roof(lengths: pd.DataFrame, roofs: dict[str, Roof]) -> pd.DataFrame:
 
 
 # --- the section: its data and caveats (the kind's report half, ``workloads.sweep.report.KIND``) ---
-def data(rows: pd.DataFrame, ctx: Any, name: str) -> dict[str, Any]:  # noqa: ARG001
+def data(rows: pd.DataFrame, ctx: Any, name: str) -> dict[str, Any]:
     """The section's data (``ReportKind.analyse``)."""
     roofs = ctx.roofs
     lengths = per_length(rows)

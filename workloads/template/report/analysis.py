@@ -101,6 +101,6 @@ def sink(att: pd.DataFrame) -> dict[str, float] | None:
 
 
 # --- the section's data (the kind's report half, ``workloads.template.report.KIND``) ---
-def data(rows: pd.DataFrame, ctx: Any, name: str) -> dict[str, Any]:  # noqa: ARG001
+def data(rows: pd.DataFrame, ctx: Any, name: str) -> dict[str, Any]:
     """The section's data (``ReportKind.analyse``)."""
     return {"rates": clean_rates(rows), "samples": samples(rows), "attention": attention(rows)}

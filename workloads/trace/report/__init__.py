@@ -17,7 +17,7 @@ from reports.views import Table, h3, note, p, table
 from workloads.trace.report.analysis import analyse, targets_of
 
 
-def _analyse(rows: pd.DataFrame, ctx: Any, name: str) -> dict[str, Any]:  # noqa: ARG001 - one workload's rows
+def _analyse(rows: pd.DataFrame, ctx: Any, name: str) -> dict[str, Any]:  # one workload's rows
     return analyse(rows, targets_of(ctx.ds.envs))
 
 
@@ -116,7 +116,7 @@ def levels_table(levels: pd.DataFrame, targets: tuple) -> Table:
     return t
 
 
-def blocks(section: Any, slots: Any, report: Any) -> list:  # noqa: ARG001 - no charts yet
+def blocks(section: Any, slots: Any, report: Any) -> list:  # no charts yet
     """The section: the trace's shape, the capacity per target, the levels."""
     d = section.data
     out = [h3("The trace"), table(shape_table(d["shape"]))]
