@@ -352,7 +352,8 @@ class _Sampler:
 def run_level(
     backend: Backend, sessions: list[list[Request]], settings: LoadSettings
 ) -> tuple[list[list[Outcome]], dict]:
-    """Run one load level to the end; per session its requests' outcomes, and the level's engine facts.
+    """Run one load level to the end; per session its requests' outcomes, and the level's engine facts (each
+    key a field of ``contract.level_facts.LevelFacts``, which the harness builds the level record from).
     A backend with a load client (:meth:`Backend.load_client`: an HTTP server) is driven from client
     processes (``backends.load_shards``), while this process samples the server's metrics."""
     spec = backend.load_client()

@@ -131,6 +131,7 @@ def prefix_cache_hit_share(before: Path, after: Path) -> float | None:
 def project_rows(run_dir: Path) -> dict[int, dict[str, Any]]:
     """A ``compare.py`` run's load levels: concurrency -> tok/s, TTFT p50 (the report's definitions), client
     CPU."""
+    from contract.level_facts import LevelFacts
     from reports.runs import read_runs
     from reports.stats import num
     from workloads.load.report.levels import level_facts, per_level
@@ -143,7 +144,7 @@ def project_rows(run_dir: Path) -> dict[int, dict[str, Any]]:
     for row in levels.to_dict("records"):
         if row["concurrency"] is None or row["concurrency"] != row["concurrency"]:
             continue  # open-loop rates are not part of the proof
-        f = facts.get((row["backend"], row["workload"], row["mode"], row["case"]), {})
+        f = facts.get((row["backend"], row["workload"], row["mode"], row["case"])) or LevelFacts()
         out[int(row["concurrency"])] = {
             "tok_s": row["output_tps"],
             "ttft_p50_ms": row["ttft_p50"],
@@ -151,12 +152,12 @@ def project_rows(run_dir: Path) -> dict[int, dict[str, Any]]:
             "itl_p50_ms": row["itl_p50"],
             "completed": row["requests"],
             "errors": row["errors"],
-            "client_procs": f.get("client_procs"),
-            "client_cpu_share": f.get("client_cpu_share"),
-            "client_limited": f.get("client_limited"),
+            "client_procs": f.client_procs,
+            "client_cpu_share": f.client_cpu_share,
+            "client_limited": f.client_limited,
             "ttft_mean_ms": num(ttft_mean.get(row["concurrency"])),
-            "server_ttft_p50_ms": (f.get("server_timings") or {}).get("ttft_ms_p50"),
-            "server_ttft_mean_ms": (f.get("server_timings") or {}).get("ttft_ms_mean"),
+            "server_ttft_p50_ms": (f.server_timings or {}).get("ttft_ms_p50"),
+            "server_ttft_mean_ms": (f.server_timings or {}).get("ttft_ms_mean"),
         }
     return out
 

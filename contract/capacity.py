@@ -32,6 +32,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
+from contract.level_facts import LevelFacts
 from contract.level_flags import level_flags
 from contract.level_stats import LevelStats
 from contract.slo import Target, Verdict, evaluate, percentile
@@ -59,13 +60,15 @@ class Capacity:
     ceiling: float | None = None  # the highest level the search could try (None: not known)
 
 
-def limiter_text(verdict: Verdict, facts: dict) -> str | None:
-    """The missed limit or flag, and the engine's evidence for why (KV cache full, preemptions)."""
+def limiter_text(verdict: Verdict, facts: LevelFacts | dict | None) -> str | None:
+    """The missed limit or flag, and the engine's evidence for why (KV cache full, preemptions; ``facts``:
+    the level's, or its ``extra.level`` dict)."""
+    facts = LevelFacts.of(facts)
     flags = verdict.flags or {}
     parts = [verdict.limiter] if verdict.limiter else []
     parts += [f"overloaded: {flags['overloaded']}"] if flags.get("overloaded") else []
     parts += [f"not offered as planned: {flags['not_offered']}"] if flags.get("not_offered") else []
-    kv, pre = facts.get("kv_cache_usage_peak"), facts.get("preemptions")
+    kv, pre = facts.kv_cache_usage_peak, facts.preemptions
     if isinstance(kv, int | float) and kv == kv and kv >= KV_FULL:
         parts.append(f"KV cache full (peak {kv:.0%})")
     if isinstance(pre, int | float) and pre == pre and pre > 0:
@@ -99,19 +102,18 @@ def _figure(stats: LevelStats, metric: str, p: float):
     return figure
 
 
-def judge(target: Target, stats: LevelStats, facts: dict | None = None) -> Verdict:
+def judge(target: Target, stats: LevelStats, facts: LevelFacts | dict | None = None) -> Verdict:
     """The level against the target: its steady-state samples, and every failed request a miss (the first
     wave's too: a level does not meet a target by failing requests, wherever they fall); each limit's
-    percentile with its bootstrap interval, and the level's flags (``facts``: the level record's, for the
-    arrival process of an open loop). See the module docstring for the decision."""
-    facts = facts or {}
+    percentile with its bootstrap interval, and the level's flags (``facts``: the level record's, or its
+    ``extra.level`` dict, for the arrival process of an open loop). See the module docstring for the
+    decision."""
+    facts = LevelFacts.of(facts)
     base = evaluate(target, stats.samples(), stats.failed + stats.failed_in(stats.first_wave))
     rows = stats.first_wave + stats.steady
     rate = next((r.get("load_rate_rps") for r in rows if r.get("load_rate_rps")), None)
     rate = None if stats.concurrency else rate
-    flags = level_flags(
-        rows, stats.window, rate, facts.get("arrival") or "poisson", facts.get("burstiness") or 1.0
-    )
+    flags = level_flags(rows, stats.window, rate, facts.arrival or "poisson", facts.burstiness or 1.0)
     if base.met is None:
         return replace(base, flags=flags.to_dict())
     intervals, decision = {}, PASS if base.met else MISS
@@ -212,7 +214,7 @@ def next_level(met: dict, integer: bool, ceiling: float | None, ratio: float = D
 def capacity(
     target: Target,
     loop: str,
-    judged: dict[float, tuple[Verdict, dict]],
+    judged: dict[float, tuple[Verdict, LevelFacts | dict | None]],
     ceiling: float | None = None,
     ratio: float = DEFAULT_RATIO,
 ) -> Capacity:

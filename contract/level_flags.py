@@ -27,6 +27,7 @@ import math
 from dataclasses import asdict, dataclass
 
 from contract.arrivals import DEFAULT_PROCESS, RATE_Z, rate_z
+from contract.level_facts import LevelFacts
 
 # A request submitted this much after its planned time shifts its TTFT by 1 % of the tightest default
 # target (chat: TTFT p90 <= 500 ms), below a level's run-to-run noise; the in-process vLLM loop of issue 39
@@ -218,18 +219,21 @@ def population(rows: list[dict], window: tuple[float, float] | None) -> dict:
     return out
 
 
-def level_kind(concurrency: int | None, rate: float | None, facts: dict, unit: str = "req/s") -> str:
+def level_kind(
+    concurrency: int | None, rate: float | None, facts: LevelFacts | dict | None, unit: str = "req/s"
+) -> str:
     """What kind of load a level was, in words the page uses for it: ``closed C=8`` (C requests always in
     flight), ``U=8 users, think 30 s (exponential)`` (a closed loop of users who think between turns: fewer
     in flight than users), ``open 8 req/s (poisson, 60 s)`` (a sustained offered rate; ``unit`` sessions/s
-    for a sessions load, whose arrivals start sessions)."""
-    think = _num(facts.get("think_time_s"))
+    for a sessions load, whose arrivals start sessions). ``facts``: the level's, or its ``extra.level``."""
+    facts = LevelFacts.of(facts)
+    think = _num(facts.think_time_s)
     if concurrency:
         if think:
-            return f"U={concurrency} users, think {think:g} s ({facts.get('think') or 'exponential'})"
+            return f"U={concurrency} users, think {think:g} s ({facts.think or 'exponential'})"
         return f"closed C={concurrency}"
     if rate is None:
         return "open"
-    duration = _num(facts.get("duration_s"))
-    how = ", ".join(x for x in (facts.get("arrival"), f"{duration:g} s" if duration else "") if x)
+    duration = _num(facts.duration_s)
+    how = ", ".join(x for x in (facts.arrival, f"{duration:g} s" if duration else "") if x)
     return f"open {rate:g} {unit}" + (f" ({how})" if how else "")

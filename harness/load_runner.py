@@ -11,22 +11,23 @@ of one), ``backends.load_loop.run_level`` runs them at the group's load, and eve
 started becomes one record: its submit / first-token / finish times and every token's arrival on
 the level's clock, TTFT and decode derived from them as for one request at a time
 (``backends.base.TTFT_DEFINITION``, at the caller), ``queue_ms`` where a queue held it. One more
-record per level (``rep`` None) keeps the level's facts in ``extra.level``: its wall time, the
-requests started and not, and the engine's own figures where it reports them. Every record of one
-run of the level carries its attempt (``extra.level_attempt``): a level run again (``--resume``
-after a failed request) supersedes the earlier attempt's records as a whole
-(``harness.records.latest_attempts``). After a variant's last planned level, ``run_search`` runs the
-levels the capacity search adds (``contract.capacity``); on ``--resume`` it first runs again every added
-level with failures (as the runner does a planned one).
+record per level (``rep`` None) keeps the level's facts in ``extra.level`` (``contract.level_facts``,
+built by :func:`level_facts_of`): its wall time, the requests started and not, the load it planned, and the
+engine's own figures where it reports them. Every record of one run of the level carries its attempt
+(``extra.level_attempt``): a level run again (``--resume`` after a failed request) supersedes the earlier
+attempt's records as a whole (``harness.records.latest_attempts``). After a variant's last planned level,
+``run_search`` runs the levels the capacity search adds (``contract.capacity``); on ``--resume`` it first runs
+again every added level with failures (as the runner does a planned one).
 """
 
 from __future__ import annotations
 
 import uuid
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from backends.load_loop import LoadSettings, Outcome, run_level
+from contract.level_facts import LevelFacts
 from harness.records import ATTEMPT, Record, RecordKey
 from harness.secrets import redact
 from harness.steps import console, output_fields, request_for
@@ -99,7 +100,7 @@ def run_level_group(runner: Runner, group: Group, record: bool) -> list[Record]:
     settings = replace(LoadSettings.of(group.load or {}), client_procs=runner.backend.settings.client_procs)
     sessions = sessions_of(group.steps)
     requests = [[request_for(s, runner.plan) for s in session] for session in sessions]
-    outcomes, facts = run_level(runner.backend, requests, settings)
+    outcomes, engine = run_level(runner.backend, requests, settings)
     if not record:
         return []
     backend = runner.backend
@@ -127,41 +128,7 @@ def run_level_group(runner: Runner, group: Group, record: bool) -> list[Record]:
             runner.writer.write(rec)
             records.append(rec)
     first = group.steps[0]
-    failed = [r.error for r in records if r.error]
-    # a level whose every request failed (a server that died) has no facts to keep: its record says so
-    level_error = (
-        f"every request of the level failed: {failed[0]}" if records and len(failed) == len(records) else None
-    )
-    level_error = level_error or facts.get(
-        "client_failed"
-    )  # a client process died: --resume redoes the level
-    facts = {
-        **facts,
-        "requests_planned": len(group.steps),
-        "requests_started": started,
-        "batches_requests": backend.capabilities.batches_requests,
-        "served_as": "batched by the engine"
-        if backend.capabilities.batches_requests
-        else "one at a time, queued (FIFO)",
-        "think_time_s": settings.think_time_s,
-        "think": settings.think,
-        "seconds": settings.seconds,
-        "duration_s": settings.duration_s if settings.rate_rps else None,
-        "arrival": settings.arrival if settings.rate_rps else None,
-        "burstiness": settings.burstiness if settings.rate_rps else None,
-        "searched_for": (group.load or {}).get("searched_for"),
-        "extended": (group.load or {}).get("extended"),
-        # the search's stated maximum and ratio, for a reader that judges the bracket (contract.capacity)
-        "search_ceiling": (group.load or {}).get(
-            "search_ceiling", ((group.load or {}).get("search") or {}).get("ceiling")
-        ),
-        "search_ratio": (group.load or {}).get(
-            "search_ratio", ((group.load or {}).get("search") or {}).get("ratio")
-        ),
-        **level_population(records, settings.concurrency),
-        # what the planner states about the level beside its load (a replayed trace's shape, what it left out)
-        **((group.load or {}).get("facts") or {}),
-    }
+    facts = level_facts_of(engine, group, settings, backend.capabilities.batches_requests, records)
     runner.writer.write(
         Record(
             **{**runner.base, "engine_start": first.engine_start},
@@ -170,8 +137,8 @@ def run_level_group(runner: Runner, group: Group, record: bool) -> list[Record]:
             mode=first.mode,
             case=first.case,
             **level,
-            error=level_error,
-            extra={"level": facts, ATTEMPT: attempt},
+            error=facts.level_error,
+            extra={"level": facts.to_dict(), ATTEMPT: attempt},
         )
     )
     errors = sum(r.error is not None for r in records)
@@ -179,10 +146,50 @@ def run_level_group(runner: Runner, group: Group, record: bool) -> list[Record]:
         r.error for r in records if r.error
     )  # the child's exit 1, as for one request at a time
     console.print(
-        f"  {group.block}: {started} requests in {facts['wall_s']:.1f} s"
+        f"  {group.block}: {started} requests in {facts.wall_s:.1f} s"
         + (f", {errors} failed" if errors else "")
     )
     return records
+
+
+def level_facts_of(
+    engine: dict[str, Any], group: Group, settings: LoadSettings, batches: bool, records: list[Record]
+) -> LevelFacts:
+    """The level record's facts (``contract.level_facts``): what ``run_level`` measured (``engine``: the
+    level's clock, its client, the engine's figures and the GPU's), the load the group planned and what its
+    planner states beside it, the population its records (one a started request) show, and the level's error:
+    every request failed (a server that died: there are no facts to keep, the record says so) or a client
+    process died (--resume redoes it)."""
+    load = group.load or {}
+    search = load.get("search") or {}
+    measured = LevelFacts.from_dict(engine)
+    failed = [r.error for r in records if r.error]
+    error = (
+        f"every request of the level failed: {failed[0]}" if records and len(failed) == len(records) else None
+    )
+    open_loop = bool(settings.rate_rps)
+    facts = replace(
+        measured,
+        requests_planned=len(group.steps),
+        requests_started=len(records),
+        batches_requests=batches,
+        served_as="batched by the engine" if batches else "one at a time, queued (FIFO)",
+        think_time_s=settings.think_time_s,
+        think=settings.think,
+        seconds=settings.seconds,
+        duration_s=settings.duration_s if open_loop else None,
+        arrival=settings.arrival if open_loop else None,
+        burstiness=settings.burstiness if open_loop else None,
+        searched_for=load.get("searched_for"),
+        extended=load.get("extended"),
+        # the search's stated maximum and ratio, for a reader that judges the bracket (contract.capacity)
+        search_ceiling=load.get("search_ceiling", search.get("ceiling")),
+        search_ratio=load.get("search_ratio", search.get("ratio")),
+        level_error=error or measured.client_failed,
+        **level_population(records, settings.concurrency),
+    )
+    # what the planner states about the level beside its load (a replayed trace's shape, what it left out)
+    return facts.updated(load.get("facts") or {})
 
 
 def level_population(records: list[Record], concurrency: int | None) -> dict:
@@ -204,14 +211,15 @@ def level_population(records: list[Record], concurrency: int | None) -> dict:
 # --- the capacity search (contract.capacity) -----------------------------------------------------
 def measured_levels(
     run_dir, backend: str, engine_start: int, workload: str, mode: str, loop: str, kind: str | None = None
-) -> dict[float, tuple]:
+) -> dict[float, tuple[list[dict], LevelFacts | None]]:
     """Every level of one variant and loop on disk (this attempt's and an earlier one's): level -> (its
-    request rows, its level facts). ``kind``: the variant's kind (None: whichever kind has load levels)."""
+    request rows, its level record's facts; None: no level record, the level was cut short). ``kind``: the
+    variant's kind (None: whichever kind has load levels)."""
     from harness.records import read_records
 
     key = "load_concurrency" if loop == "closed" else "load_rate_rps"
     other = "load_rate_rps" if loop == "closed" else "load_concurrency"
-    rows: dict[float, tuple[list, dict]] = {}
+    rows: dict[float, tuple[list, dict, list]] = {}
     for r in read_records(run_dir):
         if (
             (r.get("backend"), r.get("engine_start") or 0, r.get("workload"), r.get("mode"))
@@ -221,19 +229,27 @@ def measured_levels(
             or r.get(other) is not None
         ):
             continue
-        reqs, facts = rows.setdefault(r[key], ([], {}))
+        reqs, level, records = rows.setdefault(r[key], ([], {}, []))
         if r.get("rep") is None:
-            facts.update((r.get("extra") or {}).get("level") or {})
-            if r.get("error"):
-                facts["level_error"] = r["error"]
+            level.update((r.get("extra") or {}).get("level") or {})
+            records.append(r)
         elif r.get("submit_s") is not None:
             reqs.append(r)
-    return rows
+    return {x: (reqs, facts_of(level, records)) for x, (reqs, level, records) in rows.items()}
 
 
-def has_failures(rows: list[dict], facts: dict) -> bool:
+def facts_of(level: dict, records: list[dict]) -> LevelFacts | None:
+    """A level's facts from its level records (one, but for a key read twice), the last error said kept; None
+    without any."""
+    if not records:
+        return None
+    error = next((r["error"] for r in reversed(records) if r.get("error")), None)
+    return replace(LevelFacts.from_dict(level), level_error=error)
+
+
+def has_failures(rows: list[dict], facts: LevelFacts) -> bool:
     """A level on disk with a failed request, or whose level record says it failed (a client died)."""
-    return bool(facts.get("level_error")) or any(r.get("error") for r in rows)
+    return bool(facts.level_error) or any(r.get("error") for r in rows)
 
 
 def after_level(runner: Runner, group: Group) -> int:
@@ -276,17 +292,16 @@ def run_search(runner: Runner, group: Group) -> int:
             info["loop"],
             first.kind,
         )
-        levels = {
-            x: v for x, v in levels.items() if v[1]
-        }  # a level is there when its level record is (not cut short)
+        # a level is there when its level record is (not cut short)
+        levels = {x: (rows, facts) for x, (rows, facts) in levels.items() if facts is not None}
         # an added level with failures from an earlier run (--resume) is run again, whole (a new attempt),
         # before anything is judged: it counts among the added levels, but its failures are not its verdict
         stale = [
-            (x, facts["searched_for"])
+            (x, facts.searched_for)
             for x, (rows, facts) in sorted(levels.items())
-            if facts.get("searched_for") and x not in here and has_failures(rows, facts)
+            if facts.searched_for and x not in here and has_failures(rows, facts)
         ]
-        added = sum(1 for _, facts in levels.values() if facts.get("searched_for"))
+        added = sum(1 for _, facts in levels.values() if facts.searched_for)
         redo, extend = None, 1
         if stale:
             x, name = stale[0]
@@ -311,7 +326,7 @@ def run_search(runner: Runner, group: Group) -> int:
                         info["ceiling"],
                         ratio,
                     ).undecided
-                    if verdicts[t.name][x].decision == UNDECIDED and not levels[x][1].get("extended")
+                    if verdicts[t.name][x].decision == UNDECIDED and not levels[x][1].extended
                 ),
                 None,
             )

@@ -23,6 +23,7 @@ from __future__ import annotations
 import shutil
 from collections import defaultdict
 
+from contract.level_facts import LevelFacts
 from contract.level_flags import level_kind
 from contract.slo import percentile
 
@@ -47,7 +48,7 @@ def load_levels(rows: list[dict], backends: list[str] | None = None) -> list[dic
     """One dict a load level (backend, workload, mode, case) of ``backends`` (all: None), in record order:
     its label cells and figures (see the module docstring)."""
     requests: dict[tuple, list[dict]] = defaultdict(list)
-    facts: dict[tuple, dict] = {}
+    facts: dict[tuple, LevelFacts] = {}
     for r in rows:
         if r.get("skipped") or (r.get("load_concurrency") is None and r.get("load_rate_rps") is None):
             continue
@@ -56,14 +57,14 @@ def load_levels(rows: list[dict], backends: list[str] | None = None) -> list[dic
         key = (r.get("backend"), r.get("workload"), r.get("mode"), r.get("case"))
         if r.get("submit_s") is None:  # the level's own record: its facts (think time, arrivals...)
             level = (r.get("extra") or {}).get("level")
-            facts.setdefault(key, level if isinstance(level, dict) else {})
+            facts.setdefault(key, LevelFacts.from_dict(level if isinstance(level, dict) else None))
             requests.setdefault(key, [])
         else:
             requests[key].append(r)
-    return [_level(key, rs, facts.get(key, {})) for key, rs in requests.items() if rs]
+    return [_level(key, rs, facts.get(key)) for key, rs in requests.items() if rs]
 
 
-def _level(key: tuple, rows: list[dict], facts: dict) -> dict:
+def _level(key: tuple, rows: list[dict], facts: LevelFacts | None) -> dict:
     backend, workload, mode, _ = key
     served = [r for r in rows if not _failed(r)]
     window = 0.0

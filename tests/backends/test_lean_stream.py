@@ -34,6 +34,7 @@ from backends.openai import OpenAIBackend
 from backends.openai.lean_stream import LeanClientSpec, StreamFault
 from backends.openai.options import OpenAIOptions
 from benchmarks.fake_engine import start
+from contract.level_facts import LevelFacts
 
 pytestmark = pytest.mark.openai
 STEP_S = 0.005
@@ -81,6 +82,7 @@ def test_two_client_processes_merge_into_one_level(fake_url: str, server_backend
     outs, facts = run_level(server_backend(), sessions, LoadSettings(concurrency=4, client_procs=2))
     assert facts["client_procs"] == 2 and len(facts["client_cpu_share"]) == 2
     assert all(x >= 0 for x in facts["client_cpu_share"]) and "client_failed" not in facts
+    assert LevelFacts.from_dict(facts).other == {}  # every key the level record will carry is named
     server = facts["server_timings"]  # the fake server's /metrics over the level, sampled by this process
     assert server["ttft_n"] == server["e2e_n"] == 10 and server["itl_n"] == 10 * 11
     assert 0 < server["ttft_ms_p50"] <= server["ttft_ms_p99"] and server["tpot_n"] == 10
@@ -166,6 +168,7 @@ def test_a_client_process_that_dies_turns_its_requests_into_errors(server_backen
     )  # in flight: an error; never started: not started
     assert all(o.started for o in died) and "client process 0" in facts["client_failed"]
     assert facts["client_cpu_share"][0] is None and facts["client_cpu_share"][1] is not None
+    assert LevelFacts.from_dict(facts).other == {}  # client_failed too is a named key of the level record
 
 
 def test_client_procs_bounds_and_the_automatic_count() -> None:

@@ -108,7 +108,7 @@ def test_the_search_finds_the_knee_between_the_planned_levels_and_resumes(plan, 
     assert found.ratio == pytest.approx(13 / 11) and found.value <= KNEE < found.next_up
     assert found.limiter.startswith("TTFT p90 ") and f"> {LIMIT_MS} ms (n=" in found.limiter
     assert sorted(levels) == [1, 4, 8, 11, 13, 16]
-    assert {c for c, (_, facts) in levels.items() if facts.get("searched_for") == "knee"} == {8, 11, 13}
+    assert {c for c, (_, facts) in levels.items() if facts.searched_for == "knee"} == {8, 11, 13}
     assert all(len(rows) == 40 for rows, _ in levels.values())  # the same requests as a planned level
 
     # a crash during the last added level: its level record and half its requests are lost; --resume
@@ -207,10 +207,10 @@ def test_the_open_loop_search_refines_between_the_poisson_rates(tiny_model_dir, 
     out = tmp_path / "run"
     run(plan, out)
     levels = measured_levels(out, "knee", 0, "lf", "S=0", "open")
-    added = sorted(r for r, (_, facts) in levels.items() if facts.get("searched_for"))
+    added = sorted(r for r, (_, facts) in levels.items() if facts.searched_for)
     assert 1 <= len(added) <= 3 and all(5 < r < 200 for r in added)
     for r, (rows, facts) in levels.items():
-        due = arrival_times(r, until_s=2.0 * (facts.get("extended") or 1), seed=RANDOM_SEED)
+        due = arrival_times(r, until_s=2.0 * (facts.extended or 1), seed=RANDOM_SEED)
         assert len(rows) == len(due) and all(x["load_rate_rps"] == r for x in rows)
         assert sorted(x["planned_submit_s"] for x in rows) == pytest.approx(due)
     target = parse_target(TARGET)

@@ -20,6 +20,7 @@ import pytest
 
 from backends.load_loop import LoadSettings, arrival_times
 from contract import capacity as cap
+from contract.level_facts import LevelFacts
 from contract.level_stats import level_stats
 from contract.slo import parse_target
 from harness.load_runner import measured_levels
@@ -68,10 +69,10 @@ def run(tmp_path_factory):
     return out
 
 
-def open_requests(rate: float, facts: dict) -> int:
+def open_requests(rate: float, facts: LevelFacts) -> int:
     """A rate level's requests: the seeded arrivals over its duration (twice it for a level run again)."""
     return len(
-        arrival_times(10**6, LoadSettings(rate_rps=rate, seed=RANDOM_SEED, duration_s=facts["duration_s"]))
+        arrival_times(10**6, LoadSettings(rate_rps=rate, seed=RANDOM_SEED, duration_s=facts.duration_s))
     )
 
 
@@ -86,7 +87,7 @@ def judged(out, loop: str) -> tuple[dict, dict]:
 
 
 def added(levels: dict) -> list[float]:
-    return sorted(x for x, (_, facts) in levels.items() if facts.get("searched_for") == "knee")
+    return sorted(x for x, (_, facts) in levels.items() if facts.searched_for == "knee")
 
 
 def test_the_closed_loop_search_finds_the_servers_knee_from_two_client_processes(run):
@@ -150,9 +151,7 @@ def test_open_loop_arrivals_across_client_processes_keep_the_levels_poisson_sche
     one early). Had each process drawn its own share's arrivals, its k-th request would start at the level's
     k-th arrival, whole gaps early."""
     for rate, (rows, facts) in measured_levels(run, "openai", 0, "knee", "S=0", "open").items():
-        due = arrival_times(
-            10**6, LoadSettings(rate_rps=rate, seed=RANDOM_SEED, duration_s=facts["duration_s"])
-        )
+        due = arrival_times(10**6, LoadSettings(rate_rps=rate, seed=RANDOM_SEED, duration_s=facts.duration_s))
         assert len(rows) == len(due) and all(
             r["planned_submit_s"] == pytest.approx(due[r["rep"]]) for r in rows
         )

@@ -162,9 +162,7 @@ workloads:
     levels = measured_levels(out, "knee", 0, "coin", "S=0", "closed")
     assert list(levels) == [1]  # nothing below C=1, nothing above the stated maximum
     rows, facts = levels[1]
-    assert (
-        facts["extended"] == 2 and len(rows) == 40
-    )  # the same level, twice the requests, the latest attempt
+    assert facts.extended == 2 and len(rows) == 40  # the same level, twice the requests, the latest attempt
     all_rows = [json.loads(x) for x in (out / "records.jsonl").read_text().splitlines()]
     assert len({r["extra"]["level_attempt"] for r in all_rows if r.get("case") == "C=1"}) == 2
     v = cap.judge(target, level_stats(rows, 1), facts)
@@ -236,9 +234,9 @@ def test_a_think_time_population_keeps_more_users_than_requests_in_flight(tiny_m
     run(plan, out)
     levels = measured_levels(out, "knee", 0, "users", "sessions", "closed")
     rows, facts = levels[16]
-    assert len(rows) == 48 and facts["think"] == "exponential" and facts["think_time_s"] == 0.4
-    assert facts["users"] == 16 and facts["in_flight_p90"] < 16 and facts["in_flight_mean"] < 8
-    assert facts["arrivals_per_s"] > 0
+    assert len(rows) == 48 and facts.think == "exponential" and facts.think_time_s == 0.4
+    assert facts.users == 16 and facts.in_flight_p90 < 16 and facts.in_flight_mean < 8
+    assert facts.arrivals_per_s > 0
     # no user sent two turns back to back: each waited a think time after its previous answer
     by_user = {}
     for r in sorted(rows, key=lambda r: r["submit_s"]):

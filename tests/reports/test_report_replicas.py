@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from contract.level_facts import LevelFacts
 from reports import build
 from reports.runs import read_runs
 from tests.reports.records import load_level, load_request, write_run
@@ -97,12 +98,14 @@ def test_each_configuration_is_named_and_measured(two_gpu_runs):
 
 def test_a_counter_that_went_down_is_no_figure():
     shares = replicas.per_replica(
-        {
-            "replica0_prefix_cache_queries": 10.0,
-            "replica0_prefix_cache_hits": -3.0,
-            "replica1_prefix_cache_queries": 30.0,
-            "replica1_prefix_cache_hits": 3.0,
-        }
+        LevelFacts.from_dict(
+            {
+                "replica0_prefix_cache_queries": 10.0,
+                "replica0_prefix_cache_hits": -3.0,
+                "replica1_prefix_cache_queries": 30.0,
+                "replica1_prefix_cache_hits": 3.0,
+            }
+        )
     )
     assert shares["0"]["hit_share"] is None and shares["1"]["hit_share"] == pytest.approx(0.1)
     assert shares["1"]["lookup_share"] == pytest.approx(0.75)

@@ -10,6 +10,7 @@ import json
 import pytest
 
 from backends.base import Backend, BackendSettings, Capabilities, RawOutput, Request, TokenClock
+from contract.level_facts import LevelFacts
 from harness.records import read_records
 from harness.runner import Runner
 from reports import build
@@ -90,6 +91,8 @@ def test_the_level_record_keeps_the_traces_shape(run_dir):
     ]
     shape = level["extra"]["level"]["trace"]
     assert shape["sent"] == 8 and shape["dropped"] == 0 and shape["time_scale"] == 4
+    facts = LevelFacts.from_record(level)  # the record's type names every key the level wrote
+    assert facts.trace == shape and facts.other == {} and facts.to_dict() == level["extra"]["level"]
     assert shape["seen_before_share"] == pytest.approx(6 / 12)  # blocks 1, 2 of the last four: 3 x 2 again
 
 

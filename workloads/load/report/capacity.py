@@ -33,6 +33,7 @@ from typing import Any
 
 import pandas as pd
 
+from contract.level_facts import LevelFacts
 from contract.level_flags import level_kind
 from contract.level_stats import LevelStats, level_stats, over_starts
 from contract.slo import DEFAULT_SPECS, Target, parse_targets, percentile
@@ -137,18 +138,19 @@ def _p(xs: list[float], q: float) -> float | None:
     return percentile(xs, q) if xs else None
 
 
-def level_row(key: tuple, rows: list[dict], facts: dict, stats: LevelStats) -> dict[str, Any]:
+def level_row(key: tuple, rows: list[dict], level: LevelFacts | None, stats: LevelStats) -> dict[str, Any]:
     """One load level's row: its key, steady-state TTFT / TPOT / e2e / ITL percentiles with the first wave's
     TTFT apart, output tok/s with its bootstrap interval, per-user tok/s (1000 ÷ TPOT p50), energy per 1,000
-    tokens of the requests that did not fail, and the engine's facts. ``partial``: fewer requests started than
-    planned; ``small_p99``: fewer than SMALL_N latencies."""
+    tokens of the requests that did not fail, and the engine's facts (``level``: its level record's; None:
+    none). ``partial``: fewer requests started than planned; ``small_p99``: fewer than SMALL_N latencies."""
+    facts = level or LevelFacts()
     s = stats.samples()
     first = stats.samples(stats.first_wave)
     served_tokens = sum(num(r.get("output_tokens")) or 0 for r in rows if not _failed(r))
-    energy = num(facts.get("gpu_energy_j"))
+    energy = num(facts.gpu_energy_j)
     tps_lo_hi = stats.tps_interval()
     tpot50 = _p(s["tpot"], 50)
-    planned, started = num(facts.get("requests_planned")), num(facts.get("requests_started"))
+    planned, started = num(facts.requests_planned), num(facts.requests_started)
     rate = num(rows[0].get("load_rate_rps")) if rows else None
     # an open loop of a sessions load starts sessions (a user's turns), not requests, at its rate
     unit = "sessions/s" if any(num(r.get("user")) is not None for r in rows) else "req/s"
@@ -180,18 +182,21 @@ def level_row(key: tuple, rows: list[dict], facts: dict, stats: LevelStats) -> d
         "no_steady": stats.no_steady,
         "per_user_tps": 1000 / tpot50 if tpot50 else None,
         "energy_j_per_1k": energy / served_tokens * 1000 if energy is not None and served_tokens else None,
-        "power_w": num(facts.get("gpu_power_w_mean")),
-        "gpu_util": num(facts.get("gpu_util_pct_mean")),
-        "gpu_memory_gb": (num(facts.get("gpu_memory_used_peak_bytes")) or 0) / 1e9 or None,
-        "telemetry": facts.get("gpu_telemetry"),
-        "kv_peak": num(facts.get("kv_cache_usage_peak")),
-        "preemptions": num(facts.get("preemptions")),
-        "searched_for": facts.get("searched_for"),
+        "power_w": num(facts.gpu_power_w_mean),
+        "gpu_util": num(facts.gpu_util_pct_mean),
+        "gpu_memory_gb": (num(facts.gpu_memory_used_peak_bytes) or 0) / 1e9 or None,
+        "telemetry": facts.gpu_telemetry,
+        "kv_peak": num(facts.kv_cache_usage_peak),
+        "preemptions": num(facts.preemptions),
+        "searched_for": facts.searched_for,
         "level_kind": level_kind(stats.concurrency, rate, facts, unit),
-        **{k: num(facts.get(k)) for k in ("users", "in_flight_mean", "in_flight_p90", "arrivals_per_s")},
-        "think_time_s": num(facts.get("think_time_s")),
+        "users": num(facts.users),
+        "in_flight_mean": num(facts.in_flight_mean),
+        "in_flight_p90": num(facts.in_flight_p90),
+        "arrivals_per_s": num(facts.arrivals_per_s),
+        "think_time_s": num(facts.think_time_s),
         "partial": bool(planned and started is not None and started < planned),
-        "cut": not facts,  # no level record: the run stopped inside the level (a deadline, a crash)
+        "cut": level is None,  # no level record: the run stopped inside the level (a deadline, a crash)
         "mix": mix_of(rows),
         "rate_unit": unit,
         "mean_prompt": sum(num(r.get("prompt_tokens")) or 0 for r in rows) / len(rows) if rows else None,
@@ -213,7 +218,7 @@ def _failed(r: dict) -> bool:
 
 def analyse(
     rows: pd.DataFrame,
-    facts: dict[tuple, dict],
+    facts: dict[tuple, LevelFacts],
     targets: tuple[Target, ...] | dict[str, tuple[Target, ...]],
     price: float | None,
     planned: dict[str, list[tuple[str, str, str]]] | None = None,
@@ -235,7 +240,7 @@ def analyse(
     reqs = requests(rows)
     start_facts = level_facts(rows, by_start=True)
     stats: dict[tuple, LevelStats] = {}
-    starts: dict[tuple, dict[str, tuple[LevelStats, dict]]] = {}
+    starts: dict[tuple, dict[str, tuple[LevelStats, LevelFacts | None]]] = {}
     out = []
     for key, g in reqs.groupby(KEY, sort=False):
         c = num(g["load_concurrency"].iloc[0])
@@ -247,10 +252,10 @@ def analyse(
         parts = [level_stats(part, int(c) if c else None) for part in per_start]
         stats[key] = over_starts(parts)
         starts[key] = {
-            s: (st, start_facts.get((*key, s), facts.get(key, {})))
+            s: (st, start_facts.get((*key, s), facts.get(key)))
             for (s, _), st in zip(labelled, parts, strict=True)
         }
-        row = level_row(key, recs, facts.get(key, {}), stats[key])
+        row = level_row(key, recs, facts.get(key), stats[key])
         # each start's steady output tok/s: what a throughput ranking across backends must beat
         row["per_start_tps"] = tuple(p.output_tps for p in stats[key].parts or [stats[key]])
         if len(per_start) > 1:  # each start runs the level's requests once: the mix is one start's

@@ -18,12 +18,13 @@ evidence, over every engine start that ran it.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pandas as pd
 
 from contract.capacity import DEFAULT_RATIO, Capacity, capacity, judge
+from contract.level_facts import LevelFacts
 from contract.level_stats import LevelStats
 from contract.slo import Target, Verdict
 from reports.stats import num
@@ -70,9 +71,9 @@ class CapacityGroup:
     rate_unit: str  # an open loop's unit: "req/s", or "sessions/s" for a sessions load
     gpu_hour_usd: float | None  # the price a cost per million tokens is worked out with (None: no cost)
     not_run: tuple[float, ...] = ()  # planned levels of this loop with no records (the run stopped first)
-    facts: dict[tuple, dict] = field(default_factory=dict)  # level key -> its level record's facts
-    # level key -> {start label: (that start's steady state, that start's level facts)}
-    starts: dict[tuple, dict[str, tuple[LevelStats, dict]]] = field(default_factory=dict)
+    facts: dict[tuple, LevelFacts] = field(default_factory=dict)  # level key -> its level record's facts
+    # level key -> {start label: (that start's steady state, that start's level facts; None: no level record)}
+    starts: dict[tuple, dict[str, tuple[LevelStats, LevelFacts | None]]] = field(default_factory=dict)
 
     @property
     def axis(self) -> str:
@@ -96,9 +97,9 @@ class CapacityGroup:
     def search_bounds(self, levels: pd.DataFrame) -> tuple[float | None, float]:
         """(ceiling, ratio): the search's, from its level records; else the highest planned level, run or
         not (a run that did not search states its maximum by its levels), and the default ratio."""
-        keys = [self._key(r) for r in levels.to_dict("records")]
-        ceilings = [num(self.facts.get(k, {}).get("search_ceiling")) for k in keys]
-        ratios = [num(self.facts.get(k, {}).get("search_ratio")) for k in keys]
+        facts = [self.facts.get(self._key(r)) or LevelFacts() for r in levels.to_dict("records")]
+        ceilings = [num(f.search_ceiling) for f in facts]
+        ratios = [num(f.search_ratio) for f in facts]
         ceiling = max((c for c in ceilings if c is not None), default=None)
         planned = [x for x in (*levels[self.axis].tolist(), *self.not_run) if num(x) is not None]
         ceiling = max([ceiling, *planned]) if ceiling is not None else max(planned, default=None)
@@ -108,16 +109,18 @@ class CapacityGroup:
     def _key(self, r: dict) -> tuple:
         return (self.backend, self.workload, self.mode, r["case"])
 
-    def _judged(self, target: Target, levels: pd.DataFrame, pick) -> dict[float, tuple[Verdict, dict]]:
-        """level -> (verdict, engine facts) over the levels ``pick(level key)`` gives (stats, facts) for."""
+    def _judged(self, target: Target, levels: pd.DataFrame, pick) -> dict[float, tuple[Verdict, LevelFacts]]:
+        """level -> (verdict, engine facts) over the levels ``pick(level key)`` gives (stats, facts) for, the
+        engine's KV-cache peak and preemptions as the level row has them."""
         judged = {}
         for r in levels.to_dict("records"):
             x, found = r[self.axis], pick(self._key(r))
             if x is None or x != x or found is None:
                 continue
             steady, facts = found
-            engine = {"kv_cache_usage_peak": r["kv_peak"], "preemptions": r["preemptions"]}
-            judged[float(x)] = (judge(target, steady, facts), {**facts, **engine})
+            facts = facts or LevelFacts()
+            engine = replace(facts, kv_cache_usage_peak=r["kv_peak"], preemptions=r["preemptions"])
+            judged[float(x)] = (judge(target, steady, facts), engine)
         return judged
 
     def capacity_row(
@@ -138,7 +141,7 @@ class CapacityGroup:
             found, judged = per_start[chosen]
         else:
             chosen = None
-            judged = self._judged(target, levels, lambda key: (stats[key], self.facts.get(key, {})))
+            judged = self._judged(target, levels, lambda key: (stats[key], self.facts.get(key)))
             found = capacity(target, self.loop, judged, ceiling, ratio)
         measured = levels[self.axis] == found.value
         at = levels[measured].iloc[0] if found.value is not None and measured.any() else None

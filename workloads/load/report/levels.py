@@ -2,7 +2,8 @@
 
 A level is one (backend, workload, variant, load) — ``case`` ``C=8`` (closed loop) or ``rate=4``
 (Poisson). Its requests are the records with a ``submit_s``, served or failed (``error``); the
-level's own record (``rep`` None) holds the engine's figures in ``extra.level``. Definitions (one
+level's own record (``rep`` None) holds the engine's figures in ``extra.level``
+(``contract.level_facts.LevelFacts``). Definitions (one
 for every backend):
 
 - requests = the requests served; errors = the requests that failed (a 429, a timeout, a cut
@@ -49,6 +50,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from contract.level_facts import LevelFacts
 from reports.stats import num
 
 # MLPerf Inference's server-scenario latency targets for Llama-2-70B (TTFT 2 s, TPOT 200 ms): a
@@ -59,8 +61,6 @@ CLIENT_LIMITED = (
     "the client may have limited this level"  # a level whose client process was busy > 50 % (load_shards)
 )
 SERVER_FIGURES = ("ttft", "itl", "tpot", "e2e", "queue")  # the level histograms (backends.openai.metrics)
-# level facts a server over HTTP gives only from its /metrics gauges (backends.openai.metrics.LOAD_VALUES)
-METRICS_GAUGES = ("kv_cache_usage_peak", "requests_running_peak", "requests_waiting_peak")
 HTTP_TIMING = "client-stream"  # a record's timing_source over HTTP (backends/base.py lists the sources)
 HOLDS_SHARE = 0.9  # a level "holds" the SLO when at least this share of its requests meet it
 
@@ -141,7 +141,7 @@ def requests(df: pd.DataFrame) -> pd.DataFrame:
     return rows[rows["submit_s"].notna()] if "submit_s" in rows else rows.iloc[0:0]
 
 
-def level_facts(df: pd.DataFrame, by_start: bool = False) -> dict[tuple, dict[str, Any]]:
+def level_facts(df: pd.DataFrame, by_start: bool = False) -> dict[tuple, LevelFacts]:
     """(backend, workload, mode, case) -> the level record's ``extra.level`` (the last engine start's, where
     several ran the level); ``by_start``: keyed (backend, workload, mode, case, start), each start's."""
     out = {}
@@ -152,13 +152,18 @@ def level_facts(df: pd.DataFrame, by_start: bool = False) -> dict[tuple, dict[st
         level = (r.get("extra") or {}).get("level")
         if isinstance(level, dict):
             key = (r["backend"], r["workload"], r["mode"], r["case"])
-            out[(*key, r.get("start")) if by_start else key] = level
+            out[(*key, r.get("start")) if by_start else key] = LevelFacts.from_dict(level)
     return out
 
 
-def level_fact_values(f: dict[str, Any]) -> tuple[dict[str, float | None], list[str]]:
+def level_fact_values(f: LevelFacts) -> tuple[dict[str, float | None], list[str]]:
     """The engine's level facts that can be true, and one phrase per fact that cannot (left out)."""
-    values: dict[str, float | None] = {k: num(f.get(k)) for k in (*COUNTERS, "kv_cache_usage_peak")}
+    values: dict[str, float | None] = {
+        "preemptions": num(f.preemptions),
+        "prefix_cache_queries": num(f.prefix_cache_queries),
+        "prefix_cache_hits": num(f.prefix_cache_hits),
+        "kv_cache_usage_peak": num(f.kv_cache_usage_peak),
+    }
     problems = []
     for k in COUNTERS:
         if values[k] is not None and values[k] < 0:
@@ -180,12 +185,12 @@ def bucket(bounds: Any) -> tuple[float, float | None] | None:
     return (num(bounds[0]), num(bounds[1]))
 
 
-def server_and_client(facts: dict[str, Any], ok: pd.DataFrame | None = None) -> dict[str, Any]:
+def server_and_client(facts: LevelFacts, ok: pd.DataFrame | None = None) -> dict[str, Any]:
     """A level's server-side means, p50s and p50 buckets (``SERVER_FIGURES``), the caller's mean TTFT
     (over ``ok``, its served requests) minus the server's, and its busiest client process, from its level
     record. ``server_metrics`` is "recorded" where the level has server timings, else None (``per_level``
     tells "not exported" from "not recorded")."""
-    server = facts.get("server_timings") or {}
+    server = facts.server_timings or {}
     out: dict[str, Any] = {}
     for fig in SERVER_FIGURES:
         out[f"server_{fig}_mean"] = num(server.get(f"{fig}_ms_mean"))
@@ -201,8 +206,8 @@ def server_and_client(facts: dict[str, Any], ok: pd.DataFrame | None = None) -> 
         "caller_minus_server_ttft_mean": caller - out["server_ttft_mean"]
         if caller is not None and out["server_ttft_mean"] is not None
         else None,
-        "client_busy_max": num(facts.get("client_busy_max")),
-        "client_limited": bool(facts.get("client_limited")),
+        "client_busy_max": num(facts.client_busy_max),
+        "client_limited": bool(facts.client_limited),
     }
 
 
@@ -220,14 +225,14 @@ def server_metrics_state(levels: pd.DataFrame, over_http: set[str], exports: set
     return levels.apply(state, axis=1) if len(levels) else levels["server_metrics"]
 
 
-def caller_and_engine(ok: pd.DataFrame, facts: dict[str, Any]) -> dict[str, Any]:
+def caller_and_engine(ok: pd.DataFrame, facts: LevelFacts) -> dict[str, Any]:
     """The engine's own TTFT p50 (per request, in process), the caller's minus it per
     request (p50), and the mean ``LLMEngine.step()`` of a stepped engine (vLLM in process:
     its cause, an arrival or a first token waits for it)."""
     both = (
         ok[ok["ttft_ms"].notna() & ok["engine_ttft_ms"].notna()] if "engine_ttft_ms" in ok else ok.iloc[0:0]
     )
-    steps, step_s = num(facts.get("engine_steps")), num(facts.get("engine_step_s"))
+    steps, step_s = num(facts.engine_steps), num(facts.engine_step_s)
     return {
         "engine_ttft_p50": percentile(both["engine_ttft_ms"], 50) if len(both) else None,
         "caller_minus_engine_ttft_p50": percentile(both["ttft_ms"] - both["engine_ttft_ms"], 50)
@@ -262,7 +267,7 @@ def per_level(df: pd.DataFrame, slo: dict[str, float] | None = None) -> pd.DataF
         )
         prompt = ok["prompt_tokens"].sum()
         cached = ok["cached_tokens"].dropna()
-        f = facts.get(key, {})
+        f = facts.get(key) or LevelFacts()  # none: the run stopped inside the level
         values, problems = level_fact_values(f)
         queries, hits = values["prefix_cache_queries"], values["prefix_cache_hits"]
         rows.append(
@@ -290,7 +295,7 @@ def per_level(df: pd.DataFrame, slo: dict[str, float] | None = None) -> pd.DataF
                 if len(cached) and prompt
                 else None,
                 "queue_p50": percentile(ok["queue_ms"], 50),
-                "served_as": f.get("served_as"),
+                "served_as": f.served_as,
                 "kv_cache_usage_peak": values["kv_cache_usage_peak"],
                 "preemptions": values["preemptions"],
                 "prefix_hit_rate": hits / queries if queries and hits is not None else None,
@@ -306,9 +311,17 @@ def per_level(df: pd.DataFrame, slo: dict[str, float] | None = None) -> pd.DataF
     http = (
         set(reqs.loc[reqs["timing_source"] == HTTP_TIMING, "backend"]) if "timing_source" in reqs else set()
     )
-    gauges = {key[0] for key, f in facts.items() if any(num(f.get(k)) is not None for k in METRICS_GAUGES)}
+    gauges = {key[0] for key, f in facts.items() if metrics_gauges(f)}
     out["server_metrics"] = server_metrics_state(out, http, gauges)
     return out
+
+
+def metrics_gauges(f: LevelFacts) -> bool:
+    """Whether the level holds a gauge that a server over HTTP gives only from its /metrics
+    (``backends.openai.metrics.LOAD_VALUES``): KV-cache usage, requests running or waiting."""
+    return any(
+        num(x) is not None for x in (f.kv_cache_usage_peak, f.requests_running_peak, f.requests_waiting_peak)
+    )
 
 
 def peaks(levels: pd.DataFrame) -> pd.DataFrame:

@@ -27,6 +27,7 @@ from typing import Any
 
 import pandas as pd
 
+from contract.level_facts import LevelFacts
 from reports.stats import num
 from workloads.load.report import levels as mu
 
@@ -87,11 +88,11 @@ def engine_of(engine: dict[str, Any], label: str) -> str:
     return next((name for name in ("vllm", "sglang") if name in engine), label)
 
 
-def per_replica(facts: dict[str, Any]) -> dict[str, dict[str, float | None]]:
+def per_replica(facts: LevelFacts) -> dict[str, dict[str, float | None]]:
     """{replica: {"hit_share": hits ÷ queries, "lookup_share":
-    its queries ÷ all}} from a level record's facts."""
+    its queries ÷ all}} from a level record's facts (its ``replica_figures``)."""
     counts: dict[str, dict[str, float]] = {}
-    for key, value in facts.items():
+    for key, value in facts.replica_figures.items():
         m = REPLICA_KEY.match(key)
         v = num(value)
         if m and v is not None and v >= 0:  # a counter that went down (a reset) is no figure
@@ -127,7 +128,7 @@ def configurations(rows: pd.DataFrame, levels: pd.DataFrame, ds: Any) -> pd.Data
                 "engine": configs[r["backend"]]["engine"],
                 **{k: r[k] for k in FROM_LEVEL},
                 "tpot_p99": mu.percentile(values, 99),
-                "replicas": per_replica(facts.get(key, {})),
+                "replicas": per_replica(facts.get(key) or LevelFacts()),
             }
         )
     return pd.DataFrame(out, columns=COLUMNS)

@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from contract.capacity import judge
+from contract.level_facts import LevelFacts
 from contract.level_stats import level_stats
 from contract.slo import Target, parse_targets
 
@@ -65,13 +66,13 @@ def _rows(df: pd.DataFrame, levels: bool) -> pd.DataFrame:
     return rows[rows["rep"].notna() & rows["submit_s"].notna()] if "submit_s" in rows else rows.iloc[0:0]
 
 
-def level_facts(df: pd.DataFrame) -> dict[tuple, dict[str, Any]]:
+def level_facts(df: pd.DataFrame) -> dict[tuple, LevelFacts]:
     """(backend, workload, mode, case) -> the level record's ``extra.level``."""
     out = {}
     for r in _rows(df, levels=True).to_dict("records"):
         level = (r.get("extra") or {}).get("level")
         if isinstance(level, dict):
-            out[tuple(r[k] for k in KEY)] = level
+            out[tuple(r[k] for k in KEY)] = LevelFacts.from_dict(level)
     return out
 
 
@@ -88,12 +89,12 @@ def analyse(df: pd.DataFrame, targets: tuple[Target, ...]) -> dict[str, Any]:
     facts = level_facts(df)
     shape = {}
     for key, f in facts.items():
-        if isinstance(f.get("trace"), dict):
-            shape.setdefault(key[1], {k: v for k, v in f["trace"].items() if k != "time_scale"})
+        if isinstance(f.trace, dict):
+            shape.setdefault(key[1], {k: v for k, v in f.trace.items() if k != "time_scale"})
     out = []
     for key, g in _rows(df, levels=False).groupby(KEY, sort=False):
         rows = g.to_dict("records")
-        f = facts.get(key, {})
+        f = facts.get(key) or LevelFacts()
         stats = level_stats(rows, None)
         samples = stats.samples(rows)
         lags = [
@@ -103,7 +104,7 @@ def analyse(df: pd.DataFrame, targets: tuple[Target, ...]) -> dict[str, Any]:
         ]
         row = dict(zip(KEY, key, strict=True))
         row.update(
-            time_scale=_num((f.get("trace") or {}).get("time_scale")),
+            time_scale=_num((f.trace or {}).get("time_scale")),
             rate_rps=_num(g["load_rate_rps"].iloc[0]) if "load_rate_rps" in g else None,
             requests=len(rows),
             failed=sum(bool(r.get("error")) and not isinstance(r.get("error"), float) for r in rows),

@@ -1,0 +1,278 @@
+"""A load level's facts as a type (contract/level_facts.py): every field round-trips through JSON; a record of
+an older run reads (a key it lacks is None, one the type does not name is kept and written back), as does
+every level record of the committed runs; and what the runner writes in a level record is exactly the named
+fields: a level run through the runner on a stand-in engine that reports every figure the adapters map to,
+the server's histograms and the GPU's telemetry writes every field but those only client processes and an
+unmeasured GPU write, and nothing the type does not name."""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+import json
+from dataclasses import fields
+from pathlib import Path
+
+import pytest
+
+from backends.base import Backend, BackendSettings, Capabilities, RawOutput, Request, TokenClock
+from contract import capacity as cap
+from contract.level_facts import ALWAYS, NOT_WRITTEN, WRITTEN_WITH, LevelFacts
+from contract.slo import Verdict
+
+NAMED = {f.name for f in fields(LevelFacts)} - NOT_WRITTEN  # the keys of extra.level the type names
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def every_field() -> LevelFacts:
+    """Facts with every field set, as JSON gives them back."""
+    values = {
+        "requests_planned": 40,
+        "requests_started": 38,
+        "batches_requests": True,
+        "served_as": "batched by the engine",
+        "think_time_s": 0.0,
+        "think": "fixed",
+        "seconds": 30.0,
+        "duration_s": 60.0,
+        "arrival": "gamma",
+        "burstiness": 0.5,
+        "searched_for": "chat",
+        "extended": 2,
+        "search_ceiling": 64,
+        "search_ratio": 1.25,
+        "users": 38,
+        "in_flight_mean": 3.5,
+        "in_flight_p90": 5,
+        "arrivals_per_s": 4.1,
+        "trace": {"in_window": 4, "dropped": 1, "input_p50": 512.0, "time_scale": 2.0},
+        "wall_s": 61.2,
+        "client_procs": 2,
+        "origin_perf_counter": 1234.5,
+        "client": "lean aiohttp, uvloop",
+        "client_cpu_share": [0.2, None],
+        "client_busy_max": 0.2,
+        "client_limited": False,
+        "client_failed": "client process 1 (exit 1): the level is incomplete (--resume redoes it)",
+        "kv_cache_usage_peak": 0.93,
+        "requests_running_peak": 12.0,
+        "requests_waiting_peak": 3.0,
+        "prefix_cache_hit_rate_peak": 0.4,
+        "preemptions": 2.0,
+        "prefix_cache_queries": 1000.0,
+        "prefix_cache_hits": 600.0,
+        "engine_step_s": 12.5,
+        "engine_steps": 900.0,
+        "server_timings": {"ttft_n": 38, "ttft_ms_p50": 41.0, "ttft_p50_bucket_ms": [25.0, 50.0]},
+        "replica_figures": {"replica0_prefix_cache_hits": 300.0, "replica1_prefix_cache_hits": 300.0},
+        "gpu_telemetry": "not measured: a reason",
+        "gpu_samples": 600,
+        "gpu_index": 0,
+        "gpu_power_w_mean": 410.0,
+        "gpu_power_w_peak": 650.0,
+        "gpu_util_pct_mean": 88.0,
+        "gpu_memory_used_peak_bytes": 1.3e11,
+        "gpu_energy_j": 25000.0,
+        "gpu_energy_source": "nvml-counter",
+        "other": {"a_newer_writers_key": [1, 2]},
+    }
+    assert set(values) == {f.name for f in fields(LevelFacts)} - {
+        "level_error"
+    }  # the record's error: not here
+    return LevelFacts(**values)
+
+
+# --- reading and writing ------------------------------------------------------------------------------------
+def test_every_field_round_trips_through_json():
+    facts = every_field()
+    written = json.loads(json.dumps(facts.to_dict()))
+    assert set(written) == NAMED | set(facts.replica_figures) | {"a_newer_writers_key"}
+    assert LevelFacts.from_dict(written) == facts
+    assert (
+        LevelFacts.of(written) == facts
+        and LevelFacts.of(facts) is facts
+        and LevelFacts.of(None) == LevelFacts()
+    )
+
+
+def test_what_a_planner_states_is_written_over_the_rest_and_the_error_kept():
+    built = LevelFacts(arrival="trace", wall_s=2.0, level_error="every request of the level failed: x")
+    facts = built.updated({"trace": {"in_window": 4}, "a_planners_key": 1})
+    assert facts.trace == {"in_window": 4} and facts.other == {"a_planners_key": 1}
+    assert facts.arrival == "trace" and facts.wall_s == 2.0 and facts.level_error == built.level_error
+
+
+def test_the_loads_own_facts_are_written_when_none_and_the_engines_only_where_reported():
+    written = LevelFacts().to_dict()
+    assert set(written) == ALWAYS and all(v is None for v in written.values())
+    died = LevelFacts(client_cpu_share=[None, None]).to_dict()  # every client process died: no busiest one
+    assert died["client_busy_max"] is None and set(WRITTEN_WITH) <= set(died)
+
+
+def test_an_older_runs_level_record_reads():
+    """A level record from before the search, the arrival processes and the population (an issue-14 run), with
+    a key this type does not name: what it lacks is None, the unknown key is kept and written back, and the
+    readers take it (the limiter names the KV cache it records)."""
+    old = {
+        "wall_s": 12.0,
+        "client_procs": 0,
+        "kv_cache_usage_peak": 0.97,
+        "preemptions": 3.0,
+        "requests_planned": 16,
+        "requests_started": 16,
+        "batches_requests": True,
+        "served_as": "batched by the engine",
+        "think_time_s": 0.0,
+        "seconds": None,
+        "replica0_kv_cache_usage_peak": 0.5,
+        "engine_kv_blocks": 4096,  # not a key of this type: kept
+    }
+    row = {"rep": None, "error": None, "extra": {"level": old, "level_attempt": "abc"}}
+    facts = LevelFacts.from_record(row)
+    assert facts.arrival is facts.burstiness is facts.searched_for is facts.users is facts.level_error is None
+    assert facts.kv_cache_usage_peak == 0.97 and facts.replica_figures == {
+        "replica0_kv_cache_usage_peak": 0.5
+    }
+    assert facts.other == {"engine_kv_blocks": 4096}
+    written = facts.to_dict()
+    assert {k: written[k] for k in old} == old  # every key it had, as it had it
+    assert set(written) - set(old) <= ALWAYS  # what it gains: the load's own keys, None
+    verdict = Verdict(False, {}, {}, "TTFT p90 900 ms > 500 ms", "miss")
+    assert (
+        cap.limiter_text(verdict, facts)
+        == cap.limiter_text(verdict, old)
+        == ("TTFT p90 900 ms > 500 ms; KV cache full (peak 97%); 3 preemptions")
+    )
+    assert LevelFacts.from_record({**row, "error": "ClientDied: x"}).level_error == "ClientDied: x"
+    assert LevelFacts.from_record({**row, "error": float("nan")}).level_error is None  # pandas' missing
+    assert LevelFacts.from_dict(None) == LevelFacts.from_dict({}) == LevelFacts()
+
+
+def test_every_committed_runs_level_records_read_and_write_back_their_keys():
+    seen = 0
+    for path in [*ROOT.glob("lab/examples/**/records.jsonl*"), *ROOT.glob("tests/**/records.jsonl*")]:
+        opener = gzip.open if path.suffix == ".gz" else open
+        with opener(path, "rt", encoding="utf-8") as f:
+            for line in f:
+                if '"level": {' not in line:
+                    continue  # a request's record: only a level's own carries extra.level
+                level = (json.loads(line).get("extra") or {}).get("level")
+                if not isinstance(level, dict):
+                    continue
+                facts = LevelFacts.from_dict(level)
+                assert facts.other == {}, (path, facts.other)  # every key the harness wrote is named
+                written = facts.to_dict()
+                assert {k: written[k] for k in level} == level, path
+                seen += 1
+    assert seen
+
+
+# --- what the runner writes ---------------------------------------------------------------------------------
+def engine_figures() -> set[str]:
+    """Every figure name an adapter's ``load_stats`` reports (a server's /metrics, vLLM and SGLang in process:
+    the same names; vLLM's stepping counters), and a data-parallel replica's own."""
+    from backends.openai.metrics import LOAD_VALUES
+
+    replica = {
+        "replica0_prefix_cache_hits_total",
+        "replica0_prefix_cache_queries_total",
+        "replica1_kv_cache_usage_now",
+    }
+    return {*LOAD_VALUES.values(), "engine_step_s_total", "engine_steps_total", *replica}
+
+
+class Reports(Backend):
+    """A batching stand-in that reports every engine figure (rising: a counter's difference is > 0), its
+    server's latency histograms, and is served over HTTP from this process (its client's CPU share)."""
+
+    name = "reports"
+    capabilities = Capabilities(load=True, batches_requests=True, over_http=True)
+
+    def __init__(self) -> None:
+        super().__init__(BackendSettings(model_path="-", model_label="-"))
+        self.samples = 0
+
+    def _generate(self, request: Request, clock: TokenClock) -> RawOutput:  # pragma: no cover - load only
+        raise NotImplementedError
+
+    async def stream(self, request: Request, clock: TokenClock) -> RawOutput:
+        for _ in range(request.max_new_tokens):
+            await asyncio.sleep(0.002)
+            clock.tick(1)
+        return RawOutput(token_ids=[7] * request.max_new_tokens, text="")
+
+    def load_stats(self) -> dict[str, float]:
+        self.samples += 1
+        return dict.fromkeys(engine_figures(), float(self.samples))
+
+    def latency_snapshot(self):
+        return {}
+
+    def latency_diff(self, before, after) -> dict:
+        return {"ttft_n": 10**6, "ttft_ms_p50": 12.0}
+
+
+SPEC = """
+workloads:
+  - name: lf
+    kind: load
+    shape: fixed
+    prompt_tokens: 16
+    shared_prefix_tokens: [0]
+    output_tokens: 3
+    requests: 6
+    warmup_requests: 0
+    levels: [2]
+"""
+ONLY_ELSEWHERE = {  # named fields this level does not write, and who does
+    "origin_perf_counter": "client processes (backends.load_shards)",
+    "client": "client processes",
+    "client_failed": "a client process that died",
+    "gpu_telemetry": "a GPU that was not measured (backends.telemetry)",
+    "trace": "a replayed trace's planner (workloads/trace: Group.load['facts']; tests/workloads/trace)",
+}
+
+
+def test_the_runner_writes_exactly_the_named_keys(tiny_model_dir, tmp_path, monkeypatch):
+    from backends import load_loop
+    from backends.telemetry import GpuTelemetry
+    from harness.records import read_records
+    from harness.runner import Runner
+    from tests.backends.test_telemetry import FakeNvml
+    from tests.harness.test_capacity import plan_of
+
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    monkeypatch.setattr(load_loop, "GpuTelemetry", lambda: GpuTelemetry(every_s=0.01, nvml=FakeNvml()))
+    plan = plan_of(SPEC, tiny_model_dir, tmp_path)
+    out = tmp_path / "run"
+    backend = Reports()
+    Runner(backend, plan, out, {"run_id": "facts", "backend": backend.name}, resume=False).run()
+    (row,) = [r for r in read_records(out) if r.get("kind") == "load" and r["rep"] is None]
+    level = row["extra"]["level"]
+    facts = LevelFacts.from_record(row)
+    assert facts.other == {} and facts.to_dict() == level  # nothing it does not name; written back the same
+    written = set(level) - set(facts.replica_figures)
+    assert written == NAMED - set(ONLY_ELSEWHERE), (sorted(written - NAMED), sorted(NAMED - written))
+    assert facts.replica_figures == {
+        "replica0_prefix_cache_hits": pytest.approx(facts.prefix_cache_hits),
+        "replica0_prefix_cache_queries": pytest.approx(facts.prefix_cache_queries),
+        "replica1_kv_cache_usage_peak": facts.kv_cache_usage_peak,
+    }
+    assert facts.requests_planned == facts.requests_started == 6 and facts.level_error is None
+    assert facts.server_timings == {"ttft_n": 10**6, "ttft_ms_p50": 12.0} and facts.gpu_energy_source
+
+
+def test_a_gpu_not_measured_and_a_clients_cpu_write_named_keys(monkeypatch):
+    """The writers of the fields the level above does not write: a GPU without NVML, a client's CPU facts
+    (client processes write theirs as a process in this one does; tests/backends/test_lean_stream.py checks
+    a level driven from client processes, one of them dying)."""
+    import sys
+
+    from backends.load_shards import client_cpu_facts
+    from backends.telemetry import GpuTelemetry
+
+    monkeypatch.setitem(sys.modules, "pynvml", None)
+    with GpuTelemetry() as gpu:
+        pass
+    assert set(gpu.facts()) == {"gpu_telemetry"}
+    assert set(client_cpu_facts([0.3, None])) <= NAMED
