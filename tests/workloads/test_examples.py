@@ -77,7 +77,8 @@ def readme_example(tmp_path: Path) -> Path:
 
 def test_readme_example_is_valid_and_stable(tmp_path, tiny_model_dir, capsys):
     path = readme_example(tmp_path)
-    assert [s.kind for s in read_workload_file(path)] == ["conversation", "sweep", "json", "template", "load"]
+    kinds = ["conversation", "sweep", "json", "template", "load", "trace"]
+    assert [s.kind for s in read_workload_file(path)] == kinds
     assert main(["--lint-only", "--workload-file", str(path)]) == 0
     assert "support-agent: 2 turns, stable" in capsys.readouterr().out
 
