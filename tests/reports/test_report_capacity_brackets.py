@@ -105,7 +105,8 @@ def test_a_burst_never_passes_as_a_rate(tmp_path):
 
 
 def test_a_level_is_named_by_its_kind_with_its_population_and_verdicts(tmp_path):
-    from workloads.load.report.capacity_tables import steady_table, verdicts_by_level
+    from workloads.load.report.capacity_cells import verdicts_by_level
+    from workloads.load.report.capacity_tables import steady_table
 
     think = {"think_time_s": 30.0, "think": "exponential", "users": 8, "in_flight_mean": 2.5}
     rows = level("vllm", 8, 300.0, facts=think) + level("vllm", 2, 100.0)

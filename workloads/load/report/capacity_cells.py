@@ -1,13 +1,16 @@
 """The words of a capacity cell: the bracket a target holds (both ends; a range where levels inside it were
 undecided; '≥' only at the stated maximum; 'no miss up to' where the search stopped below it; 'none'; a
 peak), the evidence at both ends, each engine start's bracket, the planned levels the run never reached
-('not run': never read as met, issue 22), and capacity on ÷ off.
+('not run': never read as met, issue 22), capacity on ÷ off, and the steady-state table's verdict and
+population cells.
 
 Used by the capacity table and the caching table (``views.capacity``), the summary rows
 (``views.capacity_summary``) and the replica configurations' capacities (``views.replicas``).
 """
 
 from __future__ import annotations
+
+import pandas as pd
 
 from reports import fmt
 from workloads.load.report.capacity import known, not_run_between
@@ -47,9 +50,7 @@ def capacity_text(r: dict) -> str:
         return peak + (f" of the levels run ({not_run_text(r, every)})" if every else "")
     if not known(v):
         below = not_run_between(r, hi=r["next_up"])
-        top = r.get("miss_at") if isinstance(r.get("miss_at"), dict) else {}
-        missed = "not offered as planned" if top.get("decision") == "not offered" else "missed"
-        parts = [f"{missed} at {level_text(r, r['next_up'])}"] if known(r["next_up"]) else []
+        parts = [f"{missed_word(r)} at {level_text(r, r['next_up'])}"] if known(r["next_up"]) else []
         parts += [not_run_text(r, below)] if below else []
         return "none" + (f" ({'; '.join(parts)})" if parts else "")
     text = level_text(r, v)
@@ -86,9 +87,8 @@ def capacity_text(r: dict) -> str:
     if known(r["next_up"]) and r["bound"] in ("bracket", "range"):
         ratio = r.get("ratio") if known(r.get("ratio")) else r["next_up"] / v if v else None
         wide = f", {ratio:.2f}× apart" if ratio else ""
-        top = r.get("miss_at") if isinstance(r.get("miss_at"), dict) else {}
-        missed = "not offered as planned" if top.get("decision") == "not offered" else "missed"
-        text = f"{span_text(r, v, r['next_up'])} (met at {fmt.n(v)}, {missed} at {fmt.n(r['next_up'])}{wide}"
+        ends = f"met at {fmt.n(v)}, {missed_word(r)} at {fmt.n(r['next_up'])}"
+        text = f"{span_text(r, v, r['next_up'])} ({ends}{wide}"
         text += "; " + "; ".join(parts) + ")" if parts else ")"
     elif r["bound"] == "exact":
         text += f" ({level_text(r, r['next_up'])} missed" + ("; " + "; ".join(parts) if parts else "") + ")"
@@ -111,6 +111,13 @@ def headline_text(r: dict) -> str:
         parts += [evidence] if evidence != "–" else []
         parts += [starts_text(r) if len(r.get("starts") or []) > 1 else "1 engine start"]
     return " · ".join(parts)
+
+
+def missed_word(r: dict) -> str:
+    """What the level above a capacity was: "missed", or "not offered as planned" where its arrivals were not
+    the load it names (``miss_at``'s decision)."""
+    top = r.get("miss_at") if isinstance(r.get("miss_at"), dict) else {}
+    return "not offered as planned" if top.get("decision") == "not offered" else "missed"
 
 
 def span_text(r: dict, lo: object, hi: object) -> str:
@@ -208,3 +215,25 @@ def _not_run_sides(r: dict) -> tuple:
     row has no such pair."""
     cut = r.get("capacity_not_run")
     return tuple(cut) if isinstance(cut, list | tuple) and len(cut) == 2 else ([], [])
+
+
+def verdicts_by_level(caps: pd.DataFrame) -> dict[tuple, str]:
+    """(backend, workload, mode, loop, level) -> each target's decision there, ``chat pass · agent miss``
+    (from the capacity rows' ``decisions``: the median engine start's where several ran)."""
+    out: dict[tuple, list[str]] = {}
+    for r in caps.to_dict("records") if len(caps) else []:
+        decisions = r.get("decisions")
+        for x, d in decisions.items() if isinstance(decisions, dict) else ():
+            key = (r["backend"], r["workload"], r["mode"], r["loop"], float(x))
+            out.setdefault(key, []).append(f"{r['target']} {d}")
+    return {k: " · ".join(v) for k, v in out.items()}
+
+
+def population_text(r: dict) -> str:
+    """Users, requests in flight (time-weighted mean / p90 over the steady window) and arrivals/s."""
+    if not any(fmt.n(r.get(k)) != "–" for k in ("users", "in_flight_mean", "arrivals_per_s")):
+        return "–"
+    return (
+        f"{fmt.n(r.get('users'))} · {fmt.n(r.get('in_flight_mean'), 1)} / {fmt.n(r.get('in_flight_p90'))}"
+        f" · {fmt.n(r.get('arrivals_per_s'), 1)}"
+    )

@@ -22,7 +22,9 @@ from workloads.load.report.capacity_cells import (
     capacity_ratio_text,
     capacity_text,
     evidence_text,
+    population_text,
     starts_text,
+    verdicts_by_level,
 )
 
 PRICE_FORMULA = "cost per million output tokens = PRICE ($ per GPU-hour) ÷ (3600 × output tok/s) × 10⁶"
@@ -104,28 +106,6 @@ def capacity_table(
             ]
         )
     return t
-
-
-def verdicts_by_level(caps: pd.DataFrame) -> dict[tuple, str]:
-    """(backend, workload, mode, loop, level) -> each target's decision there, ``chat pass · agent miss``
-    (from the capacity rows' ``decisions``: the median engine start's where several ran)."""
-    out: dict[tuple, list[str]] = {}
-    for r in caps.to_dict("records") if len(caps) else []:
-        decisions = r.get("decisions")
-        for x, d in decisions.items() if isinstance(decisions, dict) else ():
-            key = (r["backend"], r["workload"], r["mode"], r["loop"], float(x))
-            out.setdefault(key, []).append(f"{r['target']} {d}")
-    return {k: " · ".join(v) for k, v in out.items()}
-
-
-def population_text(r: dict) -> str:
-    """Users, requests in flight (time-weighted mean / p90 over the steady window) and arrivals/s."""
-    if not any(fmt.n(r.get(k)) != "–" for k in ("users", "in_flight_mean", "arrivals_per_s")):
-        return "–"
-    return (
-        f"{fmt.n(r.get('users'))} · {fmt.n(r.get('in_flight_mean'), 1)} / {fmt.n(r.get('in_flight_p90'))}"
-        f" · {fmt.n(r.get('arrivals_per_s'), 1)}"
-    )
 
 
 def steady_table(

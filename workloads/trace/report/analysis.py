@@ -19,16 +19,15 @@ its bootstrap interval, and the level's flags: submit lag, offered rate, overloa
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from contract.capacity import judge
 from contract.level_facts import LevelFacts
 from contract.level_stats import level_stats
-from contract.slo import Target, parse_targets
+from contract.slo import Target, parse_targets, percentile
+from reports.stats import num
 
 KEY = ["backend", "workload", "mode", "case"]
 
@@ -43,18 +42,6 @@ def targets_of(envs: dict[str, dict]) -> tuple[Target, ...]:
             except ValueError:
                 continue
     return parse_targets(None)
-
-
-def _num(v: Any) -> float | None:
-    try:
-        f = float(v)
-    except (TypeError, ValueError):
-        return None
-    return None if math.isnan(f) else f
-
-
-def _pct(xs: list[float], p: float) -> float | None:
-    return float(np.percentile(xs, p)) if xs else None
 
 
 def _rows(df: pd.DataFrame, levels: bool) -> pd.DataFrame:
@@ -77,8 +64,8 @@ def level_facts(df: pd.DataFrame) -> dict[tuple, LevelFacts]:
 
 
 def _share(rows: list[dict], key: str) -> float | None:
-    prompt = sum(_num(r.get("prompt_tokens")) or 0 for r in rows)
-    have = [_num(r.get(key)) for r in rows]
+    prompt = sum(num(r.get("prompt_tokens")) or 0 for r in rows)
+    have = [num(r.get(key)) for r in rows]
     if not prompt or all(v is None for v in have):
         return None
     return sum(v or 0 for v in have) / prompt
@@ -98,24 +85,24 @@ def analyse(df: pd.DataFrame, targets: tuple[Target, ...]) -> dict[str, Any]:
         stats = level_stats(rows, None)
         samples = stats.samples(rows)
         lags = [
-            (_num(r.get("submit_s")) - _num(r.get("planned_submit_s"))) * 1e3
+            (num(r.get("submit_s")) - num(r.get("planned_submit_s"))) * 1e3
             for r in rows
-            if _num(r.get("planned_submit_s")) is not None and _num(r.get("submit_s")) is not None
+            if num(r.get("planned_submit_s")) is not None and num(r.get("submit_s")) is not None
         ]
         row = dict(zip(KEY, key, strict=True))
         row.update(
-            time_scale=_num((f.trace or {}).get("time_scale")),
-            rate_rps=_num(g["load_rate_rps"].iloc[0]) if "load_rate_rps" in g else None,
+            time_scale=num((f.trace or {}).get("time_scale")),
+            rate_rps=num(g["load_rate_rps"].iloc[0]) if "load_rate_rps" in g else None,
             requests=len(rows),
             failed=sum(bool(r.get("error")) and not isinstance(r.get("error"), float) for r in rows),
             output_tps=stats.output_tps,
             input_tps=stats.input_tps,
             no_steady=stats.no_steady,
-            ttft_p50=_pct(samples["ttft"], 50),
-            ttft_p99=_pct(samples["ttft"], 99),
-            tpot_p50=_pct(samples["tpot"], 50),
-            tpot_p99=_pct(samples["tpot"], 99),
-            lag_p99_ms=_pct(lags, 99),
+            ttft_p50=percentile(samples["ttft"], 50),
+            ttft_p99=percentile(samples["ttft"], 99),
+            tpot_p50=percentile(samples["tpot"], 50),
+            tpot_p99=percentile(samples["tpot"], 99),
+            lag_p99_ms=percentile(lags, 99),
             reuse_trace=_share(rows, "shared_prefix_tokens"),
             reuse_engine=_share(rows, "cached_tokens"),
         )
