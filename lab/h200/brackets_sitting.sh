@@ -10,9 +10,10 @@
 # search's bisection to 1.25x); the open loop (Poisson 16 and 32 req/s sustained 60 s each, and the search between
 # them: brackets-open.yaml); starts B and C of the closed loop (each a fresh server: three runs of one setup, merged
 # with --merge-starts, so the capacity is the median start's).
-# Session 2: start C (not started in session 1), then session 1's three runs put back from
-# lab/results/brackets-h200-2026-12-03 and finished with --resume (each its own engine start again: a resumed run's
-# new levels are that run's start, so its search goes on where the bound cut it).
+# Session 2: users who think (lab/h200/think.yaml: 256 and 1,024 chat users, exponential think of mean 30 s), once
+# with prefix caching and once with --no-prefix-caching (each its own server start), then start C of the closed loop
+# (not started in session 1: the third engine start). Session 1's cut runs are not resumed: a resumed run's new levels
+# would be another engine start inside one start's run, and each already gave a bracket.
 set -uo pipefail
 mode=${1:?usage: brackets_sitting.sh start [seconds] | poll [seconds]}
 source lab/h200/queue_lib.sh  # nparts, staged, install_bundle, study, bound, sitting_*
@@ -32,11 +33,9 @@ queue() {
     study "$1" h200-b39-open vllm-server --workload-file lab/h200/brackets-open.yaml \
       --python vllm-server=/tmp/py-vllm "${@:2}"
   }
-  put_back() {  # session 1's cut run, records unpacked, as /tmp/runs/NAME
-    local name=$1 from=lab/results/brackets-h200-2026-12-03/$1
-    [ -d "/tmp/runs/$name" ] && return 0
-    mkdir -p /tmp/runs && cp -r "$from" "/tmp/runs/$name" && gunzip "/tmp/runs/$name/records.jsonl.gz"
-    echo "== $(date -u +%T) $name: $(wc -l < "/tmp/runs/$name/records.jsonl") records put back"
+  think() {  # users who think, caching on (no more arguments) or off (--no-prefix-caching)
+    study "$2" "h200-b39-think-$1" vllm-server --workload-file lab/h200/think.yaml \
+      --python vllm-server=/tmp/py-vllm "${@:3}"
   }
   until staged vllm && staged qwen3-8b-shape 1; do sleep 5; done
   bash lab/h200/unpack_model.sh qwen3-8b-shape > /dev/null
@@ -44,9 +43,7 @@ queue() {
   if [ "$SESSION" = 1 ]; then
     closed a 420; open_loop 540; closed b 420; closed c 420
   else
-    closed c 540
-    for x in a b; do put_back "h200-b39-closed-$x"; closed "$x" 420 --resume; done
-    put_back h200-b39-open; open_loop 420 --resume
+    think on 480; think off 480 --no-prefix-caching; closed c 420
   fi
 }
 
