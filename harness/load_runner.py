@@ -98,6 +98,8 @@ def run_level_group(runner: Runner, group: Group, record: bool) -> list[Record]:
     if group.reset_cache:
         runner.backend.reset_cache()  # a level never inherits another's cache
     settings = replace(LoadSettings.of(group.load or {}), client_procs=runner.backend.settings.client_procs)
+    if group.warmup:  # a warm-up primes the engine and models no users: its requests go at once, no think
+        settings = replace(settings, think_time_s=0.0)
     sessions = sessions_of(group.steps)
     requests = [[request_for(s, runner.plan) for s in session] for session in sessions]
     outcomes, engine = run_level(runner.backend, requests, settings)

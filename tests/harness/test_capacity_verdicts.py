@@ -250,3 +250,22 @@ def test_a_think_time_population_keeps_more_users_than_requests_in_flight(tiny_m
     # users did not all start at once: their first turns are spread over the think time
     firsts = sorted(rs[0]["planned_submit_s"] for rs in by_user.values())
     assert firsts[-1] - firsts[0] > 0.2
+
+
+def test_a_warm_up_does_not_think(tiny_model_dir, tmp_path, monkeypatch):
+    """A level's warm-up primes the engine, it does not model users: its requests go at once, whatever the
+    level's think time (on the H200, 32 warm-up turns with a 30 s think took 2.5 minutes a level). The timed
+    level keeps its think."""
+    import harness.load_runner as load_runner
+
+    seen = []
+    real = load_runner.run_level
+
+    def spy(backend, requests, settings):
+        seen.append((len(requests), settings.think_time_s))
+        return real(backend, requests, settings)
+
+    monkeypatch.setattr(load_runner, "run_level", spy)
+    spec = USERS_SPEC.replace("warmup_requests: 0", "warmup_requests: 4").replace("think_s: 0.4", "think_s: 0.05")
+    run(plan_of(spec, tiny_model_dir, tmp_path), tmp_path / "run")
+    assert seen == [(4, 0.0), (16, 0.05)]
