@@ -1,14 +1,14 @@
 """Read run directories (``records.jsonl`` + ``env.json`` only) into one table of records.
 
-Runs made in different environments can be merged: each run keeps its own env.json, and a backend
-name that appears in more than one run is labelled ``name (run_id)`` so its columns stay apart,
-unless ``merge_starts`` is set: then runs of one backend made with the same setup (plan, model
-config, backend version) are one column, each run's engine starts counted as starts of it (a run
-with no ``engine_start`` in its records is one start). Every record gets a ``start`` label
-(``run_id#engine_start``) and ``ttft_common``: False where ``ttft_ms`` is the engine's internal
-figure (old runs, ``timing_source`` ``engine-metrics``), not the caller's. Backends are ordered as
-they first appear. ``drop`` leaves one run's records of one backend out (``("h200-hf", "hf")``:
-run directory name, backend; superseded by a later run). Nothing here talks to a backend.
+Runs made in different environments can be merged: each run keeps its own env.json, and a backend name
+that appears in more than one run is labelled ``name (run_id)`` so its columns stay apart, unless
+``merge_starts`` is set: then runs of one backend made with the same setup (plan, model config, backend
+version, prefix caching as the engine ran it) are one column, each run's engine starts counted as starts
+of it (a run with no ``engine_start`` in its records is one start). Every record gets a ``start`` label
+(``run_id#engine_start``) and ``ttft_common``: False where ``ttft_ms`` is the engine's internal figure
+(old runs, ``timing_source`` ``engine-metrics``), not the caller's. Backends are ordered as they first
+appear. ``drop`` leaves one run's records of one backend out (``("h200-hf", "hf")``: run directory name,
+backend; superseded by a later run). Nothing here talks to a backend.
 """
 
 from __future__ import annotations
@@ -182,7 +182,12 @@ def setup_of(env: dict[str, Any], name: str) -> tuple:
     version = (block.get("packages") or {}).get(name.split("-")[0]) or (block.get("engine") or {}).get(
         name.split("-")[0]
     )
-    return (env.get("plan_hash"), (env.get("model") or {}).get("config_hash"), env.get("dtype"), version)
+    # the prefix cache as the engine ran it (a started server reports it), else as asked: caching on and off
+    # are two setups, never two starts of one
+    ran = ((block.get("engine") or {}).get("scheduler") or {}).get("prefix_caching")
+    caching = ran if ran is not None else env.get("prefix_caching")
+    model_hash = (env.get("model") or {}).get("config_hash")
+    return (env.get("plan_hash"), model_hash, env.get("dtype"), version, caching)
 
 
 def read_runs(
@@ -251,7 +256,8 @@ def read_runs(
             if label != name:  # a backend run with another setup (another plan): a column of its own
                 problems.append(
                     f"--merge-starts: {name}'s runs {', '.join(runs)} have a setup of their own (plan hash, "
-                    f"model config hash, dtype, version: {setup}): merged as the column {label!r}"
+                    f"model config hash, dtype, version, prefix caching: {setup}): merged as the column "
+                    f"{label!r}"
                 )
     else:
         labels = {(run, name): (name if names.count(name) == 1 else f"{name} ({run})") for run, name in pairs}

@@ -331,3 +331,21 @@ def test_a_run_whose_targets_do_not_parse_is_named_in_the_goodput_source() -> No
     assert "'fast' is not a number" in named and "\n" not in named
     default, named = slo_of(ds(old={"slo_targets": [5]}), None)
     assert default is None and named.startswith(f"default: {SLO_SOURCE}; run old's") and "[5]" in named
+
+
+def test_caching_on_and_off_never_merge_as_starts(tmp_path):
+    """Two runs of one plan, one with the prefix cache and one without (--no-prefix-caching), are two setups:
+    merged as engine starts, the caching-off run's requests would be read as the caching-on column's second
+    start. The effective setting (what the started server reports) decides where env.json has it."""
+    env = {**gpu_env(["vllm"]), "plan_hash": "p1", "prefix_caching": True}
+    on = write_run(tmp_path / "on", sweep_records("vllm", 10.0, 0.01, 5.0), env)
+    off = write_run(
+        tmp_path / "off", sweep_records("vllm", 10.0, 0.01, 5.0), {**env, "prefix_caching": False}
+    )
+    merged = read_runs([on, off], merge_starts=True)
+    assert merged.backends == ["vllm (on)", "vllm (off)"]
+    # asked on, but the server ran without it: a setup of its own as well
+    server = {"engine": {"scheduler": {"prefix_caching": False}}}
+    ran_off = {**env, "backends": {"vllm": {**env["backends"]["vllm"], **server}}}
+    odd = write_run(tmp_path / "odd", sweep_records("vllm", 10.0, 0.01, 5.0), ran_off)
+    assert read_runs([on, odd], merge_starts=True).backends == ["vllm (on)", "vllm (odd)"]
