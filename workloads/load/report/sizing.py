@@ -1,10 +1,10 @@
 """GPUs for U users who think (``python -m reports RUNS --size users=N,think_s=Z[,slo=NAME]``), from the
 measured populations.
 
-A **population** is a sessions-shape closed group of levels whose level records carry ``users`` and
-``think_time_s`` (``contract.level_facts``): a level there is C = U users, each thinking Z s between an
-answer and the next turn. Its capacity row (``capacity_group``) gives the users one GPU holds at the target,
-as a bracket: the last pass U and the first miss U'.
+A **population** is a sessions-shape closed group of levels (its requests carry user ids) whose level
+records carry ``think_time_s`` (``contract.level_facts``): a level there is C = U users, each thinking Z s
+between an answer and the next turn. Its capacity row (``capacity_group``) gives the users one GPU holds at
+the target, as a bracket: the last pass U and the first miss U'.
 
 - **Z measured**: users a GPU = U (the median engine start's last pass); GPUs = ⌈N ÷ U⌉; the range is
   ⌈N ÷ U'⌉ (the capacity could reach just under the first miss) to ⌈N ÷ min over engine starts of U⌉.
@@ -93,8 +93,9 @@ def populations(cap: dict, backend: str, target: Target) -> dict[str, list[dict]
             & (steady["mode"] == r["mode"])
         ]
         thinks = {float(z) for z in g["think_time_s"] if num(z) is not None}
-        if len(thinks) != 1 or g["users"].isna().all():
-            continue  # not a population (fixed shape), or several think times in one group
+        sessions = "requests_per_session" in g and g["requests_per_session"].notna().any()
+        if len(thinks) != 1 or not sessions:
+            continue  # not a population (fixed shape: no user ids), or several think times in one group
         z = thinks.pop()
         entry = {
             "think": z,

@@ -8,6 +8,7 @@ it), ``sizing`` and ``cost`` (``reports.export``: ``<workload>.capacity.csv`` an
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import pandas as pd
@@ -29,12 +30,19 @@ def capacity_frame(cap: dict[str, Any]) -> pd.DataFrame:
     return pd.DataFrame([[str(c) for c in row] for row in t.rows], columns=t.columns)
 
 
-def _range(lo: Any, point: Any, hi: Any, digits: int = 0) -> str:
+def money(v: Any) -> str:
+    """Dollars to 3 significant digits (a request costs a fraction of a cent)."""
+    if v is None or v != v:
+        return ""
+    places = max(0, 2 - math.floor(math.log10(abs(v)))) if v else 0
+    return f"{v:.{places}f}"
+
+
+def _range(lo: Any, point: Any, hi: Any) -> str:
     if point is None or point != point:
         return ""
     ends = [x for x in (lo, hi) if x is not None and x == x]
-    text = fmt.n(point, digits)
-    return f"{text} [{fmt.n(lo, digits)}–{fmt.n(hi, digits)}]" if len(ends) == 2 else text
+    return f"{money(point)} [{money(lo)}–{money(hi)}]" if len(ends) == 2 else money(point)
 
 
 def ask_text(ask) -> str:
@@ -49,7 +57,10 @@ def sizing_lines(sizing: pd.DataFrame | None, ask) -> list[str]:
         return []
     out = [f"{ask_text(ask)}:"]
     if sizing is None or sizing.empty:
-        return [*out, "  no sessions population with a think time was measured for that target: no sizing"]
+        return [
+            *out,
+            "  no sessions population (users with a think time) in this section for that target: no sizing",
+        ]
     for r in sizing.to_dict("records"):
         gpus = r["GPUs"]
         if gpus is None or gpus != gpus:
@@ -82,7 +93,7 @@ def cost_lines(cost: pd.DataFrame | None, target: str | None) -> list[str]:
         out.append(
             f"  {r['backend']} {r['variant']} {r['loop']} at {fmt.n(r['level'])} ({r['target']}): "
             + ", ".join(
-                f"{name} {_range(r[f'{name}, lo'], r[name], r[f'{name}, hi'], 3)}"
+                f"{name} {_range(r[f'{name}, lo'], r[name], r[f'{name}, hi'])}"
                 for name in FIGURES
                 if r[name] is not None and r[name] == r[name]
             )
@@ -97,6 +108,7 @@ def printed(section) -> list[str]:
     if ask is None:
         return []
     lines = sizing_lines(d.get("sizing"), ask)
+    lines[0] = f"{section.name}: {lines[0]}"
     sized = d.get("sizing")
     target = ask.slo or (sized["target"].iloc[0] if sized is not None and len(sized) else None)
     cost = cost_lines(d.get("cost"), target)
@@ -157,8 +169,13 @@ def blocks(d: dict[str, Any]) -> list[Block]:
 
 
 def frame_table(df: pd.DataFrame) -> Table:
-    """A DataFrame as a page table, numbers as the page prints them."""
+    """A DataFrame as a page table: dollars to 3 significant digits, other numbers as the page prints them."""
     t = Table(list(df.columns))
     for r in df.to_dict("records"):
-        t.add([fmt.n(v, 3) if isinstance(v, float) else v for v in r.values()])
+        t.add(
+            [
+                (money(v) if k.startswith("$") else fmt.n(v, 1)) if isinstance(v, float) else v
+                for k, v in r.items()
+            ]
+        )
     return t
