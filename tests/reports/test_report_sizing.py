@@ -97,6 +97,8 @@ def _thinkers(tmp_path):
         rows += level("vllm", c, ms, facts={"users": c, "think_time_s": 10.0}, mode="think=10")
     for c, ms in {2: 100.0, 4: 150.0, 8: 300.0, 16: 900.0}.items():
         rows += level("vllm", c, ms, facts={"users": c, "think_time_s": 30.0}, mode="think=30")
+    for r in rows:  # a sessions shape: each worker is a user, its 6 requests its turns
+        r["user"] = r["rep"] // 6 if r["rep"] is not None else None
     return write_run(
         tmp_path / "t", rows, {"slo_targets": LAX, "backends": {"vllm": {"kv_cache_tokens": POOL}}}
     )

@@ -26,7 +26,7 @@ from typing import Any
 
 from contract.capacity import DEFAULT_RATIO
 from contract.options import parse_pairs
-from contract.slo import Target, legacy_slo
+from contract.slo import Target
 from reports.stats import num
 from workloads.load.report import capacity
 from workloads.load.report.targets import slo_of
@@ -45,9 +45,14 @@ def column_targets(
 
 
 def goodput_pair(given: tuple[Target, ...] | None) -> dict[str, float] | None:
-    """The per-request goodput pair of the report's ``--slo`` targets: the first with a TTFT and a TPOT limit
-    (``contract.slo.legacy_slo``); None where none is given or none has both."""
-    return next((pair for t in given or () if (pair := legacy_slo(t))), None)
+    """The per-request goodput pair of the report's ``--slo`` targets, as ``python -m reports --slo`` reads it
+    (``contract.options.goodput_pair``); None where none is given or none has a TTFT or TPOT limit."""
+    from contract.options import goodput_pair as pair
+
+    try:
+        return pair([t.spec() for t in given]) if given else None
+    except ValueError:
+        return None
 
 
 def goodput_by_column(
@@ -55,8 +60,9 @@ def goodput_by_column(
 ) -> dict[str, dict[str, float] | None]:
     """Each column's per-request goodput pair: the report's (``given``) for all, else its own run's (None:
     a run from before named targets, the page's default pair)."""
-    if given:
-        return {label: dict(given) for label in runs}
+    if given:  # a limit it lacks comes from the page's default, as for the page's goodput line (slo_of)
+        pair, _ = slo_of(SimpleNamespace(envs={}), given)
+        return {label: pair for label in runs}
     out = {}
     for label, run_id in runs.items():
         pair, _ = slo_of(SimpleNamespace(envs={run_id: envs.get(run_id) or {}}), None)
