@@ -204,3 +204,22 @@ def test_bad_asks_exit_2(tmp_path, bad, capsys):
     with pytest.raises(SystemExit) as exit_:
         main([str(run), "-o", str(tmp_path / "x.html"), *bad])
     assert exit_.value.code == 2
+
+
+def test_the_summary_rows_are_retargeted_too(tmp_path):
+    report, _ = _load([_run(tmp_path, "r", {"slo_targets": LAX})], targets=parse_targets(STRICT))
+    figures = {j.figure for j in report.jobs if j.job.startswith("Many users")}
+    assert any("mychat" in f for f in figures) and not any("within chat" in f for f in figures)
+
+
+def test_an_unnamed_one_key_target_is_custom_and_the_json_export_holds_the_tables(tmp_path):
+    import json
+
+    out = tmp_path / "o" / "report.html"
+    run = _run(tmp_path, "r", {"slo_targets": LAX})
+    assert main([str(run), "-o", str(out), "--format", "html,json", "--slo", "ttft_p90_ms=1000"]) == 0
+    summary = json.loads((out.parent / "summary.json").read_text())
+    [section] = [s for s in summary["workloads"] if s["name"] == "lf"]
+    capacity = section["tables"]["capacity"]
+    assert [r["target"] for r in capacity] == ["custom"] and "capacity" in capacity[0]
+    assert "given for this report (python -m reports --slo custom:ttft_p90_ms=1000)" in out.read_text()
