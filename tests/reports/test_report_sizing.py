@@ -223,3 +223,11 @@ def test_an_unnamed_one_key_target_is_custom_and_the_json_export_holds_the_table
     capacity = section["tables"]["capacity"]
     assert [r["target"] for r in capacity] == ["custom"] and "capacity" in capacity[0]
     assert "given for this report (python -m reports --slo custom:ttft_p90_ms=1000)" in out.read_text()
+
+
+def test_the_summary_answers_the_sizing_first(tmp_path):
+    report, _ = _load([_thinkers(tmp_path)], size=parse_size("users=100,think_s=30"), gpu_hour_usd=3.5)
+    [job] = [j for j in report.jobs if j.job.startswith("Sizing")]
+    assert job.job == "Sizing: GPUs for 100 users at a 30 s think, the first latency target (lf)"
+    [(backend, text)] = job.values
+    assert backend == "vllm" and text.startswith("13 GPUs [7–13]; $") and "per M in / out" in text

@@ -130,7 +130,7 @@ KIND = ReportKind(
     ),
     charts=CHARTS,
     caveats=lambda s, report: caveats(s, report) + cv.caveats(s.data, s.name) + replicas_view.caveats(s),
-    jobs=lambda s, rows, report: capacity_summary.jobs(s.data) + jobs(s, report),
+    jobs=lambda s, rows, report: answers.jobs(s.data) + capacity_summary.jobs(s.data) + jobs(s, report),
     sees_failures=True,
     figures=figures,
     agreement=False,

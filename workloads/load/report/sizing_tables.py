@@ -179,3 +179,53 @@ def frame_table(df: pd.DataFrame) -> Table:
             ]
         )
     return t
+
+
+def jobs(d: dict[str, Any]) -> list:
+    """The summary's rows for the sizing asked for: per workload, each backend's GPUs with their range and
+    the $ per M input and output tokens at the capacity it rests on (where priced and measured)."""
+    from reports.analysis.summary import Job
+
+    ask, sized, cost = d.get("size_ask"), d.get("sizing"), d.get("cost")
+    if ask is None or sized is None or sized.empty:
+        return []
+    out = []
+    for workload, g in sized.groupby("variant", sort=False):
+        values = []
+        for r in g.to_dict("records"):
+            if r["GPUs"] is None or r["GPUs"] != r["GPUs"]:
+                values.append((r["backend"], f"outside the measured think times ({r['from']})"))
+                continue
+            text = f"{fmt.n(r['GPUs'])} GPUs [{fmt.n(r['GPUs lo'])}–{fmt.n(r['GPUs hi'])}]"
+            text += (
+                "" if r["KV fits"] is None or r["KV fits"] == r["KV fits"] and r["KV fits"] else ", KV over"
+            )
+            price = _price_at(cost, r)
+            values.append((r["backend"], text + (f"; {price}" if price else "")))
+        out.append(
+            Job(
+                f"Sizing: {ask_text(ask)} ({workload})",
+                "GPUs [range: capacity bracket and engine starts]; $ per M input / output tokens there",
+                values,
+                None,
+                "levels are searched per backend: compare the numbers, not a rank",
+            )
+        )
+    return out
+
+
+def _price_at(cost: pd.DataFrame | None, r: dict) -> str | None:
+    """$ per M input / output tokens at the sizing row's measured capacity (its workload, target, level)."""
+    if cost is None or cost.empty or r["from"] != "measured":
+        return None
+    hit = cost[
+        (cost["backend"] == r["backend"])
+        & (cost["target"] == r["target"])
+        & (cost["loop"] == "closed")
+        & (cost["level"] == r["users a GPU"])
+        & cost["variant"].str.startswith(f"{r['variant']} · ")
+    ]
+    if hit.empty:
+        return None
+    c = hit.iloc[0]
+    return f"${money(c['$ per M input tok'])} / ${money(c['$ per M output tok'])} per M in / out"
