@@ -197,9 +197,8 @@ def jobs(d: dict[str, Any]) -> list:
                 values.append((r["backend"], f"outside the measured think times ({r['from']})"))
                 continue
             text = f"{fmt.n(r['GPUs'])} GPUs [{fmt.n(r['GPUs lo'])}–{fmt.n(r['GPUs hi'])}]"
-            text += (
-                "" if r["KV fits"] is None or r["KV fits"] == r["KV fits"] and r["KV fits"] else ", KV over"
-            )
+            fits = r["KV fits"]
+            text += ", KV over the pool" if fits is not None and fits == fits and not fits else ""
             price = _price_at(cost, r)
             values.append((r["backend"], text + (f"; {price}" if price else "")))
         out.append(
