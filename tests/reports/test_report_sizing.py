@@ -88,6 +88,15 @@ def test_a_target_between_levels_gives_the_bracket_and_the_command_for_the_level
     assert "--out /tmp/runs/r-C6" in cmd and "--resume" not in cmd.split("--out")[0]
 
 
+def test_the_command_line_prints_the_level_between_under_its_own_slo(tmp_path, capsys):
+    argv = ["--backend", "vllm", "--out", "/tmp/runs/r", "--workloads", "load"]
+    run = _run(tmp_path, "r", {"slo_targets": LAX, "argv": argv})
+    assert main([str(run), "-o", str(tmp_path / "x.html"), "--slo", "snappy:ttft_p90_ms=500"]) == 0
+    printed = capsys.readouterr().out
+    assert "lf: 1 brackets wider than 1.25× at the targets given" in printed
+    assert "vllm lf · S=0 snappy C=4–C=8: python compare.py --backend vllm" in printed
+
+
 # --- 2. sizing ----------------------------------------------------------------------------------------------
 def _thinkers(tmp_path):
     """Two populations on one GPU: think 10 s (KNEE: C=4 users pass chat, C=8 miss) and think 30 s (the same

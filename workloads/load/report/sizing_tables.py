@@ -101,18 +101,40 @@ def cost_lines(cost: pd.DataFrame | None, target: str | None) -> list[str]:
     return out
 
 
+def between_lines(d: dict[str, Any], section: str) -> list[str]:
+    """Under a report's own ``--slo``: each bracket wider than the search's ratio, with the run between."""
+    cap = d["cap"]
+    caps = cap["capacity"]
+    if not str(cap.get("targets_source", "")).startswith("given") or "between" not in caps:
+        return []
+    wide = [r for r in caps.to_dict("records") if r.get("between")]
+    out = (
+        [f"{section}: {len(wide)} brackets wider than 1.25× at the targets given; the level between:"]
+        if wide
+        else []
+    )
+    for r in wide:
+        ends = f"{level_text(r, r['value'])}–{level_text(r, r['next_up'])}"
+        out.append(
+            f"  {r['backend']} {r['workload']} · {r['mode']} {r['target']} {ends}: {r['between']['command']}"
+        )
+    return out
+
+
 def printed(section) -> list[str]:
-    """What ``python -m reports`` prints for the section: the sizing asked for, the cost at its target."""
+    """What ``python -m reports`` prints for the section: under its own ``--slo`` the runs that would narrow
+    a wide bracket; the sizing asked for, the cost at its target."""
     d = section.data
     ask = d.get("size_ask")
+    between = between_lines(d, section.name)
     if ask is None:
-        return []
+        return between
     lines = sizing_lines(d.get("sizing"), ask)
     lines[0] = f"{section.name}: {lines[0]}"
     sized = d.get("sizing")
     target = ask.slo or (sized["target"].iloc[0] if sized is not None and len(sized) else None)
     cost = cost_lines(d.get("cost"), target)
-    return lines + (["  cost at its capacity points, $ [5–95 %]:", *cost] if cost else [])
+    return between + lines + (["  cost at its capacity points, $ [5–95 %]:", *cost] if cost else [])
 
 
 def blocks(d: dict[str, Any]) -> list[Block]:
