@@ -138,12 +138,15 @@ def printed(section) -> list[str]:
 
 
 def blocks(d: dict[str, Any]) -> list[Block]:
-    """The page's blocks: where the targets came from, the level between a wide bracket's ends, the sizing
-    and the cost tables."""
+    """The page's blocks: under the report's own ``--slo``, where the targets came from and the level between
+    a wide bracket's ends; the sizing and the cost tables where asked for (``--size``, a price)."""
     cap = d["cap"]
     caps = cap["capacity"]
-    out: list[Block | None] = [p(f"Targets: {cap.get('targets_source')}.", muted=True)]
-    wide = [r for r in caps.to_dict("records") if r.get("between")] if "between" in caps else []
+    # re-targeted (the report's own --slo): which targets, and the runs that would narrow a wide bracket; a
+    # page judged against each run's own targets says so in its capacity paragraph (capacity_tables)
+    given = str(cap.get("targets_source", "")).startswith("given")
+    out: list[Block | None] = [p(f"Targets: {cap.get('targets_source')}.", muted=True) if given else None]
+    wide = [r for r in caps.to_dict("records") if r.get("between")] if given and "between" in caps else []
     if wide:
         t = Table(["backend", "variant", "target", "bracket", "level between", "the run that measures it"])
         for r in wide:
