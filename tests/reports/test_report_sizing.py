@@ -240,3 +240,10 @@ def test_the_summary_answers_the_sizing_first(tmp_path):
     assert job.job == "Sizing: GPUs for 100 users at a 30 s think, the first latency target (lf)"
     [(backend, text)] = job.values
     assert backend == "vllm" and text.startswith("13 GPUs [7–13]; $") and "per M in / out" in text
+
+
+def test_size_at_a_target_no_run_has_says_so(tmp_path, capsys):
+    run = _thinkers(tmp_path)
+    assert main([str(run), "-o", str(tmp_path / "x.html"), "--size", "users=100,think_s=30,slo=mychat"]) == 0
+    printed = capsys.readouterr().out
+    assert "no target named 'mychat' (the targets: chat; --slo NAME:... adds one)" in printed

@@ -256,7 +256,12 @@ def size(ask, cap: dict, pools: dict, envs: dict, runs: dict, sources: dict) -> 
     """The sizing table: a row per backend column and workload with a think-time population (see the module
     docstring); an empty table where none was measured (the page and the printed lines say so)."""
     rows = []
-    for backend, targets in (cap.get("targets_of") or {}).items():
+    targets_of = cap.get("targets_of") or {}
+    if ask.slo and targets_of and not any(_target(ts, ask.slo) for ts in targets_of.values()):
+        names = ", ".join(dict.fromkeys(t.name for ts in targets_of.values() for t in ts))
+        how = f"no target named {ask.slo!r} (the targets: {names}; --slo NAME:... adds one)"
+        return pd.DataFrame([{**dict.fromkeys(COLUMNS), "from": "no target", "how": how}], columns=COLUMNS)
+    for backend, targets in targets_of.items():
         target = _target(targets, ask.slo)
         if target is None:
             continue

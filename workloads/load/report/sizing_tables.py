@@ -63,6 +63,9 @@ def sizing_lines(sizing: pd.DataFrame | None, ask) -> list[str]:
         ]
     for r in sizing.to_dict("records"):
         gpus = r["GPUs"]
+        if r["from"] == "no target":
+            out.append(f"  {r['how']}")
+            continue
         if gpus is None or gpus != gpus:
             out.append(f"  {r['backend']} {r['variant']}: no answer — {r['how']}")
             continue
@@ -218,6 +221,8 @@ def jobs(d: dict[str, Any]) -> list:
     for workload, g in sized.groupby("variant", sort=False):
         values = []
         for r in g.to_dict("records"):
+            if r["from"] == "no target":
+                continue
             if r["GPUs"] is None or r["GPUs"] != r["GPUs"]:
                 values.append((r["backend"], f"outside the measured think times ({r['from']})"))
                 continue
