@@ -247,3 +247,12 @@ def test_size_at_a_target_no_run_has_says_so(tmp_path, capsys):
     assert main([str(run), "-o", str(tmp_path / "x.html"), "--size", "users=100,think_s=30,slo=mychat"]) == 0
     printed = capsys.readouterr().out
     assert "no target named 'mychat' (the targets: chat; --slo NAME:... adds one)" in printed
+
+
+def test_the_page_names_each_columns_goodput_target_when_they_differ(tmp_path):
+    from reports import build
+
+    lax = _run(tmp_path, "r0", {"slo_targets": LAX})
+    strict = _run(tmp_path, "r1", {"slo_targets": ["chat:ttft_p90_ms=120,tpot_p90_ms=40"]}, backend="sglang")
+    page = build([lax, strict], tmp_path / "report.html").read_text()
+    assert "met each column's own run's SLO (vllm: <b>TTFT ≤ 500 ms and TPOT ≤ 50 ms</b>; sglang:" in page
