@@ -7,6 +7,9 @@ targets the runs wrote, the goodput pair) and ``replicas`` (tp against dp); the 
 (``capacity_tables``, ``capacity_cells``, ``capacity_chart``, ``capacity_summary``) followed by the
 every-request half: charts (``charts``), tables and blocks (``tables``, ``server_figures``,
 ``replicas_tables``, ``mix_groups``), caveats (``caveats``), summary rows and gate figures (``summary``).
+A deployment's questions (issue 40): which targets judge the columns and the run between a wide bracket's
+ends (``retarget``), GPUs for U users who think (``sizing``), what a GPU-hour buys (``cost``), on the page,
+in the exports and in the terminal (``sizing_tables``).
 ``load_table`` prints the levels as a Markdown table for a README. All of them are in this folder.
 """
 
