@@ -239,7 +239,7 @@ def test_the_summary_answers_the_sizing_first(tmp_path):
     [job] = [j for j in report.jobs if j.job.startswith("Sizing")]
     assert job.job == "Sizing: GPUs for 100 users at a 30 s think, the first latency target (lf)"
     [(backend, text)] = job.values
-    assert backend == "vllm" and text.startswith("13 GPUs [7–13]; $") and "per M in / out" in text
+    assert backend == "vllm" and text.startswith("13 GPUs [range 7–13]; $") and "per M in / out" in text
 
 
 def test_size_at_a_target_no_run_has_says_so(tmp_path, capsys):
@@ -256,3 +256,14 @@ def test_the_page_names_each_columns_goodput_target_when_they_differ(tmp_path):
     strict = _run(tmp_path, "r1", {"slo_targets": ["chat:ttft_p90_ms=120,tpot_p90_ms=40"]}, backend="sglang")
     page = build([lax, strict], tmp_path / "report.html").read_text()
     assert "met each column's own run's SLO (vllm: <b>TTFT ≤ 500 ms and TPOT ≤ 50 ms</b>; sglang:" in page
+
+
+def test_a_floor_sizes_at_most(tmp_path, capsys):
+    rows = []
+    for c, ms in KNEE.items():  # agent (TTFT p90 <= 2 s) holds at every level: a floor at C=8
+        rows += level("vllm", c, ms, facts={"users": c, "think_time_s": 10.0}, mode="think=10")
+    for r in rows:
+        r["user"] = r["rep"] // 6 if r["rep"] is not None else None
+    run = write_run(tmp_path / "f", rows, {"slo_targets": ["agent:ttft_p90_ms=2000,tpot_p90_ms=100"]})
+    assert main([str(run), "-o", str(tmp_path / "x.html"), "--size", "users=100,think_s=10"]) == 0
+    assert "13 GPUs (at most 13: no miss measured above 8.0 users)" in capsys.readouterr().out

@@ -14,6 +14,7 @@ from typing import Any
 import pandas as pd
 
 from reports import fmt
+from reports.stats import num
 from reports.views import Block, Table, compact, h3, p, table
 from workloads.load.report.capacity_cells import level_text
 from workloads.load.report.cost import FIGURES, OUTPUT_COST_RATIO
@@ -51,6 +52,14 @@ def ask_text(ask) -> str:
     )
 
 
+def gpus_range(r: dict) -> str:
+    """A sizing row's range of GPUs: ``7–13``; ``at most 13`` where no miss was measured above the capacity
+    (a floor: the users a GPU holds could be more)."""
+    if num(r.get("GPUs lo")) is None:
+        return f"at most {fmt.n(r['GPUs hi'])}: no miss measured above {fmt.n(r['users a GPU'], 1)} users"
+    return f"range {fmt.n(r['GPUs lo'])}–{fmt.n(r['GPUs hi'])}"
+
+
 def sizing_lines(sizing: pd.DataFrame | None, ask) -> list[str]:
     """The answer to ``--size`` in lines: the ask, then a line a backend and workload."""
     if ask is None:
@@ -69,7 +78,7 @@ def sizing_lines(sizing: pd.DataFrame | None, ask) -> list[str]:
         if gpus is None or gpus != gpus:
             out.append(f"  {r['backend']} {r['variant']}: no answer — {r['how']}")
             continue
-        span = f" (range {fmt.n(r['GPUs lo'])}–{fmt.n(r['GPUs hi'])})" if r["GPUs lo"] == r["GPUs lo"] else ""
+        span = f" ({gpus_range(r)})"
         kv = ""
         if r["KV tokens a GPU"] is not None and r["KV tokens a GPU"] == r["KV tokens a GPU"]:
             pool = r["KV pool"]
@@ -226,7 +235,7 @@ def jobs(d: dict[str, Any]) -> list:
             if r["GPUs"] is None or r["GPUs"] != r["GPUs"]:
                 values.append((r["backend"], f"outside the measured think times ({r['from']})"))
                 continue
-            text = f"{fmt.n(r['GPUs'])} GPUs [{fmt.n(r['GPUs lo'])}–{fmt.n(r['GPUs hi'])}]"
+            text = f"{fmt.n(r['GPUs'])} GPUs [{gpus_range(r)}]"
             fits = r["KV fits"]
             text += ", KV over the pool" if fits is not None and fits == fits and not fits else ""
             price = _price_at(cost, r)
