@@ -266,4 +266,4 @@ def test_a_floor_sizes_at_most(tmp_path, capsys):
         r["user"] = r["rep"] // 6 if r["rep"] is not None else None
     run = write_run(tmp_path / "f", rows, {"slo_targets": ["agent:ttft_p90_ms=2000,tpot_p90_ms=100"]})
     assert main([str(run), "-o", str(tmp_path / "x.html"), "--size", "users=100,think_s=10"]) == 0
-    assert "13 GPUs (at most 13: no miss measured above 8.0 users)" in capsys.readouterr().out
+    assert "13 GPUs (at most 13: no miss measured above 8 users)" in capsys.readouterr().out

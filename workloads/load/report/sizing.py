@@ -199,9 +199,11 @@ def answer(
         starts = [num(s.get("value")) for s in r.get("starts") or [] if num(s.get("value"))]
         lowest = min([per_gpu, *starts]) if per_gpu else None
         mean_prompt = num((exact["at"] or {}).get("mean_prompt"))
-        how = f"measured at a {z:g} s think ({r['mode']}): U={fmt.n(per_gpu)} users met {target.name}" + (
-            f", U={fmt.n(hi)} missed" if hi else ""
-        )
+        how = (
+            f"measured at a {z:g} s think ({r['mode']}): U={fmt.n(per_gpu)} users met {target.name}"
+            if per_gpu
+            else f"measured at a {z:g} s think ({r['mode']}): no level met {target.name}"
+        ) + (f", U={fmt.n(hi)} missed" if hi else "")
         source = "measured"
         lo_users = lowest
     elif thinks and thinks[0] < z < thinks[-1]:
@@ -228,7 +230,7 @@ def answer(
         )
         return _row(ask, backend, workload, target, **{"from": "outside", "how": how, "KV pool": pool})
     if not per_gpu:
-        how += f"; no population met {target.name}: no GPU count"
+        how += f"; no GPU count: no capacity at {target.name} to size on"
         return _row(ask, backend, workload, target, **{"from": source, "how": how, "KV pool": pool})
     kv = per_gpu * mean_prompt if mean_prompt is not None else None
     return _row(

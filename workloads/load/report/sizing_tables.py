@@ -56,7 +56,7 @@ def gpus_range(r: dict) -> str:
     """A sizing row's range of GPUs: ``7–13``; ``at most 13`` where no miss was measured above the capacity
     (a floor: the users a GPU holds could be more)."""
     if num(r.get("GPUs lo")) is None:
-        return f"at most {fmt.n(r['GPUs hi'])}: no miss measured above {fmt.n(r['users a GPU'], 1)} users"
+        return f"at most {fmt.n(r['GPUs hi'])}: no miss measured above {fmt.n(r['users a GPU'])} users"
     return f"range {fmt.n(r['GPUs lo'])}–{fmt.n(r['GPUs hi'])}"
 
 
@@ -90,7 +90,7 @@ def sizing_lines(sizing: pd.DataFrame | None, ask) -> list[str]:
             )
         out.append(
             f"  {r['backend']} {r['variant']} ({r['target']}): {fmt.n(gpus)} GPUs{span}, "
-            f"{fmt.n(r['users a GPU'], 1)} users a GPU, {r['from']}{kv}. {r['how']}"
+            f"{fmt.n(r['users a GPU'])} users a GPU, {r['from']}{kv}. {r['how']}"
         )
     return out
 
