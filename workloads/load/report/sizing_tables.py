@@ -233,7 +233,10 @@ def jobs(d: dict[str, Any]) -> list:
             if r["from"] == "no target":
                 continue
             if r["GPUs"] is None or r["GPUs"] != r["GPUs"]:
-                values.append((r["backend"], f"outside the measured think times ({r['from']})"))
+                why = (
+                    "outside the measured think times" if r["from"] == "outside" else "no capacity to size on"
+                )
+                values.append((r["backend"], why))
                 continue
             text = f"{fmt.n(r['GPUs'])} GPUs [{gpus_range(r)}]"
             fits = r["KV fits"]
