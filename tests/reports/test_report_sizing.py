@@ -267,3 +267,11 @@ def test_a_floor_sizes_at_most(tmp_path, capsys):
     run = write_run(tmp_path / "f", rows, {"slo_targets": ["agent:ttft_p90_ms=2000,tpot_p90_ms=100"]})
     assert main([str(run), "-o", str(tmp_path / "x.html"), "--size", "users=100,think_s=10"]) == 0
     assert "13 GPUs (at most 13: no miss measured above 8 users)" in capsys.readouterr().out
+
+
+def test_under_the_reports_own_slo_a_run_whose_targets_do_not_parse_is_no_caveat(tmp_path):
+    run = _run(tmp_path, "old", {"slo_targets": ["chat:ttft_p90_ms=fast"]})
+    report, sec = _load([run], targets=parse_targets(STRICT))
+    assert sec.data["cap"]["targets_note"] is None
+    assert not [c for c in report.caveats if c.topic == "targets"]
+    assert [r["value"] for r in _cells(sec)] == [1]

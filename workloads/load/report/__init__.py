@@ -61,7 +61,9 @@ def _analyse(rows: pd.DataFrame, ctx, name: str) -> dict[str, Any]:
     caching = {b: ctx.ds.run_env_of(b).get("prefix_caching", True) for b in labels}  # older runs: on
     names = {b: ctx.ds.sources.get(b, ("", b))[1] for b in labels}
     cap["caching"] = caching_ratios(cap["steady"], cap["capacity"], caching, names)
-    notes = [slo_targets.read(envs).note, *merged_targets_notes(ctx.ds, capacity.targets_by_column)]
+    # the runs' own targets, where they judge the columns (the report's --slo replaces them all)
+    own = [slo_targets.read(envs).note, *merged_targets_notes(ctx.ds, capacity.targets_by_column)]
+    notes = [] if ctx.targets else own
     cap["targets_note"] = "; ".join(n for n in notes if n) or None  # a run whose targets are not used, named
     cap["target_runs"] = runs  # column -> the run whose targets it was judged against
     cap["caching_of"] = caching  # column -> prefix caching on (True), off (False), not said (None)
