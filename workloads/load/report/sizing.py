@@ -10,9 +10,9 @@ the target, as a bracket: the last pass U and the first miss U'.
   ⌈N ÷ U'⌉ (the capacity could reach just under the first miss) to ⌈N ÷ min over engine starts of U⌉.
 - **Z between two measured think times** Z₁ < Z < Z₂ (one backend and workload): Little's law at each
   capacity level, X_i = U_i ÷ (Z_i + R_i) requests a second with R_i the steady mean end-to-end latency;
-  X and R linear in Z between them, U(Z) = X(Z) · (Z + R(Z)). The range's far end is the same from the
-  first misses. Never beyond the measured think times: outside them the row says so and gives the run
-  that would measure Z (``retarget.command``'s shape, ``think_time_s=Z``).
+  X and R linear in Z between them, U(Z) = X(Z) · (Z + R(Z)). The range: the same from the first misses
+  and from each population's lowest engine start. Never beyond the measured think times: outside them the
+  row says so and gives the run that would measure Z (``retarget.command``'s shape, ``think_time_s=Z``).
 - **KV residency**: users a GPU × the mean prompt tokens of the capacity level's requests (a user's
   history when it sends its turn) against the engine's KV pool in tokens (env.json ``kv_cache_tokens``,
   ``max_total_num_tokens``, or blocks × block size: ``reports.analysis.summary.kv_tokens``); more than the
@@ -80,7 +80,8 @@ def _steady_at(steady: pd.DataFrame, r: dict, value: Any) -> dict | None:
 
 def populations(cap: dict, backend: str, target: Target) -> dict[str, list[dict]]:
     """Per workload: its think-time populations for ``target``, sorted by think time, each ``{"think",
-    "row", "at", "next"}`` (the capacity row; the steady level rows at its last pass and first miss)."""
+    "row", "at", "levels"}`` (the capacity row; the steady level row at its last pass; every steady level
+    row of the group by its users)."""
     caps, steady = cap["capacity"], cap["steady"]
     out: dict[str, dict[float, dict]] = {}
     if caps.empty or steady.empty or "think_time_s" not in steady:
@@ -101,7 +102,7 @@ def populations(cap: dict, backend: str, target: Target) -> dict[str, list[dict]
             "think": z,
             "row": r,
             "at": _steady_at(steady, r, r["value"]),
-            "next": _steady_at(steady, r, r["next_up"]),
+            "levels": {float(c): x for c, x in zip(g["concurrency"], g.to_dict("records"), strict=True)},
         }
         out.setdefault(r["workload"], {}).setdefault(z, entry)
     return {w: [by[z] for z in sorted(by)] for w, by in out.items()}
@@ -122,13 +123,20 @@ def little(users: float, think: float, r_s: float) -> float:
     return users / (think + r_s)
 
 
-def interpolate(z: float, p1: dict, p2: dict, which: str) -> float | None:
-    """Users a GPU at think ``z`` between populations ``p1`` and ``p2`` (their ``which`` end: ``value`` the
-    last pass, ``next_up`` the first miss), by Little's law with X and R linear in Z."""
-    side = "at" if which == "value" else "next"
-    u1, u2 = num(p1["row"][which]), num(p2["row"][which])
-    r1, r2 = _r_s(p1[side]), _r_s(p2[side])
-    if None in (u1, u2, r1, r2):
+def lowest(p: dict) -> float | None:
+    """A population's lowest last pass over its engine starts (the row's is the median start's)."""
+    r = p["row"]
+    starts = [num(s.get("value")) for s in r.get("starts") or [] if num(s.get("value"))]
+    return min([num(r["value"]), *starts]) if num(r["value"]) else None
+
+
+def interpolate(z: float, p1: dict, p2: dict, u1: float | None, u2: float | None) -> float | None:
+    """Users a GPU at think ``z`` between populations ``p1`` and ``p2``, from their levels of ``u1`` and
+    ``u2`` users (each at its steady mean end-to-end latency R), by Little's law, X and R linear in Z."""
+    if u1 is None or u2 is None:
+        return None
+    r1, r2 = _r_s(p1["levels"].get(float(u1))), _r_s(p2["levels"].get(float(u2)))
+    if r1 is None or r2 is None:
         return None
     w = (z - p1["think"]) / (p2["think"] - p1["think"])
     x = little(u1, p1["think"], r1) + w * (little(u2, p2["think"], r2) - little(u1, p1["think"], r1))
@@ -196,8 +204,6 @@ def answer(
     if exact is not None:
         r = exact["row"]
         per_gpu, hi = num(r["value"]), num(r["next_up"])
-        starts = [num(s.get("value")) for s in r.get("starts") or [] if num(s.get("value"))]
-        lowest = min([per_gpu, *starts]) if per_gpu else None
         mean_prompt = num((exact["at"] or {}).get("mean_prompt"))
         how = (
             f"measured at a {z:g} s think ({r['mode']}): U={fmt.n(per_gpu)} users met {target.name}"
@@ -205,12 +211,13 @@ def answer(
             else f"measured at a {z:g} s think ({r['mode']}): no level met {target.name}"
         ) + (f", U={fmt.n(hi)} missed" if hi else "")
         source = "measured"
-        lo_users = lowest
+        lo_users = lowest(exact)
     elif thinks and thinks[0] < z < thinks[-1]:
         p1 = max((p for p in pops if p["think"] < z), key=lambda p: p["think"])
         p2 = min((p for p in pops if p["think"] > z), key=lambda p: p["think"])
-        per_gpu, hi = interpolate(z, p1, p2, "value"), interpolate(z, p1, p2, "next_up")
-        lo_users = per_gpu
+        per_gpu = interpolate(z, p1, p2, num(p1["row"]["value"]), num(p2["row"]["value"]))
+        hi = interpolate(z, p1, p2, num(p1["row"]["next_up"]), num(p2["row"]["next_up"]))
+        lo_users = interpolate(z, p1, p2, lowest(p1), lowest(p2))
         w = (z - p1["think"]) / (p2["think"] - p1["think"])
         m1, m2 = num((p1["at"] or {}).get("mean_prompt")), num((p2["at"] or {}).get("mean_prompt"))
         mean_prompt = m1 + w * (m2 - m1) if m1 is not None and m2 is not None else None
