@@ -143,6 +143,11 @@ def test_sizing_between_two_think_times_is_littles_law_interpolated(tmp_path):
     assert row["users a GPU"] == pytest.approx(users)
     assert row["GPUs"] == math.ceil(100 / users)
     assert "Little" in row["how"]
+    # the range's far end from the first misses: C=8 at think 10 and C=16 at think 30, both at 900 ms
+    m1, m2 = _e2e_s(900.0), _e2e_s(900.0)
+    x_miss, r_miss = (8 / (10 + m1) + 16 / (30 + m2)) / 2, (m1 + m2) / 2
+    assert row["users a GPU, hi"] == pytest.approx(x_miss * (20 + r_miss))
+    assert row["GPUs lo"] == math.ceil(100 / (x_miss * (20 + r_miss))) and row["GPUs hi"] == row["GPUs"]
 
 
 def test_size_outside_the_measured_think_times_says_so_and_gives_the_run_to_do(tmp_path):
