@@ -33,6 +33,8 @@ def report_of(
     merge_starts: bool = False,
     slo: dict[str, float] | None = None,
     gpu_hour_usd: float | None = None,
+    targets: tuple | None = None,
+    size: object = None,
 ):
     """The assembled :class:`~reports.assemble.Report` of
     ``run_dirs``: what the page and the exports are made of."""
@@ -49,6 +51,8 @@ def report_of(
         copy_gbps=copy_gbps,
         slo=slo,
         gpu_hour_usd=gpu_hour_usd,
+        targets=targets,
+        size=size,
     )
 
 
@@ -64,6 +68,8 @@ def build(
     slo: dict[str, float] | None = None,
     formats: tuple[str, ...] = ("html",),
     gpu_hour_usd: float | None = None,
+    targets: tuple | None = None,
+    size: object = None,
 ) -> Path:
     """Write the report for ``run_dirs`` to ``out_path`` and return its path; ``formats`` beyond ``html``
     (``json``, ``csv``: ``reports.export``) are written beside it, from the same report."""
@@ -76,6 +82,8 @@ def build(
         merge_starts=merge_starts,
         slo=slo,
         gpu_hour_usd=gpu_hour_usd,
+        targets=targets,
+        size=size,
     )
     out = Path(out_path)
     write(report, out, formats)

@@ -59,6 +59,29 @@ def slo_target(text: str) -> str:
     return text
 
 
+def size_ask(text: str):
+    """One ``--size`` value (``reports.size_ask``): users, think time and the target to size at."""
+    from reports.size_ask import parse_size
+
+    try:
+        return parse_size(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
+
+
+def given_targets(texts: list[str] | None) -> tuple | None:
+    """The ``--slo`` targets given to the report (``contract.slo.parse_targets``), None where none was: every
+    capacity cell, bracket, cost and the sizing are then judged against them instead of each run's own."""
+    from contract.slo import parse_targets
+
+    if not texts:
+        return None
+    try:
+        return parse_targets(texts)
+    except ValueError as exc:
+        raise ReportError(str(exc)) from None
+
+
 def goodput_pair(texts: list[str] | None) -> dict[str, float] | None:
     """``contract.options.goodput_pair``, its mistake a ReportError (exit 2, one line)."""
     from contract.options import goodput_pair as pair
@@ -148,8 +171,9 @@ def main(argv: list[str] | None = None, prog: str = "python -m reports") -> int:
         type=positive,
         default=None,
         metavar="PRICE",
-        help="a GPU-hour's price: cost per million output tokens at each capacity point (default: the run's "
-        "--gpu-hour-usd, else none: the page shows the formula)",
+        help="a GPU-hour's price: $ per million input and output tokens (apart, and blended at the "
+        "workload's own input:output mix), $ per request and per session at each capacity point, with "
+        "intervals (default: the run's --gpu-hour-usd, else none: the page shows the formula)",
     )
     p.add_argument(
         "--slo",
@@ -157,10 +181,19 @@ def main(argv: list[str] | None = None, prog: str = "python -m reports") -> int:
         action="append",
         default=None,
         metavar="NAME:METRIC_pP_ms=V,...",
-        help="a latency target in compare.py's --slo grammar (contract.slo; unnamed: 'custom'): the first "
-        "one's TTFT and TPOT limits are what goodput counts against in the Load section (default: the run's "
-        "--slo, "
-        "else the page's stated default; the capacity table keeps each run's own targets)",
+        help="a latency target in compare.py's --slo grammar (contract.slo; repeatable; unnamed: 'custom'): "
+        "every capacity cell, bracket, cost, the summary and the sizing are re-computed from the records "
+        "against the targets given, and goodput counts against the first one's TTFT and TPOT limits "
+        "(default: each run's own targets, goodput per run against its own)",
+    )
+    p.add_argument(
+        "--size",
+        type=size_ask,
+        default=None,
+        metavar="users=N,think_s=Z[,slo=NAME]",
+        help="size a fleet: GPUs per backend and configuration for N users who think Z s between turns, at "
+        "the target NAME (default: the first with latency limits), from a measured population with that "
+        "think time or by Little's law between two (never beyond); printed and on the page",
     )
     g = p.add_argument_group(
         "regression gate", "compare a candidate with a baseline, figure by figure; exit 1 on a regression"
@@ -210,6 +243,8 @@ def main(argv: list[str] | None = None, prog: str = "python -m reports") -> int:
             merge_starts=args.merge_starts,
             slo=goodput_pair(args.slo),
             gpu_hour_usd=args.gpu_hour_usd,
+            targets=given_targets(args.slo),
+            size=args.size,
         )
         written = write(report, out, formats)
     except DiskFull as exc:  # a full disk is exit 1, as in compare.py
@@ -224,7 +259,20 @@ def main(argv: list[str] | None = None, prog: str = "python -m reports") -> int:
             print(f"{'report' if path == out else path.suffix.lstrip('.')}: {path}")
     if csvs:
         print(f"csv: {csvs[0].parent}/ ({len(csvs)} tables)")
+    for line in printed(report):
+        print(line)
     return 0
+
+
+def printed(report) -> list[str]:
+    """What each section's kind prints after the report is written (the answer to ``--size``)."""
+    from reports.kinds import report_kind
+
+    out = []
+    for section in getattr(report, "sections", ()):  # a stand-in report (a test's) has none
+        kind = report_kind(section.kind) if section.kind and section.data else None
+        out += kind.printed(section) if kind is not None else []
+    return out
 
 
 def run_gate(args: argparse.Namespace) -> int:

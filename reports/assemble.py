@@ -108,6 +108,8 @@ def assemble(
     copy_gbps: float | None = None,
     slo: dict[str, float] | None = None,
     gpu_hour_usd: float | None = None,
+    targets: tuple | None = None,
+    size: object = None,
 ) -> Report:
     """The whole report of a dataset: each workload's section analysed by its kind (``reports.kinds``), the
     agreement across backends, the backends' status, then the caveats, summary rows and claims derived from
@@ -127,7 +129,7 @@ def assemble(
         )
     blocks = {b: block_size(ds.env_of(b).get("engine") or {}) for b in ds.backends}
     sections = []
-    ctx = kinds.Context(ds, roofs, blocks, slo, gpu_hour_usd)
+    ctx = kinds.Context(ds, roofs, blocks, slo, gpu_hour_usd, targets, size)
     attempted = df[df["skipped"].isna()]
     for name, kind in _kinds(df).items():
         report_kind = kinds.report_kind(kind) if kind else None

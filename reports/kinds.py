@@ -41,6 +41,9 @@ class Context:
     blocks: dict[str, int | None] = field(default_factory=dict)  # KV block size per backend
     slo: dict[str, float] | None = None  # the report's --slo goodput pair, per request; None: the runs' own
     gpu_hour_usd: float | None = None  # the report's --gpu-hour-usd (else the run's)
+    # the report's --slo targets (contract.slo.Target): every column judged against them; None: each run's own
+    targets: tuple | None = None
+    size: Any = None  # the report's --size (reports.size_ask.SizeAsk); None: not asked
 
 
 @dataclass(frozen=True)
@@ -70,6 +73,8 @@ class ReportKind:
     )
     # (section, report) -> reports.analysis.figures.Figure list (the gate's)
     figures: Callable[[Any, Any], list] = lambda section, report: []
+    # (section) -> the lines ``python -m reports`` prints after writing (an answer asked for: --size)
+    printed: Callable[[Any], list[str]] = lambda section: []
 
 
 class Slots(dict):

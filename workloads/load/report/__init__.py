@@ -7,6 +7,9 @@ targets the runs wrote, the goodput pair) and ``replicas`` (tp against dp); the 
 (``capacity_tables``, ``capacity_cells``, ``capacity_chart``, ``capacity_summary``) followed by the
 every-request half: charts (``charts``), tables and blocks (``tables``, ``server_figures``,
 ``replicas_tables``, ``mix_groups``), caveats (``caveats``), summary rows and gate figures (``summary``).
+A deployment's questions (issue 40): which targets judge the columns and the run between a wide bracket's
+ends (``retarget``), GPUs for U users who think (``sizing``), what a GPU-hour buys (``cost``), on the page,
+in the exports and in the terminal (``sizing_tables``).
 ``load_table`` prints the levels as a Markdown table for a README. All of them are in this folder.
 """
 
@@ -21,6 +24,7 @@ from workloads.load.report import capacity_summary
 from workloads.load.report import capacity_tables as cv
 from workloads.load.report import levels as mu
 from workloads.load.report import replicas_tables as replicas_view
+from workloads.load.report import sizing_tables as answers
 from workloads.load.report.caveats import caveats
 from workloads.load.report.charts import CHARTS
 from workloads.load.report.summary import figures, jobs
@@ -30,27 +34,36 @@ from workloads.load.report.targets import slo_of
 
 def _analyse(rows: pd.DataFrame, ctx, name: str) -> dict[str, Any]:
     from reports.analysis.caveats import over_http
-    from workloads.load.report import capacity
+    from workloads.load.report import capacity, cost, retarget, sizing
     from workloads.load.report import targets as slo_targets
     from workloads.load.report.caching import caching_ratios
 
-    given, slo_source = slo_of(ctx.ds, ctx.slo)
+    report_pair = ctx.slo or retarget.goodput_pair(ctx.targets)  # the report's --slo, where given
+    given, slo_source = slo_of(ctx.ds, report_pair)
     slo = given or mu.DEFAULT_SLO
-    levels = mu.per_level(rows, slo)
     envs = ctx.ds.envs
     runs = {b: ctx.ds.sources.get(b, ("", b))[0] for b in ctx.ds.backends}
+    goodput_of = retarget.goodput_by_column(envs, runs, report_pair)  # each run against its own (issue 40)
+    levels = mu.per_level(rows, slo, goodput_of)
+    # each column against its own run's targets (#44 item 6), or every column against the report's --slo
+    by_column, targets_source = retarget.column_targets(envs, runs, ctx.targets)
+    price = ctx.gpu_hour_usd or capacity.price_of(envs)
     cap = capacity.analyse(
         rows,
         mu.level_facts(rows),
-        capacity.targets_by_column(envs, runs),  # each column against its own run's targets (#44 item 6)
-        ctx.gpu_hour_usd or capacity.price_of(envs),
+        by_column,
+        price,
         ctx.ds.planned_levels(),  # a level the run never reached reads as not run, never as met
     )
+    cap["targets_source"] = targets_source
+    cap["capacity"] = with_between(cap["capacity"], cap["targets_of"], envs, runs, ctx.ds.sources)
     labels = list(dict.fromkeys(levels["backend"]))
     caching = {b: ctx.ds.run_env_of(b).get("prefix_caching", True) for b in labels}  # older runs: on
     names = {b: ctx.ds.sources.get(b, ("", b))[1] for b in labels}
     cap["caching"] = caching_ratios(cap["steady"], cap["capacity"], caching, names)
-    notes = [slo_targets.read(envs).note, *merged_targets_notes(ctx.ds, capacity.targets_by_column)]
+    # the runs' own targets, where they judge the columns (the report's --slo replaces them all)
+    own = [slo_targets.read(envs).note, *merged_targets_notes(ctx.ds, capacity.targets_by_column)]
+    notes = [] if ctx.targets else own
     cap["targets_note"] = "; ".join(n for n in notes if n) or None  # a run whose targets are not used, named
     cap["target_runs"] = runs  # column -> the run whose targets it was judged against
     cap["caching_of"] = caching  # column -> prefix caching on (True), off (False), not said (None)
@@ -61,17 +74,42 @@ def _analyse(rows: pd.DataFrame, ctx, name: str) -> dict[str, Any]:
         b: "HTTP" if over_http(ctx.ds.env_of(b).get("engine") or {}) else "in process" for b in labels
     }
     from workloads.load.report import replicas
+    from workloads.load.report.sizing_tables import capacity_frame
 
+    pools = {b: sizing.kv_pool(ctx.ds.start_envs(b)) for b in labels}
+    sized = sizing.size(ctx.size, cap, pools, envs, runs, ctx.ds.sources) if ctx.size else None
     return {
         "levels": levels,
         "peaks": mu.peaks(levels),
         "slo": slo,
+        "goodput_of": goodput_of,  # column -> the per-request pair its goodput counts against
         "cap": cap,
         "replicas": replicas.configurations(
             rows, levels, ctx.ds
         ),  # tp vs dp (issue 25): empty unless a dp > 1 ran
         "slo_source": slo_source or f"default: {mu.SLO_SOURCE}",
+        # the page's tables, by the page's names, for the exports (issue 40)
+        "capacity": capacity_frame(cap),
+        "cost": cost.cost_table(cap["capacity"], cap["steady"], price),
+        "sizing": sized,
+        "size_ask": ctx.size,
     }
+
+
+def with_between(caps: pd.DataFrame, targets_of: dict, envs: dict, runs: dict, sources: dict) -> pd.DataFrame:
+    """Each capacity row with ``between``: the level between its bracket's ends and the command that measures
+    it, where the ends are farther apart than the search's ratio (``retarget.between``); None elsewhere."""
+    from workloads.load.report import retarget
+
+    if caps.empty:
+        return caps
+    out = []
+    for r in caps.to_dict("records"):
+        target = next((t for t in targets_of.get(r["backend"], ()) if t.name == r["target"]), None)
+        env = envs.get(runs.get(r["backend"], ""), {})
+        name = sources.get(r["backend"], ("", r["backend"]))[1]
+        out.append({**r, "between": retarget.between(r, env, name, target) if target else None})
+    return pd.DataFrame(out)
 
 
 def merged_targets_notes(ds, by_column) -> list[str]:
@@ -92,12 +130,15 @@ def merged_targets_notes(ds, by_column) -> list[str]:
 KIND = ReportKind(
     "load",
     _analyse,
-    blocks=lambda s, slots, report: cv.blocks(s.data, s.backends, slots) + blocks(s, slots),
+    blocks=lambda s, slots, report: (
+        cv.blocks(s.data, s.backends, slots) + answers.blocks(s.data) + blocks(s, slots)
+    ),
     charts=CHARTS,
     caveats=lambda s, report: caveats(s, report) + cv.caveats(s.data, s.name) + replicas_view.caveats(s),
-    jobs=lambda s, rows, report: capacity_summary.jobs(s.data) + jobs(s, report),
+    jobs=lambda s, rows, report: answers.jobs(s.data) + capacity_summary.jobs(s.data) + jobs(s, report),
     sees_failures=True,
     figures=figures,
     agreement=False,
     steady_state=True,
+    printed=answers.printed,
 )

@@ -168,6 +168,7 @@ def level_row(key: tuple, rows: list[dict], level: LevelFacts | None, stats: Lev
         "tpot_p50": tpot50,
         "tpot_p90": _p(s["tpot"], 90),
         "e2e_p50": _p(s["e2e"], 50),
+        "e2e_mean": sum(s["e2e"]) / len(s["e2e"]) if s["e2e"] else None,  # Little's law's R (sizing)
         "e2e_p90": _p(s["e2e"], 90),
         "itl_p50": _p(s["itl"], 50),
         "itl_p99": _p(s["itl"], 99),
@@ -177,6 +178,9 @@ def level_row(key: tuple, rows: list[dict], level: LevelFacts | None, stats: Lev
         "output_tps_lo": tps_lo_hi[0] if tps_lo_hi else None,
         "output_tps_hi": tps_lo_hi[1] if tps_lo_hi else None,
         "input_tps": stats.input_tps,
+        # steady requests (submitted in the window) a second: what a $ per request divides
+        "requests_per_s": len(stats.steady) / stats.window_s if stats.window_s else None,
+        "requests_per_session": _per_session(rows),
         "total_tps": stats.total_tps,
         "in_flight_share": stats.in_flight_share,
         "no_steady": stats.no_steady,
@@ -201,6 +205,12 @@ def level_row(key: tuple, rows: list[dict], level: LevelFacts | None, stats: Lev
         "rate_unit": unit,
         "mean_prompt": sum(num(r.get("prompt_tokens")) or 0 for r in rows) / len(rows) if rows else None,
     }
+
+
+def _per_session(rows: list[dict]) -> float | None:
+    """A sessions level's requests per user (its turns), None for a level without users (fixed shape)."""
+    users = [u for r in rows if (u := num(r.get("user"))) is not None]
+    return len(users) / len(set(users)) if users else None
 
 
 def tps_above(a: Any, b: Any) -> bool | None:

@@ -253,12 +253,18 @@ def level_window(g: pd.DataFrame) -> float | None:
     return total if total > 0 else None
 
 
-def per_level(df: pd.DataFrame, slo: dict[str, float] | None = None) -> pd.DataFrame:
-    """One row per level (see the module docstring for every definition)."""
-    slo = slo or DEFAULT_SLO
+def per_level(
+    df: pd.DataFrame,
+    slo: dict[str, float] | None = None,
+    by_backend: dict[str, dict[str, float]] | None = None,
+) -> pd.DataFrame:
+    """One row per level (see the module docstring for every definition); goodput counts against ``slo``, or
+    against a column's own pair where ``by_backend`` has one (each run against its own target)."""
+    page_slo = slo or DEFAULT_SLO
     reqs, facts = requests(df), level_facts(df)
     rows = []
     for key, g in reqs.groupby(["backend", "workload", "mode", "case"], sort=False):
+        slo = (by_backend or {}).get(key[0]) or page_slo
         ok = g[g["error"].isna()]  # served; the rest failed
         window = level_window(g)
         itl = [x for t in ok["token_times_s"] for x in gaps_ms(t)]
