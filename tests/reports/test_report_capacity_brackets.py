@@ -142,3 +142,15 @@ def test_a_range_names_its_undecided_levels():
     assert capacity_text(row) == "16–32 req/s (met at 16; undecided at 32 req/s)"
     row |= {"next_up": 64.0, "undecided": [32.0], "ratio": 4.0}
     assert capacity_text(row) == "16–64 req/s (met at 16, missed at 64, 4.00× apart; undecided at 32 req/s)"
+
+
+def test_a_capacity_of_users_who_think_reads_in_users(tmp_path):
+    """A closed loop of users who think holds U users, not C requests in flight: its capacity cell says
+    U=..., where a loop without think says C=...."""
+    think = {"think_time_s": 30.0, "think": "exponential"}
+    rows = [
+        r for u in (4, 16) for r in level("vllm", u, 300.0 if u == 4 else 900.0, facts={**think, "users": u})
+    ]
+    _, sec = section([write_run(tmp_path / "r", rows)])
+    chat = cells(sec)["chat"][5]
+    assert chat.startswith("U=4–16 (met at 4, missed at 16") and "C=" not in chat

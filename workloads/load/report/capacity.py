@@ -290,6 +290,9 @@ def analyse(
                 not_run=not_run,
                 facts=facts,
                 starts=starts,
+                think_s=max((num(x) or 0.0 for x in g["think_time_s"]), default=0.0)
+                if loop == "closed"
+                else 0.0,
             )
             caps.extend(
                 with_label(group.peak_row(t, g) if t.throughput_only else group.capacity_row(t, g, stats), t)

@@ -16,11 +16,17 @@ from reports import fmt
 from workloads.load.report.capacity import known, not_run_between
 
 
+def closed_letter(r: dict) -> str:
+    """A closed loop's level letter: ``U`` (users) where its users think between turns (``think_s``: fewer
+    requests in flight than users), else ``C`` (requests always in flight)."""
+    return "U" if (r.get("think_s") or 0) > 0 else "C"
+
+
 def level_text(r: dict, value: object) -> str:
-    """A level of ``r``'s loop: ``C=N`` closed, ``N req/s`` open (``N sessions/s`` for a sessions load's open
-    loop: it starts sessions)."""
+    """A level of ``r``'s loop: ``C=N`` closed (``U=N`` users who think), ``N req/s`` open (``N sessions/s``
+    for a sessions load's open loop: it starts sessions)."""
     if r["loop"] == "closed":
-        return f"C={fmt.n(value)}"
+        return f"{closed_letter(r)}={fmt.n(value)}"
     return f"{fmt.n(value)} {fmt.text(r.get('rate_unit')) or 'req/s'}"
 
 
@@ -123,7 +129,7 @@ def missed_word(r: dict) -> str:
 def span_text(r: dict, lo: object, hi: object) -> str:
     """A bracket's two ends in ``r``'s loop: ``C=16–20``, ``8–10 req/s``."""
     if r["loop"] == "closed":
-        return f"C={fmt.n(lo)}–{fmt.n(hi)}"
+        return f"{closed_letter(r)}={fmt.n(lo)}–{fmt.n(hi)}"
     return f"{fmt.n(lo)}–{fmt.n(hi)} {fmt.text(r.get('rate_unit')) or 'req/s'}"
 
 

@@ -74,6 +74,7 @@ class CapacityGroup:
     facts: dict[tuple, LevelFacts] = field(default_factory=dict)  # level key -> its level record's facts
     # level key -> {start label: (that start's steady state, that start's level facts; None: no level record)}
     starts: dict[tuple, dict[str, tuple[LevelStats, LevelFacts | None]]] = field(default_factory=dict)
+    think_s: float = 0.0  # a closed loop of users who think (mean s): its levels are users U, not C in flight
 
     @property
     def axis(self) -> str:
@@ -166,6 +167,7 @@ class CapacityGroup:
         price = self.gpu_hour_usd
         return {
             "rate_unit": self.rate_unit,
+            "think_s": self.think_s,
             "unjudged": list(unjudged),  # levels measured with no steady-state request: no verdict
             "not_run": list(self.not_run),  # planned levels never reached: neither met nor missed
             "backend": self.backend,
