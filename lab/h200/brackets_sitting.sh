@@ -3,7 +3,7 @@
 # the fixed shape with no shared prefix (lab/h200/brackets.yaml), one background queue (lab/h200/README.md,
 # "The brackets sitting"). The vLLM bundle only.
 #
-#   bash lab/h200/brackets_sitting.sh start 1|2 [SECONDS]  # first call (carrying .gpu/vllm/c01 and .lca-commit)
+#   bash lab/h200/brackets_sitting.sh start 1|2|3 [SECONDS]  # first call (carrying .gpu/vllm/c01, .lca-commit)
 #   bash lab/h200/brackets_sitting.sh poll [S]             # later calls: wait up to S s, copy what is done to $OUT
 #
 # Session 1 (ran 2026-12-03, every run cut by its bound): start A of the closed loop (concurrency 8, 32, 128 and the
@@ -13,14 +13,18 @@
 # Session 2: users who think (lab/h200/think.yaml: 256 and 1,024 chat users, exponential think of mean 30 s), once
 # with prefix caching and once with --no-prefix-caching (each its own server start), then start C of the closed loop
 # (not started in session 1: the third engine start). Session 1's cut runs are not resumed: a resumed run's new levels
-# would be another engine start inside one start's run, and each already gave a bracket.
+# would be another engine start inside one start's run, and each already gave a bracket. (Ran 2026-12-03: both think
+# runs measured U=256 and were cut in U=1,024's warm-up, which thought too: fixed in 534bf41.)
+# Session 3: users who think again, now with their warm-up at once: caching on (twice) and off, each run both
+# populations (U=256 and U=1,024), each its own server: with session 2's runs, U=256 has three starts caching on
+# and two off, U=1,024 two on and one off.
 set -uo pipefail
 mode=${1:?usage: brackets_sitting.sh start [seconds] | poll [seconds]}
 source lab/h200/queue_lib.sh  # nparts, staged, install_bundle, study, bound, sitting_*
 
 if [ "$mode" = poll ]; then sitting_poll "${2:-0}" "h200-b39-*.tgz"; exit $?; fi
-[ "$mode" = start ] && [[ ${2:-} =~ ^[12]$ ]] \
-  || { echo "usage: brackets_sitting.sh start 1|2 [seconds] | poll [seconds]"; exit 2; }
+[ "$mode" = start ] && [[ ${2:-} =~ ^[123]$ ]] \
+  || { echo "usage: brackets_sitting.sh start 1|2|3 [seconds] | poll [seconds]"; exit 2; }
 export SESSION=$2
 sitting_start "${3:-1710}"
 
@@ -42,8 +46,10 @@ queue() {
   install_bundle vllm; echo "== $(date -u +%T) vllm installed"
   if [ "$SESSION" = 1 ]; then
     closed a 420; open_loop 540; closed b 420; closed c 420
-  else
+  elif [ "$SESSION" = 2 ]; then
     think on 480; think off 480 --no-prefix-caching; closed c 420
+  else
+    think on-2 440; think off-2 440 --no-prefix-caching; think on-3 440
   fi
 }
 

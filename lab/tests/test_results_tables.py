@@ -27,15 +27,23 @@ def test_readme_table_is_the_scripts_output(monkeypatch, readme):
     )
 
 
-def test_the_brackets_sittings_tables_are_the_commands_output(monkeypatch, capsys):
-    """lab/results/brackets-h200-2026-12-03/README.md ends with what its command prints (issue 39)."""
+BRACKETS = "lab/results/brackets-h200-2026-12-03"
+FIXED = ["h200-b39-closed-a", "h200-b39-closed-b", "h200-b39-closed-c", "h200-b39-open"]
+THINK = ["h200-b39-think-on", "h200-b39-think-off"]
+
+
+@pytest.mark.parametrize("runs", [FIXED, THINK], ids=["fixed", "think"])
+def test_the_brackets_sittings_tables_are_the_commands_output(monkeypatch, capsys, runs):
+    """lab/results/brackets-h200-2026-12-03/README.md holds what each of its two commands prints, after the
+    command (issue 39)."""
     from workloads.load.report import load_table
 
     monkeypatch.chdir(ROOT)
-    d = "lab/results/brackets-h200-2026-12-03"
-    runs = [f"{d}/h200-b39-closed-a", f"{d}/h200-b39-closed-b", f"{d}/h200-b39-open"]
-    assert load_table.main(["--merge-starts", "--capacity", *runs]) == 0
+    assert load_table.main(["--merge-starts", "--capacity", *(f"{BRACKETS}/{r}" for r in runs)]) == 0
     printed = capsys.readouterr().out
-    assert (ROOT / d / "README.md").read_text(encoding="utf-8").endswith(printed), (
-        f"{d}/README.md's tables are stale: rerun its command"
+    readme = (ROOT / BRACKETS / "README.md").read_text(encoding="utf-8")
+    paths = [f"{BRACKETS}/{r}" for r in runs]
+    command = " \\\n      ".join(" ".join(paths[k : k + 2]) for k in range(0, len(paths), 2))
+    assert command in readme and readme.index(printed) > readme.index(command), (
+        f"{BRACKETS}/README.md's tables are stale: rerun its commands"
     )
