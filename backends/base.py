@@ -30,7 +30,15 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from backends.answer_checks import check_answer
-from contract.adapter import BackendOptions, BackendSettings, Capabilities, RawOutput, Request, TokenCandidate
+from contract.adapter import (
+    BackendOptions,
+    BackendSettings,
+    Capabilities,
+    RawOutput,
+    Request,
+    SettingsApplied,
+    TokenCandidate,
+)
 
 __all__ = [  # the contract's types re-exported beside this module's own
     "DECODE_DEFINITION",
@@ -46,6 +54,7 @@ __all__ = [  # the contract's types re-exported beside this module's own
     "RawOutput",
     "Request",
     "Result",
+    "SettingsApplied",
     "TokenCandidate",
     "TokenClock",
 ]

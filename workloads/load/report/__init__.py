@@ -21,6 +21,7 @@ from workloads.load.report import capacity_summary
 from workloads.load.report import capacity_tables as cv
 from workloads.load.report import levels as mu
 from workloads.load.report import replicas_tables as replicas_view
+from workloads.load.report.caching import caching_caveats
 from workloads.load.report.caveats import caveats
 from workloads.load.report.charts import CHARTS
 from workloads.load.report.summary import figures, jobs
@@ -32,7 +33,7 @@ def _analyse(rows: pd.DataFrame, ctx, name: str) -> dict[str, Any]:
     from reports.analysis.caveats import over_http
     from workloads.load.report import capacity
     from workloads.load.report import targets as slo_targets
-    from workloads.load.report.caching import caching_ratios
+    from workloads.load.report.caching import caching_ratios, caching_settings
 
     given, slo_source = slo_of(ctx.ds, ctx.slo)
     slo = given or mu.DEFAULT_SLO
@@ -47,13 +48,16 @@ def _analyse(rows: pd.DataFrame, ctx, name: str) -> dict[str, Any]:
         ctx.ds.planned_levels(),  # a level the run never reached reads as not run, never as met
     )
     labels = list(dict.fromkeys(levels["backend"]))
-    caching = {b: ctx.ds.run_env_of(b).get("prefix_caching", True) for b in labels}  # older runs: on
+    # the prefix cache as each column's engine said it ran, else as asked where its backend applies it
+    cache_settings = caching_settings(ctx.ds, labels)
+    caching = {b: c.on for b, c in cache_settings.items()}
     names = {b: ctx.ds.sources.get(b, ("", b))[1] for b in labels}
     cap["caching"] = caching_ratios(cap["steady"], cap["capacity"], caching, names)
     notes = [slo_targets.read(envs).note, *merged_targets_notes(ctx.ds, capacity.targets_by_column)]
     cap["targets_note"] = "; ".join(n for n in notes if n) or None  # a run whose targets are not used, named
     cap["target_runs"] = runs  # column -> the run whose targets it was judged against
     cap["caching_of"] = caching  # column -> prefix caching on (True), off (False), not said (None)
+    cap["caching_settings"] = cache_settings  # column -> asked and effective (caching.caching_caveats)
     # the groups of backends that ran the same requests: one that ran other requests (the HF mix's sessions)
     # gets summary rows and chart panels of its own
     cap["mix_classes"] = capacity.mix_classes(cap["steady"])
@@ -94,7 +98,12 @@ KIND = ReportKind(
     _analyse,
     blocks=lambda s, slots, report: cv.blocks(s.data, s.backends, slots) + blocks(s, slots),
     charts=CHARTS,
-    caveats=lambda s, report: caveats(s, report) + cv.caveats(s.data, s.name) + replicas_view.caveats(s),
+    caveats=lambda s, report: (
+        caveats(s, report)
+        + cv.caveats(s.data, s.name)
+        + caching_caveats(s.data["cap"].get("caching_settings") or {})
+        + replicas_view.caveats(s)
+    ),
     jobs=lambda s, rows, report: capacity_summary.jobs(s.data) + jobs(s, report),
     sees_failures=True,
     figures=figures,
