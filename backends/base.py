@@ -186,6 +186,13 @@ class Backend(ABC):
         """KV-cache capacity in tokens for env.json, and where it came from (or why None)."""
         return None, "not reported by this backend"
 
+    def max_running(self) -> tuple[int | None, str]:
+        """The most requests the engine runs at once, as its scheduler is configured (vLLM ``max_num_seqs``,
+        SGLang ``max_running_requests``; over every data-parallel replica), and the setting's name; (None,
+        why) where it is not known. The capacity search goes no higher in a closed loop (a concurrency above
+        it only queues inside the engine), and the page says so."""
+        return None, "not reported by this backend"
+
     # -- under load (backends.load_loop runs the loop) ---------------------------------------
     async def stream(self, request: Request, clock: TokenClock) -> RawOutput:
         """One request among many in flight, ticking ``clock`` as tokens arrive. This default serves

@@ -142,3 +142,18 @@ def test_a_range_names_its_undecided_levels():
     assert capacity_text(row) == "16–32 req/s (met at 16; undecided at 32 req/s)"
     row |= {"next_up": 64.0, "undecided": [32.0], "ratio": 4.0}
     assert capacity_text(row) == "16–64 req/s (met at 16, missed at 64, 4.00× apart; undecided at 32 req/s)"
+
+
+def test_a_search_stopped_at_the_engines_limit_says_so_not_below_its_maximum(tmp_path):
+    from tests.reports.test_report_capacity import KNEE, run
+    from workloads.load.report.capacity_cells import capacity_text
+
+    # the search's maximum C=16; the engine runs 8 at most (max_num_seqs): the levels stopped at C=8
+    limit = {"search_ceiling": 16, "search_engine_limit": 8, "search_engine_limit_name": "max_num_seqs"}
+    _, sec = section([run(tmp_path, "r", facts=limit, levels=KNEE)])
+    agent = caps(sec).loc[("vllm", "agent")]  # 900 ms <= 2 s at every level: no miss up to the engine's limit
+    assert (agent["value"], agent["bound"], agent["engine_limit"]) == (8, "unbracketed", 8)
+    text = capacity_text({**agent.to_dict(), "backend": "vllm", "target": "agent"})
+    assert text == "no miss up to C=8 (the engine's max running sequences, max_num_seqs = 8)", text
+    chat = caps(sec).loc[("vllm", "chat")]  # a miss at C=8: a bracket, the engine's limit has no say
+    assert capacity_text({**chat.to_dict(), "backend": "vllm", "target": "chat"}).startswith("C=4–8")
