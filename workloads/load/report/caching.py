@@ -87,8 +87,9 @@ def caching_caveats(settings: dict[str, CachingSetting]) -> list:
         out.append(
             Caveat(
                 "caching",
-                f"{', '.join(unsaid)}: the harness does not set this server's prefix cache and the server "
-                "did not say whether it was on: no caching ratio is drawn from it.",
+                f"{', '.join(unsaid)}: the backend does not apply --no-prefix-caching (a server someone else "
+                "started keeps its own cache) and the engine did not say whether its cache was on: no "
+                "caching ratio is drawn from it.",
             )
         )
     return out
