@@ -40,7 +40,7 @@ EXTERNAL: tuple[str, ...] = ("openai",)
 # hf-graphs' static cache; hf-cb's attention is its own config's (LCA_HF_CB); hf and hf-graphs keep no prefix
 # cache that --no-prefix-caching switches off. ``vllm`` in process has no data parallelism: ``vllm.LLM``
 # raises on ``data_parallel_size > 1`` in one process (vLLM 0.26 and 0.32); its data parallelism is the
-# server's. A server someone else started applies none.
+# server's. A server someone else started applies none of the engine's settings.
 _HF = SettingsApplied(dtype=True, device=True, random_weights=True, attn=True)
 _ENGINE = SettingsApplied(
     dtype=True, device=True, random_weights=True, tp=True, max_model_len=True, prefix_caching=True
@@ -51,10 +51,10 @@ APPLIES: dict[str, SettingsApplied] = {
     "hf-cb": SettingsApplied(dtype=True, device=True, random_weights=True, prefix_caching=True),
     "vllm": replace(_ENGINE, engine_defaults=True),
     "sglang": replace(_ENGINE, dp=True),
-    "openai": SettingsApplied(),
-    "vllm-server": replace(_ENGINE, dp=True, engine_defaults=True),
-    "sglang-server": replace(_ENGINE, dp=True, router=True),
-    "hf-server": SettingsApplied(dtype=True, device=True, random_weights=True),
+    "openai": SettingsApplied(client_procs=True),  # the harness's client only: the server is its own
+    "vllm-server": replace(_ENGINE, dp=True, engine_defaults=True, client_procs=True),
+    "sglang-server": replace(_ENGINE, dp=True, router=True, client_procs=True),
+    "hf-server": SettingsApplied(dtype=True, device=True, random_weights=True, client_procs=True),
 }
 
 

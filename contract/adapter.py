@@ -40,8 +40,9 @@ class Capabilities:
 @dataclass(frozen=True)
 class SettingsApplied:
     """Which of the run's recorded engine settings (:class:`BackendSettings` fields of the same names) a
-    backend applies to what it measures: the engine it starts is configured by them. A server someone else
-    started applies none (its dtype, parallelism, context and prefix cache are its own). A setting asked that
+    backend applies to what it measures: the engine it starts is configured by them (or, ``client_procs``, its
+    client). A server someone else started applies none of the engine's (its dtype, parallelism, context and
+    prefix cache are its own). A setting asked that
     a chosen backend does not apply is refused before anything runs, or, where the harness itself uses it
     (the prompts' context limit), recorded as asked and not applied (``harness.applied``): a record never
     says an engine ran with a setting it did not."""
@@ -56,6 +57,7 @@ class SettingsApplied:
     max_model_len: bool = False  # --max-model-len: the engine (or its cache) is sized to it
     prefix_caching: bool = False  # --no-prefix-caching switches its prefix cache off
     engine_defaults: bool = False  # --engine-defaults: vLLM's scheduler settings
+    client_procs: bool = False  # --client-procs: a load level driven from client processes (over HTTP)
 
     def applies(self, setting: str) -> bool:
         return bool(getattr(self, setting))

@@ -14,8 +14,8 @@ backend does not apply a setting asked depends on the setting (:data:`SETTINGS`)
   applied by the others.
 - ``record``: a setting the harness itself uses whatever the engine (``--max-model-len``: every prompt plus
   its new tokens is checked against it; ``--random-weights``: how a config-only model's files are read;
-  ``--device``: the dtype's default): never refused, recorded as not applied by the backends whose engine
-  does not take it.
+  ``--device``: the dtype's default), or that only some backends' load has a use for (``--client-procs``:
+  client processes over HTTP): never refused, recorded as not applied by the backends that do not take it.
 
 ``--dp`` and ``--router`` are refused by the same declaration in harness/parallel_args.py, with their own
 reasons. :func:`not_applied` is what env.json's ``settings_not_applied`` holds: per backend, every recorded
@@ -64,6 +64,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("max_model_len", "--max-model-len", "max_model_len", 4096, RECORD),
     Setting("random_weights", "--random-weights", "random_weights", False, RECORD),
     Setting("device", "--device", "device", "auto", RECORD),
+    Setting("client_procs", "--client-procs", "client_procs", None, RECORD),  # in process: no clients
 )
 # checked with their own reasons in harness/parallel_args.py (the same declaration: backends.DATA_PARALLEL)
 PARALLEL: tuple[Setting, ...] = (

@@ -99,12 +99,17 @@ def test_not_applied_says_asked_or_default_per_backend():
     assert found["openai"]["attn"] == "asked" and found["openai"]["max_model_len"] == "asked"
     assert found["openai"]["prefix_caching"] == "default" and found["openai"]["dp"] == "default"
     assert "attn" not in found["hf"] and found["hf"]["tp"] == "default"
+    assert "client_procs" not in found["openai"] and found["hf"]["client_procs"] == "default"
+    args = parser().parse_args(["--backend", "vllm", "--client-procs", "2"])
+    assert applied.not_applied(args, ["vllm"])["vllm"]["client_procs"] == "asked"  # in process: no clients
 
 
 def test_every_backend_declares_what_it_applies_and_the_defaults_are_the_parsers():
     assert set(backends.APPLIES) == set(backends.REGISTRY)
     every = {s.name for s in (*applied.SETTINGS, *applied.PARALLEL)}
-    assert set(backends.APPLIES["openai"].not_applied()) == every  # a server it does not start: none
+    # a server it does not start: none of the engine's settings, only its own client's
+    assert set(backends.APPLIES["openai"].not_applied()) == every - {"client_procs"}
+    assert set(backends.APPLIES["openai"].__dataclass_fields__) == every
     p = parser()
     for s in (*applied.SETTINGS, *applied.PARALLEL):
         assert p.get_default(s.dest) == s.default, s
