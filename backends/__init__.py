@@ -7,7 +7,10 @@ engine; :func:`resolve` does, inside the child process that runs that backend. T
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from backends.base import Backend, BackendUnavailable
+from contract.adapter import SettingsApplied
 from contract.registry import Registry
 
 REGISTRY: dict[str, str] = {
@@ -30,19 +33,40 @@ ALL: tuple[str, ...] = ("hf", "hf-graphs", "hf-cb", "vllm", "sglang")
 # Backends that talk to a server someone else started: they need --base-url (and read --api-key-env).
 EXTERNAL: tuple[str, ...] = ("openai",)
 
-# Backends that run the engine's own data parallelism (``--dp N``, harness/parallel_args.py). Not ``vllm``
-# in process: ``vllm.LLM`` raises on ``data_parallel_size > 1`` in one process (vLLM 0.26 and 0.32);
-# its data parallelism is the server's.
-DATA_PARALLEL: tuple[str, ...] = ("sglang", "vllm-server", "sglang-server")
-# Backends whose data-parallel replicas can stand behind SGLang's router
-# (``--router cache_aware|round_robin``).
-ROUTED: tuple[str, ...] = ("sglang-server",)
+# What each backend's engine is configured by, of the run's recorded settings
+# (contract.adapter.SettingsApplied): a setting asked that a chosen backend does not apply is refused before
+# anything runs, or recorded as asked and not applied (harness/applied.py). Declared here, beside the names,
+# so that it is read before any engine is imported. HF's adapters size nothing by --max-model-len but
+# hf-graphs' static cache; hf-cb's attention is its own config's (LCA_HF_CB); hf and hf-graphs keep no prefix
+# cache that --no-prefix-caching switches off. ``vllm`` in process has no data parallelism: ``vllm.LLM``
+# raises on ``data_parallel_size > 1`` in one process (vLLM 0.26 and 0.32); its data parallelism is the
+# server's. A server someone else started applies none of the engine's settings.
+_HF = SettingsApplied(dtype=True, device=True, random_weights=True, attn=True)
+_ENGINE = SettingsApplied(
+    dtype=True, device=True, random_weights=True, tp=True, max_model_len=True, prefix_caching=True
+)
+APPLIES: dict[str, SettingsApplied] = {
+    "hf": _HF,
+    "hf-graphs": replace(_HF, max_model_len=True),
+    "hf-cb": SettingsApplied(dtype=True, device=True, random_weights=True, prefix_caching=True),
+    "vllm": replace(_ENGINE, engine_defaults=True),
+    "sglang": replace(_ENGINE, dp=True),
+    "openai": SettingsApplied(client_procs=True),  # the harness's client only: the server is its own
+    "vllm-server": replace(_ENGINE, dp=True, engine_defaults=True, client_procs=True),
+    "sglang-server": replace(_ENGINE, dp=True, router=True, client_procs=True),
+    "hf-server": SettingsApplied(dtype=True, device=True, random_weights=True, client_procs=True),
+}
 
-# Settings a backend cannot apply are refused for it before anything runs (harness/cli_checks.py
-# check_applicable), rather than recorded as applied. A server someone else started keeps its own prefix
-# cache (--no-prefix-caching cannot switch it off); --engine-defaults is vLLM's scheduler only.
-PREFIX_CACHE_FIXED: tuple[str, ...] = EXTERNAL
-ENGINE_DEFAULTS: tuple[str, ...] = ("vllm", "vllm-server")
+
+def applying(setting: str) -> tuple[str, ...]:
+    """The backends that apply ``setting`` (a :class:`~contract.adapter.SettingsApplied` field)."""
+    return tuple(name for name, applied in APPLIES.items() if applied.applies(setting))
+
+
+# Backends that run the engine's own data parallelism (``--dp N``, harness/parallel_args.py), and those whose
+# data-parallel replicas can stand behind SGLang's router (``--router cache_aware|round_robin``).
+DATA_PARALLEL: tuple[str, ...] = applying("dp")
+ROUTED: tuple[str, ...] = applying("router")
 
 BACKENDS: Registry[type[Backend]] = Registry("backend", REGISTRY)
 

@@ -30,7 +30,15 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from backends.answer_checks import check_answer
-from contract.adapter import BackendOptions, BackendSettings, Capabilities, RawOutput, Request, TokenCandidate
+from contract.adapter import (
+    BackendOptions,
+    BackendSettings,
+    Capabilities,
+    RawOutput,
+    Request,
+    SettingsApplied,
+    TokenCandidate,
+)
 
 __all__ = [  # the contract's types re-exported beside this module's own
     "DECODE_DEFINITION",
@@ -46,6 +54,7 @@ __all__ = [  # the contract's types re-exported beside this module's own
     "RawOutput",
     "Request",
     "Result",
+    "SettingsApplied",
     "TokenCandidate",
     "TokenClock",
 ]
@@ -175,6 +184,13 @@ class Backend(ABC):
 
     def kv_cache_tokens(self) -> tuple[int | None, str]:
         """KV-cache capacity in tokens for env.json, and where it came from (or why None)."""
+        return None, "not reported by this backend"
+
+    def max_running(self) -> tuple[int | None, str]:
+        """The most requests the engine runs at once, as its scheduler is configured (vLLM ``max_num_seqs``,
+        SGLang ``max_running_requests``; over every data-parallel replica), and the setting's name; (None,
+        why) where it is not known. The capacity search goes no higher in a closed loop (a concurrency above
+        it only queues inside the engine), and the page says so."""
         return None, "not reported by this backend"
 
     # -- under load (backends.load_loop runs the loop) ---------------------------------------

@@ -5,9 +5,11 @@ The harness builds a :class:`Request` (prompt token ids, rendered once for every
 each plan step and hands it to ``backends.base.Backend.generate``; the adapter returns a
 :class:`RawOutput`, which the one timing loop wraps with its figures. :class:`Capabilities` are
 typed flags a workload's steps name in ``Step.needs``; a backend that lacks one gets a ``skipped``
-record. :class:`BackendSettings` are what the command line gives every adapter; a backend with
-settings of its own declares a :class:`BackendOptions` subclass beside its adapter (the harness
-never looks inside). ``backends.base`` re-exports every name here.
+record. :class:`SettingsApplied` says which of the run's recorded settings a backend's engine is
+configured by (the registry declares one per backend: ``backends.APPLIES``). :class:`BackendSettings`
+are what the command line gives every adapter; a backend with settings of its own declares a
+:class:`BackendOptions` subclass beside its adapter (the harness never looks inside). ``backends.base``
+re-exports every name here.
 """
 
 from __future__ import annotations
@@ -33,6 +35,36 @@ class Capabilities:
         True  # times one request at a time (the batch-1 workloads); False: a load-only column
     )
     over_http: bool = False  # requests go to a server over HTTP: the caller's process is only its client
+
+
+@dataclass(frozen=True)
+class SettingsApplied:
+    """Which of the run's recorded engine settings (:class:`BackendSettings` fields of the same names) a
+    backend applies to what it measures: the engine it starts is configured by them (or, ``client_procs``, its
+    client). A server someone else started applies none of the engine's (its dtype, parallelism, context and
+    prefix cache are its own). A setting asked that
+    a chosen backend does not apply is refused before anything runs, or, where the harness itself uses it
+    (the prompts' context limit), recorded as asked and not applied (``harness.applied``): a record never
+    says an engine ran with a setting it did not."""
+
+    dtype: bool = False  # --dtype
+    device: bool = False  # --device
+    random_weights: bool = False  # --random-weights: the engine loads random weights
+    attn: bool = False  # --attn: HF's attention implementation
+    tp: bool = False  # --tp
+    dp: bool = False  # --dp: the engine's own data parallelism
+    router: bool = False  # --router: SGLang's router in front of the replicas
+    max_model_len: bool = False  # --max-model-len: the engine (or its cache) is sized to it
+    prefix_caching: bool = False  # --no-prefix-caching switches its prefix cache off
+    engine_defaults: bool = False  # --engine-defaults: vLLM's scheduler settings
+    client_procs: bool = False  # --client-procs: a load level driven from client processes (over HTTP)
+
+    def applies(self, setting: str) -> bool:
+        return bool(getattr(self, setting))
+
+    def not_applied(self) -> tuple[str, ...]:
+        """The settings this backend does not apply, in field order."""
+        return tuple(f.name for f in fields(self) if not getattr(self, f.name))
 
 
 @dataclass(frozen=True)

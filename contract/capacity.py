@@ -16,13 +16,15 @@ with a verdict that has an interval and flags:
   whatever its percentiles.
 
 The search (:func:`next_level`): upward, twice the highest level, until the first level that does not
-pass, up to the ceiling (``search_max``, the user's stated maximum, or the engine's own limit where
-the runner knows it); then the geometric midpoint of [last pass, lowest level not passing] until that
-bracket is no wider than ``ratio`` (default :data:`DEFAULT_RATIO`, 1.25x) or the integer concurrencies
-are adjacent, or the level budget (``search_levels``) ends. Even the lowest level missing: half of it
-(concurrency down to 1). Both ends are reported (``value``, ``next_up``); "at least" (``bound``
-"floor") only where every level passed up to the ceiling; no miss below the ceiling when the budget
-ended is "unbracketed", not a floor. The search assumes latency grows with load (one crossing); a pass
+pass, up to the ceiling (:func:`search_ceiling`: ``search_max``, the user's stated maximum, or in a closed
+loop the engine's own limit on requests running at once where the runner knows it and it is lower: vLLM's
+``max_num_seqs``, SGLang's ``max_running_requests``); then the geometric midpoint of [last pass, lowest
+level not passing] until that bracket is no wider than ``ratio`` (default :data:`DEFAULT_RATIO`, 1.25x)
+or the integer concurrencies are adjacent, or the level budget (``search_levels``) ends. Even the lowest
+level missing: half of it (concurrency down to 1). Both ends are reported (``value``, ``next_up``); "at
+least" (``bound`` "floor") only where every level passed up to the stated maximum; no miss below it when
+the budget ended, or at the engine's limit, is "unbracketed", not a floor (the page names the engine's
+limit). The search assumes latency grows with load (one crossing); a pass
 above a miss is reported (``non_monotone``), not searched around. What limited it is the first miss's
 first missed limit or flag, with the engine's KV-cache peak and preemptions there.
 """
@@ -58,6 +60,15 @@ class Capacity:
     ratio: float | None = None  # next_up / value
     undecided: tuple[float, ...] = ()  # levels between value and next_up (or above value) left undecided
     ceiling: float | None = None  # the highest level the search could try (None: not known)
+
+
+def search_ceiling(stated: float | None, engine_limit: int | None, loop: str) -> float | None:
+    """The highest level the search may try: the stated maximum, or in a closed loop the engine's own limit on
+    requests running at once where it is known and lower (a concurrency above it only queues inside the
+    engine: the level would measure the queue, not the engine). An open loop's rate has no such limit."""
+    if loop != "closed" or engine_limit is None or engine_limit < 1:
+        return stated
+    return engine_limit if stated is None else min(stated, engine_limit)
 
 
 def limiter_text(verdict: Verdict, facts: LevelFacts | dict | None) -> str | None:

@@ -50,6 +50,10 @@ class LevelFacts:
     extended: int | None = None  # an undecided level run again for this many times its window (None: not)
     search_ceiling: float | None = None  # the capacity search's stated maximum level (None: no search)
     search_ratio: float | None = None  # the search's bracket ratio (None: no search, or its default)
+    # the engine's own limit on requests running at once, below the stated maximum, where the runner knew it
+    # (Backend.max_running): a closed-loop search goes no higher; and the setting's name (max_num_seqs...)
+    search_engine_limit: int | None = None
+    search_engine_limit_name: str | None = None
     users: int | None = None  # sessions that submitted (one a request without a user id): level_flags
     in_flight_mean: float | None = None  # requests in flight over the steady window, time-weighted mean
     in_flight_p90: float | None = None  # requests in flight over the steady window, time-weighted p90

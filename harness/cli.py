@@ -21,11 +21,11 @@ import sys
 from pathlib import Path
 
 from harness import models, parallel_args, server_args
+from harness.applied import check_applicable
 from harness.backend_runs import run_backends
 from harness.cli_checks import (
     UsageError,
     absolute_paths,
-    check_applicable,
     check_context,
     check_numbers,
     check_out,

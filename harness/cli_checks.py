@@ -89,23 +89,6 @@ def check_server_args(args: argparse.Namespace, names: list[str]) -> None:
             )
 
 
-def check_applicable(args: argparse.Namespace, names: list[str]) -> None:
-    """A setting recorded for the run must be one every chosen backend applies (a run that says "prefix
-    caching off" against a server whose cache is on would pair two identical setups as on and off)."""
-    fixed = [n for n in names if n in backends.PREFIX_CACHE_FIXED]
-    if args.no_prefix_caching and fixed:
-        raise UsageError(
-            f"--no-prefix-caching: --backend {fixed[0]} cannot switch a server's prefix cache off (it is the "
-            "server's own: start it with caching off, e.g. vllm serve --no-enable-prefix-caching, and leave "
-            "this flag out)"
-        )
-    if args.engine_defaults != "matched" and not set(names) & set(backends.ENGINE_DEFAULTS):
-        raise UsageError(
-            f"--engine-defaults {args.engine_defaults}: applies to vLLM's scheduler only "
-            f"({', '.join(backends.ENGINE_DEFAULTS)}), none of which is in --backend ({', '.join(names)})"
-        )
-
-
 def parse_pythons(items: list[str]) -> dict[str, str]:
     pythons = {}
     for item in items:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+import backends
 from harness import models, parallel_args
 from harness.server_args import add_server_args
 
@@ -210,7 +211,8 @@ def add_model_args(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="turn the engines' prefix cache off (vLLM enable_prefix_caching=False, SGLang "
         "disable_radix_cache, hf-cb allow_block_sharing=False): a second run beside one with it on shows "
-        "what caching buys",
+        "what caching buys; refused for a backend that cannot switch it off "
+        f"({', '.join(n for n in backends.REGISTRY if n not in backends.applying('prefix_caching'))})",
     )
     p.add_argument(
         "--random-weights",

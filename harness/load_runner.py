@@ -187,6 +187,8 @@ def level_facts_of(
         # the search's stated maximum and ratio, for a reader that judges the bracket (contract.capacity)
         search_ceiling=load.get("search_ceiling", search.get("ceiling")),
         search_ratio=load.get("search_ratio", search.get("ratio")),
+        search_engine_limit=load.get("search_engine_limit"),
+        search_engine_limit_name=load.get("search_engine_limit_name"),
         level_error=error or measured.client_failed,
         **level_population(records, settings.concurrency),
     )
@@ -265,7 +267,7 @@ def run_search(runner: Runner, group: Group) -> int:
     recorded as any level (``--resume`` finds them on disk and goes on from there). A level whose verdict is
     undecided inside the bracket is run once more for twice the time (a new attempt of the level, with
     ``extended``) before the search goes on. Returns how many ran."""
-    from contract.capacity import DEFAULT_RATIO, UNDECIDED, capacity, choose, judge
+    from contract.capacity import DEFAULT_RATIO, UNDECIDED, capacity, choose, judge, search_ceiling
     from contract.level_stats import level_stats
     from contract.slo import parse_targets
     from workloads.kinds import kind
@@ -279,6 +281,15 @@ def run_search(runner: Runner, group: Group) -> int:
         raise TypeError(f"kind {first.kind!r} plans a capacity search but has no search_groups")
     pool = {g.load["pool"]: g.steps for g in runner.plan.groups if g.block == info["pool"] and g.load}
     closed = info["loop"] == "closed"
+    # a closed loop goes no higher than the engine's own limit on requests running at once, where it is known
+    limit, limit_name = runner.backend.max_running() if closed else (None, "")
+    ceiling = search_ceiling(info["ceiling"], limit, info["loop"])
+    if limit is not None and ceiling == limit and ceiling != info["ceiling"]:
+        info = {**info, "engine_limit": limit, "engine_limit_name": limit_name}
+        console.print(
+            f"  capacity search: {first.workload}/{first.mode} up to C={limit}, the engine's {limit_name} "
+            f"(below the stated maximum, C={info['ceiling']})"
+        )
     ordered = sorted(
         (t for t in targets if not t.throughput_only), key=lambda t: min(lim.ms for lim in t.limits)
     )
@@ -325,7 +336,7 @@ def run_search(runner: Runner, group: Group) -> int:
                         t,
                         info["loop"],
                         {x: (v, levels[x][1]) for x, v in verdicts[t.name].items()},
-                        info["ceiling"],
+                        ceiling,
                         ratio,
                     ).undecided
                     if verdicts[t.name][x].decision == UNDECIDED and not levels[x][1].extended
@@ -337,7 +348,7 @@ def run_search(runner: Runner, group: Group) -> int:
                 t.name: {x: v.decision for x, v in vs.items() if v.decision is not None}
                 for t, vs in zip(targets, verdicts.values(), strict=True)
             }
-            pick = redo or choose(targets, judged, closed, info["ceiling"], set(levels), ratio)
+            pick = redo or choose(targets, judged, closed, ceiling, set(levels), ratio)
             if pick is None:
                 break
             target, x = pick

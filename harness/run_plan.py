@@ -19,6 +19,7 @@ from backends.base import TIMING_DEFINITIONS
 from contract.chat import Renderer
 from contract.plan import Plan
 from harness import models, server_args
+from harness.applied import not_applied
 from harness.cli_checks import (
     UsageError,
     apply_overrides,
@@ -27,6 +28,7 @@ from harness.cli_checks import (
     check_context,
     check_price,
     load_tokenizer,
+    parse_backends,
 )
 from harness.env import sha
 
@@ -138,6 +140,8 @@ def describe_run(
         "prefix_caching": settings[
             "prefix_caching"
         ],  # off: --no-prefix-caching (the page pairs it with a run with it on)
+        # per backend, the recorded settings its engine does not apply: asked or default (harness/applied.py)
+        "settings_not_applied": not_applied(args, parse_backends(args.backend)),
         "model": {
             "label": model.label,
             "path": model.path,

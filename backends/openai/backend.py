@@ -327,6 +327,11 @@ class OpenAIBackend(Backend):
     def kv_cache_tokens(self) -> tuple[int | None, str]:
         return server_facts.kv_cache_tokens(self.metrics)
 
+    def max_running(self) -> tuple[int | None, str]:
+        """What the server says of its limit on requests running at once (SGLang's /get_server_info
+        ``max_running_requests``; vLLM's /metrics does not say it)."""
+        return server_facts.max_running(self.scheduler())
+
     def scheduler(self) -> dict[str, Any]:
         """What the server says of its scheduler and KV cache, for env.json (``server_facts.scheduler``)."""
         return server_facts.scheduler(self.metrics, self.http, self.flavor)

@@ -79,6 +79,16 @@ def scheduler(probe: MetricsProbe | None, http: ServerHTTP, flavor: str | None) 
     return out
 
 
+def max_running(scheduler: dict[str, Any]) -> tuple[int | None, str]:
+    """The server's limit on requests running at once from its scheduler facts (:func:`scheduler`), and the
+    setting's name; (None, why) where it does not say."""
+    for key in ("max_running_requests", "max_num_seqs"):
+        found = scheduler.get(key)
+        if isinstance(found, int) and not isinstance(found, bool) and found > 0:
+            return found, key
+    return None, "the server does not say its limit on requests running at once"
+
+
 def gauges(probe: MetricsProbe | None) -> dict[str, float]:
     """The server's own gauges and counters now (vLLM: KV-cache usage, preemptions, prefix-cache hits)."""
     return load_values(probe.url, probe.headers) if probe is not None else {}

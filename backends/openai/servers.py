@@ -223,6 +223,15 @@ class VLLMServerBackend(LaunchedServerBackend):
             argv += ["--load-format", "dummy"]
         return argv
 
+    def max_running(self) -> tuple[int | None, str]:
+        """``max_num_seqs`` as this server was launched with it (the matched scheduler's, or an
+        ``--engine-arg``), each data-parallel engine its own; None with vLLM's own defaults (``own``)."""
+        launched = {**vllm_config.scheduler_kwargs(self.settings), **self.settings.engine_args}
+        found = launched.get("max_num_seqs")
+        if isinstance(found, int) and not isinstance(found, bool) and found > 0:
+            return found * self.settings.dp, "max_num_seqs"
+        return super().max_running()
+
     def server_env(self) -> dict[str, str]:
         env = {
             **super().server_env(),

@@ -169,6 +169,13 @@ class SGLangBackend(Backend):
             return tokens, f"max_total_num_tokens ({self.config_source})"
         return None, "max_total_num_tokens not in the server info"
 
+    def max_running(self) -> tuple[int | None, str]:
+        """``max_running_requests`` as the engine resolved it (None where SGLang sizes it itself, unsaid)."""
+        found = self.effective.get("max_running_requests")
+        if isinstance(found, int) and not isinstance(found, bool) and found > 0:
+            return found, "max_running_requests"
+        return None, "max_running_requests not in the server info"
+
     def _read_config(self) -> tuple[dict[str, Any], str]:
         """Effective settings: the scheduler's resolved config first, then what we constructed."""
         return facts.read_config(self.engine, self.notes)

@@ -39,6 +39,8 @@ def describe(backend: Any) -> dict[str, Any]:
         "sglang": backend.version(),
         **e,
         "radix_cache": not e.get("disable_radix_cache", backend.kwargs["disable_radix_cache"]),
+        # the same, under the name every engine's facts use (the page pairs caching on and off by it)
+        "prefix_caching": not e.get("disable_radix_cache", backend.kwargs["disable_radix_cache"]),
         "json_whitespace": f"{ws_key}={e.get(ws_key, backend.kwargs[ws_key])}",
         "full_mode": "flush_cache() before every request",
         "cached_mode": "flush_cache() once per conversation repeat, then radix-cache reuse",

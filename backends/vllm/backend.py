@@ -157,6 +157,13 @@ class VLLMBackend(Backend):
             return blocks * size, f"cache_config.num_gpu_blocks ({blocks}) x block_size ({size})"
         return None, "cache_config.num_gpu_blocks not set in this process"
 
+    def max_running(self) -> tuple[int | None, str]:
+        """``max_num_seqs`` read back from the engine's scheduler config (env.json's ``scheduler``)."""
+        found = (self._env.get("scheduler") or {}).get("max_num_seqs")
+        if isinstance(found, int) and not isinstance(found, bool) and found > 0:
+            return found, "max_num_seqs"
+        return None, "scheduler_config.max_num_seqs not read"
+
     # -- one request ---------------------------------------------------------------------------
     def _sampling_params(self, request: Request):
         kwargs: dict[str, Any] = {

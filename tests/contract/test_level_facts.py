@@ -41,6 +41,8 @@ def every_field() -> LevelFacts:
         "extended": 2,
         "search_ceiling": 64,
         "search_ratio": 1.25,
+        "search_engine_limit": 256,
+        "search_engine_limit_name": "max_num_seqs",
         "users": 38,
         "in_flight_mean": 3.5,
         "in_flight_p90": 5,
@@ -230,6 +232,8 @@ ONLY_ELSEWHERE = {  # named fields this level does not write, and who does
     "client_failed": "a client process that died",
     "gpu_telemetry": "a GPU that was not measured (backends.telemetry)",
     "trace": "a replayed trace's planner (workloads/trace: Group.load['facts']; tests/workloads/trace)",
+    "search_engine_limit": "a search stopped at the engine's limit (tests/harness/test_capacity.py)",
+    "search_engine_limit_name": "a search stopped at the engine's limit",
 }
 
 

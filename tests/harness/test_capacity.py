@@ -274,3 +274,42 @@ def test_a_resume_starts_the_engine_while_a_search_may_have_levels_to_add(plan, 
         ],
     )
     assert all_recorded(out, "knee", bare, 0)  # without a search, every planned request recorded is done
+
+
+# --- the engine's own limit (issue 39: "or the engine's own limit: max running sequences") -------------
+LIMITED = SPEC.replace("levels: [1, 4, 16]", "levels: [1, 2]\n    search_max: 16")
+
+
+class Limited(Knee):
+    """The stand-in with a scheduler that runs at most 6 requests at once (vLLM's max_num_seqs)."""
+
+    def max_running(self) -> tuple[int | None, str]:
+        return 6, "max_num_seqs"
+
+
+def test_the_search_goes_no_higher_than_the_engines_limit_and_records_it(tiny_model_dir, tmp_path):
+    plan = plan_of(LIMITED, tiny_model_dir, tmp_path)
+    out = tmp_path / "run"
+    backend = Limited()
+    Runner(backend, plan, out, {"run_id": "run", "backend": backend.name}, resume=False).run()
+    levels = measured_levels(out, "knee", 0, "lf", "S=0", "closed")
+    # every level passes up to the knee (12): upward 4, then the engine's 6 (not 8, 16); nothing above it
+    assert sorted(levels) == [1, 2, 4, 6]
+    added = {c: facts for c, (_, facts) in levels.items() if facts.searched_for}
+    assert set(added) == {4, 6}
+    assert {
+        (f.search_engine_limit, f.search_engine_limit_name, f.search_ceiling) for f in added.values()
+    } == {(6, "max_num_seqs", 16)}
+
+
+@pytest.mark.parametrize(
+    ("stated", "limit", "loop", "expected"),
+    [
+        (512, 256, "closed", 256),
+        (128, 256, "closed", 128),
+        (512, None, "closed", 512),
+        (64.0, 8, "open", 64.0),
+    ],
+)
+def test_the_search_ceiling_is_the_engines_limit_where_it_is_lower(stated, limit, loop, expected):
+    assert cap.search_ceiling(stated, limit, loop) == expected

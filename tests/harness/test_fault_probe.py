@@ -36,6 +36,8 @@ def test_the_fault_probe(tmp_path, capsys, monkeypatch):
     with faulty_server(Faults(every_nth_429=4)) as server:
         refused = run(server.url, tmp_path / "nocache", "--no-prefix-caching")  # item 2
         assert refused.returncode == 2 and "--no-prefix-caching" in refused.stderr, refused.stderr[-2000:]
+        tp = run(server.url, tmp_path / "tp", "--tp", "2")  # item 2's rule for every recorded setting
+        assert tp.returncode == 2 and "--tp 2: --backend openai cannot apply it" in tp.stderr, tp.stderr
         assert server.completions == 0 and not (tmp_path / "nocache").exists()
         first = run(server.url, out)
         assert first.returncode == 1, first.stderr[-3000:]  # 429s: failed requests

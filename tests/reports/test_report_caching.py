@@ -88,3 +88,53 @@ def test_a_side_that_met_the_target_at_no_level_bounds_the_capacity_ratio(on, of
     ratios = caching_ratios(steady, caps, {"on": True, "off": False}, {"on": "vllm", "off": "vllm"})
     (capacity_row,) = [r for r in caching_table(ratios).rows if r[2] == "open · chat"]
     assert capacity_row[5] == cell
+
+
+# --- the effective setting (issue 44 item 2): the engine's word, not the flag's ---------------------------
+def _engine(name: str, on: bool | None) -> dict:
+    """env.json's backend block with the engine's own word on its prefix cache (None: it says nothing)."""
+    scheduler = {} if on is None else {"prefix_caching": on}
+    return {"backends": {name: {"engine": {"scheduler": scheduler}}}}
+
+
+def _server_runs(tmp_path, on_env: dict, off_env: dict):
+    from tests.reports.test_report_capacity import run, section
+
+    on = run(tmp_path, "on", backend="vllm-server", env=on_env)
+    off = run(tmp_path, "off", backend="vllm-server", scale=2.0, env=off_env)
+    report, sec = section([on, off])
+    return report, sec
+
+
+def test_columns_are_paired_by_the_cache_their_servers_ran_not_by_the_flag(tmp_path):
+    # two runs against servers started with the cache on and off (the flag left alone: a remote server's
+    # cache is its own); each server said at /metrics how it ran
+    _, sec = _server_runs(tmp_path, _engine("vllm-server", True), _engine("vllm-server", False))
+    assert list(sec.data["cap"]["caching_of"].values()) == [True, False]
+    ratios = sec.data["cap"]["caching"]
+    capacity = ratios[ratios["what"] == "capacity"].set_index("case")
+    assert capacity.loc["closed · chat", "capacity_ratio"] == pytest.approx(2.0)
+
+
+def test_an_engine_that_ran_otherwise_than_asked_is_named_as_it_ran_and_the_page_says_so(tmp_path):
+    from reports.analysis.caveats import derive
+
+    asked_off = {"prefix_caching": False, **_engine("vllm-server", True)}  # asked off, the server ran it on
+    report, sec = _server_runs(tmp_path, _engine("vllm-server", True), asked_off)
+    assert list(sec.data["cap"]["caching_of"].values()) == [True, True]
+    assert sec.data["cap"]["caching"].empty  # both ran it on: nothing to pair
+    said = [c.text for c in derive(report) if c.topic == "caching"]
+    assert any("asked off and its engine says it ran on" in t for t in said), said
+
+
+def test_a_backend_that_does_not_apply_the_setting_is_not_said_unless_its_engine_says(tmp_path):
+    from workloads.load.report.caching import CachingSetting, caching_caveats
+
+    not_applied = {"settings_not_applied": {"vllm-server": {"prefix_caching": "default"}}}
+    _, sec = _server_runs(
+        tmp_path, not_applied, {**not_applied, "prefix_caching": False, **_engine("vllm-server", None)}
+    )
+    assert list(sec.data["cap"]["caching_of"].values()) == [None, None]
+    assert sec.data["cap"]["caching"].empty  # never paired on a setting the backend did not apply
+    said = caching_caveats({"a": CachingSetting(None, None), "b": CachingSetting(True, False)})
+    assert any(c.text.startswith("a: the backend does not apply --no-prefix-caching") for c in said)

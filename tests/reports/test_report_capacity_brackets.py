@@ -154,3 +154,18 @@ def test_a_capacity_of_users_who_think_reads_in_users(tmp_path):
     _, sec = section([write_run(tmp_path / "r", rows)])
     chat = cells(sec)["chat"][5]
     assert chat.startswith("U=4–16 (met at 4, missed at 16") and "C=" not in chat
+
+
+def test_a_search_stopped_at_the_engines_limit_says_so_not_below_its_maximum(tmp_path):
+    from tests.reports.test_report_capacity import KNEE, run
+    from workloads.load.report.capacity_cells import capacity_text
+
+    # the search's maximum C=16; the engine runs 8 at most (max_num_seqs): the levels stopped at C=8
+    limit = {"search_ceiling": 16, "search_engine_limit": 8, "search_engine_limit_name": "max_num_seqs"}
+    _, sec = section([run(tmp_path, "r", facts=limit, levels=KNEE)])
+    agent = caps(sec).loc[("vllm", "agent")]  # 900 ms <= 2 s at every level: no miss up to the engine's limit
+    assert (agent["value"], agent["bound"], agent["engine_limit"]) == (8, "unbracketed", 8)
+    text = capacity_text({**agent.to_dict(), "backend": "vllm", "target": "agent"})
+    assert text == "no miss up to C=8 (the engine's max running sequences, max_num_seqs = 8)", text
+    chat = caps(sec).loc[("vllm", "chat")]  # a miss at C=8: a bracket, the engine's limit has no say
+    assert capacity_text({**chat.to_dict(), "backend": "vllm", "target": "chat"}).startswith("C=4–8")

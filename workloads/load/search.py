@@ -41,6 +41,15 @@ def search_groups(
         "searched_for": searched_for,
         "search_ceiling": info["ceiling"],
         "search_ratio": info.get("ratio"),
+        # the engine's limit on requests running at once, where the search stopped at it (harness.load_runner)
+        **(
+            {
+                "search_engine_limit": info["engine_limit"],
+                "search_engine_limit_name": info["engine_limit_name"],
+            }
+            if info.get("engine_limit")
+            else {}
+        ),
         **({"extended": extend} if extend > 1 else {}),
     }
     duration = (settings.get("duration_s") or 0) * extend

@@ -25,6 +25,7 @@ from workloads.load.report import capacity_tables as cv
 from workloads.load.report import levels as mu
 from workloads.load.report import replicas_tables as replicas_view
 from workloads.load.report import sizing_tables as answers
+from workloads.load.report.caching import caching_caveats
 from workloads.load.report.caveats import caveats
 from workloads.load.report.charts import CHARTS
 from workloads.load.report.summary import figures, jobs
@@ -36,7 +37,7 @@ def _analyse(rows: pd.DataFrame, ctx, name: str) -> dict[str, Any]:
     from reports.analysis.caveats import over_http
     from workloads.load.report import capacity, cost, retarget, sizing
     from workloads.load.report import targets as slo_targets
-    from workloads.load.report.caching import caching_ratios
+    from workloads.load.report.caching import caching_ratios, caching_settings
 
     report_pair = ctx.slo or retarget.goodput_pair(ctx.targets)  # the report's --slo, where given
     given, slo_source = slo_of(ctx.ds, report_pair)
@@ -58,7 +59,9 @@ def _analyse(rows: pd.DataFrame, ctx, name: str) -> dict[str, Any]:
     cap["targets_source"] = targets_source
     cap["capacity"] = with_between(cap["capacity"], cap["targets_of"], envs, runs, ctx.ds.sources)
     labels = list(dict.fromkeys(levels["backend"]))
-    caching = {b: ctx.ds.run_env_of(b).get("prefix_caching", True) for b in labels}  # older runs: on
+    # the prefix cache as each column's engine said it ran, else as asked where its backend applies it
+    cache_settings = caching_settings(ctx.ds, labels)
+    caching = {b: c.on for b, c in cache_settings.items()}
     names = {b: ctx.ds.sources.get(b, ("", b))[1] for b in labels}
     cap["caching"] = caching_ratios(cap["steady"], cap["capacity"], caching, names)
     # the runs' own targets, where they judge the columns (the report's --slo replaces them all)
@@ -67,6 +70,7 @@ def _analyse(rows: pd.DataFrame, ctx, name: str) -> dict[str, Any]:
     cap["targets_note"] = "; ".join(n for n in notes if n) or None  # a run whose targets are not used, named
     cap["target_runs"] = runs  # column -> the run whose targets it was judged against
     cap["caching_of"] = caching  # column -> prefix caching on (True), off (False), not said (None)
+    cap["caching_settings"] = cache_settings  # column -> asked and effective (caching.caching_caveats)
     # the groups of backends that ran the same requests: one that ran other requests (the HF mix's sessions)
     # gets summary rows and chart panels of its own
     cap["mix_classes"] = capacity.mix_classes(cap["steady"])
@@ -134,7 +138,12 @@ KIND = ReportKind(
         cv.blocks(s.data, s.backends, slots) + answers.blocks(s.data) + blocks(s, slots)
     ),
     charts=CHARTS,
-    caveats=lambda s, report: caveats(s, report) + cv.caveats(s.data, s.name) + replicas_view.caveats(s),
+    caveats=lambda s, report: (
+        caveats(s, report)
+        + cv.caveats(s.data, s.name)
+        + caching_caveats(s.data["cap"].get("caching_settings") or {})
+        + replicas_view.caveats(s)
+    ),
     jobs=lambda s, rows, report: answers.jobs(s.data) + capacity_summary.jobs(s.data) + jobs(s, report),
     sees_failures=True,
     figures=figures,

@@ -6,16 +6,93 @@ the spread: the study's rule names a difference only where the gap exceeds it (t
 levels of a few dozen requests, are that). A floor on one side bounds the ratio from that side; floors on
 both sides give none; each side's planned levels above its capacity that never ran are kept for the page to
 name.
+
+Which column ran with the cache on is the engine's own word where it said it (:func:`caching_settings`:
+env.json ``engine.scheduler.prefix_caching``, from a started server's /metrics or /get_server_info, or
+``engine.prefix_caching`` read back from an engine in process), else the setting asked (env.json
+``prefix_caching``) where the backend applies it; a backend that does not (a server someone else started:
+``settings_not_applied``) with no word from its engine is not said, and never paired. Where the asked and
+the effective setting differ, :func:`caching_caveats` says so.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
 
 from reports.stats import num
 from workloads.load.report.capacity import not_run_between, tps_above
+
+
+@dataclass(frozen=True)
+class CachingSetting:
+    """A column's prefix cache: as asked (None: its backend does not apply the setting) and as its engine said
+    it ran (None: not said)."""
+
+    asked: bool | None
+    effective: bool | None
+
+    @property
+    def on(self) -> bool | None:
+        """What the page pairs and names the column by: the effective setting where said, else the asked."""
+        return self.effective if self.effective is not None else self.asked
+
+
+def effective_caching(engine: dict[str, Any]) -> bool | None:
+    """The prefix cache as the engine said it ran (env.json's engine block): ``scheduler.prefix_caching`` (a
+    started server), else ``prefix_caching`` (an engine in process read back); None where it says nothing."""
+    scheduler = engine.get("scheduler") if isinstance(engine.get("scheduler"), dict) else {}
+    for found in (scheduler.get("prefix_caching"), engine.get("prefix_caching")):
+        if isinstance(found, bool):
+            return found
+    return None
+
+
+def caching_settings(ds, labels: list[str]) -> dict[str, CachingSetting]:
+    """Each column's prefix cache, asked and effective, from its run's env.json (``ds``: the report's runs).
+    An older run that does not say what was asked ran with the cache on."""
+    out = {}
+    for label in labels:
+        run = ds.run_env_of(label)
+        name = ds.sources.get(label, ("", label))[1]
+        not_applied = (run.get("settings_not_applied") or {}).get(name) or {}
+        asked = None if "prefix_caching" in not_applied else run.get("prefix_caching", True)
+        out[label] = CachingSetting(asked, effective_caching(ds.env_of(label).get("engine") or {}))
+    return out
+
+
+def caching_caveats(settings: dict[str, CachingSetting]) -> list:
+    """One caveat per column whose engine ran its prefix cache otherwise than asked (the column is paired and
+    named as it ran), and, on a page with a column that ran it off, one for the columns whose backend does not
+    apply the setting and whose engine did not say (they are never paired)."""
+    from reports.analysis.caveats import Caveat
+
+    def word(on: bool) -> str:
+        return "on" if on else "off"
+
+    out = [
+        Caveat(
+            "caching",
+            f"{label}: prefix caching was asked {word(c.asked)} and its engine says it ran "
+            f"{word(c.effective)} (env.json engine.scheduler.prefix_caching): the column is named and paired "
+            "as it ran.",
+        )
+        for label, c in settings.items()
+        if c.asked is not None and c.effective is not None and c.asked != c.effective
+    ]
+    unsaid = [label for label, c in settings.items() if c.on is None]
+    if unsaid and any(c.on is False for c in settings.values()):
+        out.append(
+            Caveat(
+                "caching",
+                f"{', '.join(unsaid)}: the backend does not apply --no-prefix-caching (a server someone else "
+                "started keeps its own cache) and the engine did not say whether its cache was on: no "
+                "caching ratio is drawn from it.",
+            )
+        )
+    return out
 
 
 def caching_ratios(

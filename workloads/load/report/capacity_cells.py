@@ -40,7 +40,8 @@ def capacity_text(r: dict) -> str:
     open loop: it starts sessions). Both ends of a bracket, ``C=16–20 (met at 16, missed at 20, 1.25×
     apart)``, with the levels left undecided inside it (a range); '≥' only where every level met the target
     up to the stated maximum (``floor``); ``no miss up to X`` where the search or the run stopped below it
-    (``unbracketed``); 'none' (and the level that missed) where no level met it; for a throughput-only
+    (``unbracketed``), naming the engine's limit on requests running at once where the search stopped
+    there; 'none' (and the level that missed) where no level met it; for a throughput-only
     target, the level of peak tok/s. A planned level the run never reached
     (``not_run``) is named where it could change the capacity (above a floor, between a bracket's ends, below
     the lowest miss; any, beside a peak; all, where the run never reached the variant and loop): never read as
@@ -78,6 +79,9 @@ def capacity_text(r: dict) -> str:
             reason = f"{not_run_text(r, above)}: the run stopped before {them}"
         elif why and any(x > v for x in unjudged):  # the levels above were run and could not be judged
             return f"no miss up to {text} ({why})"
+        elif known(r.get("engine_limit")) and v >= r["engine_limit"]:  # the search stopped at the engine's
+            limit = f"{fmt.text(r.get('engine_limit_name')) or 'its limit'} = {fmt.n(r['engine_limit'])}"
+            reason = f"the engine's max running sequences, {limit}"
         elif known(r.get("ceiling")) and r["ceiling"] > v:
             reason = f"the search stopped below its maximum, {level_text(r, r['ceiling'])}"
         else:

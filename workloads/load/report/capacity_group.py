@@ -7,6 +7,8 @@ evidence, over every engine start that ran it.
 - **The bracket** (``contract.capacity.capacity``) is judged against the search's own ceiling and ratio,
   from the level records (``search_ceiling``, ``search_ratio``); a run that did not search states its
   maximum by its planned levels (the highest one, run or not). "≥" is then only a pass at that maximum.
+  A search that stopped at the engine's own limit on requests running at once (``search_engine_limit``,
+  below the stated maximum) gives the row ``engine_limit``: the page says the bracket stopped there.
 - **Engine starts**: each start's levels are judged apart, giving one capacity a start; the row's
   capacity is the **median start's** (the lower median of an even count: never the best start), and
   ``starts`` lists every start's bracket so the page shows the spread. One start: that start's, pooled
@@ -107,6 +109,14 @@ class CapacityGroup:
         ratio = max((r for r in ratios if r is not None and r > 1), default=DEFAULT_RATIO)
         return ceiling, ratio
 
+    def engine_limit(self, levels: pd.DataFrame) -> tuple[float | None, str | None]:
+        """The engine's limit on requests running at once where the search stopped at it (its level records'
+        ``search_engine_limit``), and the setting's name; (None, None) where no level says."""
+        facts = [self.facts.get(self._key(r)) or LevelFacts() for r in levels.to_dict("records")]
+        said = [(num(f.search_engine_limit), f.search_engine_limit_name) for f in facts]
+        said = [(x, name) for x, name in said if x is not None]
+        return max(said, key=lambda s: s[0]) if said else (None, None)
+
     def _key(self, r: dict) -> tuple:
         return (self.backend, self.workload, self.mode, r["case"])
 
@@ -148,7 +158,10 @@ class CapacityGroup:
         at = levels[measured].iloc[0] if found.value is not None and measured.any() else None
         unjudged = sorted(x for x, (v, _) in judged.items() if v.met is None and v.decision is None)
         row = self.row(found, at=at, unjudged=unjudged)
+        limit, limit_name = self.engine_limit(levels)
         row.update(
+            engine_limit=limit,  # the search stopped at the engine's own limit (None: it did not)
+            engine_limit_name=limit_name,
             decisions={x: v.decision for x, (v, _) in sorted(judged.items()) if v.decision},
             pass_at=evidence(judged[found.value][0]) if found.value in judged else None,
             miss_at=evidence(judged[found.next_up][0]) if found.next_up in judged else None,
@@ -181,6 +194,8 @@ class CapacityGroup:
             "ratio": found.ratio,
             "undecided": list(found.undecided),
             "ceiling": found.ceiling,
+            "engine_limit": None,
+            "engine_limit_name": None,
             "limiter": found.limiter,
             "non_monotone": found.non_monotone,
             "decisions": {},
