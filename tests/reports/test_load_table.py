@@ -25,3 +25,19 @@ def test_runs_without_load_records_are_one_line_and_exit_2(tmp_path, capsys):
     run = write_run(tmp_path / "run", [record(backend="hf", workload="sweep", kind="sweep", ttft_ms=1.0)])
     assert load_table.main([str(run)]) == 2
     assert "no load records" in capsys.readouterr().err
+
+
+def test_the_capacity_table_holds_every_load_workloads_rows_and_filters_by_target(tmp_path, capsys):
+    """Two load workloads are two load sections: the capacity table (--capacity-only, as README.md quotes it)
+    holds both, and --target keeps one target's rows."""
+    from tests.reports.records import write_run
+    from tests.reports.test_report_capacity import KNEE, level
+
+    rows = [r for c, ms in KNEE.items() for r in level("vllm", c, ms)]
+    rows += [{**r, "workload": "lf2"} for r in rows]
+    run = write_run(tmp_path / "r", rows)
+    assert load_table.main([str(run), "--capacity-only", "--target", "chat"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("| backend | variant | loop | target | capacity |")
+    body = [line.split(" | ") for line in lines[2:]]
+    assert [(b[1], b[3]) for b in body] == [("lf · S=0", "chat"), ("lf2 · S=0", "chat")]

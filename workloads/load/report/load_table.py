@@ -62,18 +62,24 @@ def table(levels, mixes: dict[tuple, str] | None = None) -> str:
     return "\n".join(lines) + f"\n\nEach cell: {CELL}.{note}\n"
 
 
-def capacity_table(ds) -> str:
+def capacity_table(ds, targets: list[str] | None = None) -> str:
     """The capacity rows of the runs' Load section as a Markdown table: backend, loop, target, capacity (the
-    page's summary wording) and what limited it."""
+    page's summary wording) and what limited it; ``targets``: only these targets' rows (default: all)."""
     from reports.assemble import assemble
     from workloads.load.report.capacity_cells import headline_text
 
-    section = next((s for s in assemble(ds).sections if s.kind == "load"), None)
-    caps = section.data["cap"]["capacity"] if section is not None and section.data else None
-    if caps is None or caps.empty:
+    rows = [  # every load section's (one a load workload)
+        r
+        for s in assemble(ds).sections
+        if s.kind == "load" and s.data and not s.data["cap"]["capacity"].empty
+        for r in s.data["cap"]["capacity"].to_dict("records")
+    ]
+    if not rows:
         return ""
     lines = ["| backend | variant | loop | target | capacity | what limited it |", "|---" * 6 + "|"]
-    for r in caps.to_dict("records"):
+    for r in rows:
+        if targets and r["target"] not in targets:
+            continue
         limiter = r["limiter"] if isinstance(r["limiter"], str) else "–"
         lines.append(
             f"| {r['backend']} | {r['workload']} · {r['mode']} | {r['loop']} | {r['target']} | "
@@ -117,6 +123,18 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--capacity", action="store_true", help="add the capacity table (the page's summary words)"
     )
+    p.add_argument(
+        "--capacity-only",
+        action="store_true",
+        help="print the capacity table alone (the block README.md quotes: lab/tests regenerates it)",
+    )
+    p.add_argument(
+        "--target",
+        action="append",
+        default=None,
+        metavar="NAME",
+        help="the capacity table's rows of this target only (repeatable; default: every target)",
+    )
     args = p.parse_args(argv)
     try:
         slo = goodput_pair(args.slo)
@@ -131,9 +149,12 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
+    if args.capacity_only:
+        print(capacity_table(ds, args.target), end="")
+        return 0
     print(table(levels, level_mixes(ds.records)), end="")
     if args.capacity:
-        print("\n" + capacity_table(ds), end="")
+        print("\n" + capacity_table(ds, args.target), end="")
     return 0
 
 
