@@ -169,7 +169,9 @@ def test_every_flag_on_a_command_line_exists(page):
     assert unknown == []
 
 
-OTHER_TOOLS = re.compile(r"vllm serve|python -m sglang|pip install|docker |transformers serve|<!-- load_table: ")
+OTHER_TOOLS = re.compile(
+    r"vllm serve|python -m sglang|pip install|docker |transformers serve|<!-- load_table: "
+)
 
 
 def test_every_flag_the_readme_names_exists():
