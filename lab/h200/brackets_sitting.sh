@@ -18,13 +18,16 @@
 # Session 3: users who think again, now with their warm-up at once: caching on (twice) and off, each run both
 # populations (U=256 and U=1,024), each its own server: with session 2's runs, U=256 has three starts caching on
 # and two off, U=1,024 two on and one off.
+# Session 4: sglang-server's capacity as a bracket over three engine starts (brackets.yaml, the closed loop of
+# sessions 1-2, sglang-server-a, -b, -c, 420 s each). Both bundles: SGLang borrows jsonschema from vLLM's /tmp/site
+# (install.sh); stage vLLM's parts and SGLang's (all of them: with fewer its attention falls back to triton).
 set -uo pipefail
-mode=${1:?usage: brackets_sitting.sh start [seconds] | poll [seconds]}
+mode=${1:?usage: brackets_sitting.sh start 1|2|3|4 [seconds] | poll [seconds]}
 source lab/h200/queue_lib.sh  # nparts, staged, install_bundle, study, bound, sitting_*
 
 if [ "$mode" = poll ]; then sitting_poll "${2:-0}" "h200-b39-*.tgz"; exit $?; fi
-[ "$mode" = start ] && [[ ${2:-} =~ ^[123]$ ]] \
-  || { echo "usage: brackets_sitting.sh start 1|2|3 [seconds] | poll [seconds]"; exit 2; }
+[ "$mode" = start ] && [[ ${2:-} =~ ^[1234]$ ]] \
+  || { echo "usage: brackets_sitting.sh start 1|2|3|4 [seconds] | poll [seconds]"; exit 2; }
 export SESSION=$2
 sitting_start "${3:-1710}"
 
@@ -32,6 +35,10 @@ queue() {
   closed() {  # one engine start of the closed loop, its own run (bound $2 s; more arguments: --resume)
     study "$2" "h200-b39-closed-$1" vllm-server --workload-file lab/h200/brackets.yaml \
       --python vllm-server=/tmp/py-vllm "${@:3}"
+  }
+  sglang_closed() {  # the same, sglang-server
+    study "$2" "h200-b39-sgl-closed-$1" sglang-server --workload-file lab/h200/brackets.yaml \
+      --python sglang-server=/tmp/py-sgl "${@:3}"
   }
   open_loop() {
     study "$1" h200-b39-open vllm-server --workload-file lab/h200/brackets-open.yaml \
@@ -44,12 +51,18 @@ queue() {
   until staged vllm && staged qwen3-8b-shape 1; do sleep 5; done
   bash lab/h200/unpack_model.sh qwen3-8b-shape > /dev/null
   install_bundle vllm; echo "== $(date -u +%T) vllm installed"
+  if [ "$SESSION" = 4 ]; then
+    until staged sglang; do sleep 5; done
+    install_bundle sglang; echo "== $(date -u +%T) sglang installed"
+  fi
   if [ "$SESSION" = 1 ]; then
     closed a 420; open_loop 540; closed b 420; closed c 420
   elif [ "$SESSION" = 2 ]; then
     think on 480; think off 480 --no-prefix-caching; closed c 420
-  else
+  elif [ "$SESSION" = 3 ]; then
     think on-2 440; think off-2 440 --no-prefix-caching; think on-3 440
+  else
+    sglang_closed a 420; sglang_closed b 420; sglang_closed c 420
   fi
 }
 
