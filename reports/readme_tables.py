@@ -80,7 +80,7 @@ def rows(report: Report) -> list[tuple[str, dict[str, str]]]:
                             {b: _span(list(g[col]), 2, "×") for b, g in vs.groupby("backend", sort=False)},
                         )
                     )
-        picks = [n for n in (ns[0], ns[len(ns) // 2], ns[-1])]
+        picks = list(dict.fromkeys((ns[0], ns[len(ns) // 2], ns[-1])))  # fewer where the sweep has fewer
         engine = {b for b, g in df.groupby("backend", sort=False) if not g["ttft_common"].all()}
         cells = {}
         for b, g in lengths.groupby("backend", sort=False):
@@ -94,11 +94,14 @@ def rows(report: Report) -> list[tuple[str, dict[str, str]]]:
         for f in sweep.data["fits"]:
             if f.backend in fits and not f.holds:
                 continue
-            text = (
-                f"{fmt.n(f.a_ms)} ms (r² {fmt.n(f.r2, 2)}{', ' + f.note if f.note else ''})"
-                if f.holds
-                else f"no floor: r² {fmt.n(f.r2, 2)} < 0.9"
-            )
+            if len(f.lengths) < 3:
+                text = f"no floor: {f.why_not}"
+            elif not f.holds:
+                text = f"no floor: r² {fmt.n(f.r2, 2)} < 0.9"
+            elif f.a_ms <= 0:
+                text = f"no floor: a ≤ 0, TTFT grows faster than linearly (r² {fmt.n(f.r2, 2)})"
+            else:
+                text = f"{fmt.n(f.a_ms)} ms (r² {fmt.n(f.r2, 2)}{', ' + f.note if f.note else ''})"
             fits[f.backend] = text if f.backend not in fits else f"{fits[f.backend]}; {text}"
         out.append(("per-call floor a of TTFT = a + b·N", fits))
     conv = _section(report, "conversation")

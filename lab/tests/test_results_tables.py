@@ -13,7 +13,14 @@ from reports import readme_tables
 ROOT = Path(__file__).parents[2]
 
 
-@pytest.mark.parametrize("readme", ["lab/h200-results.md", "lab/examples/h200-qwen3-8b-shape/README.md"])
+@pytest.mark.parametrize(
+    "readme",
+    [
+        "lab/h200-results.md",
+        "lab/examples/h200-qwen3-8b-shape/README.md",
+        "lab/results/long-context-h200-2026-12-03/README.md",
+    ],
+)
 def test_readme_table_is_the_scripts_output(monkeypatch, readme):
     monkeypatch.chdir(ROOT)  # the block's arguments are paths from the repository root
     match = readme_tables.BLOCK.search((ROOT / readme).read_text(encoding="utf-8"))

@@ -47,6 +47,17 @@ def test_fit_needs_two_lengths():
     assert (a, b, r2) == pytest.approx((1.0, 2.0, 1.0))
 
 
+def test_a_line_through_two_lengths_is_no_law():
+    """Two lengths always fit a line exactly (r² 1): that is no per-call floor (the H200 long-context sweep,
+    whose longer lengths ran out of memory, read "-53.3 ms (r² 1.00)"). A law needs three lengths or more."""
+    two = pd.DataFrame(sweep_records("hf", a=30.0, b=0.05, decode=20.0, lengths=(1024, 4096)))
+    (fit,) = sw.fits(two)
+    assert fit.r2 > 0.99 and not fit.holds
+    assert fit.why_not == "2 lengths: a line through them always fits"
+    three = pd.DataFrame(sweep_records("hf", a=30.0, b=0.05, decode=20.0, lengths=(64, 1024, 4096)))
+    assert [f.holds for f in sw.fits(three)] == [True]
+
+
 def test_roofline_against_h200(df):
     env = {
         "dtype": "bfloat16",

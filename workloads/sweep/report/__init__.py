@@ -100,7 +100,7 @@ def fit_table(fits: list) -> Table:
         what = (
             ("the per-call floor" if f.a_ms > 0 else "no floor (a ≤ 0)")
             if f.holds
-            else f"not a floor: the line does not hold (r² < {R2_FLOOR})"
+            else f"not a floor: {f.why_not}"
         )
         t.add(
             [

@@ -84,7 +84,17 @@ class Fit:
 
     @property
     def holds(self) -> bool:
-        return self.r2 is not None and self.r2 >= R2_FLOOR
+        """The line describes TTFT: three lengths or more (a line through two always fits), r² ≥ R2_FLOOR."""
+        return self.why_not is None
+
+    @property
+    def why_not(self) -> str | None:
+        """Why the line is no law of TTFT (None where it holds): too few lengths, or an r² below R2_FLOOR."""
+        if len(self.lengths) < 3:
+            return f"{len(self.lengths)} lengths: a line through them always fits"
+        if self.r2 is None or self.r2 < R2_FLOOR:
+            return f"the line does not hold (r² < {R2_FLOOR})"
+        return None
 
     def knee(self) -> float | None:
         """The N at which the per-token part equals the floor (below it every call costs about ``a``)."""
@@ -208,7 +218,7 @@ def caveats(s: Any, report: Any) -> list[Caveat]:
             out.append(
                 Caveat(
                     s.name,
-                    f"{f.backend}: TTFT is not a straight line in N ({law}, below {R2_FLOOR}); its a is "
+                    f"{f.backend}: TTFT is not a straight line in N ({law}; {f.why_not}); its a is "
                     "not a per-call floor.",
                 )
             )
