@@ -31,14 +31,20 @@ from typing import Any
 from workloads.kinds import FileRef, Kind, Override
 from workloads.trace import reader
 from workloads.trace.planner import plan
+from workloads.trace.search import search_groups
 from workloads.trace.spec import TraceSpec, parse_trace
+from workloads.trace.transcript import TranscriptRequest
 
 
 def with_files(spec: TraceSpec, loaded: Any, ctx: Any) -> list[TraceSpec]:
     """The trace's rows put into the spec (``rows``), the spec validated again with them."""
     if spec.trace is None or loaded is None:
         return [spec]
-    doc = {**spec.model_dump(exclude_none=True, exclude={"trace"}), "rows": [r.to_list() for r in loaded]}
+    doc = spec.model_dump(exclude_none=True, exclude={"trace"})
+    if loaded and isinstance(loaded[0], TranscriptRequest):  # the transcript form: messages per request
+        doc["requests"] = [r.model_dump(by_alias=True, exclude_none=True) for r in loaded]
+    else:
+        doc["rows"] = [r.to_list() for r in loaded]
     new = ctx.revalidate(spec, doc)
     return [new.model_copy(update={"trace": spec.trace}) if new is not spec else spec]
 
@@ -51,6 +57,7 @@ KIND = Kind(
     timing_only=True,
     files=(FileRef(("trace", "path"), reader=reader.read),),
     with_files=with_files,
+    search_groups=search_groups,
     overrides=(
         Override(
             "--trace",
