@@ -32,7 +32,7 @@ def _pc(x: Any) -> str:
 
 
 def _scale(k: Any) -> str:
-    return "–" if k is None or (isinstance(k, float) and k != k) else f"{k:g}×"
+    return "–" if k is None or (isinstance(k, float) and k != k) else f"{k:.3g}×"
 
 
 def shape_table(shape: dict[str, dict[str, Any]]) -> Table:
@@ -69,12 +69,57 @@ def shape_table(shape: dict[str, dict[str, Any]]) -> Table:
     return t
 
 
+def holds_text(r: dict[str, Any]) -> str:
+    """The bracket of time scales a backend holds, in words: ``2.83× – 3.54×`` (passes at the first, misses at
+    the second), ``at least 8×`` (every scale passed up to the search's ceiling), ``less than 0.5×``."""
+    lo, hi, bound = r["holds"], r["next_up"], r["bound"]
+    undecided = ", ".join(_scale(x) for x in r.get("undecided") or ())
+    if lo is None:
+        return f"less than {_scale(hi)}" if hi is not None else "none measured"
+    if hi is None:
+        tail = "" if bound == "floor" else " (no miss found before the search stopped)"
+        return f"at least {_scale(lo)}{tail}" + (f", undecided at {undecided}" if undecided else "")
+    return f"{_scale(lo)} – {_scale(hi)}" + (f", undecided at {undecided}" if undecided else "")
+
+
+def gpus_text(low: Any, high: Any) -> str:
+    """The GPUs for the trace at 1x, from the bracket (``analysis.gpus_at_1x``)."""
+    low = None if low is None or low != low else int(low)
+    high = None if high is None or high != high else int(high)
+    if low is None and high is None:
+        return "–"
+    if high is None:
+        return f"at least {low}"
+    if low is None or low == high:
+        return f"{high}" if low == high else f"at most {high}"
+    return f"{low} – {high}"
+
+
 def capacity_table(caps: pd.DataFrame) -> Table:
-    t = Table(["backend", "workload", "target", "holds", "first not passed"])
+    t = Table(
+        [
+            "backend",
+            "workload",
+            "target",
+            "holds (× the trace's traffic)",
+            "at the last pass: req/s, input tok/s",
+            "first not passed",
+            "GPUs for the trace at 1×",
+        ]
+    )
     for r in caps.to_dict("records"):
-        holds = _scale(r["holds"]) + " the trace's traffic" if r["holds"] is not None else "none"
         nxt = f"{_scale(r['next_up'])} ({r['why']})" if r["next_up"] is not None else "every scale run passed"
-        t.add([r["backend"], r["workload"], r["target"], holds, nxt])
+        t.add(
+            [
+                r["backend"],
+                r["workload"],
+                r["target"],
+                holds_text(r),
+                f"{_f(r['rps'], 2)}, {_f(r['input_tps'], 0)}" if r["holds"] is not None else "–",
+                nxt,
+                gpus_text(r["gpus_low"], r["gpus_high"]),
+            ]
+        )
     return t
 
 
@@ -130,7 +175,18 @@ def blocks(section: Any, slots: Any, report: Any) -> list:  # no charts yet
         )
     )
     if not d["capacity"].empty:
-        out += [h3("How much of this traffic each backend holds"), table(capacity_table(d["capacity"]))]
+        out += [
+            h3("How much of this traffic each backend holds"),
+            table(capacity_table(d["capacity"])),
+            p(
+                "Holds: the bracket [last pass, first miss] of the time scale (k× the trace's rate), planned "
+                "scales and those the capacity search added (--trace search_levels=N) alike. GPUs for the "
+                "trace at 1×: n = ⌈1/k⌉ over that bracket, if the traffic splits evenly across GPUs (by "
+                "session, each keeping its prefix reuse) and each GPU's share behaves as the trace slowed "
+                "down: an estimate from one GPU, not a measurement on more.",
+                muted=True,
+            ),
+        ]
     if not d["levels"].empty:
         out += [h3("Per time scale"), table(levels_table(d["levels"], d["targets"]))]
         lacking = d["levels"][d["levels"]["no_steady"].notna()]
