@@ -52,7 +52,14 @@ def _candidates(spec: TraceSpec) -> list[Any]:
         return list(spec.requests)  # resolved: in timestamp order
     return sorted(
         (
-            TraceRow(float(r[0]), int(r[1]), int(r[2]), tuple(r[3]), int(r[4]) if len(r) > 4 else i + 1)
+            TraceRow(
+                float(r[0]),
+                int(r[1]),
+                int(r[2]),
+                tuple(r[3]),
+                int(r[4]) if len(r) > 4 else i + 1,
+                traffic_class=r[5] if len(r) > 5 else None,
+            )
             for i, r in enumerate(spec.rows or [])
         ),
         key=lambda r: (r.timestamp_ms, r.line),
@@ -161,6 +168,13 @@ def shape(spec: TraceSpec, w: Window) -> dict[str, Any]:
         "blocks_seen_before": sum(w.reused),
         "seen_before_share": sum(w.reused) / blocks if blocks else None,
     }
+    classes = [r.traffic_class for r in w.rows]
+    if any(c is not None for c in classes):  # mixed traffic: each request's class, by its index (rep)
+        out.update(
+            classes=classes,
+            class_counts={c: classes.count(c) for c in dict.fromkeys(classes)},
+            class_targets=spec.class_targets,
+        )
     if transcript:  # rendered messages, not blocks: the reuse in tokens
         out.update(
             sessions=w.sessions,
@@ -213,6 +227,7 @@ def plan(spec: TraceSpec, renderer: Renderer, out: Plan, repeats: int, start: in
             "span_s": w.span_s,
             "offsets_s": [round((r.timestamp_ms - w.start_ms) / 1e3, 6) for r in longer.rows],
             "longer_span_s": longer.span_s,
+            "longer_classes": [r.traffic_class for r in longer.rows],
             "facts": facts,
         },
     }

@@ -9,6 +9,8 @@ Forms, told apart by the file's first data line (a ``.gz`` file is read through 
   ``timestamp`` (ms from the trace's start), ``input_length``, ``output_length`` and ``hash_ids`` (the ids of
   the request's fixed-size prefix blocks, in order; the block size is the workload's ``block_size``);
 - **lengths JSONL**: the same without ``hash_ids`` (no prefix is shared);
+- any row may name its traffic class (``class``: chat, agent, ...; each class is judged against its own
+  target on the page);
 - **transcript JSONL** (a line's object has ``messages``): chat messages per request with a session id, for
   users' own logs (``workloads/trace/transcript.py``: the requests come back as ``TranscriptRequest``, each
   with its session's history before its own messages);
@@ -48,6 +50,8 @@ ALIASES = {
     "output_tokens": "output_length",
     "completion_tokens": "output_length",
     "hash_ids": "hash_ids",
+    "class": "class",
+    "traffic_class": "class",
 }
 NEEDED = ("timestamp", "input_length", "output_length")
 
@@ -67,7 +71,8 @@ class TraceRow:
 
     def to_list(self) -> list[Any]:
         """The compact form a workload spec holds (``TraceSpec.rows``)."""
-        return [self.timestamp_ms, self.input_length, self.output_length, list(self.hash_ids), self.line]
+        out = [self.timestamp_ms, self.input_length, self.output_length, list(self.hash_ids), self.line]
+        return [*out, self.traffic_class] if self.traffic_class is not None else out
 
 
 def _text(path: Path) -> str:
@@ -120,12 +125,16 @@ def _row(fields: dict[str, Any], line: int) -> TraceRow:
         isinstance(h, int) and not isinstance(h, bool) for h in hashes
     ):
         raise ValueError("hash_ids must be a list of whole numbers")
+    klass = got.get("class")
+    if klass is not None and not (isinstance(klass, str | int) and str(klass).strip()):
+        raise ValueError(f"class must be a name (chat, agent, ...), not {klass!r}")
     return TraceRow(
         _time(got["timestamp"]),
         _count(got["input_length"], "input_length", 1),
         _count(got["output_length"], "output_length", 1),
         tuple(hashes),
         line,
+        traffic_class=str(klass).strip() if klass not in (None, "") else None,
     )
 
 

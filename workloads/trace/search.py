@@ -36,8 +36,11 @@ def search_groups(
     k = rate_rps / info["base_rate"]
     offsets = info["offsets_s"] if extend > 1 else info["offsets_s"][: info["requests"]]
     span = info["longer_span_s"] if extend > 1 else info["span_s"]
+    facts = info["facts"]
+    if extend > 1 and "classes" in facts:  # the longer window's requests, each its class
+        facts = {**facts, "classes": info["longer_classes"]}
     extra = {
-        "facts": {"trace": info["facts"]},
+        "facts": {"trace": facts},
         "searched_for": searched_for,
         "search_ceiling": info["ceiling"],
         "search_ratio": info.get("ratio"),

@@ -68,6 +68,10 @@ class TraceSpec(_Strict):
         None, ge=1, description="ask at most this many output tokens of a request (default: the trace's)"
     )
     warmup_requests: int = Field(2, ge=0, description="unrecorded requests before each level (own prompts)")
+    class_targets: dict[str, str] | None = Field(
+        None,
+        description="each traffic class's target, by name (default: the target named as the class, if any)",
+    )
     # the search over the time scale (contract.capacity, run by the harness after the last planned scale)
     search_levels: int = Field(0, ge=0, le=32, description="time scales the capacity search may add (0: off)")
     search_max_scale: float | None = Field(
@@ -97,10 +101,12 @@ class TraceSpec(_Strict):
             self.requests = resolved
         if self.trace is None:  # inline rows (a file's rows were checked by its reader, line by line)
             for i, r in enumerate(self.rows or []):
-                ok = len(r) in (4, 5) and all(isinstance(x, int | float) and x >= 0 for x in r[:3])
+                ok = len(r) in (4, 5, 6) and all(isinstance(x, int | float) and x >= 0 for x in r[:3])
+                ok = ok and (len(r) < 6 or r[5] is None or (isinstance(r[5], str) and r[5].strip() != ""))
                 if not ok or r[1] < 1 or r[2] < 1 or not isinstance(r[3], list):
                     raise mistake(
-                        "a row is [timestamp ms, input tokens ≥ 1, output tokens ≥ 1, [hash ids]]",
+                        "a row is [timestamp ms, input tokens ≥ 1, output tokens ≥ 1, [hash ids]] (then its "
+                        "line, its class)",
                         ["rows", i],
                     )
         if self.search_targets is not None:

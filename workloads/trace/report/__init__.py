@@ -15,6 +15,7 @@ import pandas as pd
 from reports.kinds import ReportKind
 from reports.views import Table, h3, note, p, table
 from workloads.trace.report.analysis import analyse, targets_of
+from workloads.trace.report.classes import ALL, targets_of_classes
 
 
 def _analyse(rows: pd.DataFrame, ctx: Any, name: str) -> dict[str, Any]:  # one workload's rows
@@ -29,6 +30,10 @@ def _f(x: Any, digits: int = 0, unit: str = "") -> str:
 
 def _pc(x: Any) -> str:
     return "–" if x is None or (isinstance(x, float) and x != x) else f"{100 * x:.1f} %"
+
+
+def _word(x: Any) -> str:
+    return x if isinstance(x, str) else "–"
 
 
 def _scale(k: Any) -> str:
@@ -96,6 +101,8 @@ def gpus_text(low: Any, high: Any) -> str:
 
 
 def capacity_table(caps: pd.DataFrame) -> Table:
+    """Per backend, workload and target (and traffic class): the bracket the traffic holds, its rate at the
+    last pass, the first scale not passed and why, and the GPUs for the trace at 1x."""
     t = Table(
         [
             "backend",
@@ -108,6 +115,7 @@ def capacity_table(caps: pd.DataFrame) -> Table:
         ]
     )
     for r in caps.to_dict("records"):
+        r = {k: None if isinstance(v, float) and v != v else v for k, v in r.items()}  # NaN: pandas' None
         nxt = f"{_scale(r['next_up'])} ({r['why']})" if r["next_up"] is not None else "every scale run passed"
         t.add(
             [
@@ -126,6 +134,7 @@ def capacity_table(caps: pd.DataFrame) -> Table:
 def levels_table(levels: pd.DataFrame, targets: tuple) -> Table:
     """One row per backend and time scale: the level's figures and each target's decision."""
     names = [t.name for t in targets if not t.throughput_only]
+    classes = [c.removeprefix("class:") for c in levels.columns if c.startswith("class:")]
     t = Table(
         [
             "backend",
@@ -139,6 +148,7 @@ def levels_table(levels: pd.DataFrame, targets: tuple) -> Table:
             "submit lag p99 ms",
             "reuse: trace / engine",
             *names,
+            *(c if c == ALL else f"{c} requests" for c in classes),
         ],
         numeric={2, 3, 4, 5, 6, 7, 8},
     )
@@ -156,6 +166,7 @@ def levels_table(levels: pd.DataFrame, targets: tuple) -> Table:
                 _f(r["lag_p99_ms"], 1),
                 f"{_pc(r['reuse_trace'])} / {_pc(r['reuse_engine'])}",
                 *(r.get(f"verdict:{n}") or "–" for n in names),
+                *(_word(r.get(f"class:{c}")) for c in classes),
             ]
         )
     return t
@@ -187,6 +198,23 @@ def blocks(section: Any, slots: Any, report: Any) -> list:  # no charts yet
                 muted=True,
             ),
         ]
+    for w, s in d["shape"].items():  # mixed traffic: each class, its requests and its target
+        mapping = targets_of_classes(s, d["targets"])
+        if mapping:
+            counts = s.get("class_counts") or {}
+            out.append(
+                p(
+                    f"{w}: traffic classes, each judged on its own requests against its own target: "
+                    + "; ".join(
+                        f"{c} ({counts.get(c, 0)} requests) at "
+                        + (t.label() if t else "no target of that name (class_targets names one)")
+                        for c, t in mapping.items()
+                    )
+                    + f". The capacity search refines each target over all requests; '{ALL}' is bracketed "
+                    "by the scales it measured.",
+                    muted=True,
+                )
+            )
     if not d["levels"].empty:
         out += [h3("Per time scale"), table(levels_table(d["levels"], d["targets"]))]
         lacking = d["levels"][d["levels"]["no_steady"].notna()]

@@ -32,6 +32,7 @@ from contract.level_facts import LevelFacts
 from contract.level_stats import level_stats
 from contract.slo import Target, parse_targets, percentile
 from reports.stats import num
+from workloads.trace.report.classes import ALL, every_class, judge_classes
 
 KEY = ["backend", "workload", "mode", "case"]
 
@@ -83,9 +84,8 @@ def analyse(df: pd.DataFrame, targets: tuple[Target, ...]) -> dict[str, Any]:
         if isinstance(f.trace, dict):
             shape.setdefault(key[1], {k: v for k, v in f.trace.items() if k != "time_scale"})
     out = []
-    judged: dict[
-        tuple, dict[float, tuple]
-    ] = {}  # (backend, workload, target) -> time scale -> verdict, facts
+    # (backend, workload, what is judged) -> (its target, time scale -> (verdict, facts))
+    judged: dict[tuple, tuple[Target, dict[float, tuple]]] = {}
     for key, g in _rows(df, levels=False).groupby(KEY, sort=False):
         rows = g.to_dict("records")
         f = facts.get(key) or LevelFacts()
@@ -113,12 +113,25 @@ def analyse(df: pd.DataFrame, targets: tuple[Target, ...]) -> dict[str, Any]:
             reuse_trace=_share(rows, "shared_prefix_tokens"),
             reuse_engine=_share(rows, "cached_tokens"),
         )
+        k = row["time_scale"]
+
+        def add(label: str, t: Target, verdict: Any, key: tuple = key, k: Any = k, f: LevelFacts = f) -> None:
+            if k is not None:
+                judged.setdefault((key[0], key[1], label), (t, {}))[1][k] = (verdict, f)
+
         for t in targets:
             if not t.throughput_only:
                 verdict = judge(t, stats, f)
                 row[f"verdict:{t.name}"] = verdict.decision
-                if row["time_scale"] is not None:
-                    judged.setdefault((key[0], key[1], t.name), {})[row["time_scale"]] = (verdict, f)
+                add(t.label(), t, verdict)
+        per_class = judge_classes(rows, stats, f, targets)  # mixed traffic: each class at its own target
+        for c, (t, verdict) in per_class.items():
+            row[f"class:{c}"] = verdict.decision
+            add(f"{c} requests: {t.label()}", t, verdict)
+        both = every_class(per_class)
+        if both is not None:
+            row[f"class:{ALL}"] = both.decision
+            add(ALL, next(iter(per_class.values()))[0], both)
         out.append(row)
     levels = pd.DataFrame(out)
     caps = capacity(judged, targets, shape)
@@ -132,8 +145,7 @@ def capacity(
     [last pass, first miss], in scales of the trace), the trace's requests and input tokens per second at
     its last pass, and the GPUs the trace needs at 1x over that bracket (:func:`gpus_at_1x`)."""
     out = []
-    for (b, w, name), levels in judged.items():
-        target = next(t for t in targets if t.name == name)
+    for (b, w, label), (target, levels) in judged.items():
         s = shape.get(w) or {}
         ceiling = max(
             (num(((f.trace or {}).get("search_max_scale"))) or 0 for _, f in levels.values()), default=0
@@ -150,7 +162,7 @@ def capacity(
             {
                 "backend": b,
                 "workload": w,
-                "target": target.label(),
+                "target": label,
                 "holds": c.value,
                 "next_up": c.next_up,
                 "bound": c.bound,
