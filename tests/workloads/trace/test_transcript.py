@@ -163,3 +163,14 @@ def test_reused_prefix_tokens_is_the_longest_prefix_shared_with_any_earlier_prom
         prompts.append(src[:cut] + [rng.randrange(50) for _ in range(rng.randrange(40))])
     expect = [max((common_prefix_len(p, q) for q in prompts[:i]), default=0) for i, p in enumerate(prompts)]
     assert reused_prefix_tokens(prompts) == expect
+
+
+def test_a_bad_transcript_stops_the_run_with_exit_2_before_anything_runs(tmp_path, capsys):
+    from harness.cli import main
+
+    bad = [LINES[0], {"timestamp": 9, "messages": [{"role": "user", "content": "x"}], "output_length": 3}]
+    path = _write(tmp_path, bad)
+    code = main(["--backend", "hf-cb", "--workload-file", str(path), "--out", str(tmp_path / "run")])
+    err = capsys.readouterr().err
+    assert code == 2 and "t.jsonl:2: no session_id" in err, err
+    assert not (tmp_path / "run").exists()

@@ -40,6 +40,19 @@ def _scale(k: Any) -> str:
     return "–" if k is None or (isinstance(k, float) and k != k) else f"{k:.3g}×"
 
 
+def _form(s: dict[str, Any]) -> str:
+    """How the trace gives its prompts: blocks of hash ids, lengths alone, or a transcript's messages."""
+    if s.get("form") == "transcript":
+        return f"transcript, {s.get('sessions')} sessions, rendered by the chat template"
+    if s.get("form") == "lengths":
+        return "lengths only, nothing shared"
+    return f"blocks of {s.get('block_size')}"
+
+
+def _unit(s: dict[str, Any]) -> str:
+    return " of tokens" if s.get("form") == "transcript" else " of blocks" if s.get("blocks") else ""
+
+
 def shape_table(shape: dict[str, dict[str, Any]]) -> Table:
     """The trace window of each workload: what was sent, what dropped, its lengths, arrivals and reuse."""
     t = Table(
@@ -52,7 +65,7 @@ def shape_table(shape: dict[str, dict[str, Any]]) -> Table:
             "input p50 / p99",
             "output p50 / p99",
             "arrivals/min",
-            "prefix blocks seen before",
+            "prefix seen before",
         ],
         numeric={3, 4, 7, 8},
     )
@@ -60,7 +73,7 @@ def shape_table(shape: dict[str, dict[str, Any]]) -> Table:
         t.add(
             [
                 w,
-                f"{s.get('source')} (blocks of {s.get('block_size')})",
+                f"{s.get('source')} ({_form(s)})",
                 f"{_f(s.get('window_s'), 0)} s from {_f(s.get('start_s'), 0)} s, every {s.get('every_nth')}",
                 f"{s.get('sent')} of {s.get('in_window')}",
                 f"{s.get('dropped')} ({s.get('drop_rule')})",
@@ -68,7 +81,7 @@ def shape_table(shape: dict[str, dict[str, Any]]) -> Table:
                 f"{_f(s.get('output_p50'))} / {_f(s.get('output_p99'))}"
                 + (f" (cap {s['output_cap']})" if s.get("output_cap") else ""),
                 _f(s.get("arrivals_per_min"), 1),
-                _pc(s.get("seen_before_share")),
+                _pc(s.get("seen_before_share")) + _unit(s),
             ]
         )
     return t
