@@ -4,7 +4,10 @@ level per time scale whose arrivals are the trace's own timestamps.
 ``plan`` is the kind's ``Kind.plan``. Per time scale k: an unrecorded warm-up group (its own prompts, all at
 once; the prefix cache reset before it) and the level's group, whose load settings carry the planned arrival
 of every request (``arrivals_s``: its timestamp less the window's start, divided by k) for the load loop's
-open loop (``backends.load_loop``), and the trace's shape as the level's facts (``facts.trace``).
+open loop (``backends.load_loop``), and the trace's shape as the level's facts (``facts.trace``). The
+transcript form's requests are rendered here (``window``), with the model's chat template. With the capacity
+search on, the last planned level carries the search's settings (``load.search``: the base rate, the window's
+offsets) and a pool of steps (the window and the stretch after it) that ``search.py`` cuts its levels from.
 """
 
 from __future__ import annotations

@@ -123,3 +123,24 @@ def test_the_page_states_the_bracket_the_traffic_holds_and_the_gpus_at_1x(run_di
 )
 def test_gpus_at_1x_is_the_ceiling_of_one_over_the_bracket(lo, hi, gpus):
     assert gpus_at_1x(lo, hi) == gpus
+
+
+def test_a_scale_run_again_for_longer_sends_the_window_and_the_stretch_after_it(tmp_path, renderer):
+    from workloads.kinds import kind
+
+    path = tmp_path / "t.yaml"
+    path.write_text(SPEC + "    duration_s: 1\n")  # the window [0, 1 s): 10 requests; [0, 2 s): 20
+    plan = build_plan(read_workload_file(path), renderer, 1)
+    (last,) = [g for g in plan.groups if (g.load or {}).get("search")]
+    info = last.load["search"]
+    pool = {g.load["pool"]: g.steps for g in plan.groups if g.block == info["pool"]}
+    assert info["base_rate"] == pytest.approx(10.0) and info["ceiling"] == pytest.approx(10_000.0)
+    search = kind("trace").search_groups
+    (once,) = search(info, pool.get("warmup", []), pool["timed"], "tr/replay", None, 40.0, "knee")
+    assert once.steps[0].case == "x4" and len(once.steps) == 10
+    assert once.load["arrivals_s"] == pytest.approx([0.1 * i / 4 for i in range(10)])
+    assert once.load["facts"]["trace"]["time_scale"] == pytest.approx(4.0)
+    (longer,) = search(info, pool.get("warmup", []), pool["timed"], "tr/replay", None, 40.0, "knee", 2)
+    assert len(longer.steps) == 20 and longer.load["duration_s"] == pytest.approx(0.5)
+    assert longer.load["rate_rps"] == 40.0 and longer.load["extended"] == 2  # the same level, for longer
+    assert [s.prompt for s in longer.steps[:10]] == [s.prompt for s in once.steps]
