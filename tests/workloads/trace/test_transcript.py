@@ -174,3 +174,42 @@ def test_a_bad_transcript_stops_the_run_with_exit_2_before_anything_runs(tmp_pat
     err = capsys.readouterr().err
     assert code == 2 and "t.jsonl:2: no session_id" in err, err
     assert not (tmp_path / "run").exists()
+
+
+def test_a_transcript_is_replayed_at_its_timestamps_and_shown_as_one(tmp_path, tiny_model_dir):
+    import asyncio
+
+    from transformers import AutoTokenizer
+
+    from backends.base import Backend, BackendSettings, Capabilities, RawOutput, Request, TokenClock
+    from harness.chat import Renderer
+    from harness.records import read_records
+    from harness.runner import Runner
+    from reports import build
+
+    class Quick(Backend):
+        name = "quick"
+        capabilities = Capabilities(load=True, batches_requests=True)
+
+        def __init__(self) -> None:
+            super().__init__(BackendSettings(model_path="-", model_label="-"))
+
+        def _generate(self, request: Request, clock: TokenClock) -> RawOutput:  # pragma: no cover
+            raise NotImplementedError
+
+        async def stream(self, request: Request, clock: TokenClock) -> RawOutput:
+            await asyncio.sleep(0.003)
+            clock.tick(request.max_new_tokens)
+            return RawOutput(token_ids=[7] * request.max_new_tokens, text="")
+
+    renderer = Renderer(AutoTokenizer.from_pretrained(tiny_model_dir))
+    plan = build_plan(read_workload_file(_write(tmp_path, LINES, "    time_scales: [4]\n")), renderer, 1)
+    run = tmp_path / "run"
+    Runner(Quick(), plan, run, {"run_id": "run", "backend": "quick"}, resume=False).run()
+    (run / "env.json").write_text(json.dumps({"run_id": "run"}))
+    rows = sorted((r for r in read_records(run) if r.get("rep") is not None), key=lambda r: r["rep"])
+    assert [r["planned_submit_s"] for r in rows] == pytest.approx([x["timestamp"] / 4e3 for x in LINES])
+    assert all(r["submit_s"] - r["planned_submit_s"] > -1e-3 for r in rows)
+    html = build([run], tmp_path / "report.html").read_text(encoding="utf-8")
+    assert "transcript, 3 sessions, rendered by the chat template" in html and "of tokens" in html
+    assert "rendered by the model&#39;s chat template, so a prefix cache" in html

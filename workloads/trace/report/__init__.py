@@ -185,16 +185,26 @@ def levels_table(levels: pd.DataFrame, targets: tuple) -> Table:
     return t
 
 
+PROMPTS = {  # how each form of trace gives its prompts, in words
+    "blocks": "the same hash id is the same block of token ids, so a prefix cache can reuse exactly what the "
+    "trace reuses",
+    "lengths": "a trace of lengths alone shares no prefix (each prompt is drawn for its request)",
+    "transcript": "a transcript's prompt is its session's history and its own messages, rendered by the "
+    "model's chat template, so a prefix cache can reuse what the log's sessions share",
+}
+
+
 def blocks(section: Any, slots: Any, report: Any) -> list:  # no charts yet
     """The section: the trace's shape, the capacity per target, the levels."""
     d = section.data
     out = [h3("The trace"), table(shape_table(d["shape"]))]
+    forms = {s.get("form") or "blocks" for s in d["shape"].values()}  # older records: blocks
     out.append(
         p(
             "Each time scale k is one open-loop level: request i is sent (timestamp − window start) ÷ k "
-            "seconds after the level starts; the same hash id is the same block of token ids, so a prefix "
-            "cache can reuse exactly what the trace reuses. Throughput over the steady window (first to last "
-            "submit); a failed request is a miss.",
+            "seconds after the level starts; "
+            + "; ".join(PROMPTS[f] for f in PROMPTS if f in forms)
+            + ". Throughput over the steady window (first to last submit); a failed request is a miss.",
             muted=True,
         )
     )
