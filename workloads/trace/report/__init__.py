@@ -12,10 +12,10 @@ from typing import Any
 
 import pandas as pd
 
+from contract.traffic_classes import ALL, targets_of_classes
 from reports.kinds import ReportKind
 from reports.views import Table, h3, note, p, table
 from workloads.trace.report.analysis import analyse, targets_of
-from workloads.trace.report.classes import ALL, targets_of_classes
 
 
 def _analyse(rows: pd.DataFrame, ctx: Any, name: str) -> dict[str, Any]:  # one workload's rows
@@ -233,8 +233,8 @@ def blocks(section: Any, slots: Any, report: Any) -> list:  # no charts yet
                         + (t.label() if t else "no target of that name (class_targets names one)")
                         for c, t in mapping.items()
                     )
-                    + f". The capacity search refines each target over all requests; '{ALL}' is bracketed "
-                    "by the scales it measured.",
+                    + f". The capacity search brackets each class at its own target (a target no class "
+                    f"has: over all requests); '{ALL}' is bracketed by the scales it measured.",
                     muted=True,
                 )
             )

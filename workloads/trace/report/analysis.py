@@ -31,8 +31,8 @@ from contract.capacity import capacity as contract_capacity
 from contract.level_facts import LevelFacts
 from contract.level_stats import level_stats
 from contract.slo import Target, parse_targets, percentile
+from contract.traffic_classes import ALL, every_class, judge_classes
 from reports.stats import num
-from workloads.trace.report.classes import ALL, every_class, judge_classes
 
 KEY = ["backend", "workload", "mode", "case"]
 

@@ -1,5 +1,8 @@
-"""Mixed traffic in a trace: each request's traffic class (chat, agent, ...; the trace's ``class``) judged
-against its own target, on the same levels as the whole traffic.
+"""Mixed traffic: each request's traffic class (chat, agent, ...) judged against its own target, on the same
+levels as the whole traffic.
+
+A level's facts carry its requests' classes, by request index (``rep``), in ``facts.trace["classes"]`` (a
+replayed trace's; a level without them has no classes), and the chosen targets in ``class_targets``.
 
 - **Which target**: the workload's ``class_targets`` maps a class to a target by name; without it, a class is
   judged against the run's target of the same name (``--slo chat:...,agent:...``, or the defaults' chat,
@@ -10,6 +13,8 @@ against its own target, on the same levels as the whole traffic.
 - **Every class at its own target**: the level passes when each judged class passes; the worst decision
   otherwise (miss, then not offered, then undecided), named by its class. This is the verdict "how much of
   this mixed traffic one GPU holds" is bracketed by.
+- **The capacity search** (:func:`judge_for_search`): a target that is some class's is judged on that class's
+  requests (so the search brackets each class at its own target); any other target on every request.
 """
 
 from __future__ import annotations
@@ -20,7 +25,6 @@ from contract.capacity import MISS, NOT_OFFERED, PASS, UNDECIDED, judge
 from contract.level_facts import LevelFacts
 from contract.level_stats import LevelStats, level_stats
 from contract.slo import Target, Verdict
-from reports.stats import num
 
 ALL = "every class at its own target"
 WORST_FIRST = (MISS, NOT_OFFERED, UNDECIDED, PASS)
@@ -66,6 +70,21 @@ def every_class(verdicts: dict[str, tuple[Target, Verdict]]) -> Verdict | None:
     return replace(v, decision=worst, met=worst == PASS, limiter=why)
 
 
+def judge_for_search(
+    target: Target, rows: list[dict], facts: LevelFacts | None, level: LevelStats
+) -> Verdict:
+    """The capacity search's verdict of a level for ``target``: on the requests of the classes whose target it
+    is (with the whole level's flags), else on every request (``contract.capacity.judge``)."""
+    trace = facts.trace if facts is not None and isinstance(facts.trace, dict) else {}
+    mine = [c for c, t in targets_of_classes(trace, (target,)).items() if t is not None]
+    part = [r for r in rows if _class(r, trace.get("classes") or []) in mine] if mine else []
+    if not part:
+        return judge(target, level, facts)
+    return judge(target, level_stats(part, None), facts, level=level)
+
+
 def _class(row: dict, classes: list) -> str | None:
-    rep = num(row.get("rep"))
-    return classes[int(rep)] if rep is not None and 0 <= rep < len(classes) else None
+    rep = row.get("rep")
+    if isinstance(rep, bool) or not isinstance(rep, int | float) or rep != rep:
+        return None
+    return classes[int(rep)] if 0 <= rep < len(classes) else None
