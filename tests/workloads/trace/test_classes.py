@@ -159,3 +159,32 @@ def test_a_class_is_judged_with_the_whole_levels_flags():
     assert alone.decision == "not offered"
     within = judge(target, level_stats(part, None), {"arrival": "trace"}, level=level_stats(rows, None))
     assert within.decision == "pass" and not within.flags.get("not_offered")
+
+
+def test_a_csv_or_jsonl_trace_names_each_requests_class(tmp_path):
+    from workloads.trace.reader import read
+
+    (tmp_path / "t.csv").write_text("timestamp,input_length,output_length,class\n0,10,2,chat\n5,20,3,agent\n")
+    rows, bad = read(tmp_path / "t.csv")
+    assert not bad and [r.traffic_class for r in rows] == ["chat", "agent"]
+    assert rows[1].to_list()[5] == "agent"  # the spec's inline row keeps it
+    (tmp_path / "t.jsonl").write_text(
+        '{"timestamp": 0, "input_length": 5, "output_length": 1, "class": [1]}\n'
+    )
+    assert "class must be a name" in read(tmp_path / "t.jsonl")[1][0][1]
+
+
+def test_trace_overrides_turn_the_search_on(tmp_path):
+    from workloads import overrides
+
+    (spec,) = read_workload_file(_write_spec(tmp_path))
+    (searched,) = overrides.apply([spec], {"--trace": "search_levels=3,search_ratio=1.5"})
+    assert (searched.search_levels, searched.search_ratio) == (3, 1.5)
+    with pytest.raises(ValueError, match="search_max_scale"):
+        overrides.apply([spec], {"--trace": "time_scales=1:8,search_max_scale=4"})
+
+
+def _write_spec(folder):
+    path = folder / "t.yaml"
+    path.write_text(SPEC)
+    return path
