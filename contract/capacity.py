@@ -113,18 +113,22 @@ def _figure(stats: LevelStats, metric: str, p: float):
     return figure
 
 
-def judge(target: Target, stats: LevelStats, facts: LevelFacts | dict | None = None) -> Verdict:
+def judge(
+    target: Target, stats: LevelStats, facts: LevelFacts | dict | None = None, level: LevelStats | None = None
+) -> Verdict:
     """The level against the target: its steady-state samples, and every failed request a miss (the first
     wave's too: a level does not meet a target by failing requests, wherever they fall); each limit's
     percentile with its bootstrap interval, and the level's flags (``facts``: the level record's, or its
-    ``extra.level`` dict, for the arrival process of an open loop). See the module docstring for the
-    decision."""
+    ``extra.level`` dict, for the arrival process of an open loop). ``level``: the whole level's stats where
+    ``stats`` are a part of it (one traffic class's requests): the flags are the whole level's (its offered
+    rate, its queue), the percentiles the part's. See the module docstring for the decision."""
     facts = LevelFacts.of(facts)
     base = evaluate(target, stats.samples(), stats.failed + stats.failed_in(stats.first_wave))
-    rows = stats.first_wave + stats.steady
+    whole = level or stats
+    rows = whole.first_wave + whole.steady
     rate = next((r.get("load_rate_rps") for r in rows if r.get("load_rate_rps")), None)
-    rate = None if stats.concurrency else rate
-    flags = level_flags(rows, stats.window, rate, facts.arrival or "poisson", facts.burstiness or 1.0)
+    rate = None if whole.concurrency else rate
+    flags = level_flags(rows, whole.window, rate, facts.arrival or "poisson", facts.burstiness or 1.0)
     if base.met is None:
         return replace(base, flags=flags.to_dict())
     intervals, decision = {}, PASS if base.met else MISS

@@ -277,6 +277,8 @@ def run_search(runner: Runner, group: Group) -> int:
     ratio = info.get("ratio") or DEFAULT_RATIO
     first = group.steps[0]
     search_groups = kind(first.kind).search_groups  # the kind cuts an added level's groups from its pool
+    # a level for a target: the kind's own judgement (a mixed traffic's class), else on every request
+    judge_level = kind(first.kind).search_judge or (lambda t, rows, facts, stats: judge(t, stats, facts))
     if search_groups is None:
         raise TypeError(f"kind {first.kind!r} plans a capacity search but has no search_groups")
     pool = {g.load["pool"]: g.steps for g in runner.plan.groups if g.block == info["pool"] and g.load}
@@ -323,7 +325,7 @@ def run_search(runner: Runner, group: Group) -> int:
                 break
             verdicts = {
                 t.name: {
-                    x: judge(t, level_stats(rows, x if closed else None), facts)
+                    x: judge_level(t, rows, facts, level_stats(rows, x if closed else None))
                     for x, (rows, facts) in levels.items()
                 }
                 for t in targets

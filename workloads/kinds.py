@@ -5,11 +5,11 @@ A kind is a room, one folder ``workloads/<kind>/`` holding everything the kind i
 is scored into record fields ``score``, whether later engine starts measure it again ``repeated``, which
 group runner the harness hands its groups to ``runs_as``, the fields that name files and what it makes
 of them once read ``files``/``with_files``, the command-line options that override its fields
-``overrides``, the levels its capacity search adds ``search_groups``, its lint ``lint``), its built-in
-workload ``builtin.yaml``, and its report half ``report/`` (registered in ``reports.kinds``). The
-registry is every folder of the ``workloads`` package that holds a ``kind.py``
-(``contract.registry.discover_rooms``), in the kinds' ``order``; the reader, the planner, the command
-line and the runner loop over it, and none of them names a kind.
+``overrides``, the levels its capacity search adds ``search_groups`` and how it judges them
+``search_judge``, its lint ``lint``), its built-in workload ``builtin.yaml``, and its report half
+``report/`` (registered in ``reports.kinds``). The registry is every folder of the ``workloads`` package
+that holds a ``kind.py`` (``contract.registry.discover_rooms``), in the kinds' ``order``; the reader, the
+planner, the command line and the runner loop over it, and none of them names a kind.
 
     kind("sweep").plan(spec, renderer, plan, repeats, start=0)
     file_model()      # the pydantic model of a workload file: every registered kind's spec
@@ -108,6 +108,9 @@ class Kind:
     # whose planner puts a ``search`` in a group's load settings): (the search's settings, the pool's warm-up
     # steps, its timed steps, the variant's block, concurrency, rate_rps, the target searched for) -> groups
     search_groups: Callable[..., list[Group]] | None = None
+    # how the capacity search judges a level for a target (None: ``contract.capacity.judge`` on every
+    # request): (target, the level's request rows, its facts, its LevelStats) -> Verdict (a class's alone)
+    search_judge: Callable[..., Any] | None = None
     # a check of a workload before anything runs (``--lint-only`` and the run's plan): (spec, renderer) ->
     # findings, each with ``real`` (a break the workload can mend) and ``describe`` lines (``workloads.lint``)
     lint: Callable[[Any, Any], Any] | None = None

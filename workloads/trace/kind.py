@@ -20,6 +20,14 @@ timing — at one or more time scales.
   ``submit_s``); the level's rate (``load_rate_rps``) is its requests over the scaled window. Each level
   starts with the prefix cache reset and an unrecorded warm-up of ``warmup_requests`` own prompts.
 
+- **The transcript form** (``transcript.py``): chat messages per request with a session id; each request's
+  prompt is its session's history and its own messages, rendered by the model's chat template.
+- **The capacity search over the time scale** (``search_levels``; ``search.py``): the load kind's open-loop
+  search (``contract.capacity``), its rate the window's requests over the scaled span, so the page brackets
+  the time scale one GPU holds at each target, and states the GPUs the trace needs at 1x.
+- **Mixed traffic**: a row's ``class`` (chat, agent, ...) is judged on its own requests against its own target
+  (``contract.traffic_classes``), in the report and in the capacity search (``search_judge``).
+
 The kind's files: ``spec.py`` (the format, ``--trace``), ``reader.py``, ``prompts.py``, ``planner.py``;
 this module is the registry's entry (``KIND``) and puts the trace's rows into the spec.
 """
@@ -28,17 +36,24 @@ from __future__ import annotations
 
 from typing import Any
 
+from contract.traffic_classes import judge_for_search
 from workloads.kinds import FileRef, Kind, Override
 from workloads.trace import reader
 from workloads.trace.planner import plan
+from workloads.trace.search import search_groups
 from workloads.trace.spec import TraceSpec, parse_trace
+from workloads.trace.transcript import TranscriptRequest
 
 
 def with_files(spec: TraceSpec, loaded: Any, ctx: Any) -> list[TraceSpec]:
     """The trace's rows put into the spec (``rows``), the spec validated again with them."""
     if spec.trace is None or loaded is None:
         return [spec]
-    doc = {**spec.model_dump(exclude_none=True, exclude={"trace"}), "rows": [r.to_list() for r in loaded]}
+    doc = spec.model_dump(exclude_none=True, exclude={"trace"})
+    if loaded and isinstance(loaded[0], TranscriptRequest):  # the transcript form: messages per request
+        doc["requests"] = [r.model_dump(by_alias=True, exclude_none=True) for r in loaded]
+    else:
+        doc["rows"] = [r.to_list() for r in loaded]
     new = ctx.revalidate(spec, doc)
     return [new.model_copy(update={"trace": spec.trace}) if new is not spec else spec]
 
@@ -51,6 +66,8 @@ KIND = Kind(
     timing_only=True,
     files=(FileRef(("trace", "path"), reader=reader.read),),
     with_files=with_files,
+    search_groups=search_groups,
+    search_judge=judge_for_search,
     overrides=(
         Override(
             "--trace",

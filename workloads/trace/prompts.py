@@ -82,3 +82,39 @@ def reused_prefix_blocks(requests: list[tuple[int, ...]]) -> list[int]:
             node = child
         out.append(n)
     return out
+
+
+CHUNK = 16  # tokens a node of :func:`reused_prefix_tokens`'s prefix index stands for
+
+
+def reused_prefix_tokens(prompts: list[list[int]]) -> list[int]:
+    """Per prompt, the longest run of leading tokens it shares with an earlier prompt of ``prompts`` (what an
+    unbounded prefix cache can reuse for it, in tokens): the transcript form's measure, whose prompts are
+    rendered messages, not blocks. Exact, in time linear in the tokens: the prefixes of every whole
+    ``CHUNK`` of tokens are kept as chained hashes, each with the distinct tails seen after it."""
+    tails: dict[int, set[tuple[int, ...]]] = {0: set()}  # prefix (chained hash) -> the next chunks seen
+    out = []
+    for ids in prompts:
+        h, n, known = 0, 0, True
+        for at in range(0, len(ids), CHUNK):
+            chunk = tuple(ids[at : at + CHUNK])
+            if known:
+                seen = tails.get(h, set())
+                if chunk in seen and len(chunk) == CHUNK:
+                    n = at + CHUNK
+                else:
+                    n = at + max((_common(chunk, t) for t in seen), default=0)
+                    known = False
+            tails.setdefault(h, set()).add(chunk)
+            h = hash((h, chunk))
+        out.append(n)
+    return out
+
+
+def _common(a: tuple[int, ...], b: tuple[int, ...]) -> int:
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n

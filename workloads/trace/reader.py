@@ -9,6 +9,11 @@ Forms, told apart by the file's first data line (a ``.gz`` file is read through 
   ``timestamp`` (ms from the trace's start), ``input_length``, ``output_length`` and ``hash_ids`` (the ids of
   the request's fixed-size prefix blocks, in order; the block size is the workload's ``block_size``);
 - **lengths JSONL**: the same without ``hash_ids`` (no prefix is shared);
+- any row may name its traffic class (``class``: chat, agent, ...; each class is judged against its own
+  target on the page);
+- **transcript JSONL** (a line's object has ``messages``): chat messages per request with a session id, for
+  users' own logs (``workloads/trace/transcript.py``: the requests come back as ``TranscriptRequest``, each
+  with its session's history before its own messages);
 - **CSV** with a header: a timestamp column and the two lengths, named as above or as Azure's LLM inference
   traces name them (``TIMESTAMP, ContextTokens, GeneratedTokens``; a timestamp that is not a number is read
   as a date-time, and every timestamp is then counted from the first row's).
@@ -28,6 +33,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from workloads.trace import transcript
+
 MAX_BYTES = 512 * 1024 * 1024  # a trace is read whole (the two Mooncake traces are ~20 MB unpacked)
 # column name (lower case) -> field, for the CSV and lengths forms
 ALIASES = {
@@ -43,6 +50,8 @@ ALIASES = {
     "output_tokens": "output_length",
     "completion_tokens": "output_length",
     "hash_ids": "hash_ids",
+    "class": "class",
+    "traffic_class": "class",
 }
 NEEDED = ("timestamp", "input_length", "output_length")
 
@@ -54,10 +63,16 @@ class TraceRow:
     output_length: int
     hash_ids: tuple[int, ...] = ()  # prefix block ids, in order (empty: nothing shared)
     line: int = 0  # in the trace file
+    # the transcript form's, once rendered (``workloads/trace/planner.py``): the prompt's token ids (None:
+    # built from hash ids), its session and its traffic class
+    ids: tuple[int, ...] | None = None
+    session: str | None = None
+    traffic_class: str | None = None
 
     def to_list(self) -> list[Any]:
         """The compact form a workload spec holds (``TraceSpec.rows``)."""
-        return [self.timestamp_ms, self.input_length, self.output_length, list(self.hash_ids), self.line]
+        out = [self.timestamp_ms, self.input_length, self.output_length, list(self.hash_ids), self.line]
+        return [*out, self.traffic_class] if self.traffic_class is not None else out
 
 
 def _text(path: Path) -> str:
@@ -110,18 +125,56 @@ def _row(fields: dict[str, Any], line: int) -> TraceRow:
         isinstance(h, int) and not isinstance(h, bool) for h in hashes
     ):
         raise ValueError("hash_ids must be a list of whole numbers")
+    klass = got.get("class")
+    if klass is not None and not (isinstance(klass, str | int) and str(klass).strip()):
+        raise ValueError(f"class must be a name (chat, agent, ...), not {klass!r}")
     return TraceRow(
         _time(got["timestamp"]),
         _count(got["input_length"], "input_length", 1),
         _count(got["output_length"], "output_length", 1),
         tuple(hashes),
         line,
+        traffic_class=str(klass).strip() if klass not in (None, "") else None,
     )
 
 
+def _transcript(lines: list[str]) -> tuple[list[transcript.TranscriptRequest], list[tuple[int, str]]]:
+    """The transcript form's requests, each with its session's history (``transcript.resolve``)."""
+    found: list[transcript.TranscriptRequest] = []
+    bad: list[tuple[int, str]] = []
+    for n, x in enumerate(lines, 1):
+        if not x.strip():
+            continue
+        try:
+            try:
+                obj = json.loads(x)
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"not JSON: {exc.msg} (column {exc.colno})") from None
+            if not isinstance(obj, dict):
+                raise ValueError("each line must be one JSON object")
+            found.append(transcript.parse(obj, n))
+        except ValueError as exc:
+            bad.append((n, str(exc)))
+    if found and min(r.timestamp for r in found) > 1e11:  # date-times: counted from the first request's
+        t0 = min(r.timestamp for r in found)
+        found = [r.model_copy(update={"timestamp": r.timestamp - t0}) for r in found]
+    resolved, wrong = transcript.resolve(found)
+    bad += [(found[i].line or 0, msg) for i, msg in wrong]
+    return resolved, sorted(bad)
+
+
+def _is_transcript(first: str) -> bool:
+    try:
+        obj = json.loads(first)
+    except ValueError:
+        return False
+    return isinstance(obj, dict) and "messages" in obj
+
+
 # ``first`` is not used: the FileRef reader's signature
-def read(path: Path, first: int | None = None) -> tuple[list[TraceRow], list[tuple[int, str]]]:
-    """The trace's rows, sorted by timestamp, and its mistakes as (line, message)."""
+def read(path: Path, first: int | None = None) -> tuple[list[Any], list[tuple[int, str]]]:
+    """The trace's rows (``TraceRow``; the transcript form's ``TranscriptRequest``), sorted by timestamp, and
+    its mistakes as (line, message)."""
     text = _text(path)
     lines = text.splitlines()
     start = next((i for i, x in enumerate(lines) if x.strip()), None)
@@ -129,6 +182,11 @@ def read(path: Path, first: int | None = None) -> tuple[list[TraceRow], list[tup
         raise ValueError("the trace is empty")
     rows: list[TraceRow] = []
     bad: list[tuple[int, str]] = []
+    if _is_transcript(lines[start]):
+        requests, bad = _transcript(lines)
+        if not requests and not bad:
+            bad.append((start + 1, "no requests in the trace"))
+        return requests, bad[:20]
     if lines[start].lstrip().startswith("{"):
         for n, x in enumerate(lines, 1):
             if not x.strip():

@@ -21,11 +21,19 @@ from pydantic import Field, model_validator
 
 from contract.options import parse_pairs
 from workloads.spec import _Strict, mistake
+from workloads.trace.transcript import TranscriptRequest, resolve
 
 DEFAULT_BLOCK_SIZE = 512  # Mooncake's block of hash ids
+MAX_SCALE = 1000.0  # the fastest replay a level or the search may ask for
 MAX_REQUESTS = 100_000  # a window's requests are planned ahead, prompts and all
 LIST_FIELDS = ("time_scales",)
-FIXED_FIELDS = ("name", "kind", "trace", "rows")  # what --trace cannot set for every trace workload at once
+FIXED_FIELDS = (
+    "name",
+    "kind",
+    "trace",
+    "rows",
+    "requests",
+)  # what --trace cannot set for every trace workload at once
 
 
 class TraceFile(_Strict):
@@ -41,8 +49,11 @@ class TraceSpec(_Strict):
     rows: list[list[Any]] | None = Field(
         None, description="the trace's rows inline: [timestamp ms, input, output, hash ids, line]"
     )
+    requests: list[TranscriptRequest] | None = Field(
+        None, description="the transcript form inline: chat messages per request, with a session id"
+    )
     block_size: int = Field(DEFAULT_BLOCK_SIZE, ge=1, le=65536, description="tokens a hash id stands for")
-    time_scales: list[Annotated[float, Field(gt=0, le=1000)]] = Field(
+    time_scales: list[Annotated[float, Field(gt=0, le=MAX_SCALE)]] = Field(
         [1.0], min_length=1, description="each a level: the trace's timestamps divided by k (k x faster)"
     )
     start_s: float = Field(0.0, ge=0, description="the window's start, in the trace's seconds")
@@ -57,19 +68,59 @@ class TraceSpec(_Strict):
         None, ge=1, description="ask at most this many output tokens of a request (default: the trace's)"
     )
     warmup_requests: int = Field(2, ge=0, description="unrecorded requests before each level (own prompts)")
+    class_targets: dict[str, str] | None = Field(
+        None,
+        description="each traffic class's target, by name (default: the target named as the class, if any)",
+    )
+    # the search over the time scale (contract.capacity, run by the harness after the last planned scale)
+    search_levels: int = Field(0, ge=0, le=32, description="time scales the capacity search may add (0: off)")
+    search_max_scale: float | None = Field(
+        None, gt=0, le=MAX_SCALE, description=f"the fastest replay the search may try (default {MAX_SCALE:g})"
+    )
+    search_ratio: float = Field(
+        1.25,
+        gt=1,
+        le=16,
+        description="the search bisects until [last pass, first miss] is no wider than this",
+    )
+    search_targets: list[str] | None = Field(
+        None, description="the targets searched for, in --slo syntax (default: --slo's, else the defaults)"
+    )
 
     @model_validator(mode="after")
     def _consistent(self) -> TraceSpec:
-        if self.trace is None and self.rows is None:
-            raise mistake("give the trace file (trace: {path: ...}) or its rows", ["trace"])
+        if self.trace is None and self.rows is None and self.requests is None:
+            raise mistake("give the trace file (trace: {path: ...}), its rows or its requests", ["trace"])
+        if self.rows is not None and self.requests is not None:
+            raise mistake("give rows (lengths and hash ids) or requests (messages), not both", ["requests"])
+        if self.requests is not None:  # each request with its session's history (a file's: again, the same)
+            resolved, bad = resolve(self.requests)
+            if bad:
+                i, msg = bad[0]
+                raise mistake(msg, ["requests", i])
+            self.requests = resolved
         if self.trace is None:  # inline rows (a file's rows were checked by its reader, line by line)
             for i, r in enumerate(self.rows or []):
-                ok = len(r) in (4, 5) and all(isinstance(x, int | float) and x >= 0 for x in r[:3])
+                ok = len(r) in (4, 5, 6) and all(isinstance(x, int | float) and x >= 0 for x in r[:3])
+                ok = ok and (len(r) < 6 or r[5] is None or (isinstance(r[5], str) and r[5].strip() != ""))
                 if not ok or r[1] < 1 or r[2] < 1 or not isinstance(r[3], list):
                     raise mistake(
-                        "a row is [timestamp ms, input tokens ≥ 1, output tokens ≥ 1, [hash ids]]",
+                        "a row is [timestamp ms, input tokens ≥ 1, output tokens ≥ 1, [hash ids]] (then its "
+                        "line, its class)",
                         ["rows", i],
                     )
+        if self.search_targets is not None:
+            from contract.slo import parse_targets
+
+            try:
+                parse_targets(self.search_targets)
+            except ValueError as exc:
+                raise mistake(str(exc), ["search_targets"]) from None
+        if self.search_max_scale is not None and self.search_max_scale < max(self.time_scales):
+            raise mistake(
+                f"search_max_scale {self.search_max_scale:g} is below the fastest time scale planned",
+                ["search_max_scale"],
+            )
         twice = next((v for i, v in enumerate(self.time_scales) if v in self.time_scales[:i]), None)
         if twice is not None:
             raise mistake(f"time_scales: {twice:g} is given twice: each is one level", ["time_scales"])

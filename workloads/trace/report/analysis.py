@@ -13,20 +13,25 @@ its bootstrap interval, and the level's flags: submit lag, offered rate, overloa
   steady window, TTFT and TPOT p50 / p99, the p99 submit lag (``submit_s - planned_submit_s``), the prefix
   reuse the trace allows (``shared_prefix_tokens`` ÷ prompt tokens) beside what the engine reported
   (``cached_tokens`` ÷ prompt tokens, where it reports them), and each target's decision;
-- **capacity** (per backend, workload and target): the fastest time scale that passed with every slower
-  one passing too, and the first that did not (a bracket), in scales of the trace's traffic.
+- **capacity** (per backend, workload and target): the bracket of time scales the traffic holds, [last
+  pass, first miss] (``contract.capacity.capacity``, the load kind's search's judgement: the levels the
+  search added over the time scale count with the planned ones), the trace's requests and input tokens per
+  second at the last pass, and the GPUs the trace needs at 1x over that bracket (:func:`gpus_at_1x`).
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import pandas as pd
 
-from contract.capacity import judge
+from contract.capacity import DEFAULT_RATIO, judge
+from contract.capacity import capacity as contract_capacity
 from contract.level_facts import LevelFacts
 from contract.level_stats import level_stats
 from contract.slo import Target, parse_targets, percentile
+from contract.traffic_classes import ALL, every_class, judge_classes
 from reports.stats import num
 
 KEY = ["backend", "workload", "mode", "case"]
@@ -79,6 +84,8 @@ def analyse(df: pd.DataFrame, targets: tuple[Target, ...]) -> dict[str, Any]:
         if isinstance(f.trace, dict):
             shape.setdefault(key[1], {k: v for k, v in f.trace.items() if k != "time_scale"})
     out = []
+    # (backend, workload, what is judged) -> (its target, time scale -> (verdict, facts))
+    judged: dict[tuple, tuple[Target, dict[float, tuple]]] = {}
     for key, g in _rows(df, levels=False).groupby(KEY, sort=False):
         rows = g.to_dict("records")
         f = facts.get(key) or LevelFacts()
@@ -106,41 +113,78 @@ def analyse(df: pd.DataFrame, targets: tuple[Target, ...]) -> dict[str, Any]:
             reuse_trace=_share(rows, "shared_prefix_tokens"),
             reuse_engine=_share(rows, "cached_tokens"),
         )
+        k = row["time_scale"]
+
+        def add(label: str, t: Target, verdict: Any, key: tuple = key, k: Any = k, f: LevelFacts = f) -> None:
+            if k is not None:
+                judged.setdefault((key[0], key[1], label), (t, {}))[1][k] = (verdict, f)
+
         for t in targets:
             if not t.throughput_only:
-                row[f"verdict:{t.name}"] = judge(t, stats, f).decision
+                verdict = judge(t, stats, f)
+                row[f"verdict:{t.name}"] = verdict.decision
+                add(t.label(), t, verdict)
+        per_class = judge_classes(rows, stats, f, targets)  # mixed traffic: each class at its own target
+        for c, (t, verdict) in per_class.items():
+            row[f"class:{c}"] = verdict.decision
+            add(f"{c} requests: {t.label()}", t, verdict)
+        both = every_class(per_class)
+        if both is not None:
+            row[f"class:{ALL}"] = both.decision
+            add(ALL, next(iter(per_class.values()))[0], both)
         out.append(row)
     levels = pd.DataFrame(out)
-    return {"shape": shape, "levels": levels, "capacity": capacity(levels, targets), "targets": targets}
+    caps = capacity(judged, targets, shape)
+    return {"shape": shape, "levels": levels, "capacity": caps, "targets": targets}
 
 
-def capacity(levels: pd.DataFrame, targets: tuple[Target, ...]) -> pd.DataFrame:
-    """Per backend, workload and target: the fastest scale passed with every slower one passed too
-    (``holds``), and the first scale above it that did not pass (``next_up``: None: every scale passed)."""
+def capacity(
+    judged: dict[tuple, dict[float, tuple]], targets: tuple[Target, ...], shape: dict
+) -> pd.DataFrame:
+    """Per backend, workload and target: the bracket of time scales the traffic holds (``contract.capacity``:
+    [last pass, first miss], in scales of the trace), the trace's requests and input tokens per second at
+    its last pass, and the GPUs the trace needs at 1x over that bracket (:func:`gpus_at_1x`)."""
     out = []
-    if levels.empty:
-        return pd.DataFrame(out)
-    for (b, w), g in levels.groupby(["backend", "workload"], sort=False):
-        g = g.sort_values("time_scale")
-        for t in targets:
-            col = f"verdict:{t.name}"
-            if col not in g:
-                continue
-            holds, next_up, why = None, None, None
-            for k, d in zip(g["time_scale"], g[col], strict=True):
-                if d == "pass":
-                    holds = k
-                    continue
-                next_up, why = k, d
-                break
-            out.append(
-                {
-                    "backend": b,
-                    "workload": w,
-                    "target": t.label(),
-                    "holds": holds,
-                    "next_up": next_up,
-                    "why": why,
-                }
-            )
+    for (b, w, label), (target, levels) in judged.items():
+        s = shape.get(w) or {}
+        ceiling = max(
+            (num(((f.trace or {}).get("search_max_scale"))) or 0 for _, f in levels.values()), default=0
+        )
+        ratio = next((num((f.trace or {}).get("search_ratio")) for _, f in levels.values()), None)
+        c = contract_capacity(target, "open", levels, ceiling or None, ratio or DEFAULT_RATIO)
+        span = num(s.get("window_s"))
+
+        def per_s(n: float | None, c=c, span=span) -> float | None:  # at the last pass
+            return c.value * n / span if c.value and span and n is not None else None
+
+        lo_gpus, hi_gpus = gpus_at_1x(c.value, c.next_up)
+        out.append(
+            {
+                "backend": b,
+                "workload": w,
+                "target": label,
+                "holds": c.value,
+                "next_up": c.next_up,
+                "bound": c.bound,
+                "why": c.limiter,
+                "undecided": c.undecided,
+                "ratio": c.ratio,
+                "rps": per_s(num(s.get("sent"))),
+                "input_tps": per_s(num(s.get("input_tokens"))),
+                "gpus_low": lo_gpus,
+                "gpus_high": hi_gpus,
+            }
+        )
     return pd.DataFrame(out)
+
+
+def gpus_at_1x(lo: float | None, hi: float | None) -> tuple[int | None, int | None]:
+    """The GPUs the trace needs at 1x, as (fewest, most), from the bracket of the time scale one GPU holds,
+    k in [lo, hi): n GPUs each taking 1/n of the traffic hold it when 1/n <= k, so n = ceil(1/k), between
+    floor(1/hi) + 1 (k < hi) and ceil(1/lo) (k >= lo). None where an end is unknown (no pass: at least the
+    fewest; no miss: at most the most)."""
+    most = max(1, math.ceil(1 / lo - 1e-9)) if lo else None
+    fewest = math.floor(1 / hi + 1e-9) + 1 if hi else None
+    if fewest is not None and most is not None:
+        fewest = min(fewest, most)
+    return fewest, most

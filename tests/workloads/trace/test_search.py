@@ -1,0 +1,146 @@
+"""The capacity search over the time scale (issue 41): after the planned scales the runner adds the scales the
+search chooses (the load kind's open-loop search, ``contract.capacity``), each the trace's requests at their
+offsets ÷ k; the report states the bracket [last pass, first miss] the traffic holds and the GPUs the trace
+needs at 1x over it.
+
+The stand-in engine's first token comes 10 ms x (requests in flight) after its submit, and 200 ms more once
+more than three are in flight: at 1x (a request every 100 ms) a TTFT p90 of 100 ms holds with a wide margin,
+at 32x (every 3 ms) it is missed by as much; the crossing lies between, where the search finds it."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+
+import pytest
+
+from backends.base import Backend, BackendSettings, Capabilities, RawOutput, Request, TokenClock
+from harness.records import read_records
+from harness.runner import Runner
+from reports import build
+from workloads import build_plan, read_workload_file
+from workloads.trace.report.analysis import gpus_at_1x
+
+ROWS = [[100 * i, 24, 3, [i]] for i in range(30)]
+SPEC = f"""
+workloads:
+  - name: tr
+    kind: trace
+    rows: {ROWS}
+    block_size: 16
+    time_scales: [1, 32]
+    warmup_requests: 0
+    search_levels: 3
+    search_targets: ["knee:ttft_p90_ms=100"]
+"""
+
+
+class Knee(Backend):
+    name = "knee"
+    capabilities = Capabilities(load=True, batches_requests=True)
+
+    def __init__(self) -> None:
+        super().__init__(BackendSettings(model_path="-", model_label="-"))
+        self.in_flight = 0
+
+    def _generate(self, request: Request, clock: TokenClock) -> RawOutput:  # pragma: no cover - load only
+        raise NotImplementedError
+
+    async def stream(self, request: Request, clock: TokenClock) -> RawOutput:
+        self.in_flight += 1
+        try:
+            await asyncio.sleep(0.010 * self.in_flight + (0.200 if self.in_flight > 3 else 0.0))
+            for _ in range(request.max_new_tokens):
+                clock.tick(1)
+                await asyncio.sleep(0.002)
+        finally:
+            self.in_flight -= 1
+        return RawOutput(token_ids=[7] * request.max_new_tokens, text="")
+
+
+@pytest.fixture(scope="module")
+def run_dir(tiny_model_dir, tmp_path_factory):
+    from transformers import AutoTokenizer
+
+    from harness.chat import Renderer
+
+    folder = tmp_path_factory.mktemp("trace-search")
+    path = folder / "trace.yaml"
+    path.write_text(SPEC)
+    plan = build_plan(read_workload_file(path), Renderer(AutoTokenizer.from_pretrained(tiny_model_dir)), 1)
+    run = folder / "run"
+    backend = Knee()
+    Runner(backend, plan, run, {"run_id": "run", "backend": backend.name}, resume=False).run()
+    (run / "env.json").write_text(json.dumps({"run_id": "run", "slo_targets": ["knee:ttft_p90_ms=100"]}))
+    return run
+
+
+def test_the_search_adds_time_scales_each_the_traces_requests_at_their_offsets_over_k(run_dir):
+    levels = [r for r in read_records(run_dir) if r["kind"] == "trace" and r.get("rep") is None]
+    added = [r for r in levels if r["extra"]["level"].get("searched_for")]
+    assert 1 <= len(added) <= 3 and all(r["extra"]["level"]["searched_for"] == "knee" for r in added)
+    base = 30 / 2.9  # the window's requests per second at 1x
+    for level in added:
+        k = level["extra"]["level"]["trace"]["time_scale"]
+        assert 1 < k < 32 and level["case"] == f"x{k:.4g}"
+        assert level["load_rate_rps"] == pytest.approx(base * k)
+        rows = sorted(
+            (r for r in read_records(run_dir) if r.get("rep") is not None and r["case"] == level["case"]),
+            key=lambda r: r["rep"],
+        )
+        assert len(rows) == 30
+        assert [r["planned_submit_s"] for r in rows] == pytest.approx(
+            [0.1 * i / k for i in range(30)], abs=1e-5
+        )
+
+
+def test_the_page_states_the_bracket_the_traffic_holds_and_the_gpus_at_1x(run_dir, tmp_path):
+    html = build([run_dir], tmp_path / "report.html").read_text(encoding="utf-8")
+    assert "GPUs for the trace at 1×" in html and "holds (× the trace" in html
+    (lo, hi) = re.findall(r"<td>([0-9.]+)× – ([0-9.]+)×</td>", html)[0]
+    assert 1 <= float(lo) < float(hi) <= 32
+    levels = {
+        r["case"]: r["extra"]["level"]["trace"]["time_scale"]
+        for r in read_records(run_dir)
+        if r["kind"] == "trace" and r.get("rep") is None
+    }
+    # both ends are scales that ran, and the bracket is no wider than the search's ratio or its budget ended
+    assert {f"{k:.3g}" for k in levels.values()} >= {lo, hi}
+    assert float(hi) / float(lo) <= 1.25 or len(levels) == 2 + 3
+    assert "<td>1</td></tr>" in html  # the GPUs cell, last of the row: a GPU holds at least 1x, one is enough
+
+
+@pytest.mark.parametrize(
+    ("lo", "hi", "gpus"),
+    [
+        (2, 2.5, (1, 1)),
+        (0.2, 0.3, (4, 5)),
+        (0.25, 0.3, (4, 4)),
+        (0.25, None, (None, 4)),
+        (None, 0.5, (3, None)),
+    ],
+)
+def test_gpus_at_1x_is_the_ceiling_of_one_over_the_bracket(lo, hi, gpus):
+    assert gpus_at_1x(lo, hi) == gpus
+
+
+def test_a_scale_run_again_for_longer_sends_the_window_and_the_stretch_after_it(tmp_path, renderer):
+    from workloads.kinds import kind
+
+    path = tmp_path / "t.yaml"
+    path.write_text(SPEC + "    duration_s: 1\n")  # the window [0, 1 s): 10 requests; [0, 2 s): 20
+    plan = build_plan(read_workload_file(path), renderer, 1)
+    (last,) = [g for g in plan.groups if (g.load or {}).get("search")]
+    info = last.load["search"]
+    pool = {g.load["pool"]: g.steps for g in plan.groups if g.block == info["pool"]}
+    assert info["base_rate"] == pytest.approx(10.0) and info["ceiling"] == pytest.approx(10_000.0)
+    search = kind("trace").search_groups
+    (once,) = search(info, pool.get("warmup", []), pool["timed"], "tr/replay", None, 40.0, "knee")
+    assert once.steps[0].case == "x4" and len(once.steps) == 10
+    assert once.load["arrivals_s"] == pytest.approx([0.1 * i / 4 for i in range(10)])
+    assert once.load["facts"]["trace"]["time_scale"] == pytest.approx(4.0)
+    (longer,) = search(info, pool.get("warmup", []), pool["timed"], "tr/replay", None, 40.0, "knee", 2)
+    assert len(longer.steps) == 20 and longer.load["duration_s"] == pytest.approx(0.5)
+    assert longer.load["rate_rps"] == 40.0 and longer.load["extended"] == 2  # the same level, for longer
+    assert [s.prompt for s in longer.steps[:10]] == [s.prompt for s in once.steps]
