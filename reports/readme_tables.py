@@ -39,119 +39,144 @@ def _section(report: Report, kind: str):
     return next((s for s in report.sections if s.kind == kind and s.data), None)
 
 
-def rows(report: Report) -> list[tuple[str, dict[str, str]]]:
-    """(row label, {backend: cell}) for every row the runs can fill."""
-    out: list[tuple[str, dict[str, str]]] = []
+Rows = list[tuple[str, dict[str, str]]]
+
+
+def rows(report: Report) -> Rows:
+    """(row label, {backend: cell}) for every row the runs can fill: the sweep's, the conversation's, the JSON
+    workload's, then each engine start's facts."""
+    return _sweep_rows(report) + _conversation_rows(report) + _json_rows(report) + _fact_rows(report)
+
+
+def _sweep_rows(report: Report) -> Rows:
+    out: Rows = []
     df = report.ds.measured()
     starts = {b: g["start"].nunique() for b, g in df.groupby("backend", sort=False)}
     sweep = _section(report, "sweep")
-    if sweep is not None:
-        lengths, vs = sweep.data["lengths"], sweep.data["vs_roof"]
-        ns = sorted(set(lengths["N"]))
-        reps = {b: spread(g["decode_n"]) for b, g in lengths.groupby("backend", sort=False)}
+    if sweep is None:
+        return out
+    lengths, vs = sweep.data["lengths"], sweep.data["vs_roof"]
+    ns = sorted(set(lengths["N"]))
+    reps = {b: spread(g["decode_n"]) for b, g in lengths.groupby("backend", sort=False)}
+    out.append(
+        (
+            "engine starts · calls per N, all starts (median over N)",
+            {b: f"{starts.get(b, 0)} · {fmt.n(reps[b].median)}" for b in reps},
+        )
+    )
+    out.append(
+        (
+            f"decode ms/token, N = {ns[0]} … {ns[-1]} (medians)",
+            {b: _span(list(g["decode_med"].map(num))) for b, g in lengths.groupby("backend", sort=False)},
+        )
+    )
+    if not vs.empty:
         out.append(
             (
-                "engine starts · calls per N, all starts (median over N)",
-                {b: f"{starts.get(b, 0)} · {fmt.n(reps[b].median)}" for b in reps},
+                f"bytes a decode step reads, GB, N = {ns[0]} … {ns[-1]}",
+                {b: _span(list(g["step_bytes"] / 1e9)) for b, g in vs.groupby("backend", sort=False)},
             )
         )
-        out.append(
-            (
-                f"decode ms/token, N = {ns[0]} … {ns[-1]} (medians)",
-                {b: _span(list(g["decode_med"].map(num))) for b, g in lengths.groupby("backend", sort=False)},
-            )
-        )
-        if not vs.empty:
-            out.append(
-                (
-                    f"bytes a decode step reads, GB, N = {ns[0]} … {ns[-1]}",
-                    {b: _span(list(g["step_bytes"] / 1e9)) for b, g in vs.groupby("backend", sort=False)},
-                )
-            )
-            for col, floor_col, what in (
-                ("decode_x_copy", "copy_floor_ms", "measured copy bandwidth"),
-                ("decode_x", "decode_floor_ms", "datasheet bandwidth"),
-            ):
-                if vs[col].notna().any():
-                    floor = _span(list(vs[floor_col]), 2)
-                    out.append(
-                        (
-                            f"÷ floor {floor} ms ({what}; bytes a step reads)",
-                            {b: _span(list(g[col]), 2, "×") for b, g in vs.groupby("backend", sort=False)},
-                        )
-                    )
-        picks = list(dict.fromkeys((ns[0], ns[len(ns) // 2], ns[-1])))  # fewer where the sweep has fewer
-        engine = {b for b, g in df.groupby("backend", sort=False) if not g["ttft_common"].all()}
-        cells = {}
-        for b, g in lengths.groupby("backend", sort=False):
-            vals = [
-                fmt.n(num(g[g["N"] == n]["prefill_med"].iloc[0])) if (g["N"] == n).any() else "–"
-                for n in picks
-            ]
-            cells[b] = " / ".join(vals) + (" (engine's own)" if b in engine else "")
-        out.append((f"TTFT ms at N = {' / '.join(map(str, picks))}", cells))
-        fits: dict[str, str] = {}
-        for f in sweep.data["fits"]:
-            if f.backend in fits and not f.holds:
-                continue
-            if len(f.lengths) < 3:
-                text = f"no floor: {f.why_not}"
-            elif not f.holds:
-                text = f"no floor: r² {fmt.n(f.r2, 2)} < 0.9"
-            elif f.a_ms <= 0:
-                text = f"no floor: a ≤ 0, TTFT grows faster than linearly (r² {fmt.n(f.r2, 2)})"
-            else:
-                text = f"{fmt.n(f.a_ms)} ms (r² {fmt.n(f.r2, 2)}{', ' + f.note if f.note else ''})"
-            fits[f.backend] = text if f.backend not in fits else f"{fits[f.backend]}; {text}"
-        out.append(("per-call floor a of TTFT = a + b·N", fits))
-    conv = _section(report, "conversation")
-    if conv is not None:
-        tot = conv.data["totals"]
-        for col, label, unit in (
-            ("ttft", "conversation, summed TTFT full → cached", " ms"),
-            ("tokens", "conversation, tokens computed full → cached", ""),
+        for col, floor_col, what in (
+            ("decode_x_copy", "copy_floor_ms", "measured copy bandwidth"),
+            ("decode_x", "decode_floor_ms", "datasheet bandwidth"),
         ):
-            cells = {}
-            for b, g in tot.groupby("backend", sort=False):
-                full, cached = (
-                    num(g[g["mode"] == m][f"{col}_med"].iloc[0]) if (g["mode"] == m).any() else None
-                    for m in ("full", "cached")
+            if vs[col].notna().any():
+                floor = _span(list(vs[floor_col]), 2)
+                out.append(
+                    (
+                        f"÷ floor {floor} ms ({what}; bytes a step reads)",
+                        {b: _span(list(g[col]), 2, "×") for b, g in vs.groupby("backend", sort=False)},
+                    )
                 )
-                cells[b] = (
-                    f"{fmt.n(full)} → {fmt.n(cached)}{unit}"
-                    if cached is not None
-                    else f"{fmt.n(full)}{unit} (full only)"
-                )
-            out.append((label, cells))
-    js = _section(report, "json")
-    if js is not None:
-        over = js.data["overhead"]
-        modes = set(over["mode"]) if not over.empty else set()
-        rates = js.data["rates"]
-        rates = rates[rates["mode"].isin(modes)]
-        if not rates.empty:
-            out.append(
-                (
-                    "constrained JSON valid, all temperatures",
-                    {
-                        b: (
-                            f"{fmt.pct(g['valid'].sum() / g['n'].sum())} "
-                            f"({int(g['valid'].sum())} of {int(g['n'].sum())})"
-                        )
-                        for b, g in rates.groupby("backend", sort=False)
-                    },
-                )
-            )
+    picks = list(dict.fromkeys((ns[0], ns[len(ns) // 2], ns[-1])))  # fewer where the sweep has fewer
+    engine = {b for b, g in df.groupby("backend", sort=False) if not g["ttft_common"].all()}
+    cells = {}
+    for b, g in lengths.groupby("backend", sort=False):
+        vals = [
+            fmt.n(num(g[g["N"] == n]["prefill_med"].iloc[0])) if (g["N"] == n).any() else "–" for n in picks
+        ]
+        cells[b] = " / ".join(vals) + (" (engine's own)" if b in engine else "")
+    out.append((f"TTFT ms at N = {' / '.join(map(str, picks))}", cells))
+    fits: dict[str, str] = {}
+    for f in sweep.data["fits"]:
+        if f.backend in fits and not f.holds:
+            continue
+        if len(f.lengths) < 3:
+            text = f"no floor: {f.why_not}"
+        elif not f.holds:
+            text = f"no floor: r² {fmt.n(f.r2, 2)} < 0.9"
+        elif f.a_ms <= 0:
+            text = f"no floor: a ≤ 0, TTFT grows faster than linearly (r² {fmt.n(f.r2, 2)})"
+        else:
+            text = f"{fmt.n(f.a_ms)} ms (r² {fmt.n(f.r2, 2)}{', ' + f.note if f.note else ''})"
+        fits[f.backend] = text if f.backend not in fits else f"{fits[f.backend]}; {text}"
+    out.append(("per-call floor a of TTFT = a + b·N", fits))
+    return out
+
+
+def _conversation_rows(report: Report) -> Rows:
+    out: Rows = []
+    conv = _section(report, "conversation")
+    if conv is None:
+        return out
+    tot = conv.data["totals"]
+    for col, label, unit in (
+        ("ttft", "conversation, summed TTFT full → cached", " ms"),
+        ("tokens", "conversation, tokens computed full → cached", ""),
+    ):
         cells = {}
-        for r in over.to_dict("records"):
-            c, u = r["constrained"], r["unconstrained"]
-            noise = ((c.q3 - c.q1) + (u.q3 - u.q1)) / 2
-            text = f"{r['extra_ms']:+.2f} ms ({r['extra_ms'] / u.median:+.1%})".replace("-", "−")
-            cells[r["backend"]] = (
-                text if abs(r["extra_ms"]) > noise else f"not resolved ({text}, inside ±{fmt.n(noise)} ms)"
+        for b, g in tot.groupby("backend", sort=False):
+            full, cached = (
+                num(g[g["mode"] == m][f"{col}_med"].iloc[0]) if (g["mode"] == m).any() else None
+                for m in ("full", "cached")
             )
-        if cells:
-            out.append(("grammar cost per decoded token (constrained − strict)", cells))
+            cells[b] = (
+                f"{fmt.n(full)} → {fmt.n(cached)}{unit}"
+                if cached is not None
+                else f"{fmt.n(full)}{unit} (full only)"
+            )
+        out.append((label, cells))
+    return out
+
+
+def _json_rows(report: Report) -> Rows:
+    out: Rows = []
+    js = _section(report, "json")
+    if js is None:
+        return out
+    over = js.data["overhead"]
+    modes = set(over["mode"]) if not over.empty else set()
+    rates = js.data["rates"]
+    rates = rates[rates["mode"].isin(modes)]
+    if not rates.empty:
+        out.append(
+            (
+                "constrained JSON valid, all temperatures",
+                {
+                    b: (
+                        f"{fmt.pct(g['valid'].sum() / g['n'].sum())} "
+                        f"({int(g['valid'].sum())} of {int(g['n'].sum())})"
+                    )
+                    for b, g in rates.groupby("backend", sort=False)
+                },
+            )
+        )
+    cells = {}
+    for r in over.to_dict("records"):
+        c, u = r["constrained"], r["unconstrained"]
+        noise = ((c.q3 - c.q1) + (u.q3 - u.q1)) / 2
+        text = f"{r['extra_ms']:+.2f} ms ({r['extra_ms'] / u.median:+.1%})".replace("-", "−")
+        cells[r["backend"]] = (
+            text if abs(r["extra_ms"]) > noise else f"not resolved ({text}, inside ±{fmt.n(noise)} ms)"
+        )
+    if cells:
+        out.append(("grammar cost per decoded token (constrained − strict)", cells))
+    return out
+
+
+def _fact_rows(report: Report) -> Rows:
+    out: Rows = []
     facts = {
         "engine start-up s": lambda s: num(s.get("startup_s")),
         "KV-cache capacity, tokens": kv_tokens,

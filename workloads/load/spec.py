@@ -137,6 +137,20 @@ class LoadSpec(_Strict):
 
     @model_validator(mode="after")
     def _consistent(self) -> LoadSpec:
+        """Every check of the whole entry, in the order a file's first mistake is reported."""
+        self._check_bounds()
+        self._check_levels_apart()
+        self._check_waits()
+        self._check_rates()
+        self._check_search()
+        if self.shape == "fixed":
+            self._check_fixed()
+        else:
+            self._check_sessions()
+        return self
+
+    def _check_bounds(self) -> None:
+        """Requests or seconds, some load, and every count within its bound."""
         if self.requests is not None and self.seconds is not None:
             raise mistake("give requests or seconds, not both")
         if not self.levels and not self.rates:
@@ -150,6 +164,8 @@ class LoadSpec(_Strict):
             if value is not None and value > most:
                 raise mistake(f"{name} {value}: at most {most} {what}", [name])
 
+    def _check_levels_apart(self) -> None:
+        """Each level once, and no two levels that print alike."""
         for name in ("levels", "rates", *(["shared_prefix_tokens"] if self.shape == "fixed" else [])):
             values = getattr(self, name)
             twice = next((v for i, v in enumerate(values) if v in values[:i]), None)
@@ -165,6 +181,9 @@ class LoadSpec(_Strict):
                 "give values that differ in their first 6 significant digits",
                 ["rates" if twice.startswith("rate=") else "levels"],
             )
+
+    def _check_waits(self) -> None:
+        """Think times and durations a level can end within."""
         if self.think_s is not None and self.think_time_s:
             raise mistake("give think_s or its older name think_time_s, not both", ["think_s"])
         for name in ("think_time_s", "think_s", "duration_s"):
@@ -175,6 +194,9 @@ class LoadSpec(_Strict):
                     "(neither --request-timeout nor seconds bounds it)",
                     [name],
                 )
+
+    def _check_rates(self) -> None:
+        """Rates whose levels plan a bounded number of requests and end."""
         for i, r in enumerate([*self.rates, *([self.search_max_rate] if self.search_max_rate else [])]):
             if r * self.duration_s > MAX_LEVEL_REQUESTS:
                 raise mistake(
@@ -192,6 +214,9 @@ class LoadSpec(_Strict):
                 )
         if self.seconds is not None and self.seconds == float("inf"):
             raise mistake("seconds must be finite", ["seconds"])
+
+    def _check_search(self) -> None:
+        """The search's bounds and targets."""
         if self.search_max is not None and self.search_max < min(self.levels, default=1):
             raise mistake(
                 f"search_max {self.search_max} is below the first level ({min(self.levels)}): "
@@ -205,42 +230,45 @@ class LoadSpec(_Strict):
                 parse_targets(self.search_targets)
             except ValueError as exc:
                 raise mistake(str(exc), ["search_targets"]) from None
-        if self.shape == "fixed":
-            if not self.shared_prefix_tokens:
+
+    def _check_fixed(self) -> None:
+        """The fixed shape: some shared-prefix variant, each shorter than the prompt."""
+        if not self.shared_prefix_tokens:
+            raise mistake(
+                "shared_prefix_tokens is empty: give at least one (0: nothing shared)",
+                ["shared_prefix_tokens"],
+            )
+        for i, s in enumerate(self.shared_prefix_tokens):
+            if s >= self.prompt_tokens:
                 raise mistake(
-                    "shared_prefix_tokens is empty: give at least one (0: nothing shared)",
-                    ["shared_prefix_tokens"],
+                    f"a shared prefix of {s} tokens leaves nothing of a {self.prompt_tokens}-token "
+                    "prompt to tell requests apart",
+                    ["shared_prefix_tokens", i],
                 )
-            for i, s in enumerate(self.shared_prefix_tokens):
-                if s >= self.prompt_tokens:
-                    raise mistake(
-                        f"a shared prefix of {s} tokens leaves nothing of a {self.prompt_tokens}-token "
-                        "prompt to tell requests apart",
-                        ["shared_prefix_tokens", i],
-                    )
-        else:
-            given = [k for k in SOURCES if getattr(self, k) is not None]
-            if len(given) != 1:
-                what = "none given" if not given else f"{' and '.join(given)} given"
+
+    def _check_sessions(self) -> None:
+        """The sessions shape: one source, and levels and search_max within its users."""
+        given = [k for k in SOURCES if getattr(self, k) is not None]
+        if len(given) != 1:
+            what = "none given" if not given else f"{' and '.join(given)} given"
+            raise mistake(
+                "a sessions load needs exactly one of conversation (a built-in's name), turns, "
+                f"transcripts ({what})"
+            )
+        users = self.user_count()
+        recorded = self.sessions is not None and users == len(self.sessions)
+        who = f"{users} transcript{'s' * (users != 1)}" if recorded else f"{users} users"
+        for i, c in enumerate(self.levels):
+            if users is not None and c > users:
                 raise mistake(
-                    "a sessions load needs exactly one of conversation (a built-in's name), turns, "
-                    f"transcripts ({what})"
+                    f"concurrency {c} is above the number of sessions ({who}): "
+                    "a closed loop cannot keep more users busy than it has",
+                    ["levels", i],
                 )
-            users = self.user_count()
-            recorded = self.sessions is not None and users == len(self.sessions)
-            who = f"{users} transcript{'s' * (users != 1)}" if recorded else f"{users} users"
-            for i, c in enumerate(self.levels):
-                if users is not None and c > users:
-                    raise mistake(
-                        f"concurrency {c} is above the number of sessions ({who}): "
-                        "a closed loop cannot keep more users busy than it has",
-                        ["levels", i],
-                    )
-            if users is not None and self.search_max is not None and self.search_max > users:
-                raise mistake(
-                    f"search_max {self.search_max} is above the number of sessions ({who})", ["search_max"]
-                )
-        return self
+        if users is not None and self.search_max is not None and self.search_max > users:
+            raise mistake(
+                f"search_max {self.search_max} is above the number of sessions ({who})", ["search_max"]
+            )
 
     def user_count(self) -> int | None:
         """Users a sessions load has: ``users`` (default 32); with recorded sessions one per session, at
