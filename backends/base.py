@@ -268,6 +268,8 @@ class Backend(ABC):
 
     # -- the one timing loop --------------------------------------------------------------
     def generate(self, request: Request) -> Result:
+        """Run ``request`` once, timed by the caller's clock: TTFT, decode, the last token and the adapter's
+        spans from the clock's ticks, else the max_tokens differential, else the end-to-end only."""
         cache_state = "reuse-allowed" if request.reuse_prefix else "reset-before-request"
         if not request.reuse_prefix:
             self.reset_cache()  # outside the timed region
