@@ -64,8 +64,17 @@ class Call:
     e2e_ms: float
     stages: tuple[Stage, ...]
 
+    ttft_ms: float | None = None  # the caller's TTFT, to place the unaccounted part around the first token
+
     def stage(self, name: str) -> Stage:
         return next(s for s in self.stages if s.name == name)
+
+    def unaccounted_before_first_token_ms(self) -> float | None:
+        """The part of ``unaccounted`` before the first token reached the caller (its TTFT less the stages
+        measured before the first token); the rest came after. None: no caller TTFT or no unaccounted."""
+        if self.ttft_ms is None or self.stage(UNACCOUNTED).ms is None:
+            return None
+        return self.ttft_ms - sum(self.stage(n).ms or 0.0 for n in ("intake", "queue", "prefill"))
 
     @property
     def inside_ms(self) -> float:
@@ -197,11 +206,13 @@ def representative(rows: pd.DataFrame, backends: list[str]) -> dict[str, dict[st
 
 
 def _label(row: dict[str, Any]) -> str:
-    parts = [
-        f"{k} {row[k]}"
-        for k in ("mode", "case", "turn", "rep")
-        if row.get(k) is not None and row[k] == row[k]
-    ]
+    """The call named: its mode, case, turn and repeat (whole numbers as such)."""
+    parts = []
+    for k in ("mode", "case", "turn", "rep"):
+        v = row.get(k)
+        if v is None or v != v:
+            continue
+        parts.append(f"{k} {int(v) if isinstance(v, float) and v == int(v) else v}")
     return ", ".join(parts)
 
 
@@ -219,6 +230,7 @@ def calls(measured: pd.DataFrame, backends: list[str]) -> list[Call]:
                     int(row["output_tokens"]) if num(row.get("output_tokens")) is not None else None,
                     float(row["e2e_ms"]),
                     stages_of(row),
+                    num(row.get("ttft_ms")),
                 )
             )
     return out

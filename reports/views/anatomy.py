@@ -9,7 +9,7 @@ from collections.abc import Callable
 import pandas as pd
 from markupsafe import Markup
 
-from reports import charts, fmt
+from reports import charts, fmt, reference
 from reports.analysis import anatomy
 from reports.views import Block, Table, chart, h3, p, table
 
@@ -31,6 +31,27 @@ def _cell(stage: anatomy.Stage, e2e_ms: float) -> str:
     return f"{fmt.n(stage.ms)} ms{share}"
 
 
+def _part(ms: float | None) -> str:
+    return "–" if ms is None else f"{fmt.n(ms)} ms"
+
+
+def reference_line(calls: list[anatomy.Call]) -> str:
+    """The reference's own split beside ours: decode's share of a 64-token call, and what its TTFT leaves
+    out."""
+    shares = [f"{fmt.pct(v, 1)} at N = {fmt.n(k)}" for k, v in reference.ANATOMY["decode_share"].items()]
+    ours = ", ".join(
+        f"{c.backend} {fmt.pct(c.stage('decode').ms / c.e2e_ms, 1)} ({c.workload}, "
+        f"{c.prompt_tokens} tokens in, {c.output_tokens} out)"
+        for c in calls
+        if c.stage("decode").measured and c.e2e_ms
+    )
+    return (
+        f"{reference.LABEL}: decode takes {' and '.join(shares)} of a call with a "
+        f"{reference.REPLY_TOKENS}-token reply; its prefill is {reference.ANATOMY['prefill']}. "
+        f"Decode's share of the end-to-end here: {ours or 'none measured'}."
+    )
+
+
 def stage_table(calls: list[anatomy.Call]) -> Table:
     """Rows: the stages in call order, then the end-to-end; a column per backend (its call named in the
     header row), each cell its ms and share of the end-to-end, or why it is not measured."""
@@ -40,6 +61,12 @@ def stage_table(calls: list[anatomy.Call]) -> Table:
         row = [_cell(c.stage(name), c.e2e_ms) for c in calls]
         t.add([name, *row], "total" if name == anatomy.UNACCOUNTED else "")
     t.add(["end-to-end (caller)", *[f"{fmt.n(c.e2e_ms)} ms" for c in calls]], "total")
+    before = [c.unaccounted_before_first_token_ms() for c in calls]
+    t.add(["unaccounted before the first token", *[_part(b) for b in before]])
+    after = [
+        None if b is None else c.stage(anatomy.UNACCOUNTED).ms - b for b, c in zip(before, calls, strict=True)
+    ]
+    t.add(["unaccounted after the first token", *[_part(a) for a in after]])
     t.add(
         ["measured by", *["; ".join(f"{s.name}: {s.clock}" for s in c.stages if s.measured) for c in calls]]
     )
@@ -63,7 +90,11 @@ def blocks(
     """The section's blocks; [] where no workload has a single request with an end-to-end."""
     if not calls:
         return []
-    out: list[Block] = [p(INTRO), p(anatomy.RULE[0].upper() + anatomy.RULE[1:] + ".", muted=True)]
+    out: list[Block] = [
+        p(INTRO),
+        p(anatomy.RULE[0].upper() + anatomy.RULE[1:] + ".", muted=True),
+        p(reference_line(calls)),
+    ]
     for workload in dict.fromkeys(c.workload for c in calls):
         mine = [c for c in calls if c.workload == workload]
         out.append(h3(f"Workload {workload}"))
