@@ -45,3 +45,29 @@ def test_chat_prompts_get_both_figures_id_prompts_the_tokenizer_only_and_load_no
     assert prompt_timing.read(tmp_path) == timings and "timings" not in plan.to_json()
     assert prompt_timing.fields_of(timings, load) == {"template_ms": None, "tokenize_ms": None}
     assert prompt_timing.read(tmp_path / "none") == {}
+
+
+def test_a_runs_records_carry_the_prompt_timings_and_the_callers_last_token(
+    tmp_path, tiny_model_dir, monkeypatch
+):
+    """The child (in process, a fake backend) copies each prompt's timings onto its records."""
+    from transformers import AutoTokenizer
+
+    import backends
+    import tests.harness.fakes as fakes
+    from harness import child
+    from harness.records import read_records
+    from workloads import build_plan, read_workloads
+
+    monkeypatch.setattr(fakes, "EchoBackend", fakes.echo_backend_class(), raising=False)
+    monkeypatch.setitem(backends.REGISTRY, "echo", "tests.harness.fakes:EchoBackend")
+    workload = fakes.small_workload(tmp_path)
+    fakes.prepare_run(tmp_path / "run", workload, tiny_model_dir)
+    renderer = Renderer(AutoTokenizer.from_pretrained(tiny_model_dir))
+    plan = build_plan(read_workloads([], [str(workload)]), renderer, 1)  # the same prompts, the same keys
+    prompt_timing.write(tmp_path / "run", prompt_timing.measure(plan, renderer))
+    assert child.main([str(tmp_path / "run"), "echo"]) == 0
+    rows = [r for r in read_records(tmp_path / "run") if not r["skipped"]]
+    assert rows and all(r["tokenize_ms"] is not None and r["last_token_ms"] is not None for r in rows)
+    assert {r["template_ms"] is None for r in rows} == {True, False}  # chat prompts and id prompts
+    assert all(r["detokenize_ms"] is None for r in rows)  # the fake adapter marks no span
