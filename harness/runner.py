@@ -97,6 +97,7 @@ class Runner:
             e2e_ms=result.e2e_ms,
             last_token_ms=result.last_token_ms,
             detokenize_ms=result.spans_ms.get("detokenize"),
+            response_parse_ms=result.spans_ms.get("response parse"),
             **prompt_timing.fields_of(self.prompt_timings, step.prompt),
             output_text=out.text,
             timing_source=result.timing_source,

@@ -146,7 +146,17 @@ def agreement(summary: pd.DataFrame, backends: list[str]) -> dict[str, Any] | No
     return to_spec(chart)
 
 
-STAGE_COLORS = ["#9c755f", "#bab0ac", "#b07aa1", "#edc948", "#4e79a7", "#f28e2b", "#59a14f", "#444444"]
+STAGE_COLORS = [
+    "#9c755f",
+    "#bab0ac",
+    "#b07aa1",
+    "#edc948",
+    "#4e79a7",
+    "#f28e2b",
+    "#59a14f",
+    "#76b7b2",
+    "#444444",
+]
 
 
 def anatomy(stages: pd.DataFrame, order: list[str], backends: list[str]) -> dict[str, Any] | None:

@@ -11,7 +11,8 @@ in the order the call goes through them:
   token), each by the engine's own clock (in process, ``extra.engine_*``) or its server's ``/metrics``
   (``extra.server_*``); where no engine clock is recorded, prefill and decode come from the caller's
   clock (``ttft_ms``; ``last_token_ms - ttft_ms``); then ``detokenize`` where the adapter decodes
-  (``detokenize_ms``);
+  (``detokenize_ms``) and ``response parse`` where a streamed answer is assembled after its stream ended
+  (``response_parse_ms``);
 - ``unaccounted``: the end-to-end less the stages measured inside it, its own stage, never spread over the
   others (request build and send, HTTP and SSE framing, a server's own tokenizer and detokenizer, the
   response parse; negative where clocks of different layers overlap).
@@ -31,7 +32,14 @@ from reports.stats import num
 
 UNACCOUNTED = "unaccounted"
 BEFORE = ("chat template", "tokenize")  # before the call's clock starts
-INSIDE = ("intake", "queue", "prefill", "decode", "detokenize")  # inside the call's end-to-end
+INSIDE = (
+    "intake",
+    "queue",
+    "prefill",
+    "decode",
+    "detokenize",
+    "response parse",
+)  # inside the call's end-to-end
 STAGES = (*BEFORE, *INSIDE, UNACCOUNTED)
 RULE = (
     "the representative call of a workload: among its single requests (no load level) at its lowest "
@@ -155,6 +163,15 @@ def stages_of(row: dict[str, Any]) -> tuple[Stage, ...]:
             detok,
             "adapter span on the caller's clock",
             "" if detok is not None else "done inside the engine or server, which reports no time for it",
+        )
+    )
+    parse = num(row.get("response_parse_ms"))
+    out.append(
+        Stage(
+            "response parse",
+            parse,
+            "adapter span on the caller's clock",
+            "" if parse is not None else "no streamed response to assemble (or a run before it was timed)",
         )
     )
     inside = sum(s.ms for s in out if s.name in INSIDE and s.ms is not None)

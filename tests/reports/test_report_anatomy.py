@@ -82,11 +82,20 @@ def test_a_stage_a_record_cannot_give_reads_not_measured_with_why():
 def test_a_servers_metrics_stand_in_where_no_engine_stamps_are_recorded():
     extra = {"server_queue_ms": 0.5, "server_prefill_ms": 8.0, "server_ttft_ms": 9.0}
     row = sweep_record(
-        "vllm-server", 64, 0, 12.0, 2.0, engine_decode_ms_per_token=1.0, e2e_ms=100.0, extra=extra
+        "vllm-server",
+        64,
+        0,
+        12.0,
+        2.0,
+        engine_decode_ms_per_token=1.0,
+        e2e_ms=100.0,
+        response_parse_ms=0.25,
+        extra=extra,
     )
     stages = {s.name: s for s in anatomy.stages_of(row)}
     assert stages["intake"].ms == pytest.approx(0.5) and stages["queue"].clock == "server /metrics"
-    assert stages[anatomy.UNACCOUNTED].ms == pytest.approx(100 - 0.5 - 0.5 - 8 - 63)
+    assert stages["response parse"].ms == 0.25
+    assert stages[anatomy.UNACCOUNTED].ms == pytest.approx(100 - 0.5 - 0.5 - 8 - 63 - 0.25)
 
 
 def test_the_representative_call_is_the_middle_variants_median_call():
