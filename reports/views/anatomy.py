@@ -19,8 +19,9 @@ INTRO = (
     "before the call's clock starts), the engine's own request stamps or its server's /metrics (intake, "
     "queue, prefill, decode), the caller's token clock (prefill and decode where no engine clock is "
     "recorded; the adapter's detokenization and a streamed answer's final assembly). Unaccounted is the "
-    "end-to-end less the stages measured inside it, shown as its own stage: request build, HTTP and SSE framing, a server's own tokenizer and "
-    "detokenizer and the client's per-chunk parsing live there. docs/anatomy.md defines each stage."
+    "end-to-end less the stages measured inside it, shown as its own stage: request build, HTTP and SSE "
+    "framing, a server's own tokenizer and detokenizer and the client's per-chunk parsing live there. "
+    "docs/anatomy.md defines each stage."
 )
 
 
