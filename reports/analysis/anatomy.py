@@ -84,11 +84,6 @@ class Call:
             return None
         return self.ttft_ms - sum(self.stage(n).ms or 0.0 for n in ("intake", "queue", "prefill"))
 
-    @property
-    def inside_ms(self) -> float:
-        """The stages measured inside the end-to-end, unaccounted included: the end-to-end itself."""
-        return sum(s.ms for s in self.stages if s.name not in BEFORE and s.ms is not None)
-
 
 def _extra(row: dict[str, Any], key: str) -> float | None:
     extra = row.get("extra")
@@ -151,7 +146,12 @@ def stages_of(row: dict[str, Any]) -> tuple[Stage, ...]:
         intake = ttft - queue - prefill if None not in (ttft, queue, prefill) else None
         decode = per_token * (n - 1) if per_token is not None and n is not None and n > 1 else None
         out += [
-            Stage("intake", intake, clock + " (TTFT - queue - prefill)", "" if intake is not None else none),
+            Stage(
+                "intake",
+                intake,
+                clock + " (TTFT - queue - prefill)",
+                "" if intake is not None else "no engine TTFT, queue and prefill all recorded",
+            ),
             Stage("queue", queue, clock, "" if queue is not None else "no queue time recorded"),
             Stage("prefill", prefill, clock, "" if prefill is not None else "no prefill time recorded"),
             Stage("decode", decode, clock, "" if decode is not None else "no engine decode time recorded"),

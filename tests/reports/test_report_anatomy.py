@@ -124,3 +124,17 @@ def test_the_section_comes_first_after_the_summary(page):
     body = page[section : page.index("</section>", section)]
     assert "not measured: the records carry no engine or server request stamps" in body
     assert "unaccounted" in body and "one call taken apart, sweep" in body
+
+
+def test_an_engine_that_stamps_part_of_the_call_leaves_the_rest_not_measured():
+    row = engine_call()
+    row["extra"] = {"engine_queue_ms": 2.0}  # no prefill stamp: no intake either
+    stages = {s.name: s for s in anatomy.stages_of(row)}
+    assert stages["queue"].ms == 2.0 and stages["prefill"].why == "no prefill time recorded"
+    assert not stages["intake"].measured and "all recorded" in stages["intake"].why
+    assert math.isclose(2.0 + 3.0 * 63 + stages[anatomy.UNACCOUNTED].ms, row["e2e_ms"])
+
+
+def test_the_page_states_the_references_split_beside_ours(page):
+    assert "decode takes 96.9% at N = 1,024 and 92.8% at N = 2,048" in page
+    assert "tokenization" in page and "Decode&#39;s share of the end-to-end here: vllm 82.2%" in page
