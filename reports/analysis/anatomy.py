@@ -31,6 +31,7 @@ import pandas as pd
 from reports.stats import num
 
 UNACCOUNTED = "unaccounted"
+CALLER = "caller's token clock"
 BEFORE = ("chat template", "tokenize")  # before the call's clock starts
 INSIDE = (
     "intake",
@@ -79,8 +80,11 @@ class Call:
 
     def unaccounted_before_first_token_ms(self) -> float | None:
         """The part of ``unaccounted`` before the first token reached the caller (its TTFT less the stages
-        measured before the first token); the rest came after. None: no caller TTFT or no unaccounted."""
+        measured before the first token); the rest came after. None: no caller TTFT or no unaccounted, or the
+        prefill is itself the caller's TTFT (nothing to split)."""
         if self.ttft_ms is None or self.stage(UNACCOUNTED).ms is None:
+            return None
+        if self.stage("prefill").clock.startswith(CALLER):  # the prefill is the caller's TTFT: no split
             return None
         return self.ttft_ms - sum(self.stage(n).ms or 0.0 for n in ("intake", "queue", "prefill"))
 
@@ -124,7 +128,7 @@ def stages_of(row: dict[str, Any]) -> tuple[Stage, ...]:
     n = num(row.get("output_tokens"))
     if clock is None:
         ttft, last = num(row.get("ttft_ms")), num(row.get("last_token_ms"))
-        caller = "caller's token clock"
+        caller = CALLER
         out += [
             Stage("intake", None, "", none),
             Stage("queue", None, "", none),

@@ -62,6 +62,15 @@ def test_the_stages_add_up_to_the_end_to_end_within_the_unaccounted_part():
     assert caller["unaccounted"] == pytest.approx(300 - 20 - 252 - 1.5)
 
 
+def test_the_unaccounted_part_is_split_at_the_callers_first_token_where_an_engine_clock_is_recorded():
+    def call(row):
+        return anatomy.Call("w", "b", "", 1, 64, row["e2e_ms"], anatomy.stages_of(row), row["ttft_ms"])
+
+    engine = call(engine_call())
+    assert engine.unaccounted_before_first_token_ms() == pytest.approx(14.0 - 13.0)  # caller TTFT less 13
+    assert call(caller_call()).unaccounted_before_first_token_ms() is None  # its prefill is the caller's TTFT
+
+
 def test_the_stages_before_the_call_stay_out_of_its_end_to_end():
     stages = {s.name: s for s in anatomy.stages_of(caller_call(template_ms=50.0))}
     assert stages["chat template"].ms == 50.0 and stages["tokenize"].ms == 0.5
