@@ -42,6 +42,12 @@ INSIDE = (
     "response parse",
 )  # inside the call's end-to-end
 STAGES = (*BEFORE, *INSIDE, UNACCOUNTED)
+LEVEL = 32  # the load level taken apart: C=32 where every backend ran it, else the largest below it
+LOADED_RULE = (
+    f"under load, the closed-loop level every backend ran at C={LEVEL} requests in flight (else the largest "
+    "C below it, else the smallest), one variant of it; on each backend, its request with the median "
+    "end-to-end"
+)
 RULE = (
     "the representative call of a workload: among its single requests (no load level) at its lowest "
     "temperature, the variant (mode, case, turn) every backend ran whose median prompt length is the middle "
@@ -74,6 +80,7 @@ class Call:
     stages: tuple[Stage, ...]
 
     ttft_ms: float | None = None  # the caller's TTFT, to place the unaccounted part around the first token
+    level: str | None = None  # under load: the level ("C=32"); None: one request at a time
 
     def stage(self, name: str) -> Stage:
         return next(s for s in self.stages if s.name == name)
@@ -127,21 +134,26 @@ def stages_of(row: dict[str, Any]) -> tuple[Stage, ...]:
     none = "the records carry no engine or server request stamps"
     n = num(row.get("output_tokens"))
     if clock is None:
-        ttft, last = num(row.get("ttft_ms")), num(row.get("last_token_ms"))
-        caller = CALLER
+        ttft, last, held = num(row.get("ttft_ms")), _last_token_ms(row), num(row.get("queue_ms"))
+        turn = ttft - held if ttft is not None and held is not None else ttft
         out += [
             Stage("intake", None, "", none),
-            Stage("queue", None, "", none),
+            Stage(
+                "queue",
+                held,
+                "load loop: waiting for a queued backend's turn (caller's clock)",
+                "" if held is not None else none,
+            ),
             Stage(
                 "prefill",
-                ttft,
-                caller + " (submit -> first token)",
-                "" if ttft is not None else "no token was ticked",
+                turn,
+                CALLER + (" (its turn -> first token)" if held is not None else " (submit -> first token)"),
+                "" if turn is not None else "no token was ticked",
             ),
             Stage(
                 "decode",
                 last - ttft if last is not None and ttft is not None else None,
-                caller + " (first -> last token)",
+                CALLER + " (first -> last token)",
                 "" if last is not None and ttft is not None else "no last-token time in the record",
             ),
         ]
@@ -190,6 +202,16 @@ def stages_of(row: dict[str, Any]) -> tuple[Stage, ...]:
     return tuple(out)
 
 
+def _last_token_ms(row: dict[str, Any]) -> float | None:
+    """Submit -> the last token at the caller: the record's ``last_token_ms``, or under load its last token's
+    arrival less its submit (``token_times_s``, one clock)."""
+    last = num(row.get("last_token_ms"))
+    times, submit = row.get("token_times_s"), num(row.get("submit_s"))
+    if last is None and isinstance(times, list) and times and submit is not None:
+        last = (times[-1] - submit) * 1e3
+    return last
+
+
 def _singles(measured: pd.DataFrame) -> pd.DataFrame:
     df = measured
     for col in ("load_concurrency", "load_rate_rps"):
@@ -226,6 +248,41 @@ def representative(rows: pd.DataFrame, backends: list[str]) -> dict[str, dict[st
     return out
 
 
+def representative_loaded(
+    rows: pd.DataFrame, backends: list[str], level: int = LEVEL
+) -> dict[str, dict[str, Any]]:
+    """Per backend, the record dict of the workload's representative request under load
+    (:data:`LOADED_RULE`); {} where the workload has no closed-loop level every backend ran."""
+    if "load_concurrency" not in rows:
+        return {}
+    rows = rows[rows["load_concurrency"].notna() & rows["rep"].notna() & rows["e2e_ms"].notna()]
+    present = [b for b in backends if b in set(rows["backend"])]
+    if not present:
+        return {}
+    variants = [
+        {
+            (int(c), str(m), str(k))
+            for c, m, k in rows[rows["backend"] == b][["load_concurrency", "mode", "case"]].values
+        }
+        for b in present
+    ]
+    common = sorted(set.intersection(*variants))
+    if not common:
+        return {}
+    at_most = [v for v in common if v[0] <= level]
+    chosen = max(at_most, key=lambda v: v[0]) if at_most else common[0]
+    out = {}
+    for b in present:
+        mine = rows[
+            (rows["backend"] == b)
+            & (rows["load_concurrency"] == chosen[0])
+            & (rows["mode"].astype(str) == chosen[1])
+            & (rows["case"].astype(str) == chosen[2])
+        ].sort_values("e2e_ms")
+        out[b] = mine.iloc[(len(mine) - 1) // 2].to_dict()
+    return out
+
+
 def _label(row: dict[str, Any]) -> str:
     """The call named: its mode, case, turn and repeat (whole numbers as such)."""
     parts = []
@@ -237,21 +294,27 @@ def _label(row: dict[str, Any]) -> str:
     return ", ".join(parts)
 
 
+def _call(workload: str, backend: str, row: dict[str, Any], level: str | None = None) -> Call:
+    return Call(
+        workload,
+        backend,
+        _label(row),
+        int(row["prompt_tokens"]) if num(row.get("prompt_tokens")) is not None else None,
+        int(row["output_tokens"]) if num(row.get("output_tokens")) is not None else None,
+        float(row["e2e_ms"]),
+        stages_of(row),
+        num(row.get("ttft_ms")),
+        level,
+    )
+
+
 def calls(measured: pd.DataFrame, backends: list[str]) -> list[Call]:
-    """Every workload's representative call on each backend, taken apart, in workload then backend order."""
+    """Every workload's representative call on each backend, taken apart, in workload then backend order: one
+    request at a time, then under load where the workload has load levels."""
     out = []
     for workload in dict.fromkeys(w for w in measured["workload"] if isinstance(w, str)):
-        for backend, row in representative(measured[measured["workload"] == workload], backends).items():
-            out.append(
-                Call(
-                    workload,
-                    backend,
-                    _label(row),
-                    int(row["prompt_tokens"]) if num(row.get("prompt_tokens")) is not None else None,
-                    int(row["output_tokens"]) if num(row.get("output_tokens")) is not None else None,
-                    float(row["e2e_ms"]),
-                    stages_of(row),
-                    num(row.get("ttft_ms")),
-                )
-            )
+        rows = measured[measured["workload"] == workload]
+        out += [_call(workload, b, row) for b, row in representative(rows, backends).items()]
+        for b, row in representative_loaded(rows, backends).items():
+            out.append(_call(workload, b, row, f"C={int(row['load_concurrency'])}"))
     return out

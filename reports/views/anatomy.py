@@ -88,20 +88,20 @@ def stage_frame(calls: list[anatomy.Call]) -> pd.DataFrame:
 def blocks(
     calls: list[anatomy.Call], backends: list[str], slot: Callable[[dict | None, str], Markup]
 ) -> list[Block]:
-    """The section's blocks; [] where no workload has a single request with an end-to-end."""
+    """The section's blocks, a table and a bar per workload (and per workload under load); [] where no
+    workload has a request with an end-to-end."""
     if not calls:
         return []
-    out: list[Block] = [
-        p(INTRO),
-        p(anatomy.RULE[0].upper() + anatomy.RULE[1:] + ".", muted=True),
-        p(reference_line(calls)),
-    ]
-    for workload in dict.fromkeys(c.workload for c in calls):
-        mine = [c for c in calls if c.workload == workload]
-        out.append(h3(f"Workload {workload}"))
+    rules = anatomy.RULE[0].upper() + anatomy.RULE[1:] + "; " + anatomy.LOADED_RULE + "."
+    singles = [c for c in calls if c.level is None]
+    out: list[Block] = [p(INTRO), p(rules, muted=True), p(reference_line(singles))]
+    for workload, level in dict.fromkeys((c.workload, c.level) for c in calls):
+        mine = [c for c in calls if (c.workload, c.level) == (workload, level)]
+        title = f"Workload {workload}" + (f", under load ({level} requests in flight)" if level else "")
+        out.append(h3(title))
         out.append(table(stage_table(mine)))
         spec = charts.anatomy(stage_frame(mine), list(anatomy.STAGES), backends)
-        bar = chart(slot(spec, f"one call taken apart, {workload}"))
+        bar = chart(slot(spec, f"one call taken apart, {workload}" + (f" at {level}" if level else "")))
         if bar is not None:
             out.append(bar)
     return out

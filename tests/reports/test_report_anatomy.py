@@ -11,7 +11,7 @@ import pytest
 
 from reports import build
 from reports.analysis import anatomy
-from tests.reports.records import sweep_record, write_run
+from tests.reports.records import load_level, load_request, sweep_record, write_run
 
 
 def engine_call(**fields) -> dict:
@@ -147,3 +147,49 @@ def test_an_engine_that_stamps_part_of_the_call_leaves_the_rest_not_measured():
 def test_the_page_states_the_references_split_beside_ours(page):
     assert "decode takes 96.9% at N = 1,024 and 92.8% at N = 2,048" in page
     assert "tokenization" in page and "Decode&#39;s share of the end-to-end here: vllm 82.2%" in page
+
+
+def loaded(backend: str, c: int, rep: int, e2e_ms: float, **fields) -> dict:
+    """A request of the level C=c: submitted at 1 s, its first token 10 ms later, its last at e2e - 5 ms."""
+    times = [1.010, 1.0 + (e2e_ms - 5) / 1e3]
+    return load_request(backend, c, rep, 1.0, times, e2e_ms=e2e_ms, ttft_ms=10.0, **fields)
+
+
+def test_under_load_the_level_at_32_or_below_and_its_median_request_are_taken_apart():
+    rows = [
+        loaded(b, c, rep, 100.0 + 10 * rep + c, queue_ms=4.0 if b == "hf" else None)
+        for b in ("hf", "vllm")
+        for c in (8, 32, 64)
+        for rep in range(3)
+    ] + [load_level("hf", 32, {}), sweep_record("hf", 64, 0, 5.0, 1.0, e2e_ms=70.0)]
+    chosen = anatomy.representative_loaded(pd.DataFrame(rows), ["hf", "vllm"])
+    assert {b: (r["load_concurrency"], r["rep"]) for b, r in chosen.items()} == {
+        "hf": (32, 1),
+        "vllm": (32, 1),
+    }
+    stages = {s.name: s for s in anatomy.stages_of(chosen["hf"])}
+    assert stages["queue"].ms == 4.0 and stages["prefill"].ms == pytest.approx(6.0)  # its turn -> first token
+    assert stages["decode"].ms == pytest.approx(142 - 5 - 10)  # the last token from token_times_s
+    assert stages[anatomy.UNACCOUNTED].ms == pytest.approx(5.0)
+    calls = anatomy.calls(pd.DataFrame(rows), ["hf", "vllm"])
+    assert [(c.workload, c.backend, c.level) for c in calls] == [
+        ("lf", "hf", "C=32"),
+        ("lf", "vllm", "C=32"),
+        ("sweep", "hf", None),
+    ]
+    below = pd.DataFrame([r for r in rows if r["load_concurrency"] != 32])
+    assert anatomy.representative_loaded(below, ["hf"])["hf"]["load_concurrency"] == 8  # the largest below 32
+
+
+def test_the_view_gives_a_table_and_a_bar_per_workload_and_per_level():
+    from reports.views import anatomy as view
+
+    rows = [loaded(b, 32, rep, 100.0 + rep) for b in ("hf", "vllm") for rep in range(3)]
+    rows.append(caller_call())
+    calls = anatomy.calls(pd.DataFrame(rows), ["hf", "vllm"])
+    specs = []
+    blocks = view.blocks(calls, ["hf", "vllm"], lambda spec, label: specs.append(label) or "slot")
+    titles = [b.text for b in blocks if b.kind == "h3"]
+    assert titles == ["Workload lf, under load (C=32 requests in flight)", "Workload sweep"]
+    assert specs == ["one call taken apart, lf at C=32", "one call taken apart, sweep"]
+    assert sum(b.kind == "table" for b in blocks) == 2
