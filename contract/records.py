@@ -119,9 +119,8 @@ class Record:
     tokenize_ms: float | None = None  # the prompt's text tokenized (the harness, at plan time)
     last_token_ms: float | None = None  # submit -> the last token available, at the caller (TokenClock)
     detokenize_ms: float | None = None  # output ids -> text where the adapter decodes them (TokenClock span)
-    response_parse_ms: float | None = (
-        None  # a streamed answer assembled once its stream ended (TokenClock span)
-    )
+    # a streamed answer assembled once its stream ended (TokenClock span)
+    response_parse_ms: float | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     def key(self) -> RecordKey:

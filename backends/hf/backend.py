@@ -213,9 +213,8 @@ class HFBackend(Backend):
         if request.reuse_prefix:
             self._kept = (prompt + new[:-1], out.past_key_values)
         finish = "stop" if new and new[-1] in self.eos_ids else "length"
-        with clock.span(
-            "detokenize"
-        ):  # the output ids to text, here after the last token (the clock times it)
+        # the output ids to text, after the last token: a stage of its own (the clock times it)
+        with clock.span("detokenize"):
             text = self.tokenizer.decode(new, skip_special_tokens=True)
         return RawOutput(
             token_ids=new,
