@@ -26,7 +26,8 @@ from __future__ import annotations
 
 import time
 from abc import ABC, abstractmethod
-from dataclasses import dataclass, replace
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from backends.answer_checks import check_answer
@@ -92,6 +93,8 @@ class Result:
     e2e_ms: float
     timing_source: str
     cache_state: str
+    last_token_ms: float | None = None  # submit -> the last token available (the clock's last tick)
+    spans_ms: dict[str, float] = field(default_factory=dict)  # TokenClock.span: e.g. "detokenize"
 
     @property
     def engine_ttft_ms(self) -> float | None:
@@ -110,6 +113,17 @@ class TokenClock:
         self.start = time.perf_counter()
         self.stamps: list[tuple[float, int]] = []  # (time, number of new tokens)
         self.served_at: float | None = None  # under load, behind a queue: when the request's turn came
+        self.spans_ms: dict[str, float] = {}  # name -> ms spent inside span(name), added up
+
+    @contextmanager
+    def span(self, name: str):
+        """Time a stage the adapter runs itself (``with clock.span("detokenize"): text = decode(ids)``): the
+        adapter marks where, the clock times it (added up when a span repeats); docs/anatomy.md."""
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.spans_ms[name] = self.spans_ms.get(name, 0.0) + (time.perf_counter() - start) * 1e3
 
     def tick(self, new_tokens: int = 1, at: float | None = None) -> None:
         """``new_tokens`` arrived now, or at ``at`` (``perf_counter``: a stream read whose tokens are parsed
@@ -119,6 +133,10 @@ class TokenClock:
 
     def ttft_ms(self) -> float | None:
         return (self.stamps[0][0] - self.start) * 1e3 if self.stamps else None
+
+    def last_token_ms(self) -> float | None:
+        """From the start to the last tick (the last token available to the caller); None: nothing ticked."""
+        return (self.stamps[-1][0] - self.start) * 1e3 if self.stamps else None
 
     def tokens_ticked(self) -> int | None:
         """The tokens ticked so far (a server's stream: its chunks with text); None where nothing ticked."""
@@ -266,6 +284,8 @@ class Backend(ABC):
 
     # -- the one timing loop --------------------------------------------------------------
     def generate(self, request: Request) -> Result:
+        """Run ``request`` once, timed by the caller's clock: TTFT, decode, the last token and the adapter's
+        spans from the clock's ticks, else the max_tokens differential, else the end-to-end only."""
         cache_state = "reuse-allowed" if request.reuse_prefix else "reset-before-request"
         if not request.reuse_prefix:
             self.reset_cache()  # outside the timed region
@@ -279,7 +299,8 @@ class Backend(ABC):
             source = "max_tokens-differential"
         else:
             ttft, decode, source = None, None, "e2e-only"
-        return Result(output, ttft, decode, e2e_ms, source, cache_state)
+        last = clock.last_token_ms() if clock.stamps else None
+        return Result(output, ttft, decode, e2e_ms, source, cache_state, last, dict(clock.spans_ms))
 
     def _timed(self, request: Request) -> tuple[RawOutput, TokenClock, float]:
         self.synchronize()

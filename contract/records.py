@@ -114,6 +114,13 @@ class Record:
         None  # each streamed chunk's arrival (a chunk may carry several tokens)
     )
     queue_ms: float | None = None  # waiting for a queued backend's turn (one request at a time)
+    # -- one call taken apart (docs/anatomy.md): stages the engine's and server's clocks do not cover --
+    template_ms: float | None = None  # the chat template rendered to text (the harness, at plan time)
+    tokenize_ms: float | None = None  # the prompt's text tokenized (the harness, at plan time)
+    last_token_ms: float | None = None  # submit -> the last token available, at the caller (TokenClock)
+    detokenize_ms: float | None = None  # output ids -> text where the adapter decodes them (TokenClock span)
+    # a streamed answer assembled once its stream ended (TokenClock span)
+    response_parse_ms: float | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     def key(self) -> RecordKey:

@@ -20,7 +20,7 @@ import signal
 import sys
 from pathlib import Path
 
-from harness import models, parallel_args, server_args
+from harness import models, parallel_args, prompt_timing, server_args
 from harness.applied import check_applicable
 from harness.backend_runs import run_backends
 from harness.cli_checks import (
@@ -208,6 +208,7 @@ def write_and_run(
             if args.resume:
                 check_resume(out, planned.plan_json, {**settings, "model_config_hash": config_hash})
             atomic_write_text(out / "plan.json", planned.plan_json)
+            prompt_timing.write(out, planned.prompt_timings)
             if (
                 planned.chat_prompts is not None
             ):  # --endpoint chat: the messages behind each prompt, for the server's template

@@ -12,13 +12,13 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from backends.base import TIMING_DEFINITIONS
 from contract.chat import Renderer
 from contract.plan import Plan
-from harness import models, server_args
+from harness import models, prompt_timing, server_args
 from harness.applied import not_applied
 from harness.cli_checks import (
     UsageError,
@@ -54,6 +54,7 @@ class Planned:
     renderer: Renderer
     stability: dict
     chat_prompts: dict | None
+    prompt_timings: dict = field(default_factory=dict)  # harness.prompt_timing: written beside plan.json
 
 
 def choose_workloads(args: argparse.Namespace) -> Workloads:
@@ -101,7 +102,8 @@ def plan_prompts(
     lint_lines, unstable = prefix_lint.report(specs, stability)
     if unstable:
         print("\n".join(lint_lines), file=sys.stderr)
-    return Planned(plan, plan_json, renderer, stability, chat_prompts)
+    timings = prompt_timing.measure(plan, renderer)  # not in plan.json: a --resume compares its hash
+    return Planned(plan, plan_json, renderer, stability, chat_prompts, timings)
 
 
 def describe_run(

@@ -21,7 +21,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from backends.base import Backend, Result
-from harness import load_runner
+from harness import load_runner, prompt_timing
 from harness.records import Record, RecordWriter, done_keys, failed_keys
 from harness.secrets import redact
 from harness.steps import (
@@ -62,6 +62,7 @@ class Runner:
         self.done = done_keys(run_dir, backend.name) if resume else set()
         self.failed = failed_keys(run_dir, backend.name) if resume else set()
         self.writer = RecordWriter(run_dir)
+        self.prompt_timings = prompt_timing.read(run_dir)  # template / tokenizer ms per prompt (plan time)
         self.wall_s: dict[str, float] = defaultdict(float)  # per workload, warm-ups included
         self.errors_seen: set[str] = set()
 
@@ -94,6 +95,10 @@ class Runner:
             engine_ttft_ms=result.engine_ttft_ms,
             engine_decode_ms_per_token=result.engine_decode_ms_per_token,
             e2e_ms=result.e2e_ms,
+            last_token_ms=result.last_token_ms,
+            detokenize_ms=result.spans_ms.get("detokenize"),
+            response_parse_ms=result.spans_ms.get("response parse"),
+            **prompt_timing.fields_of(self.prompt_timings, step.prompt),
             output_text=out.text,
             timing_source=result.timing_source,
             cache_state=result.cache_state,

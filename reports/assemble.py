@@ -13,7 +13,7 @@ from typing import Any
 import pandas as pd
 
 from reports import kinds, roofline
-from reports.analysis import agreement, caveats, claims, status, summary
+from reports.analysis import agreement, anatomy, caveats, claims, status, summary
 from reports.runs import Dataset
 from reports.stats import num
 
@@ -44,6 +44,9 @@ class Report:
     agreement_cached_summary: pd.DataFrame = field(default_factory=pd.DataFrame)
     flat_logits: dict[str, bool] = field(default_factory=dict)  # per backend with step-0 log-probs
     model_notes: list[str] = field(default_factory=list)  # what this model's figures mean
+    anatomy: list[anatomy.Call] = field(
+        default_factory=list
+    )  # one call taken apart, per workload and backend
 
 
 def block_size(engine: dict[str, Any]) -> int | None:
@@ -162,6 +165,7 @@ def assemble(
         agreement_cached_summary=agreement.summary(cached, flat),
         flat_logits=flat,
         model_notes=model_notes(ds),
+        anatomy=anatomy.calls(measured, ds.backends),
     )
     report.caveats = caveats.derive(report)
     report.jobs = summary.jobs(report)

@@ -144,3 +144,41 @@ def agreement(summary: pd.DataFrame, backends: list[str]) -> dict[str, Any] | No
         .properties(width=WIDTH + 120, height=alt.Step(14))
     )
     return to_spec(chart)
+
+
+STAGE_COLORS = [
+    "#9c755f",
+    "#bab0ac",
+    "#b07aa1",
+    "#edc948",
+    "#4e79a7",
+    "#f28e2b",
+    "#59a14f",
+    "#76b7b2",
+    "#444444",
+]
+
+
+def anatomy(stages: pd.DataFrame, order: list[str], backends: list[str]) -> dict[str, Any] | None:
+    """One call taken apart: a stacked bar per backend (rows ``backend``, ``stage``, ``ms``), the stages in
+    ``order`` (the last, "unaccounted", in dark grey); a stage not measured has no row, so draws nothing."""
+    if stages.empty:
+        return None
+    data = stages.assign(position=[order.index(s) for s in stages["stage"]])
+    chart = (
+        alt.Chart(inline_data(data))
+        .mark_bar()
+        .encode(
+            y=alt.Y("backend:N", title=None, sort=[b for b in backends if b in set(data["backend"])]),
+            x=alt.X("sum(ms):Q", title="ms, stage by stage (stacked)"),
+            color=alt.Color(
+                "stage:N",
+                title="stage",
+                scale=alt.Scale(domain=order, range=STAGE_COLORS[: len(order)]),
+            ),
+            order=alt.Order("position:Q"),
+            tooltip=["backend:N", "stage:N", alt.Tooltip("ms:Q", format=".3f"), "clock:N"],
+        )
+        .properties(width=WIDTH + 200, height=alt.Step(22))
+    )
+    return to_spec(chart)

@@ -20,7 +20,7 @@ from markupsafe import Markup
 
 from reports import charts, fmt, kinds, reference
 from reports.assemble import Report
-from reports.views import Block, claims, common, note
+from reports.views import Block, anatomy, claims, common, note
 
 TEMPLATES = Path(__file__).parent / "templates"
 
@@ -117,6 +117,7 @@ def render(report: Report) -> str:
     """The report's HTML page, one self-contained file: the Jinja template filled with the report's blocks and
     every chart's Vega-Lite spec, the Vega bundle inlined so the page opens offline."""
     c = Charts()
+    anatomy_blocks = anatomy.blocks(report.anatomy, report.ds.backends, c.slot)  # first after the summary
     blocks = section_blocks(report, c)
     agreement_slot = c.slot(
         charts.agreement(report.agreement_summary, report.ds.backends), "agreement at T=0"
@@ -141,6 +142,7 @@ def render(report: Report) -> str:
             versions=versions,
             generated=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
             summary_blocks=common.summary(report),
+            anatomy_blocks=anatomy_blocks,
             section_blocks=blocks,
             agreement_blocks=common.agreement(report, agreement_slot),
             server_blocks=common.server(report),

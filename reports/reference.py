@@ -34,6 +34,12 @@ REPLY_TOKENS = 64
 # Decode's share of a 64-token call follows from the seed's own figures: 63 steps of 64 ms after a
 # prefill of about one step (64 ms) -> 63 / 64 of the call.
 DECODE_SHARE = (REPLY_TOKENS - 1) / REPLY_TOKENS
+# One call taken apart, as the article splits it (seed-figures.md, section 3): decode's share of a call with a
+# 64-token reply at two prompt lengths, and what its "prefill" (its TTFT) leaves out.
+ANATOMY = {
+    "decode_share": {1024: 0.969, 2048: 0.928},
+    "prefill": "one forward pass plus picking the first token (no tokenization, scheduling or network)",
+}
 JSON_MASK = {"valid": 80, "calls": 80}  # constrained decoding: every reply valid
 REUSE = "prefix reuse stops a few tokens before the end of the previous prompt (the template rewrites it)"
 ATTENTION = "attention concentrates on special-token positions"

@@ -213,9 +213,12 @@ class HFBackend(Backend):
         if request.reuse_prefix:
             self._kept = (prompt + new[:-1], out.past_key_values)
         finish = "stop" if new and new[-1] in self.eos_ids else "length"
+        # the output ids to text, after the last token: a stage of its own (the clock times it)
+        with clock.span("detokenize"):
+            text = self.tokenizer.decode(new, skip_special_tokens=True)
         return RawOutput(
             token_ids=new,
-            text=self.tokenizer.decode(new, skip_special_tokens=True),
+            text=text,
             finish_reason=finish,
             cached_tokens=cached,
             prompt_ids_used=prompt,

@@ -50,7 +50,8 @@ def read_stream(
                 reader.add(chunk)
     except json.JSONDecodeError as exc:  # the client parses each data: line as JSON
         raise malformed(LINE_NOT_JSON, reader.tokens(), f"{exc.msg} at column {exc.colno}") from exc
-    return reader.output()
+    with clock.span("response parse"):  # the answer assembled once the stream ended (docs/anatomy.md)
+        return reader.output()
 
 
 async def read_stream_async(
@@ -64,7 +65,8 @@ async def read_stream_async(
                 reader.add(chunk)
     except json.JSONDecodeError as exc:
         raise malformed(LINE_NOT_JSON, reader.tokens(), f"{exc.msg} at column {exc.colno}") from exc
-    return reader.output()
+    with clock.span("response parse"):  # the answer assembled once the stream ended (docs/anatomy.md)
+        return reader.output()
 
 
 class StreamReader:

@@ -108,3 +108,26 @@ def test_only_backends_whose_raw_call_is_their_own_path_declare_one() -> None:
         and backends.resolve("sglang").raw_call
     )
     assert backends.resolve("hf-graphs").raw_call is None and backends.resolve("hf-cb").raw_call is None
+
+
+class Detokenizing(Scripted):
+    """Ticks two tokens, then decodes them inside a span the clock times (``TokenClock.span``)."""
+
+    def _generate(self, request: Request, clock: TokenClock) -> RawOutput:
+        for _ in range(2):
+            time.sleep(0.005)
+            clock.tick()
+        with clock.span("detokenize"):
+            time.sleep(0.01)
+        return RawOutput(token_ids=[1, 2], text="ab")
+
+
+def test_the_clock_times_an_adapters_span_and_the_last_token():
+    r = Detokenizing().generate(Request([1], max_new_tokens=2))
+    assert 9 <= r.spans_ms["detokenize"] < 40
+    assert r.ttft_ms <= r.last_token_ms <= r.e2e_ms - r.spans_ms["detokenize"] + 1e-6
+
+
+def test_no_tick_no_last_token_and_no_span_no_figure():
+    r = Scripted().generate(Request([1], max_new_tokens=1))
+    assert r.last_token_ms is None and r.spans_ms == {}

@@ -119,6 +119,19 @@ def test_sweep_prompts_have_exact_lengths_and_decode_64_tokens(run):
     assert sorted({r["rep"] for r in sweep}) == [0, 1]
 
 
+def test_one_call_taken_apart_has_its_tokenizer_last_token_and_detokenize_times(run):
+    """The anatomy's stages this backend gives (docs/anatomy.md): the prompt's tokenizer time from plan time,
+    the caller's last token, and the adapter's detokenize span after it, all inside the end-to-end."""
+    _, rows = run
+    sweep = [r for r in rows if r["workload"] == "sweep"]
+    for r in sweep:
+        assert r["tokenize_ms"] > 0 and r["template_ms"] is None  # the sweep's prompts are token ids
+        assert r["ttft_ms"] <= r["last_token_ms"] and r["detokenize_ms"] > 0
+        assert r["last_token_ms"] + r["detokenize_ms"] <= r["e2e_ms"]
+    chats = [r for r in rows if r["workload"] == "conversation"]
+    assert chats and all(r["template_ms"] > 0 for r in chats)
+
+
 def test_constrained_json_is_valid_at_every_temperature(run):
     _, rows = run
     constrained = [r for r in rows if r["workload"] == "json" and r["mode"] == "constrained"]
