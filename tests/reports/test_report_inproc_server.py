@@ -94,7 +94,8 @@ def test_a_pair_that_disagrees_gets_each_side_s_measured_ttft_split_at_the_level
     assert (two.ttft, two.queue, two.after_queue, two.outside) == (900.0, 600.0, 250.0, 50.0)
     text = notes[0]["text"]
     assert "At C=8 (vllm pass, vllm-server miss)" in text
-    assert "in process 400 ms = queue 100 + engine after the queue 290 + outside the engine (the step loop) 10" in text
+    step_loop = "outside the engine (the step loop) 10"
+    assert f"in process 400 ms = queue 100 + engine after the queue 290 + {step_loop}" in text
     assert "over HTTP 900 ms = queue 600 + engine after the queue 250 + outside the engine" in text
     assert "the engine's queue carries the most (500 ms)" in text
     assert "does not predict vllm-server here" in text
@@ -145,3 +146,13 @@ def test_a_server_s_means_pool_its_engine_starts_by_their_counts():
     ]
     assert _server_mean(starts, "queue") == 200.0
     assert _server_mean([LevelFacts()], "queue") is None
+
+
+def test_the_level_is_the_lowest_both_judged_where_their_verdicts_differ_undecided_included():
+    """The H200's S=0 agent row: in process undecided at C=128, its server missed there (issue 39's case)."""
+    from workloads.load.report.inproc_server import deciding_level
+
+    inproc = {"decisions": {8.0: "pass", 32.0: "pass", 128.0: "undecided", 256.0: "miss"}}
+    server = {"decisions": {8.0: "pass", 32.0: "pass", 64.0: "miss", 128.0: "miss"}}
+    assert deciding_level(inproc, server) == 128.0  # C=64 ran on one side only: no verdict to set beside
+    assert deciding_level(inproc, {"decisions": {8.0: "pass"}}) is None

@@ -337,13 +337,13 @@ def inproc_server_blocks(found: list[dict[str, Any]]) -> list[Block]:
         return []
     return [
         p(
-            "In process beside its server: where an engine's in-process column and its server's disagree on "
-            "a capacity, the caller's TTFT at the level where one met the target and the other did not, "
-            "split into the engine's queue (queued → scheduled), the engine after its queue (its own TTFT − "
-            "the queue) and what lies outside the engine (the caller's TTFT − the engine's own: the step "
-            "loop in process, the front end, network and client over HTTP); means, which add up, over the "
-            "level's served requests (in process each request's engine timestamps, over HTTP the server's "
-            "/metrics histograms).",
+            "In process beside its server: where an engine's in-process column and its server's disagree on"
+            " a capacity, the caller's TTFT at the lowest level where their verdicts differ (pass, miss, "
+            "undecided), split into the engine's queue (queued → scheduled), the engine after its queue "
+            "(its own TTFT − the queue) and what lies outside the engine (the caller's TTFT − the engine's "
+            "own: the step loop in process, the front end, network and client over HTTP); means, which add "
+            "up, over the level's served requests (in process each request's engine timestamps, over HTTP "
+            "the server's /metrics histograms).",
             muted=True,
         ),
         *(p(n["text"]) for n in found),

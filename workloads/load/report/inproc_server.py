@@ -4,9 +4,10 @@ the engine's queue, the rest of the engine's own TTFT and what lies outside the 
 A pair is an in-process column and an HTTP column that ran one engine (``replicas.engine_of``: a server's
 ``server_kind``, an in-process engine's version key), with the prefix cache the same way and the same
 requests (one group of ``capacity.mix_classes``). Where their capacity rows for one variant, loop and target
-differ (value, next level up or bound), the **level** is the lowest level both judged where one met the
-target and the other did not. There, over each side's served requests of the whole level (first wave
-included, as a server's histograms count them; means, because means add up and percentiles do not):
+differ (value, next level up or bound), the **level** is the lowest level both judged where their decisions
+differ (one met the target, the other missed it or was left undecided; a throughput-only target has none).
+There, over each side's served requests of the whole level (first wave included, as a server's histograms
+count them; means, because means add up and percentiles do not):
 
 - **queue**: the engine's own wait from queued to scheduled: in process each request's ``engine_queue_ms``
   (``backends/vllm/facts.py``; SGLang's meta info), over HTTP the server's queue-time histogram
@@ -132,9 +133,9 @@ def _differ(a: dict, b: dict) -> bool:
 
 
 def deciding_level(a: dict, b: dict) -> float | None:
-    """The lowest level both rows judged where one met the target and the other did not."""
+    """The lowest level both rows judged where their decisions differ (pass, miss, undecided)."""
     da, db = a.get("decisions") or {}, b.get("decisions") or {}
-    shared = sorted(float(x) for x in set(da) & set(db) if da[x] != db[x] and "pass" in (da[x], db[x]))
+    shared = sorted(float(x) for x in set(da) & set(db) if da[x] != db[x])
     return shared[0] if shared else None
 
 
@@ -228,7 +229,7 @@ def text(a: dict, z: dict, x: float | None, sides: tuple[Split, Split] | None) -
         f"({a['workload']} · {a['mode']}, {'concurrency' if a['loop'] == 'closed' else 'Poisson rate'})."
     )
     if x is None:
-        return head + " No level both ran was met by one and missed by the other: no split to give."
+        return head + " At every level both ran their decisions agree: no split to give."
     da, dz = (a.get("decisions") or {}).get(x), (z.get("decisions") or {}).get(x)
     at = f" At {level_text(a, x)} ({b} {da}, {s} {dz})"
     if sides is None:
