@@ -156,3 +156,22 @@ def test_the_level_is_the_lowest_both_judged_where_their_verdicts_differ_undecid
     server = {"decisions": {8.0: "pass", 32.0: "pass", 64.0: "miss", 128.0: "miss"}}
     assert deciding_level(inproc, server) == 128.0  # C=64 ran on one side only: no verdict to set beside
     assert deciding_level(inproc, {"decisions": {8.0: "pass"}}) is None
+
+
+def test_the_same_time_end_to_end_split_otherwise_is_said_only_where_the_figures_show_it():
+    """The H200's S=0 C=128 agent level, in round figures: the queue carries the gap, the end-to-end means
+    agree within 5 %, the side that queued less decoded slower."""
+    from workloads.load.report.inproc_server import Split, admitted_otherwise, largest_part
+
+    inproc = Split("vllm", 1408, 762.0, 226.0, 752.0, 47.5, 3754.0, 2070.0)
+    server = Split("vllm-server", 1408, 1534.0, 954.0, 1479.0, 35.8, 3792.0, 2173.0)
+    part, diff = largest_part(inproc, server)
+    assert part == "queue" and diff == 728.0
+    said = admitted_otherwise(inproc, server, part, diff)
+    assert "the engine in process admitted requests sooner and decoded them slower" in said
+    assert "(TPOT 47.5 against 35.8 ms) than behind its server" in said
+    longer = Split("vllm-server", 1408, 1534.0, 954.0, 1479.0, 35.8, 4400.0, 2173.0)  # 15 % longer
+    assert admitted_otherwise(inproc, longer, part, diff) == ""
+    faster = Split("vllm", 1408, 762.0, 226.0, 752.0, 30.0, 3754.0, 2070.0)  # queued less and decoded faster
+    assert admitted_otherwise(faster, server, part, diff) == ""
+    assert admitted_otherwise(inproc, server, "outside", diff) == ""

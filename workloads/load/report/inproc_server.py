@@ -18,7 +18,9 @@ count them; means, because means add up and percentiles do not):
   HTTP the front end, the network and the client;
 
 and beside them the caller's TPOT and end-to-end means and the level's output tok/s. The note names the
-part that carries most of the TTFT gap. Where the decisions differ at a level both ran, the in-process
+part that carries most of the TTFT gap, and where that part is the queue, the end-to-end means agree
+(within ``SAME_E2E``) and the side that queued less decoded slower, says that the same time was spent
+otherwise (:func:`admitted_otherwise`). Where the decisions differ at a level both ran, the in-process
 column did not predict its server there: the capacity summary (``capacity_summary``) then puts the server's
 column first and says so beside the in-process one (:func:`lead`).
 """
@@ -37,6 +39,7 @@ from workloads.load.report.capacity_cells import capacity_text, level_text
 
 IN_PROCESS, HTTP = "in process", "HTTP"
 PARTS = ("queue", "after_queue", "outside")  # the caller's TTFT mean = their sum (where all three are known)
+SAME_E2E = 0.05  # two mean end-to-end times this close (of the larger) are "the same time end to end"
 PART_WORDS = {
     "queue": "the engine's queue",
     "after_queue": "the engine after its queue (intake and prefill to the first token)",
@@ -221,6 +224,30 @@ def largest_part(one: Split, two: Split) -> tuple[str, float] | None:
     return part, diffs[part]
 
 
+def same_e2e(one: Split, two: Split) -> bool:
+    """The two sides' mean end-to-end times within ``SAME_E2E`` of each other (the larger)."""
+    if one.e2e is None or two.e2e is None or max(one.e2e, two.e2e) <= 0:
+        return False
+    return abs(one.e2e - two.e2e) <= SAME_E2E * max(one.e2e, two.e2e)
+
+
+def admitted_otherwise(one: Split, two: Split, part: str, diff: float) -> str:
+    """Where the queue carries the gap, the end-to-end times agree and TPOT goes the other way: the same
+    time end to end, split otherwise between waiting and decoding (else nothing)."""
+    if part != "queue" or not same_e2e(one, two) or one.tpot is None or two.tpot is None:
+        return ""
+    sooner = "in process" if diff > 0 else "behind its server"
+    later = "behind its server" if diff > 0 else "in process"
+    slower, faster = (one, two) if diff > 0 else (two, one)
+    if slower.tpot <= faster.tpot:
+        return ""
+    return (
+        f" End to end the two agree (within {SAME_E2E:.0%}): the engine {sooner} admitted requests sooner "
+        f"and decoded them slower (TPOT {_ms(slower.tpot)} against {_ms(faster.tpot)} ms) than {later}, "
+        "the same time spent otherwise, so the TTFT a target judges moved and the capacity with it."
+    )
+
+
 def text(a: dict, z: dict, x: float | None, sides: tuple[Split, Split] | None) -> str:
     """The note's sentence (see the module docstring); every figure from the rows and the splits."""
     b, s = a["backend"], z["backend"]
@@ -251,6 +278,7 @@ def text(a: dict, z: dict, x: float | None, sides: tuple[Split, Split] | None) -
             f" Of the TTFT gap ({fmt.n(two.ttft - one.ttft)} ms, HTTP − in process) {PART_WORDS[part]} "
             f"carries the most ({fmt.n(diff)} ms)."
         )
+        why += admitted_otherwise(one, two, part, diff)
     return head + at + parts + why + f" The in-process column does not predict {s} here."
 
 
