@@ -175,3 +175,11 @@ def test_the_same_time_end_to_end_split_otherwise_is_said_only_where_the_figures
     faster = Split("vllm", 1408, 762.0, 226.0, 752.0, 30.0, 3754.0, 2070.0)  # queued less and decoded faster
     assert admitted_otherwise(faster, server, part, diff) == ""
     assert admitted_otherwise(inproc, server, "outside", diff) == ""
+
+
+def test_the_readme_table_prints_the_notes_as_the_page_has_them(tmp_path, capsys):
+    from workloads.load.report import load_table
+
+    assert load_table.main([str(r) for r in runs(tmp_path)] + ["--inproc-server"]) == 0
+    out = capsys.readouterr().out
+    assert "At C=8 (vllm pass, vllm-server miss)" in out and "does not predict vllm-server here" in out

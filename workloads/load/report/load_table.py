@@ -2,7 +2,7 @@
 tokens/s, TTFT p50/p99, ITL p50 and goodput — what the Load section draws, as text for a README.
 
     python -m workloads.load.report.load_table RUN_DIR... [--slo NAME:ttft_p90_ms=2000,tpot_p90_ms=200]
-        [--merge-starts] [--capacity]
+        [--merge-starts] [--capacity] [--inproc-server]
 
 Rows are (workload · variant · level), in the order the runs have them; a cell is
 ``tok/s · TTFT p50/p99 ms · ITL p50 ms · goodput req/s (n)``, "–" where the backend has no such
@@ -11,7 +11,8 @@ turns a session; ``capacity.mix_of``), so that it is not read against the others
 The figures come from ``workloads.load.report.levels.per_level`` (one definition for the page and
 this table); nothing here recomputes them. ``--capacity`` adds the capacity rows as the page's summary
 states them (``capacity_cells.headline_text``: the bracket, the deciding percentile with its interval at
-both ends, every engine start's bracket), from the page's own analysis of the runs.
+both ends, every engine start's bracket), from the page's own analysis of the runs; ``--inproc-server``
+the page's notes where an engine in process and its own server disagree on a capacity (``inproc_server``).
 """
 
 from __future__ import annotations
@@ -62,13 +63,26 @@ def table(levels, mixes: dict[tuple, str] | None = None) -> str:
     return "\n".join(lines) + f"\n\nEach cell: {CELL}.{note}\n"
 
 
-def capacity_table(ds) -> str:
+def load_section(ds):
+    """The runs' Load section as the page assembles it (None: no such section)."""
+    from reports.assemble import assemble
+
+    return next((s for s in assemble(ds).sections if s.kind == "load"), None)
+
+
+def inproc_server_notes(section) -> str:
+    """The page's notes where an engine in process and its own server disagree on a capacity
+    (``inproc_server``), one paragraph each."""
+    found = section.data["cap"].get("inproc_server") if section is not None and section.data else None
+    return "".join(f"{n['text']}\n\n" for n in found or [])
+
+
+def capacity_table(ds, section=None) -> str:
     """The capacity rows of the runs' Load section as a Markdown table: backend, loop, target, capacity (the
     page's summary wording) and what limited it."""
-    from reports.assemble import assemble
     from workloads.load.report.capacity_cells import headline_text
 
-    section = next((s for s in assemble(ds).sections if s.kind == "load"), None)
+    section = section if section is not None else load_section(ds)
     caps = section.data["cap"]["capacity"] if section is not None and section.data else None
     if caps is None or caps.empty:
         return ""
@@ -117,6 +131,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--capacity", action="store_true", help="add the capacity table (the page's summary words)"
     )
+    p.add_argument(
+        "--inproc-server",
+        action="store_true",
+        help="add the page's notes where an engine in process and its own server disagree on a capacity",
+    )
     args = p.parse_args(argv)
     try:
         slo = goodput_pair(args.slo)
@@ -132,8 +151,11 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 2
     print(table(levels, level_mixes(ds.records)), end="")
+    section = load_section(ds) if args.capacity or args.inproc_server else None
     if args.capacity:
-        print("\n" + capacity_table(ds), end="")
+        print("\n" + capacity_table(ds, section), end="")
+    if args.inproc_server:
+        print("\n" + inproc_server_notes(section), end="")
     return 0
 
 
