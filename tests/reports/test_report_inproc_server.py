@@ -183,3 +183,16 @@ def test_the_readme_table_prints_the_notes_as_the_page_has_them(tmp_path, capsys
     assert load_table.main([str(r) for r in runs(tmp_path)] + ["--inproc-server"]) == 0
     out = capsys.readouterr().out
     assert "At C=8 (vllm pass, vllm-server miss)" in out and "does not predict vllm-server here" in out
+
+
+def test_the_readme_notes_come_from_every_load_section(tmp_path, capsys):
+    """Two load workloads are two sections of the page: the notes of the second one are printed too."""
+    from workloads.load.report import load_table
+
+    paths = runs(tmp_path)
+    for path in paths:  # a second load workload ("ls") ahead of the first: its section comes first
+        rows = (path / "records.jsonl").read_text().splitlines()
+        other = [r.replace('"workload": "lf"', '"workload": "ls"') for r in rows if '"case": "C=1"' in r]
+        (path / "records.jsonl").write_text("\n".join(other + rows) + "\n")
+    assert load_table.main([str(r) for r in paths] + ["--inproc-server"]) == 0
+    assert "At C=8 (vllm pass, vllm-server miss)" in capsys.readouterr().out

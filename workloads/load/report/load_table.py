@@ -63,18 +63,18 @@ def table(levels, mixes: dict[tuple, str] | None = None) -> str:
     return "\n".join(lines) + f"\n\nEach cell: {CELL}.{note}\n"
 
 
-def load_section(ds):
-    """The runs' Load section as the page assembles it (None: no such section)."""
+def load_sections(ds) -> list:
+    """The runs' Load sections as the page assembles them (one a workload of the load kind)."""
     from reports.assemble import assemble
 
-    return next((s for s in assemble(ds).sections if s.kind == "load"), None)
+    return [s for s in assemble(ds).sections if s.kind == "load"]
 
 
-def inproc_server_notes(section) -> str:
+def inproc_server_notes(sections) -> str:
     """The page's notes where an engine in process and its own server disagree on a capacity
-    (``inproc_server``), one paragraph each."""
-    found = section.data["cap"].get("inproc_server") if section is not None and section.data else None
-    return "".join(f"{n['text']}\n\n" for n in found or [])
+    (``inproc_server``), one paragraph each, over every Load section."""
+    found = [n for s in sections if s.data for n in s.data["cap"].get("inproc_server") or []]
+    return "".join(f"{n['text']}\n\n" for n in found)
 
 
 def capacity_table(ds, section=None) -> str:
@@ -82,7 +82,7 @@ def capacity_table(ds, section=None) -> str:
     page's summary wording) and what limited it."""
     from workloads.load.report.capacity_cells import headline_text
 
-    section = section if section is not None else load_section(ds)
+    section = section if section is not None else next(iter(load_sections(ds)), None)
     caps = section.data["cap"]["capacity"] if section is not None and section.data else None
     if caps is None or caps.empty:
         return ""
@@ -151,11 +151,11 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 2
     print(table(levels, level_mixes(ds.records)), end="")
-    section = load_section(ds) if args.capacity or args.inproc_server else None
+    sections = load_sections(ds) if args.capacity or args.inproc_server else []
     if args.capacity:
-        print("\n" + capacity_table(ds, section), end="")
+        print("\n" + capacity_table(ds, next(iter(sections), None)), end="")
     if args.inproc_server:
-        print("\n" + inproc_server_notes(section), end="")
+        print("\n" + inproc_server_notes(sections), end="")
     return 0
 
 
