@@ -251,9 +251,10 @@ def admitted_otherwise(one: Split, two: Split, part: str, diff: float) -> str:
 def text(a: dict, z: dict, x: float | None, sides: tuple[Split, Split] | None) -> str:
     """The note's sentence (see the module docstring); every figure from the rows and the splits."""
     b, s = a["backend"], z["backend"]
+    loop = "concurrency" if a["loop"] == "closed" else "Poisson rate"
     head = (
-        f"{b} (in process) {capacity_text(a)} against {s} (HTTP) {capacity_text(z)} within {a['target']} "
-        f"({a['workload']} · {a['mode']}, {'concurrency' if a['loop'] == 'closed' else 'Poisson rate'})."
+        f"{b}, in process: {capacity_text(a)}, against {s}, over HTTP: {capacity_text(z)}, "
+        f"within {a['target']} ({a['workload']} · {a['mode']}, {loop})."
     )
     if x is None:
         return head + " At every level both ran their decisions agree: no split to give."
