@@ -52,6 +52,9 @@ def level(backend: str, c: int, ttft_ms: float, engine: dict | None = None, serv
         facts["server_timings"] = {
             **{f"{k}_ms_mean": v for k, v in server.items()},
             **{f"{k}_n": rep for k in server},
+            # the median in a wide bucket: (300, 800] ms, as a server's histogram gives it
+            "queue_ms_p50": 550.0,
+            "queue_p50_bucket_ms": [300.0, 800.0],
         }
     out.append(load_level(backend, c, facts))
     return out
@@ -95,8 +98,8 @@ def test_a_pair_that_disagrees_gets_each_side_s_measured_ttft_split_at_the_level
     text = notes[0]["text"]
     assert "At C=8 (vllm pass, vllm-server miss)" in text
     step_loop = "outside the engine (the step loop) 10"
-    assert f"in process 400 ms = queue 100 + engine after the queue 290 + {step_loop}" in text
-    assert "over HTTP 900 ms = queue 600 + engine after the queue 250 + outside the engine" in text
+    assert f"in process 400 ms = queue 100 (p50 100) + engine after the queue 290 + {step_loop}" in text
+    assert "over HTTP 900 ms = queue 600 (p50 in (300, 800]) + engine after the queue 250 + outside" in text
     assert "the engine's queue carries the most (500 ms)" in text
     assert "does not predict vllm-server here" in text
 

@@ -11,7 +11,9 @@ count them; means, because means add up and percentiles do not):
 
 - **queue**: the engine's own wait from queued to scheduled: in process each request's ``engine_queue_ms``
   (``backends/vllm/facts.py``; SGLang's meta info), over HTTP the server's queue-time histogram
-  (``server_timings`` in the level record, its exact mean; several engine starts pooled by their counts);
+  (``server_timings`` in the level record, its exact mean; several engine starts pooled by their counts),
+  with its median beside it (in process over the requests; over HTTP one start's, as its buckets give it:
+  ``server_figures.p50_text``), since a first wave can carry a mean that most requests never waited;
 - **engine, after the queue** = the engine's own TTFT − queue: its intake and the prefill up to the first
   token (in process each request's ``engine_ttft_ms``, over HTTP the server's TTFT histogram);
 - **outside the engine** = the caller's TTFT − the engine's own: in process the harness's step loop, over
@@ -36,6 +38,8 @@ from reports import fmt
 from reports.stats import num
 from workloads.load.report.capacity import KEY
 from workloads.load.report.capacity_cells import capacity_text, level_text
+from workloads.load.report.levels import bucket, percentile
+from workloads.load.report.server_figures import p50_text
 
 IN_PROCESS, HTTP = "in process", "HTTP"
 PARTS = ("queue", "after_queue", "outside")  # the caller's TTFT mean = their sum (where all three are known)
@@ -59,6 +63,7 @@ class Split:
     tpot: float | None  # the caller's decode ms a token
     e2e: float | None  # the caller's submit to finish
     output_tps: float | None  # the level's steady output tok/s
+    queue_p50: str = ""  # the queue's median in words: "p50 0.0", "p50 in (500, 800]" (a server's bucket)
 
     @property
     def after_queue(self) -> float | None:
@@ -98,9 +103,18 @@ def split(backend: str, g: pd.DataFrame, facts: list[Any], via: str, tps: Any = 
     ok = g[g["error"].isna()] if "error" in g else g
     if via == HTTP:
         queue, engine_ttft = _server_mean(facts, "queue"), _server_mean(facts, "ttft")
+        timed = [t for f in facts if (t := getattr(f, "server_timings", None))]
+        # one start's median as the server's buckets give it (medians of several starts do not pool)
+        median = (
+            p50_text(timed[0].get("queue_ms_p50"), bucket(timed[0].get("queue_p50_bucket_ms")))
+            if len(timed) == 1
+            else ""
+        )
     else:
-        queue = _mean(_extra(ok, "engine_queue_ms"))
+        waits = pd.to_numeric(_extra(ok, "engine_queue_ms"), errors="coerce").dropna()
+        queue = _mean(waits)
         engine_ttft = _mean(ok["engine_ttft_ms"]) if "engine_ttft_ms" in ok else None
+        median = f"p50 {fmt.n(percentile(waits, 50))}" if len(waits) else ""
     e2e = (ok["finish_s"] - ok["submit_s"]) * 1e3 if {"finish_s", "submit_s"} <= set(ok) else pd.Series()
     return Split(
         backend=backend,
@@ -111,6 +125,7 @@ def split(backend: str, g: pd.DataFrame, facts: list[Any], via: str, tps: Any = 
         tpot=_mean(ok["decode_ms_per_token"]) if "decode_ms_per_token" in ok else None,
         e2e=_mean(e2e),
         output_tps=num(tps),
+        queue_p50=median,
     )
 
 
@@ -205,8 +220,9 @@ def _ms(v: float | None) -> str:
 
 
 def _ttft_text(sp: Split, outside_words: str) -> str:
+    median = f" ({sp.queue_p50})" if sp.queue_p50 else ""
     return (
-        f"{_ms(sp.ttft)} ms = queue {_ms(sp.queue)} + engine after the queue {_ms(sp.after_queue)} + "
+        f"{_ms(sp.ttft)} ms = queue {_ms(sp.queue)}{median} + engine after the queue {_ms(sp.after_queue)} + "
         f"outside the engine ({outside_words}) {_ms(sp.outside)}"
     )
 
