@@ -38,7 +38,7 @@ from reports import fmt
 from reports.stats import num
 from workloads.load.report.capacity import KEY
 from workloads.load.report.capacity_cells import capacity_text, level_text
-from workloads.load.report.levels import bucket, percentile
+from workloads.load.report.levels import bucket, level_facts, percentile, requests
 from workloads.load.report.server_figures import p50_text
 
 IN_PROCESS, HTTP = "in process", "HTTP"
@@ -160,8 +160,6 @@ def deciding_level(a: dict, b: dict) -> float | None:
 def notes(cap: dict[str, Any], rows: pd.DataFrame, engines: dict[str, str]) -> list[dict[str, Any]]:
     """One note a disagreeing pair and target (see the module docstring): its rows, its level, the two
     splits (None where no level was decided differently) and its sentence."""
-    from workloads.load.report.levels import level_facts, requests
-
     caps, steady = cap["capacity"], cap["steady"]
     via, caching, classes = cap.get("via") or {}, cap.get("caching_of") or {}, cap.get("mix_classes") or {}
     if caps.empty or steady.empty or not via:
