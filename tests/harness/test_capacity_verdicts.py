@@ -266,6 +266,8 @@ def test_a_warm_up_does_not_think(tiny_model_dir, tmp_path, monkeypatch):
         return real(backend, requests, settings)
 
     monkeypatch.setattr(load_runner, "run_level", spy)
-    spec = USERS_SPEC.replace("warmup_requests: 0", "warmup_requests: 4").replace("think_s: 0.4", "think_s: 0.05")
+    spec = USERS_SPEC.replace("warmup_requests: 0", "warmup_requests: 4").replace(
+        "think_s: 0.4", "think_s: 0.05"
+    )
     run(plan_of(spec, tiny_model_dir, tmp_path), tmp_path / "run")
     assert seen == [(4, 0.0), (16, 0.05)]
