@@ -3,7 +3,8 @@ finds here (``reports.kinds``).
 
 The figures come from ``levels`` (every level, first wave included), ``capacity`` (steady states,
 capacity per target, energy and cost), ``caching`` (what prefix caching buys), ``targets`` (the SLO
-targets the runs wrote, the goodput pair) and ``replicas`` (tp against dp); the page is the capacity half
+targets the runs wrote, the goodput pair), ``replicas`` (tp against dp) and ``inproc_server`` (an engine
+in process beside its server, where their capacities disagree); the page is the capacity half
 (``capacity_tables``, ``capacity_cells``, ``capacity_chart``, ``capacity_summary``) followed by the
 every-request half: charts (``charts``), tables and blocks (``tables``, ``server_figures``,
 ``replicas_tables``, ``mix_groups``), caveats (``caveats``), summary rows and gate figures (``summary``).
@@ -77,8 +78,12 @@ def _analyse(rows: pd.DataFrame, ctx, name: str) -> dict[str, Any]:
     cap["via"] = {
         b: "HTTP" if over_http(ctx.ds.env_of(b).get("engine") or {}) else "in process" for b in labels
     }
-    from workloads.load.report import replicas
+    from workloads.load.report import inproc_server, replicas
     from workloads.load.report.sizing_tables import capacity_frame
+
+    # an engine in process beside its own server: where their capacities disagree, each side's TTFT split
+    engines = {b: replicas.engine_of(ctx.ds.env_of(b).get("engine") or {}, b) for b in labels}
+    cap["inproc_server"] = inproc_server.notes(cap, rows, engines)
 
     pools = {b: sizing.kv_pool(ctx.ds.start_envs(b)) for b in labels}
     sized = sizing.size(ctx.size, cap, pools, envs, runs, ctx.ds.sources) if ctx.size else None

@@ -3,8 +3,9 @@
 Per variant and target, each backend's capacity (levels are searched per backend, so the numbers are
 compared, never ranked); per variant, the steady output tok/s at the level the most backends ran
 with the same requests, with a winner only where the gap beats the spread within the run (the intervals)
-and between engine starts (``throughput_verdict``). Backends that ran other
-requests (``capacity.mix_classes``: the H200's HF mix, fewer turns a session) get rows
+and between engine starts (``throughput_verdict``). Where an engine in process did not predict its own
+server's capacity (``inproc_server``), the server's value comes first and the in-process one says so.
+Backends that ran other requests (``capacity.mix_classes``: the H200's HF mix, fewer turns a session) get rows
 of their own, compared only with each other.
 """
 
@@ -16,6 +17,7 @@ from reports import fmt
 from reports.stats import StartStat, rank, verdict
 from workloads.load.report.capacity import mix_classes, tps_above
 from workloads.load.report.capacity_cells import capacity_text, headline_text
+from workloads.load.report.inproc_server import lead
 from workloads.load.report.mix_groups import by_class, mix_label
 
 
@@ -50,6 +52,8 @@ def jobs(d: dict[str, Any]) -> list:
             values = [(r["backend"], headline_text(r)) for r in g.to_dict("records")] + (
                 not_run if i == 0 else []
             )
+            # a server before its engine in process where that one did not predict it (inproc_server)
+            values = lead(values, cap.get("inproc_server") or [], target, w, m, loop)
             out.append(
                 Job(
                     f"Many users: {target} ({w} · {m}{'' if loop == 'closed' else ', open loop'}"

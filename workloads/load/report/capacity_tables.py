@@ -264,6 +264,7 @@ def blocks(d: dict[str, Any], backends: list[str], slots) -> list[Block]:
         )
         if not caps.empty
         else None,
+        *inproc_server_blocks(cap.get("inproc_server") or []),
         p(
             "Capacity = a bracket: the highest level that met the target and the lowest level above it that "
             "missed, refined by the capacity search until the two are within its ratio. Each level's verdict "
@@ -327,6 +328,26 @@ def blocks(d: dict[str, Any], backends: list[str], slots) -> list[Block]:
             table(caching_table(ratios)),
         ]
     return compact(out)
+
+
+def inproc_server_blocks(found: list[dict[str, Any]]) -> list[Block]:
+    """The notes where an engine in process and its own server disagree on a capacity
+    (``inproc_server``), under a line that says what they are."""
+    if not found:
+        return []
+    return [
+        p(
+            "In process beside its server: where an engine's in-process column and its server's disagree on"
+            " a capacity, the caller's TTFT at the lowest level where their verdicts differ (pass, miss, "
+            "undecided), split into the engine's queue (queued → scheduled), the engine after its queue "
+            "(its own TTFT − the queue) and what lies outside the engine (the caller's TTFT − the engine's "
+            "own: the step loop in process, the front end, network and client over HTTP); means, which add "
+            "up, over the level's served requests (in process each request's engine timestamps, over HTTP "
+            "the server's /metrics histograms).",
+            muted=True,
+        ),
+        *(p(n["text"]) for n in found),
+    ]
 
 
 def chart_block(slots) -> Block | None:

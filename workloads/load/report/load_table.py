@@ -2,7 +2,7 @@
 tokens/s, TTFT p50/p99, ITL p50 and goodput — what the Load section draws, as text for a README.
 
     python -m workloads.load.report.load_table RUN_DIR... [--slo NAME:ttft_p90_ms=2000,tpot_p90_ms=200]
-        [--merge-starts] [--capacity]
+        [--merge-starts] [--capacity] [--inproc-server]
 
 Rows are (workload · variant · level), in the order the runs have them; a cell is
 ``tok/s · TTFT p50/p99 ms · ITL p50 ms · goodput req/s (n)``, "–" where the backend has no such
@@ -11,7 +11,8 @@ turns a session; ``capacity.mix_of``), so that it is not read against the others
 The figures come from ``workloads.load.report.levels.per_level`` (one definition for the page and
 this table); nothing here recomputes them. ``--capacity`` adds the capacity rows as the page's summary
 states them (``capacity_cells.headline_text``: the bracket, the deciding percentile with its interval at
-both ends, every engine start's bracket), from the page's own analysis of the runs.
+both ends, every engine start's bracket), from the page's own analysis of the runs; ``--inproc-server``
+the page's notes where an engine in process and its own server disagree on a capacity (``inproc_server``).
 """
 
 from __future__ import annotations
@@ -62,16 +63,30 @@ def table(levels, mixes: dict[tuple, str] | None = None) -> str:
     return "\n".join(lines) + f"\n\nEach cell: {CELL}.{note}\n"
 
 
-def capacity_table(ds, targets: list[str] | None = None) -> str:
-    """The capacity rows of the runs' Load section as a Markdown table: backend, loop, target, capacity (the
-    page's summary wording) and what limited it; ``targets``: only these targets' rows (default: all)."""
+def load_sections(ds) -> list:
+    """The runs' Load sections as the page assembles them (one a workload of the load kind)."""
     from reports.assemble import assemble
+
+    return [s for s in assemble(ds).sections if s.kind == "load"]
+
+
+def inproc_server_notes(sections) -> str:
+    """The page's notes where an engine in process and its own server disagree on a capacity
+    (``inproc_server``), one paragraph each, over every Load section."""
+    found = [n for s in sections if s.data for n in s.data["cap"].get("inproc_server") or []]
+    return "".join(f"{n['text']}\n\n" for n in found)
+
+
+def capacity_table(ds, targets: list[str] | None = None, sections: list | None = None) -> str:
+    """The capacity rows of every Load section of the runs as a Markdown table: backend, loop, target,
+    capacity (the page's summary wording) and what limited it; ``targets``: only these targets' rows (default:
+    all)."""
     from workloads.load.report.capacity_cells import headline_text
 
     rows = [  # every load section's (one a load workload)
         r
-        for s in assemble(ds).sections
-        if s.kind == "load" and s.data and not s.data["cap"]["capacity"].empty
+        for s in (sections if sections is not None else load_sections(ds))
+        if s.data and not s.data["cap"]["capacity"].empty
         for r in s.data["cap"]["capacity"].to_dict("records")
     ]
     if not rows:
@@ -135,6 +150,11 @@ def main(argv: list[str] | None = None) -> int:
         metavar="NAME",
         help="the capacity table's rows of this target only (repeatable; default: every target)",
     )
+    p.add_argument(
+        "--inproc-server",
+        action="store_true",
+        help="add the page's notes where an engine in process and its own server disagree on a capacity",
+    )
     args = p.parse_args(argv)
     try:
         slo = goodput_pair(args.slo)
@@ -153,8 +173,11 @@ def main(argv: list[str] | None = None) -> int:
         print(capacity_table(ds, args.target), end="")
         return 0
     print(table(levels, level_mixes(ds.records)), end="")
+    sections = load_sections(ds) if args.capacity or args.inproc_server else []
     if args.capacity:
-        print("\n" + capacity_table(ds, args.target), end="")
+        print("\n" + capacity_table(ds, args.target, sections), end="")
+    if args.inproc_server:
+        print("\n" + inproc_server_notes(sections), end="")
     return 0
 
 
