@@ -47,19 +47,8 @@ def capacity_text(r: dict) -> str:
     the lowest miss; any, beside a peak; all, where the run never reached the variant and loop): never read as
     met. NaN reads as no value."""
     v = r["value"]
-    if r["bound"] == "not run":
-        return f"not run (the run stopped before {', '.join(level_text(r, x) for x in not_run_between(r))})"
-    if r["bound"] == "peak":
-        every = not_run_between(r)
-        if not known(v):
-            return "no level" + (f" ({not_run_text(r, every)})" if every else "")
-        peak = f"peak tok/s at {level_text(r, v)}"
-        return peak + (f" of the levels run ({not_run_text(r, every)})" if every else "")
-    if not known(v):
-        below = not_run_between(r, hi=r["next_up"])
-        parts = [f"{missed_word(r)} at {level_text(r, r['next_up'])}"] if known(r["next_up"]) else []
-        parts += [not_run_text(r, below)] if below else []
-        return "none" + (f" ({'; '.join(parts)})" if parts else "")
+    if r["bound"] in ("not run", "peak") or not known(v):
+        return _no_capacity_text(r)
     text = level_text(r, v)
     unjudged = r.get("unjudged")
     unjudged = list(unjudged) if isinstance(unjudged, list | tuple) else []
@@ -73,20 +62,53 @@ def capacity_text(r: dict) -> str:
     if r["bound"] == "floor":  # every level passed up to the stated maximum: "at least" that maximum
         return f"≥ {text} (every level {'judged' if why else 'tested'} met it{'; ' + why if why else ''})"
     if r["bound"] == "unbracketed":  # no miss, but the search never reached its maximum
-        above = not_run_between(r, lo=v)
-        if above:
-            them = "it" if len(above) == 1 else "them"
-            reason = f"{not_run_text(r, above)}: the run stopped before {them}"
-        elif why and any(x > v for x in unjudged):  # the levels above were run and could not be judged
-            return f"no miss up to {text} ({why})"
-        elif known(r.get("engine_limit")) and v >= r["engine_limit"]:  # the search stopped at the engine's
-            limit = f"{fmt.text(r.get('engine_limit_name')) or 'its limit'} = {fmt.n(r['engine_limit'])}"
-            reason = f"the engine's max running sequences, {limit}"
-        elif known(r.get("ceiling")) and r["ceiling"] > v:
-            reason = f"the search stopped below its maximum, {level_text(r, r['ceiling'])}"
-        else:
-            reason = "the search stopped before a miss"
-        return f"no miss up to {text} ({reason}{'; ' + why if why else ''})"
+        return _unbracketed_text(r, text, why, unjudged)
+    return _bracket_text(r, text, why)
+
+
+def _no_capacity_text(r: dict) -> str:
+    """A cell with no capacity value: a variant the run never reached, a throughput-only target's peak, or
+    'none' where no level met the target."""
+    v = r["value"]
+    if r["bound"] == "not run":
+        return f"not run (the run stopped before {', '.join(level_text(r, x) for x in not_run_between(r))})"
+    if r["bound"] == "peak":
+        every = not_run_between(r)
+        if not known(v):
+            return "no level" + (f" ({not_run_text(r, every)})" if every else "")
+        peak = f"peak tok/s at {level_text(r, v)}"
+        return peak + (f" of the levels run ({not_run_text(r, every)})" if every else "")
+    if not known(v):
+        below = not_run_between(r, hi=r["next_up"])
+        parts = [f"{missed_word(r)} at {level_text(r, r['next_up'])}"] if known(r["next_up"]) else []
+        parts += [not_run_text(r, below)] if below else []
+    return "none" + (f" ({'; '.join(parts)})" if parts else "")
+
+
+def _unbracketed_text(r: dict, text: str, why: str, unjudged: list) -> str:
+    """``no miss up to X (why the search stopped there)``: a level it did not reach, levels it could not
+    judge, the engine's own limit, or the search's budget below its maximum."""
+    v = r["value"]
+    above = not_run_between(r, lo=v)
+    if above:
+        them = "it" if len(above) == 1 else "them"
+        reason = f"{not_run_text(r, above)}: the run stopped before {them}"
+    elif why and any(x > v for x in unjudged):  # the levels above were run and could not be judged
+        return f"no miss up to {text} ({why})"
+    elif known(r.get("engine_limit")) and v >= r["engine_limit"]:  # the search stopped at the engine's
+        limit = f"{fmt.text(r.get('engine_limit_name')) or 'its limit'} = {fmt.n(r['engine_limit'])}"
+        reason = f"the engine's max running sequences, {limit}"
+    elif known(r.get("ceiling")) and r["ceiling"] > v:
+        reason = f"the search stopped below its maximum, {level_text(r, r['ceiling'])}"
+    else:
+        reason = "the search stopped before a miss"
+    return f"no miss up to {text} ({reason}{'; ' + why if why else ''})"
+
+
+def _bracket_text(r: dict, text: str, why: str) -> str:
+    """Both ends of a bracket (or the range up to the undecided levels, or an exact level), with what lies
+    between them."""
+    v = r["value"]
     between = not_run_between(r, lo=v, hi=r["next_up"])
     parts = []
     undecided = [x for x in (r.get("undecided") or []) if known(x)]
