@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 from contract.plan import Plan
-from harness import run_summary
+from harness import plan_summary, run_summary
 from harness.env import merge_env
 from harness.launch import run_child
 from harness.records import RECORDS, done_keys, read_records
@@ -37,6 +37,7 @@ def run_backends(
     """Each backend's child process in turn, then the report and the load levels' lines; the exit code (1: a
     backend failed, or nothing was measured)."""
     timings: dict[str, float] = {}
+    paced: dict[str, float] = {}  # the backends that ran (not skipped): the pace of the rest
     failed: list[str] = []
     try:
         for name in names:
@@ -66,6 +67,11 @@ def run_backends(
                     break  # not installed / failed to start: another start would say the same
             timings[name] = round(time.perf_counter() - started, 1)
             merge_env(out, {**run_env, "wall_s": timings})
+            if not backend_skipped(out, name):
+                paced[name] = timings[name]
+            rest = plan_summary.rest_line(paced, names[names.index(name) + 1 :])
+            if rest:
+                print(rest, flush=True)
     except BaseException:  # SIGTERM (Interrupted), ^C or a crash: env.json still gets the blocks the children
         merge_env(out, {**run_env, "wall_s": timings})  # wrote (engine facts of the backend cut short)
         raise

@@ -39,6 +39,7 @@ from harness.cli_checks import (
 from harness.cli_parser import parser
 from harness.env import commit_provenance, merge_env, write_json
 from harness.launch import Interrupted, handlers
+from harness.plan_summary import plan_lines
 from harness.run_plan import Planned, Workloads, choose_workloads, describe_run, plan_prompts
 from harness.rundir import RunDirBusy, atomic_write_text, claim, is_disk_full
 
@@ -222,6 +223,7 @@ def write_and_run(
                 },
             )
             merge_env(out, run_env)
+            print("\n".join(plan_lines(planned.plan, names)), flush=True)  # before the first engine start
             return run_backends(args, out, names, pythons, run_env, planned.plan, lock_fd)
     except RunDirBusy as exc:
         raise UsageError(str(exc)) from exc

@@ -182,6 +182,17 @@ def apply_overrides(specs: list, args: argparse.Namespace) -> list:
         raise UsageError(str(exc)) from exc
 
 
+def apply_repeats(specs: list, args: argparse.Namespace) -> list:
+    """``--repeats R`` given: each kind's grid with a count of its own (``Override.repeats_field``) capped at
+    R where its option was not given; one line each on what changed."""
+    from workloads import overrides
+
+    specs, notes = overrides.repeats_caps(specs, override_values(args), args.repeats)
+    for note in notes:
+        print(note)
+    return specs
+
+
 def cpu_scale(specs: list, args: argparse.Namespace, builtin: set[str]) -> list:
     """On a CPU: the built-ins of a kind with a CPU default at that scale, unless its option was given."""
     from workloads import overrides

@@ -53,6 +53,15 @@ exit codes:
 """
 
 
+class Given(argparse.Action):
+    """Stores the value and records that the flag was given (``args.<dest>_given``): ``--repeats`` given caps
+    the grids that have their own count (``workloads.overrides.repeats_caps``); its default does not."""
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        setattr(namespace, self.dest, values)
+        setattr(namespace, f"{self.dest}_given", True)
+
+
 def parser(prog: str = "compare.py") -> argparse.ArgumentParser:
     """The study's parser (``compare.py``, ``llm-call-anatomy``); ``prog`` names the command in usage and
     errors."""
@@ -91,7 +100,14 @@ def parser(prog: str = "compare.py") -> argparse.ArgumentParser:
         "2: a mistake in a file",
     )
     p.add_argument("--out", type=Path, default=None, help="run directory (default: runs/<date-time>)")
-    p.add_argument("--repeats", type=int, default=5, help="timed repeats per case (default: 5)")
+    p.add_argument(
+        "--repeats",
+        type=int,
+        default=5,
+        action=Given,
+        help="timed repeats per case (default: 5); given, it also caps a grid that has its own count, "
+        "e.g. the json workloads' calls per temperature (unless --json-calls is given)",
+    )
     p.add_argument(
         "--starts",
         type=int,
