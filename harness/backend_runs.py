@@ -18,6 +18,7 @@ from pathlib import Path
 
 from contract.plan import Plan
 from harness import plan_summary, run_summary
+from harness.console import DIST, commands
 from harness.env import merge_env
 from harness.launch import run_child
 from harness.records import RECORDS, done_keys, read_records
@@ -33,6 +34,7 @@ def run_backends(
     run_env: dict,
     plan: Plan,
     lock_fd: int,
+    prog: str = "compare.py",
 ) -> int:
     """Each backend's child process in turn, then the report and the load levels' lines; the exit code (1: a
     backend failed, or nothing was measured)."""
@@ -78,19 +80,19 @@ def run_backends(
 
     rows = read_records(out)
     print(f"{len(rows)} records in {out / RECORDS}")
-    reported = args.no_report or build_report(out)
+    reported = args.no_report or build_report(out, prog)
     for line in run_summary.load_table(rows, names):  # what it found, one line a load level
         print(line)
     nothing = run_summary.nothing_measured(rows, names)
     if nothing:  # every backend skipped, or every request failed: the last line says so
-        print(f"compare.py: {nothing} (exit 1)", file=sys.stderr)
+        print(f"{prog}: {nothing} (exit 1)", file=sys.stderr)
         return 1
     if failed:
-        print(f"compare.py: {', '.join(dict.fromkeys(failed))} failed (exit 1)", file=sys.stderr)
+        print(f"{prog}: {', '.join(dict.fromkeys(failed))} failed (exit 1)", file=sys.stderr)
         return 1
     if not reported:
         print(
-            "compare.py: the report was not built (exit 1); the records are whole: python -m reports "
+            f"{prog}: the report was not built (exit 1); the records are whole: {commands(prog)[1]} "
             f"{out} builds it",
             file=sys.stderr,
         )
@@ -117,18 +119,24 @@ def backend_skipped(run_dir: Path, backend: str) -> bool:
     return path.exists() and "skipped" in json.loads(path.read_text())
 
 
-def build_report(run_dir: Path) -> bool:
-    """The run's report.html (written whole or not at all); False, with one line, when it was not built."""
+def build_report(run_dir: Path, prog: str = "compare.py") -> bool:
+    """The run's report.html (written whole or not at all); False, with one line, when it was not built: a
+    package of the report extra missing here names the extra to install."""
     try:
         from reports import build
         from reports.runs import ReportError
     except ImportError as exc:
-        print(f"report not built: {exc}", file=sys.stderr)
+        missing = getattr(exc, "name", None) or exc
+        print(
+            f"{prog}: report not built: {missing} is not installed here; the report needs the report extra: "
+            f"pip install '{DIST}[report]'",
+            file=sys.stderr,
+        )
         return False
     try:
         path = build([run_dir], run_dir / "report.html")
     except ReportError as exc:
-        print(f"report not built: {exc}", file=sys.stderr)
+        print(f"{prog}: report not built: {exc}", file=sys.stderr)
         return False
     print(f"report: {path}")
     return True

@@ -38,12 +38,18 @@ from harness.cli_checks import (
 )
 from harness.cli_parser import parser
 from harness.env import commit_provenance, merge_env, write_json
+from harness.heartbeat import Heartbeat
 from harness.launch import Interrupted, handlers
 from harness.plan_summary import plan_lines
 from harness.run_plan import Planned, Workloads, choose_workloads, describe_run, plan_prompts
 from harness.rundir import RunDirBusy, atomic_write_text, claim, is_disk_full
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+def to_stderr(line: str) -> None:
+    """A heartbeat's line (harness.heartbeat), on stderr: stdout keeps what the run found."""
+    print(line, file=sys.stderr, flush=True)
 
 
 def backend_settings(args: argparse.Namespace, model: models.ResolvedModel, device: str, dtype: str) -> dict:
@@ -102,7 +108,7 @@ def main(argv: list[str] | None = None, prog: str = "compare.py") -> int:
     a traceback for bad input (2), an interrupt (128 + signal) or a full disk (1)."""
     args = parser(prog).parse_args(argv)
     try:
-        return _main(args)
+        return _main(args, prog)
     except (UsageError, models.ModelError) as exc:
         print(f"{prog}: error: {exc}", file=sys.stderr)
         return 2
@@ -125,7 +131,7 @@ def main(argv: list[str] | None = None, prog: str = "compare.py") -> int:
         return 1
 
 
-def _main(args: argparse.Namespace) -> int:
+def _main(args: argparse.Namespace, prog: str = "compare.py") -> int:
     """The study's steps in order: check the flags, read the workloads (``--lint-only`` stops there), choose
     the run directory, the model and the device, render the plan, describe the run, then write the run
     directory and run the backends' children and the report in it."""
@@ -134,16 +140,16 @@ def _main(args: argparse.Namespace) -> int:
     if args.lint_only:
         return lint_only(args, chosen.specs)
     out = choose_out(args, names)
-    model, device, dtype = choose_model(args)
-    if (
-        device == "cpu"
-    ):  # a kind's built-ins at its CPU scale (the load's would take hours); a file's run as written
-        chosen.specs = builtins_at_cpu_scale(args, chosen)
-    planned = plan_prompts(args, names, chosen.specs, model)
+    with Heartbeat(f"{prog}: preparing the model's tokenizer and the plan", say=to_stderr):
+        model, device, dtype = choose_model(args)
+        # on a CPU, a kind's built-ins at its CPU scale (the load's would take hours); a file's as written
+        if device == "cpu":
+            chosen.specs = builtins_at_cpu_scale(args, chosen)
+        planned = plan_prompts(args, names, chosen.specs, model)
     settings = backend_settings(args, model, device, dtype)
     commit = commit_provenance(ROOT)
     run_env = describe_run(args, out, model, device, dtype, settings, chosen, planned, commit)
-    return write_and_run(args, out, names, pythons, planned, settings, run_env)
+    return write_and_run(args, out, names, pythons, planned, settings, run_env, prog)
 
 
 def check_arguments(args: argparse.Namespace) -> tuple[list[str], dict[str, str]]:
@@ -200,6 +206,7 @@ def write_and_run(
     planned: Planned,
     settings: dict,
     run_env: dict,
+    prog: str = "compare.py",
 ) -> int:
     """Claim the run directory (one writer at a time; ``--resume`` checked against what it holds), write
     plan.json, run.json and env.json, then run the backends and the report; the exit code."""
@@ -224,7 +231,7 @@ def write_and_run(
             )
             merge_env(out, run_env)
             print("\n".join(plan_lines(planned.plan, names)), flush=True)  # before the first engine start
-            return run_backends(args, out, names, pythons, run_env, planned.plan, lock_fd)
+            return run_backends(args, out, names, pythons, run_env, planned.plan, lock_fd, prog)
     except RunDirBusy as exc:
         raise UsageError(str(exc)) from exc
 

@@ -28,17 +28,16 @@ formats), load (many users at once: agent sessions and fixed-shape requests at r
 concurrency; throughput, TTFT/ITL percentiles, goodput).
 
 examples:
-  python compare.py                                    # tiny random model, CPU, all backends
-  python compare.py --model smollm2 --out runs/real    # SmolLM2-135M-Instruct: real answers (make demo)
-  python compare.py --backend hf,vllm --model Qwen/Qwen3-8B --out runs/a100
-  python compare.py --backend all --model qwen3-8b-shape --random-weights --out runs/h200
-  python compare.py --workload-file my_study.yaml --backend hf,vllm   # your own workloads
-  python compare.py --lint-only --workload-file my_study.yaml         # check them (seconds, no weights)
-  python -m reports runs/a100 runs/h200 -o report.html # rebuild / merge reports
-  python -m reports runs/a100 --format json,csv        # + summary.json and csv/ of what the page shows
-  python -m reports --baseline runs/a --candidate runs/b   # regression gate: exit 1 on a regression
-  installed (pip install .): llm-call-anatomy takes the same arguments; \
-llm-call-anatomy report = python -m reports
+  {study}                                    # tiny random model, CPU, all backends
+  {study} --model smollm2 --out runs/real    # SmolLM2-135M-Instruct: real answers (make demo)
+  {study} --backend hf,vllm --model Qwen/Qwen3-8B --out runs/a100
+  {study} --backend all --model qwen3-8b-shape --random-weights --out runs/h200
+  {study} --workload-file my_study.yaml --backend hf,vllm   # your own workloads
+  {study} --lint-only --workload-file my_study.yaml         # check them (seconds, no weights)
+  {report} runs/a100 runs/h200 -o report.html   # rebuild / merge reports
+  {report} runs/a100 --format json,csv          # + summary.json and csv/ of what the page shows
+  {report} --baseline runs/a --candidate runs/b   # regression gate: exit 1 on a regression
+  {installed}
 
 exit codes:
   0    every backend ran (one that is not installed here is recorded as skipped and counts as ran,
@@ -51,6 +50,20 @@ exit codes:
   130  interrupted by Ctrl-C (SIGINT); 143: stopped by SIGTERM. What was recorded is kept whole:
        rerun with --resume to finish
 """
+
+
+def epilog(prog: str) -> str:
+    """``--help``'s epilog with the commands as the user typed them (``harness.console.commands``)."""
+    from harness.console import commands
+
+    study, report = commands(prog)
+    installed = (
+        "installed (pip install .): llm-call-anatomy takes the same arguments; "
+        "llm-call-anatomy report = python -m reports"
+        if prog == "compare.py"
+        else "from a checkout: python compare.py takes the same arguments; python -m reports = " + report
+    )
+    return EPILOG.format(study=study, report=report, installed=installed)
 
 
 class Given(argparse.Action):
@@ -70,7 +83,7 @@ def parser(prog: str = "compare.py") -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog=prog,
         description="Replay one LLM workload through several serving stacks and compare them side by side.",
-        epilog=EPILOG,
+        epilog=epilog(prog),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--version", action="version", version=f"%(prog)s {version()}")
