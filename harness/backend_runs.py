@@ -3,9 +3,10 @@
 Called by harness/cli.py once the run directory is claimed and plan.json, run.json and env.json are
 written. A child that fails does not stop the others (its records are kept; ``--resume`` redoes what
 failed); ``--resume`` skips an engine start whose every request is recorded. The wall time of each
-backend goes into env.json as it finishes. At the end, what the run found (``harness/run_summary.py``):
-one line a load level, and a run that measured nothing (every backend skipped, or every request failed)
-exits 1 with a last line that says so.
+backend goes into env.json as it finishes; after each, the rest of the run at the pace of those that ran
+(``harness/plan_summary.py``). At the end, what the run found: the report's Summary as a table
+(``harness/summary_table.py``), one line a load level (``harness/run_summary.py``), and a run that
+measured nothing (every backend skipped, or every request failed) exits 1 with a last line that says so.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from harness.console import DIST, commands
 from harness.env import merge_env
 from harness.launch import run_child
 from harness.records import RECORDS, done_keys, read_records
+from harness.summary_table import summary_table
 
 ROOT = Path(__file__).resolve().parent.parent  # the checkout, where each child (harness.child) runs
 
@@ -80,7 +82,10 @@ def run_backends(
 
     rows = read_records(out)
     print(f"{len(rows)} records in {out / RECORDS}")
-    reported = args.no_report or build_report(out, prog)
+    summary: list[dict] = []
+    reported = args.no_report or build_report(out, prog, summary)
+    for line in summary_table(summary):  # the page's Summary, from the report's analysis of the records
+        print(line)
     for line in run_summary.load_table(rows, names):  # what it found, one line a load level
         print(line)
     nothing = run_summary.nothing_measured(rows, names)
@@ -119,11 +124,13 @@ def backend_skipped(run_dir: Path, backend: str) -> bool:
     return path.exists() and "skipped" in json.loads(path.read_text())
 
 
-def build_report(run_dir: Path, prog: str = "compare.py") -> bool:
+def build_report(run_dir: Path, prog: str = "compare.py", summary: list[dict] | None = None) -> bool:
     """The run's report.html (written whole or not at all); False, with one line, when it was not built: a
-    package of the report extra missing here names the extra to install."""
+    package of the report extra missing here names the extra to install. ``summary`` (a list) gets the
+    report's Summary rows (``reports.export.summary_rows``), for the terminal's table."""
     try:
-        from reports import build
+        from reports import report_of, write
+        from reports.export import plain, summary_rows
         from reports.runs import ReportError
     except ImportError as exc:
         missing = getattr(exc, "name", None) or exc
@@ -133,10 +140,14 @@ def build_report(run_dir: Path, prog: str = "compare.py") -> bool:
             file=sys.stderr,
         )
         return False
+    path = run_dir / "report.html"
     try:
-        path = build([run_dir], run_dir / "report.html")
+        report = report_of([run_dir])
+        write(report, path, ("html",))
     except ReportError as exc:
         print(f"{prog}: report not built: {exc}", file=sys.stderr)
         return False
+    if summary is not None:
+        summary.extend(plain(summary_rows(report)))
     print(f"report: {path}")
     return True

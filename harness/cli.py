@@ -47,9 +47,10 @@ from harness.rundir import RunDirBusy, atomic_write_text, claim, is_disk_full
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def to_stderr(line: str) -> None:
-    """A heartbeat's line (harness.heartbeat), on stderr: stdout keeps what the run found."""
-    print(line, file=sys.stderr, flush=True)
+def to_stdout(line: str) -> None:
+    """A heartbeat's line (harness.heartbeat), on stdout with the run's other progress lines: stderr keeps
+    a mistake's one line (exit 2)."""
+    print(line, flush=True)
 
 
 def backend_settings(args: argparse.Namespace, model: models.ResolvedModel, device: str, dtype: str) -> dict:
@@ -140,7 +141,7 @@ def _main(args: argparse.Namespace, prog: str = "compare.py") -> int:
     if args.lint_only:
         return lint_only(args, chosen.specs)
     out = choose_out(args, names)
-    with Heartbeat(f"{prog}: preparing the model's tokenizer and the plan", say=to_stderr):
+    with Heartbeat(f"{prog}: preparing the model's tokenizer and the plan", say=to_stdout):
         model, device, dtype = choose_model(args)
         # on a CPU, a kind's built-ins at its CPU scale (the load's would take hours); a file's as written
         if device == "cpu":

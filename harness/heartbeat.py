@@ -8,8 +8,8 @@ A daemon thread says ``what`` (a string, or a function read at each beat) with t
 ``every_s`` seconds until the block ends; the first line comes only once the work has taken ``every_s``
 (short work says nothing). ``expected_s``, where the run knows how long the same work took before (an
 earlier engine start of this backend), adds what is left at that pace, or that it is taking longer.
-The lines go through ``say`` (the child's console, on stderr), so they never mix into a figure the run
-prints on stdout.
+The lines go through ``say``: the child's console (stderr, beside its progress bar) or the parent's stdout
+(its stderr keeps a mistake's one line).
 """
 
 from __future__ import annotations
