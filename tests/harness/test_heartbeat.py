@@ -58,3 +58,9 @@ def test_groups_beat_where_the_console_is_no_terminal():
     assert isinstance(Runner.heartbeat("hf: load/C=8", piped), Heartbeat)
     terminal = Progress(console=Console(file=io.StringIO(), force_terminal=True))
     assert not isinstance(Runner.heartbeat("hf: load/C=8", terminal), Heartbeat)  # the live bar ticks
+
+
+def test_the_child_s_lines_are_never_broken_inside_a_value():
+    from harness.steps import console
+
+    assert console.soft_wrap  # a case's line piped to a log stays one line, whatever its length
