@@ -30,6 +30,7 @@ from harness.cli_checks import (
     check_numbers,
     check_out,
     check_resume,
+    check_resume_settings,
     check_server_args,
     cpu_scale,
     load_tokenizer,
@@ -45,6 +46,10 @@ from harness.run_plan import Planned, Workloads, choose_workloads, describe_run,
 from harness.rundir import RunDirBusy, atomic_write_text, claim, is_disk_full
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+# the settings the plan step decides (plan_prompts: the server's model name), unknown before it
+PLANNED_SETTINGS = ("served_model_name",)
 
 
 def to_stdout(line: str) -> None:
@@ -143,6 +148,14 @@ def _main(args: argparse.Namespace, prog: str = "compare.py") -> int:
     out = choose_out(args, names)
     with Heartbeat(f"{prog}: preparing the model's tokenizer and the plan", say=to_stdout):
         model, device, dtype = choose_model(args)
+        if (
+            args.resume
+        ):  # refused in seconds, before the tokenizer and the plan (checked again under the lock)
+            early = {
+                **backend_settings(args, model, device, dtype),
+                "model_config_hash": models.config_hash(model.path),
+            }
+            check_resume_settings(out, early, unknown=PLANNED_SETTINGS)
         # on a CPU, a kind's built-ins at its CPU scale (the load's would take hours); a file's as written
         if device == "cpu":
             chosen.specs = builtins_at_cpu_scale(args, chosen)
