@@ -119,6 +119,8 @@ def _build_once(name: str, key: str, fill) -> Path:
         return final
     final.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=final.parent))
+    # the first run's wait is said (issue 43): once per machine, then the folder is reused
+    print(f"model '{name}': building its folder once, into {final} (later runs reuse it)", flush=True)
     try:
         fill(tmp)
         try:
