@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 from contract.plan import Plan
-from harness import plan_summary, run_summary
+from harness import pace, plan_summary, run_summary
 from harness.console import DIST, commands
 from harness.env import merge_env
 from harness.launch import run_child
@@ -73,6 +73,11 @@ def run_backends(
             merge_env(out, {**run_env, "wall_s": timings})
             if not backend_skipped(out, name):
                 paced[name] = timings[name]
+                if not args.resume and name not in failed:  # a whole fresh run: this machine's pace
+                    model, device = run_env["model"]["label"], run_env["device"]
+                    pace.remember(
+                        pace.pace_path(), name, model, device, timings[name], pace.plan_tokens(plan)
+                    )
             rest = plan_summary.rest_line(paced, names[names.index(name) + 1 :])
             if rest:
                 print(rest, flush=True)

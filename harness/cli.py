@@ -20,7 +20,7 @@ import signal
 import sys
 from pathlib import Path
 
-from harness import models, parallel_args, server_args
+from harness import models, pace, parallel_args, server_args
 from harness.backend_runs import run_backends
 from harness.cli_checks import (
     UsageError,
@@ -244,7 +244,12 @@ def write_and_run(
                 },
             )
             merge_env(out, run_env)
-            print("\n".join(plan_lines(planned.plan, names)), flush=True)  # before the first engine start
+            model, device = settings["model_label"], settings["device"]
+            tokens = pace.plan_tokens(planned.plan)
+            said = pace.time_line(pace.pace_path(), names, model, device, tokens)
+            print(
+                "\n".join(plan_lines(planned.plan, names, time=said)), flush=True
+            )  # before any engine start
             return run_backends(args, out, names, pythons, run_env, planned.plan, lock_fd, prog)
     except RunDirBusy as exc:
         raise UsageError(str(exc)) from exc

@@ -4,9 +4,10 @@ harness/cli.py prints :func:`plan_lines` after the plan is rendered and before a
 one line a workload with its timed requests and what multiplies them (read from the plan's steps, so every
 kind is counted alike: modes, temperatures, cases, repeats, turns, load levels), then the run's total over
 the backends and engine starts. A plan has no clock: how long a request takes is this machine's and this
-backend's, so the first figure of time comes from the run itself: the progress bar's ETA once cases finish,
-and after each backend :func:`rest_line`, the backends still to run at the pace of those that ran (a
-backend that was skipped sets no pace).
+backend's. Where this machine ran the backends on the model before, their pace then gives the time up front
+(``harness/pace.py``); else the first figure of time comes from the run itself: the progress bar's ETA once
+cases finish, and after each backend :func:`rest_line`, the backends still to run at the pace of those that
+ran (a backend that was skipped sets no pace).
 """
 
 from __future__ import annotations
@@ -52,9 +53,12 @@ def workload_line(name: str, steps: list[Step], levels: int, starts: int) -> str
     return f"  {name}: {_count(len(steps), 'request', 'requests')}{detail}, up to {tokens:,} new tokens"
 
 
-def plan_lines(plan: Plan, backends: list[str], searches: bool | None = None) -> list[str]:
+def plan_lines(
+    plan: Plan, backends: list[str], searches: bool | None = None, time: str | None = None
+) -> list[str]:
     """The plan before the first engine start: one line a workload, then the total for the backends (each
-    runs every request)."""
+    runs every request), then the time: ``time`` where this machine's pace gives one (``harness/pace.py``),
+    else how the run will tell it."""
     steps_of: dict[str, list[Step]] = defaultdict(list)
     levels: dict[str, int] = defaultdict(int)
     starts: dict[str, set[int]] = defaultdict(set)
@@ -80,8 +84,9 @@ def plan_lines(plan: Plan, backends: list[str], searches: bool | None = None) ->
         + (" and the levels the capacity search adds" if searches else "")
     )
     lines.append(
-        "  time: this machine's pace is measured by the run itself: the progress bar shows an ETA once cases "
-        "finish, and after each backend the rest of the run is estimated at its pace"
+        time
+        or "  time: this machine's pace is measured by the run itself: the progress bar shows an ETA once "
+        "cases finish, and after each backend the rest of the run is estimated at its pace"
     )
     return lines
 
