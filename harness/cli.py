@@ -41,7 +41,7 @@ from harness.cli_parser import parser
 from harness.env import commit_provenance, merge_env, write_json
 from harness.heartbeat import Heartbeat
 from harness.launch import Interrupted, handlers
-from harness.plan_summary import plan_lines
+from harness.plan_summary import busy_line, machine_load, plan_lines
 from harness.run_plan import Planned, Workloads, choose_workloads, describe_run, plan_prompts
 from harness.rundir import RunDirBusy, atomic_write_text, claim, is_disk_full
 
@@ -247,9 +247,10 @@ def write_and_run(
             model, device = settings["model_label"], settings["device"]
             tokens = pace.plan_tokens(planned.plan)
             said = pace.time_line(pace.pace_path(), names, model, device, tokens)
-            print(
-                "\n".join(plan_lines(planned.plan, names, time=said)), flush=True
-            )  # before any engine start
+            print("\n".join(plan_lines(planned.plan, names, time=said)), flush=True)  # before any start
+            busy = busy_line(*machine_load(), device)
+            if busy:
+                print(busy, flush=True)
             return run_backends(args, out, names, pythons, run_env, planned.plan, lock_fd, prog)
     except RunDirBusy as exc:
         raise UsageError(str(exc)) from exc

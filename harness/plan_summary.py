@@ -7,7 +7,8 @@ the backends and engine starts. A plan has no clock: how long a request takes is
 backend's. Where this machine ran the backends on the model before, their pace then gives the time up front
 (``harness/pace.py``); else the first figure of time comes from the run itself: the progress bar's ETA once
 cases finish, and after each backend :func:`rest_line`, the backends still to run at the pace of those that
-ran (a backend that was skipped sets no pace).
+ran (a backend that was skipped sets no pace). :func:`busy_line` warns, beside the plan, where the machine
+is already busy (its load average above its cores).
 """
 
 from __future__ import annotations
@@ -110,3 +111,31 @@ def rest_line(measured_s: dict[str, float], left: list[str]) -> str | None:
         f"about {duration(pace * len(left))} left for {', '.join(left)} "
         f"(at the pace of {', '.join(measured_s)} on this machine: {duration(pace)} a backend)"
     )
+
+
+def busy_line(load: float | None, cores: int | None, device: str) -> str | None:
+    """A warning before the first engine start where the machine is already busy: the 1-minute load average
+    above its cores (other work competes with the run, and its timings carry that noise); None otherwise or
+    where the load cannot be read."""
+    if load is None or not cores or load <= cores:
+        return None
+    hint = (
+        "; on a CPU, run alone and set OMP_NUM_THREADS (docs/methodology.md#a-busy-machine)"
+        if device == "cpu"
+        else ""
+    )
+    return (
+        f"warning: this machine is busy: load average {load:.1f} over its {cores} cores; other work competes "
+        f"with the run and its timings will carry that noise{hint}"
+    )
+
+
+def machine_load() -> tuple[float | None, int | None]:
+    """(the 1-minute load average, the cores): None where the platform has no load average."""
+    import os
+
+    try:
+        load = os.getloadavg()[0]
+    except (OSError, AttributeError):
+        load = None
+    return load, os.cpu_count()

@@ -87,3 +87,13 @@ def test_the_plan_is_printed_before_the_first_engine_start(tmp_path):
     assert out.index("plan:") < out.index("== sglang ==")
     assert "  json: 15 requests (3 modes, 5 temperatures), up to 960 new tokens" in out
     assert "  20 timed requests a backend, plus warm-ups" in out
+
+
+def test_a_busy_machine_is_warned_of_before_the_first_engine_start():
+    from harness.plan_summary import busy_line
+
+    assert busy_line(1.5, 2, "cpu") is None and busy_line(None, 2, "cpu") is None
+    said = busy_line(3.2, 2, "cpu")
+    assert said.startswith("warning: this machine is busy: load average 3.2 over its 2 cores")
+    assert "OMP_NUM_THREADS" in said and "docs/methodology.md#a-busy-machine" in said
+    assert "OMP_NUM_THREADS" not in busy_line(40.0, 32, "cuda")
