@@ -24,6 +24,7 @@ import os
 import signal
 import sys
 import time
+import warnings
 from pathlib import Path
 
 import backends
@@ -302,7 +303,15 @@ def skip_all(
     return 0
 
 
+def quiet_future_warnings() -> None:
+    """transformers' FutureWarnings (deprecations meant for whoever writes the calls) are not printed through
+    the progress bar; ``PYTHONWARNINGS`` / ``-W`` given, the user's filters stand (Python's own rule)."""
+    if not sys.warnoptions:
+        warnings.simplefilter("ignore", FutureWarning)
+
+
 if __name__ == "__main__":
+    quiet_future_warnings()
     # compare.py stops a run by signalling this process's group: SIGTERM unwinds like Ctrl-C, so the
     # engine is closed (finally: backend.close()) and the parent alone prints the resume hint.
     signal.signal(signal.SIGTERM, signal.default_int_handler)

@@ -1,5 +1,6 @@
 """No silence over a few seconds (issue 43): a heartbeat line while an engine starts, a warm-up or a long
-group runs, with what is left where an earlier engine start says how long it took."""
+group runs, with what is left where an earlier engine start says how long it took; and no noise through the
+progress bar (a line never broken inside a value, no library's FutureWarnings)."""
 
 from __future__ import annotations
 
@@ -64,3 +65,24 @@ def test_the_child_s_lines_are_never_broken_inside_a_value():
     from harness.steps import console
 
     assert console.soft_wrap  # a case's line piped to a log stays one line, whatever its length
+
+
+def test_future_warnings_do_not_print_through_the_progress_bar(monkeypatch):
+    import sys
+    import warnings
+
+    from harness.child import quiet_future_warnings
+
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        monkeypatch.setattr(sys, "warnoptions", [])
+        quiet_future_warnings()
+        warnings.warn("`foo` is deprecated", FutureWarning, stacklevel=1)
+        warnings.warn("a real problem", UserWarning, stacklevel=1)
+    assert [str(w.message) for w in seen] == ["a real problem"]
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        monkeypatch.setattr(sys, "warnoptions", ["default"])  # the user's -W / PYTHONWARNINGS stands
+        quiet_future_warnings()
+        warnings.warn("`foo` is deprecated", FutureWarning, stacklevel=1)
+    assert len(seen) == 1
