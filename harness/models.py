@@ -276,8 +276,7 @@ def build_smollm2() -> Path:
     if (final / "config.json").is_file():
         return final
     try:
-        gguf_path = smollm2.locate_gguf()
-        smollm2.require_gguf_reader()
+        gguf_path = smollm2.prerequisites()  # every missing piece named at once
     except smollm2.Smollm2Error as exc:
         raise ModelError(f"{exc} (or copy a built {final.name}/ folder into {final.parent})") from exc
     try:
