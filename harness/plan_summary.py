@@ -26,6 +26,8 @@ AXES = (
     ("turn", "turn", "turns"),
 )
 
+LEVEL_AXES = {"case", "rep"}  # said as load levels where the workload has them
+
 
 def timed_groups(plan: Plan) -> list[Group]:
     """The groups that are timed as planned: no warm-up, no capacity search's pool (the runner cuts it into
@@ -39,9 +41,12 @@ def _count(n: int, one: str, many: str) -> str:
 
 def workload_line(name: str, steps: list[Step], levels: int, starts: int) -> str:
     """``json: 240 requests (3 modes, 5 temperatures, 8 cases, 2 repeats)``: the axes with more than one
-    value; a load's levels; the engine starts that run it where more than one does."""
+    value; a load's levels (in place of its cases and repeats); the engine starts that run it where more
+    than one does."""
     parts = []
     for attr, one, many in AXES:
+        if levels and attr in LEVEL_AXES:
+            continue  # a load level is its case, and its requests' repeats are the users' turns
         values = {getattr(s, attr) for s in steps if getattr(s, attr) is not None}
         if len(values) > 1:
             parts.append(_count(len(values), one, many))

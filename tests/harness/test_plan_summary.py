@@ -97,3 +97,18 @@ def test_a_busy_machine_is_warned_of_before_the_first_engine_start():
     assert said.startswith("warning: this machine is busy: load average 3.2 over its 2 cores")
     assert "OMP_NUM_THREADS" in said and "docs/methodology.md#a-busy-machine" in said
     assert "OMP_NUM_THREADS" not in busy_line(40.0, 32, "cuda")
+
+
+def test_a_load_is_counted_by_its_modes_and_levels():
+    levels = [
+        Group(
+            block=f"l/S={s}/C={c}",
+            steps=[Step("l", "load", f"S={s}", f"C={c}", "p", 8, rep=i, user=i) for i in range(c)],
+            load={"concurrency": c},
+        )  # fmt: skip
+        for s in (0, 960)
+        for c in (1, 4)
+    ]
+    assert plan_lines(Plan(groups=levels), ["hf"])[1] == (
+        "  l: 10 requests (2 modes, 4 load levels), up to 80 new tokens"
+    )
