@@ -20,6 +20,7 @@ import signal
 import sys
 from pathlib import Path
 
+from contract.plan import Plan
 from harness import models, pace, parallel_args, server_args
 from harness.backend_runs import run_backends
 from harness.cli_checks import (
@@ -148,14 +149,8 @@ def _main(args: argparse.Namespace, prog: str = "compare.py") -> int:
     out = choose_out(args, names)
     with Heartbeat(f"{prog}: preparing the model's tokenizer and the plan", say=to_stdout):
         model, device, dtype = choose_model(args)
-        if (
-            args.resume
-        ):  # refused in seconds, before the tokenizer and the plan (checked again under the lock)
-            early = {
-                **backend_settings(args, model, device, dtype),
-                "model_config_hash": models.config_hash(model.path),
-            }
-            check_resume_settings(out, early, unknown=PLANNED_SETTINGS)
+        if args.resume:
+            check_resume_early(args, out, model, device, dtype)
         # on a CPU, a kind's built-ins at its CPU scale (the load's would take hours); a file's as written
         if device == "cpu":
             chosen.specs = builtins_at_cpu_scale(args, chosen)
@@ -244,16 +239,33 @@ def write_and_run(
                 },
             )
             merge_env(out, run_env)
-            model, device = settings["model_label"], settings["device"]
-            tokens = pace.plan_tokens(planned.plan)
-            said = pace.time_line(pace.pace_path(), names, model, device, tokens)
-            print("\n".join(plan_lines(planned.plan, names, time=said)), flush=True)  # before any start
-            busy = busy_line(*machine_load(), device)
-            if busy:
-                print(busy, flush=True)
+            say_plan(planned.plan, names, settings)  # before the first engine start
             return run_backends(args, out, names, pythons, run_env, planned.plan, lock_fd, prog)
     except RunDirBusy as exc:
         raise UsageError(str(exc)) from exc
+
+
+def check_resume_early(
+    args: argparse.Namespace, out: Path, model: models.ResolvedModel, device: str, dtype: str
+) -> None:
+    """--resume with other settings refused in seconds, before the tokenizer loads and the plan renders (the
+    whole check, plan included, is made again under the run directory's lock)."""
+    early = {
+        **backend_settings(args, model, device, dtype),
+        "model_config_hash": models.config_hash(model.path),
+    }
+    check_resume_settings(out, early, unknown=PLANNED_SETTINGS)
+
+
+def say_plan(plan: Plan, names: list[str], settings: dict) -> None:
+    """The plan with its counts and, where this machine ran the backends before, its time
+    (harness/plan_summary.py, harness/pace.py); a warning where the machine is already busy."""
+    model, device = settings["model_label"], settings["device"]
+    said = pace.time_line(pace.pace_path(), names, model, device, pace.plan_tokens(plan))
+    print("\n".join(plan_lines(plan, names, time=said)), flush=True)
+    busy = busy_line(*machine_load(), device)
+    if busy:
+        print(busy, flush=True)
 
 
 def lint_only(args: argparse.Namespace, specs: list) -> int:
