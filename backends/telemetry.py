@@ -11,7 +11,8 @@ stamps tokens, so a slow NVML call never delays a timestamp. Energy is NVML's ow
 start and the end; where the GPU has none, the integral of the power samples (trapezoids), said so
 in ``gpu_energy_source``. The device is the first in ``CUDA_VISIBLE_DEVICES`` when that names an
 index (NVML counts physical devices), else device 0. The whole GPU is measured: another process
-on it counts too. No ``nvidia-ml-py``, no driver or no GPU: one fact, ``gpu_telemetry``, says why.
+on it counts too. No ``nvidia-ml-py``, no driver or no GPU: one fact, ``gpu_telemetry``, says why in words
+(``not measured: no NVIDIA GPU here (...)`` on a CPU machine, never NVML's exception name).
 """
 
 from __future__ import annotations
@@ -28,6 +29,22 @@ EVERY_S = 0.1
 def device_index() -> int:
     first = os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")[0].strip()
     return int(first) if first.isdigit() else 0
+
+
+# NVML's errors where the machine has no NVIDIA GPU to read, in words (a CPU machine: no library, no driver)
+NO_GPU = {
+    "NVMLError_LibraryNotFound": "the NVIDIA driver's library is not installed",
+    "NVMLError_DriverNotLoaded": "the NVIDIA driver is not loaded",
+}
+
+
+def not_readable(exc: Exception) -> str:
+    """Why NVML could not be read, in words: no NVIDIA GPU here (a CPU machine), or NVML's own message; never
+    the exception's class name."""
+    why = NO_GPU.get(type(exc).__name__)
+    if why:
+        return f"not measured: no NVIDIA GPU here ({why})"
+    return f"not measured: NVML could not be read ({str(exc).strip() or 'no reason given'})"
 
 
 class GpuTelemetry:
@@ -61,7 +78,7 @@ class GpuTelemetry:
                 return False
             self._handle = self._nvml.nvmlDeviceGetHandleByIndex(index)
         except Exception as exc:  # noqa: BLE001 - NVMLError_LibraryNotFound, _DriverNotLoaded, ...
-            self.why_not = f"not measured: NVML unavailable ({type(exc).__name__}: {exc})"
+            self.why_not = not_readable(exc)
             return False
         return True
 

@@ -19,11 +19,24 @@ import tempfile
 from pathlib import Path
 
 
+def _umask() -> int:
+    mask = os.umask(0o022)  # read by setting: the only portable way; set back at once
+    os.umask(mask)
+    return mask
+
+
+# read once, at import (before a run's threads start): the mode every file of a run gets, as open() gives
+# records.jsonl; mkstemp's own 0600 would make the JSON files and the page unreadable to the group
+FILE_MODE = 0o666 & ~_umask()
+
+
 def atomic_write_text(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` whole or not at all (temporary file in the same folder, fsync, rename)."""
+    """Write ``text`` to ``path`` whole or not at all (temporary file in the same folder, fsync, rename), with
+    the mode a plain ``open()`` gives (0666 less the umask: one mode for every file of a run)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        os.fchmod(fd, FILE_MODE)
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
             f.flush()

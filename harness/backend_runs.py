@@ -3,9 +3,10 @@
 Called by harness/cli.py once the run directory is claimed and plan.json, run.json and env.json are
 written. A child that fails does not stop the others (its records are kept; ``--resume`` redoes what
 failed); ``--resume`` skips an engine start whose every request is recorded. The wall time of each
-backend goes into env.json as it finishes. At the end, what the run found (``harness/run_summary.py``):
-one line a load level, and a run that measured nothing (every backend skipped, or every request failed)
-exits 1 with a last line that says so.
+backend goes into env.json as it finishes; after each, the rest of the run at the pace of those that ran
+(``harness/plan_summary.py``). At the end, what the run found: the report's Summary as a table
+(``harness/summary_table.py``), one line a load level (``harness/run_summary.py``), and a run that
+measured nothing (every backend skipped, or every request failed) exits 1 with a last line that says so.
 """
 
 from __future__ import annotations
@@ -17,10 +18,12 @@ import time
 from pathlib import Path
 
 from contract.plan import Plan
-from harness import run_summary
+from harness import pace, plan_summary, run_summary
+from harness.console import DIST, commands
 from harness.env import merge_env
 from harness.launch import run_child
 from harness.records import RECORDS, done_keys, read_records
+from harness.summary_table import summary_table
 
 ROOT = Path(__file__).resolve().parent.parent  # the checkout, where each child (harness.child) runs
 
@@ -33,10 +36,12 @@ def run_backends(
     run_env: dict,
     plan: Plan,
     lock_fd: int,
+    prog: str = "compare.py",
 ) -> int:
     """Each backend's child process in turn, then the report and the load levels' lines; the exit code (1: a
     backend failed, or nothing was measured)."""
     timings: dict[str, float] = {}
+    paced: dict[str, float] = {}  # the backends that ran (not skipped): the pace of the rest
     failed: list[str] = []
     try:
         for name in names:
@@ -66,25 +71,38 @@ def run_backends(
                     break  # not installed / failed to start: another start would say the same
             timings[name] = round(time.perf_counter() - started, 1)
             merge_env(out, {**run_env, "wall_s": timings})
+            if not backend_skipped(out, name):
+                paced[name] = timings[name]
+                if not args.resume and name not in failed:  # a whole fresh run: this machine's pace
+                    model, device = run_env["model"]["label"], run_env["device"]
+                    pace.remember(
+                        pace.pace_path(), name, model, device, timings[name], pace.plan_tokens(plan)
+                    )
+            rest = plan_summary.rest_line(paced, names[names.index(name) + 1 :])
+            if rest:
+                print(rest, flush=True)
     except BaseException:  # SIGTERM (Interrupted), ^C or a crash: env.json still gets the blocks the children
         merge_env(out, {**run_env, "wall_s": timings})  # wrote (engine facts of the backend cut short)
         raise
 
     rows = read_records(out)
     print(f"{len(rows)} records in {out / RECORDS}")
-    reported = args.no_report or build_report(out)
+    summary: list[dict] = []
+    reported = args.no_report or build_report(out, prog, summary)
+    for line in summary_table(summary):  # the page's Summary, from the report's analysis of the records
+        print(line)
     for line in run_summary.load_table(rows, names):  # what it found, one line a load level
         print(line)
     nothing = run_summary.nothing_measured(rows, names)
     if nothing:  # every backend skipped, or every request failed: the last line says so
-        print(f"compare.py: {nothing} (exit 1)", file=sys.stderr)
+        print(f"{prog}: {nothing} (exit 1)", file=sys.stderr)
         return 1
     if failed:
-        print(f"compare.py: {', '.join(dict.fromkeys(failed))} failed (exit 1)", file=sys.stderr)
+        print(f"{prog}: {', '.join(dict.fromkeys(failed))} failed (exit 1)", file=sys.stderr)
         return 1
     if not reported:
         print(
-            "compare.py: the report was not built (exit 1); the records are whole: python -m reports "
+            f"{prog}: the report was not built (exit 1); the records are whole: {commands(prog)[1]} "
             f"{out} builds it",
             file=sys.stderr,
         )
@@ -111,18 +129,30 @@ def backend_skipped(run_dir: Path, backend: str) -> bool:
     return path.exists() and "skipped" in json.loads(path.read_text())
 
 
-def build_report(run_dir: Path) -> bool:
-    """The run's report.html (written whole or not at all); False, with one line, when it was not built."""
+def build_report(run_dir: Path, prog: str = "compare.py", summary: list[dict] | None = None) -> bool:
+    """The run's report.html (written whole or not at all); False, with one line, when it was not built: a
+    package of the report extra missing here names the extra to install. ``summary`` (a list) gets the
+    report's Summary rows (``reports.export.summary_rows``), for the terminal's table."""
     try:
-        from reports import build
+        from reports import report_of, write
+        from reports.export import plain, summary_rows
         from reports.runs import ReportError
     except ImportError as exc:
-        print(f"report not built: {exc}", file=sys.stderr)
+        missing = getattr(exc, "name", None) or exc
+        print(
+            f"{prog}: report not built: {missing} is not installed here; the report needs the report extra: "
+            f"pip install '{DIST}[report]'",
+            file=sys.stderr,
+        )
         return False
+    path = run_dir / "report.html"
     try:
-        path = build([run_dir], run_dir / "report.html")
+        report = report_of([run_dir])
+        write(report, path, ("html",))
     except ReportError as exc:
-        print(f"report not built: {exc}", file=sys.stderr)
+        print(f"{prog}: report not built: {exc}", file=sys.stderr)
         return False
+    if summary is not None:
+        summary.extend(plain(summary_rows(report)))
     print(f"report: {path}")
     return True

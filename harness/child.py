@@ -24,6 +24,7 @@ import os
 import signal
 import sys
 import time
+import warnings
 from pathlib import Path
 
 import backends
@@ -31,6 +32,7 @@ from backends import companions
 from backends.base import BackendSettings, BackendUnavailable
 from harness import gpu_host, secrets
 from harness.env import MemoryWatch, device_facts, package_versions, torch_peak_allocated_bytes, write_json
+from harness.heartbeat import Heartbeat
 from harness.records import Record, RecordWriter, read_records
 from harness.rundir import is_disk_full
 from harness.runner import Runner, console
@@ -86,7 +88,8 @@ def _main(argv: list[str] | None = None) -> int:
     try:
         adapter = backends.resolve(args.backend)
         backend = adapter(settings.with_options(adapter.options_type, raw.get("options")))
-        backend.start()
+        with Heartbeat(starting(args.run_dir, args.backend), say=say, expected_s=start.earlier_startup_s()):
+            backend.start()
     except BackendUnavailable as exc:
         if run["resume"] and has_measurements(args.run_dir, args.backend):
             return resume_could_not_start(args.backend, str(exc))
@@ -185,6 +188,21 @@ def errors_left(run_dir: Path, backend: str, start: int) -> int:
     return len(left)
 
 
+def say(line: str) -> None:
+    """A heartbeat's line on the child's console (stderr)."""
+    console.print(line, style="dim", soft_wrap=True)
+
+
+def starting(run_dir: Path, backend: str):
+    """The heartbeat's words while the engine starts: its log file, once a launched server writes one."""
+    log = run_dir / "logs" / f"{backend}.log"
+
+    def what() -> str:
+        return f"{backend}: starting the engine" + (f" (log: {log})" if log.exists() else "")
+
+    return what
+
+
 class StartFacts:
     """This engine start's entry in ``env/<backend>.json`` ``starts`` (a list ordered by start),
     written into the file at once so that a crash keeps what was known."""
@@ -196,6 +214,17 @@ class StartFacts:
         doc = json.loads(self.path.read_text()) if self.path.exists() else {}
         others = [s for s in doc.get("starts", []) if s.get("engine_start") != self.facts["engine_start"]]
         return sorted([*others, self.facts], key=lambda s: s["engine_start"])
+
+    def earlier_startup_s(self) -> float | None:
+        """The mean start-up seconds of this backend's earlier engine starts in this run (None: this is the
+        first): the heartbeat's expected time."""
+        doc = json.loads(self.path.read_text()) if self.path.exists() else {}
+        took = [
+            s["startup_s"]
+            for s in doc.get("starts", [])
+            if s.get("engine_start") != self.facts["engine_start"] and isinstance(s.get("startup_s"), float)
+        ]
+        return sum(took) / len(took) if took else None
 
     def update(self, **facts) -> None:
         self.facts.update(facts)
@@ -274,7 +303,15 @@ def skip_all(
     return 0
 
 
+def quiet_future_warnings() -> None:
+    """transformers' FutureWarnings (deprecations meant for whoever writes the calls) are not printed through
+    the progress bar; ``PYTHONWARNINGS`` / ``-W`` given, the user's filters stand (Python's own rule)."""
+    if not sys.warnoptions:
+        warnings.simplefilter("ignore", FutureWarning)
+
+
 if __name__ == "__main__":
+    quiet_future_warnings()
     # compare.py stops a run by signalling this process's group: SIGTERM unwinds like Ctrl-C, so the
     # engine is closed (finally: backend.close()) and the parent alone prints the resume hint.
     signal.signal(signal.SIGTERM, signal.default_int_handler)

@@ -20,7 +20,8 @@ import signal
 import sys
 from pathlib import Path
 
-from harness import models, parallel_args, prompt_timing, server_args
+from contract.plan import Plan
+from harness import models, pace, parallel_args, prompt_timing, server_args
 from harness.applied import check_applicable
 from harness.backend_runs import run_backends
 from harness.cli_checks import (
@@ -30,6 +31,7 @@ from harness.cli_checks import (
     check_numbers,
     check_out,
     check_resume,
+    check_resume_settings,
     check_server_args,
     cpu_scale,
     load_tokenizer,
@@ -38,11 +40,23 @@ from harness.cli_checks import (
 )
 from harness.cli_parser import parser
 from harness.env import commit_provenance, merge_env, write_json
+from harness.heartbeat import Heartbeat
 from harness.launch import Interrupted, handlers
+from harness.plan_summary import busy_line, machine_load, plan_lines
 from harness.run_plan import Planned, Workloads, choose_workloads, describe_run, plan_prompts
 from harness.rundir import RunDirBusy, atomic_write_text, claim, is_disk_full
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+# the settings the plan step decides (plan_prompts: the server's model name), unknown before it
+PLANNED_SETTINGS = ("served_model_name",)
+
+
+def to_stdout(line: str) -> None:
+    """A heartbeat's line (harness.heartbeat), on stdout with the run's other progress lines: stderr keeps
+    a mistake's one line (exit 2)."""
+    print(line, flush=True)
 
 
 def backend_settings(args: argparse.Namespace, model: models.ResolvedModel, device: str, dtype: str) -> dict:
@@ -101,7 +115,7 @@ def main(argv: list[str] | None = None, prog: str = "compare.py") -> int:
     a traceback for bad input (2), an interrupt (128 + signal) or a full disk (1)."""
     args = parser(prog).parse_args(argv)
     try:
-        return _main(args)
+        return _main(args, prog)
     except (UsageError, models.ModelError) as exc:
         print(f"{prog}: error: {exc}", file=sys.stderr)
         return 2
@@ -124,7 +138,7 @@ def main(argv: list[str] | None = None, prog: str = "compare.py") -> int:
         return 1
 
 
-def _main(args: argparse.Namespace) -> int:
+def _main(args: argparse.Namespace, prog: str = "compare.py") -> int:
     """The study's steps in order: check the flags, read the workloads (``--lint-only`` stops there), choose
     the run directory, the model and the device, render the plan, describe the run, then write the run
     directory and run the backends' children and the report in it."""
@@ -133,16 +147,18 @@ def _main(args: argparse.Namespace) -> int:
     if args.lint_only:
         return lint_only(args, chosen.specs)
     out = choose_out(args, names)
-    model, device, dtype = choose_model(args)
-    if (
-        device == "cpu"
-    ):  # a kind's built-ins at its CPU scale (the load's would take hours); a file's run as written
-        chosen.specs = builtins_at_cpu_scale(args, chosen)
-    planned = plan_prompts(args, names, chosen.specs, model)
+    with Heartbeat(f"{prog}: preparing the model's tokenizer and the plan", say=to_stdout):
+        model, device, dtype = choose_model(args)
+        if args.resume:
+            check_resume_early(args, out, model, device, dtype)
+        # on a CPU, a kind's built-ins at its CPU scale (the load's would take hours); a file's as written
+        if device == "cpu":
+            chosen.specs = builtins_at_cpu_scale(args, chosen)
+        planned = plan_prompts(args, names, chosen.specs, model)
     settings = backend_settings(args, model, device, dtype)
     commit = commit_provenance(ROOT)
     run_env = describe_run(args, out, model, device, dtype, settings, chosen, planned, commit)
-    return write_and_run(args, out, names, pythons, planned, settings, run_env)
+    return write_and_run(args, out, names, pythons, planned, settings, run_env, prog)
 
 
 def check_arguments(args: argparse.Namespace) -> tuple[list[str], dict[str, str]]:
@@ -199,6 +215,7 @@ def write_and_run(
     planned: Planned,
     settings: dict,
     run_env: dict,
+    prog: str = "compare.py",
 ) -> int:
     """Claim the run directory (one writer at a time; ``--resume`` checked against what it holds), write
     plan.json, run.json and env.json, then run the backends and the report; the exit code."""
@@ -223,9 +240,33 @@ def write_and_run(
                 },
             )
             merge_env(out, run_env)
-            return run_backends(args, out, names, pythons, run_env, planned.plan, lock_fd)
+            say_plan(planned.plan, names, settings)  # before the first engine start
+            return run_backends(args, out, names, pythons, run_env, planned.plan, lock_fd, prog)
     except RunDirBusy as exc:
         raise UsageError(str(exc)) from exc
+
+
+def check_resume_early(
+    args: argparse.Namespace, out: Path, model: models.ResolvedModel, device: str, dtype: str
+) -> None:
+    """--resume with other settings refused in seconds, before the tokenizer loads and the plan renders (the
+    whole check, plan included, is made again under the run directory's lock)."""
+    early = {
+        **backend_settings(args, model, device, dtype),
+        "model_config_hash": models.config_hash(model.path),
+    }
+    check_resume_settings(out, early, unknown=PLANNED_SETTINGS)
+
+
+def say_plan(plan: Plan, names: list[str], settings: dict) -> None:
+    """The plan with its counts and, where this machine ran the backends before, its time
+    (harness/plan_summary.py, harness/pace.py); a warning where the machine is already busy."""
+    model, device = settings["model_label"], settings["device"]
+    said = pace.time_line(pace.pace_path(), names, model, device, pace.plan_tokens(plan))
+    print("\n".join(plan_lines(plan, names, time=said)), flush=True)
+    busy = busy_line(*machine_load(), device)
+    if busy:
+        print(busy, flush=True)
 
 
 def lint_only(args: argparse.Namespace, specs: list) -> int:

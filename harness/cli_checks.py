@@ -131,6 +131,13 @@ def check_resume(out: Path, plan_json: str, measuring: dict) -> None:
             f"--resume: the plan in {out} differs from this command's "
             "(workloads, repeats, starts or model changed)"
         )
+    check_resume_settings(out, measuring)
+
+
+def check_resume_settings(out: Path, measuring: dict, unknown: tuple[str, ...] = ()) -> None:
+    """--resume: the measuring settings against the run's in ``out`` (``run.json``), those in ``unknown``
+    left out (not known yet): the check that needs no plan, made before the tokenizer loads and the plan is
+    rendered, so that a resume with other settings is refused in seconds."""
     try:
         old = json.loads((out / "run.json").read_text())
     except (OSError, ValueError):
@@ -139,6 +146,9 @@ def check_resume(out: Path, plan_json: str, measuring: dict) -> None:
         **old.get("settings", {}),
         **({"model_config_hash": old["model_config_hash"]} if "model_config_hash" in old else {}),
     }
+    if unknown:
+        previous = {k: v for k, v in previous.items() if k not in unknown}
+        measuring = {k: v for k, v in measuring.items() if k not in unknown}
     differs = settings_diff(previous, measuring)
     if differs:
         raise UsageError(
@@ -163,6 +173,17 @@ def apply_overrides(specs: list, args: argparse.Namespace) -> list:
         return overrides.apply(specs, override_values(args))
     except ValueError as exc:
         raise UsageError(str(exc)) from exc
+
+
+def apply_repeats(specs: list, args: argparse.Namespace) -> list:
+    """``--repeats R`` given: each kind's grid with a count of its own (``Override.repeats_field``) capped at
+    R where its option was not given; one line each on what changed."""
+    from workloads import overrides
+
+    specs, notes = overrides.repeats_caps(specs, override_values(args), args.repeats)
+    for note in notes:
+        print(note)
+    return specs
 
 
 def cpu_scale(specs: list, args: argparse.Namespace, builtin: set[str]) -> list:

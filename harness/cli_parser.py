@@ -29,17 +29,16 @@ formats), load (many users at once: agent sessions and fixed-shape requests at r
 concurrency; throughput, TTFT/ITL percentiles, goodput).
 
 examples:
-  python compare.py                                    # tiny random model, CPU, all backends
-  python compare.py --model smollm2 --out runs/real    # SmolLM2-135M-Instruct: real answers (make demo)
-  python compare.py --backend hf,vllm --model Qwen/Qwen3-8B --out runs/a100
-  python compare.py --backend all --model qwen3-8b-shape --random-weights --out runs/h200
-  python compare.py --workload-file my_study.yaml --backend hf,vllm   # your own workloads
-  python compare.py --lint-only --workload-file my_study.yaml         # check them (seconds, no weights)
-  python -m reports runs/a100 runs/h200 -o report.html # rebuild / merge reports
-  python -m reports runs/a100 --format json,csv        # + summary.json and csv/ of what the page shows
-  python -m reports --baseline runs/a --candidate runs/b   # regression gate: exit 1 on a regression
-  installed (pip install .): llm-call-anatomy takes the same arguments; \
-llm-call-anatomy report = python -m reports
+  {study}                                    # tiny random model, CPU, all backends
+  {study} --model smollm2 --out runs/real    # SmolLM2-135M-Instruct: real answers (make demo)
+  {study} --backend hf,vllm --model Qwen/Qwen3-8B --out runs/a100
+  {study} --backend all --model qwen3-8b-shape --random-weights --out runs/h200
+  {study} --workload-file my_study.yaml --backend hf,vllm   # your own workloads
+  {study} --lint-only --workload-file my_study.yaml         # check them (seconds, no weights)
+  {report} runs/a100 runs/h200 -o report.html   # rebuild / merge reports
+  {report} runs/a100 --format json,csv          # + summary.json and csv/ of what the page shows
+  {report} --baseline runs/a --candidate runs/b   # regression gate: exit 1 on a regression
+  {installed}
 
 exit codes:
   0    every backend ran (one that is not installed here is recorded as skipped and counts as ran,
@@ -54,6 +53,29 @@ exit codes:
 """
 
 
+def epilog(prog: str) -> str:
+    """``--help``'s epilog with the commands as the user typed them (``harness.console.commands``)."""
+    from harness.console import commands
+
+    study, report = commands(prog)
+    installed = (
+        "installed (pip install .): llm-call-anatomy takes the same arguments; "
+        "llm-call-anatomy report = python -m reports"
+        if prog == "compare.py"
+        else "from a checkout: python compare.py takes the same arguments; python -m reports = " + report
+    )
+    return EPILOG.format(study=study, report=report, installed=installed)
+
+
+class Given(argparse.Action):
+    """Stores the value and records that the flag was given (``args.<dest>_given``): ``--repeats`` given caps
+    the grids that have their own count (``workloads.overrides.repeats_caps``); its default does not."""
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        setattr(namespace, self.dest, values)
+        setattr(namespace, f"{self.dest}_given", True)
+
+
 def parser(prog: str = "compare.py") -> argparse.ArgumentParser:
     """The study's parser (``compare.py``, ``llm-call-anatomy``); ``prog`` names the command in usage and
     errors."""
@@ -62,7 +84,7 @@ def parser(prog: str = "compare.py") -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog=prog,
         description="Replay one LLM workload through several serving stacks and compare them side by side.",
-        epilog=EPILOG,
+        epilog=epilog(prog),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--version", action="version", version=f"%(prog)s {version()}")
@@ -92,7 +114,14 @@ def parser(prog: str = "compare.py") -> argparse.ArgumentParser:
         "2: a mistake in a file",
     )
     p.add_argument("--out", type=Path, default=None, help="run directory (default: runs/<date-time>)")
-    p.add_argument("--repeats", type=int, default=5, help="timed repeats per case (default: 5)")
+    p.add_argument(
+        "--repeats",
+        type=int,
+        default=5,
+        action=Given,
+        help="timed repeats per case (default: 5); given, it also caps a grid that has its own count, "
+        "e.g. the json workloads' calls per temperature (unless --json-calls is given)",
+    )
     p.add_argument(
         "--starts",
         type=int,

@@ -18,6 +18,15 @@ PROG = "llm-call-anatomy"
 DIST = "llm-call-anatomy"
 
 
+def commands(prog: str) -> tuple[str, str]:
+    """The study's and the report's commands as the user typed them, for messages and ``--help``: ``python
+    compare.py`` and ``python -m reports`` from a checkout, ``llm-call-anatomy`` and ``llm-call-anatomy
+    report`` installed (``prog``: the study's parser's, ``compare.py`` or ``llm-call-anatomy``)."""
+    if prog == "compare.py":
+        return "python compare.py", "python -m reports"
+    return prog, f"{prog} report"
+
+
 def version() -> str:
     """The installed distribution's version; in a checkout that is not installed, pyproject.toml's."""
     try:

@@ -119,6 +119,8 @@ def _build_once(name: str, key: str, fill) -> Path:
         return final
     final.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=final.parent))
+    # the first run's wait is said (issue 43): once per machine, then the folder is reused
+    print(f"model '{name}': building its folder once, into {final} (later runs reuse it)", flush=True)
     try:
         fill(tmp)
         try:
@@ -274,8 +276,7 @@ def build_smollm2() -> Path:
     if (final / "config.json").is_file():
         return final
     try:
-        gguf_path = smollm2.locate_gguf()
-        smollm2.require_gguf_reader()
+        gguf_path = smollm2.prerequisites()  # every missing piece named at once
     except smollm2.Smollm2Error as exc:
         raise ModelError(f"{exc} (or copy a built {final.name}/ folder into {final.parent})") from exc
     try:

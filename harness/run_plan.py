@@ -23,6 +23,7 @@ from harness.applied import not_applied
 from harness.cli_checks import (
     UsageError,
     apply_overrides,
+    apply_repeats,
     apply_slo,
     check_client_procs,
     check_context,
@@ -68,6 +69,8 @@ def choose_workloads(args: argparse.Namespace) -> Workloads:
     except WorkloadFileError as exc:
         raise UsageError(str(exc)) from exc
     specs = apply_overrides(specs, args)
+    if getattr(args, "repeats_given", False):  # --repeats R: small for every workload, a grid of its own too
+        specs = apply_repeats(specs, args)
     specs, slo, slo_targets = apply_slo(specs, args.slo)
     check_price(args.gpu_hour_usd)
     return Workloads(workload_names, specs, slo, slo_targets)

@@ -3,7 +3,8 @@
 - :func:`lock`: an exclusive ``fcntl.flock`` on ``RUN_DIR/.lock``, taken by ``compare.py`` and
   passed to its child processes, so a second ``compare.py`` (a ``--resume`` started too early,
   a second terminal) is refused with one line instead of interleaving records. The lock lives
-  as long as any process holding the descriptor: a child that outlives a killed parent keeps it.
+  as long as any process holding the descriptor: a child that outlives a killed parent keeps it. After a
+  clean finish the ``.lock`` file is removed (:func:`claim`).
 - :func:`atomic_write_text` (``contract.files``): ``plan.json``, ``run.json`` and ``env.json`` are written to
   a temporary file in the same folder, fsynced and renamed over the old one, so a full disk or a crash leaves
   the previous file or the new one, never half of one.
@@ -75,16 +76,32 @@ def lock(run_dir: Path) -> int:
             f"another process{f' (pid {holder})' if holder else ''} is writing into {run_dir}: "
             "wait for it to finish, or stop it"
         ) from exc
+    if not _still_there(run_dir / LOCK, fd):  # its holder finished and removed it: lock the file now there
+        os.close(fd)
+        return lock(run_dir)
     os.ftruncate(fd, 0)
     os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
     os.set_inheritable(fd, True)
     return fd
 
 
+def _still_there(path: Path, fd: int) -> bool:
+    """The locked descriptor is the file at ``path`` (not one a finished holder removed after this process
+    opened it: a lock on that would be a lock on nothing)."""
+    try:
+        now = os.stat(path)
+    except FileNotFoundError:
+        return False
+    held = os.fstat(fd)
+    return (now.st_dev, now.st_ino) == (held.st_dev, held.st_ino)
+
+
 @contextmanager
 def claim(run_dir: Path) -> Iterator[int]:
     """Create (if needed) and lock the run directory for the duration; yields the lock's descriptor.
-    A directory created here that ends up holding nothing but the lock is removed again."""
+    A directory created here that ends up holding nothing but the lock is removed again; after a clean
+    finish (no exception) the lock file goes too, removed while still held (a process that opened it
+    meanwhile sees it gone and takes the new one: :func:`lock`). A run stopped short keeps it."""
     created = not run_dir.exists()
     try:
         run_dir.mkdir(parents=True, exist_ok=True)
@@ -93,12 +110,16 @@ def claim(run_dir: Path) -> Iterator[int]:
         if is_disk_full(exc):
             raise
         raise RunDirBusy(f"--out {run_dir}: not writable ({exc.strerror})") from exc
+    clean = False
     try:
         yield fd
+        clean = True
     finally:
         if created and [p.name for p in run_dir.iterdir()] == [LOCK]:
             (run_dir / LOCK).unlink()
             run_dir.rmdir()
+        elif clean:
+            (run_dir / LOCK).unlink(missing_ok=True)
         os.close(fd)
 
 

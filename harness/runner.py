@@ -5,7 +5,9 @@ within a repeat, see ``workloads.plan``), skips what ``--resume`` finds done, an
 block's warm-ups (a workload mode, a sweep length...) untimed before the block's first group
 that still has to run. A step that needs a capability the backend lacks becomes a ``skipped``
 record with the reason; an exception becomes an ``error`` record (the rest of a conversation
-repeat is then abandoned, since its cache state is unknown) and the run goes on.
+repeat is then abandoned, since its cache state is unknown) and the run goes on. The progress bar shows
+the elapsed time, an ETA once cases finish and "warm-up" while warming up; where the console is no
+terminal, a heartbeat line (``harness.heartbeat``) every few seconds while a group runs.
 """
 
 from __future__ import annotations
@@ -14,14 +16,23 @@ import time
 import traceback
 from collections import defaultdict
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 
 from backends.base import Backend, Result
 from harness import load_runner, prompt_timing
+from harness.heartbeat import Heartbeat
 from harness.records import Record, RecordWriter, done_keys, failed_keys
 from harness.secrets import redact
 from harness.steps import (
@@ -125,10 +136,13 @@ class Runner:
             BarColumn(),
             MofNCompleteColumn(),
             TimeElapsedColumn(),
+            TextColumn("ETA"),
+            TimeRemainingColumn(),
+            TextColumn("{task.description}"),
         )
         skipped: set[str] = set()
         with Progress(*columns, console=console, transient=False) as progress:
-            task = progress.add_task("requests", total=total)
+            task = progress.add_task("", total=total)
             for i, group in enumerate(groups):
                 started = time.perf_counter()
                 if group.block not in todo_blocks or group.block in skipped:
@@ -137,9 +151,13 @@ class Runner:
                     skipped.add(group.block)
                     progress.advance(task, 0 if group.warmup else len(group.steps))
                 elif group.warmup:
-                    self.run_group(group, record=False)
+                    progress.update(task, description="warm-up")
+                    with self.heartbeat(f"{self.label}: warm-up {group.block}", progress):
+                        self.run_group(group, record=False)
+                    progress.update(task, description="")
                 elif self._todo(group):
-                    records = self.run_group(group, record=True)
+                    with self.heartbeat(f"{self.label}: {group.block}", progress):
+                        records = self.run_group(group, record=True)
                     progress.console.print(f"  {group.block} {summary(records)}")
                     progress.advance(task, len(group.steps))
                 else:
@@ -155,6 +173,14 @@ class Runner:
     @property
     def label(self) -> str:
         return self.backend.name + (f" #{self.engine_start}" if self.engine_start else "")
+
+    @staticmethod
+    def heartbeat(what: str, progress: Progress) -> AbstractContextManager:
+        """A line every few seconds while a group runs, where the console is no terminal (piped, a log file:
+        the live bar, which ticks its elapsed time, is then not drawn); nothing on a terminal."""
+        if progress.console.is_terminal:
+            return nullcontext()
+        return Heartbeat(what, say=lambda line: progress.console.print(line, soft_wrap=True))
 
     def _todo(self, group: Group) -> bool:
         return not group_runner(group).done(self, group)

@@ -74,6 +74,25 @@ def require_gguf_reader() -> None:
         )
 
 
+def prerequisites() -> Path:
+    """The pinned GGUF, checked, where everything the build needs is here; else one :class:`Smollm2Error`
+    that names every missing piece with its command in one go (the package and the GGUF reader: a user runs
+    both commands once, not one a try)."""
+    problems = []
+    gguf_path = None
+    try:
+        gguf_path = locate_gguf()
+    except Smollm2Error as exc:
+        problems.append(str(exc))
+    try:
+        require_gguf_reader()
+    except Smollm2Error as exc:
+        problems.append(str(exc) if not problems else str(exc).removeprefix(f"--model {NAME}: "))
+    if problems or gguf_path is None:
+        raise Smollm2Error("; and ".join(problems))
+    return gguf_path
+
+
 def fill(out: Path, gguf_path: Path) -> None:
     """Dequantize ``gguf_path`` with transformers and write an HF folder (bf16 safetensors) into ``out``."""
     import torch

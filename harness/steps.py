@@ -21,7 +21,8 @@ from workloads.kinds import kind
 
 # markup off: workload names, cases and server error messages are user text and may hold "[/...]",
 # which Rich would read as a (broken) tag and raise MarkupError mid-run. Colours go through style=.
-console = Console(stderr=True, highlight=False, markup=False)
+# soft_wrap: a line is never broken inside a value (piped to a log, Rich would cut it at 80 columns).
+console = Console(stderr=True, highlight=False, markup=False, soft_wrap=True)
 CAPABILITY_NAMES = {f.name for f in fields(Capabilities)}
 
 # Greedy calls ask every backend for the top-2 log-probs at each step, so the report can tell a

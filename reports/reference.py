@@ -17,6 +17,7 @@ SOURCE = {
 }
 
 CONVERSATION = {
+    "turns": 10,  # the seed's conversation: its row stands only under a workload of as many turns
     "tokens_full": 5549,
     "tokens_cached": 999,
     "tokens_ratio": 5.55,

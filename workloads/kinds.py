@@ -63,12 +63,16 @@ class Override:
     spec is validated again with them, as a workload file would be. ``cpu_default``: the option's
     value for the kind's built-in workloads on a CPU when the option is not given (their own scale
     would take hours there). ``missing``: the one-line mistake when the option is given and no workload
-    of the run is of the kind (empty: the option is then ignored)."""
+    of the run is of the kind (empty: the option is then ignored). ``repeats_field``: the spec's field that
+    counts the kind's own repeats (a grid that ``repeats`` does not multiply); when ``--repeats R`` is given
+    and this option is not, every workload of the kind runs at most R of them (``--repeats 1`` is a small
+    run for every workload)."""
 
     option: str  # "--load"; its argparse dest is the name without the dashes, "-" read as "_"
     fields: Callable[[Any], dict[str, Any]]
     cpu_default: Any = None
     missing: str = ""
+    repeats_field: str | None = None
 
     @property
     def dest(self) -> str:

@@ -16,7 +16,7 @@ from pydantic import ValidationError
 
 from workloads import kinds
 
-__all__ = ["apply", "cpu_defaults", "options", "with_fields"]
+__all__ = ["apply", "cpu_defaults", "options", "repeats_caps", "with_fields"]
 
 
 def options() -> list[kinds.Override]:
@@ -76,6 +76,27 @@ def cpu_defaults(specs: list, values: dict[str, Any], builtin: set[str]) -> tupl
                 specs = [with_fields(s, fields, o.option) if s.name in chosen else s for s in specs]
                 notes.append(
                     f"{name} workloads at the CPU's scale: {o.option} {o.cpu_default} "
+                    f"(pass {o.option} to choose)"
+                )
+    return specs, notes
+
+
+def repeats_caps(specs: list, values: dict[str, Any], repeats: int) -> tuple[list, list[str]]:
+    """``--repeats R`` given: each option with a ``repeats_field`` that was not given caps that field at R on
+    every workload of its kind (a kind whose grid ``repeats`` does not multiply is small when the run is).
+
+    Returns the specs and one line per option applied (for the console)."""
+    notes = []
+    for name in kinds.names():
+        for o in kinds.kind(name).overrides:
+            if o.repeats_field is None or values.get(o.option) is not None:
+                continue
+            capped = {s.name for s in specs if s.kind == name and getattr(s, o.repeats_field, 0) > repeats}
+            if capped:
+                fields = o.fields(repeats)
+                specs = [with_fields(s, fields, o.option) if s.name in capped else s for s in specs]
+                notes.append(
+                    f"{name} workloads at --repeats {repeats}: {o.option} {repeats} "
                     f"(pass {o.option} to choose)"
                 )
     return specs, notes

@@ -5,7 +5,8 @@ them. A kind's own rules live with its analysis (``ReportKind.caveats``: a cache
 block rounding and prefix breaks in ``conversation``; a fitted floor, the roofline and launch
 overhead in ``sweep``; grammar overhead in ``json_extraction``; the load's in ``many_users``);
 this module keeps :class:`Caveat`, the loop over the kinds and the rules across workloads
-(disagreement across backends, weaker timing sources, server-side timing).
+(disagreement across backends, weaker timing sources, server-side timing, and prefix reuse under load
+counted in whole KV blocks: :func:`block_reuse`).
 """
 
 from __future__ import annotations
@@ -58,6 +59,12 @@ def derive(report: Report) -> list[Caveat]:
     out += agreement(report.agreement_summary, report.agreement_cached_summary)
     out += timing(report.ds.measured())
     out += server(report.server, {b: report.ds.env_of(b).get("engine") or {} for b in report.ds.backends})
+    from reports.assemble import block_size
+
+    out += block_reuse(
+        report.ds.measured(),
+        {b: block_size(report.ds.env_of(b).get("engine") or {}) for b in report.ds.backends},
+    )
     return list(dict.fromkeys(out))  # a page-wide fact that several sections found is said once
 
 
@@ -138,4 +145,56 @@ def server(df: pd.DataFrame, engines: dict[str, dict[str, Any]] | None = None) -
                 "code and, for an engine the harness steps, the step in flight)"
             )
         out.append(Caveat("timing", f"{backend}: the client saw TTFT {fmt.stat(d, 'ms')} {why}."))
+    return out
+
+
+BLOCK_LOSS = 0.10  # block rounding alone keeps this share of the shared tokens from reuse: said
+
+
+def block_reuse(df: pd.DataFrame, blocks: dict[str, int | None]) -> list[Caveat]:
+    """Prefix reuse under load against the engine's KV block size: a prefix cache reuses whole blocks only
+    (vLLM 16 tokens by default, SGLang 1 unless ``page_size``), so requests that share less than a block
+    with earlier ones reuse nothing, and every shared prefix loses its last partial block. Where that rounding
+    alone keeps at least ``BLOCK_LOSS`` of the shared tokens out of reach, one caveat a workload and backend
+    says so with its figures: the load's 'reuse expected' counts every shared token, the engine whole
+    blocks (the per-turn tables of a conversation round to blocks themselves)."""
+    need = {
+        "load_concurrency",
+        "load_rate_rps",
+        "shared_prefix_tokens",
+        "prompt_tokens",
+        "backend",
+        "workload",
+    }
+    if df.empty or not need <= set(df.columns):
+        return []
+    loaded = df[
+        (df["load_concurrency"].notna() | df["load_rate_rps"].notna()) & (df["shared_prefix_tokens"] > 0)
+    ]
+    out = []
+    for (workload, backend), g in loaded.groupby(["workload", "backend"], sort=False):
+        block = blocks.get(backend)
+        if not block or block <= 1:
+            continue
+        shared = g["shared_prefix_tokens"].astype(float)
+        usable = pd.concat([shared, g["prompt_tokens"].astype(float) - 1], axis=1).min(axis=1)
+        whole = (usable // block) * block
+        total, reachable = float(shared.sum()), float(whole.sum())
+        if not total or (total - reachable) / total < BLOCK_LOSS:
+            continue
+        short = int((shared < block).sum())
+        out.append(
+            Caveat(
+                str(workload),
+                f"{backend} reuses a cached prefix in whole blocks of {block} tokens (its KV cache's block "
+                f"size): of the {fmt.n(total)} prompt tokens its requests share with earlier ones (the "
+                f"'reuse expected'), {fmt.n(reachable)} ({fmt.pct(reachable / total)}) fall in whole blocks"
+                + (
+                    f"; {short} of {len(g)} requests share fewer than {block} tokens and reuse none"
+                    if short
+                    else ""
+                )
+                + ". A reported reuse below the expected one is this rounding before it is a cache miss.",
+            )
+        )
     return out

@@ -31,8 +31,28 @@ def test_without_a_driver_a_level_says_not_measured_and_why():
     from tests.backends.test_load import Batching, req
 
     _, facts = run_level(Batching(), [[req()] for _ in range(2)], LoadSettings(concurrency=2))
-    assert facts["gpu_telemetry"].startswith("not measured: NVML unavailable (NVMLError")
+    assert facts["gpu_telemetry"].startswith("not measured: ") and "NVMLError" not in facts["gpu_telemetry"]
     assert not any(k.startswith("gpu_power") for k in facts)
+
+
+def test_a_machine_without_an_nvidia_gpu_is_said_in_words():
+    """issue 43: a CPU run's page never shows a raw NVMLError_LibraryNotFound."""
+
+    class NVMLError_LibraryNotFound(Exception):
+        pass
+
+    class NoLibrary(FakeNvml):
+        def nvmlInit(self):
+            raise NVMLError_LibraryNotFound("NVML Shared Library Not Found")
+
+    with GpuTelemetry(nvml=NoLibrary()) as gpu:
+        pass
+    said = gpu.facts()["gpu_telemetry"]
+    assert said == "not measured: no NVIDIA GPU here (the NVIDIA driver's library is not installed)"
+    assert (
+        telemetry.not_readable(RuntimeError("Unknown Error"))
+        == "not measured: NVML could not be read (Unknown Error)"
+    )
 
 
 def test_without_nvidia_ml_py_it_says_so(monkeypatch):

@@ -46,3 +46,15 @@ def test_the_harness_merge_and_the_report_read_agree(tmp_path):
     assert read_env(tmp_path) == merged
     (tmp_path / "env" / "vllm.json").write_text(json.dumps({"engine": {"name": "vllm"}}))
     assert read_env(tmp_path)["backends"] == merge_env(tmp_path, {"run_id": "r1"})["backends"]
+
+
+def test_an_atomic_write_has_the_mode_a_plain_open_gives(tmp_path):
+    """issue 43: report.html, env.json, plan.json, run.json get the records' mode (the umask's), not 0600."""
+    import stat
+
+    from contract.files import atomic_write_text
+
+    atomic_write_text(tmp_path / "env.json", "{}")
+    (tmp_path / "records.jsonl").write_text("")
+    mode = stat.S_IMODE((tmp_path / "env.json").stat().st_mode)
+    assert mode == stat.S_IMODE((tmp_path / "records.jsonl").stat().st_mode)

@@ -32,3 +32,30 @@ def test_module_entry_point_prints_help():
         timeout=120,
     )
     assert proc.returncode == 0 and proc.stdout.startswith("usage: llm-call-anatomy ")
+
+
+def test_messages_and_help_name_the_command_the_user_typed(tmp_path, capsys, monkeypatch):
+    """issue 43: installed, the last lines and --help's examples say llm-call-anatomy, not compare.py."""
+    from harness.backend_runs import build_report
+    from harness.cli_parser import epilog
+
+    assert console.commands("compare.py") == ("python compare.py", "python -m reports")
+    assert console.commands("llm-call-anatomy") == ("llm-call-anatomy", "llm-call-anatomy report")
+    installed = epilog("llm-call-anatomy")
+    assert "compare.py --" not in installed and "python -m reports runs" not in installed
+    assert "  llm-call-anatomy report --baseline runs/a --candidate runs/b" in installed
+    assert "  python compare.py --lint-only --workload-file my_study.yaml" in epilog("compare.py")
+    monkeypatch.setitem(sys.modules, "reports", None)  # a venv without the report extra
+    assert build_report(tmp_path, "llm-call-anatomy") is False
+    said = capsys.readouterr().err.strip()
+    assert said.startswith("llm-call-anatomy: report not built: ") and "[report]'" in said
+
+
+def test_the_last_line_names_the_installed_command(tmp_path, capsys):
+    code = console.main(["--backend", "sglang", "--model", "tiny", "--workloads", "template",
+                         "--repeats", "1", "--out", str(tmp_path / "run"), "--no-report"])  # fmt: skip
+    if code == 0:
+        return  # sglang is installed here: it measured
+    assert code == 1
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert last.startswith("llm-call-anatomy: nothing was measured: sglang was skipped")

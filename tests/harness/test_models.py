@@ -55,3 +55,18 @@ def test_param_count_of_the_8b_shape():
 def test_missing_model_is_a_clear_error(bad):
     with pytest.raises(models.ModelError, match="no such directory"):
         models.resolve(bad, random_weights=False)
+
+
+def test_a_built_in_model_s_first_build_is_said_once(tmp_path, monkeypatch, capsys):
+    """issue 43: the first build of a built-in model is said, with where it goes; later runs are quiet."""
+    from harness import models
+
+    monkeypatch.setenv("LCA_CACHE", str(tmp_path))
+
+    def fill(d):
+        (d / "config.json").write_text("{}")
+
+    first = models._build_once("demo", "k1", fill)
+    said = capsys.readouterr().out
+    assert said == f"model 'demo': building its folder once, into {first} (later runs reuse it)\n"
+    assert models._build_once("demo", "k1", fill) == first and capsys.readouterr().out == ""

@@ -88,3 +88,24 @@ def test_resume_does_not_rerun_a_load_level_that_stopped_at_its_seconds(tmp_path
     )  # the cap did stop a level early
     compare(*args, "--resume")
     assert records(out) == first  # nothing ran again, nothing was appended
+
+
+def test_a_resume_with_other_settings_is_refused_before_the_tokenizer_and_the_plan(
+    tmp_path, capsys, monkeypatch
+):
+    """issue 43: the settings are checked before the tokenizer loads and the plan renders (seconds)."""
+    from harness import cli
+
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "records.jsonl").write_text("")
+    (run / "run.json").write_text(json.dumps({"settings": {"dtype": "bfloat16"}}))
+
+    def no_plan(*args, **kwargs):
+        raise AssertionError("the plan was rendered before the settings were checked")
+
+    monkeypatch.setattr(cli, "plan_prompts", no_plan)
+    code = cli.main(["--backend", "hf", "--model", "tiny", "--dtype", "float32", "--device", "cpu",
+                     "--workloads", "template", "--out", str(run), "--resume"])  # fmt: skip
+    assert code == 2
+    assert "dtype was 'bfloat16', now 'float32'" in capsys.readouterr().err

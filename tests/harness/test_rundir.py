@@ -96,3 +96,30 @@ def test_the_lock_refuses_a_second_holder(tmp_path):
         rundir.lock(tmp_path)
     os.close(fd)
     os.close(rundir.lock(tmp_path))  # free again once the holder is gone
+
+
+def test_the_lock_file_goes_after_a_clean_finish_and_stays_after_a_stop(tmp_path):
+    """issue 43: a finished run leaves no .lock; a run stopped short keeps it (the next --resume takes it)."""
+    run = tmp_path / "run"
+    with rundir.claim(run):
+        (run / "records.jsonl").write_text("")
+    assert not (run / rundir.LOCK).exists()
+    with pytest.raises(KeyboardInterrupt), rundir.claim(run):
+        raise KeyboardInterrupt
+    assert (run / rundir.LOCK).exists()
+
+
+def test_a_lock_file_removed_by_its_finished_holder_is_not_locked(tmp_path):
+    """A process that opened the lock file before its holder removed it locks the file now there, not the
+    removed one (else two writers would each hold a lock)."""
+    first = rundir.lock(tmp_path)
+    opened = os.open(tmp_path / rundir.LOCK, os.O_RDWR)
+    (tmp_path / rundir.LOCK).unlink()  # the holder finished
+    os.close(first)
+    assert not rundir._still_there(tmp_path / rundir.LOCK, opened)
+    os.close(opened)
+    fd = rundir.lock(tmp_path)
+    assert rundir._still_there(tmp_path / rundir.LOCK, fd)
+    with pytest.raises(rundir.RunDirBusy):
+        rundir.lock(tmp_path)
+    os.close(fd)

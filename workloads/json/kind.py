@@ -90,7 +90,7 @@ def score(text: str, schema: dict[str, Any], expected: dict[str, Any] | None) ->
     return valid, correct
 
 
-# ``repeats`` is not used: calls are fixed
+# ``repeats`` is not used: calls are fixed (``--repeats R`` given caps them: the --json-calls override)
 def plan(spec: JsonSpec, renderer: Renderer, out: Plan, repeats: int, start: int = 0) -> None:
     """Warm-ups of every mode first; then, per temperature and call, every mode once, in an order
     rotated from call to call (the grammar cost is a difference between modes: drift must not
@@ -181,7 +181,9 @@ KIND = Kind(
     plan,
     score=score_output,
     overrides=(
-        Override("--json-calls", lambda n: {"calls_per_temperature": n}),
+        Override(
+            "--json-calls", lambda n: {"calls_per_temperature": n}, repeats_field="calls_per_temperature"
+        ),
         Override("--json-temperatures", lambda text: {"temperatures": parse_temperatures(text)}),
     ),
     order=30,

@@ -26,9 +26,20 @@ def _stat(row: dict[str, Any] | None, prefix: str) -> str:
     return fmt.stat(stat_of(row, prefix)) if row else "–"
 
 
-def totals_table(d: dict[str, Any]) -> Table:
+# the built-in workload that replays the seed's conversation at its size (builtin.yaml)
+SEED_WORKLOAD = "conversation"
+
+
+def is_seeds(name: str, turns: int | None) -> bool:
+    """The section replays the seed's own conversation: the built-in workload, at the seed's number of turns.
+    The seed's figures stand beside no other conversation (a user's 3-turn chat is not the seed's)."""
+    return name == SEED_WORKLOAD and turns == reference.CONVERSATION["turns"]
+
+
+def totals_table(d: dict[str, Any], seeds: bool = True) -> Table:
     """Conversation totals per backend: tokens processed and summed TTFT, full vs cached, as median and
-    spread, with the ratios; the seed's figures as a last reference row."""
+    spread, with the ratios; the seed's figures as a last reference row where the workload is the seed's
+    own conversation (``seeds``)."""
     t = Table(
         [
             "backend",
@@ -55,6 +66,8 @@ def totals_table(d: dict[str, Any]) -> Table:
                 fmt.times(m.ttft_ratio),
             ]
         )
+    if not seeds:
+        return t
     c = reference.CONVERSATION
     t.add(
         [
@@ -143,7 +156,7 @@ def blocks(section, slots: dict[str, Markup]) -> list[Block]:
     turns_n = int(d["totals"]["turns"].iloc[0]) if not d["totals"].empty else None
     out: list[Block | None] = [
         h3(f"Totals over {turns_n} turns" if turns_n else "Totals"),
-        table(totals_table(d)),
+        table(totals_table(d, is_seeds(section.name, turns_n))),
         p(
             "Tokens processed = tokens the engine computed: the prompt minus reported "
             "cache hits (the whole prompt in full mode, where the cache is reset "
