@@ -362,3 +362,25 @@ def test_a_column_run_with_caching_off_beside_columns_with_it_on_is_named(tmp_pa
     assert len(texts) == 1  # a page-wide fact: said once, not once a load section
     report, _ = section([vllm, run(tmp_path, "hf-on", backend="hf-cb")])
     assert not any("prefix caching off" in c.text for c in report.caveats)
+
+
+def test_a_cpu_runs_capacity_is_the_machines_and_says_no_gpu_energy(tmp_path):
+    """A run on a CPU names what one capacity is of (the machine, not a GPU) and says energy was not measured,
+    instead of printing NVML's error (issue 43); a GPU run keeps both."""
+    from collections import defaultdict
+
+    from workloads.load.report.capacity_tables import blocks
+
+    why = {"gpu_telemetry": "not measured: NVML Shared Library Not Found"}
+    rows = [r for c, ms in KNEE.items() for r in level("vllm", c, ms, facts=why)]
+    texts = {}
+    for device in ("cpu", "cuda"):
+        _, sec = section([write_run(tmp_path / device, rows, {"device": device})])
+        slots = defaultdict(lambda: None)  # no charts here: the words only
+        texts[device] = [
+            str(b.text) for b in blocks(sec.data, sec.backends, slots) if b and b.kind in ("h3", "muted")
+        ]
+    cpu, gpu = " ".join(texts["cpu"]), " ".join(texts["cuda"])
+    assert "How many users one machine holds, per target" in cpu and "one GPU holds" not in cpu
+    assert "Energy: not measured" in cpu and "NVML Shared Library" not in cpu
+    assert "How many users one GPU holds, per target" in gpu and "NVML Shared Library Not Found" in gpu

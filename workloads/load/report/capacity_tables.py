@@ -250,7 +250,7 @@ def blocks(d: dict[str, Any], backends: list[str], slots) -> list[Block]:
     why_not = sorted({str(x) for x in steady["telemetry"].dropna()})
     verdicts = verdicts_by_level(caps)
     out: list[Block | None] = [
-        h3("How many users one GPU holds, per target"),
+        h3(f"How many users one {cap.get('unit', 'GPU')} holds, per target"),
         p(
             Markup(
                 "{} A level meets a target when each percentile over its <b>steady-state</b> "
@@ -283,14 +283,22 @@ def blocks(d: dict[str, Any], backends: list[str], slots) -> list[Block]:
             muted=True,
         ),
         p(
-            "Energy: the GPU's over each level (NVML, on a "
-            f"thread of its own) ÷ output tokens. {PRICE_FORMULA}"
+            (
+                "Energy: the GPU's over each level (NVML, on a thread of its own) ÷ output tokens. "
+                if cap.get("unit", "GPU") == "GPU"
+                else "Energy: not measured (NVML reads NVIDIA GPUs; this run had none). "
+            )
+            + PRICE_FORMULA
             + (
                 f"; PRICE = ${price:g} (--gpu-hour-usd)."
                 if price
                 else "; no --gpu-hour-usd given: the $ column is empty."
             )
-            + (f" GPU telemetry: {'; '.join(why_not)}." if why_not else ""),
+            + (
+                f" GPU telemetry: {'; '.join(why_not)}."
+                if why_not and cap.get("unit", "GPU") == "GPU"
+                else ""
+            ),
             muted=True,
         ),
         h3("Steady state of every level"),
