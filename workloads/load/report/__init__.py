@@ -75,10 +75,9 @@ def _analyse(rows: pd.DataFrame, ctx, name: str) -> dict[str, Any]:
     # the groups of backends that ran the same requests: one that ran other requests (the HF mix's sessions)
     # gets summary rows and chart panels of its own
     cap["mix_classes"] = capacity.mix_classes(cap["steady"])
-    # what one capacity is a capacity of: a GPU where a run measured on one, else the machine (a CPU run)
-    cap["unit"] = (
-        "GPU" if any(str(e.get("device") or "").startswith("cuda") for e in envs.values()) else "machine"
-    )
+    # what one capacity is a capacity of: the machine where the runs say they ran on a CPU, else a GPU
+    devices = {str(e.get("device") or "") for e in envs.values()} - {""}
+    cap["unit"] = "machine" if devices and not any(d.startswith("cuda") for d in devices) else "GPU"
     cap["via"] = {
         b: "HTTP" if over_http(ctx.ds.env_of(b).get("engine") or {}) else "in process" for b in labels
     }
