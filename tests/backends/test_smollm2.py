@@ -39,6 +39,8 @@ def run(tmp_path_factory, smollm2_dir):
         str(SMALL),
         "--repeats",
         "1",
+        "--json-calls",
+        "2",  # the fixture's own grid: --repeats 1 alone would cap it at one call a temperature
         "--out",
         str(out),
         timeout=1200,
