@@ -189,12 +189,25 @@ def pydantic_mistakes(exc: ValidationError, root: Node | None, file: str, at: tu
         elif err["type"] == "union_tag_not_found":
             loc, msg = (*loc, "kind"), f"Field required (one of: {', '.join(kinds.names())})"
         elif err["type"] == "extra_forbidden":
-            msg = "unknown field"
+            msg = "unknown field" + did_you_mean(err["loc"])
         elif err["type"] == "model_type" and not loc:
             msg = "expected a mapping with a top-level 'workloads:' list"
         line, field = locate(root, loc)
         out.append(Mistake(file, line, field, msg))
     return out
+
+
+def did_you_mean(loc: tuple) -> str:
+    """``" (did you mean 'think_s'?)"`` for an unknown field of a kind's entry that is close to one of the
+    kind's own fields (a typo), else ``""``."""
+    import difflib
+
+    raw = [p for p in loc if isinstance(p, str)]
+    if len(raw) < 2 or raw[-2] not in kinds.names():  # a field of a nested value: no suggestion
+        return ""
+    fields = list(kinds.kind(raw[-2]).spec.model_fields)
+    close = difflib.get_close_matches(raw[-1], fields, n=1, cutoff=0.75)
+    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 # --- loading ----------------------------------------------------------------------------------

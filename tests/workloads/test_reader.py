@@ -80,7 +80,7 @@ CASES = {
         """,
         "decode_tokns",
         "workloads[0].decode_tokns",
-        "unknown field",
+        "unknown field (did you mean 'decode_tokens'?)",  # a typo of the kind's own field
     ),
     "wrong type": (
         """
@@ -223,6 +223,14 @@ def test_mistake_points_at_file_line_and_field(case, write):
     [line] = mistakes(path)
     assert line.startswith(f"{path}:{line_of(path, needle)}: {field}: "), line
     assert message in line
+
+
+def test_an_unknown_field_far_from_every_field_gets_no_guess(write):
+    path = write(
+        "study.yaml", "workloads:\n  - {name: s, kind: sweep, lengths: [8], filler: t, colour: red}\n"
+    )
+    [line] = mistakes(path)
+    assert line.endswith("workloads[0].colour: unknown field"), line
 
 
 @pytest.mark.parametrize("case", ["unknown kind", "missing field", "invalid JSON Schema"])
