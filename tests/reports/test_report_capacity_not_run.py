@@ -170,3 +170,17 @@ def test_no_level_met_and_a_lower_planned_level_not_run_is_named():
     row = {"loop": "closed", "value": None, "bound": "none", "next_up": 8.0, "non_monotone": False}
     assert capacity_text(row | {"not_run": [1.0, 32.0]}) == "none (missed at C=8; C=1 not run)"
     assert capacity_text(row | {"not_run": [32.0]}) == "none (missed at C=8)"
+
+
+def test_a_backend_skipped_whole_reads_skipped_with_its_reason_not_not_run(tmp_path):
+    """A backend that was not installed ran no level: its capacity cells give its skip reason, never "not run
+    (the run stopped before C=1...)", which would send the user to --resume (issue 43)."""
+    from tests.reports.records import record
+
+    vllm = cut_run(tmp_path, "vllm", ran=PLAN)
+    why = "sglang is not installed here (pip install 'llm-call-anatomy[sglang]')"
+    skip = record(backend="sglang", workload="lf", kind="load", skipped=why)
+    sglang = write_run(tmp_path / "sglang", [skip], planned(*(f"C={c}" for c in PLAN)))
+    _, _, cells = capacity_cells([vllm, sglang])
+    assert cells[("sglang", "chat")] == f"skipped: {why}"
+    assert cells[("vllm", "chat")].startswith("≥ C=128")

@@ -34,6 +34,14 @@ from workloads.load.report.tables import blocks
 from workloads.load.report.targets import slo_of
 
 
+def skipped_backends(records: pd.DataFrame, workload: str) -> dict[str, str]:
+    """Backend column -> why it skipped ``workload`` (its skip record's reason: not installed, no GPU...)."""
+    if "skipped" not in records:
+        return {}
+    skips = records[(records["workload"] == workload) & records["skipped"].notna()]
+    return {str(r["backend"]): str(r["skipped"]) for r in skips.to_dict("records")}
+
+
 def _analyse(rows: pd.DataFrame, ctx, name: str) -> dict[str, Any]:
     from reports.analysis.caveats import over_http
     from workloads.load.report import capacity, cost, retarget, sizing
@@ -56,6 +64,7 @@ def _analyse(rows: pd.DataFrame, ctx, name: str) -> dict[str, Any]:
         by_column,
         price,
         ctx.ds.planned_levels(),  # a level the run never reached reads as not run, never as met
+        skipped_backends(ctx.ds.records, name),  # a backend skipped whole reads as skipped, never as not run
     )
     cap["targets_source"] = targets_source
     cap["capacity"] = with_between(cap["capacity"], cap["targets_of"], envs, runs, ctx.ds.sources)

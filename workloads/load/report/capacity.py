@@ -232,12 +232,14 @@ def analyse(
     targets: tuple[Target, ...] | dict[str, tuple[Target, ...]],
     price: float | None,
     planned: dict[str, list[tuple[str, str, str]]] | None = None,
+    skipped: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """The steady levels, the capacities (with energy and cost at each) for the Load section; ``targets``:
     one set for every column, or each column's own (:func:`targets_by_column`; a column missing from it is
     judged against the first column's); ``planned``: per backend column, the load levels its run planned,
     (workload, mode, case) (``Dataset.planned_levels``), so that each capacity row names the planned levels
-    of its loop that have no records (``not_run``). Each capacity row carries its target's ``target_label``
+    of its loop that have no records (``not_run``); ``skipped``: backend column -> why it skipped the workload
+    (its rows then say so, never "not run"). Each capacity row carries its target's ``target_label``
     (name and limits): two columns judged against one name with other limits are never the same target."""
     by_column = targets if isinstance(targets, dict) else {}
     fallback = next(iter(by_column.values()), ()) if by_column else targets
@@ -307,7 +309,10 @@ def analyse(
             if w in workloads and (b, w, m, loop) not in made:
                 unit = "sessions/s" if w in sessions else "req/s"
                 group = CapacityGroup(b, w, m, loop, unit, price, not_run=xs)
-                caps.extend(with_label(group.not_run_row(t), t) for t in of(b))
+                why = (skipped or {}).get(b)
+                caps.extend(
+                    with_label(group.skipped_row(t, why) if why else group.not_run_row(t), t) for t in of(b)
+                )
     own = {b: of(b) for b in dict.fromkeys(r["backend"] for r in caps)}
     return {
         "steady": levels,

@@ -47,7 +47,7 @@ def capacity_text(r: dict) -> str:
     the lowest miss; any, beside a peak; all, where the run never reached the variant and loop): never read as
     met. NaN reads as no value."""
     v = r["value"]
-    if r["bound"] in ("not run", "peak") or not known(v):
+    if r["bound"] in ("not run", "peak", "skipped") or not known(v):
         return _no_capacity_text(r)
     text = level_text(r, v)
     unjudged = r.get("unjudged")
@@ -70,6 +70,8 @@ def _no_capacity_text(r: dict) -> str:
     """A cell with no capacity value: a variant the run never reached, a throughput-only target's peak, or
     'none' where no level met the target."""
     v = r["value"]
+    if r["bound"] == "skipped":  # the backend skipped the workload whole: its reason, never "not run"
+        return f"skipped: {r.get('skipped')}"
     if r["bound"] == "not run":
         return f"not run (the run stopped before {', '.join(level_text(r, x) for x in not_run_between(r))})"
     if r["bound"] == "peak":
@@ -138,7 +140,7 @@ def headline_text(r: dict) -> str:
     """A capacity as the summary states it: the cell, the deciding percentile with its interval at both ends,
     and every engine start's bracket where several ran (:func:`evidence_text`, :func:`starts_text`)."""
     parts = [capacity_text(r)]
-    if r.get("bound") not in ("peak", "not run"):
+    if r.get("bound") not in ("peak", "not run", "skipped"):
         evidence = evidence_text(r)
         parts += [evidence] if evidence != "–" else []
         parts += [starts_text(r) if len(r.get("starts") or []) > 1 else "1 engine start"]

@@ -97,6 +97,14 @@ class CapacityGroup:
         no level, neither met nor missed; ``not_run`` names the planned levels)."""
         return self.row(Capacity(target.name, self.loop, None, "not run", None, None), at=None)
 
+    def skipped_row(self, target: Target, reason: str) -> dict[str, Any]:
+        """A target's row where the backend skipped the workload whole (not installed, no GPU...): bound
+        "skipped", the reason beside it; neither met, missed nor cut short."""
+        return {
+            **self.row(Capacity(target.name, self.loop, None, "skipped", None, None), at=None),
+            "skipped": reason,
+        }
+
     def search_bounds(self, levels: pd.DataFrame) -> tuple[float | None, float]:
         """(ceiling, ratio): the search's, from its level records; else the highest planned level, run or
         not (a run that did not search states its maximum by its levels), and the default ratio."""
