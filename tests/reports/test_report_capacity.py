@@ -264,7 +264,7 @@ def test_capacity_on_and_off_is_no_ratio_of_two_floors_nor_of_peak_levels(tmp_pa
     quotient, 1.00, read as "caching buys no capacity" (the CPU rehearsal of the capacity sitting: every row).
     A floor on one side bounds the ratio from that side; batch's "capacity" is the level of peak tok/s, no
     capacity at all (the levels' tok/s on ÷ off say what caching buys there)."""
-    from workloads.load.report.capacity_tables import caching_table
+    from workloads.load.report.caching_tables import caching_table
 
     def capacity_cells(off_scale):
         on = run(tmp_path / f"x{off_scale}", "on")

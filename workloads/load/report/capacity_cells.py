@@ -10,6 +10,8 @@ Used by the capacity table and the caching table (``views.capacity``), the summa
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import pandas as pd
 
 from reports import fmt
@@ -20,6 +22,17 @@ def closed_letter(r: dict) -> str:
     """A closed loop's level letter: ``U`` (users) where its users think between turns (``think_s``: fewer
     requests in flight than users), else ``C`` (requests always in flight)."""
     return "U" if (r.get("think_s") or 0) > 0 else "C"
+
+
+def variant_text(r: dict) -> str:
+    """A row's workload and variant: ``load-fixed · S=0``."""
+    return f"{r['workload']} · {r['mode']}"
+
+
+def names_text(backends: Iterable[str]) -> str:
+    """``a``, ``a and b``, ``a, b and c`` (each name once, in order)."""
+    names = list(dict.fromkeys(backends))
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
 def level_text(r: dict, value: object) -> str:

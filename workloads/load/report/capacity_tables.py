@@ -8,7 +8,6 @@ from ``capacity``; a capacity cell's words are ``capacity_cells``', the per-user
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any
 
 import pandas as pd
@@ -17,21 +16,18 @@ from markupsafe import Markup
 from contract.slo import SOURCES
 from reports import fmt
 from reports.views import Block, Table, compact, h3, p, side, table
+from workloads.load.report.caching_tables import caching_mix_caveats, caching_table
 from workloads.load.report.capacity import known
 from workloads.load.report.capacity_cells import (
-    capacity_ratio_text,
     capacity_text,
     evidence_text,
+    names_text,
     population_text,
     starts_text,
     verdicts_by_level,
 )
 
 PRICE_FORMULA = "cost per million output tokens = PRICE ($ per GPU-hour) ÷ (3600 × output tok/s) × 10⁶"
-
-
-def _variant(r: dict) -> str:
-    return f"{r['workload']} · {r['mode']}"
 
 
 def differ(targets_of: dict[str, tuple] | None) -> bool:
@@ -49,7 +45,7 @@ def targets_text(targets: tuple, targets_of: dict[str, tuple], runs: dict[str, s
     for label, ts in targets_of.items():
         groups.setdefault(ts, []).append(label)
     each = "; ".join(
-        f"{_names(f'{b} (run {runs[b]})' if runs.get(b) else b for b in labels)} against "
+        f"{names_text(f'{b} (run {runs[b]})' if runs.get(b) else b for b in labels)} against "
         f"{', '.join(t.label() for t in ts)}"
         for ts, labels in groups.items()
     )
@@ -198,42 +194,6 @@ def steady_table(
     return t
 
 
-def caching_table(ratios: pd.DataFrame) -> Table:
-    """Prefix cache on vs off per backend, variant and level: tok/s on ÷ off ('other mix' where the two runs'
-    requests differ), TTFT p50 off ÷ on and capacity on ÷ off (``capacity_ratio_text``)."""
-    t = Table(
-        [
-            "backend",
-            "variant",
-            "level / capacity",
-            "tok/s on ÷ off",
-            "TTFT p50 off ÷ on",
-            "capacity on ÷ off",
-        ],
-        numeric={3, 4, 5},
-    )
-    for r in ratios.to_dict("records"):
-        t.add(
-            [
-                r["backend"],
-                _variant(r),
-                r["case"],
-                _tps_ratio_text(r),
-                fmt.n(r.get("ttft_ratio"), 2),
-                capacity_ratio_text(r),
-            ]
-        )
-    return t
-
-
-def _tps_ratio_text(r: dict) -> str:
-    """tok/s on ÷ off, marked where the two levels' intervals overlap (no difference beyond the spread)."""
-    if not r.get("same_mix", True):
-        return "other mix"
-    text = fmt.n(r.get("tps_ratio"), 2)
-    return f"{text} (within the spread)" if r.get("tps_within_spread") is True and text != "–" else text
-
-
 def blocks(d: dict[str, Any], backends: list[str], slots) -> list[Block]:
     """The capacity half of the Load section: the capacity table and how it is decided, the energy and price
     notes, each backend's steady-state table side by side with the chart slots, and what prefix caching buys
@@ -375,7 +335,7 @@ def caveats(d: dict[str, Any], section_name: str) -> list:
     from reports.analysis.caveats import Caveat
 
     steady = d["cap"]["steady"]
-    out = _caching_caveats(d["cap"].get("caching_of") or {})
+    out = caching_mix_caveats(d["cap"].get("caching_of") or {})
     if note := d["cap"].get("targets_note"):
         out.append(
             Caveat(
@@ -395,7 +355,7 @@ def caveats(d: dict[str, Any], section_name: str) -> list:
         def what(h: pd.DataFrame) -> str:  # one mix: the same requests, so the same count and mean
             r = h.iloc[0]
             return (
-                f"{_names(h['backend'])} ({fmt.n(r['n_steady'] + r['first_n'])} requests, "
+                f"{names_text(h['backend'])} ({fmt.n(r['n_steady'] + r['first_n'])} requests, "
                 f"mean prompt {fmt.n(r['mean_prompt'])} tokens)"
             )
 
@@ -407,29 +367,3 @@ def caveats(d: dict[str, Any], section_name: str) -> list:
             )
         )
     return out
-
-
-def _caching_caveats(caching: dict[str, bool | None]) -> list:
-    """One caveat where some columns ran with prefix caching off and others with it on (or not said: older
-    runs, on): a reader of a mixed page (the merged capacity page) must know which is which. A page-wide
-    fact under its own topic: every load section finds it, the page (``derive``) shows it once."""
-    from reports.analysis.caveats import Caveat
-
-    off = [b for b, on in caching.items() if on is False]
-    on = [b for b, v in caching.items() if v is not False]
-    if not off or not on:
-        return []
-    return [
-        Caveat(
-            "caching",
-            f"{_names(off)} ran with prefix caching off (compare.py --no-prefix-caching), "
-            f"{_names(on)} with it on: where prompts share a prefix (the sessions, S=960) their "
-            "TTFT, throughput and capacity differ by what caching buys, not only by the stack. The caching "
-            "ratios compare one backend with itself, on and off.",
-        )
-    ]
-
-
-def _names(backends: Iterable[str]) -> str:
-    names = list(dict.fromkeys(backends))
-    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
