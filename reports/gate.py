@@ -41,7 +41,21 @@ from reports.runs import ReportError
 REGRESSED, IMPROVED, NOISE, THRESHOLD = "regressed", "improved", "within noise", "within threshold"
 MISSING, NEW, NOT_COMPARED = "missing in candidate", "only in candidate", "not compared"
 FAILURES, NOT_COMPARABLE = "failures in candidate", "not comparable"
-ORDER = (REGRESSED, FAILURES, MISSING, NOT_COMPARABLE, IMPROVED, NOISE, THRESHOLD, NOT_COMPARED, NEW)
+# a change beyond the threshold where each side is one call of one start (n = 1, no spread: --repeats 1): the
+# gate cannot tell it from noise, so it says so and does not fail on it; with repeats it judges the spread
+NO_SPREAD = "moved, noise not measured"
+ORDER = (
+    REGRESSED,
+    FAILURES,
+    MISSING,
+    NOT_COMPARABLE,
+    IMPROVED,
+    NO_SPREAD,
+    NOISE,
+    THRESHOLD,
+    NOT_COMPARED,
+    NEW,
+)
 ERRORS_FIGURE, ERRORS_GROUP = "failed requests", "Errors"
 
 
@@ -104,7 +118,10 @@ def judge(base: Figure, cand: Figure, threshold: float) -> Delta:
     if change is None:
         return Delta(base, cand, None, spread, NOT_COMPARED)
     bar = max(spread or 0.0, threshold)
-    if change > bar:
+    single = base.n == 1 and cand.n == 1 and spread is None  # one call, one start, each side
+    if single and abs(change) > bar:  # a change, but none the gate can tell from noise
+        verdict = NO_SPREAD
+    elif change > bar:
         verdict = REGRESSED
     elif -change > bar:
         verdict = IMPROVED
@@ -246,4 +263,13 @@ def text(deltas: list[Delta], threshold: float, ignore_missing: bool = False) ->
         f"regression gate: {len(deltas)} figures; a figure regresses when it is worse beyond both its spread "
         f"and the threshold ({fmt.rel(threshold)})"
     )
-    return "\n".join([head, *map(line, deltas), f"{verdict}: {tally}"]) + "\n"
+    unmeasured = (
+        [
+            f"{counts[NO_SPREAD]} figures moved beyond the threshold with no spread measured on either side "
+            "(one call, one engine start): the gate cannot tell that from noise and does not fail on it; run "
+            "both sides with --repeats 3 (and --starts 2) to judge them"
+        ]
+        if counts[NO_SPREAD]
+        else []
+    )
+    return "\n".join([head, *map(line, deltas), *unmeasured, f"{verdict}: {tally}"]) + "\n"

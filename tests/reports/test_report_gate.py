@@ -149,3 +149,18 @@ def test_bad_gate_input_is_one_line_and_exit_2(tmp_path, capsys, args, message):
     code = main([a.format(base=base, other=other, bad=bad) for a in args])
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1 and message in err[0], err
+
+
+def test_one_call_against_one_call_is_not_failed_on_noise_alone():
+    """n = 1 on both sides and no spread (``--repeats 1`` on a CPU, where two identical runs differed by
+    79-123 %, issue 43): the gate says it cannot tell the change from noise and does not fail on it; with
+    repeats (a spread) the same change is judged."""
+    from reports.gate import NO_SPREAD, text
+
+    base = Figure("job", "TTFT", "hf", 100.0, "ms", LOWER, n=1)
+    once = compare([base], [Figure("job", "TTFT", "hf", 200.0, "ms", LOWER, n=1)], 0.05)
+    assert once[0].verdict == NO_SPREAD and not failed(once)
+    assert "cannot tell that from noise" in text(once, 0.05) and "--repeats 3" in text(once, 0.05)
+    repeated = Figure("job", "TTFT", "hf", 100.0, "ms", LOWER, within=0.01, n=5)
+    judged = compare([repeated], [Figure("job", "TTFT", "hf", 200.0, "ms", LOWER, within=0.01, n=5)], 0.05)
+    assert judged[0].verdict == REGRESSED and failed(judged)
