@@ -256,6 +256,8 @@ def line(d: Delta) -> str:
 
 
 def text(deltas: list[Delta], threshold: float, ignore_missing: bool = False) -> str:
+    """The gate's printout: what a regression is, one line a figure (regressions first), the figures it could
+    not tell from noise (one call each side) with the run that would, then PASS or FAIL with the tally."""
     counts = {v: sum(d.verdict == v for d in deltas) for v in ORDER}
     tally = ", ".join(f"{n} {v}" for v, n in counts.items() if n)
     verdict = "FAIL" if failed(deltas, ignore_missing) else "PASS"
