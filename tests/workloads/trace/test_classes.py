@@ -8,16 +8,15 @@ The stand-in engine answers a short prompt (the chat requests) in 10 ms and a lo
 
 from __future__ import annotations
 
-import asyncio
 import json
 
 import pytest
 
-from backends.base import Backend, BackendSettings, Capabilities, RawOutput, Request, TokenClock
+from backends.base import Request
 from harness.records import read_records
-from harness.runner import Runner
 from reports import build
-from workloads import build_plan, read_workload_file
+from tests.workloads.trace.stand_in import StandIn, run_trace
+from workloads import read_workload_file
 
 ROWS = [[100 * i, 200 if i % 2 else 24, 3, [], i + 1, "agent" if i % 2 else "chat"] for i in range(20)]
 TARGETS = ["chat:ttft_p90_ms=100", "agent:ttft_p90_ms=2000"]
@@ -34,39 +33,17 @@ workloads:
 """
 
 
-class ByLength(Backend):
+class ByLength(StandIn):
     name = "bylength"
-    capabilities = Capabilities(load=True, batches_requests=True)
 
-    def __init__(self) -> None:
-        super().__init__(BackendSettings(model_path="-", model_label="-"))
-
-    def _generate(self, request: Request, clock: TokenClock) -> RawOutput:  # pragma: no cover - load only
-        raise NotImplementedError
-
-    async def stream(self, request: Request, clock: TokenClock) -> RawOutput:
-        await asyncio.sleep(0.25 if len(request.prompt_ids) > 100 else 0.01)
-        for _ in range(request.max_new_tokens):
-            clock.tick(1)
-            await asyncio.sleep(0.002)
-        return RawOutput(token_ids=[7] * request.max_new_tokens, text="")
+    def delay_s(self, request: Request) -> float:
+        return 0.25 if len(request.prompt_ids) > 100 else 0.01
 
 
 @pytest.fixture(scope="module")
 def run_dir(tiny_model_dir, tmp_path_factory):
-    from transformers import AutoTokenizer
-
-    from harness.chat import Renderer
-
     folder = tmp_path_factory.mktemp("trace-classes")
-    path = folder / "trace.yaml"
-    path.write_text(SPEC)
-    plan = build_plan(read_workload_file(path), Renderer(AutoTokenizer.from_pretrained(tiny_model_dir)), 1)
-    run = folder / "run"
-    backend = ByLength()
-    Runner(backend, plan, run, {"run_id": "run", "backend": backend.name}, resume=False).run()
-    (run / "env.json").write_text(json.dumps({"run_id": "run", "slo_targets": TARGETS}))
-    return run
+    return run_trace(SPEC, folder, tiny_model_dir, ByLength(), {"slo_targets": TARGETS})
 
 
 def _levels(run_dir) -> dict[str, dict]:

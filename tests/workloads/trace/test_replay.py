@@ -4,17 +4,12 @@ shape, and the report's Trace section built from the records."""
 
 from __future__ import annotations
 
-import asyncio
-import json
-
 import pytest
 
-from backends.base import Backend, BackendSettings, Capabilities, RawOutput, Request, TokenClock
 from contract.level_facts import LevelFacts
 from harness.records import read_records
-from harness.runner import Runner
 from reports import build
-from workloads import build_plan, read_workload_file
+from tests.workloads.trace.stand_in import StandIn, run_trace
 
 # eight requests over 1.6 s of trace time, the last four sharing a prefix; replayed at 1x and 4x
 ROWS = [[200 * i, 40, 4, [1, 2] if i >= 4 else [10 + i]] for i in range(8)]
@@ -29,41 +24,15 @@ workloads:
 """
 
 
-class Paced(Backend):
+class Paced(StandIn):
     """Answers every request after 5 ms, a token every 2 ms."""
 
     name = "paced"
-    capabilities = Capabilities(load=True, batches_requests=True)
-
-    def __init__(self) -> None:
-        super().__init__(BackendSettings(model_path="-", model_label="-"))
-
-    def _generate(self, request: Request, clock: TokenClock) -> RawOutput:  # pragma: no cover - load only
-        raise NotImplementedError
-
-    async def stream(self, request: Request, clock: TokenClock) -> RawOutput:
-        await asyncio.sleep(0.005)
-        for _ in range(request.max_new_tokens):
-            clock.tick(1)
-            await asyncio.sleep(0.002)
-        return RawOutput(token_ids=[7] * request.max_new_tokens, text="")
 
 
 @pytest.fixture(scope="module")
 def run_dir(tiny_model_dir, tmp_path_factory):
-    from transformers import AutoTokenizer
-
-    from harness.chat import Renderer
-
-    folder = tmp_path_factory.mktemp("trace")
-    path = folder / "trace.yaml"
-    path.write_text(SPEC)
-    plan = build_plan(read_workload_file(path), Renderer(AutoTokenizer.from_pretrained(tiny_model_dir)), 1)
-    run = folder / "run"
-    backend = Paced()
-    Runner(backend, plan, run, {"run_id": "run", "backend": backend.name}, resume=False).run()
-    (run / "env.json").write_text(json.dumps({"run_id": "run"}))
-    return run
+    return run_trace(SPEC, tmp_path_factory.mktemp("trace"), tiny_model_dir, Paced())
 
 
 def test_each_request_is_submitted_at_its_scaled_timestamp(run_dir):

@@ -9,16 +9,14 @@ at 32x (every 3 ms) it is missed by as much; the crossing lies between, where th
 
 from __future__ import annotations
 
-import asyncio
-import json
 import re
 
 import pytest
 
-from backends.base import Backend, BackendSettings, Capabilities, RawOutput, Request, TokenClock
+from backends.base import Request
 from harness.records import read_records
-from harness.runner import Runner
 from reports import build
+from tests.workloads.trace.stand_in import StandIn, run_trace
 from workloads import build_plan, read_workload_file
 from workloads.trace.report.analysis import gpus_at_1x
 
@@ -36,44 +34,17 @@ workloads:
 """
 
 
-class Knee(Backend):
+class Knee(StandIn):
     name = "knee"
-    capabilities = Capabilities(load=True, batches_requests=True)
 
-    def __init__(self) -> None:
-        super().__init__(BackendSettings(model_path="-", model_label="-"))
-        self.in_flight = 0
-
-    def _generate(self, request: Request, clock: TokenClock) -> RawOutput:  # pragma: no cover - load only
-        raise NotImplementedError
-
-    async def stream(self, request: Request, clock: TokenClock) -> RawOutput:
-        self.in_flight += 1
-        try:
-            await asyncio.sleep(0.010 * self.in_flight + (0.200 if self.in_flight > 3 else 0.0))
-            for _ in range(request.max_new_tokens):
-                clock.tick(1)
-                await asyncio.sleep(0.002)
-        finally:
-            self.in_flight -= 1
-        return RawOutput(token_ids=[7] * request.max_new_tokens, text="")
+    def delay_s(self, request: Request) -> float:
+        return 0.010 * self.in_flight + (0.200 if self.in_flight > 3 else 0.0)
 
 
 @pytest.fixture(scope="module")
 def run_dir(tiny_model_dir, tmp_path_factory):
-    from transformers import AutoTokenizer
-
-    from harness.chat import Renderer
-
     folder = tmp_path_factory.mktemp("trace-search")
-    path = folder / "trace.yaml"
-    path.write_text(SPEC)
-    plan = build_plan(read_workload_file(path), Renderer(AutoTokenizer.from_pretrained(tiny_model_dir)), 1)
-    run = folder / "run"
-    backend = Knee()
-    Runner(backend, plan, run, {"run_id": "run", "backend": backend.name}, resume=False).run()
-    (run / "env.json").write_text(json.dumps({"run_id": "run", "slo_targets": ["knee:ttft_p90_ms=100"]}))
-    return run
+    return run_trace(SPEC, folder, tiny_model_dir, Knee(), {"slo_targets": ["knee:ttft_p90_ms=100"]})
 
 
 def test_the_search_adds_time_scales_each_the_traces_requests_at_their_offsets_over_k(run_dir):
