@@ -13,6 +13,7 @@ import harness.cli
 from harness import applied
 from harness.cli import main
 from harness.cli_parser import parser
+from tests.harness.test_setting_checks import refused
 
 URL = ("--base-url", "http://127.0.0.1:9/v1")
 
@@ -29,14 +30,6 @@ def stop_after_the_checks(monkeypatch):
         raise PastTheChecks
 
     monkeypatch.setattr(harness.cli, "choose_out", past)
-
-
-def refused(capsys, tmp_path, *args: str) -> str:
-    code = main([*args, "--workloads", "load", "--out", str(tmp_path / "run")])
-    err = capsys.readouterr().err
-    assert code == 2 and len(err.strip().splitlines()) == 1 and err.startswith("compare.py: error: "), err
-    assert not (tmp_path / "run").exists()
-    return err
 
 
 def accepted(tmp_path, *args: str) -> None:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from contract.chat import Renderer
+from contract.chat import Renderer, common_prefix_len
 
 BLOCK_SEED = 41
 FILL_SEED = 43
@@ -103,18 +103,9 @@ def reused_prefix_tokens(prompts: list[list[int]]) -> list[int]:
                 if chunk in seen and len(chunk) == CHUNK:
                     n = at + CHUNK
                 else:
-                    n = at + max((_common(chunk, t) for t in seen), default=0)
+                    n = at + max((common_prefix_len(chunk, t) for t in seen), default=0)
                     known = False
             tails.setdefault(h, set()).add(chunk)
             h = hash((h, chunk))
         out.append(n)
     return out
-
-
-def _common(a: tuple[int, ...], b: tuple[int, ...]) -> int:
-    n = 0
-    for x, y in zip(a, b, strict=False):
-        if x != y:
-            break
-        n += 1
-    return n
