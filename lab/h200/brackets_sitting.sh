@@ -15,7 +15,7 @@
 # (not started in session 1: the third engine start). Session 1's cut runs are not resumed: a resumed run's new levels
 # would be another engine start inside one start's run, and each already gave a bracket. (Ran 2026-12-03: both think
 # runs measured U=256 and were cut in U=1,024's warm-up, which thought too: fixed in 534bf41.)
-# Session 3: users who think again, now with their warm-up at once: caching on (twice) and off, each run both
+# Session 3: users who think again (480 s a run), now with their warm-up at once: caching on (twice) and off, each run both
 # populations (U=256 and U=1,024), each its own server: with session 2's runs, U=256 has three starts caching on
 # and two off, U=1,024 two on and one off.
 # Session 4: sglang-server's capacity as a bracket over three engine starts (brackets.yaml, the closed loop of
@@ -60,7 +60,7 @@ queue() {
   elif [ "$SESSION" = 2 ]; then
     think on 480; think off 480 --no-prefix-caching; closed c 420
   elif [ "$SESSION" = 3 ]; then
-    think on-2 440; think off-2 440 --no-prefix-caching; think on-3 440
+    think on-2 480; think off-2 480 --no-prefix-caching; think on-3 480
   else
     sglang_closed a 420; sglang_closed b 420; sglang_closed c 420
   fi
