@@ -23,7 +23,7 @@ the server computed another prompt than the plan's, not an error.
 
 from __future__ import annotations
 
-from contract.adapter import RawOutput, Request
+from llm_call_anatomy.contract.adapter import RawOutput, Request
 
 TEXT_PROMPT_SLACK = (
     0.1  # a text prompt tokenized again by the server: its count may differ by this share (and 2 tokens)

@@ -30,8 +30,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from backends.answer_checks import check_answer
-from contract.adapter import (
+from llm_call_anatomy.backends.answer_checks import check_answer
+from llm_call_anatomy.contract.adapter import (
     BackendOptions,
     BackendSettings,
     Capabilities,

@@ -3,7 +3,7 @@
 A backend with a load client (:meth:`backends.base.Backend.load_client`: an HTTP server) is not
 driven from the harness's own process: that process samples the server's ``/metrics`` (a scrape
 and parse every 0.1 s) and must not share an interpreter with the code that stamps tokens. N
-client processes (``python -m backends.load_shards``, ``--client-procs N``) each run THE load
+client processes (``python -m llm_call_anatomy.backends.load_shards``, ``--client-procs N``) each run THE load
 loop (:func:`backends.load_loop.drive`) over their shard of the sessions, on the level's one
 origin: ``time.perf_counter()`` is ``CLOCK_MONOTONIC`` on Linux, one clock for every process of
 the host, so their stamps merge into one level without translation.
@@ -52,8 +52,15 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from backends.load_loop import Drive, LoadSettings, Outcome, arrival_times, drive, new_outcomes
-from backends.telemetry import GpuTelemetry
+from llm_call_anatomy.backends.load_loop import (
+    Drive,
+    LoadSettings,
+    Outcome,
+    arrival_times,
+    drive,
+    new_outcomes,
+)
+from llm_call_anatomy.backends.telemetry import GpuTelemetry
 
 STREAMS_PER_PROCESS = 32
 RPS_PER_PROCESS = 16.0
@@ -176,7 +183,7 @@ class _Client:
         }
         self.index = index
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "backends.load_shards"],
+            [sys.executable, "-m", "llm_call_anatomy.backends.load_shards"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             env=env,

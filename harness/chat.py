@@ -7,7 +7,13 @@ import json
 from pathlib import Path
 from typing import Any
 
-from contract.chat import CHAT_PROMPTS, NoChatTemplate, Renderer, common_prefix_len, prompt_key
+from llm_call_anatomy.contract.chat import (
+    CHAT_PROMPTS,
+    NoChatTemplate,
+    Renderer,
+    common_prefix_len,
+    prompt_key,
+)
 
 __all__ = ["CHAT_PROMPTS", "NoChatTemplate", "Renderer", "common_prefix_len", "prompt_key", "tokenizer_facts"]
 

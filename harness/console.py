@@ -1,7 +1,7 @@
 """The installed command ``llm-call-anatomy`` (``[project.scripts]`` in pyproject.toml):
 
     llm-call-anatomy --backend hf --model tiny --out runs/a   # the study: the arguments of python compare.py
-    llm-call-anatomy report runs/a runs/b -o report.html      # python -m reports
+    llm-call-anatomy report runs/a runs/b -o report.html      # python compare.py report
     llm-call-anatomy --version
 
 The study's parser is harness/cli.py and the report's reports/__main__.py: this file only routes.
@@ -20,10 +20,10 @@ DIST = "llm-call-anatomy"
 
 def commands(prog: str) -> tuple[str, str]:
     """The study's and the report's commands as the user typed them, for messages and ``--help``: ``python
-    compare.py`` and ``python -m reports`` from a checkout, ``llm-call-anatomy`` and ``llm-call-anatomy
+    compare.py`` and ``python compare.py report`` from a checkout, ``llm-call-anatomy`` and ``llm-call-anatomy
     report`` installed (``prog``: the study's parser's, ``compare.py`` or ``llm-call-anatomy``)."""
     if prog == "compare.py":
-        return "python compare.py", "python -m reports"
+        return "python compare.py", "python compare.py report"
     return prog, f"{prog} report"
 
 
@@ -42,10 +42,10 @@ def version() -> str:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["report"]:
-        from reports.__main__ import main as report_main
+        from llm_call_anatomy.reports.__main__ import main as report_main
 
         return report_main(argv[1:], prog=f"{PROG} report")
-    from harness.cli import main as study_main
+    from llm_call_anatomy.harness.cli import main as study_main
 
     return study_main(argv, prog=PROG)
 

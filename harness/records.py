@@ -16,9 +16,17 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from contract.records import ATTEMPT, KEY_FIELDS, RECORDS, Record, RecordKey, latest_attempts, row_key
-from harness.rundir import cut_torn_tail
-from harness.secrets import redact
+from llm_call_anatomy.contract.records import (
+    ATTEMPT,
+    KEY_FIELDS,
+    RECORDS,
+    Record,
+    RecordKey,
+    latest_attempts,
+    row_key,
+)
+from llm_call_anatomy.harness.rundir import cut_torn_tail
+from llm_call_anatomy.harness.secrets import redact
 
 __all__ = [  # the contract's names, re-exported for the harness and the tests
     "ATTEMPT",

@@ -13,15 +13,14 @@ from pathlib import Path
 
 import pytest
 
-import backends
-import workloads
-from harness import child
-from harness.records import read_records
-from reports import build
-from reports import kinds as report_kinds
+from llm_call_anatomy import backends, workloads
+from llm_call_anatomy.harness import child
+from llm_call_anatomy.harness.records import read_records
+from llm_call_anatomy.reports import build
+from llm_call_anatomy.reports import kinds as report_kinds
+from llm_call_anatomy.workloads import kinds as measuring_kinds
+from llm_call_anatomy.workloads import read_workload_file
 from tests.harness import fakes
-from workloads import kinds as measuring_kinds
-from workloads import read_workload_file
 
 BREVITY = """\
 workloads:

@@ -82,36 +82,54 @@ def test_the_scan_sees_every_form_of_import():
 def test_a_planted_upward_import_is_caught():
     # what the tree held before the contract floor: a planner rendering through the harness, the
     # report reading the harness's records module, an adapter parsing with the harness's options
-    assert upward_imports("workloads", "from harness.chat import Renderer") == {"harness"}
-    assert upward_imports("reports", "from harness.records import Record") == {"harness"}
+    assert upward_imports("workloads", "from llm_call_anatomy.harness.chat import Renderer") == {"harness"}
+    assert upward_imports("reports", "from llm_call_anatomy.harness.records import Record") == {"harness"}
     assert upward_imports("backends", "def f():\n    from harness.load_args import parse_pairs\n") == {
         "harness"
     }
-    assert upward_imports("reports", "from workloads.plan import Step") == {"workloads"}
-    assert upward_imports("backends", "from workloads import build_plan") == {"workloads"}
-    assert upward_imports("contract", "from backends.base import Request") == {"backends"}
+    assert upward_imports("reports", "from llm_call_anatomy.workloads.plan import Step") == {"workloads"}
+    assert upward_imports("backends", "from llm_call_anatomy.workloads import build_plan") == {"workloads"}
+    assert upward_imports("contract", "from llm_call_anatomy.backends.base import Request") == {"backends"}
     assert upward_imports("harness", "from benchmarks import overhead") == {"benchmarks"}
     assert upward_imports("harness", "import compare") == {"compare"}
     # and what is allowed
     assert (
-        upward_imports("reports", "from contract.records import Record\nfrom reports.stats import spread")
+        upward_imports(
+            "reports",
+            "from llm_call_anatomy.contract.records import Record\nfrom reports.stats import spread",
+        )
         == set()
     )
-    assert upward_imports("harness", "from backends.base import Backend\nfrom reports import build") == set()
     assert (
-        upward_imports("benchmarks", "from harness.chat import Renderer\nfrom reports.stats import spread")
+        upward_imports(
+            "harness", "from llm_call_anatomy.backends.base import Backend\nfrom reports import build"
+        )
+        == set()
+    )
+    assert (
+        upward_imports(
+            "benchmarks",
+            "from llm_call_anatomy.harness.chat import Renderer\nfrom reports.stats import spread",
+        )
         == set()
     )
 
 
 def test_a_kind_room_has_two_floors():
-    assert layer_of_module("workloads.load.report.capacity") == "reports"
-    assert layer_of_module("workloads.load.planner") == "workloads"
+    assert layer_of_module("llm_call_anatomy.workloads.load.report.capacity") == "reports"
+    assert layer_of_module("llm_call_anatomy.workloads.load.planner") == "workloads"
     assert layer_of_module("workloads.reporting") == "workloads"
     # the measuring half never imports the report half, and the report half no measuring module
-    assert upward_imports("workloads", "from workloads.sweep.report import analysis") == {"reports"}
-    assert upward_imports("reports", "from workloads.sweep.kind import SweepSpec") == {"workloads"}
-    assert upward_imports("reports", "from workloads.sweep.report.analysis import per_length") == set()
+    assert upward_imports("workloads", "from llm_call_anatomy.workloads.sweep.report import analysis") == {
+        "reports"
+    }
+    assert upward_imports("reports", "from llm_call_anatomy.workloads.sweep.kind import SweepSpec") == {
+        "workloads"
+    }
+    assert (
+        upward_imports("reports", "from llm_call_anatomy.workloads.sweep.report.analysis import per_length")
+        == set()
+    )
 
 
 def test_every_module_imports_only_its_floor_and_below():
@@ -151,7 +169,7 @@ def imported_names(source: str) -> set[str]:
 
 def kind_rooms() -> set[str]:
     """The room (package) of every registered workload kind, e.g. ``workloads.load``."""
-    from workloads.kinds import REGISTRY
+    from llm_call_anatomy.workloads.kinds import REGISTRY
 
     return {target.split(":")[0].rpartition(".")[0] for target in REGISTRY.values()}
 
@@ -162,16 +180,23 @@ def kind_imports(source: str, rooms: set[str]) -> set[str]:
 
 
 def test_the_kind_scan_sees_a_kind_module_and_only_that():
-    rooms = {"workloads.load", "workloads.sweep"}
+    rooms = {"llm_call_anatomy.workloads.load", "llm_call_anatomy.workloads.sweep"}
     planted = "def f():\n    from workloads.load import search_groups\n"
-    assert kind_imports(planted, rooms) == {"workloads.load", "workloads.load.search_groups"}
-    assert kind_imports("from workloads import load", rooms) == {"workloads.load"}
-    assert kind_imports("import workloads.sweep as s\nfrom workloads.load.planner import plan", rooms) == {
-        "workloads.sweep",
-        "workloads.load.planner",
-        "workloads.load.planner.plan",
+    assert kind_imports(planted, rooms) == {
+        "llm_call_anatomy.workloads.load",
+        "llm_call_anatomy.workloads.load.search_groups",
     }
-    generic = "from workloads.loader import x\nfrom workloads.kinds import kind\nimport workloads"
+    assert kind_imports("from llm_call_anatomy.workloads import load", rooms) == {
+        "llm_call_anatomy.workloads.load"
+    }
+    assert kind_imports("import workloads.sweep as s\nfrom workloads.load.planner import plan", rooms) == {
+        "llm_call_anatomy.workloads.sweep",
+        "llm_call_anatomy.workloads.load.planner",
+        "llm_call_anatomy.workloads.load.planner.plan",
+    }
+    generic = (
+        "from llm_call_anatomy.workloads.loader import x\nfrom workloads.kinds import kind\nimport workloads"
+    )
     assert kind_imports(generic, rooms) == set()  # workloads.loader only starts like a room
 
 

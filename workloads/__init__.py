@@ -16,16 +16,16 @@ import importlib
 from typing import Any
 
 _NAMES = {
-    "BUILTIN": "workloads.catalog",
-    "VARIANTS": "workloads.catalog",
-    "WorkloadFileError": "workloads.reader",
-    "build_plan": "workloads.catalog",
-    "builtin_file": "workloads.catalog",
-    "file_hash": "workloads.reader",
-    "hashes": "workloads.reader",
-    "read_builtin": "workloads.catalog",
-    "read_workload_file": "workloads.reader",
-    "read_workloads": "workloads.catalog",
+    "BUILTIN": "llm_call_anatomy.workloads.catalog",
+    "VARIANTS": "llm_call_anatomy.workloads.catalog",
+    "WorkloadFileError": "llm_call_anatomy.workloads.reader",
+    "build_plan": "llm_call_anatomy.workloads.catalog",
+    "builtin_file": "llm_call_anatomy.workloads.catalog",
+    "file_hash": "llm_call_anatomy.workloads.reader",
+    "hashes": "llm_call_anatomy.workloads.reader",
+    "read_builtin": "llm_call_anatomy.workloads.catalog",
+    "read_workload_file": "llm_call_anatomy.workloads.reader",
+    "read_workloads": "llm_call_anatomy.workloads.catalog",
 }
 __all__ = sorted(_NAMES)
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import hashlib
 
-from contract.chat import Renderer
-from contract.plan import Group, Plan, Step
+from llm_call_anatomy.contract.chat import Renderer
+from llm_call_anatomy.contract.plan import Group, Plan, Step
 
 __all__ = [
     "ORDER_DESCRIPTION",

@@ -195,14 +195,14 @@ class TranscriptSource(_Strict):
 
 # The kinds' own specs moved to their modules (``workloads/<kind>.py``); the old names still resolve here.
 _MOVED = {
-    "ConversationSpec": "workloads.conversation.spec",
-    "SweepSpec": "workloads.sweep.kind",
-    "JsonMode": "workloads.json.kind",
-    "JsonCase": "workloads.json.kind",
-    "JsonSpec": "workloads.json.kind",
-    "Question": "workloads.template.kind",
-    "TemplateFormat": "workloads.template.kind",
-    "TemplateSpec": "workloads.template.kind",
+    "ConversationSpec": "llm_call_anatomy.workloads.conversation.spec",
+    "SweepSpec": "llm_call_anatomy.workloads.sweep.kind",
+    "JsonMode": "llm_call_anatomy.workloads.json.kind",
+    "JsonCase": "llm_call_anatomy.workloads.json.kind",
+    "JsonSpec": "llm_call_anatomy.workloads.json.kind",
+    "Question": "llm_call_anatomy.workloads.template.kind",
+    "TemplateFormat": "llm_call_anatomy.workloads.template.kind",
+    "TemplateSpec": "llm_call_anatomy.workloads.template.kind",
 }
 
 

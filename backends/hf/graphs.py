@@ -17,8 +17,8 @@ from typing import Any
 
 import torch
 
-from backends.base import BackendUnavailable, Capabilities, RawOutput, Request, TokenClock
-from backends.hf.backend import QUEUED, HFBackend
+from llm_call_anatomy.backends.base import BackendUnavailable, Capabilities, RawOutput, Request, TokenClock
+from llm_call_anatomy.backends.hf.backend import QUEUED, HFBackend
 
 WARMUP_NEW_TOKENS = 16
 WARMUP_ROUNDS = 2

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import pytest
 
-from backends.answer_checks import AnswerContradicts, check_answer, contradictions
-from backends.base import BackendSettings, RawOutput, Request
-from backends.load_loop import LoadSettings, run_level
-from backends.openai import OpenAIBackend
-from backends.openai.stream import (
+from llm_call_anatomy.backends.answer_checks import AnswerContradicts, check_answer, contradictions
+from llm_call_anatomy.backends.base import BackendSettings, RawOutput, Request
+from llm_call_anatomy.backends.load_loop import LoadSettings, run_level
+from llm_call_anatomy.backends.openai import OpenAIBackend
+from llm_call_anatomy.backends.openai.stream import (
     CHUNK_WITHOUT_CHOICES,
     LINE_NOT_JSON,
     NO_FINISH_REASON,

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-import backends
+from llm_call_anatomy import backends
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCKER = ROOT / "docker"
@@ -39,7 +39,7 @@ def test_hadolint_passes() -> None:
 
 @pytest.mark.parametrize("name", IMAGES)
 def test_one_name_per_backend_family(name: str) -> None:
-    assert backends.REGISTRY[name].startswith(f"backends.{name}:")  # registry key = module
+    assert backends.REGISTRY[name].startswith(f"llm_call_anatomy.backends.{name}:")  # registry key = module
     assert (ROOT / "backends" / name).is_dir()
     assert name in PYPROJECT["project"]["optional-dependencies"]  # = extra
     service = COMPOSE["services"][name]

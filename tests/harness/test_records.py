@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 
-from harness.records import KEY_FIELDS, Record, RecordWriter, done_keys, read_records
+from llm_call_anatomy.harness.records import KEY_FIELDS, Record, RecordWriter, done_keys, read_records
+from llm_call_anatomy.workloads.plan import Step
 from tests.conftest import RECORD_CONTRACT
-from workloads.plan import Step
 
 
 def test_writer_flushes_and_reader_dedupes(tmp_path):

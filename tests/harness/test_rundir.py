@@ -9,9 +9,9 @@ import os
 
 import pytest
 
-from harness import records as records_module
-from harness import rundir
-from harness.records import Record, RecordWriter, read_records
+from llm_call_anatomy.harness import records as records_module
+from llm_call_anatomy.harness import rundir
+from llm_call_anatomy.harness.records import Record, RecordWriter, read_records
 
 
 def rec(case: str) -> Record:
@@ -81,7 +81,7 @@ def test_atomic_write_leaves_the_old_file_on_failure(tmp_path, monkeypatch):
 
 
 def test_env_files_are_written_atomically(tmp_path, monkeypatch):
-    from harness import env
+    from llm_call_anatomy.harness import env
 
     calls = []
     monkeypatch.setattr(env, "atomic_write_text", lambda p, t: calls.append(p.name) or p.write_text(t))

@@ -22,7 +22,7 @@ import sys
 import tomllib
 from pathlib import Path
 
-from backends import REGISTRY
+from llm_call_anatomy.backends import REGISTRY
 from tests.conftest import ROOT
 
 PROJECT = ("contract", "backends", "harness", "workloads", "reports")  # the packages the wheel installs
@@ -185,7 +185,7 @@ def undeclared(required: dict[str, str], optional: dict[str, str], allowed: set[
 
 
 def test_the_scan_sees_guarded_nested_and_relative_imports():
-    scan = Imports("backends.openai")
+    scan = Imports("llm_call_anatomy.backends.openai")
     scan.visit(
         ast.parse(
             "import httpx\n"
@@ -197,7 +197,10 @@ def test_the_scan_sees_guarded_nested_and_relative_imports():
     )
     found = {name: (guarded, nested) for name, guarded, nested in scan.found}
     assert found["httpx"] == (False, False) and found["uvloop"] == (True, False)
-    assert found["aiohttp"] == (False, True) and found["backends.openai.stream"] == (False, False)
+    assert found["aiohttp"] == (False, True) and found["llm_call_anatomy.backends.openai.stream"] == (
+        False,
+        False,
+    )
     assert "pandas" not in found
 
 
@@ -227,7 +230,9 @@ def test_every_backend_package_declares_what_it_imports_in_its_extra():
     problems = []
     for extra in sorted(packages):
         assert extra in extras, f"backends/{extra}: no extra {extra!r} in pyproject.toml"
-        required, optional = needs(package_modules(f"backends/{extra}"), also=("harness.child",))
+        required, optional = needs(
+            package_modules(f"backends/{extra}"), also=("llm_call_anatomy.harness.child",)
+        )
         problems += [f"[{extra}] {p}" for p in undeclared(required, optional, base | extras[extra])]
     assert problems == []
 

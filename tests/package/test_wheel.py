@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pytest
 
+from llm_call_anatomy.workloads import BUILTIN
 from tests.conftest import ROOT
-from workloads import BUILTIN
 
 NOT_SOURCE_NAMES = (
     ".git",
@@ -104,7 +104,7 @@ def test_the_installed_command_makes_a_report_from_another_directory(wheel, tmp_
         )
 
     where = subprocess.run(
-        [sys.executable, "-c", "import harness; print(harness.__file__)"],
+        [sys.executable, "-c", "from llm_call_anatomy import harness; print(harness.__file__)"],
         cwd=elsewhere,
         env=env,
         capture_output=True,

@@ -13,7 +13,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from harness.records import Record
+from llm_call_anatomy.harness.records import Record
 
 FIXTURES = Path(__file__).parent / "fixtures"
 RUNS = ("tiny-eager", "tiny-sdpa")  # recorded on the CPU with the tiny model (see fixtures/README.md)

@@ -27,9 +27,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.chat import Renderer
-from harness.models import CHAT_TEMPLATE
-from workloads import (
+from llm_call_anatomy.harness.chat import Renderer
+from llm_call_anatomy.harness.models import CHAT_TEMPLATE
+from llm_call_anatomy.workloads import (
     BUILTIN,
     VARIANTS,
     WorkloadFileError,
@@ -139,6 +139,6 @@ def test_a_variant_runs_only_when_named():
 if __name__ == "__main__":
     from transformers import AutoTokenizer
 
-    from harness.models import build_tiny
+    from llm_call_anatomy.harness.models import build_tiny
 
     print(json.dumps(digests(AutoTokenizer.from_pretrained(build_tiny())), indent=1))

@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from workloads import build_plan, read_workload_file
-from workloads.conversation.spec import render_turns, turn_messages
+from llm_call_anatomy.workloads import build_plan, read_workload_file
+from llm_call_anatomy.workloads.conversation.spec import render_turns, turn_messages
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 

@@ -11,12 +11,12 @@ import pytest
 import yaml
 from pydantic import BaseModel
 
-from harness.cli import main
+from llm_call_anatomy.harness.cli import main
+from llm_call_anatomy.workloads import file_hash, hashes, read_workload_file
+from llm_call_anatomy.workloads import spec as S
+from llm_call_anatomy.workloads.load.spec import CPU_LOAD, parse_load
+from llm_call_anatomy.workloads.overrides import apply_fields
 from tests.conftest import compare, records
-from workloads import file_hash, hashes, read_workload_file
-from workloads import spec as S
-from workloads.load.spec import CPU_LOAD, parse_load
-from workloads.overrides import apply_fields
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 STUDY = EXAMPLES / "study.yaml"
@@ -145,7 +145,7 @@ def test_the_demos_arguments_and_files_are_valid_and_its_chat_is_stable(tiny_mod
     lint."""
     import shlex
 
-    from harness.cli import parser
+    from llm_call_anatomy.harness.cli import parser
 
     makefile = (EXAMPLES.parent / "Makefile").read_text()
     args = parser().parse_args(shlex.split(re.search(r"^DEMO_ARGS\s*\?=(.*)$", makefile, re.M).group(1)))

@@ -9,9 +9,16 @@ import json
 from pathlib import Path
 from typing import Any
 
-from backends.base import Backend, BackendSettings, Capabilities, RawOutput, Request, TokenClock
-from harness.runner import Runner
-from workloads import build_plan, read_workload_file
+from llm_call_anatomy.backends.base import (
+    Backend,
+    BackendSettings,
+    Capabilities,
+    RawOutput,
+    Request,
+    TokenClock,
+)
+from llm_call_anatomy.harness.runner import Runner
+from llm_call_anatomy.workloads import build_plan, read_workload_file
 
 
 class StandIn(Backend):
@@ -50,7 +57,7 @@ def run_trace(
     ``folder/run``, its env.json ``{"run_id": "run", **env}``; the run directory."""
     from transformers import AutoTokenizer
 
-    from harness.chat import Renderer
+    from llm_call_anatomy.harness.chat import Renderer
 
     path = folder / "trace.yaml"
     path.write_text(spec)
