@@ -2,7 +2,7 @@
 
 One client-agnostic check for every backend's outputs, one request at a time
 (:meth:`backends.base.Backend.generate`) and under load (``backends.load_loop``) alike, so a new
-client gets it by returning a :class:`~backends.base.RawOutput`. A server's usage counts and
+client gets it by returning a :class:`~contract.adapter.RawOutput`. A server's usage counts and
 finish reason are claims; a claim that contradicts what was sent or seen makes the request an
 error (:class:`AnswerContradicts`), never a figure:
 

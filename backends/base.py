@@ -37,26 +37,17 @@ from llm_call_anatomy.contract.adapter import (
     Capabilities,
     RawOutput,
     Request,
-    SettingsApplied,
-    TokenCandidate,
 )
 
-__all__ = [  # the contract's types re-exported beside this module's own
+__all__ = [
     "DECODE_DEFINITION",
     "ENGINE_DECODE_DEFINITION",
     "ENGINE_TTFT_DEFINITION",
     "TIMING_DEFINITIONS",
     "TTFT_DEFINITION",
     "Backend",
-    "BackendOptions",
-    "BackendSettings",
     "BackendUnavailable",
-    "Capabilities",
-    "RawOutput",
-    "Request",
     "Result",
-    "SettingsApplied",
-    "TokenCandidate",
     "TokenClock",
 ]
 

@@ -51,9 +51,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from llm_call_anatomy.backends.answer_checks import check_answer
-from llm_call_anatomy.backends.base import Backend, RawOutput, Request, TokenClock
+from llm_call_anatomy.backends.base import Backend, TokenClock
 from llm_call_anatomy.backends.telemetry import GpuTelemetry
 from llm_call_anatomy.contract import arrivals as arrival_process
+from llm_call_anatomy.contract.adapter import RawOutput, Request
 
 SAMPLE_EVERY_S = (
     0.1  # gauges (KV-cache usage) are sampled this often: a level shorter than that may show no peak

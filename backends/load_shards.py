@@ -48,10 +48,10 @@ import subprocess
 import sys
 import threading
 import time
-from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from llm_call_anatomy import HOME
 from llm_call_anatomy.backends.load_loop import (
     Drive,
     LoadSettings,
@@ -66,7 +66,7 @@ STREAMS_PER_PROCESS = 32
 RPS_PER_PROCESS = 16.0
 BUSY_LIMIT = 0.5
 START_LEAD_S = 0.1  # the level's origin this far after the client processes are told it
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = HOME  # where a shard process imports llm_call_anatomy from (the checkout or site-packages)
 LOOP_ENV_VAR = "LCA_LOAD_LOOP"
 TEST_EXIT_VAR = "LCA_TEST_CLIENT_EXIT_AFTER"  # fault tests: "SHARD:N" -> that process exits after N outcomes
 

@@ -35,8 +35,8 @@ from benchmarks.load_client import machine, pct
 
 def measure_rate(backend, rate: float, duration_s: float, args: argparse.Namespace) -> dict[str, Any]:
     """One open-loop level at ``rate`` for ``duration_s`` through the study's load loop, against its plan."""
-    from llm_call_anatomy.backends.base import Request
     from llm_call_anatomy.backends.load_loop import LoadSettings, arrival_times, run_level
+    from llm_call_anatomy.contract.adapter import Request
     from llm_call_anatomy.contract.arrivals import ks_critical, ks_exponential, rate_z
     from llm_call_anatomy.contract.level_flags import SUBMIT_LAG_MS, level_flags
 
@@ -87,8 +87,8 @@ def measure_rate(backend, rate: float, duration_s: float, args: argparse.Namespa
 def measure(args: argparse.Namespace, model_path: str) -> list[dict]:
     """Every rate against one fake server, through one started ``OpenAIBackend``."""
     from benchmarks.fake_engine_procs import start_procs
-    from llm_call_anatomy.backends.base import BackendSettings
     from llm_call_anatomy.backends.openai import OpenAIBackend
+    from llm_call_anatomy.contract.adapter import BackendSettings
 
     server = start_procs(args.step_ms / 1e3, 1)
     try:

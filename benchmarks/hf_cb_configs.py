@@ -46,8 +46,8 @@ def run_config(
     requests then max(2C, 4) timed ones through the study's load loop. Returns the configuration's row:
     restart seconds, effective settings and, per level, errors, the median gap between a request's tokens,
     TTFT median and output tokens/s."""
-    from llm_call_anatomy.backends.base import Request
     from llm_call_anatomy.backends.load_loop import LoadSettings, run_level
+    from llm_call_anatomy.contract.adapter import Request
 
     started = time.perf_counter()
     backend.reconfigure(config)
@@ -94,10 +94,10 @@ def measure(args: argparse.Namespace) -> list[dict]:
     """One model load (``LCA_HF_CB`` cleared first: the manager starts at the default), then ``run_config``
     for each ``--config`` on the same fixed-length prompts. A configuration that raises becomes a row with
     its error; ``--out`` is rewritten after each one, so a crash keeps what ran."""
-    from llm_call_anatomy.backends.base import BackendSettings
     from llm_call_anatomy.backends.hf.cb import HFContinuousBatchingBackend
+    from llm_call_anatomy.contract.adapter import BackendSettings
+    from llm_call_anatomy.contract.chat import Renderer
     from llm_call_anatomy.harness import cli, models
-    from llm_call_anatomy.harness.chat import Renderer
     from llm_call_anatomy.workloads.load.prompts import fixed_prompt
 
     model = models.resolve(args.model, args.random_weights)

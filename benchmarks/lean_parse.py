@@ -20,9 +20,10 @@ import json
 import statistics
 import time
 
-from llm_call_anatomy.backends.base import Request, TokenClock
+from llm_call_anatomy.backends.base import TokenClock
 from llm_call_anatomy.backends.openai.json_codec import available
 from llm_call_anatomy.backends.openai.lean_stream import ChunkReader, LeanClient, LeanClientSpec
+from llm_call_anatomy.contract.adapter import Request
 
 
 def stream_reads(tokens: int) -> list[bytes]:

@@ -131,9 +131,10 @@ def adapter_class(name: str) -> type[Backend]:
 def run(args: argparse.Namespace, adapter: type[Backend]) -> tuple[dict[str, Any], int]:
     """Start the backend, measure; (the results, the exit code). Raises ``UsageError`` (one line) for bad
     input."""
-    from llm_call_anatomy.backends.base import BackendSettings, BackendUnavailable
+    from llm_call_anatomy.backends.base import BackendUnavailable
+    from llm_call_anatomy.contract.adapter import BackendSettings
+    from llm_call_anatomy.contract.chat import Renderer
     from llm_call_anatomy.harness import cli, limits, models, parallel_args
-    from llm_call_anatomy.harness.chat import Renderer
 
     model = models.resolve(args.model, args.random_weights)
     device, dtype = cli.resolve_device(args.device, args.dtype)
@@ -185,8 +186,8 @@ def child_hook(backend: Backend, plan: Any) -> None:  # the prompts are this ben
     ``--concurrency 128``); writes ``$LCA_CEILING_DIR/ceiling-<backend>.json`` (unset: the run directory)."""
     import shlex
 
+    from llm_call_anatomy.contract.chat import Renderer
     from llm_call_anatomy.harness import cli
-    from llm_call_anatomy.harness.chat import Renderer
 
     if backend.batch_call is None:
         return

@@ -17,7 +17,8 @@ import argparse
 import time
 from typing import Any
 
-from llm_call_anatomy.backends.base import Backend, Request
+from llm_call_anatomy.backends.base import Backend
+from llm_call_anatomy.contract.adapter import Request
 
 TARGET = 0.9  # harness output tokens/s over the engine's
 

@@ -83,8 +83,8 @@ def measure_level(backend, server, c: int, args: argparse.Namespace) -> dict[str
     """One closed-loop level at concurrency ``c`` through the study's own load loop: about ``--seconds`` of
     requests at the server's pace, then tok/s, the client's added TTFT and ITL against the server's own send
     times, the client processes' CPU shares and whether the server kept its pace."""
-    from llm_call_anatomy.backends.base import Request
     from llm_call_anatomy.backends.load_loop import LoadSettings, run_level
+    from llm_call_anatomy.contract.adapter import Request
 
     n = max(
         2 * c, int(args.seconds * c / (args.tokens * args.step_ms / 1e3))
@@ -179,8 +179,8 @@ def measure(args: argparse.Namespace, model_path: str) -> list[dict]:
     """Every level of ``--levels`` against one fake server (``--server-procs`` processes), through one
     started ``OpenAIBackend`` (the lean client, or with ``--old-client`` the openai package's)."""
     from benchmarks.fake_engine_procs import start_procs
-    from llm_call_anatomy.backends.base import BackendSettings
     from llm_call_anatomy.backends.openai import OpenAIBackend
+    from llm_call_anatomy.contract.adapter import BackendSettings
 
     server = start_procs(args.step_ms / 1e3, args.server_procs)
     url = server.url

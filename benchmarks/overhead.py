@@ -30,8 +30,9 @@ import os
 from pathlib import Path
 from typing import Any
 
-from llm_call_anatomy.backends.base import Backend, Request
-from llm_call_anatomy.workloads.plan import Plan
+from llm_call_anatomy.backends.base import Backend
+from llm_call_anatomy.contract.adapter import Request
+from llm_call_anatomy.contract.plan import Plan
 
 OUT_ENV = "LCA_OVERHEAD_DIR"  # where child_hook writes; the hook itself is named by LCA_CHILD_HOOK
 

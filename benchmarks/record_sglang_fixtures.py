@@ -26,8 +26,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from llm_call_anatomy.backends.base import BackendSettings, Request  # noqa: E402
-from llm_call_anatomy.harness.chat import Renderer, common_prefix_len  # noqa: E402
+from llm_call_anatomy.contract.adapter import BackendSettings, Request  # noqa: E402
+from llm_call_anatomy.contract.chat import Renderer, common_prefix_len  # noqa: E402
 
 SCHEMA = {  # the built-in json workload's schema (workloads/json/builtin.yaml)
     "type": "object",

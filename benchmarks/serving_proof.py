@@ -56,7 +56,7 @@ def server_command(engine: str, port: int, args: argparse.Namespace) -> str:
     included)."""
     import importlib
 
-    from llm_call_anatomy.backends.base import BackendSettings
+    from llm_call_anatomy.contract.adapter import BackendSettings
     from llm_call_anatomy.harness import models
 
     model = models.resolve(args.model, args.random_weights)

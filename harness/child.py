@@ -29,7 +29,10 @@ from pathlib import Path
 
 from llm_call_anatomy import backends
 from llm_call_anatomy.backends import companions
-from llm_call_anatomy.backends.base import BackendSettings, BackendUnavailable
+from llm_call_anatomy.backends.base import BackendUnavailable
+from llm_call_anatomy.contract.adapter import BackendSettings
+from llm_call_anatomy.contract.plan import Plan
+from llm_call_anatomy.contract.records import Record
 from llm_call_anatomy.harness import gpu_host, secrets
 from llm_call_anatomy.harness.env import (
     MemoryWatch,
@@ -39,10 +42,9 @@ from llm_call_anatomy.harness.env import (
     write_json,
 )
 from llm_call_anatomy.harness.heartbeat import Heartbeat
-from llm_call_anatomy.harness.records import Record, RecordWriter, read_records
+from llm_call_anatomy.harness.records import RecordWriter, read_records
 from llm_call_anatomy.harness.rundir import is_disk_full
 from llm_call_anatomy.harness.runner import Runner, console
-from llm_call_anatomy.workloads.plan import Plan
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -18,9 +18,9 @@ from typing import Any
 
 from llm_call_anatomy import backends
 from llm_call_anatomy.contract.options import parse_slo
+from llm_call_anatomy.contract.records import RECORDS
 from llm_call_anatomy.harness import limits, secrets
 from llm_call_anatomy.harness.env import sha
-from llm_call_anatomy.harness.records import RECORDS
 from llm_call_anatomy.harness.rundir import settings_diff
 
 

@@ -90,7 +90,7 @@ def parser(prog: str = "compare.py") -> argparse.ArgumentParser:
     )
     p.add_argument("--version", action="version", version=f"%(prog)s {version()}")
     p.add_argument("--backend", default="all", help="comma-separated backends, or 'all' (default: all)")
-    from llm_call_anatomy.workloads import BUILTIN, VARIANTS
+    from llm_call_anatomy.workloads.catalog import BUILTIN, VARIANTS
 
     p.add_argument(
         "--workloads",

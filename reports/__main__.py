@@ -1,6 +1,7 @@
 """``python compare.py report RUN_DIR [RUN_DIR ...] [-o report.html] [--format html,json,csv]``:
 rebuild, merge or export reports offline; ``python compare.py report --baseline A --candidate B``:
-the regression gate (``reports.gate``)."""
+the regression gate (``reports.gate``). Installed, ``llm-call-anatomy report``; also
+``python -m llm_call_anatomy.reports``."""
 
 from __future__ import annotations
 
@@ -93,8 +94,9 @@ def goodput_pair(texts: list[str] | None) -> dict[str, float] | None:
 
 
 def main(argv: list[str] | None = None, prog: str = "python compare.py report") -> int:
-    """``python compare.py report``: the report of run directories (the page and its exports), or with ``--baseline``
-    and ``--candidate`` the regression gate; the exit code, with one line on stderr for bad input (2)."""
+    """``python compare.py report``: the report of run directories (the page and its exports), or with
+    ``--baseline`` and ``--candidate`` the regression gate; the exit code, with one line on stderr for bad
+    input (2)."""
     p = argparse.ArgumentParser(
         prog=prog,
         description=(
@@ -300,4 +302,6 @@ def run_gate(args: argparse.Namespace) -> int:
 
 
 if __name__ == "__main__":
+    if __spec__ is None or __spec__.name != "llm_call_anatomy.reports.__main__":  # the layer's bare name
+        sys.exit(f"{__spec__.name if __spec__ else __file__}: run the report as python compare.py report")
     sys.exit(main())

@@ -1,6 +1,7 @@
 """The regression gate: a candidate run's figures against a baseline's, per figure, with a verdict.
 
-    python compare.py report --baseline RUN_DIR|summary.json --candidate RUN_DIR|summary.json [--threshold-pct 5]
+    python compare.py report --baseline RUN_DIR|summary.json --candidate RUN_DIR|summary.json
+        [--threshold-pct 5]
 
 Each side is one or more run directories (reported on as the page would be) or a ``summary.json``
 that ``--format json`` wrote. Figures are matched by (group, figure, backend)

@@ -29,7 +29,7 @@ from llm_call_anatomy.contract.registry import Registry, discover_rooms
 
 # name -> "workloads.<name>.report:KIND", filled by rediscover() (below) from the rooms on disk
 REGISTRY: dict[str, str] = {}
-ROOMS = "workloads"  # the package whose folders are the kinds' rooms
+ROOMS = "llm_call_anatomy.workloads"  # the package whose folders are the kinds' rooms
 
 
 @dataclass

@@ -1,5 +1,5 @@
-"""``python -m llm_call_anatomy.reports.readme_tables RUN_DIR ... [--write lab/h200-results.md]``: the result table the
-docs quote, from runs.
+"""``python -m llm_call_anatomy.reports.readme_tables RUN_DIR ... [--write lab/h200-results.md]``: the result
+table the docs quote, from runs.
 
 The single source of the figures the docs quote: it assembles the report exactly as
 ``python compare.py report`` does (same options) and prints a Markdown table, one column per backend,
@@ -229,8 +229,9 @@ def generate(args: argparse.Namespace) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m llm_call_anatomy.reports.readme_tables``: print the tables, or with ``--write FILE`` replace the file's
-    ``<!-- readme-tables -->`` block with them (the command that made them kept in the block's marker)."""
+    """``python -m llm_call_anatomy.reports.readme_tables``: print the tables, or with ``--write FILE``
+    replace the file's ``<!-- readme-tables -->`` block with them (the command that made them kept in the
+    block's marker)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parser().parse_args(argv)
     try:
@@ -254,7 +255,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if not BLOCK.search(old):
         print(
-            f"python -m llm_call_anatomy.reports.readme_tables: error: {args.write} has no <!-- readme-tables: ... --> block",
+            f"python -m llm_call_anatomy.reports.readme_tables: error: {args.write} has no "
+            "<!-- readme-tables: ... --> block",
             file=sys.stderr,
         )
         return 2

@@ -20,6 +20,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = "llm_call_anatomy"  # the one package the layers are imported through (llm_call_anatomy/__init__.py)
 PROJECT = ("contract", "backends", "workloads", "reports", "harness", "benchmarks", "compare", "tests")
 # What each layer may import besides itself.
 BELOW: dict[str, set[str]] = {
@@ -32,12 +33,21 @@ BELOW: dict[str, set[str]] = {
 }
 
 
+def in_the_package(name: str) -> str:
+    """A module's name inside the package: ``llm_call_anatomy.reports.gate`` -> ``reports.gate`` (every
+    import names the package, ``tests/test_namespace.py``); any other name as it is."""
+    return name.removeprefix(f"{PACKAGE}.")
+
+
 def imported_modules(source: str) -> set[str]:
-    """Every absolute module name ``source`` imports, wherever the import statement is."""
+    """Every absolute module name ``source`` imports, wherever the import statement is (``from
+    llm_call_anatomy import backends`` imports ``llm_call_anatomy.backends``)."""
     names = set()
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Import):
             names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module == PACKAGE:
+            names.update(f"{PACKAGE}.{alias.name}" for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
             names.add(node.module)
     return names
@@ -46,7 +56,7 @@ def imported_modules(source: str) -> set[str]:
 def layer_of_module(name: str) -> str:
     """The floor of a module: its top-level package, except a kind's report half (``workloads.<kind>.report``
     and below), which stands on the report's floor."""
-    parts = name.split(".")
+    parts = in_the_package(name).split(".")
     if parts[0] == "workloads" and len(parts) >= 3 and parts[2] == "report":
         return "reports"
     return parts[0]
@@ -54,7 +64,7 @@ def layer_of_module(name: str) -> str:
 
 def layer_of_path(path: Path) -> str:
     """The floor of a file of the tree (as :func:`layer_of_module` for its module)."""
-    return layer_of_module(".".join(path.relative_to(ROOT).with_suffix("").parts))
+    return layer_of_module(".".join(path.relative_to(ROOT).with_suffix("").parts))  # a checkout's path
 
 
 def imported_layers(source: str) -> set[str]:
@@ -70,8 +80,12 @@ def upward_imports(layer: str, source: str) -> set[str]:
 def test_the_scan_sees_every_form_of_import():
     assert imported_layers("def f():\n    from benchmarks.overhead import measure_into\n") == {"benchmarks"}
     assert imported_layers("import benchmarks.study_time as st") == {"benchmarks"}
+    assert imported_layers("from llm_call_anatomy import harness, reports as r") == {"harness", "reports"}
+    assert imported_layers("import llm_call_anatomy.backends.hf as hf") == {"backends"}
     assert imported_layers("from benchmarks import overhead") == {"benchmarks"}
-    assert imported_layers("try:\n    import harness.chat\nexcept ImportError:\n    pass\n") == {"harness"}
+    assert imported_layers(
+        "try:\n    import llm_call_anatomy.harness.chat\nexcept ImportError:\n    pass\n"
+    ) == {"harness"}
     assert (
         imported_layers("import benchmarks_extra\nfrom .benchmarks import x\nx = 'benchmarks.overhead'")
         == set()
@@ -84,9 +98,9 @@ def test_a_planted_upward_import_is_caught():
     # report reading the harness's records module, an adapter parsing with the harness's options
     assert upward_imports("workloads", "from llm_call_anatomy.harness.chat import Renderer") == {"harness"}
     assert upward_imports("reports", "from llm_call_anatomy.harness.records import Record") == {"harness"}
-    assert upward_imports("backends", "def f():\n    from harness.load_args import parse_pairs\n") == {
-        "harness"
-    }
+    assert upward_imports(
+        "backends", "def f():\n    from llm_call_anatomy.harness.load_args import parse_pairs\n"
+    ) == {"harness"}
     assert upward_imports("reports", "from llm_call_anatomy.workloads.plan import Step") == {"workloads"}
     assert upward_imports("backends", "from llm_call_anatomy.workloads import build_plan") == {"workloads"}
     assert upward_imports("contract", "from llm_call_anatomy.backends.base import Request") == {"backends"}
@@ -96,20 +110,23 @@ def test_a_planted_upward_import_is_caught():
     assert (
         upward_imports(
             "reports",
-            "from llm_call_anatomy.contract.records import Record\nfrom reports.stats import spread",
+            "from llm_call_anatomy.contract.records import Record\n"
+            "from llm_call_anatomy.reports.stats import spread",
         )
         == set()
     )
     assert (
         upward_imports(
-            "harness", "from llm_call_anatomy.backends.base import Backend\nfrom reports import build"
+            "harness",
+            "from llm_call_anatomy.backends.base import Backend\nfrom llm_call_anatomy.reports import build",
         )
         == set()
     )
     assert (
         upward_imports(
             "benchmarks",
-            "from llm_call_anatomy.harness.chat import Renderer\nfrom reports.stats import spread",
+            "from llm_call_anatomy.harness.chat import Renderer\n"
+            "from llm_call_anatomy.reports.stats import spread",
         )
         == set()
     )
@@ -149,7 +166,9 @@ def test_the_contract_needs_nothing_but_the_standard_library():
     # the floor every environment imports (the vLLM and SGLang ones pin their own packages)
     foreign = set()
     for path in sorted((ROOT / "contract").rglob("*.py")):
-        tops = {name.split(".")[0] for name in imported_modules(path.read_text(encoding="utf-8"))}
+        tops = {
+            in_the_package(name).split(".")[0] for name in imported_modules(path.read_text(encoding="utf-8"))
+        }
         foreign |= {
             f"{path.name}: {t}" for t in tops - set(sys.stdlib_module_names) - {"__future__", "contract"}
         }
@@ -159,10 +178,10 @@ def test_the_contract_needs_nothing_but_the_standard_library():
 # --- the harness and the workload kinds ----------------------------------------------------------
 def imported_names(source: str) -> set[str]:
     """Every module ``source`` imports, and for ``from package import name`` also ``package.name``
-    (``name`` may be a module: ``from workloads import load``)."""
+    (``name`` may be a module: ``from llm_call_anatomy.workloads import load``)."""
     names = imported_modules(source)
     for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module and node.module != PACKAGE:
             names.update(f"{node.module}.{alias.name}" for alias in node.names)
     return names
 
@@ -181,7 +200,7 @@ def kind_imports(source: str, rooms: set[str]) -> set[str]:
 
 def test_the_kind_scan_sees_a_kind_module_and_only_that():
     rooms = {"llm_call_anatomy.workloads.load", "llm_call_anatomy.workloads.sweep"}
-    planted = "def f():\n    from workloads.load import search_groups\n"
+    planted = "def f():\n    from llm_call_anatomy.workloads.load import search_groups\n"
     assert kind_imports(planted, rooms) == {
         "llm_call_anatomy.workloads.load",
         "llm_call_anatomy.workloads.load.search_groups",
@@ -189,13 +208,19 @@ def test_the_kind_scan_sees_a_kind_module_and_only_that():
     assert kind_imports("from llm_call_anatomy.workloads import load", rooms) == {
         "llm_call_anatomy.workloads.load"
     }
-    assert kind_imports("import workloads.sweep as s\nfrom workloads.load.planner import plan", rooms) == {
+    assert kind_imports(
+        "import llm_call_anatomy.workloads.sweep as s\n"
+        "from llm_call_anatomy.workloads.load.planner import plan",
+        rooms,
+    ) == {
         "llm_call_anatomy.workloads.sweep",
         "llm_call_anatomy.workloads.load.planner",
         "llm_call_anatomy.workloads.load.planner.plan",
     }
     generic = (
-        "from llm_call_anatomy.workloads.loader import x\nfrom workloads.kinds import kind\nimport workloads"
+        "from llm_call_anatomy.workloads.loader import x\n"
+        "from llm_call_anatomy.workloads.kinds import kind\n"
+        "from llm_call_anatomy import workloads"
     )
     assert kind_imports(generic, rooms) == set()  # workloads.loader only starts like a room
 
@@ -225,7 +250,7 @@ def test_the_report_core_names_no_kind():
             found := {
                 n
                 for n in imported_modules(path.read_text(encoding="utf-8"))
-                if n.split(".")[0] == "workloads"
+                if in_the_package(n).split(".")[0] == "workloads"
             }
         )
     ]
@@ -233,5 +258,8 @@ def test_the_report_core_names_no_kind():
 
 
 def test_the_core_scan_would_see_a_kind_import():
-    found = {n for n in imported_modules("def f():\n    from workloads.load.report import levels\n")}
-    assert any(n.split(".")[0] == "workloads" for n in found)
+    found = {
+        n
+        for n in imported_modules("def f():\n    from llm_call_anatomy.workloads.load.report import levels\n")
+    }
+    assert any(in_the_package(n).split(".")[0] == "workloads" for n in found)

@@ -32,8 +32,9 @@ import time
 from dataclasses import replace
 from typing import Any
 
-from llm_call_anatomy.backends.base import Capabilities, RawOutput, Request, TokenClock
+from llm_call_anatomy.backends.base import TokenClock
 from llm_call_anatomy.backends.hf.backend import HFBackend
+from llm_call_anatomy.contract.adapter import Capabilities, RawOutput, Request
 
 CPU_CACHE_TOKENS = 16384  # KV-cache size on a CPU, in tokens (the tiny and smollm2 models: well under 1 GB)
 CPU_BATCH_TOKENS = 512  # tokens one CPU step may process (chunked prefill beyond that)

@@ -44,21 +44,14 @@ from typing import Any
 
 import openai
 
-from llm_call_anatomy.backends.base import (
-    Backend,
-    BackendUnavailable,
-    Capabilities,
-    RawOutput,
-    Request,
-    Result,
-    TokenClock,
-)
+from llm_call_anatomy.backends.base import Backend, BackendUnavailable, Result, TokenClock
 from llm_call_anatomy.backends.openai import server_facts, streamed_call
 from llm_call_anatomy.backends.openai.bodies import FORMS, IgnoreEosVia, completions_body
 from llm_call_anatomy.backends.openai.chat import chat_body
 from llm_call_anatomy.backends.openai.metrics import FLAVORS, MetricsProbe, level_timings
 from llm_call_anatomy.backends.openai.options import OpenAIOptions
 from llm_call_anatomy.backends.openai.server_http import ServerHTTP, root_url
+from llm_call_anatomy.contract.adapter import Capabilities, RawOutput, Request
 from llm_call_anatomy.contract.chat import CHAT_PROMPTS, prompt_key
 
 

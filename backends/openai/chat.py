@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from llm_call_anatomy.backends.base import Request
 from llm_call_anatomy.backends.openai.bodies import (
     IgnoreEosVia,
     ignore_eos_fields,
@@ -18,6 +17,7 @@ from llm_call_anatomy.backends.openai.bodies import (
     sampling_fields,
 )
 from llm_call_anatomy.backends.openai.metrics import FLAVORS
+from llm_call_anatomy.contract.adapter import Request
 
 
 def chat_body(

@@ -18,10 +18,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from llm_call_anatomy.backends.base import BackendUnavailable, Capabilities
+from llm_call_anatomy.backends.base import BackendUnavailable
 from llm_call_anatomy.backends.openai import random_checkpoint
 from llm_call_anatomy.backends.openai.bodies import FORMS
 from llm_call_anatomy.backends.openai.servers import LaunchedServerBackend
+from llm_call_anatomy.contract.adapter import Capabilities
 
 
 class HFServerBackend(LaunchedServerBackend):

@@ -51,10 +51,11 @@ from typing import Any
 
 import aiohttp
 
-from llm_call_anatomy.backends.base import RawOutput, Request, TokenClock
+from llm_call_anatomy.backends.base import TokenClock
 from llm_call_anatomy.backends.openai.bodies import ignore_eos_fields, response_format, sampling_fields
 from llm_call_anatomy.backends.openai.json_codec import Codec, choose
 from llm_call_anatomy.backends.openai.stream import NO_FINISH_REASON
+from llm_call_anatomy.contract.adapter import RawOutput, Request
 
 CODEC = choose()  # orjson, msgspec or json: see json_codec.py
 

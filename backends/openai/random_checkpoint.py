@@ -18,7 +18,9 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from llm_call_anatomy import HOME
+
+ROOT = HOME  # where the child imports llm_call_anatomy from (the checkout or site-packages)
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".gguf")
 
 

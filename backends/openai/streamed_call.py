@@ -20,8 +20,9 @@ from typing import Any
 import httpx
 import openai
 
-from llm_call_anatomy.backends.base import RawOutput, Request, TokenClock
+from llm_call_anatomy.backends.base import TokenClock
 from llm_call_anatomy.backends.openai.stream import StreamCut, read_stream, read_stream_async
+from llm_call_anatomy.contract.adapter import RawOutput, Request
 
 # What a request sees when its server went away: a refused, reset or broken connection, before or in
 # the middle of the stream (the client wraps it as APIConnectionError; httpx's own error where a

@@ -43,14 +43,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from llm_call_anatomy.backends.base import (
-    Backend,
-    BackendUnavailable,
-    Capabilities,
-    RawOutput,
-    Request,
-    TokenClock,
-)
+from llm_call_anatomy.backends.base import Backend, BackendUnavailable, TokenClock
 from llm_call_anatomy.backends.sglang import facts
 from llm_call_anatomy.backends.sglang.config import (
     SGLangOptions,
@@ -60,6 +53,7 @@ from llm_call_anatomy.backends.sglang.config import (
     logprob_kwargs,
 )
 from llm_call_anatomy.backends.sglang.meta import flush_succeeded, to_raw_output
+from llm_call_anatomy.contract.adapter import Capabilities, RawOutput, Request
 
 FLUSH_TIMEOUT_S = 30.0  # the scheduler refuses to flush until it is fully idle
 WARMUP_IDS = list(range(100, 164))  # any ids a vocabulary has; the answers are thrown away

@@ -10,7 +10,7 @@ import pytest
 from test_serving_sitting import CAPACITY, HF_SERVER_RUN, studies
 
 from llm_call_anatomy.harness.cli import parser
-from llm_call_anatomy.workloads import read_builtin
+from llm_call_anatomy.workloads.catalog import read_builtin
 from llm_call_anatomy.workloads.overrides import apply
 from tests.workloads.test_load_same_mix import levels, plan_of
 

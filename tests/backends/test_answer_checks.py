@@ -8,7 +8,6 @@ from __future__ import annotations
 import pytest
 
 from llm_call_anatomy.backends.answer_checks import AnswerContradicts, check_answer, contradictions
-from llm_call_anatomy.backends.base import BackendSettings, RawOutput, Request
 from llm_call_anatomy.backends.load_loop import LoadSettings, run_level
 from llm_call_anatomy.backends.openai import OpenAIBackend
 from llm_call_anatomy.backends.openai.stream import (
@@ -18,6 +17,7 @@ from llm_call_anatomy.backends.openai.stream import (
     MalformedStream,
     StreamCut,
 )
+from llm_call_anatomy.contract.adapter import BackendSettings, RawOutput, Request
 from tests.harness.faulty_server import Faults, faulty_server
 
 PROMPT = list(range(10, 50))  # 40 tokens

@@ -7,7 +7,8 @@ import time
 
 import pytest
 
-from llm_call_anatomy.backends.base import Backend, BackendSettings, RawOutput, Request, TokenClock
+from llm_call_anatomy.backends.base import Backend, TokenClock
+from llm_call_anatomy.contract.adapter import BackendSettings, RawOutput, Request
 
 SETTINGS = BackendSettings(model_path="unused", model_label="unused")
 

@@ -59,7 +59,7 @@ def test_under_load_hf_serves_one_request_at_a_time_behind_a_queue(run):
 
 
 def test_shared_prefix_matches_an_independent_count_and_reveals_the_rewrite(run, tiny_model_dir):
-    from llm_call_anatomy.workloads import read_builtin
+    from llm_call_anatomy.workloads.catalog import read_builtin
 
     spec = read_builtin(["conversation"])[0]
     tok = AutoTokenizer.from_pretrained(tiny_model_dir)

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from llm_call_anatomy.backends.base import BackendSettings
 from llm_call_anatomy.backends.openai.hf_server import HFServerBackend
+from llm_call_anatomy.contract.adapter import BackendSettings
 
 FACTS = json.loads((Path(__file__).parents[1] / "fixtures" / "transformers_serve_5.17.0.json").read_text())
 

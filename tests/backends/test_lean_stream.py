@@ -22,7 +22,7 @@ from collections.abc import Iterator
 import pytest
 
 from benchmarks.fake_engine import start
-from llm_call_anatomy.backends.base import BackendSettings, Request, TokenClock
+from llm_call_anatomy.backends.base import TokenClock
 from llm_call_anatomy.backends.load_loop import LoadSettings, run_level
 from llm_call_anatomy.backends.load_shards import (
     TEST_EXIT_VAR,
@@ -34,6 +34,7 @@ from llm_call_anatomy.backends.load_shards import (
 from llm_call_anatomy.backends.openai import OpenAIBackend
 from llm_call_anatomy.backends.openai.lean_stream import LeanClientSpec, StreamFault
 from llm_call_anatomy.backends.openai.options import OpenAIOptions
+from llm_call_anatomy.contract.adapter import BackendSettings, Request
 from llm_call_anatomy.contract.level_facts import LevelFacts
 
 pytestmark = pytest.mark.openai

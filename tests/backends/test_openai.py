@@ -21,11 +21,12 @@ from http.server import ThreadingHTTPServer
 import pytest
 from prometheus_client import CollectorRegistry, Histogram, start_http_server
 
-from llm_call_anatomy.backends.base import BackendSettings, BackendUnavailable, Request
+from llm_call_anatomy.backends.base import BackendUnavailable
 from llm_call_anatomy.backends.openai import OpenAIBackend
 from llm_call_anatomy.backends.openai.metrics import FLAVORS, MetricsProbe, flavor_of, parse_histograms
 from llm_call_anatomy.backends.openai.server_http import root_url
 from llm_call_anatomy.backends.openai.streamed_call import RequestTimeout
+from llm_call_anatomy.contract.adapter import BackendSettings, Request
 from tests.harness.fakes import JsonHandler
 
 pytestmark = pytest.mark.openai

@@ -30,9 +30,9 @@ from pathlib import Path
 
 import pytest
 
-from llm_call_anatomy.backends.base import BackendSettings
 from llm_call_anatomy.backends.openai.process import ServerFailed, group_members
 from llm_call_anatomy.backends.openai.servers import VLLMServerBackend
+from llm_call_anatomy.contract.adapter import BackendSettings
 from llm_call_anatomy.harness.records import read_records
 from llm_call_anatomy.workloads.load.spec import CPU_LOAD, parse_load
 

@@ -9,13 +9,13 @@ import sys
 
 import pytest
 
-from llm_call_anatomy.backends.base import BackendSettings
 from llm_call_anatomy.backends.openai import sglang_router
 from llm_call_anatomy.backends.openai.metrics import load_values
 from llm_call_anatomy.backends.openai.replicas import hit_shares, replica_totals, replica_values, replicas
 from llm_call_anatomy.backends.openai.servers import SGLangServerBackend, VLLMServerBackend
 from llm_call_anatomy.backends.parallel import replica_record
 from llm_call_anatomy.backends.sglang import config as sglang_config
+from llm_call_anatomy.contract.adapter import BackendSettings
 
 
 def settings(**kw) -> BackendSettings:

@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import pytest
 
-from llm_call_anatomy.backends.base import BackendSettings
+from llm_call_anatomy.contract.adapter import BackendSettings
 from llm_call_anatomy.harness.cli import parser as build_parser
 from llm_call_anatomy.harness.rundir import settings_diff
 

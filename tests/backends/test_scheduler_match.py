@@ -4,10 +4,10 @@ and the server's KV-cache capacity read from its /metrics (backends/openai/metri
 from __future__ import annotations
 
 from benchmarks.fake_engine import BLOCK_SIZE, KV_BLOCKS, FakeEngine
-from llm_call_anatomy.backends.base import BackendSettings
 from llm_call_anatomy.backends.openai.metrics import scheduler_from_metrics
 from llm_call_anatomy.backends.openai.servers import VLLMServerBackend
 from llm_call_anatomy.backends.vllm import config
+from llm_call_anatomy.contract.adapter import BackendSettings
 
 
 def settings(**kw) -> BackendSettings:

@@ -20,7 +20,7 @@ import jsonschema
 import pytest
 
 from llm_call_anatomy import backends
-from llm_call_anatomy.backends.base import BackendSettings, BackendUnavailable, Request
+from llm_call_anatomy.backends.base import BackendUnavailable
 from llm_call_anatomy.backends.sglang import SGLangBackend
 from llm_call_anatomy.backends.sglang.meta import (
     EngineAbort,
@@ -29,6 +29,7 @@ from llm_call_anatomy.backends.sglang.meta import (
     parse_meta_info,
     to_raw_output,
 )
+from llm_call_anatomy.contract.adapter import BackendSettings, Request
 from tests.conftest import compare, records
 
 SGLANG_MISSING = importlib.util.find_spec("sglang") is None

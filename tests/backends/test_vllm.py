@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from llm_call_anatomy.backends.vllm import config
-from llm_call_anatomy.workloads import read_builtin
+from llm_call_anatomy.workloads.catalog import read_builtin
 from tests.conftest import DEFAULT_WORKLOADS, compare, records
 
 VLLM_MISSING = importlib.util.find_spec("vllm") is None

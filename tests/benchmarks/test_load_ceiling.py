@@ -150,8 +150,8 @@ def test_inside_a_study_the_hook_measures_on_the_studys_engine(tmp_path, monkeyp
     """LCA_CHILD_HOOK=benchmarks.load_ceiling:child_hook: the started backend is measured as it is, no second
     start."""
     from benchmarks import load_ceiling
-    from llm_call_anatomy.backends.base import BackendSettings
     from llm_call_anatomy.backends.hf.cb import HFContinuousBatchingBackend
+    from llm_call_anatomy.contract.adapter import BackendSettings
 
     monkeypatch.setenv(
         load_ceiling.HOOK_ARGS_ENV, "--concurrency 2 --prompt-tokens 32 --output-tokens 4 --repeats 2"

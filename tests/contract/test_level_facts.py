@@ -15,15 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from llm_call_anatomy.backends.base import (
-    Backend,
-    BackendSettings,
-    Capabilities,
-    RawOutput,
-    Request,
-    TokenClock,
-)
+from llm_call_anatomy.backends.base import Backend, TokenClock
 from llm_call_anatomy.contract import capacity as cap
+from llm_call_anatomy.contract.adapter import BackendSettings, Capabilities, RawOutput, Request
 from llm_call_anatomy.contract.level_facts import ALWAYS, NOT_WRITTEN, WRITTEN_WITH, LevelFacts
 from llm_call_anatomy.contract.slo import Verdict
 

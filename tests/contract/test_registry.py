@@ -10,8 +10,8 @@ import pytest
 from llm_call_anatomy import backends
 from llm_call_anatomy.contract.registry import Registry
 from llm_call_anatomy.reports import kinds as report_kinds
-from llm_call_anatomy.workloads import BUILTIN, builtin_file
 from llm_call_anatomy.workloads import kinds as measuring_kinds
+from llm_call_anatomy.workloads.catalog import BUILTIN, builtin_file
 from llm_call_anatomy.workloads.kinds import names as kind_names
 
 

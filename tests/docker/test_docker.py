@@ -74,7 +74,7 @@ def test_compose_runs_the_images_one_after_another_then_the_report() -> None:
         assert service["deploy"]["resources"]["reservations"]["devices"][0]["count"] == 1  # one GPU
         assert f"--out /runs/${{RUN_ID:-study}}/{name}" in service["command"]
     report = services["report"]
-    assert report["entrypoint"] == ["python", "-m", "reports"]
+    assert report["entrypoint"] == ["python", "compare.py", "report"]
     assert all(f"/runs/${{RUN_ID:-study}}/{name}" in report["command"] for name in IMAGES)
     assert "-o /runs/${RUN_ID:-study}/report.html" in report["command"]
     assert "deploy" not in report  # the report needs no GPU
@@ -87,6 +87,7 @@ def test_build_context_is_small() -> None:
     assert {
         "pyproject.toml",
         "compare.py",
+        "llm_call_anatomy",
         "contract",
         "backends",
         "harness",

@@ -15,15 +15,9 @@ import json
 
 import pytest
 
-from llm_call_anatomy.backends.base import (
-    Backend,
-    BackendSettings,
-    Capabilities,
-    RawOutput,
-    Request,
-    TokenClock,
-)
+from llm_call_anatomy.backends.base import Backend, TokenClock
 from llm_call_anatomy.contract import capacity as cap
+from llm_call_anatomy.contract.adapter import BackendSettings, Capabilities, RawOutput, Request
 from llm_call_anatomy.contract.level_stats import level_stats
 from llm_call_anatomy.contract.slo import parse_target
 from llm_call_anatomy.harness.load_runner import measured_levels
@@ -79,8 +73,9 @@ def plan_of(spec: str, model_dir, folder):
     the model's own tokenizer."""
     from transformers import AutoTokenizer
 
-    from llm_call_anatomy.harness.chat import Renderer
-    from llm_call_anatomy.workloads import build_plan, read_workload_file
+    from llm_call_anatomy.contract.chat import Renderer
+    from llm_call_anatomy.workloads.catalog import build_plan
+    from llm_call_anatomy.workloads.reader import read_workload_file
 
     path = folder / "load.yaml"
     path.write_text(spec)

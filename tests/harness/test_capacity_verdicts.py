@@ -13,8 +13,9 @@ import json
 
 import pytest
 
-from llm_call_anatomy.backends.base import RawOutput, Request, TokenClock
+from llm_call_anatomy.backends.base import TokenClock
 from llm_call_anatomy.contract import capacity as cap
+from llm_call_anatomy.contract.adapter import RawOutput, Request
 from llm_call_anatomy.contract.level_stats import level_stats
 from llm_call_anatomy.contract.slo import parse_target
 from llm_call_anatomy.harness.load_runner import measured_levels

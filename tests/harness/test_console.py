@@ -45,7 +45,7 @@ def test_messages_and_help_name_the_command_the_user_typed(tmp_path, capsys, mon
     assert "compare.py --" not in installed and "python compare.py report runs" not in installed
     assert "  llm-call-anatomy report --baseline runs/a --candidate runs/b" in installed
     assert "  python compare.py --lint-only --workload-file my_study.yaml" in epilog("compare.py")
-    monkeypatch.setitem(sys.modules, "reports", None)  # a venv without the report extra
+    monkeypatch.setitem(sys.modules, "llm_call_anatomy.reports", None)  # a venv without the report extra
     assert build_report(tmp_path, "llm-call-anatomy") is False
     said = capsys.readouterr().err.strip()
     assert said.startswith("llm-call-anatomy: report not built: ") and "[report]'" in said

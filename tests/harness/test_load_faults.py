@@ -11,10 +11,11 @@ import subprocess
 
 import pytest
 
-from llm_call_anatomy.harness.records import read_records, row_key
+from llm_call_anatomy.contract.plan import Plan
+from llm_call_anatomy.contract.records import row_key
+from llm_call_anatomy.harness.records import read_records
 from llm_call_anatomy.reports.assemble import assemble
 from llm_call_anatomy.reports.runs import read_runs
-from llm_call_anatomy.workloads.plan import Plan
 from tests.conftest import compare as run_compare
 from tests.harness.faulty_server import Faults, faulty_server
 

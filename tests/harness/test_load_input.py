@@ -53,7 +53,7 @@ def test_load_without_a_load_workload_is_refused(tmp_path, capsys):
 
 
 def test_seconds_bounds_the_waits_of_a_level():
-    from llm_call_anatomy.backends.base import BackendSettings, Request
+    from llm_call_anatomy.contract.adapter import BackendSettings, Request
 
     backend = echo_backend_class()(BackendSettings(model_path="none", model_label="none"))
     request = Request(prompt_ids=[1, 2, 3], max_new_tokens=2)

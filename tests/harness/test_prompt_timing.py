@@ -57,7 +57,7 @@ def test_a_runs_records_carry_the_prompt_timings_and_the_callers_last_token(
     from llm_call_anatomy import backends
     from llm_call_anatomy.harness import child
     from llm_call_anatomy.harness.records import read_records
-    from llm_call_anatomy.workloads import build_plan, read_workloads
+    from llm_call_anatomy.workloads.catalog import build_plan, read_workloads
 
     monkeypatch.setattr(fakes, "EchoBackend", fakes.echo_backend_class(), raising=False)
     monkeypatch.setitem(backends.REGISTRY, "echo", "tests.harness.fakes:EchoBackend")

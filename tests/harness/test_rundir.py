@@ -9,9 +9,11 @@ import os
 
 import pytest
 
+from llm_call_anatomy.contract.files import atomic_write_text
+from llm_call_anatomy.contract.records import Record
 from llm_call_anatomy.harness import records as records_module
 from llm_call_anatomy.harness import rundir
-from llm_call_anatomy.harness.records import Record, RecordWriter, read_records
+from llm_call_anatomy.harness.records import RecordWriter, read_records
 
 
 def rec(case: str) -> Record:
@@ -65,18 +67,18 @@ def test_a_record_is_written_whole_or_not_at_all(tmp_path, monkeypatch):
 
 def test_atomic_write_leaves_the_old_file_on_failure(tmp_path, monkeypatch):
     path = tmp_path / "plan.json"
-    rundir.atomic_write_text(path, '{"old": true}')
+    atomic_write_text(path, '{"old": true}')
 
     def full(fd):
         raise OSError(errno.ENOSPC, "No space left on device")
 
     monkeypatch.setattr(rundir.os, "fsync", full)
     with pytest.raises(OSError):
-        rundir.atomic_write_text(path, '{"new": true, "big": "' + "x" * 100_000 + '"}')
+        atomic_write_text(path, '{"new": true, "big": "' + "x" * 100_000 + '"}')
     monkeypatch.undo()
     assert json.loads(path.read_text()) == {"old": True}
     assert sorted(p.name for p in tmp_path.iterdir()) == ["plan.json"]  # no temporary file left
-    rundir.atomic_write_text(path, '{"new": true}')
+    atomic_write_text(path, '{"new": true}')
     assert json.loads(path.read_text()) == {"new": True}
 
 

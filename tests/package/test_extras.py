@@ -25,7 +25,8 @@ from pathlib import Path
 from llm_call_anatomy.backends import REGISTRY
 from tests.conftest import ROOT
 
-PROJECT = ("contract", "backends", "harness", "workloads", "reports")  # the packages the wheel installs
+PACKAGE = "llm_call_anatomy"  # the one package the wheel installs: these layers inside it
+PROJECT = ("contract", "backends", "harness", "workloads", "reports")
 # a distribution whose import name is not its name with "-" as "_" (PEP 503 normalised)
 MODULES_OF = {
     "nvidia-ml-py": ("pynvml",),
@@ -118,10 +119,16 @@ class Imports(ast.NodeVisitor):
 
 
 def module_file(name: str) -> Path | None:
-    """The file of a project module (``backends.base`` -> backends/base.py), None for anything else."""
-    path = ROOT.joinpath(*name.split("."))
+    """The file of a project module (``llm_call_anatomy.backends.base`` -> backends/base.py in a checkout,
+    ``llm_call_anatomy`` -> llm_call_anatomy/__init__.py), None for anything else."""
+    parts = name.split(".")
+    if parts[0] != PACKAGE:
+        return None
+    if len(parts) == 1:
+        return ROOT / PACKAGE / "__init__.py"
+    path = ROOT.joinpath(*parts[1:])
     for candidate in (path.with_suffix(".py"), path / "__init__.py"):
-        if name.split(".")[0] in PROJECT and candidate.is_file():
+        if parts[1] in PROJECT and candidate.is_file():
             return candidate
     return None
 
@@ -147,7 +154,7 @@ def needs(own: list[str], also: tuple[str, ...] = ()) -> tuple[dict[str, str], d
         name = todo.pop()
         for imported, guarded, nested in imports_of(name):
             parts = imported.split(".")
-            if parts[0] in PROJECT:
+            if parts[0] == PACKAGE:
                 for prefix in (".".join(parts[:i]) for i in range(1, len(parts) + 1)):
                     if prefix not in seen and module_file(prefix):
                         seen.add(prefix)
@@ -161,16 +168,17 @@ def needs(own: list[str], also: tuple[str, ...] = ()) -> tuple[dict[str, str], d
 
 
 def package_modules(folder: str) -> list[str]:
+    """The modules of a checkout's folder (``backends/openai``), by their names in the package."""
     return [
-        ".".join(p.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
+        ".".join((PACKAGE, *p.relative_to(ROOT).with_suffix("").parts)).removesuffix(".__init__")
         for p in sorted((ROOT / folder).rglob("*.py"))
     ]
 
 
 def backend_packages() -> set[str]:
-    """The backend packages of the registry (``backends.openai.servers:...`` -> openai): each is the name of
-    its extra."""
-    return {target.split(":")[0].split(".")[1] for target in REGISTRY.values()}
+    """The backend packages of the registry (``llm_call_anatomy.backends.openai.servers:...`` -> openai):
+    each is the name of its extra."""
+    return {target.split(":")[0].split(".")[2] for target in REGISTRY.values()}
 
 
 # --- the checks -----------------------------------------------------------------------------------------

@@ -1,5 +1,6 @@
-"""The regression gate (``python compare.py report --baseline A --candidate B``) on runs built from records: exit 1
-on a planted regression, 0 on noise, the threshold, a missing backend, a summary.json as a side, bad input."""
+"""The regression gate (``python compare.py report --baseline A --candidate B``) on runs built from records:
+exit 1 on a planted regression, 0 on noise, the threshold, a missing backend, a summary.json as a side,
+bad input."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Issue 40: re-targeting recorded runs (``python compare.py report --slo``), sizing a fleet for U users who think
-(``--size``), input and output priced apart (``--gpu-hour-usd``), and the exports holding those tables.
+"""Issue 40: re-targeting recorded runs (``python compare.py report --slo``), sizing a fleet for U users who
+think (``--size``), input and output priced apart (``--gpu-hour-usd``), and the exports holding those tables.
 
 The records are fabricated as in ``test_report_capacity`` (KNEE: TTFT p90 100 / 150 / 300 / 900 ms at C=1,
 2, 4, 8); a think-time population is a sessions-shape closed level whose level record carries ``users`` and

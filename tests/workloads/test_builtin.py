@@ -27,17 +27,10 @@ from pathlib import Path
 
 import pytest
 
-from llm_call_anatomy.harness.chat import Renderer
+from llm_call_anatomy.contract.chat import Renderer
 from llm_call_anatomy.harness.models import CHAT_TEMPLATE
-from llm_call_anatomy.workloads import (
-    BUILTIN,
-    VARIANTS,
-    WorkloadFileError,
-    build_plan,
-    builtin_file,
-    read_builtin,
-    read_workload_file,
-)
+from llm_call_anatomy.workloads.catalog import BUILTIN, VARIANTS, build_plan, builtin_file, read_builtin
+from llm_call_anatomy.workloads.reader import WorkloadFileError, read_workload_file
 
 GOLDEN = Path(__file__).with_name("builtin_plans.json")
 REPEATS = 2

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from llm_call_anatomy.workloads import build_plan, read_builtin
+from llm_call_anatomy.workloads.catalog import build_plan, read_builtin
 from llm_call_anatomy.workloads.load.report.capacity import mix_of
 from llm_call_anatomy.workloads.load.search import search_groups
 from llm_call_anatomy.workloads.overrides import apply

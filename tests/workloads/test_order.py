@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from llm_call_anatomy.workloads import build_plan, read_builtin
+from llm_call_anatomy.workloads.catalog import build_plan, read_builtin
 from llm_call_anatomy.workloads.kinds import repeated_kinds
 from llm_call_anatomy.workloads.plan import rotated
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from llm_call_anatomy.harness.cli import main
-from llm_call_anatomy.workloads import WorkloadFileError, read_workload_file
+from llm_call_anatomy.workloads.reader import WorkloadFileError, read_workload_file
 from tests.conftest import compare
 
 GOOD_CONVERSATION = """

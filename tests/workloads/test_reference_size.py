@@ -15,11 +15,10 @@ from importlib import util
 
 import pytest
 
-from llm_call_anatomy.contract.chat import common_prefix_len
+from llm_call_anatomy.contract.chat import Renderer, common_prefix_len
 from llm_call_anatomy.harness import qwen3_tokenizer as qt
-from llm_call_anatomy.harness.chat import Renderer
 from llm_call_anatomy.reports import reference
-from llm_call_anatomy.workloads import read_builtin
+from llm_call_anatomy.workloads.catalog import read_builtin
 from llm_call_anatomy.workloads.conversation.spec import render_turns
 
 pytestmark = pytest.mark.skipif(

@@ -12,10 +12,10 @@ import json
 
 import pytest
 
-from llm_call_anatomy.backends.base import Request
+from llm_call_anatomy.contract.adapter import Request
 from llm_call_anatomy.harness.records import read_records
 from llm_call_anatomy.reports import build
-from llm_call_anatomy.workloads import read_workload_file
+from llm_call_anatomy.workloads.reader import read_workload_file
 from tests.workloads.trace.stand_in import StandIn, run_trace
 
 ROWS = [[100 * i, 200 if i % 2 else 24, 3, [], i + 1, "agent" if i % 2 else "chat"] for i in range(20)]

@@ -9,7 +9,8 @@ import itertools
 import pytest
 
 from llm_call_anatomy.contract.chat import common_prefix_len
-from llm_call_anatomy.workloads import build_plan, read_workload_file
+from llm_call_anatomy.workloads.catalog import build_plan
+from llm_call_anatomy.workloads.reader import read_workload_file
 from llm_call_anatomy.workloads.trace.prompts import TraceBlocks, reused_prefix_blocks
 
 BLOCK = 16

@@ -9,8 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from llm_call_anatomy.workloads import read_workload_file
-from llm_call_anatomy.workloads.reader import WorkloadFileError
+from llm_call_anatomy.workloads.reader import WorkloadFileError, read_workload_file
 from llm_call_anatomy.workloads.trace.reader import read
 
 SHARED = Path("/work/shared/traces")

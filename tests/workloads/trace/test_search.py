@@ -13,10 +13,11 @@ import re
 
 import pytest
 
-from llm_call_anatomy.backends.base import Request
+from llm_call_anatomy.contract.adapter import Request
 from llm_call_anatomy.harness.records import read_records
 from llm_call_anatomy.reports import build
-from llm_call_anatomy.workloads import build_plan, read_workload_file
+from llm_call_anatomy.workloads.catalog import build_plan
+from llm_call_anatomy.workloads.reader import read_workload_file
 from llm_call_anatomy.workloads.trace.report.analysis import gpus_at_1x
 from tests.workloads.trace.stand_in import StandIn, run_trace
 

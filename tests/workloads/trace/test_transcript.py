@@ -11,8 +11,8 @@ import random
 import pytest
 
 from llm_call_anatomy.contract.chat import common_prefix_len
-from llm_call_anatomy.workloads import build_plan, read_workload_file
-from llm_call_anatomy.workloads.reader import WorkloadFileError
+from llm_call_anatomy.workloads.catalog import build_plan
+from llm_call_anatomy.workloads.reader import WorkloadFileError, read_workload_file
 from llm_call_anatomy.workloads.trace.prompts import reused_prefix_tokens
 from llm_call_anatomy.workloads.trace.reader import read
 
@@ -181,15 +181,9 @@ def test_a_transcript_is_replayed_at_its_timestamps_and_shown_as_one(tmp_path, t
 
     from transformers import AutoTokenizer
 
-    from llm_call_anatomy.backends.base import (
-        Backend,
-        BackendSettings,
-        Capabilities,
-        RawOutput,
-        Request,
-        TokenClock,
-    )
-    from llm_call_anatomy.harness.chat import Renderer
+    from llm_call_anatomy.backends.base import Backend, TokenClock
+    from llm_call_anatomy.contract.adapter import BackendSettings, Capabilities, RawOutput, Request
+    from llm_call_anatomy.contract.chat import Renderer
     from llm_call_anatomy.harness.records import read_records
     from llm_call_anatomy.harness.runner import Runner
     from llm_call_anatomy.reports import build

@@ -1,8 +1,8 @@
 """A Markdown table of the load workload from run directories: per level, every backend's output
 tokens/s, TTFT p50/p99, ITL p50 and goodput — what the Load section draws, as text for a README.
 
-    python -m llm_call_anatomy.workloads.load.report.load_table RUN_DIR... [--slo NAME:ttft_p90_ms=2000,tpot_p90_ms=200]
-        [--merge-starts] [--capacity] [--inproc-server]
+    python -m llm_call_anatomy.workloads.load.report.load_table RUN_DIR...
+        [--slo NAME:ttft_p90_ms=2000,tpot_p90_ms=200] [--merge-starts] [--capacity] [--inproc-server]
 
 Rows are (workload · variant · level), in the order the runs have them; a cell is
 ``tok/s · TTFT p50/p99 ms · ITL p50 ms · goodput req/s (n)``, "–" where the backend has no such
@@ -115,8 +115,8 @@ def level_mixes(records) -> dict[tuple, str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m llm_call_anatomy.workloads.load.report.load_table``: print the load levels of the runs as a Markdown
-    table; exit 2 with one line when the runs cannot be read or hold no load records."""
+    """``python -m llm_call_anatomy.workloads.load.report.load_table``: print the load levels of the runs as a
+    Markdown table; exit 2 with one line when the runs cannot be read or hold no load records."""
     from llm_call_anatomy.reports.__main__ import goodput_pair, slo_target
 
     p = argparse.ArgumentParser(
@@ -166,7 +166,8 @@ def main(argv: list[str] | None = None) -> int:
     levels = per_level(ds.records, slo)
     if levels.empty:
         print(
-            "python -m llm_call_anatomy.workloads.load.report.load_table: error: no load records in these runs",
+            "python -m llm_call_anatomy.workloads.load.report.load_table: error: "
+            "no load records in these runs",
             file=sys.stderr,
         )
         return 2

@@ -45,8 +45,9 @@ def column_targets(
 
 
 def goodput_pair(given: tuple[Target, ...] | None) -> dict[str, float] | None:
-    """The per-request goodput pair of the report's ``--slo`` targets, as ``python compare.py report --slo`` reads it
-    (``contract.options.goodput_pair``); None where none is given or none has a TTFT or TPOT limit."""
+    """The per-request goodput pair of the report's ``--slo`` targets, as ``python compare.py report --slo``
+    reads it (``contract.options.goodput_pair``); None where none is given or none has a TTFT or TPOT
+    limit."""
     from llm_call_anatomy.contract.options import goodput_pair as pair
 
     try:

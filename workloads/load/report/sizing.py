@@ -1,5 +1,5 @@
-"""GPUs for U users who think (``python compare.py report RUNS --size users=N,think_s=Z[,slo=NAME]``), from the
-measured populations.
+"""GPUs for U users who think (``python compare.py report RUNS --size users=N,think_s=Z[,slo=NAME]``), from
+the measured populations.
 
 A **population** is a sessions-shape closed group of levels (its requests carry user ids) whose level
 records carry ``think_time_s`` (``contract.level_facts``): a level there is C = U users, each thinking Z s

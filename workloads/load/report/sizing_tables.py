@@ -134,8 +134,8 @@ def between_lines(d: dict[str, Any], section: str) -> list[str]:
 
 
 def printed(section) -> list[str]:
-    """What ``python compare.py report`` prints for the section: under its own ``--slo`` the runs that would narrow
-    a wide bracket; the sizing asked for, the cost at its target."""
+    """What ``python compare.py report`` prints for the section: under its own ``--slo`` the runs that would
+    narrow a wide bracket; the sizing asked for, the cost at its target."""
     d = section.data
     ask = d.get("size_ask")
     between = between_lines(d, section.name)
@@ -177,7 +177,8 @@ def blocks(d: dict[str, Any]) -> list[Block]:
                 "A target between two measured levels farther apart than the search's ratio (1.25×): "
                 "the bracket stands, and this run measures the level between (a new run directory beside "
                 "the run: the run's plan fixes its levels and targets, so --resume of the run itself would "
-                "refuse it; --resume continues the new one; report both with python compare.py report RUN NEW).",
+                "refuse it; --resume continues the new one; report both with python compare.py report RUN "
+                "NEW).",
                 muted=True,
             ),
             table(t),
