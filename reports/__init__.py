@@ -1,6 +1,6 @@
 """The report: one offline HTML page built from run directories (``records.jsonl`` + ``env.json``).
 
-    from reports import build
+    from llm_call_anatomy.reports import build
     build(["runs/a100", "runs/h200"], "report.html")     # -> Path("report.html")
 
     python compare.py report RUN_DIR [RUN_DIR ...] [-o report.html] [--format html,json,csv]

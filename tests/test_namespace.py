@@ -112,3 +112,25 @@ def test_no_module_forwards_an_old_import_path():
         )
     ]
     assert forwarding == []
+
+
+BARE_LINE = re.compile(
+    rf"^\s*(?:from\s+(?:{'|'.join(LAYERS)})(?:\.\w+)*\s+import\b|import\s+(?:{'|'.join(LAYERS)})\b)"
+)
+
+
+def test_no_source_written_inside_a_string_or_a_page_imports_a_layer_by_its_bare_name():
+    """Python held in a string (a script a test runs with ``python -c``, a docstring's example) and the
+    docs' code blocks: the AST scan above does not read inside strings, so each line is read as text."""
+    assert BARE_LINE.search("from backends.base import Request") and BARE_LINE.search("    import reports")
+    assert not BARE_LINE.search("from llm_call_anatomy.backends.base import Request")
+    assert not BARE_LINE.search("from benchmarks import overhead") and not BARE_LINE.search(
+        "import reporting"
+    )
+    offenders = [
+        f"{path.relative_to(ROOT)}:{number}: {line.strip()}"
+        for path in tracked(".py", ".md", ".sh")
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if BARE_LINE.search(line)
+    ]
+    assert offenders == []

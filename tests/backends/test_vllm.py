@@ -258,10 +258,10 @@ def test_hf_and_vllm_write_into_one_run_dir(tmp_path):
 # this process's threads). Prints what the test checks as one JSON line.
 HUNG_REQUEST = """
 import json
-from backends.base import BackendSettings, Request
-from backends.load_loop import LoadSettings, run_level
-from backends.vllm.backend import VLLMBackend
-from harness.models import build_tiny
+from llm_call_anatomy.backends.base import BackendSettings, Request
+from llm_call_anatomy.backends.load_loop import LoadSettings, run_level
+from llm_call_anatomy.backends.vllm.backend import VLLMBackend
+from llm_call_anatomy.harness.models import build_tiny
 
 if __name__ == "__main__":
     settings = BackendSettings(model_path=str(build_tiny()), model_label="tiny", dtype="float32",
@@ -352,10 +352,10 @@ def test_an_unknown_engine_arg_is_the_engines_own_error_in_one_line(tmp_path):
 # line.
 OPEN_LOOP = """
 import json
-from backends.base import BackendSettings, Request
-from backends.load_loop import LoadSettings, run_level
-from backends.vllm.backend import VLLMBackend
-from harness.models import build_tiny
+from llm_call_anatomy.backends.base import BackendSettings, Request
+from llm_call_anatomy.backends.load_loop import LoadSettings, run_level
+from llm_call_anatomy.backends.vllm.backend import VLLMBackend
+from llm_call_anatomy.harness.models import build_tiny
 
 if __name__ == "__main__":
     settings = BackendSettings(model_path=str(build_tiny()), model_label="tiny", dtype="float32",
