@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from backends.vllm import config
+from llm_call_anatomy.backends.vllm import config
+from llm_call_anatomy.workloads.catalog import read_builtin
 from tests.conftest import DEFAULT_WORKLOADS, compare, records
-from workloads import read_builtin
 
 VLLM_MISSING = importlib.util.find_spec("vllm") is None
 ROOT = Path(__file__).resolve().parents[2]
@@ -377,7 +377,7 @@ def test_the_open_loop_submits_at_the_planned_time_while_the_engine_steps():
     """The stepping runs on a worker thread, so an arrival due during a prefill step is submitted on time (it
     waits for the step inside its TTFT); when the steps ran on the event loop, a third of the arrivals were
     submitted 10-70 ms late, at the end of the step in flight (issue 39: up to 590 ms on the H200)."""
-    from contract.arrivals import arrival_times
+    from llm_call_anatomy.contract.arrivals import arrival_times
 
     proc = subprocess.run(
         [sys.executable, "-c", OPEN_LOOP],

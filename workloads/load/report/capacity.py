@@ -271,7 +271,7 @@ def analyse(
     def of(backend: str) -> tuple[Target, ...]:
         return by_column.get(backend, fallback)
 
-    from workloads.load.report.levels import level_facts, requests
+    from llm_call_anatomy.workloads.load.report.levels import level_facts, requests
 
     reqs = requests(rows)
     start_facts = level_facts(rows, by_start=True)

@@ -213,7 +213,7 @@ def blocks(section, slots) -> list[Block]:
 
 
 def replicas_capacities(d: dict[str, Any]) -> pd.DataFrame | None:
-    from workloads.load.report import replicas
+    from llm_call_anatomy.workloads.load.report import replicas
 
     configs = d.get("replicas")
     return None if configs is None else replicas.capacities(d["cap"]["capacity"], configs)
