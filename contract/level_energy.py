@@ -30,8 +30,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from contract.level_facts import LevelFacts
-from contract.level_stats import LevelStats
+from llm_call_anatomy.contract.level_facts import LevelFacts
+from llm_call_anatomy.contract.level_stats import LevelStats
 
 
 def _num(v: Any) -> float | None:

@@ -159,7 +159,7 @@ def test_the_counter_series_on_the_levels_clock_gives_a_windows_energy_and_the_i
     """A counter ramping at 60 W, then 300 W from the level's origin: the idle floor is 60 W (the counter over
     the idle wait), the series is on the level's clock (seconds from the origin, the idle wait before 0), and
     the energy between two times of the busy part is 300 W × their distance, by hand."""
-    from contract.level_energy import energy_between
+    from llm_call_anatomy.contract.level_energy import energy_between
 
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     nvml = RampNvml()
@@ -216,8 +216,8 @@ def test_no_gpu_means_no_idle_wait():
 def test_a_level_records_its_idle_floor_and_series_on_its_requests_clock(monkeypatch):
     """The load loop measures the idle floor before its origin and writes the series from it: the series spans
     every request's submit and finish (the same clock)."""
-    from backends import load_loop
-    from backends.load_loop import LoadSettings, run_level
+    from llm_call_anatomy.backends import load_loop
+    from llm_call_anatomy.backends.load_loop import LoadSettings, run_level
     from tests.backends.test_load import Batching, req
 
     monkeypatch.setattr(telemetry, "IDLE_S", 0.05)

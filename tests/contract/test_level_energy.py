@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from contract.level_energy import energy_at, energy_between, window_energy
-from contract.level_facts import LevelFacts
-from contract.level_stats import LevelStats
+from llm_call_anatomy.contract.level_energy import energy_at, energy_between, window_energy
+from llm_call_anatomy.contract.level_facts import LevelFacts
+from llm_call_anatomy.contract.level_stats import LevelStats
 
 # 70 W idle for the second before the origin, then 300 W for 20 s: J since the first pair
 SERIES = [[-1.0, 0.0], [0.0, 70.0], [10.0, 3070.0], [20.0, 6070.0]]

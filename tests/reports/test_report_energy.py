@@ -11,11 +11,11 @@ import re
 import pytest
 from markupsafe import escape
 
-from reports import build
-from reports.export import write
+from llm_call_anatomy.reports import build
+from llm_call_anatomy.reports.export import write
+from llm_call_anatomy.workloads.load.report import labels as names
 from tests.reports.test_report_capacity import run, section
 from tests.reports.test_report_export import page_tables
-from workloads.load.report import labels as names
 
 WATTS, IDLE_W = 400.0, 100.0
 # a GPU drawing 400 W from a second before each level's origin to well past its end: J since the first pair
@@ -91,11 +91,11 @@ def test_whole_level_and_steady_window_tok_s_never_share_a_label(tmp_path):
 
 
 def test_the_terminal_summary_names_which_tok_s_it_prints(tmp_path):
-    from harness import run_summary
-    from harness.summary_table import summary_table
-    from reports.assemble import assemble
-    from reports.export import summary_rows
-    from reports.runs import read_runs
+    from llm_call_anatomy.harness import run_summary
+    from llm_call_anatomy.harness.summary_table import summary_table
+    from llm_call_anatomy.reports.assemble import assemble
+    from llm_call_anatomy.reports.export import summary_rows
+    from llm_call_anatomy.reports.runs import read_runs
 
     report = assemble(read_runs([run(tmp_path, "r", facts=NEW)]))
     lines = summary_table(summary_rows(report).to_dict("records"), width=200)

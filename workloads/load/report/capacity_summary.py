@@ -13,13 +13,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from reports import fmt
-from reports.stats import StartStat, rank, verdict
-from workloads.load.report.capacity import mix_classes, tps_above
-from workloads.load.report.capacity_cells import capacity_text, headline_text
-from workloads.load.report.inproc_server import lead
-from workloads.load.report.labels import STEADY_TPS
-from workloads.load.report.mix_groups import by_class, mix_label
+from llm_call_anatomy.reports import fmt
+from llm_call_anatomy.reports.stats import StartStat, rank, verdict
+from llm_call_anatomy.workloads.load.report.capacity import mix_classes, tps_above
+from llm_call_anatomy.workloads.load.report.capacity_cells import capacity_text, headline_text
+from llm_call_anatomy.workloads.load.report.inproc_server import lead
+from llm_call_anatomy.workloads.load.report.labels import STEADY_TPS
+from llm_call_anatomy.workloads.load.report.mix_groups import by_class, mix_label
 
 
 def jobs(d: dict[str, Any]) -> list:

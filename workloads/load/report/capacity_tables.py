@@ -13,13 +13,13 @@ from typing import Any
 import pandas as pd
 from markupsafe import Markup
 
-from contract.slo import SOURCES
-from reports import fmt
-from reports.views import Block, Table, compact, h3, p, side, table
-from workloads.load.report import labels as names
-from workloads.load.report.caching_tables import caching_mix_caveats, caching_table
-from workloads.load.report.capacity import known
-from workloads.load.report.capacity_cells import (
+from llm_call_anatomy.contract.slo import SOURCES
+from llm_call_anatomy.reports import fmt
+from llm_call_anatomy.reports.views import Block, Table, compact, h3, p, side, table
+from llm_call_anatomy.workloads.load.report import labels as names
+from llm_call_anatomy.workloads.load.report.caching_tables import caching_mix_caveats, caching_table
+from llm_call_anatomy.workloads.load.report.capacity import known
+from llm_call_anatomy.workloads.load.report.capacity_cells import (
     capacity_text,
     evidence_text,
     names_text,

@@ -21,9 +21,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from reports.runs import ReportError, read_runs
-from workloads.load.report.labels import LEVEL_TPS
-from workloads.load.report.levels import per_level
+from llm_call_anatomy.reports.runs import ReportError, read_runs
+from llm_call_anatomy.workloads.load.report.labels import LEVEL_TPS
+from llm_call_anatomy.workloads.load.report.levels import per_level
 
 CELL = f"{LEVEL_TPS} · TTFT p50/p99 ms · ITL p50 ms · goodput req/s (n)"
 

@@ -8,8 +8,8 @@ median latencies, one run per level, so with no spread measured.
 
 from __future__ import annotations
 
-from reports import fmt
-from workloads.load.report.labels import LEVEL_TPS
+from llm_call_anatomy.reports import fmt
+from llm_call_anatomy.workloads.load.report.labels import LEVEL_TPS
 
 
 def jobs(section, report) -> list:
