@@ -29,7 +29,9 @@ in flight (vLLM stepped in this process, SGLang ``async_generate``, an HTTP serv
 worker thread behind a FIFO queue (``queue_ms``: the wait for it), which is what putting a
 ``generate()`` behind a web server means. Engine facts per level (KV-cache usage peak,
 preemptions, prefix-cache hits) come from :meth:`Backend.load_stats`, sampled every 0.1 s; the GPU's
-power, utilisation, memory and energy from NVML on a thread of its own (``backends.telemetry``).
+power, utilisation, memory and energy from NVML on a thread of its own (``backends.telemetry``): its
+energy series on this same clock (seconds from the origin), and its idle floor measured for about a second
+before the origin, with no request in flight (where a GPU is read at all).
 
 Every answer is checked against its request and its stream (``backends.answer_checks``: usage
 counts, cached tokens, a short answer under ``ignore_eos``); one that contradicts them is an
@@ -267,6 +269,7 @@ async def _level(
     outs = new_outcomes(sessions)
     stats = _Sampler(backend)
     gpu = GpuTelemetry().__enter__()  # its own thread: power, utilisation, memory and energy over the level
+    gpu.idle()  # the idle floor, nothing in flight yet (no wait where no GPU is read)
     origin, cpu0 = time.perf_counter(), time.process_time()
     sampler = asyncio.create_task(stats.run())
     await drive(Drive(backend.stream, backend.settings.request_timeout_s, origin), sessions, outs, s)
@@ -278,7 +281,7 @@ async def _level(
         "wall_s": wall_s,
         "client_procs": 0,
         **stats.facts(finished),
-        **gpu.facts(),
+        **gpu.facts(origin),  # its energy series on the level's clock
     }  # 0: in this process
     if backend.capabilities.over_http:  # this process is only the server's client (a text-only server)
         facts.update(in_process_client_share(cpu_s, wall_s))

@@ -252,6 +252,7 @@ async def run_sharded(
         for c in clients:  # imports and the session set-up happen before the level's clock starts
             await asyncio.to_thread(c.ready.wait)
         gpu = GpuTelemetry().__enter__()  # its own thread, in this process: not where tokens are stamped
+        gpu.idle()  # the idle floor: the clients wait for the origin, nothing in flight yet
         # the level's clock starts a moment after the processes are told it: each reads the origin and starts
         # its loop before the first arrival is due (told "now", every process's first arrival was 10-17 ms
         # late on a 2-core VM, and a level flagged not offered as planned for it)
@@ -278,7 +279,7 @@ async def run_sharded(
         "client": f"{spec.describe()}, {event_loop()[0]}",
         "client_cpu_share": [],
         **sampler.facts(finished),
-        **gpu.facts(),
+        **gpu.facts(origin),  # its energy series on the level's clock (perf_counter is system-wide)
     }
     failed = []
     for c, (keys, _), ended in zip(clients, plan, ends, strict=True):

@@ -91,6 +91,12 @@ class LevelFacts:
     gpu_memory_used_peak_bytes: float | None = None  # memory used, peak (bytes)
     gpu_energy_j: float | None = None  # energy over the level (J)
     gpu_energy_source: str | None = None  # "nvml-counter" (its difference) or "power-integral"
+    # [t_s, J] pairs: t_s from the level's origin on the records' clock (their submit_s), J since the first
+    # pair (the counter, else the power integral, as gpu_energy_source says): energy over any window of the
+    # level (contract.level_energy); None: a run from before it was recorded
+    gpu_energy_series: list[list[float]] | None = None
+    gpu_idle_w: float | None = None  # the idle floor: power with no request in flight, before the level (W)
+    gpu_idle_s: float | None = None  # the idle floor's window (s)
     # -- not keys of extra.level -----------------------------------------------------------------------------
     level_error: str | None = None  # the level record's own ``error`` (every request failed, a client died)
     other: dict[str, Any] = field(default_factory=dict)  # keys this type does not name, kept as read

@@ -6,7 +6,8 @@ analysis needs the report extra (pandas) and is the page's; these few figures ne
 - **Load levels** (:func:`load_table`): one line a level, as ``vllm bench serve`` ends: the backend, the
   variant (``workload/mode``) and the level's kind (``closed C=8``, ``U=8 users, think 30 s (exponential)``,
   ``open 4 req/s (poisson, 60 s)``: ``contract.level_flags.level_kind``), output tok/s, TTFT p50 and p90,
-  TPOT p50 (a request's decode ms/token), in ms, and the failed requests. Over the whole level, as the page's
+  TPOT p50 (a request's decode ms/token), in ms, and the failed requests. Over the whole level (the title
+  says so: ``output tok/s (whole level)``, the page's name, ``workloads.load.report.labels``), as the page's
   per-level table counts it: output tokens of the served requests ÷ the level's window (first submit to
   last finish, failed requests included; with ``--starts K`` the starts' windows summed), percentiles over
   the served requests, the cold first wave included. The page's capacity figures are the steady state
@@ -27,6 +28,7 @@ from llm_call_anatomy.contract.level_facts import LevelFacts
 from llm_call_anatomy.contract.level_flags import level_kind
 from llm_call_anatomy.contract.slo import percentile
 
+LEVEL_TPS = "output tok/s (whole level)"  # the page's name (workloads.load.report.labels: no pandas here)
 HEADER = ("backend", "variant", "level", "out tok/s", "TTFT p50", "TTFT p90", "TPOT p50", "errors")
 NUMERIC = 3  # the columns from here on are figures, right-aligned
 MIN_TEXT = 4  # a text column is not cut below this (below ~60 columns the line's end is cut)
@@ -140,7 +142,7 @@ def load_table(rows: list[dict], backends: list[str] | None = None, width: int |
         ]
         return _cut(" ".join(parts).rstrip(), width)
 
-    title = "load levels (ms; over the whole level: the report has the steady state)"
+    title = f"load levels (ms; out tok/s = {LEVEL_TPS}, as the page names it)"
     return [_cut(title, width), line(HEADER), *(line(c) for c in cells)]
 
 

@@ -127,3 +127,103 @@ def test_the_device_is_the_first_visible_one_and_a_missing_one_is_named(monkeypa
     assert gpu.facts() == {"gpu_telemetry": "not measured: no GPU 3 (NVML sees 2)"}
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "GPU-5d3c")  # a UUID: device 0
     assert telemetry.device_index() == 0
+
+
+# --- the energy series and the idle floor (issue 40) ---------------------------------------------
+class RampNvml(FakeNvml):
+    """NVML whose energy counter ramps at IDLE_W until ``busy_at``, at WATTS after: a known counter ramp."""
+
+    IDLE_W = 60.0
+
+    def __init__(self, energy_counter: bool = True) -> None:
+        super().__init__(energy_counter=energy_counter)
+        self.busy_at: float | None = None
+
+    def watts_at(self, t: float) -> float:
+        return self.IDLE_W if self.busy_at is None or t < self.busy_at else self.WATTS
+
+    def nvmlDeviceGetPowerUsage(self, h):
+        self.calls += 1
+        return int(self.watts_at(time.perf_counter()) * 1e3)
+
+    def nvmlDeviceGetTotalEnergyConsumption(self, h):
+        if not self.energy_counter:
+            raise RuntimeError("NVMLError_NotSupported")
+        now = time.perf_counter()
+        if self.busy_at is None or now < self.busy_at:
+            return (now - self.t0) * self.IDLE_W * 1e3
+        return ((self.busy_at - self.t0) * self.IDLE_W + (now - self.busy_at) * self.WATTS) * 1e3
+
+
+def test_the_counter_series_on_the_levels_clock_gives_a_windows_energy_and_the_idle_floor(monkeypatch):
+    """A counter ramping at 60 W, then 300 W from the level's origin: the idle floor is 60 W (the counter over
+    the idle wait), the series is on the level's clock (seconds from the origin, the idle wait before 0), and
+    the energy between two times of the busy part is 300 W × their distance, by hand."""
+    from llm_call_anatomy.contract.level_energy import energy_between
+
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    nvml = RampNvml()
+    with GpuTelemetry(every_s=0.01, nvml=nvml) as gpu:
+        gpu.idle(0.2)
+        origin = time.perf_counter()
+        nvml.busy_at = origin  # the level's first request: the GPU draws 300 W from here
+        time.sleep(0.4)
+    f = gpu.facts(origin)
+    assert f["gpu_idle_w"] == pytest.approx(RampNvml.IDLE_W, rel=1e-3)
+    assert f["gpu_idle_s"] == pytest.approx(0.2, abs=0.05)
+    series = f["gpu_energy_series"]
+    assert series[0][0] < -0.15 and series[0][1] == 0.0 and series[-1][0] >= 0.4  # idle wait, then the level
+    assert all(b[0] > a[0] and b[1] >= a[1] for a, b in zip(series, series[1:], strict=False))
+    assert energy_between(series, 0.1, 0.3) == pytest.approx(300.0 * 0.2, rel=1e-2)  # 60 J by hand
+    assert energy_between(series, -0.15, -0.05) == pytest.approx(60.0 * 0.1, rel=1e-2)  # 6 J, idle
+    assert energy_between(series, 0.1, 99.0) is None  # past the series' end: no figure, never a guess
+
+
+def test_without_a_counter_the_series_integrates_the_power_samples(monkeypatch):
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    nvml = RampNvml(energy_counter=False)
+    with GpuTelemetry(every_s=0.01, nvml=nvml) as gpu:
+        gpu.idle(0.1)
+        origin = time.perf_counter()
+        nvml.busy_at = origin
+        time.sleep(0.3)
+    f = gpu.facts(origin)
+    assert f["gpu_energy_source"] == "power-integral"
+    assert f["gpu_idle_w"] == pytest.approx(RampNvml.IDLE_W)  # the power samples' mean in the idle wait
+    assert f["gpu_energy_series"][-1][1] == pytest.approx(f["gpu_energy_j"], rel=1e-3)
+
+
+def test_the_series_is_thinned_to_its_bound_and_keeps_its_last_pair(monkeypatch):
+    monkeypatch.setattr(telemetry, "SERIES_POINTS", 5)
+    with GpuTelemetry(every_s=0.01, nvml=FakeNvml()) as gpu:
+        time.sleep(0.2)
+    origin = gpu.samples[0][0]
+    series = gpu.facts(origin)["gpu_energy_series"]
+    assert 2 <= len(series) <= 6 and series[-1][0] == round(gpu.counter[-1][0] - origin, 4)
+
+
+def test_no_gpu_means_no_idle_wait():
+    class NoDriver(FakeNvml):
+        def nvmlInit(self):
+            raise RuntimeError("no driver")
+
+    start = time.perf_counter()
+    with GpuTelemetry(nvml=NoDriver()) as gpu:
+        gpu.idle(5.0)
+    assert time.perf_counter() - start < 1.0 and set(gpu.facts(start)) == {"gpu_telemetry"}
+
+
+def test_a_level_records_its_idle_floor_and_series_on_its_requests_clock(monkeypatch):
+    """The load loop measures the idle floor before its origin and writes the series from it: the series spans
+    every request's submit and finish (the same clock)."""
+    from llm_call_anatomy.backends import load_loop
+    from llm_call_anatomy.backends.load_loop import LoadSettings, run_level
+    from tests.backends.test_load import Batching, req
+
+    monkeypatch.setattr(telemetry, "IDLE_S", 0.05)
+    monkeypatch.setattr(load_loop, "GpuTelemetry", lambda: GpuTelemetry(every_s=0.01, nvml=RampNvml()))
+    outs, facts = run_level(Batching(), [[req()] for _ in range(4)], LoadSettings(concurrency=2))
+    series = facts["gpu_energy_series"]
+    done = [o for s in outs for o in s]
+    assert facts["gpu_idle_w"] == pytest.approx(RampNvml.IDLE_W, rel=1e-2) and series[0][0] < 0
+    assert series[-1][0] >= max(o.finish_s for o in done) and min(o.submit_s for o in done) >= 0

@@ -77,6 +77,9 @@ def every_field() -> LevelFacts:
         "gpu_memory_used_peak_bytes": 1.3e11,
         "gpu_energy_j": 25000.0,
         "gpu_energy_source": "nvml-counter",
+        "gpu_energy_series": [[-1.0, 0.0], [0.0, 70.0], [60.0, 25070.0]],
+        "gpu_idle_w": 70.0,
+        "gpu_idle_s": 1.0,
         "other": {"a_newer_writers_key": [1, 2]},
     }
     assert set(values) == {f.name for f in fields(LevelFacts)} - {

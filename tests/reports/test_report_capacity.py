@@ -92,7 +92,9 @@ def test_the_capacity_within_each_target_and_what_limited_it(tmp_path):
     # the first wave (4 requests at 3 s) is apart: the steady TTFT is 300 ms throughout, the first wave's 3 s
     assert (c4["first_n"], c4["n_steady"], c4["ttft_p99"], c4["first_ttft_p50"]) == (4, 20, 300.0, 3000.0)
     assert c4["per_user_tps"] == pytest.approx(50.0) and c4["small_p99"]
-    assert c4["energy_j_per_1k"] == pytest.approx(48.0 / (24 * TOKENS) * 1000)
+    # a record without the energy series: the whole level's energy, under its own name; no steady figure
+    assert c4["energy_j_per_1k_level"] == pytest.approx(48.0 / (24 * TOKENS) * 1000)
+    assert c4["energy_j_per_1k_steady"] is None
     assert chat["cost_per_m"] == pytest.approx(3.6 / (3600 * c4["output_tps"]) * 1e6)
     assert c.loc[("vllm", "batch")]["bound"] == "peak"
     assert sec.data["cap"]["via"] == {"vllm": "in process"}
@@ -202,7 +204,6 @@ def test_a_server_column_is_served_over_http():
                 "non_monotone": False,
                 "output_tps": 1.0,
                 "per_user_tps": 1.0,
-                "energy_j_per_1k": None,
                 "cost_per_m": None,
             }
         ]
@@ -337,7 +338,10 @@ def test_a_level_meeting_the_target_above_a_miss_is_named_non_monotone_beside_an
     chat = caps(sec).loc[("vllm", "chat")]
     assert (chat["value"], chat["bound"], chat["next_up"], chat["non_monotone"]) == (1, "exact", 2, True)
     c1 = sec.data["cap"]["steady"].set_index("case").loc["C=1"]
-    assert (chat["output_tps"], chat["energy_j_per_1k"]) == (c1["output_tps"], c1["energy_j_per_1k"])
+    assert (chat["output_tps"], chat["energy_j_per_1k_level"]) == (
+        c1["output_tps"],
+        c1["energy_j_per_1k_level"],
+    )
     assert chat["cost_per_m"] == pytest.approx(3.6 / (3600 * c1["output_tps"]) * 1e6)
     assert not caps(sec).loc[("vllm", "agent")]["non_monotone"]
     text = {row[4]: row[5] for row in capacity_table(sec.data["cap"]["capacity"]).rows}

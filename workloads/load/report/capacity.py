@@ -14,8 +14,15 @@ caching buys, energy and cost, from the load records (``contract.level_stats``, 
   request instead (bound "peak"); the rows of one backend, workload, variant and loop come from one
   ``CapacityGroup``, with the levels its run planned and never reached (``not_run``: a run cut by its
   deadline), neither met nor missed;
-- energy per 1,000 output tokens = the GPU's energy over the level (NVML) ÷ the output tokens of its
-  requests that did not fail × 1000;
+- **energy** (``contract.level_energy``, one definition each): J per 1,000 output tokens (steady window) =
+  the GPU's energy between the steady window's two ends (NVML's counter, read along the level on the
+  records' clock, interpolated at each end) ÷ the output tokens that arrived in the window (those the steady
+  output tok/s counts) × 1000; beside it the **idle floor** (the GPU's power with no request in flight,
+  measured for about a second before the level's first request) and the **share of the window's energy
+  above the floor** (1 − floor × window s ÷ window J). A record from before the series was kept has only the
+  level's whole energy: its J per 1,000 output tokens (whole level) = the GPU's energy over the whole level
+  (first wave, drain and all) ÷ the output tokens of its requests that did not fail × 1000, a figure of its
+  own under its own name (``energy_j_per_1k_level``), never shown as the steady one;
   cost per million output tokens = PRICE ÷ (3600 × output tok/s) × 10⁶ with ``--gpu-hour-usd PRICE``;
 - **caching**: a backend measured with its prefix cache on and off, as ratios at the same levels
   (``workloads.load.report.caching``);
@@ -33,6 +40,7 @@ from typing import Any
 
 import pandas as pd
 
+from llm_call_anatomy.contract.level_energy import window_energy
 from llm_call_anatomy.contract.level_facts import LevelFacts
 from llm_call_anatomy.contract.level_flags import level_kind
 from llm_call_anatomy.contract.level_stats import LevelStats, level_stats, over_starts
@@ -138,12 +146,21 @@ def _p(xs: list[float], q: float) -> float | None:
     return percentile(xs, q) if xs else None
 
 
-def level_row(key: tuple, rows: list[dict], level: LevelFacts | None, stats: LevelStats) -> dict[str, Any]:
+def level_row(
+    key: tuple,
+    rows: list[dict],
+    level: LevelFacts | None,
+    stats: LevelStats,
+    starts: list[tuple[LevelStats, LevelFacts | None]] | None = None,
+) -> dict[str, Any]:
     """One load level's row: its key, steady-state TTFT / TPOT / e2e / ITL percentiles with the first wave's
-    TTFT apart, output tok/s with its bootstrap interval, per-user tok/s (1000 ÷ TPOT p50), energy per 1,000
-    tokens of the requests that did not fail, and the engine's facts (``level``: its level record's; None:
-    none). ``partial``: fewer requests started than planned; ``small_p99``: fewer than SMALL_N latencies."""
+    TTFT apart, output tok/s with its bootstrap interval, per-user tok/s (1000 ÷ TPOT p50), energy (J per
+    1,000 output tokens over the steady window, the idle floor and the share above it; an older record's
+    whole-level figure under its own key), and the engine's facts (``level``: its level record's; None:
+    none; ``starts``: each engine start's stats and facts, default the level's one). ``partial``: fewer
+    requests started than planned; ``small_p99``: fewer than SMALL_N latencies."""
     facts = level or LevelFacts()
+    window = window_energy(starts or [(stats, level)])
     s = stats.samples()
     first = stats.samples(stats.first_wave)
     served_tokens = sum(num(r.get("output_tokens")) or 0 for r in rows if not _failed(r))
@@ -185,7 +202,14 @@ def level_row(key: tuple, rows: list[dict], level: LevelFacts | None, stats: Lev
         "in_flight_share": stats.in_flight_share,
         "no_steady": stats.no_steady,
         "per_user_tps": 1000 / tpot50 if tpot50 else None,
-        "energy_j_per_1k": energy / served_tokens * 1000 if energy is not None and served_tokens else None,
+        "energy_j_per_1k_steady": window.j_per_1k if window else None,
+        "idle_w": window.idle_w if window else num(facts.gpu_idle_w),
+        "above_idle_share": window.above_idle_share if window else None,
+        "window_energy_j": window.joules if window else None,
+        # a record without the energy series: the whole level's energy, under its own name
+        "energy_j_per_1k_level": energy / served_tokens * 1000
+        if window is None and energy is not None and served_tokens
+        else None,
         "power_w": num(facts.gpu_power_w_mean),
         "gpu_util": num(facts.gpu_util_pct_mean),
         "gpu_memory_gb": (num(facts.gpu_memory_used_peak_bytes) or 0) / 1e9 or None,
@@ -267,7 +291,7 @@ def analyse(
             s: (st, start_facts.get((*key, s), facts.get(key)))
             for (s, _), st in zip(labelled, parts, strict=True)
         }
-        row = level_row(key, recs, facts.get(key), stats[key])
+        row = level_row(key, recs, facts.get(key), stats[key], list(starts[key].values()) or None)
         # each start's steady output tok/s: what a throughput ranking across backends must beat
         row["per_start_tps"] = tuple(p.output_tps for p in stats[key].parts or [stats[key]])
         if len(per_start) > 1:  # each start runs the level's requests once: the mix is one start's

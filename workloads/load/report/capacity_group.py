@@ -31,6 +31,9 @@ from llm_call_anatomy.contract.level_stats import LevelStats
 from llm_call_anatomy.contract.slo import Target, Verdict
 from llm_call_anatomy.reports.stats import num
 
+# a level row's energy figures a capacity row carries (capacity.level_row; contract.level_energy defines them)
+ENERGY = ("energy_j_per_1k_steady", "idle_w", "above_idle_share", "energy_j_per_1k_level")
+
 
 def evidence(verdict: Verdict | None) -> dict[str, Any] | None:
     """The verdict's deciding limit (the one it names as its limiter, else the first with an interval): its
@@ -213,6 +216,6 @@ class CapacityGroup:
             "starts": [],
             "output_tps": tps,
             "per_user_tps": None if at is None else num(at["per_user_tps"]),
-            "energy_j_per_1k": None if at is None else num(at["energy_j_per_1k"]),
+            **{k: None if at is None else num(at.get(k)) for k in ENERGY},
             "cost_per_m": price / (3600 * tps) * 1e6 if price and tps else None,
         }

@@ -18,6 +18,7 @@ from llm_call_anatomy.reports.stats import StartStat, rank, verdict
 from llm_call_anatomy.workloads.load.report.capacity import mix_classes, tps_above
 from llm_call_anatomy.workloads.load.report.capacity_cells import capacity_text, headline_text
 from llm_call_anatomy.workloads.load.report.inproc_server import lead
+from llm_call_anatomy.workloads.load.report.labels import STEADY_TPS
 from llm_call_anatomy.workloads.load.report.mix_groups import by_class, mix_label
 
 
@@ -89,7 +90,8 @@ def _throughput(w: str, m: str, g, mix_note: str) -> list:
     values = [
         (
             r["backend"],
-            f"{fmt.n(r['output_tps'])} tok/s [{fmt.n(r['output_tps_lo'])}–{fmt.n(r['output_tps_hi'])}]",
+            f"{fmt.n(r['output_tps'])} {STEADY_TPS} "
+            f"[{fmt.n(r['output_tps_lo'])}–{fmt.n(r['output_tps_hi'])}]",
         )
         for r in at
     ]
@@ -98,8 +100,7 @@ def _throughput(w: str, m: str, g, mix_note: str) -> list:
     return [
         Job(
             f"Many users: throughput ({w} · {m}, C={fmt.n(best[0][1])}{mix_note})",
-            "steady output tok/s at the level the most backends ran with the same requests "
-            "(the highest such)",
+            f"{STEADY_TPS} at the level the most backends ran with the same requests (the highest such)",
             values,
             winner,
             why,

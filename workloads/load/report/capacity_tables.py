@@ -16,6 +16,7 @@ from markupsafe import Markup
 from llm_call_anatomy.contract.slo import SOURCES
 from llm_call_anatomy.reports import fmt
 from llm_call_anatomy.reports.views import Block, Table, compact, h3, p, side, table
+from llm_call_anatomy.workloads.load.report import labels as names
 from llm_call_anatomy.workloads.load.report.caching_tables import caching_mix_caveats, caching_table
 from llm_call_anatomy.workloads.load.report.capacity import known
 from llm_call_anatomy.workloads.load.report.capacity_cells import (
@@ -75,12 +76,12 @@ def capacity_table(
         "deciding percentile [5–95 %] at both ends",
         "engine starts",
         "what limited it (next level up)",
-        "tok/s there",
+        names.STEADY_TPS,
         "tok/s a user",
-        "J per 1k tok",
+        *energy_columns(caps),
         "$ per M tok",
     ]
-    t = Table(cols, numeric={9, 10, 11, 12})
+    t = Table(cols, numeric=set(range(9, len(cols))))
     caps = caps.assign(variant=variants(caps, classes)) if len(caps) else caps.assign(variant="")
     order = ["workload", "mode", "variant", "loop", "target"]
     for r in caps.sort_values(order, kind="stable").to_dict("records"):
@@ -97,11 +98,46 @@ def capacity_table(
                 fmt.text(r["limiter"]),
                 fmt.n(r["output_tps"]),
                 fmt.n(r["per_user_tps"], 1),
-                fmt.n(r["energy_j_per_1k"]),
+                *energy_cells(r, cols),
                 fmt.n(r["cost_per_m"], 3),
             ]
         )
     return t
+
+
+STEADY_ENERGY = (names.STEADY_J, names.IDLE_W, names.ABOVE_IDLE)
+
+
+def _has(rows: pd.DataFrame, key: str) -> bool:
+    return key in rows and bool(rows[key].notna().any())
+
+
+def energy_columns(rows: pd.DataFrame) -> list[str]:
+    """The energy columns of a table of level or capacity rows: the steady window's J per 1k output tokens,
+    the idle floor and the share above it (unless every figure there is an older run's whole-level one); and
+    the whole level's J per 1k output tokens, under its own name, only where a row has it (a run recorded
+    before the energy series: the two are never one column)."""
+    whole = _has(rows, "energy_j_per_1k_level")
+    steady = _has(rows, "energy_j_per_1k_steady") or _has(rows, "idle_w") or not whole
+    return [*(STEADY_ENERGY if steady else ()), *([names.LEVEL_J] if whole else [])]
+
+
+def energy_cells(r: dict[str, Any], cols: list[str]) -> list[str]:
+    """A row's cells under the energy columns of ``cols`` (:func:`energy_columns`), in their order."""
+    cells = {
+        names.STEADY_J: fmt.n(r.get("energy_j_per_1k_steady")),
+        names.IDLE_W: fmt.n(r.get("idle_w")),
+        names.ABOVE_IDLE: fmt.pct(r.get("above_idle_share")),
+        names.LEVEL_J: fmt.n(r.get("energy_j_per_1k_level")),
+    }
+    return [cells[c] for c in cols if c in cells]
+
+
+def energy_text(rows: pd.DataFrame) -> str:
+    """The definitions of the energy columns ``rows`` get (:func:`energy_columns`), once."""
+    cols = energy_columns(rows)
+    texts = [names.STEADY_J_TEXT, names.IDLE_TEXT] if names.STEADY_J in cols else []
+    return "; ".join(texts + ([names.LEVEL_J_TEXT] if names.LEVEL_J in cols else []))
 
 
 def steady_table(
@@ -124,14 +160,15 @@ def steady_table(
         "TTFT p50 / p90 / p99 ms",
         "TPOT p50 / p90",
         "e2e p50 / p90 ms",
-        "out tok/s [5–95 %]",
-        "in / total tok/s",
+        f"{names.STEADY_TPS} [5–95 %]",
+        "input / total tok/s (steady window)",
         "tok/s a user",
         "C in flight",
-        "W · J/1k tok",
+        "GPU W mean (whole level)",
+        *energy_columns(steady),
         "note",
     ]
-    t = Table(cols, numeric=set(range(4, 14)))
+    t = Table(cols, numeric=set(range(4, len(cols) - 1)))
     mine = steady[steady["backend"] == backend]
     have = {(r["workload"], r["mode"], r["case"]): r for r in mine.to_dict("records")}
     for (w, m), cases in all_cases.items():
@@ -153,7 +190,7 @@ def steady_table(
                         "",
                         "",
                         "",
-                        "",
+                        *[""] * (len(cols) - 12),
                         "not run for this backend",
                     ]
                 )
@@ -187,7 +224,8 @@ def steady_table(
                     f"{fmt.n(r['input_tps'])} / {fmt.n(r['total_tps'])}",
                     fmt.n(r["per_user_tps"], 1),
                     fmt.pct(r["in_flight_share"]),
-                    f"{fmt.n(r['power_w'])} · {fmt.n(r['energy_j_per_1k'])}",
+                    fmt.n(r["power_w"]),
+                    *energy_cells(r, cols),
                     note,
                 ]
             )
@@ -244,7 +282,7 @@ def blocks(d: dict[str, Any], backends: list[str], slots) -> list[Block]:
         ),
         p(
             (
-                "Energy: the GPU's over each level (NVML, on a thread of its own) ÷ output tokens. "
+                f"Energy (NVML, on a thread of its own): {energy_text(steady)}. "
                 if cap.get("unit", "GPU") == "GPU"
                 else "Energy: not measured (NVML reads NVIDIA GPUs; this run had none). "
             )
@@ -264,7 +302,8 @@ def blocks(d: dict[str, Any], backends: list[str], slots) -> list[Block]:
         h3("Steady state of every level"),
         p(
             "The first wave (the C requests that start together) is kept apart: its TTFT in its own column, "
-            "never in the percentiles. The window runs from the first submit after it to the last submit; 'C "
+            "never in the percentiles. The window runs from the first submit after it to the last submit; "
+            f"{names.STEADY_TPS_TEXT}. 'C "
             "in flight' is the share of the window that really had C requests between submit and "
             "finish. tok/s interval: bootstrap over 5 time blocks of the window (one run, not repeats). * a "
             "p99 from fewer than 100 requests (close to the maximum). 'served': in process (the engine in "

@@ -5,9 +5,9 @@ tokens/s, TTFT p50/p99, ITL p50 and goodput — what the Load section draws, as 
         [--slo NAME:ttft_p90_ms=2000,tpot_p90_ms=200] [--merge-starts] [--capacity] [--inproc-server]
 
 Rows are (workload · variant · level), in the order the runs have them; a cell is
-``tok/s · TTFT p50/p99 ms · ITL p50 ms · goodput req/s (n)``, "–" where the backend has no such
-level, "†" after a cell whose requests are not the row's (another mix: the H200's HF mix runs fewer
-turns a session; ``capacity.mix_of``), so that it is not read against the others.
+``output tok/s (whole level) · TTFT p50/p99 ms · ITL p50 ms · goodput req/s (n)``, "–" where the backend
+has no such level, "†" after a cell whose requests are not the row's (another mix: the H200's HF mix runs
+fewer turns a session; ``capacity.mix_of``), so that it is not read against the others.
 The figures come from ``workloads.load.report.levels.per_level`` (one definition for the page and
 this table); nothing here recomputes them. ``--capacity`` adds the capacity rows as the page's summary
 states them (``capacity_cells.headline_text``: the bracket, the deciding percentile with its interval at
@@ -22,9 +22,10 @@ import sys
 from pathlib import Path
 
 from llm_call_anatomy.reports.runs import ReportError, read_runs
+from llm_call_anatomy.workloads.load.report.labels import LEVEL_TPS
 from llm_call_anatomy.workloads.load.report.levels import per_level
 
-CELL = "tok/s · TTFT p50/p99 ms · ITL p50 ms · goodput req/s (n)"
+CELL = f"{LEVEL_TPS} · TTFT p50/p99 ms · ITL p50 ms · goodput req/s (n)"
 
 
 def _fmt(x, digits: int = 0) -> str:

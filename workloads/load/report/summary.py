@@ -9,6 +9,7 @@ median latencies, one run per level, so with no spread measured.
 from __future__ import annotations
 
 from llm_call_anatomy.reports import fmt
+from llm_call_anatomy.workloads.load.report.labels import LEVEL_TPS
 
 
 def jobs(section, report) -> list:
@@ -27,7 +28,7 @@ def jobs(section, report) -> list:
             values = [
                 (
                     r["backend"],
-                    f"{fmt.n(r['peak_tps'])} tok/s at {r['peak_case']}"
+                    f"{fmt.n(r['peak_tps'])} {LEVEL_TPS} at {r['peak_case']}"
                     + (f" ({r['peak_errors']} failed: every level had failures)" if r["peak_errors"] else ""),
                 )
                 for r in g.to_dict("records")
@@ -35,7 +36,7 @@ def jobs(section, report) -> list:
             out.append(
                 Job(
                     f"Many users ({w} · {m}{mix_label(classes, w, m, g['backend'])})",
-                    "each backend's own peak output tokens/s over its levels (levels differ: "
+                    f"each backend's own peak {LEVEL_TPS} over its levels (levels differ: "
                     "compared at one level in the throughput row)",
                     values,
                     None,

@@ -16,6 +16,7 @@ from markupsafe import Markup
 
 from llm_call_anatomy.reports import fmt
 from llm_call_anatomy.reports.views import Block, Table, chart, compact, h3, p, side, table
+from llm_call_anatomy.workloads.load.report import labels as names
 from llm_call_anatomy.workloads.load.report import levels as mu
 from llm_call_anatomy.workloads.load.report import replicas_tables as replicas_view
 from llm_call_anatomy.workloads.load.report import server_figures as server
@@ -30,7 +31,7 @@ def level_table(levels: pd.DataFrame, backend: str) -> Table:
         "variant",
         "load",
         "requests",
-        "output tok/s",
+        names.LEVEL_TPS,
         "requests/s",
         "TTFT p50 / p90 / p99 ms",
         "ITL p50 / p99 ms",
@@ -157,8 +158,9 @@ def blocks(section, slots) -> list[Block]:
             "C requests in flight at all times (each user runs its turns in order). "
             + "; ".join(f"{b}: {s}" for b, s in served.items() if s)
             + (
-                ". Window = first submit to last finish of a level; throughput = output tokens ÷ "
-                "window; TTFT at the caller from submit; ITL = every gap between consecutive tokens, "
+                ". Window = first submit to last finish of a level; "
+                + names.LEVEL_TPS_TEXT
+                + "; TTFT at the caller from submit; ITL = every gap between consecutive tokens, "
                 "pooled (tokens that came in one chunk give gaps of 0); ITL per chunk = every gap "
                 "between consecutive chunks (what vLLM's bench serve calls ITL); TPOT = a request's "
                 "(last − first token) ÷ (tokens − 1) (what AIPerf and GuideLLM call ITL). Percentiles "
