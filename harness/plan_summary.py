@@ -136,11 +136,17 @@ def busy_line(load: float | None, cores: int | None, device: str) -> str | None:
 
 
 def machine_load() -> tuple[float | None, int | None]:
-    """(the 1-minute load average, the cores): None where the platform has no load average."""
+    """(the 1-minute load average, the cores this process may run on: its CPU affinity where the platform
+    has one, e.g. a container limited to 2 of the host's cores, else every core): None where the platform
+    has no load average."""
     import os
 
     try:
         load = os.getloadavg()[0]
     except (OSError, AttributeError):
         load = None
-    return load, os.cpu_count()
+    try:
+        cores: int | None = len(os.sched_getaffinity(0))
+    except (OSError, AttributeError):
+        cores = os.cpu_count()
+    return load, cores
