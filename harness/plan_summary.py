@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from contract.docs import doc
 from contract.plan import Group, Plan, Step
 
 # the step fields that multiply a workload's requests, as the plan line names them (singular, plural)
@@ -125,7 +126,7 @@ def busy_line(load: float | None, cores: int | None, device: str) -> str | None:
     if load is None or not cores or load <= cores:
         return None
     hint = (
-        "; on a CPU, run alone and set OMP_NUM_THREADS (docs/methodology.md#a-busy-machine)"
+        f"; on a CPU, run alone and set OMP_NUM_THREADS ({doc('methodology.md#a-busy-machine')})"
         if device == "cpu"
         else ""
     )

@@ -55,6 +55,7 @@ from backends.openai.backend import OpenAIBackend
 from backends.openai.process import ServerFailed, ServerProcess, describe_exit, exit_on_sigterm, free_port
 from backends.parallel import SGLANG_ROUTER_MODULE, replica_record, uses_sglang_router
 from backends.vllm import config as vllm_config
+from contract.docs import doc
 
 DEFAULT_START_TIMEOUT_S = 900.0  # a large model's first load (and CUDA graph capture) takes minutes
 
@@ -292,7 +293,7 @@ class SGLangServerBackend(LaunchedServerBackend):
         if uses_sglang_router(self.settings) and importlib.util.find_spec(SGLANG_ROUTER_MODULE) is None:
             raise BackendUnavailable(
                 f"--router {self.settings.router}: sglang-router is not installed in {sys.executable} "
-                "(pip install sglang-router; on the H200 its wheel: docs/two-gpus.md)"
+                f"(pip install sglang-router; on the H200 its wheel: {doc('two-gpus.md')})"
             )
         super().start()
         if uses_sglang_router(self.settings) and self.server is not None and self.server.pid:
