@@ -9,20 +9,20 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from backends.base import Backend, BackendUnavailable
-from contract.adapter import SettingsApplied
-from contract.registry import Registry
+from llm_call_anatomy.backends.base import Backend, BackendUnavailable
+from llm_call_anatomy.contract.adapter import SettingsApplied
+from llm_call_anatomy.contract.registry import Registry
 
 REGISTRY: dict[str, str] = {
-    "hf": "backends.hf:HFBackend",
-    "hf-graphs": "backends.hf:HFGraphsBackend",
-    "hf-cb": "backends.hf.cb:HFContinuousBatchingBackend",
-    "vllm": "backends.vllm:VLLMBackend",
-    "sglang": "backends.sglang:SGLangBackend",
-    "openai": "backends.openai:OpenAIBackend",
-    "vllm-server": "backends.openai.servers:VLLMServerBackend",
-    "sglang-server": "backends.openai.servers:SGLangServerBackend",
-    "hf-server": "backends.openai.hf_server:HFServerBackend",
+    "hf": "llm_call_anatomy.backends.hf:HFBackend",
+    "hf-graphs": "llm_call_anatomy.backends.hf:HFGraphsBackend",
+    "hf-cb": "llm_call_anatomy.backends.hf.cb:HFContinuousBatchingBackend",
+    "vllm": "llm_call_anatomy.backends.vllm:VLLMBackend",
+    "sglang": "llm_call_anatomy.backends.sglang:SGLangBackend",
+    "openai": "llm_call_anatomy.backends.openai:OpenAIBackend",
+    "vllm-server": "llm_call_anatomy.backends.openai.servers:VLLMServerBackend",
+    "sglang-server": "llm_call_anatomy.backends.openai.servers:SGLangServerBackend",
+    "hf-server": "llm_call_anatomy.backends.openai.hf_server:HFServerBackend",
 }
 
 # What ``--backend all`` means: the in-process engines, one column each (hf-cb: HF's continuous

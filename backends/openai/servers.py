@@ -216,7 +216,7 @@ class LaunchedServerBackend(OpenAIBackend):
     def _replicas(self) -> dict[str, dict[str, float]] | str:
         """Each replica's KV capacity and prefix-cache counters, from /metrics (at the end: the run's
         totals)."""
-        from backends.openai.replicas import replicas
+        from llm_call_anatomy.backends.openai.replicas import replicas
 
         text = server_facts.metrics_page(self.metrics)
         return (

@@ -22,11 +22,11 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from reports import fmt
-from reports.stats import StartStat, num, over_starts, rank, spread, verdict
+from llm_call_anatomy.reports import fmt
+from llm_call_anatomy.reports.stats import StartStat, num, over_starts, rank, spread, verdict
 
 if TYPE_CHECKING:
-    from reports.assemble import Report
+    from llm_call_anatomy.reports.assemble import Report
 
 
 @dataclass(frozen=True)
