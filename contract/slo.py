@@ -30,7 +30,7 @@ import re
 from dataclasses import dataclass, field
 from decimal import Decimal
 
-from contract.docs import doc
+from llm_call_anatomy.contract.docs import doc
 
 METRICS = {"ttft": "TTFT", "tpot": "TPOT", "itl": "ITL", "e2e": "end-to-end latency"}
 LIMIT_KEY = re.compile(r"^(?P<metric>[a-z0-9]+)_p(?P<p>.*)_ms$")

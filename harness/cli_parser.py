@@ -10,10 +10,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-import backends
-from contract.docs import doc
-from harness import models, parallel_args
-from harness.server_args import add_server_args
+from llm_call_anatomy import backends
+from llm_call_anatomy.contract.docs import doc
+from llm_call_anatomy.harness import models, parallel_args
+from llm_call_anatomy.harness.server_args import add_server_args
 
 EPILOG = """\
 backends: hf (transformers, eager attention), hf-graphs (static cache + CUDA graphs), hf-cb

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from contract.docs import doc
-from contract.plan import Group, Plan, Step
+from llm_call_anatomy.contract.docs import doc
+from llm_call_anatomy.contract.plan import Group, Plan, Step
 
 # the step fields that multiply a workload's requests, as the plan line names them (singular, plural)
 AXES = (

@@ -22,10 +22,10 @@ import re
 import statistics
 from typing import TYPE_CHECKING, Any
 
-from reports import fmt
+from llm_call_anatomy.reports import fmt
 
 if TYPE_CHECKING:
-    from reports.assemble import Report
+    from llm_call_anatomy.reports.assemble import Report
 
 LABELS = {
     "dtype": "dtype",
@@ -43,7 +43,7 @@ def _flag(command: str | None, flag: str) -> str | None:
 
 
 def _kv_pool(report: Report, backend: str) -> str | None:
-    from reports.analysis.summary import kv_tokens
+    from llm_call_anatomy.reports.analysis.summary import kv_tokens
 
     pools = [t for t in (kv_tokens(s) for s in report.ds.start_envs(backend)) if t]
     return f"{fmt.n(statistics.median(pools))} tokens" if pools else None

@@ -176,7 +176,7 @@ def deployment_jobs(report: Report) -> list[Job]:
 def jobs(report: Report) -> list[Job]:
     """The summary's jobs: each kind's (named before their ranking where the compared columns' settings
     differ), then the deployment facts; each annotated with what its ranking rests on (run context)."""
-    from reports.kinds import report_kind
+    from llm_call_anatomy.reports.kinds import report_kind
 
     out: list[Job | None] = []
     measured = report.ds.measured()
@@ -185,11 +185,11 @@ def jobs(report: Report) -> list[Job]:
         if not s.data or kind is None:
             continue
         out += kind.jobs(s, measured[measured["workload"] == s.name], report)
-    from reports.analysis.settings_differ import note
+    from llm_call_anatomy.reports.analysis.settings_differ import note
 
     compared = [
         replace(j, differs=note(report, [b for b, _ in j.values])) for j in out if j is not None
     ]  # deployment facts are listed, not compared: no note
-    from reports.analysis.run_context import annotate
+    from llm_call_anatomy.reports.analysis.run_context import annotate
 
     return [annotate(report, j) for j in [*compared, *deployment_jobs(report)]]

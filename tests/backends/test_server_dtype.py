@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import json
 
-from backends.base import BackendSettings
-from backends.openai.hf_server import HFServerBackend
-from backends.openai.servers import SGLangServerBackend, VLLMServerBackend, own_dtype
+from llm_call_anatomy.backends.openai.hf_server import HFServerBackend
+from llm_call_anatomy.backends.openai.servers import SGLangServerBackend, VLLMServerBackend, own_dtype
+from llm_call_anatomy.contract.adapter import BackendSettings
 
 
 def settings(model, device="cpu", dtype="float32", **kw) -> BackendSettings:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from email.message import Message
 
-from contract import docs
+from llm_call_anatomy.contract import docs
 
 
 def _metadata(*urls: str):

@@ -103,7 +103,7 @@ def test_the_cores_are_those_the_process_may_run_on():
     """A container limited to 2 of the host's 64 cores is busy at a load of 3, not at 65."""
     import os
 
-    from harness.plan_summary import machine_load
+    from llm_call_anatomy.harness.plan_summary import machine_load
 
     load, cores = machine_load()
     assert load is None or load >= 0

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import socket
 
-from harness.cli import main
+from llm_call_anatomy.harness.cli import main
 from tests.harness.fakes import JsonHandler, serving
 
 TINY_WORD = "model 'tiny'"  # choose_model's first line: printed before the tokenizer loads

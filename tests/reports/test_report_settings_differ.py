@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import html
 
-from harness.summary_table import summary_table
-from reports import build
-from reports.assemble import assemble
-from reports.export import plain, summary_rows
-from reports.runs import read_runs
+from llm_call_anatomy.harness.summary_table import summary_table
+from llm_call_anatomy.reports import build
+from llm_call_anatomy.reports.assemble import assemble
+from llm_call_anatomy.reports.export import plain, summary_rows
+from llm_call_anatomy.reports.runs import read_runs
 from tests.reports.records import sweep_records, write_run
 from tests.reports.test_report_assemble import gpu_env, starts
 
