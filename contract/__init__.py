@@ -12,6 +12,7 @@
     contract.registry  Registry: the one lazy name -> "module:attribute" table (backends, both kind
                        registries)
     contract.files     atomic_write_text (a file others read, written whole or not at all)
+    contract.docs      doc: a docs page as a reader can open it (a checkout's path, else the project's URL)
 
 The layer order (``tests/test_layers.py``): contract < backends, workloads, reports < harness <
 benchmarks. A module here imports only the standard library and other ``contract`` modules.

@@ -30,6 +30,8 @@ import re
 from dataclasses import dataclass, field
 from decimal import Decimal
 
+from llm_call_anatomy.contract.docs import doc
+
 METRICS = {"ttft": "TTFT", "tpot": "TPOT", "itl": "ITL", "e2e": "end-to-end latency"}
 LIMIT_KEY = re.compile(r"^(?P<metric>[a-z0-9]+)_p(?P<p>.*)_ms$")
 PERCENTILE = re.compile(r"^[0-9]+(?:\.[0-9]{1,3})?$")  # decimal, at most 3 decimals: no exponent form
@@ -87,7 +89,7 @@ SOURCES = (
     "MLPerf Inference (loadgen/mlperf.conf, server scenario, p99): Llama-3.1-8B server TTFT 2 s, TPOT 100 ms "
     "(agent); Llama-3.1-8B interactive TTFT 500 ms, TPOT 30 ms (chat's TTFT; its TPOT 50 ms = 20 tokens/s a "
     "reader); offline: throughput only (batch). p90, not p99: a level has tens to hundreds of requests. "
-    "docs/capacity.md"
+    + doc("capacity.md")
 )
 
 

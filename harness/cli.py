@@ -142,13 +142,15 @@ def main(argv: list[str] | None = None, prog: str = "compare.py") -> int:
 
 def _main(args: argparse.Namespace, prog: str = "compare.py") -> int:
     """The study's steps in order: check the flags, read the workloads (``--lint-only`` stops there), choose
-    the run directory, the model and the device, render the plan, describe the run, then write the run
-    directory and run the backends' children and the report in it."""
+    the run directory, ask a server of the user's own for its models, choose the model and the device,
+    render the plan, describe the run, then write the run directory and run the backends' children and the
+    report in it."""
     names, pythons = check_arguments(args)
     chosen = choose_workloads(args)
     if args.lint_only:
         return lint_only(args, chosen.specs)
     out = choose_out(args, names)
+    server_args.ask_server(args, names)  # a server of the user's own: its /models first, in seconds
     with Heartbeat(f"{prog}: preparing the model's tokenizer and the plan", say=to_stdout):
         model, device, dtype = choose_model(args)
         if args.resume:

@@ -11,6 +11,7 @@ import argparse
 from pathlib import Path
 
 from llm_call_anatomy import backends
+from llm_call_anatomy.contract.docs import doc
 from llm_call_anatomy.harness import models, parallel_args
 from llm_call_anatomy.harness.server_args import add_server_args
 
@@ -103,7 +104,7 @@ def parser(prog: str = "compare.py") -> argparse.ArgumentParser:
         action="append",
         default=[],
         metavar="YAML",
-        help="a workload file (repeatable); see docs/workloads.md",
+        help=f"a workload file (repeatable); see {doc('workloads.md')}",
     )
     p.add_argument(
         "--lint-only",
@@ -157,7 +158,7 @@ def parser(prog: str = "compare.py") -> argparse.ArgumentParser:
         default=None,
         metavar="KEY=VALUE,...",
         help="override fields of every trace workload, e.g. time_scales=1:4,duration_s=30,every_nth=2 "
-        "(lists with ':'; checked like a workload file; docs/trace.md)",
+        f"(lists with ':'; checked like a workload file; {doc('trace.md')})",
     )
     p.add_argument(
         "--slo",
@@ -168,7 +169,7 @@ def parser(prog: str = "compare.py") -> argparse.ArgumentParser:
         "(unnamed: 'custom'); metrics ttft, tpot, itl, e2e, percentile 0 < P <= 100 with at most 3 decimals; "
         "'batch:' is throughput only. The capacity "
         "search finds the highest concurrency and rate within each (default: chat, agent and batch, "
-        "see docs/capacity.md)",
+        f"see {doc('capacity.md')})",
     )
     p.add_argument(
         "--gpu-hour-usd",

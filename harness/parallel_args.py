@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 
 from llm_call_anatomy.backends import DATA_PARALLEL, ROUTED
+from llm_call_anatomy.contract.docs import doc
 from llm_call_anatomy.harness.cli_checks import UsageError
 
 # the backends registry says which backends have data parallelism and which can stand behind a router
@@ -46,7 +47,7 @@ def add_parallel_args(p: argparse.ArgumentParser) -> None:
         default=1,
         metavar="N",
         help="data-parallel replicas for sglang, vllm-server, sglang-server (the engine's own data "
-        "parallelism); tp x dp must fit the CUDA devices seen; 1 on a CPU (see docs/two-gpus.md)",
+        f"parallelism); tp x dp must fit the CUDA devices seen; 1 on a CPU (see {doc('two-gpus.md')})",
     )
     p.add_argument(
         "--router",

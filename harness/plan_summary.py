@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from llm_call_anatomy.contract.docs import doc
 from llm_call_anatomy.contract.plan import Group, Plan, Step
 
 # the step fields that multiply a workload's requests, as the plan line names them (singular, plural)
@@ -125,7 +126,7 @@ def busy_line(load: float | None, cores: int | None, device: str) -> str | None:
     if load is None or not cores or load <= cores:
         return None
     hint = (
-        "; on a CPU, run alone and set OMP_NUM_THREADS (docs/methodology.md#a-busy-machine)"
+        f"; on a CPU, run alone and set OMP_NUM_THREADS ({doc('methodology.md#a-busy-machine')})"
         if device == "cpu"
         else ""
     )
@@ -136,11 +137,17 @@ def busy_line(load: float | None, cores: int | None, device: str) -> str | None:
 
 
 def machine_load() -> tuple[float | None, int | None]:
-    """(the 1-minute load average, the cores): None where the platform has no load average."""
+    """(the 1-minute load average, the cores this process may run on: its CPU affinity where the platform
+    has one, e.g. a container limited to 2 of the host's cores, else every core): None where the platform
+    has no load average."""
     import os
 
     try:
         load = os.getloadavg()[0]
     except (OSError, AttributeError):
         load = None
-    return load, os.cpu_count()
+    try:
+        cores: int | None = len(os.sched_getaffinity(0))
+    except (OSError, AttributeError):
+        cores = os.cpu_count()
+    return load, cores

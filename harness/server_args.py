@@ -23,6 +23,8 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from llm_call_anatomy.contract.chat import CHAT_PROMPTS  # noqa: F401 - re-exported for the CLI
+from llm_call_anatomy.contract.models import SHAPE, SMOLLM2, TINY
 from llm_call_anatomy.harness.cli_checks import UsageError
 
 ENDPOINTS = ("completions", "chat")
@@ -186,6 +188,11 @@ def check_chat_prompts(plan, renderer) -> dict[str, dict[str, Any]]:
 
 def served_models(base_url: str, api_key_env: str | None, timeout_s: float = 10.0) -> list[str] | None:
     """The model ids the server lists at ``/models``; None when it cannot be asked (the run says why)."""
+    return listing(base_url, api_key_env, timeout_s)[0]
+
+
+def listing(base_url: str, api_key_env: str | None, timeout_s: float = 10.0) -> tuple[list[str] | None, str]:
+    """(the model ids the server lists at ``/models``, ""), or (None, why it could not be asked)."""
     headers = (
         {"Authorization": f"Bearer {os.environ[api_key_env]}"}
         if api_key_env and os.environ.get(api_key_env)
@@ -194,9 +201,45 @@ def served_models(base_url: str, api_key_env: str | None, timeout_s: float = 10.
     req = urllib.request.Request(base_url.rstrip("/") + "/models", headers=headers)
     try:
         with urllib.request.urlopen(req, timeout=timeout_s) as resp:
-            return [str(m["id"]) for m in json.loads(resp.read())["data"]]
-    except (OSError, ValueError, KeyError, TypeError, urllib.error.URLError):
-        return None
+            return [str(m["id"]) for m in json.loads(resp.read())["data"]], ""
+    except urllib.error.HTTPError as exc:
+        return None, f"HTTP {exc.code}"
+    except urllib.error.URLError as exc:
+        return None, str(exc.reason)
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        return None, f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+
+
+def ask_server(args: argparse.Namespace, names: list[str]) -> None:
+    """``--backend openai --base-url URL``: the server's ``/models`` asked first, before the tokenizer loads
+    and the plan renders (seconds, not the minute a plan can take): a server that does not answer, a
+    ``--served-model-name`` it does not list, or a ``--model`` it does not list among several (and that names
+    no local folder, whose path may be the served name) is refused in one line. What needs the model's
+    resolved path is checked again by :func:`choose_served_model` once it is known."""
+    if not set(names) & set(SERVED_BACKENDS) or not args.base_url:
+        return
+    listed, why = listing(args.base_url, args.api_key_env)
+    url = args.base_url.rstrip("/") + "/models"
+    if listed is None:
+        raise UsageError(
+            f"--base-url {args.base_url}: the server did not answer at {url} ({why}): start it, or check "
+            "the URL"
+        )
+    shown = ", ".join(listed[:10]) + (" ..." if len(listed) > 10 else "")
+    if args.served_model_name:
+        if args.served_model_name not in listed:
+            raise UsageError(
+                f"--served-model-name {args.served_model_name}: {url} does not list it "
+                f"(it lists: {shown or 'nothing'})"
+            )
+        return
+    local = Path(args.model).expanduser()
+    if args.model in listed or len(listed) == 1 or args.model in (TINY, SMOLLM2, SHAPE) or local.exists():
+        return
+    raise UsageError(
+        f"--model {args.model} is not among the models {url} lists ({shown or 'none'}): "
+        "pass --served-model-name NAME"
+    )
 
 
 def choose_served_model(args: argparse.Namespace, names: list[str], model_path: str) -> str | None:

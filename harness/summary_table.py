@@ -7,7 +7,8 @@ table, computed from the run's records and env.json, never read back from the HT
 report (``--no-report``, or the report extra not installed): no table, and the run says how to build it.
 
 One job a block, as the page's table reads: the job and its verdict on one line (a caution, such as random
-weights or a derived figure, in brackets after it), then a line a backend with its value, best first. Every
+weights or a derived figure, in brackets after it), then a line a backend with its value, best first; where
+the compared columns differ in settings (dtype, endpoint, KV pool...), a line saying so comes first. Every
 line fits the terminal's width (80 columns when the output is no terminal): a line that would not is cut
 at its end (``…``); a backend's value is never wrapped inside.
 """
@@ -34,6 +35,8 @@ def blocks(rows: list[dict]) -> list[tuple[str, list[tuple[str, str]]]]:
             head = f"{job}: {verdict}" if verdict else job
             if r.get("caution"):
                 head += f" [{r['caution']}]"
+            if r.get("settings_differ"):  # before the ranking it qualifies
+                head = f"{job}: {r['settings_differ']}\n{head}"
             out.append((head, []))
             last = job
         out[-1][1].append((str(r.get("backend") or ""), str(r.get("value") or "")))
@@ -49,6 +52,6 @@ def summary_table(rows: list[dict], width: int | None = None) -> list[str]:
     name = max(len(str(r.get("backend") or "")) for r in rows)
     lines = [TITLE]
     for head, values in blocks(rows):
-        lines.append(head)
+        lines += head.split("\n")
         lines += [f"  {backend.ljust(name)}  {value}" for backend, value in values]
     return [_cut(line, width) for line in lines]

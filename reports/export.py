@@ -108,6 +108,7 @@ def summary_rows(report: Report) -> pd.DataFrame:
                 {
                     "job": j.job,
                     "figure": j.figure,
+                    "settings_differ": j.differs,
                     "place": place,
                     "backend": backend,
                     "value": text,
@@ -127,6 +128,7 @@ def summary_rows(report: Report) -> pd.DataFrame:
         columns=[
             "job",
             "figure",
+            "settings_differ",
             "place",
             "backend",
             "value",

@@ -21,6 +21,12 @@ The commands (``--enforce-eager`` on a CPU only; ``--load-format dummy`` with ra
         --context-length N --tp-size TP --grammar-backend xgrammar \\
         --constrained-json-disable-any-whitespace --enable-cache-report --enable-metrics
 
+On a CPU the server gets the run's dtype (``--dtype auto``: float32, as the engines in the harness's
+process), not the model's own (config.json's ``dtype``, often bfloat16): the columns then compute alike, and a
+CPU without bfloat16 instructions is not slowed by it. Where the two differ the start says so in one line,
+also kept in env.json's ``notes`` (:meth:`LaunchedServerBackend.dtype_note`), with the flag that serves the
+model's own.
+
 With ``--dp N`` (docs/two-gpus.md): vLLM adds ``--data-parallel-size N`` (one API server, its internal
 balancer); SGLang adds ``--dp-size N``, and with ``--router cache_aware|round_robin`` runs
 ``python -m sglang_router.launch_server`` instead (``backends/openai/sglang_router.py``).
@@ -55,6 +61,7 @@ from llm_call_anatomy.backends.openai.process import (
 )
 from llm_call_anatomy.backends.parallel import SGLANG_ROUTER_MODULE, replica_record, uses_sglang_router
 from llm_call_anatomy.backends.vllm import config as vllm_config
+from llm_call_anatomy.contract.docs import doc
 
 DEFAULT_START_TIMEOUT_S = 900.0  # a large model's first load (and CUDA graph capture) takes minutes
 
@@ -74,6 +81,17 @@ def engine_arg_flags(engine_args: dict[str, Any]) -> list[str]:
         elif value is not None:
             argv += [flag, str(value)]
     return argv
+
+
+def own_dtype(model_path: str) -> str | None:
+    """The dtype the model's config.json names (``dtype``, or ``torch_dtype`` in older configs); None where
+    there is no config or it names none."""
+    try:
+        config = json.loads((Path(model_path) / "config.json").read_text())
+    except (OSError, ValueError):
+        return None
+    found = config.get("dtype") or config.get("torch_dtype") if isinstance(config, dict) else None
+    return str(found).removeprefix("torch.") if found else None
 
 
 class ServerExited(RuntimeError):
@@ -98,6 +116,11 @@ class LaunchedServerBackend(OpenAIBackend):
     def server_argv(self, port: int) -> list[str]:
         raise NotImplementedError
 
+    def launch_argv(self, port: int) -> list[str]:
+        """The whole command: the engine's, the served name, then each ``--engine-arg`` (a later flag
+        wins)."""
+        return self.server_argv(port) + self.served_name_flags() + engine_arg_flags(self.settings.engine_args)
+
     def served_name_flags(self) -> list[str]:
         """``--served-model-name NAME`` where the user named one (the server then lists it)."""
         name = self.settings.served_model_name
@@ -121,11 +144,11 @@ class LaunchedServerBackend(OpenAIBackend):
             )
         self.port = free_port()
         self.base_url = f"http://127.0.0.1:{self.port}/v1"
-        self.command = (
-            self.server_argv(self.port)
-            + self.served_name_flags()
-            + engine_arg_flags(self.settings.engine_args)
-        )
+        self.command = self.launch_argv(self.port)
+        note = self.dtype_note()
+        if note:
+            self.notes.append(note)
+            print(f"{self.name}: {note}", flush=True)
         wanted = self.server_env()  # the user's own values win, except for what the harness relies on
         self.env_set = {k: v for k, v in wanted.items() if k in self.forced_env or k not in os.environ}
         env = {**os.environ, **self.env_set}
@@ -145,6 +168,18 @@ class LaunchedServerBackend(OpenAIBackend):
         finally:
             if self.server is not None:
                 self.server.stop()
+
+    def dtype_note(self) -> str | None:
+        """Why a server launched on a CPU does not run in the model's own dtype (None: it does, or on a
+        GPU)."""
+        s = self.settings
+        own = own_dtype(s.model_path)
+        if s.device != "cpu" or own is None or own == s.dtype or "dtype" in s.engine_args:
+            return None
+        return (
+            f"served in {s.dtype}, the run's dtype on a CPU (the in-process columns' too, so they compute "
+            f"alike), not the model's own {own}: pass --dtype {own} to serve it in its own"
+        )
 
     def _log_path(self) -> Path:
         run_dir = self.settings.run_dir or tempfile.mkdtemp(prefix="lca-server-")
@@ -264,7 +299,7 @@ class SGLangServerBackend(LaunchedServerBackend):
         if uses_sglang_router(self.settings) and importlib.util.find_spec(SGLANG_ROUTER_MODULE) is None:
             raise BackendUnavailable(
                 f"--router {self.settings.router}: sglang-router is not installed in {sys.executable} "
-                "(pip install sglang-router; on the H200 its wheel: docs/two-gpus.md)"
+                f"(pip install sglang-router; on the H200 its wheel: {doc('two-gpus.md')})"
             )
         super().start()
         if uses_sglang_router(self.settings) and self.server is not None and self.server.pid:

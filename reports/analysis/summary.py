@@ -8,7 +8,9 @@ whose ``ttft_ms`` is the engine's internal figure are shown but not ranked again
 figures (a reply's time from TTFT and the decode step) are shown, not ranked. Every latency job
 says what the ranking rests on where it matters (:mod:`reports.analysis.run_context`): a column
 from another run (day, machine or commit), runs that shared a GPU host with another engine, a
-launch-bound model (what is compared is each stack's per-step overhead). Quality
+launch-bound model (what is compared is each stack's per-step overhead); every job that compares
+columns names, before its ranking, the settings that differ between them (dtype, endpoint, KV pool,
+prefix caching, max model len: :mod:`reports.analysis.settings_differ`). Quality
 jobs are flagged when the weights are random. Deployment facts (start-up, KV-cache capacity,
 peak GPU memory, grammar cost) are listed, not ranked.
 """
@@ -41,6 +43,9 @@ class Job:
     unit: str = ""  # of ``stats`` (lower is better)
     latency: bool = (
         False  # a measured latency compared over engine starts (what the run-context notes apply to)
+    )
+    differs: str | None = (
+        None  # the settings that differ between the compared columns, said before the ranking
     )
 
 
@@ -169,6 +174,8 @@ def deployment_jobs(report: Report) -> list[Job]:
 
 
 def jobs(report: Report) -> list[Job]:
+    """The summary's jobs: each kind's (named before their ranking where the compared columns' settings
+    differ), then the deployment facts; each annotated with what its ranking rests on (run context)."""
     from llm_call_anatomy.reports.kinds import report_kind
 
     out: list[Job | None] = []
@@ -178,7 +185,11 @@ def jobs(report: Report) -> list[Job]:
         if not s.data or kind is None:
             continue
         out += kind.jobs(s, measured[measured["workload"] == s.name], report)
-    out += deployment_jobs(report)
+    from llm_call_anatomy.reports.analysis.settings_differ import note
+
+    compared = [
+        replace(j, differs=note(report, [b for b, _ in j.values])) for j in out if j is not None
+    ]  # deployment facts are listed, not compared: no note
     from llm_call_anatomy.reports.analysis.run_context import annotate
 
-    return [annotate(report, j) for j in out if j is not None]
+    return [annotate(report, j) for j in [*compared, *deployment_jobs(report)]]

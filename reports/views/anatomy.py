@@ -9,6 +9,7 @@ from collections.abc import Callable
 import pandas as pd
 from markupsafe import Markup
 
+from llm_call_anatomy.contract.docs import doc
 from llm_call_anatomy.reports import charts, fmt, reference
 from llm_call_anatomy.reports.analysis import anatomy
 from llm_call_anatomy.reports.views import Block, Table, chart, h3, p, table
@@ -21,7 +22,7 @@ INTRO = (
     "recorded; the adapter's detokenization and a streamed answer's final assembly). Unaccounted is the "
     "end-to-end less the stages measured inside it, shown as its own stage: request build, HTTP and SSE "
     "framing, a server's own tokenizer and detokenizer and the client's per-chunk parsing live there. "
-    "docs/anatomy.md defines each stage."
+    f"{doc('anatomy.md')} defines each stage."
 )
 
 

@@ -12,7 +12,9 @@ from llm_call_anatomy.reports.views import Block, Table, bullets, chart, compact
 
 def jobs_table(report) -> Table:
     """The summary's 'which stack for which job' table: per job the figure compared, the winner in bold with
-    its margin (or, muted, why none is named), every backend's values, and the job's caution as a warning."""
+    its margin (or, muted, why none is named), every backend's values, and the job's caution as a warning. The
+    settings that differ between the compared columns (dtype, endpoint, KV pool...) are said first in the
+    verdict's cell, before the winner."""
     t = Table(
         [
             "job",
@@ -26,6 +28,8 @@ def jobs_table(report) -> Table:
             best = Markup("<b>{}</b> {}").format(j.best, j.verdict)
         else:
             best = Markup('<span class="muted">{}</span>').format(j.verdict)
+        if j.differs:
+            best = Markup('<span class="warn">{}</span><br>{}').format(j.differs, best)
         values = Markup("<br>").join(Markup("<b>{}</b> {}").format(b, v) for b, v in j.values)
         cell = Markup('{}<br><span class="warn">{}</span>').format(values, j.caution) if j.caution else values
         t.add([j.job, j.figure, best, cell])

@@ -58,3 +58,25 @@ def test_an_atomic_write_has_the_mode_a_plain_open_gives(tmp_path):
     (tmp_path / "records.jsonl").write_text("")
     mode = stat.S_IMODE((tmp_path / "env.json").stat().st_mode)
     assert mode == stat.S_IMODE((tmp_path / "records.jsonl").stat().st_mode)
+
+
+def test_under_a_umask_of_022_every_file_of_a_run_is_0644(tmp_path):
+    """issue 43: one mode for a run's outputs: an atomic write (env.json, plan.json, run.json, summary.json,
+    report.html) and a plain one (records.jsonl) are both 0644 under umask 022, whatever this process's."""
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import os, pathlib, stat, sys; from contract.files import atomic_write_text; "
+        "d = pathlib.Path(sys.argv[1]); atomic_write_text(d / 'env.json', '{}'); "
+        "(d / 'records.jsonl').write_text(''); "
+        "print(*(oct(stat.S_IMODE((d / n).stat().st_mode)) for n in ('env.json', 'records.jsonl')))"
+    )
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path)],
+        capture_output=True, text=True, check=True, cwd=root, preexec_fn=lambda: os.umask(0o022),
+        env={**os.environ, "PYTHONPATH": root},
+    )  # fmt: skip
+    assert out.stdout.split() == ["0o644", "0o644"]

@@ -99,6 +99,17 @@ def test_a_busy_machine_is_warned_of_before_the_first_engine_start():
     assert "OMP_NUM_THREADS" not in busy_line(40.0, 32, "cuda")
 
 
+def test_the_cores_are_those_the_process_may_run_on():
+    """A container limited to 2 of the host's 64 cores is busy at a load of 3, not at 65."""
+    import os
+
+    from llm_call_anatomy.harness.plan_summary import machine_load
+
+    load, cores = machine_load()
+    assert load is None or load >= 0
+    assert cores == (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count())
+
+
 def test_a_load_is_counted_by_its_modes_and_levels():
     levels = [
         Group(

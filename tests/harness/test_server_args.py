@@ -17,7 +17,14 @@ from llm_call_anatomy.backends.openai.servers import engine_arg_flags
 from llm_call_anatomy.harness.cli_checks import UsageError
 from llm_call_anatomy.harness.server_args import parse_engine_args
 from tests.conftest import compare, records
-from tests.harness.fakes import CHAT_ANSWER, CHAT_CACHED_TOKENS, chat_server, small_workload
+from tests.harness.fakes import (
+    CHAT_ANSWER,
+    CHAT_CACHED_TOKENS,
+    JsonHandler,
+    chat_server,
+    serving,
+    small_workload,
+)
 from tests.harness.test_cli import one_line_error
 
 pytestmark = pytest.mark.openai
@@ -133,7 +140,9 @@ def test_chat_endpoint_sends_the_messages_and_records_what_the_server_reports(tm
     ],
 )
 def test_bad_server_flags_are_one_line_and_exit_2(args, expected, tmp_path):
-    proc = compare(*args, "--out", str(tmp_path / "run"), check=False, timeout=120)
+    with serving(JsonHandler) as url:  # a server that answers /models: the checks after it are what is tested
+        args = [url if a == "http://127.0.0.1:9/v1" else a for a in args]
+        proc = compare(*args, "--out", str(tmp_path / "run"), check=False, timeout=120)
     assert expected in one_line_error(proc)
     assert not (tmp_path / "run").exists()
 
@@ -141,20 +150,21 @@ def test_bad_server_flags_are_one_line_and_exit_2(args, expected, tmp_path):
 def test_a_tokenizer_that_does_not_load_is_one_line(tmp_path):
     empty = tmp_path / "not-a-tokenizer"
     empty.mkdir()
-    proc = compare(
-        "--backend",
-        "openai",
-        "--base-url",
-        "http://127.0.0.1:9/v1",
-        "--tokenizer",
-        str(empty),
-        "--workloads",
-        "template",
-        "--out",
-        str(tmp_path / "run"),
-        check=False,
-        timeout=120,
-    )
+    with serving(JsonHandler) as url:
+        proc = compare(
+            "--backend",
+            "openai",
+            "--base-url",
+            url,
+            "--tokenizer",
+            str(empty),
+            "--workloads",
+            "template",
+            "--out",
+            str(tmp_path / "run"),
+            check=False,
+            timeout=120,
+        )
     assert f"--tokenizer {empty}: cannot load its tokenizer" in one_line_error(proc)
 
 
