@@ -17,6 +17,7 @@ import sys
 import time
 from pathlib import Path
 
+from contract.columns import base_of
 from contract.plan import Plan
 from harness import pace, plan_summary, run_summary
 from harness.console import DIST, commands
@@ -56,7 +57,9 @@ def run_backends(
                 if args.resume and all_recorded(out, name, plan, start):
                     print(f"{name}: engine start {start}: every request already recorded", flush=True)
                     continue
-                code = run_child(ROOT, out, name, pythons.get(name, sys.executable), lock_fd, start)
+                # a base@variant column runs under its base's --python unless it has its own
+                python = pythons.get(name) or pythons.get(base_of(name), sys.executable)
+                code = run_child(ROOT, out, name, python, lock_fd, start)
                 if code != 0:
                     failed.append(name)
                     what = (

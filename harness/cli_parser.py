@@ -13,6 +13,7 @@ from pathlib import Path
 import backends
 from harness import models, parallel_args
 from harness.server_args import add_server_args
+from harness.variants import add_variant_args
 
 EPILOG = """\
 backends: hf (transformers, eager attention), hf-graphs (static cache + CUDA graphs), hf-cb
@@ -88,7 +89,12 @@ def parser(prog: str = "compare.py") -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--version", action="version", version=f"%(prog)s {version()}")
-    p.add_argument("--backend", default="all", help="comma-separated backends, or 'all' (default: all)")
+    p.add_argument(
+        "--backend",
+        default=None,
+        help="comma-separated backends, or 'all' (default: all; with --variant or --sweep: theirs alone); a "
+        "column BACKEND@NAME is a named configuration of BACKEND (--variant, --variants-file)",
+    )
     from workloads import BUILTIN, VARIANTS
 
     p.add_argument(
@@ -199,6 +205,7 @@ def parser(prog: str = "compare.py") -> argparse.ArgumentParser:
         "request they run one at a time",
     )
     add_server_args(p)
+    add_variant_args(p)
     p.add_argument(
         "--engine-defaults",
         choices=["matched", "own"],
