@@ -22,6 +22,8 @@ prefix caching), sglang (offline engine, RadixAttention, XGrammar), openai (any 
 server: --base-url), vllm-server / sglang-server / hf-server (the harness launches the engine's own
 server; hf-server is `transformers serve --continuous-batching`, the load workload only).
 "all" = hf,hf-graphs,hf-cb,vllm,sglang.
+A column BACKEND@NAME is BACKEND with engine settings of its own (--variant, --variants-file,
+--sweep): e.g. --backend vllm-server,vllm-server@fp8 --variants-file variants.yaml.
 
 workloads (--workloads NAME,...): conversation (10-turn chat, full re-prefill vs prefix reuse),
 sweep (prefill and decode vs prompt length), json (JSON extraction: free / strict /
@@ -35,6 +37,7 @@ examples:
   {study} --backend hf,vllm --model Qwen/Qwen3-8B --out runs/a100
   {study} --backend all --model qwen3-8b-shape --random-weights --out runs/h200
   {study} --workload-file my_study.yaml --backend hf,vllm   # your own workloads
+  {study} --sweep vllm-server:max_num_seqs=128,256,1024 --workloads load   # configurations as columns
   {study} --lint-only --workload-file my_study.yaml         # check them (seconds, no weights)
   {report} runs/a100 runs/h200 -o report.html   # rebuild / merge reports
   {report} runs/a100 --format json,csv          # + summary.json and csv/ of what the page shows
