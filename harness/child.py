@@ -30,7 +30,7 @@ from pathlib import Path
 import backends
 from backends import companions
 from backends.base import BackendSettings, BackendUnavailable
-from contract.columns import ignored, reported_settings
+from contract.columns import ignored, reported_settings, split_column
 from harness import gpu_host, secrets
 from harness.env import MemoryWatch, device_facts, package_versions, torch_peak_allocated_bytes, write_json
 from harness.heartbeat import Heartbeat
@@ -277,7 +277,12 @@ def identity_differs(env_path: Path, identity: dict) -> str | None:
 def variant_block(run_dir: Path, column: str, engine: dict) -> dict:
     """A ``base@variant`` column's ``variant``: its settings as given (env.json ``variants``) and as the
     engine reports them in its block (None: it reports none), and those it reports otherwise (issue 41)."""
-    given = (json.loads((run_dir / "env.json").read_text()).get("variants") or {}).get(column)
+    if split_column(column)[1] is None:
+        return {}
+    try:  # a run directory written by hand (a test, a benchmark) may have no env.json
+        given = (json.loads((run_dir / "env.json").read_text()).get("variants") or {}).get(column)
+    except (OSError, ValueError):
+        return {}
     if not given:
         return {}
     reported = reported_settings(engine, given["settings"])
