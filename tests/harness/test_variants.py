@@ -159,6 +159,24 @@ def test_a_variant_reaches_the_server_command_line_as_engine_args(tmp_path):
     )
 
 
+def test_an_hf_server_variant_is_transformers_serve_flags(tmp_path):
+    from backends.openai.hf_server import HFServerBackend
+
+    _, found, _ = resolved(tmp_path, None, variant=["hf-server@small:cb_num_blocks=32"])
+    by_column = variants.engine_args_by_column({}, list(found), found)
+    settings = BackendSettings(
+        str(tmp_path),
+        "tiny",
+        device="cpu",
+        engine_args=by_column["hf-server@small"],
+        column="hf-server@small",
+    )
+    argv = HFServerBackend(settings).server_argv(8000) + engine_arg_flags(settings.engine_args)
+    assert argv[-2:] == ["--cb-num-blocks", "32"]  # after the harness's own CPU sizing: the last one wins
+    with pytest.raises(UsageError, match="device is a setting the harness records"):
+        resolved(tmp_path, None, variant=["hf-server@gpu:device=cuda"])
+
+
 def test_reported_settings_skip_echoes_and_find_what_the_engine_changed():
     engine = {
         "engine_kwargs": {"max_num_seqs": 1024},  # what was asked: no report
