@@ -256,3 +256,19 @@ def test_a_sweep_beside_the_plain_backend_end_to_end_and_resumed(tmp_path):
     assert "hf-cb@num_blocks=32: engine start 0: every request already recorded" in again.stdout
     other = compare(*argv[:3], "hf-cb:num_blocks=24,40", *argv[4:], "--resume", check=False)
     assert other.returncode == 2 and "other settings" in other.stderr
+
+
+def test_merge_starts_keeps_a_variant_redefined_apart():
+    from reports.runs import setup_of
+
+    def env(seqs: int) -> dict:
+        block = {"packages": {"vllm": "0.32.0"}}
+        return {
+            "plan_hash": "p",
+            "variants": {"vllm-server@a": {"settings": {"max_num_seqs": seqs}}},
+            "backends": {"vllm-server@a": block},
+        }
+
+    assert setup_of(env(8), "vllm-server@a")[3] == "0.32.0"  # the base's package version
+    assert setup_of(env(8), "vllm-server@a") == setup_of(env(8), "vllm-server@a")
+    assert setup_of(env(8), "vllm-server@a") != setup_of(env(16), "vllm-server@a")
