@@ -1,22 +1,38 @@
-"""The build step that stamps the commit (the rest of the build is pyproject.toml's).
+"""The wheel's one package and the build step that stamps the commit (the rest is pyproject.toml's).
 
-A source archive built from a checkout carries ``.lca-commit`` at its root (``git rev-parse HEAD``, with
-``-dirty`` where the tree differs); a wheel carries it as ``harness/.lca-commit``, from the checkout it is
-built in or from the archive's file. ``harness.env.commit_provenance`` reads it where the installed
-package is no checkout. Nothing is tracked: ``.lca-commit`` is in .gitignore.
-"""
+The wheel installs ``llm_call_anatomy`` only (issue 38): ``llm_call_anatomy/__init__.py`` and the checkout's
+five layers mapped inside it (``package_dir``: ``llm_call_anatomy.reports`` is ``reports/``), every package
+of each layer listed. A source archive built from a checkout carries ``.lca-commit`` at its root (``git
+rev-parse HEAD``, with ``-dirty`` where the tree differs); a wheel carries it as
+``llm_call_anatomy/harness/.lca-commit``, from the checkout it is built in or from the archive's file.
+``harness/env.py``'s ``commit_provenance`` reads it where the installed package is no checkout. Nothing is
+tracked: ``.lca-commit`` is in .gitignore."""
 
 from __future__ import annotations
 
 import subprocess
 from pathlib import Path
 
-from setuptools import setup
+from setuptools import find_namespace_packages, setup
 from setuptools.command.build_py import build_py
 from setuptools.command.sdist import sdist
 
 HERE = Path(__file__).resolve().parent
 STAMP = ".lca-commit"
+PACKAGE = "llm_call_anatomy"
+LAYERS = ("contract", "backends", "workloads", "reports", "harness")  # as llm_call_anatomy/__init__.py's
+
+
+def packages() -> tuple[list[str], dict[str, str]]:
+    """The wheel's packages, every one under ``llm_call_anatomy``, and where each layer's folder is."""
+    found, where = [PACKAGE], {PACKAGE: PACKAGE}
+    for layer in LAYERS:
+        where[f"{PACKAGE}.{layer}"] = layer
+        found += [f"{PACKAGE}.{layer}"] + [
+            f"{PACKAGE}.{layer}.{p}"
+            for p in find_namespace_packages(str(HERE / layer), exclude=["*__pycache__*"])
+        ]
+    return found, where
 
 
 def commit() -> str | None:
@@ -43,7 +59,7 @@ class BuildPy(build_py):
         found = commit()  # before anything is written (an unignored output would read as -dirty)
         super().run()
         if found and not self.editable_mode:  # an editable install reads the checkout's git itself
-            target = Path(self.build_lib) / "harness" / STAMP
+            target = Path(self.build_lib) / PACKAGE / "harness" / STAMP
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(found + "\n", encoding="utf-8")
 
@@ -61,4 +77,5 @@ class Sdist(sdist):
             target.write_text(self.found + "\n", encoding="utf-8")
 
 
-setup(cmdclass={"build_py": BuildPy, "sdist": Sdist})
+PACKAGES, PACKAGE_DIR = packages()
+setup(packages=PACKAGES, package_dir=PACKAGE_DIR, cmdclass={"build_py": BuildPy, "sdist": Sdist})

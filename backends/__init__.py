@@ -15,15 +15,15 @@ from contract.columns import base_of
 from contract.registry import Registry
 
 REGISTRY: dict[str, str] = {
-    "hf": "backends.hf:HFBackend",
-    "hf-graphs": "backends.hf:HFGraphsBackend",
-    "hf-cb": "backends.hf.cb:HFContinuousBatchingBackend",
-    "vllm": "backends.vllm:VLLMBackend",
-    "sglang": "backends.sglang:SGLangBackend",
-    "openai": "backends.openai:OpenAIBackend",
-    "vllm-server": "backends.openai.servers:VLLMServerBackend",
-    "sglang-server": "backends.openai.servers:SGLangServerBackend",
-    "hf-server": "backends.openai.hf_server:HFServerBackend",
+    "hf": "llm_call_anatomy.backends.hf:HFBackend",
+    "hf-graphs": "llm_call_anatomy.backends.hf:HFGraphsBackend",
+    "hf-cb": "llm_call_anatomy.backends.hf.cb:HFContinuousBatchingBackend",
+    "vllm": "llm_call_anatomy.backends.vllm:VLLMBackend",
+    "sglang": "llm_call_anatomy.backends.sglang:SGLangBackend",
+    "openai": "llm_call_anatomy.backends.openai:OpenAIBackend",
+    "vllm-server": "llm_call_anatomy.backends.openai.servers:VLLMServerBackend",
+    "sglang-server": "llm_call_anatomy.backends.openai.servers:SGLangServerBackend",
+    "hf-server": "llm_call_anatomy.backends.openai.hf_server:HFServerBackend",
 }
 
 # What ``--backend all`` means: the in-process engines, one column each (hf-cb: HF's continuous

@@ -2,7 +2,7 @@
 
 One client-agnostic check for every backend's outputs, one request at a time
 (:meth:`backends.base.Backend.generate`) and under load (``backends.load_loop``) alike, so a new
-client gets it by returning a :class:`~backends.base.RawOutput`. A server's usage counts and
+client gets it by returning a :class:`~contract.adapter.RawOutput`. A server's usage counts and
 finish reason are claims; a claim that contradicts what was sent or seen makes the request an
 error (:class:`AnswerContradicts`), never a figure:
 
@@ -23,7 +23,7 @@ the server computed another prompt than the plan's, not an error.
 
 from __future__ import annotations
 
-from contract.adapter import RawOutput, Request
+from llm_call_anatomy.contract.adapter import RawOutput, Request
 
 TEXT_PROMPT_SLACK = (
     0.1  # a text prompt tokenized again by the server: its count may differ by this share (and 2 tokens)

@@ -30,33 +30,24 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from backends.answer_checks import check_answer
-from contract.adapter import (
+from llm_call_anatomy.backends.answer_checks import check_answer
+from llm_call_anatomy.contract.adapter import (
     BackendOptions,
     BackendSettings,
     Capabilities,
     RawOutput,
     Request,
-    SettingsApplied,
-    TokenCandidate,
 )
 
-__all__ = [  # the contract's types re-exported beside this module's own
+__all__ = [
     "DECODE_DEFINITION",
     "ENGINE_DECODE_DEFINITION",
     "ENGINE_TTFT_DEFINITION",
     "TIMING_DEFINITIONS",
     "TTFT_DEFINITION",
     "Backend",
-    "BackendOptions",
-    "BackendSettings",
     "BackendUnavailable",
-    "Capabilities",
-    "RawOutput",
-    "Request",
     "Result",
-    "SettingsApplied",
-    "TokenCandidate",
     "TokenClock",
 ]
 

@@ -50,10 +50,11 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from backends.answer_checks import check_answer
-from backends.base import Backend, RawOutput, Request, TokenClock
-from backends.telemetry import GpuTelemetry
-from contract import arrivals as arrival_process
+from llm_call_anatomy.backends.answer_checks import check_answer
+from llm_call_anatomy.backends.base import Backend, TokenClock
+from llm_call_anatomy.backends.telemetry import GpuTelemetry
+from llm_call_anatomy.contract import arrivals as arrival_process
+from llm_call_anatomy.contract.adapter import RawOutput, Request
 
 SAMPLE_EVERY_S = (
     0.1  # gauges (KV-cache usage) are sampled this often: a level shorter than that may show no peak
@@ -289,7 +290,7 @@ def in_process_client_share(cpu_s: float, wall_s: float) -> dict[str, Any]:
     processes: a server that takes text prompts only, driven through the ``openai`` package): this process's
     CPU time over the level's wall time, all its threads (the stamping loop, the metrics sampler and the GPU
     telemetry), rounded and flagged as a client process's is (``load_shards.client_cpu_facts``)."""
-    from backends.load_shards import client_cpu_facts
+    from llm_call_anatomy.backends.load_shards import client_cpu_facts
 
     return client_cpu_facts([round(cpu_s / wall_s, 3)] if wall_s > 0 else [])
 
@@ -358,7 +359,7 @@ def run_level(
     processes (``backends.load_shards``), while this process samples the server's metrics."""
     spec = backend.load_client()
     if spec is not None:
-        from backends.load_shards import run_sharded
+        from llm_call_anatomy.backends.load_shards import run_sharded
 
         return backend.run_async(run_sharded(backend, spec, sessions, settings, _Sampler(backend)))
     return backend.run_async(_level(backend, sessions, settings))

@@ -3,7 +3,7 @@
 A backend with a load client (:meth:`backends.base.Backend.load_client`: an HTTP server) is not
 driven from the harness's own process: that process samples the server's ``/metrics`` (a scrape
 and parse every 0.1 s) and must not share an interpreter with the code that stamps tokens. N
-client processes (``python -m backends.load_shards``, ``--client-procs N``) each run THE load
+client processes (``python -m llm_call_anatomy.backends.load_shards``, ``--client-procs N``) each run THE load
 loop (:func:`backends.load_loop.drive`) over their shard of the sessions, on the level's one
 origin: ``time.perf_counter()`` is ``CLOCK_MONOTONIC`` on Linux, one clock for every process of
 the host, so their stamps merge into one level without translation.
@@ -48,18 +48,25 @@ import subprocess
 import sys
 import threading
 import time
-from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from backends.load_loop import Drive, LoadSettings, Outcome, arrival_times, drive, new_outcomes
-from backends.telemetry import GpuTelemetry
+from llm_call_anatomy import HOME
+from llm_call_anatomy.backends.load_loop import (
+    Drive,
+    LoadSettings,
+    Outcome,
+    arrival_times,
+    drive,
+    new_outcomes,
+)
+from llm_call_anatomy.backends.telemetry import GpuTelemetry
 
 STREAMS_PER_PROCESS = 32
 RPS_PER_PROCESS = 16.0
 BUSY_LIMIT = 0.5
 START_LEAD_S = 0.1  # the level's origin this far after the client processes are told it
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = HOME  # where a shard process imports llm_call_anatomy from (the checkout or site-packages)
 LOOP_ENV_VAR = "LCA_LOAD_LOOP"
 TEST_EXIT_VAR = "LCA_TEST_CLIENT_EXIT_AFTER"  # fault tests: "SHARD:N" -> that process exits after N outcomes
 
@@ -176,7 +183,7 @@ class _Client:
         }
         self.index = index
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "backends.load_shards"],
+            [sys.executable, "-m", "llm_call_anatomy.backends.load_shards"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             env=env,

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from contract.adapter import BackendSettings
+from llm_call_anatomy.contract.adapter import BackendSettings
 
 INTERNAL = "internal"
 SGLANG_ROUTER = "sglang-router"

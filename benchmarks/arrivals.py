@@ -35,10 +35,10 @@ from benchmarks.load_client import machine, pct
 
 def measure_rate(backend, rate: float, duration_s: float, args: argparse.Namespace) -> dict[str, Any]:
     """One open-loop level at ``rate`` for ``duration_s`` through the study's load loop, against its plan."""
-    from backends.base import Request
-    from backends.load_loop import LoadSettings, arrival_times, run_level
-    from contract.arrivals import ks_critical, ks_exponential, rate_z
-    from contract.level_flags import SUBMIT_LAG_MS, level_flags
+    from llm_call_anatomy.backends.load_loop import LoadSettings, arrival_times, run_level
+    from llm_call_anatomy.contract.adapter import Request
+    from llm_call_anatomy.contract.arrivals import ks_critical, ks_exponential, rate_z
+    from llm_call_anatomy.contract.level_flags import SUBMIT_LAG_MS, level_flags
 
     settings = LoadSettings(
         rate_rps=rate, duration_s=duration_s, arrival=args.process, client_procs=args.client_procs, seed=13
@@ -86,9 +86,9 @@ def measure_rate(backend, rate: float, duration_s: float, args: argparse.Namespa
 
 def measure(args: argparse.Namespace, model_path: str) -> list[dict]:
     """Every rate against one fake server, through one started ``OpenAIBackend``."""
-    from backends.base import BackendSettings
-    from backends.openai import OpenAIBackend
     from benchmarks.fake_engine_procs import start_procs
+    from llm_call_anatomy.backends.openai import OpenAIBackend
+    from llm_call_anatomy.contract.adapter import BackendSettings
 
     server = start_procs(args.step_ms / 1e3, 1)
     try:
@@ -135,7 +135,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     """Measure, print one line per rate, and with ``--out`` write the result as JSON with the machine."""
     args = parse_args(argv)
-    from harness.models import build_tiny
+    from llm_call_anatomy.harness.models import build_tiny
 
     before = machine()
     rows = measure(args, str(build_tiny()))

@@ -7,7 +7,7 @@ repeated; median and spread printed as JSON:
 
     python -m benchmarks.bandwidth [--gib 4] [--repeats 20] [--device cuda] [-o bandwidth.json]
 
-Feed the median to the report with ``python -m reports ... --bandwidth-gbps X`` to draw the floor
+Feed the median to the report with ``python compare.py report ... --bandwidth-gbps X`` to draw the floor
 at the measured rate instead of the datasheet's.
 """
 

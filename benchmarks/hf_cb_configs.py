@@ -46,8 +46,8 @@ def run_config(
     requests then max(2C, 4) timed ones through the study's load loop. Returns the configuration's row:
     restart seconds, effective settings and, per level, errors, the median gap between a request's tokens,
     TTFT median and output tokens/s."""
-    from backends.base import Request
-    from backends.load_loop import LoadSettings, run_level
+    from llm_call_anatomy.backends.load_loop import LoadSettings, run_level
+    from llm_call_anatomy.contract.adapter import Request
 
     started = time.perf_counter()
     backend.reconfigure(config)
@@ -94,11 +94,11 @@ def measure(args: argparse.Namespace) -> list[dict]:
     """One model load (``LCA_HF_CB`` cleared first: the manager starts at the default), then ``run_config``
     for each ``--config`` on the same fixed-length prompts. A configuration that raises becomes a row with
     its error; ``--out`` is rewritten after each one, so a crash keeps what ran."""
-    from backends.base import BackendSettings
-    from backends.hf.cb import HFContinuousBatchingBackend
-    from harness import cli, models
-    from harness.chat import Renderer
-    from workloads.load.prompts import fixed_prompt
+    from llm_call_anatomy.backends.hf.cb import HFContinuousBatchingBackend
+    from llm_call_anatomy.contract.adapter import BackendSettings
+    from llm_call_anatomy.contract.chat import Renderer
+    from llm_call_anatomy.harness import cli, models
+    from llm_call_anatomy.workloads.load.prompts import fixed_prompt
 
     model = models.resolve(args.model, args.random_weights)
     device, dtype = cli.resolve_device(args.device, args.dtype)
@@ -179,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(
         description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    from harness.cli_parser import add_model_args
+    from llm_call_anatomy.harness.cli_parser import add_model_args
 
     add_model_args(p)  # the study's model and engine flags (--attn: give attn= in a --config instead)
     p.add_argument("--config", action="append", help="an LCA_HF_CB-style key=value list; repeat for several")

@@ -20,9 +20,10 @@ import json
 import statistics
 import time
 
-from backends.base import Request, TokenClock
-from backends.openai.json_codec import available
-from backends.openai.lean_stream import ChunkReader, LeanClient, LeanClientSpec
+from llm_call_anatomy.backends.base import TokenClock
+from llm_call_anatomy.backends.openai.json_codec import available
+from llm_call_anatomy.backends.openai.lean_stream import ChunkReader, LeanClient, LeanClientSpec
+from llm_call_anatomy.contract.adapter import Request
 
 
 def stream_reads(tokens: int) -> list[bytes]:
@@ -68,7 +69,7 @@ def per_chunk_us(reads: list[bytes], codec, loops: int) -> float:
 
 
 def per_body_us(codec, request: Request, loops: int) -> float:
-    import backends.openai.lean_stream as lean
+    import llm_call_anatomy.backends.openai.lean_stream as lean
 
     client, saved = LeanClient(LeanClientSpec(base_url="http://x/v1", model="m", flavor="vllm")), lean.CODEC
     lean.CODEC = codec

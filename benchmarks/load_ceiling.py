@@ -42,15 +42,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-from backends.base import Backend
 from benchmarks.load_ceiling_sides import fixed_prompts, header, measure, problems, summarise, table
+from llm_call_anatomy.backends.base import Backend
 
 
 # --- the command line --------------------------------------------------------------------------
 def parser() -> argparse.ArgumentParser:
     """This benchmark's options: the study's model and engine flags (``add_model_args``) plus the load shape,
     repeats, ``--out`` and ``--table``. ``child_hook`` parses ``LCA_CEILING_ARGS`` with it too."""
-    from harness.cli_parser import add_model_args
+    from llm_call_anatomy.harness.cli_parser import add_model_args
 
     p = argparse.ArgumentParser(
         prog="python -m benchmarks.load_ceiling",
@@ -92,8 +92,8 @@ def parser() -> argparse.ArgumentParser:
 def check(args: argparse.Namespace) -> None:
     """``UsageError`` (one line) about the first bad name or number: the study's bounds check
     (``harness.cli_checks.check_at_least``)."""
-    import backends
-    from harness.cli_checks import UsageError, check_at_least
+    from llm_call_anatomy import backends
+    from llm_call_anatomy.harness.cli_checks import UsageError, check_at_least
 
     if args.backend not in backends.REGISTRY:
         raise UsageError(
@@ -118,9 +118,9 @@ def check(args: argparse.Namespace) -> None:
 def adapter_class(name: str) -> type[Backend]:
     """The backend's adapter class (its ``batch_call`` says whether it has a batched engine call);
     ``UsageError`` where it cannot be imported here."""
-    import backends
-    from backends.base import BackendUnavailable
-    from harness.cli import UsageError
+    from llm_call_anatomy import backends
+    from llm_call_anatomy.backends.base import BackendUnavailable
+    from llm_call_anatomy.harness.cli import UsageError
 
     try:
         return backends.resolve(name)
@@ -131,9 +131,10 @@ def adapter_class(name: str) -> type[Backend]:
 def run(args: argparse.Namespace, adapter: type[Backend]) -> tuple[dict[str, Any], int]:
     """Start the backend, measure; (the results, the exit code). Raises ``UsageError`` (one line) for bad
     input."""
-    from backends.base import BackendSettings, BackendUnavailable
-    from harness import cli, limits, models, parallel_args
-    from harness.chat import Renderer
+    from llm_call_anatomy.backends.base import BackendUnavailable
+    from llm_call_anatomy.contract.adapter import BackendSettings
+    from llm_call_anatomy.contract.chat import Renderer
+    from llm_call_anatomy.harness import cli, limits, models, parallel_args
 
     model = models.resolve(args.model, args.random_weights)
     device, dtype = cli.resolve_device(args.device, args.dtype)
@@ -185,8 +186,8 @@ def child_hook(backend: Backend, plan: Any) -> None:  # the prompts are this ben
     ``--concurrency 128``); writes ``$LCA_CEILING_DIR/ceiling-<backend>.json`` (unset: the run directory)."""
     import shlex
 
-    from harness import cli
-    from harness.chat import Renderer
+    from llm_call_anatomy.contract.chat import Renderer
+    from llm_call_anatomy.harness import cli
 
     if backend.batch_call is None:
         return
@@ -211,8 +212,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.table:
         print(table([json.loads(f.read_text()) for f in args.table]))
         return 0
-    from harness.cli import UsageError
-    from harness.models import ModelError
+    from llm_call_anatomy.harness.cli import UsageError
+    from llm_call_anatomy.harness.models import ModelError
 
     code = 0
     try:

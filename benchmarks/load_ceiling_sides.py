@@ -17,7 +17,8 @@ import argparse
 import time
 from typing import Any
 
-from backends.base import Backend, Request
+from llm_call_anatomy.backends.base import Backend
+from llm_call_anatomy.contract.adapter import Request
 
 TARGET = 0.9  # harness output tokens/s over the engine's
 
@@ -29,7 +30,7 @@ def harness_side(
     """The harness's side: ``prompts`` as one-request sessions through the study's closed load loop at
     ``concurrency``, after a prefix-cache reset. Returns the level's wall seconds, output tokens, tokens/s and
     how many requests failed (with the first error)."""
-    from backends.load_loop import LoadSettings, run_level
+    from llm_call_anatomy.backends.load_loop import LoadSettings, run_level
 
     sessions = [
         [Request(prompt_ids=ids, max_new_tokens=request.max_new_tokens, ignore_eos=True)] for ids in prompts
@@ -90,7 +91,7 @@ def summarise(doc: dict[str, Any]) -> dict[str, Any]:
     """Median tokens/s of each side over the repeats, their ratio and the spread of the per-repeat ratios. The
     verdict: yes when the ratio of medians reaches ``TARGET``; ``within noise`` when it does not but some
     repeat's ratio does; otherwise no."""
-    from reports.stats import spread
+    from llm_call_anatomy.reports.stats import spread
 
     h, e = (spread(r["tokens_per_s"] for r in doc[side]) for side in ("harness", "engine"))
     pairs = [
@@ -160,7 +161,7 @@ def header(backend: Backend, args: argparse.Namespace, n: int) -> dict[str, Any]
 def fixed_prompts(renderer: Any, args: argparse.Namespace) -> tuple[list[list[int]], list[list[int]]]:
     """(the N measured prompts, C warm-up prompts): the load kind's fixed shape, P tokens, the first
     S shared."""
-    from workloads.load.prompts import fixed_prompt, shared_prefix_ids
+    from llm_call_anatomy.workloads.load.prompts import fixed_prompt, shared_prefix_ids
 
     prefix, n = shared_prefix_ids(renderer, args.shared_prefix_tokens), args.requests or args.concurrency
     prompts = [fixed_prompt(renderer, prefix, args.prompt_tokens, r) for r in range(n)]

@@ -83,8 +83,8 @@ def measure_level(backend, server, c: int, args: argparse.Namespace) -> dict[str
     """One closed-loop level at concurrency ``c`` through the study's own load loop: about ``--seconds`` of
     requests at the server's pace, then tok/s, the client's added TTFT and ITL against the server's own send
     times, the client processes' CPU shares and whether the server kept its pace."""
-    from backends.base import Request
-    from backends.load_loop import LoadSettings, run_level
+    from llm_call_anatomy.backends.load_loop import LoadSettings, run_level
+    from llm_call_anatomy.contract.adapter import Request
 
     n = max(
         2 * c, int(args.seconds * c / (args.tokens * args.step_ms / 1e3))
@@ -178,9 +178,9 @@ def _r(x: float | None) -> float | None:
 def measure(args: argparse.Namespace, model_path: str) -> list[dict]:
     """Every level of ``--levels`` against one fake server (``--server-procs`` processes), through one
     started ``OpenAIBackend`` (the lean client, or with ``--old-client`` the openai package's)."""
-    from backends.base import BackendSettings
-    from backends.openai import OpenAIBackend
     from benchmarks.fake_engine_procs import start_procs
+    from llm_call_anatomy.backends.openai import OpenAIBackend
+    from llm_call_anatomy.contract.adapter import BackendSettings
 
     server = start_procs(args.step_ms / 1e3, args.server_procs)
     url = server.url
@@ -268,7 +268,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     """Measure, print the table, and with ``--out`` write it as JSON with the machine it ran on."""
     args = parse_args(argv)
-    from harness.models import build_tiny
+    from llm_call_anatomy.harness.models import build_tiny
 
     before = machine()
     rows = measure(args, str(build_tiny()))

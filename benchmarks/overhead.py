@@ -30,8 +30,9 @@ import os
 from pathlib import Path
 from typing import Any
 
-from backends.base import Backend, Request
-from workloads.plan import Plan
+from llm_call_anatomy.backends.base import Backend
+from llm_call_anatomy.contract.adapter import Request
+from llm_call_anatomy.contract.plan import Plan
 
 OUT_ENV = "LCA_OVERHEAD_DIR"  # where child_hook writes; the hook itself is named by LCA_CHILD_HOOK
 
@@ -77,7 +78,9 @@ def measure_into(backend: Backend, prompts_by_case: dict[str, list[int]], path: 
 def summarise(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Median of the adapter's and the raw calls' figures, and the raw calls' IQR (``reports.stats``:
     the report's one way of summarising repeats)."""
-    from reports.stats import spread  # here, not at the top: the GPU child that measures needs no pandas
+    from llm_call_anatomy.reports.stats import (
+        spread,  # here, not at the top: the GPU child that measures needs no pandas
+    )
 
     out = []
     for row in rows:

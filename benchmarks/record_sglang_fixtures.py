@@ -26,8 +26,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from backends.base import BackendSettings, Request  # noqa: E402
-from harness.chat import Renderer, common_prefix_len  # noqa: E402
+from llm_call_anatomy.contract.adapter import BackendSettings, Request  # noqa: E402
+from llm_call_anatomy.contract.chat import Renderer, common_prefix_len  # noqa: E402
 
 SCHEMA = {  # the built-in json workload's schema (workloads/json/builtin.yaml)
     "type": "object",
@@ -90,7 +90,7 @@ def main(argv: list[str]) -> int:
         return 2
     model_dir, out_path = argv[0], Path(argv[1])
     options = dict(option(a) for a in argv[2:])
-    from backends.sglang.config import SGLangOptions
+    from llm_call_anatomy.backends.sglang.config import SGLangOptions
 
     unknown = sorted(set(options) - set(SGLangOptions().to_dict()))
     if unknown:
@@ -98,12 +98,12 @@ def main(argv: list[str]) -> int:
         print(f"unknown option {', '.join(unknown)} (SGLangOptions has {known})")
         return 2
     if not Path(model_dir).is_dir():
-        from harness import models
+        from llm_call_anatomy.harness import models
 
         model_dir = models.resolve(model_dir, True).path
     from transformers import AutoTokenizer
 
-    from backends.sglang import SGLangBackend
+    from llm_call_anatomy.backends.sglang import SGLangBackend
 
     doc: dict[str, Any] = {"model_dir": model_dir, "cases": {}, "errors": {}}
     out_path.parent.mkdir(parents=True, exist_ok=True)

@@ -46,8 +46,8 @@ from typing import Any
 TPS_TARGET = 0.95  # the project's output tok/s at least this share of the reference's
 TTFT_TOLERANCE = 0.10  # the project's TTFT p50 within this share of the reference's
 SERVERS = {
-    "vllm": "backends.openai.servers:VLLMServerBackend",
-    "sglang": "backends.openai.servers:SGLangServerBackend",
+    "vllm": "llm_call_anatomy.backends.openai.servers:VLLMServerBackend",
+    "sglang": "llm_call_anatomy.backends.openai.servers:SGLangServerBackend",
 }
 
 
@@ -56,8 +56,8 @@ def server_command(engine: str, port: int, args: argparse.Namespace) -> str:
     included)."""
     import importlib
 
-    from backends.base import BackendSettings
-    from harness import models
+    from llm_call_anatomy.contract.adapter import BackendSettings
+    from llm_call_anatomy.harness import models
 
     model = models.resolve(args.model, args.random_weights)
     settings = BackendSettings(
@@ -106,7 +106,7 @@ def server_ttft(before: Path, after: Path) -> dict[str, Any]:
     (bucket-interpolated). Empty when not scraped."""
     if not before.exists() or not after.exists():
         return {}
-    from backends.openai.metrics import level_timings, parse_buckets
+    from llm_call_anatomy.backends.openai.metrics import level_timings, parse_buckets
 
     t = level_timings(parse_buckets(before.read_text()), parse_buckets(after.read_text()))
     return {"server_ttft_mean_ms": t.get("ttft_ms_mean"), "server_ttft_p50_ms": t.get("ttft_ms_p50")}
@@ -117,8 +117,8 @@ def prefix_cache_hit_share(before: Path, after: Path) -> float | None:
     vLLM's)."""
     if not before.exists() or not after.exists():
         return None
-    from backends.openai.metrics import LOAD_VALUES
-    from backends.openai.replicas import summed_values
+    from llm_call_anatomy.backends.openai.metrics import LOAD_VALUES
+    from llm_call_anatomy.backends.openai.replicas import summed_values
 
     b, a = (summed_values(p.read_text(), LOAD_VALUES) for p in (before, after))
     if "prefix_cache_queries_total" not in a or "prefix_cache_queries_total" not in b:
@@ -131,10 +131,10 @@ def prefix_cache_hit_share(before: Path, after: Path) -> float | None:
 def project_rows(run_dir: Path) -> dict[int, dict[str, Any]]:
     """A ``compare.py`` run's load levels: concurrency -> tok/s, TTFT p50 (the report's definitions), client
     CPU."""
-    from contract.level_facts import LevelFacts
-    from reports.runs import read_runs
-    from reports.stats import num
-    from workloads.load.report.levels import level_facts, per_level
+    from llm_call_anatomy.contract.level_facts import LevelFacts
+    from llm_call_anatomy.reports.runs import read_runs
+    from llm_call_anatomy.reports.stats import num
+    from llm_call_anatomy.workloads.load.report.levels import level_facts, per_level
 
     df = read_runs([run_dir]).records
     levels, facts = per_level(df), level_facts(df)

@@ -8,8 +8,8 @@ typed flags a workload's steps name in ``Step.needs``; a backend that lacks one 
 record. :class:`SettingsApplied` says which of the run's recorded settings a backend's engine is
 configured by (the registry declares one per backend: ``backends.APPLIES``). :class:`BackendSettings`
 are what the command line gives every adapter; a backend with settings of its own declares a
-:class:`BackendOptions` subclass beside its adapter (the harness never looks inside). ``backends.base``
-re-exports every name here.
+:class:`BackendOptions` subclass beside its adapter (the harness never looks inside). Every layer imports
+these names from here.
 """
 
 from __future__ import annotations

@@ -34,10 +34,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-from contract.level_facts import LevelFacts
-from contract.level_flags import level_flags
-from contract.level_stats import LevelStats
-from contract.slo import Target, Verdict, evaluate, percentile
+from llm_call_anatomy.contract.level_facts import LevelFacts
+from llm_call_anatomy.contract.level_flags import level_flags
+from llm_call_anatomy.contract.level_stats import LevelStats
+from llm_call_anatomy.contract.slo import Target, Verdict, evaluate, percentile
 
 TOLERANCE = 0.1  # older callers: a rate bracket within 10 % (the ratio's default is now 1.25)
 DEFAULT_RATIO = 1.25  # the search stops when the bracket's ends are within this factor

@@ -26,8 +26,8 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass
 
-from contract.arrivals import DEFAULT_PROCESS, RATE_Z, rate_z
-from contract.level_facts import LevelFacts
+from llm_call_anatomy.contract.arrivals import DEFAULT_PROCESS, RATE_Z, rate_z
+from llm_call_anatomy.contract.level_facts import LevelFacts
 
 # A request submitted this much after its planned time shifts its TTFT by 1 % of the tightest default
 # target (chat: TTFT p90 <= 500 ms), below a level's run-to-run noise; the in-process vLLM loop of issue 39

@@ -38,7 +38,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from contract.slo import percentile
+from llm_call_anatomy.contract.slo import percentile
 
 BLOCKS = 5
 RESAMPLES = 400

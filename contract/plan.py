@@ -13,8 +13,8 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from contract.chat import prompt_key
-from contract.records import RecordKey
+from llm_call_anatomy.contract.chat import prompt_key
+from llm_call_anatomy.contract.records import RecordKey
 
 
 @dataclass

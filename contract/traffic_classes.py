@@ -21,10 +21,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from contract.capacity import MISS, NOT_OFFERED, PASS, UNDECIDED, judge
-from contract.level_facts import LevelFacts
-from contract.level_stats import LevelStats, level_stats
-from contract.slo import Target, Verdict
+from llm_call_anatomy.contract.capacity import MISS, NOT_OFFERED, PASS, UNDECIDED, judge
+from llm_call_anatomy.contract.level_facts import LevelFacts
+from llm_call_anatomy.contract.level_stats import LevelStats, level_stats
+from llm_call_anatomy.contract.slo import Target, Verdict
 
 ALL = "every class at its own target"
 WORST_FIRST = (MISS, NOT_OFFERED, UNDECIDED, PASS)

@@ -29,8 +29,8 @@ import argparse
 from dataclasses import dataclass
 from typing import Any
 
-import backends
-from harness.cli_checks import UsageError
+from llm_call_anatomy import backends
+from llm_call_anatomy.harness.cli_checks import UsageError
 
 REFUSE, FAMILY, RECORD = "refuse", "family", "record"
 

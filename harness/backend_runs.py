@@ -26,7 +26,7 @@ from harness.launch import run_child
 from harness.records import RECORDS, done_keys, read_records
 from harness.summary_table import summary_table
 
-ROOT = Path(__file__).resolve().parent.parent  # the checkout, where each child (harness.child) runs
+ROOT = HOME  # where each child (harness.child) runs: the folder llm_call_anatomy is imported from
 
 
 def run_backends(
@@ -137,9 +137,9 @@ def build_report(run_dir: Path, prog: str = "compare.py", summary: list[dict] | 
     package of the report extra missing here names the extra to install. ``summary`` (a list) gets the
     report's Summary rows (``reports.export.summary_rows``), for the terminal's table."""
     try:
-        from reports import report_of, write
-        from reports.export import plain, summary_rows
-        from reports.runs import ReportError
+        from llm_call_anatomy.reports import report_of, write
+        from llm_call_anatomy.reports.export import plain, summary_rows
+        from llm_call_anatomy.reports.runs import ReportError
     except ImportError as exc:
         missing = getattr(exc, "name", None) or exc
         print(

@@ -1,5 +1,5 @@
-"""Re-exports the prompt renderer, which lives in ``contract.chat`` (every layer renders with it), and
-says what env.json records about the run's tokenizer."""
+"""What env.json records about the run's tokenizer (the prompt renderer itself lives in ``contract.chat``:
+every layer renders with it)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,12 @@ import json
 from pathlib import Path
 from typing import Any
 
-from contract.chat import CHAT_PROMPTS, NoChatTemplate, Renderer, common_prefix_len, prompt_key
+from llm_call_anatomy.contract.chat import (
+    NoChatTemplate,
+    Renderer,
+)
 
-__all__ = ["CHAT_PROMPTS", "NoChatTemplate", "Renderer", "common_prefix_len", "prompt_key", "tokenizer_facts"]
+__all__ = ["tokenizer_facts"]
 
 
 def tokenizer_facts(renderer: Renderer, model_path: str, seed_prompt: list[dict[str, Any]]) -> dict[str, Any]:

@@ -1,5 +1,5 @@
 """One engine start of one backend, in its own process:
-``python -m harness.child RUN_DIR BACKEND [--start K]``.
+``python -m llm_call_anatomy.harness.child RUN_DIR BACKEND [--start K]``.
 
 The parent (``compare.py``) wrote ``run.json`` (settings) and ``plan.json`` (every request as
 token ids) into RUN_DIR. This process imports only the chosen backend, starts it, replays the

@@ -3,8 +3,8 @@
     python compare.py --backend all --model tiny --out runs/demo
 
 The parent process renders every prompt once (tokenizer only) into ``plan.json`` and starts one
-child process per backend (``python -m harness.child``), one after another: they each take the
-GPU, and vLLM and SGLang may live in different virtual environments (``--python vllm=PATH``).
+child process per backend (``python -m llm_call_anatomy.harness.child``), one after another: they each take
+the GPU, and vLLM and SGLang may live in different virtual environments (``--python vllm=PATH``).
 
 ``_main`` is the run's steps in order, each a function: the flags are in harness/cli_parser.py, their
 checks in harness/cli_checks.py, the workloads, the plan and env.json's run part in harness/run_plan.py,
@@ -38,13 +38,13 @@ from harness.cli_checks import (
     load_tokenizer,
     parse_pythons,
 )
-from harness.cli_parser import parser
-from harness.env import commit_provenance, merge_env, write_json
-from harness.heartbeat import Heartbeat
-from harness.launch import Interrupted, handlers
-from harness.plan_summary import busy_line, machine_load, plan_lines
-from harness.run_plan import Planned, Workloads, choose_workloads, describe_run, plan_prompts
-from harness.rundir import RunDirBusy, atomic_write_text, claim, is_disk_full
+from llm_call_anatomy.harness.cli_parser import parser
+from llm_call_anatomy.harness.env import commit_provenance, merge_env, write_json
+from llm_call_anatomy.harness.heartbeat import Heartbeat
+from llm_call_anatomy.harness.launch import Interrupted, handlers
+from llm_call_anatomy.harness.plan_summary import busy_line, machine_load, plan_lines
+from llm_call_anatomy.harness.run_plan import Planned, Workloads, choose_workloads, describe_run, plan_prompts
+from llm_call_anatomy.harness.rundir import RunDirBusy, claim, is_disk_full
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -204,7 +204,7 @@ def choose_model(args: argparse.Namespace) -> tuple[models.ResolvedModel, str, s
 
 def builtins_at_cpu_scale(args: argparse.Namespace, chosen: Workloads) -> list:
     """The specs with each built-in workload at its kind's CPU scale; a workload file's run as written."""
-    from workloads import BUILTIN, read_builtin
+    from llm_call_anatomy.workloads.catalog import BUILTIN, read_builtin
 
     built_in = {s.name for s in read_builtin(chosen.names if chosen.names is not None else BUILTIN)}
     return cpu_scale(chosen.specs, args, built_in)  # names are unique in a run
@@ -232,7 +232,7 @@ def write_and_run(
             if (
                 planned.chat_prompts is not None
             ):  # --endpoint chat: the messages behind each prompt, for the server's template
-                atomic_write_text(out / server_args.CHAT_PROMPTS, json.dumps(planned.chat_prompts))
+                atomic_write_text(out / CHAT_PROMPTS, json.dumps(planned.chat_prompts))
             write_json(
                 out / "run.json",
                 {
@@ -275,9 +275,9 @@ def say_plan(plan: Plan, names: list[str], settings: dict) -> None:
 def lint_only(args: argparse.Namespace, specs: list) -> int:
     """--lint-only: the prefix-stability lint with the model's tokenizer and chat template; no weights, no
     run."""
-    from harness.chat import NoChatTemplate, Renderer
-    from workloads import build_plan
-    from workloads import lint as prefix_lint
+    from llm_call_anatomy.contract.chat import NoChatTemplate, Renderer
+    from llm_call_anatomy.workloads import lint as prefix_lint
+    from llm_call_anatomy.workloads.catalog import build_plan
 
     model = models.resolve(args.model, random_weights=args.random_weights or args.model == models.SHAPE)
     renderer = Renderer(load_tokenizer(args.model, model.path))

@@ -172,7 +172,7 @@ def check_resume_settings(out: Path, measuring: dict, unknown: tuple[str, ...] =
 
 def override_values(args: argparse.Namespace) -> dict[str, Any]:
     """The value of every kind's override option (``workloads.kinds.Override``) as given, None where not."""
-    from workloads.overrides import options
+    from llm_call_anatomy.workloads.overrides import options
 
     return {o.option: getattr(args, o.dest, None) for o in options()}
 
@@ -180,7 +180,7 @@ def override_values(args: argparse.Namespace) -> dict[str, Any]:
 def apply_overrides(specs: list, args: argparse.Namespace) -> list:
     """Each kind's override options (--load, --json-calls, ...) on its workloads, checked like a workload
     file."""
-    from workloads import overrides
+    from llm_call_anatomy.workloads import overrides
 
     try:
         return overrides.apply(specs, override_values(args))
@@ -191,7 +191,7 @@ def apply_overrides(specs: list, args: argparse.Namespace) -> list:
 def apply_repeats(specs: list, args: argparse.Namespace) -> list:
     """``--repeats R`` given: each kind's grid with a count of its own (``Override.repeats_field``) capped at
     R where its option was not given; one line each on what changed."""
-    from workloads import overrides
+    from llm_call_anatomy.workloads import overrides
 
     specs, notes = overrides.repeats_caps(specs, override_values(args), args.repeats)
     for note in notes:
@@ -201,7 +201,7 @@ def apply_repeats(specs: list, args: argparse.Namespace) -> list:
 
 def cpu_scale(specs: list, args: argparse.Namespace, builtin: set[str]) -> list:
     """On a CPU: the built-ins of a kind with a CPU default at that scale, unless its option was given."""
-    from workloads import overrides
+    from llm_call_anatomy.workloads import overrides
 
     specs, notes = overrides.cpu_defaults(specs, override_values(args), builtin)
     for note in notes:
@@ -242,8 +242,8 @@ def check_context(plan, max_model_len: int, model_path: str) -> None:
 def check_client_procs(n: int | None, plan) -> None:
     """``--client-procs`` must be 1.. the sessions of the smallest load level (exit 2 before anything
     runs)."""
-    from backends.load_shards import client_procs_error
-    from harness.load_runner import sessions_of
+    from llm_call_anatomy.backends.load_shards import client_procs_error
+    from llm_call_anatomy.harness.load_runner import sessions_of
 
     levels = [len(sessions_of(g.steps)) for g in plan.groups if g.load is not None and not g.warmup]
     problem = client_procs_error(n, min(levels)) if levels else client_procs_error(n, n or 1)

@@ -59,14 +59,15 @@ exit codes:
 
 def epilog(prog: str) -> str:
     """``--help``'s epilog with the commands as the user typed them (``harness.console.commands``)."""
-    from harness.console import commands
+    from llm_call_anatomy.harness.console import commands
 
     study, report = commands(prog)
     installed = (
         "installed (pip install .): llm-call-anatomy takes the same arguments; "
-        "llm-call-anatomy report = python -m reports"
+        "llm-call-anatomy report = python compare.py report"
         if prog == "compare.py"
-        else "from a checkout: python compare.py takes the same arguments; python -m reports = " + report
+        else "from a checkout: python compare.py takes the same arguments; python compare.py report = "
+        + report
     )
     return EPILOG.format(study=study, report=report, installed=installed)
 
@@ -83,7 +84,7 @@ class Given(argparse.Action):
 def parser(prog: str = "compare.py") -> argparse.ArgumentParser:
     """The study's parser (``compare.py``, ``llm-call-anatomy``); ``prog`` names the command in usage and
     errors."""
-    from harness.console import version
+    from llm_call_anatomy.harness.console import version
 
     p = argparse.ArgumentParser(
         prog=prog,

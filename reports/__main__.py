@@ -1,6 +1,7 @@
-"""``python -m reports RUN_DIR [RUN_DIR ...] [-o report.html] [--format html,json,csv]``:
-rebuild, merge or export reports offline; ``python -m reports --baseline A --candidate B``:
-the regression gate (``reports.gate``)."""
+"""``python compare.py report RUN_DIR [RUN_DIR ...] [-o report.html] [--format html,json,csv]``:
+rebuild, merge or export reports offline; ``python compare.py report --baseline A --candidate B``:
+the regression gate (``reports.gate``). Installed, ``llm-call-anatomy report``; also
+``python -m llm_call_anatomy.reports``."""
 
 from __future__ import annotations
 
@@ -10,8 +11,8 @@ import math
 import sys
 from pathlib import Path
 
-from reports import export, gate, report_of, write
-from reports.runs import DiskFull, ReportError
+from llm_call_anatomy.reports import export, gate, report_of, write
+from llm_call_anatomy.reports.runs import DiskFull, ReportError
 
 
 def positive(text: str) -> float:
@@ -50,7 +51,7 @@ def run_backend(text: str) -> tuple[str, str]:
 
 def slo_target(text: str) -> str:
     """One ``--slo`` value checked by the one grammar (``contract.slo``), kept as given."""
-    from contract.slo import parse_target
+    from llm_call_anatomy.contract.slo import parse_target
 
     try:
         parse_target(text)
@@ -61,7 +62,7 @@ def slo_target(text: str) -> str:
 
 def size_ask(text: str):
     """One ``--size`` value (``reports.size_ask``): users, think time and the target to size at."""
-    from reports.size_ask import parse_size
+    from llm_call_anatomy.reports.size_ask import parse_size
 
     try:
         return parse_size(text)
@@ -72,7 +73,7 @@ def size_ask(text: str):
 def given_targets(texts: list[str] | None) -> tuple | None:
     """The ``--slo`` targets given to the report (``contract.slo.parse_targets``), None where none was: every
     capacity cell, bracket, cost and the sizing are then judged against them instead of each run's own."""
-    from contract.slo import parse_targets
+    from llm_call_anatomy.contract.slo import parse_targets
 
     if not texts:
         return None
@@ -84,7 +85,7 @@ def given_targets(texts: list[str] | None) -> tuple | None:
 
 def goodput_pair(texts: list[str] | None) -> dict[str, float] | None:
     """``contract.options.goodput_pair``, its mistake a ReportError (exit 2, one line)."""
-    from contract.options import goodput_pair as pair
+    from llm_call_anatomy.contract.options import goodput_pair as pair
 
     try:
         return pair(texts)
@@ -92,9 +93,10 @@ def goodput_pair(texts: list[str] | None) -> dict[str, float] | None:
         raise ReportError(str(exc)) from None
 
 
-def main(argv: list[str] | None = None, prog: str = "python -m reports") -> int:
-    """``python -m reports``: the report of run directories (the page and its exports), or with ``--baseline``
-    and ``--candidate`` the regression gate; the exit code, with one line on stderr for bad input (2)."""
+def main(argv: list[str] | None = None, prog: str = "python compare.py report") -> int:
+    """``python compare.py report``: the report of run directories (the page and its exports), or with
+    ``--baseline`` and ``--candidate`` the regression gate; the exit code, with one line on stderr for bad
+    input (2)."""
     p = argparse.ArgumentParser(
         prog=prog,
         description=(
@@ -266,7 +268,7 @@ def main(argv: list[str] | None = None, prog: str = "python -m reports") -> int:
 
 def printed(report) -> list[str]:
     """What each section's kind prints after the report is written (the answer to ``--size``)."""
-    from reports.kinds import report_kind
+    from llm_call_anatomy.reports.kinds import report_kind
 
     out = []
     for section in getattr(report, "sections", ()):  # a stand-in report (a test's) has none
@@ -284,7 +286,7 @@ def run_gate(args: argparse.Namespace) -> int:
         raise ReportError("give RUN_DIRs to report on, or --baseline and --candidate to compare, not both")
     if args.out or args.format != "html":
         raise ReportError(
-            "the gate prints its verdict; -o and --format are for a report (python -m reports RUN_DIR "
+            "the gate prints its verdict; -o and --format are for a report (python compare.py report RUN_DIR "
             "--format json writes the summary.json a later gate can take as its baseline)"
         )
     base = gate.figures_of(args.baseline, args.merge_starts)
@@ -300,4 +302,6 @@ def run_gate(args: argparse.Namespace) -> int:
 
 
 if __name__ == "__main__":
+    if __spec__ is None or __spec__.name != "llm_call_anatomy.reports.__main__":  # the layer's bare name
+        sys.exit(f"{__spec__.name if __spec__ else __file__}: run the report as python compare.py report")
     sys.exit(main())

@@ -12,10 +12,10 @@ from typing import Any
 
 import pandas as pd
 
-from reports import kinds, roofline
-from reports.analysis import agreement, anatomy, caveats, claims, status, summary
-from reports.runs import Dataset
-from reports.stats import num
+from llm_call_anatomy.reports import kinds, roofline
+from llm_call_anatomy.reports.analysis import agreement, anatomy, caveats, claims, status, summary
+from llm_call_anatomy.reports.runs import Dataset
+from llm_call_anatomy.reports.stats import num
 
 
 @dataclass

@@ -1,7 +1,7 @@
 """Exports: what the page shows, as ``summary.json`` and
 CSV files, from the same :class:`~reports.assemble.Report`.
 
-    python -m reports RUN_DIR... --format html,json,csv      # html is the default, alone
+    python compare.py report RUN_DIR... --format html,json,csv      # html is the default, alone
 
 Nothing here computes a figure: the page's tables come from the report's analysis results
 (``report.jobs``, ``report.status``, each section's ``data``, the agreement tables, caveats and
@@ -39,8 +39,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from reports.assemble import Report
-from reports.runs import ReportError
+from llm_call_anatomy.reports.assemble import Report
+from llm_call_anatomy.reports.runs import ReportError
 
 FORMATS = ("html", "json", "csv")
 SUMMARY_JSON = "summary.json"
@@ -169,7 +169,7 @@ def section_tables(report: Report) -> dict[str, dict[str, pd.DataFrame]]:
 
 def tables(report: Report) -> dict[str, pd.DataFrame]:
     """Every exported table by its file stem (``summary``, ``backends``, ..., ``<workload>.<table>``)."""
-    from reports.analysis.figures import FIGURE_FIELDS, collect
+    from llm_call_anatomy.reports.analysis.figures import FIGURE_FIELDS, collect
 
     out = {
         "summary": summary_rows(report),
@@ -197,7 +197,7 @@ def _flat_claim(c: Any) -> dict[str, Any]:
 # --- files ----------------------------------------------------------------------------------------
 def summary(report: Report) -> dict[str, Any]:
     """The contents of ``summary.json``."""
-    from reports.analysis.figures import collect
+    from llm_call_anatomy.reports.analysis.figures import collect
 
     return {
         "generated": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
@@ -279,7 +279,7 @@ def write_csvs(frames: dict[str, pd.DataFrame], out_dir: Path) -> list[Path]:
 def write(report: Report, out_dir: Path, formats: tuple[str, ...]) -> list[Path]:
     """Write the asked exports (``json``, ``csv``; ``html`` is the page's) into ``out_dir``, each whole or
     not at all; the paths written. An OSError names the file it could not write."""
-    from contract.files import atomic_write_text
+    from llm_call_anatomy.contract.files import atomic_write_text
 
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import math
 
-from reports.stats import Stat, num
+from llm_call_anatomy.reports.stats import Stat, num
 
 
 def digits(x: float) -> int:

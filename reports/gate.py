@@ -1,6 +1,7 @@
 """The regression gate: a candidate run's figures against a baseline's, per figure, with a verdict.
 
-    python -m reports --baseline RUN_DIR|summary.json --candidate RUN_DIR|summary.json [--threshold-pct 5]
+    python compare.py report --baseline RUN_DIR|summary.json --candidate RUN_DIR|summary.json
+        [--threshold-pct 5]
 
 Each side is one or more run directories (reported on as the page would be) or a ``summary.json``
 that ``--format json`` wrote. Figures are matched by (group, figure, backend)
@@ -34,9 +35,9 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from reports import fmt
-from reports.analysis.figures import HIGHER, LOWER, Figure, from_dict
-from reports.runs import ReportError
+from llm_call_anatomy.reports import fmt
+from llm_call_anatomy.reports.analysis.figures import HIGHER, LOWER, Figure, from_dict
+from llm_call_anatomy.reports.runs import ReportError
 
 REGRESSED, IMPROVED, NOISE, THRESHOLD = "regressed", "improved", "within noise", "within threshold"
 MISSING, NEW, NOT_COMPARED = "missing in candidate", "only in candidate", "not compared"
@@ -170,7 +171,7 @@ def figures_of(paths: list[Path], merge_starts: bool = False) -> list[Figure]:
             checked(f, paths[0])
         keys = {f.key for f in out}
         return out + [f for f in extra if f.key not in keys]
-    from reports import report_of
+    from llm_call_anatomy.reports import report_of
 
     return figures(report_of(paths, merge_starts=merge_starts))
 
@@ -217,8 +218,8 @@ def error_figures(status: list[dict], levels: list[dict]) -> list[Figure]:
 
 
 def figures(report) -> list[Figure]:
-    from reports.analysis.figures import collect
-    from reports.export import plain, status_rows
+    from llm_call_anatomy.reports.analysis.figures import collect
+    from llm_call_anatomy.reports.export import plain, status_rows
 
     levels = [  # a section's per-level table with served requests and errors (the load kind's)
         row

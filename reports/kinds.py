@@ -25,11 +25,11 @@ from typing import Any
 
 from markupsafe import Markup
 
-from contract.registry import Registry, discover_rooms
+from llm_call_anatomy.contract.registry import Registry, discover_rooms
 
 # name -> "workloads.<name>.report:KIND", filled by rediscover() (below) from the rooms on disk
 REGISTRY: dict[str, str] = {}
-ROOMS = "workloads"  # the package whose folders are the kinds' rooms
+ROOMS = "llm_call_anatomy.workloads"  # the package whose folders are the kinds' rooms
 
 
 @dataclass
@@ -73,7 +73,7 @@ class ReportKind:
     )
     # (section, report) -> reports.analysis.figures.Figure list (the gate's)
     figures: Callable[[Any, Any], list] = lambda section, report: []
-    # (section) -> the lines ``python -m reports`` prints after writing (an answer asked for: --size)
+    # (section) -> the lines ``python compare.py report`` prints after writing (an answer asked for: --size)
     printed: Callable[[Any], list[str]] = lambda section: []
 
 

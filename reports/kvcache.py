@@ -22,9 +22,15 @@ from typing import Any
 
 import pandas as pd
 
-from contract.models import DTYPE_BYTES
-from reports.analysis.summary import kv_tokens
-from reports.roofline import StepBytes, decode_floor_ms, kv_bytes_per_token, model_config, model_size
+from llm_call_anatomy.contract.models import DTYPE_BYTES
+from llm_call_anatomy.reports.analysis.summary import kv_tokens
+from llm_call_anatomy.reports.roofline import (
+    StepBytes,
+    decode_floor_ms,
+    kv_bytes_per_token,
+    model_config,
+    model_size,
+)
 
 LENGTHS = (1024, 2048, 4096, 8192, 16384, 32768)  # the context lengths the page tabulates
 GIB = 2**30

@@ -18,9 +18,9 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
-from reports import charts, fmt, kinds, reference
-from reports.assemble import Report
-from reports.views import Block, anatomy, claims, common, note
+from llm_call_anatomy.reports import charts, fmt, kinds, reference
+from llm_call_anatomy.reports.assemble import Report
+from llm_call_anatomy.reports.views import Block, anatomy, claims, common, note
 
 TEMPLATES = Path(__file__).parent / "templates"
 

@@ -1,8 +1,8 @@
-"""``python -m reports.readme_tables RUN_DIR ... [--write lab/h200-results.md]``: the result table the
-docs quote, from runs.
+"""``python -m llm_call_anatomy.reports.readme_tables RUN_DIR ... [--write lab/h200-results.md]``: the result
+table the docs quote, from runs.
 
 The single source of the figures the docs quote: it assembles the report exactly as
-``python -m reports`` does (same options) and prints a Markdown table, one column per backend,
+``python compare.py report`` does (same options) and prints a Markdown table, one column per backend,
 with each figure's n as it is. ``--write FILE`` replaces the block between
 ``<!-- readme-tables: ARGS -->`` and ``<!-- /readme-tables -->`` in FILE (ARGS: this command's
 arguments, so the block says how it was made); ``tests/reports/test_readme_tables.py`` checks that the
@@ -17,12 +17,12 @@ import shlex
 import sys
 from pathlib import Path
 
-from reports import fmt
-from reports.__main__ import copy_bandwidth, positive, run_backend
-from reports.analysis.summary import kv_tokens
-from reports.assemble import Report, assemble
-from reports.runs import ReportError, read_runs
-from reports.stats import num, spread
+from llm_call_anatomy.reports import fmt
+from llm_call_anatomy.reports.__main__ import copy_bandwidth, positive, run_backend
+from llm_call_anatomy.reports.analysis.summary import kv_tokens
+from llm_call_anatomy.reports.assemble import Report, assemble
+from llm_call_anatomy.reports.runs import ReportError, read_runs
+from llm_call_anatomy.reports.stats import num, spread
 
 BLOCK = re.compile(r"<!-- readme-tables: (?P<args>.*?) -->\n.*?<!-- /readme-tables -->", re.S)
 
@@ -205,7 +205,8 @@ def table(report: Report) -> str:
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="python -m reports.readme_tables", description=" ".join(__doc__.split("\n\n")[0].split())
+        prog="python -m llm_call_anatomy.reports.readme_tables",
+        description=" ".join(__doc__.split("\n\n")[0].split()),
     )
     p.add_argument("run_dirs", nargs="+", type=Path, metavar="RUN_DIR")
     p.add_argument("--drop", type=run_backend, action="append", default=[], metavar="RUN:BACKEND")
@@ -228,14 +229,15 @@ def generate(args: argparse.Namespace) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m reports.readme_tables``: print the tables, or with ``--write FILE`` replace the file's
-    ``<!-- readme-tables -->`` block with them (the command that made them kept in the block's marker)."""
+    """``python -m llm_call_anatomy.reports.readme_tables``: print the tables, or with ``--write FILE``
+    replace the file's ``<!-- readme-tables -->`` block with them (the command that made them kept in the
+    block's marker)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parser().parse_args(argv)
     try:
         text = generate(args)
     except ReportError as exc:
-        print(f"python -m reports.readme_tables: error: {exc}", file=sys.stderr)
+        print(f"python -m llm_call_anatomy.reports.readme_tables: error: {exc}", file=sys.stderr)
         return 2
     if args.write is None:
         print(text, end="")
@@ -246,11 +248,15 @@ def main(argv: list[str] | None = None) -> int:
     try:
         old = args.write.read_text(encoding="utf-8")
     except OSError as exc:
-        print(f"python -m reports.readme_tables: error: {args.write}: {exc.strerror}", file=sys.stderr)
+        print(
+            f"python -m llm_call_anatomy.reports.readme_tables: error: {args.write}: {exc.strerror}",
+            file=sys.stderr,
+        )
         return 2
     if not BLOCK.search(old):
         print(
-            f"python -m reports.readme_tables: error: {args.write} has no <!-- readme-tables: ... --> block",
+            f"python -m llm_call_anatomy.reports.readme_tables: error: {args.write} has no "
+            "<!-- readme-tables: ... --> block",
             file=sys.stderr,
         )
         return 2

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from contract.models import DTYPE_BYTES, builtin_config
+from llm_call_anatomy.contract.models import DTYPE_BYTES, builtin_config
 
 # Datasheet values: peak memory bandwidth (GB/s) and dense BF16 tensor-core TFLOP/s (no sparsity).
 # Sources: NVIDIA A100 datasheet (2021: 40GB SXM 1,555 GB/s, 80GB SXM 2,039 GB/s, 80GB PCIe

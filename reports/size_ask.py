@@ -1,4 +1,4 @@
-"""``python -m reports RUNS --size users=N,think_s=Z[,slo=NAME]``: the fleet a report is asked to size,
+"""``python compare.py report RUNS --size users=N,think_s=Z[,slo=NAME]``: the fleet a report is asked to size,
 read and checked in one place (the answer is each workload kind's: the load kind's ``sizing``).
 
 - ``users``: how many users the fleet serves, an integer 1 .. 10^9;
@@ -14,8 +14,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from contract.options import parse_pairs
-from contract.slo import NAME
+from llm_call_anatomy.contract.options import parse_pairs
+from llm_call_anatomy.contract.slo import NAME
 
 KEYS = ("users", "think_s", "slo")
 MAX_USERS = 10**9

@@ -81,7 +81,7 @@ def records(run_dir: Path) -> list[dict]:
 
 @pytest.fixture(scope="session")
 def tiny_model_dir() -> Path:
-    from harness.models import build_tiny
+    from llm_call_anatomy.harness.models import build_tiny
 
     return build_tiny()
 
@@ -90,7 +90,7 @@ def tiny_model_dir() -> Path:
 def smollm2_dir() -> Path:
     """SmolLM2-135M-Instruct, materialised once (about a minute the first time; skipped without its
     package)."""
-    from harness import models
+    from llm_call_anatomy.harness import models
 
     try:
         return models.build_smollm2()

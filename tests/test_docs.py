@@ -59,9 +59,9 @@ def test_the_readme_sections_come_in_the_order_a_newcomer_reads_them():
 
 
 def test_the_workload_table_lists_exactly_the_registered_kinds_and_built_ins():
-    from reports import kinds as report_kinds
-    from workloads import BUILTIN
-    from workloads import kinds as workload_kinds
+    from llm_call_anatomy.reports import kinds as report_kinds
+    from llm_call_anatomy.workloads import kinds as workload_kinds
+    from llm_call_anatomy.workloads.catalog import BUILTIN
 
     rows = table_rows(section(text(README), "The workloads"))
     kinds = [r[0].strip("`") for r in rows]
@@ -89,7 +89,8 @@ NUMBERS = {
 def test_counts_of_kinds_and_built_ins_are_the_registries(page):
     """ "Five kinds", "all five built-in workloads": a count of kinds or of built-ins is the registry's
     ("the four batch-1 workloads" of a past run is a fact about that run, not a count of the registry)."""
-    from workloads import BUILTIN, kinds
+    from llm_call_anatomy.workloads import kinds
+    from llm_call_anatomy.workloads.catalog import BUILTIN
 
     said = re.findall(r"\b(\w+) (?:built-in |workload )?(kinds|built-in workloads)\b", text(page), re.I)
     for word, what in said:
@@ -99,8 +100,8 @@ def test_counts_of_kinds_and_built_ins_are_the_registries(page):
 
 
 def test_help_names_every_built_in_workload():
-    from harness.cli import parser
-    from workloads import BUILTIN
+    from llm_call_anatomy.harness.cli import parser
+    from llm_call_anatomy.workloads.catalog import BUILTIN
 
     help_text = " ".join(parser().format_help().split())
     for name in BUILTIN:
@@ -113,7 +114,7 @@ def _options(p) -> set[str]:
 
 
 def compare_options() -> set[str]:
-    from harness.cli import parser
+    from llm_call_anatomy.harness.cli import parser
 
     return _options(parser())
 
@@ -121,7 +122,7 @@ def compare_options() -> set[str]:
 def report_options() -> set[str]:
     import argparse
 
-    from reports import __main__ as cli
+    from llm_call_anatomy.reports import __main__ as cli
 
     seen: dict[str, argparse.ArgumentParser] = {}
     real = argparse.ArgumentParser.parse_args
@@ -143,18 +144,19 @@ def test_the_ten_flags_exist():
     rows = table_rows(section(text(README), "The ten flags that matter, and the exit codes"))
     flags = [r[0].strip("`") for r in rows]
     assert len(flags) == 10 and set(flags) <= compare_options()
-    from backends import ALL, REGISTRY
+    from llm_call_anatomy.backends import ALL, REGISTRY
 
     backend = next(r[1] for r in rows if r[0] == "`--backend`")
     assert f"`{','.join(ALL)}`" in backend and all(f"`{b}`" in backend or b in ALL for b in REGISTRY)
 
 
 def command_lines(doc: str) -> list[tuple[str, str]]:
-    """(tool, its arguments) for every compare.py / python -m reports invocation written out in a page."""
+    """(tool, its arguments) for every ``compare.py`` / ``compare.py report`` invocation written out in a
+    page."""
     out = []
     for line in doc.replace("\\\n", " ").splitlines():
-        for m in re.finditer(r"(compare\.py|python -m reports(?![._]))([^\n`#|]*)", line):
-            out.append(("reports" if m.group(1).endswith("reports") else "compare", m.group(2)))
+        for m in re.finditer(r"(compare\.py report(?![\w-])|compare\.py)([^\n`#|]*)", line):
+            out.append(("reports" if m.group(1).endswith("report") else "compare", m.group(2)))
     return out
 
 
@@ -229,7 +231,8 @@ def yaml_blocks(doc: str) -> list[str]:
 
 @pytest.mark.parametrize("page,all_kinds", [(README, False), (ROOT / "docs" / "workloads.md", True)])
 def test_the_example_workload_files_load(tmp_path, page, all_kinds):
-    from workloads import kinds, read_workload_file
+    from llm_call_anatomy.workloads import kinds
+    from llm_call_anatomy.workloads.reader import read_workload_file
 
     blocks = yaml_blocks(text(page))
     assert blocks, f"{page.name} has no yaml example"

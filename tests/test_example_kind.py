@@ -13,15 +13,14 @@ from pathlib import Path
 
 import pytest
 
-import backends
-import workloads
-from harness import child
-from harness.records import read_records
-from reports import build
-from reports import kinds as report_kinds
+from llm_call_anatomy import backends, workloads
+from llm_call_anatomy.harness import child
+from llm_call_anatomy.harness.records import read_records
+from llm_call_anatomy.reports import build
+from llm_call_anatomy.reports import kinds as report_kinds
+from llm_call_anatomy.workloads import kinds as measuring_kinds
+from llm_call_anatomy.workloads.reader import read_workload_file
 from tests.harness import fakes
-from workloads import kinds as measuring_kinds
-from workloads import read_workload_file
 
 BREVITY = """\
 workloads:
@@ -56,7 +55,7 @@ def test_the_file_format_knows_a_registered_kind_and_only_then(tmp_path, brevity
     (spec,) = read_workload_file(path)
     assert spec.kind == "brevity" and spec.prompts == ["Say yes.", "Say no."]
     assert set(measuring_kinds.names()) == set(report_kinds.names())  # both halves found
-    assert measuring_kinds.REGISTRY["brevity"] == "workloads.brevity.kind:KIND"
+    assert measuring_kinds.REGISTRY["brevity"] == "llm_call_anatomy.workloads.brevity.kind:KIND"
     monkeypatch.delitem(measuring_kinds.REGISTRY, "brevity")
     with pytest.raises(ValueError, match="unknown kind 'brevity'"):
         read_workload_file(path)
@@ -77,7 +76,9 @@ def test_plan_records_report(tmp_path, tiny_model_dir, brevity):
 
 
 def test_the_runner_takes_the_group_runner_from_the_kind(tmp_path, tiny_model_dir, brevity, monkeypatch):
-    monkeypatch.setitem(measuring_kinds.REGISTRY, "brevity", "workloads.brevity.kind:AS_LEVELS")
+    monkeypatch.setitem(
+        measuring_kinds.REGISTRY, "brevity", "llm_call_anatomy.workloads.brevity.kind:AS_LEVELS"
+    )
     run = tmp_path / "run"
     fakes.prepare_run(run, fakes.small_workload(tmp_path, BREVITY), tiny_model_dir)
     assert child.main([str(run), "echo"]) == 0

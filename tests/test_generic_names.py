@@ -15,9 +15,9 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-import backends
-from reports import kinds as report_kinds
-from workloads import kinds as measuring_kinds
+from llm_call_anatomy import backends
+from llm_call_anatomy.reports import kinds as report_kinds
+from llm_call_anatomy.workloads import kinds as measuring_kinds
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("contract", "backends", "workloads", "reports", "harness")

@@ -20,6 +20,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = "llm_call_anatomy"  # the one package the layers are imported through (llm_call_anatomy/__init__.py)
 PROJECT = ("contract", "backends", "workloads", "reports", "harness", "benchmarks", "compare", "tests")
 # What each layer may import besides itself.
 BELOW: dict[str, set[str]] = {
@@ -32,12 +33,21 @@ BELOW: dict[str, set[str]] = {
 }
 
 
+def in_the_package(name: str) -> str:
+    """A module's name inside the package: ``llm_call_anatomy.reports.gate`` -> ``reports.gate`` (every
+    import names the package, ``tests/test_namespace.py``); any other name as it is."""
+    return name.removeprefix(f"{PACKAGE}.")
+
+
 def imported_modules(source: str) -> set[str]:
-    """Every absolute module name ``source`` imports, wherever the import statement is."""
+    """Every absolute module name ``source`` imports, wherever the import statement is (``from
+    llm_call_anatomy import backends`` imports ``llm_call_anatomy.backends``)."""
     names = set()
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Import):
             names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module == PACKAGE:
+            names.update(f"{PACKAGE}.{alias.name}" for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
             names.add(node.module)
     return names
@@ -46,7 +56,7 @@ def imported_modules(source: str) -> set[str]:
 def layer_of_module(name: str) -> str:
     """The floor of a module: its top-level package, except a kind's report half (``workloads.<kind>.report``
     and below), which stands on the report's floor."""
-    parts = name.split(".")
+    parts = in_the_package(name).split(".")
     if parts[0] == "workloads" and len(parts) >= 3 and parts[2] == "report":
         return "reports"
     return parts[0]
@@ -54,7 +64,7 @@ def layer_of_module(name: str) -> str:
 
 def layer_of_path(path: Path) -> str:
     """The floor of a file of the tree (as :func:`layer_of_module` for its module)."""
-    return layer_of_module(".".join(path.relative_to(ROOT).with_suffix("").parts))
+    return layer_of_module(".".join(path.relative_to(ROOT).with_suffix("").parts))  # a checkout's path
 
 
 def imported_layers(source: str) -> set[str]:
@@ -70,8 +80,12 @@ def upward_imports(layer: str, source: str) -> set[str]:
 def test_the_scan_sees_every_form_of_import():
     assert imported_layers("def f():\n    from benchmarks.overhead import measure_into\n") == {"benchmarks"}
     assert imported_layers("import benchmarks.study_time as st") == {"benchmarks"}
+    assert imported_layers("from llm_call_anatomy import harness, reports as r") == {"harness", "reports"}
+    assert imported_layers("import llm_call_anatomy.backends.hf as hf") == {"backends"}
     assert imported_layers("from benchmarks import overhead") == {"benchmarks"}
-    assert imported_layers("try:\n    import harness.chat\nexcept ImportError:\n    pass\n") == {"harness"}
+    assert imported_layers(
+        "try:\n    import llm_call_anatomy.harness.chat\nexcept ImportError:\n    pass\n"
+    ) == {"harness"}
     assert (
         imported_layers("import benchmarks_extra\nfrom .benchmarks import x\nx = 'benchmarks.overhead'")
         == set()
@@ -82,36 +96,57 @@ def test_the_scan_sees_every_form_of_import():
 def test_a_planted_upward_import_is_caught():
     # what the tree held before the contract floor: a planner rendering through the harness, the
     # report reading the harness's records module, an adapter parsing with the harness's options
-    assert upward_imports("workloads", "from harness.chat import Renderer") == {"harness"}
-    assert upward_imports("reports", "from harness.records import Record") == {"harness"}
-    assert upward_imports("backends", "def f():\n    from harness.load_args import parse_pairs\n") == {
-        "harness"
-    }
-    assert upward_imports("reports", "from workloads.plan import Step") == {"workloads"}
-    assert upward_imports("backends", "from workloads import build_plan") == {"workloads"}
-    assert upward_imports("contract", "from backends.base import Request") == {"backends"}
+    assert upward_imports("workloads", "from llm_call_anatomy.harness.chat import Renderer") == {"harness"}
+    assert upward_imports("reports", "from llm_call_anatomy.harness.records import Record") == {"harness"}
+    assert upward_imports(
+        "backends", "def f():\n    from llm_call_anatomy.harness.load_args import parse_pairs\n"
+    ) == {"harness"}
+    assert upward_imports("reports", "from llm_call_anatomy.workloads.plan import Step") == {"workloads"}
+    assert upward_imports("backends", "from llm_call_anatomy.workloads import build_plan") == {"workloads"}
+    assert upward_imports("contract", "from llm_call_anatomy.backends.base import Request") == {"backends"}
     assert upward_imports("harness", "from benchmarks import overhead") == {"benchmarks"}
     assert upward_imports("harness", "import compare") == {"compare"}
     # and what is allowed
     assert (
-        upward_imports("reports", "from contract.records import Record\nfrom reports.stats import spread")
+        upward_imports(
+            "reports",
+            "from llm_call_anatomy.contract.records import Record\n"
+            "from llm_call_anatomy.reports.stats import spread",
+        )
         == set()
     )
-    assert upward_imports("harness", "from backends.base import Backend\nfrom reports import build") == set()
     assert (
-        upward_imports("benchmarks", "from harness.chat import Renderer\nfrom reports.stats import spread")
+        upward_imports(
+            "harness",
+            "from llm_call_anatomy.backends.base import Backend\nfrom llm_call_anatomy.reports import build",
+        )
+        == set()
+    )
+    assert (
+        upward_imports(
+            "benchmarks",
+            "from llm_call_anatomy.harness.chat import Renderer\n"
+            "from llm_call_anatomy.reports.stats import spread",
+        )
         == set()
     )
 
 
 def test_a_kind_room_has_two_floors():
-    assert layer_of_module("workloads.load.report.capacity") == "reports"
-    assert layer_of_module("workloads.load.planner") == "workloads"
+    assert layer_of_module("llm_call_anatomy.workloads.load.report.capacity") == "reports"
+    assert layer_of_module("llm_call_anatomy.workloads.load.planner") == "workloads"
     assert layer_of_module("workloads.reporting") == "workloads"
     # the measuring half never imports the report half, and the report half no measuring module
-    assert upward_imports("workloads", "from workloads.sweep.report import analysis") == {"reports"}
-    assert upward_imports("reports", "from workloads.sweep.kind import SweepSpec") == {"workloads"}
-    assert upward_imports("reports", "from workloads.sweep.report.analysis import per_length") == set()
+    assert upward_imports("workloads", "from llm_call_anatomy.workloads.sweep.report import analysis") == {
+        "reports"
+    }
+    assert upward_imports("reports", "from llm_call_anatomy.workloads.sweep.kind import SweepSpec") == {
+        "workloads"
+    }
+    assert (
+        upward_imports("reports", "from llm_call_anatomy.workloads.sweep.report.analysis import per_length")
+        == set()
+    )
 
 
 def test_every_module_imports_only_its_floor_and_below():
@@ -131,7 +166,9 @@ def test_the_contract_needs_nothing_but_the_standard_library():
     # the floor every environment imports (the vLLM and SGLang ones pin their own packages)
     foreign = set()
     for path in sorted((ROOT / "contract").rglob("*.py")):
-        tops = {name.split(".")[0] for name in imported_modules(path.read_text(encoding="utf-8"))}
+        tops = {
+            in_the_package(name).split(".")[0] for name in imported_modules(path.read_text(encoding="utf-8"))
+        }
         foreign |= {
             f"{path.name}: {t}" for t in tops - set(sys.stdlib_module_names) - {"__future__", "contract"}
         }
@@ -141,17 +178,17 @@ def test_the_contract_needs_nothing_but_the_standard_library():
 # --- the harness and the workload kinds ----------------------------------------------------------
 def imported_names(source: str) -> set[str]:
     """Every module ``source`` imports, and for ``from package import name`` also ``package.name``
-    (``name`` may be a module: ``from workloads import load``)."""
+    (``name`` may be a module: ``from llm_call_anatomy.workloads import load``)."""
     names = imported_modules(source)
     for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module and node.module != PACKAGE:
             names.update(f"{node.module}.{alias.name}" for alias in node.names)
     return names
 
 
 def kind_rooms() -> set[str]:
     """The room (package) of every registered workload kind, e.g. ``workloads.load``."""
-    from workloads.kinds import REGISTRY
+    from llm_call_anatomy.workloads.kinds import REGISTRY
 
     return {target.split(":")[0].rpartition(".")[0] for target in REGISTRY.values()}
 
@@ -162,16 +199,29 @@ def kind_imports(source: str, rooms: set[str]) -> set[str]:
 
 
 def test_the_kind_scan_sees_a_kind_module_and_only_that():
-    rooms = {"workloads.load", "workloads.sweep"}
-    planted = "def f():\n    from workloads.load import search_groups\n"
-    assert kind_imports(planted, rooms) == {"workloads.load", "workloads.load.search_groups"}
-    assert kind_imports("from workloads import load", rooms) == {"workloads.load"}
-    assert kind_imports("import workloads.sweep as s\nfrom workloads.load.planner import plan", rooms) == {
-        "workloads.sweep",
-        "workloads.load.planner",
-        "workloads.load.planner.plan",
+    rooms = {"llm_call_anatomy.workloads.load", "llm_call_anatomy.workloads.sweep"}
+    planted = "def f():\n    from llm_call_anatomy.workloads.load import search_groups\n"
+    assert kind_imports(planted, rooms) == {
+        "llm_call_anatomy.workloads.load",
+        "llm_call_anatomy.workloads.load.search_groups",
     }
-    generic = "from workloads.loader import x\nfrom workloads.kinds import kind\nimport workloads"
+    assert kind_imports("from llm_call_anatomy.workloads import load", rooms) == {
+        "llm_call_anatomy.workloads.load"
+    }
+    assert kind_imports(
+        "import llm_call_anatomy.workloads.sweep as s\n"
+        "from llm_call_anatomy.workloads.load.planner import plan",
+        rooms,
+    ) == {
+        "llm_call_anatomy.workloads.sweep",
+        "llm_call_anatomy.workloads.load.planner",
+        "llm_call_anatomy.workloads.load.planner.plan",
+    }
+    generic = (
+        "from llm_call_anatomy.workloads.loader import x\n"
+        "from llm_call_anatomy.workloads.kinds import kind\n"
+        "from llm_call_anatomy import workloads"
+    )
     assert kind_imports(generic, rooms) == set()  # workloads.loader only starts like a room
 
 
@@ -200,7 +250,7 @@ def test_the_report_core_names_no_kind():
             found := {
                 n
                 for n in imported_modules(path.read_text(encoding="utf-8"))
-                if n.split(".")[0] == "workloads"
+                if in_the_package(n).split(".")[0] == "workloads"
             }
         )
     ]
@@ -208,5 +258,8 @@ def test_the_report_core_names_no_kind():
 
 
 def test_the_core_scan_would_see_a_kind_import():
-    found = {n for n in imported_modules("def f():\n    from workloads.load.report import levels\n")}
-    assert any(n.split(".")[0] == "workloads" for n in found)
+    found = {
+        n
+        for n in imported_modules("def f():\n    from llm_call_anatomy.workloads.load.report import levels\n")
+    }
+    assert any(in_the_package(n).split(".")[0] == "workloads" for n in found)

@@ -6,31 +6,8 @@
     workloads/reader.py      the file format's reader (line numbers, files a workload names)
     workloads/spec.py        the fields every kind's spec shares
 
-This face imports nothing until a name is asked for (PEP 562), so a kind's report half
-(``workloads.<kind>.report``) is imported without the measuring code.
+Nothing is imported here: each name lives in its module (``from llm_call_anatomy.workloads.catalog import
+BUILTIN``), so a kind's report half (``workloads.<kind>.report``) is imported without the measuring code.
 """
 
 from __future__ import annotations
-
-import importlib
-from typing import Any
-
-_NAMES = {
-    "BUILTIN": "workloads.catalog",
-    "VARIANTS": "workloads.catalog",
-    "WorkloadFileError": "workloads.reader",
-    "build_plan": "workloads.catalog",
-    "builtin_file": "workloads.catalog",
-    "file_hash": "workloads.reader",
-    "hashes": "workloads.reader",
-    "read_builtin": "workloads.catalog",
-    "read_workload_file": "workloads.reader",
-    "read_workloads": "workloads.catalog",
-}
-__all__ = sorted(_NAMES)
-
-
-def __getattr__(name: str) -> Any:
-    if name in _NAMES:
-        return getattr(importlib.import_module(_NAMES[name]), name)
-    raise AttributeError(f"module 'workloads' has no attribute {name!r}")

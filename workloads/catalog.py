@@ -21,11 +21,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from contract.chat import Renderer
-from contract.plan import Plan
-from workloads.kinds import kind, names, room
-from workloads.reader import WorkloadFileError, file_hash, hashes, read_workload_file
-from workloads.spec import WorkloadSpec
+from llm_call_anatomy.contract.chat import Renderer
+from llm_call_anatomy.contract.plan import Plan
+from llm_call_anatomy.workloads.kinds import kind, names, room
+from llm_call_anatomy.workloads.reader import WorkloadFileError, file_hash, hashes, read_workload_file
+from llm_call_anatomy.workloads.spec import WorkloadSpec
 
 __all__ = [
     "BUILTIN",

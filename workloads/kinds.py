@@ -28,10 +28,10 @@ from typing import TYPE_CHECKING, Annotated, Any, Union
 
 from pydantic import BaseModel, Field, create_model, model_validator
 
-from contract.registry import Registry, discover_rooms
+from llm_call_anatomy.contract.registry import Registry, discover_rooms
 
 if TYPE_CHECKING:
-    from contract.plan import Group, Step
+    from llm_call_anatomy.contract.plan import Group, Step
 
 # name -> "workloads.<name>.kind:KIND", filled by rediscover() (below) from the rooms on disk
 REGISTRY: dict[str, str] = {}
@@ -133,7 +133,7 @@ def rediscover() -> tuple[str, ...]:
     kinds, which is never done while one of them is being imported)."""
     global _ordered
     REGISTRY.clear()
-    REGISTRY.update(discover_rooms("workloads", "kind"))
+    REGISTRY.update(discover_rooms("llm_call_anatomy.workloads", "kind"))
     _ordered = False
     return names()
 
@@ -187,7 +187,7 @@ def file_model() -> type[BaseModel]:
 
 @functools.cache
 def _file_model(entries: tuple[tuple[str, str], ...]) -> type[BaseModel]:  # keyed by the registry's entries
-    from workloads.spec import mistake
+    from llm_call_anatomy.workloads.spec import mistake
 
     specs = tuple(kind(n).spec for n, _ in entries)
     entry = Annotated[Union[specs], Field(discriminator="kind")]  # noqa: UP007 - built from the registry
@@ -208,4 +208,6 @@ def _file_model(entries: tuple[tuple[str, str], ...]) -> type[BaseModel]:  # key
     )
 
 
-REGISTRY.update(discover_rooms("workloads", "kind"))  # by name; in order once asked (names())
+REGISTRY.update(
+    discover_rooms("llm_call_anatomy.workloads", "kind")
+)  # by name; in order once asked (names())

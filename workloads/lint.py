@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from contract.chat import Renderer
-from workloads.kinds import kind, names
+from llm_call_anatomy.contract.chat import Renderer
+from llm_call_anatomy.workloads.kinds import kind, names
 
 
 def check_all(specs: list[Any], renderer: Renderer) -> dict[str, list[Any]]:

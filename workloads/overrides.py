@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from workloads import kinds
+from llm_call_anatomy.workloads import kinds
 
 __all__ = ["apply", "cpu_defaults", "options", "repeats_caps", "with_fields"]
 

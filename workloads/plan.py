@@ -1,5 +1,5 @@
 """The order the planners lay a run plan out in, and their per-call seeds (the plan's types,
-:class:`Step`, :class:`Group` and :class:`Plan`, live in ``contract.plan`` and are re-exported here).
+:class:`Step`, :class:`Group` and :class:`Plan`, live in ``contract.plan``).
 
 Order (:data:`ORDER_DESCRIPTION`): each workload lists its warm-ups first, then its repeats; within
 a repeat every variant (sweep length N, conversation mode, JSON mode, template format) runs once,
@@ -12,18 +12,9 @@ from __future__ import annotations
 
 import hashlib
 
-from contract.chat import Renderer
-from contract.plan import Group, Plan, Step
+from llm_call_anatomy.contract.chat import Renderer
 
-__all__ = [
-    "ORDER_DESCRIPTION",
-    "Group",
-    "Plan",
-    "Step",
-    "call_seed",
-    "filler_ids",
-    "rotated",
-]  # the types: re-exported
+__all__ = ["ORDER_DESCRIPTION", "call_seed", "filler_ids", "rotated"]
 
 ORDER_DESCRIPTION = (
     "within a repeat each variant (sweep length, conversation mode, JSON mode, template format) runs once, "

@@ -25,8 +25,8 @@ import yaml
 from pydantic import ValidationError
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from workloads import kinds, transcripts
-from workloads.spec import WorkloadSpec, error_loc
+from llm_call_anatomy.workloads import kinds, transcripts
+from llm_call_anatomy.workloads.spec import WorkloadSpec, error_loc
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 

@@ -193,26 +193,5 @@ class TranscriptSource(_Strict):
     first: int | None = Field(None, ge=1, description="replay the first K transcripts (default: all)")
 
 
-# The kinds' own specs moved to their modules (``workloads/<kind>.py``); the old names still resolve here.
-_MOVED = {
-    "ConversationSpec": "workloads.conversation.spec",
-    "SweepSpec": "workloads.sweep.kind",
-    "JsonMode": "workloads.json.kind",
-    "JsonCase": "workloads.json.kind",
-    "JsonSpec": "workloads.json.kind",
-    "Question": "workloads.template.kind",
-    "TemplateFormat": "workloads.template.kind",
-    "TemplateSpec": "workloads.template.kind",
-}
-
-
-def __getattr__(name: str) -> Any:
-    if name in _MOVED:
-        import importlib
-
-        return getattr(importlib.import_module(_MOVED[name]), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
 # Any registered kind's spec (``workloads.kinds``: the file model is built from the registry).
 WorkloadSpec = BaseModel

@@ -22,7 +22,7 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
-from workloads.spec import Message, Messages, error_loc
+from llm_call_anatomy.workloads.spec import Message, Messages, error_loc
 
 MESSAGES: TypeAdapter[list[Message]] = TypeAdapter(Messages)
 # A workload file may name any path (/dev/zero, a log that never ends): what is read from a file it

@@ -1,6 +1,6 @@
 """Hugging Face transformers backends: ``hf`` (eager, the seed's setup) and ``hf-graphs``."""
 
-from backends.hf.backend import HFBackend
-from backends.hf.graphs import HFGraphsBackend
+from llm_call_anatomy.backends.hf.backend import HFBackend
+from llm_call_anatomy.backends.hf.graphs import HFGraphsBackend
 
 __all__ = ["HFBackend", "HFGraphsBackend"]

@@ -18,8 +18,9 @@ import transformers
 from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer, DynamicCache
 from transformers.generation.streamers import BaseStreamer
 
-from backends.base import Backend, Capabilities, RawOutput, Request, TokenCandidate, TokenClock
-from contract.chat import common_prefix_len
+from llm_call_anatomy.backends.base import Backend, TokenClock
+from llm_call_anatomy.contract.adapter import Capabilities, RawOutput, Request, TokenCandidate
+from llm_call_anatomy.contract.chat import common_prefix_len
 
 DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}
 

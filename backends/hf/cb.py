@@ -33,8 +33,9 @@ import time
 from dataclasses import replace
 from typing import Any
 
-from backends.base import Capabilities, RawOutput, Request, TokenClock
-from backends.hf.backend import HFBackend
+from llm_call_anatomy.backends.base import TokenClock
+from llm_call_anatomy.backends.hf.backend import HFBackend
+from llm_call_anatomy.contract.adapter import Capabilities, RawOutput, Request
 
 CPU_CACHE_TOKENS = 16384  # KV-cache size on a CPU, in tokens (the tiny and smollm2 models: well under 1 GB)
 CPU_BATCH_TOKENS = 512  # tokens one CPU step may process (chunked prefill beyond that)
@@ -44,7 +45,7 @@ PRIME_TOKENS = 8  # the priming request's prompt: under any block size
 
 def overrides(text: str | None) -> dict[str, Any]:
     """``LCA_HF_CB`` as a dict (``key=value`` pairs split on commas); true/false/none and numbers typed."""
-    from contract.options import parse_pairs
+    from llm_call_anatomy.contract.options import parse_pairs
 
     def typed(v: str) -> Any:
         if v.lower() in ("true", "false", "none"):

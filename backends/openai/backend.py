@@ -44,22 +44,15 @@ from typing import Any
 
 import openai
 
-from backends.base import (
-    Backend,
-    BackendUnavailable,
-    Capabilities,
-    RawOutput,
-    Request,
-    Result,
-    TokenClock,
-)
-from backends.openai import server_facts, streamed_call
-from backends.openai.bodies import FORMS, IgnoreEosVia, completions_body
-from backends.openai.chat import chat_body
-from backends.openai.metrics import FLAVORS, MetricsProbe, level_timings
-from backends.openai.options import OpenAIOptions
-from backends.openai.server_http import ServerHTTP, root_url
-from contract.chat import CHAT_PROMPTS, prompt_key
+from llm_call_anatomy.backends.base import Backend, BackendUnavailable, Result, TokenClock
+from llm_call_anatomy.backends.openai import server_facts, streamed_call
+from llm_call_anatomy.backends.openai.bodies import FORMS, IgnoreEosVia, completions_body
+from llm_call_anatomy.backends.openai.chat import chat_body
+from llm_call_anatomy.backends.openai.metrics import FLAVORS, MetricsProbe, level_timings
+from llm_call_anatomy.backends.openai.options import OpenAIOptions
+from llm_call_anatomy.backends.openai.server_http import ServerHTTP, root_url
+from llm_call_anatomy.contract.adapter import Capabilities, RawOutput, Request
+from llm_call_anatomy.contract.chat import CHAT_PROMPTS, prompt_key
 
 
 class OpenAIBackend(Backend):
@@ -349,7 +342,7 @@ class OpenAIBackend(Backend):
         ``openai`` client here."""
         if FORMS[self.form] == "text":
             return None
-        from backends.openai.lean_stream import LeanClientSpec
+        from llm_call_anatomy.backends.openai.lean_stream import LeanClientSpec
 
         try:
             self._check_server()

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 from typing import Any, Literal
 
-from backends.base import Request
+from llm_call_anatomy.contract.adapter import Request
 
 # How prompts are sent, best first; a generic server is moved down on its first rejection.
 FORMS = ("token-ids+extensions", "token-ids", "text")

@@ -10,9 +10,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from backends.base import Request
-from backends.openai.bodies import IgnoreEosVia, ignore_eos_fields, response_format, sampling_fields
-from backends.openai.metrics import FLAVORS
+from llm_call_anatomy.backends.openai.bodies import (
+    IgnoreEosVia,
+    ignore_eos_fields,
+    response_format,
+    sampling_fields,
+)
+from llm_call_anatomy.backends.openai.metrics import FLAVORS
+from llm_call_anatomy.contract.adapter import Request
 
 
 def chat_body(

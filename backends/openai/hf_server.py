@@ -18,10 +18,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from backends.base import BackendUnavailable, Capabilities
-from backends.openai import random_checkpoint
-from backends.openai.bodies import FORMS
-from backends.openai.servers import LaunchedServerBackend
+from llm_call_anatomy.backends.base import BackendUnavailable
+from llm_call_anatomy.backends.openai import random_checkpoint
+from llm_call_anatomy.backends.openai.bodies import FORMS
+from llm_call_anatomy.backends.openai.servers import LaunchedServerBackend
+from llm_call_anatomy.contract.adapter import Capabilities
 
 
 class HFServerBackend(LaunchedServerBackend):
@@ -69,7 +70,7 @@ class HFServerBackend(LaunchedServerBackend):
     def server_argv(self, port: int) -> list[str]:
         """``transformers serve MODEL --continuous-batching`` on 127.0.0.1:``port`` (the random checkpoint
         where one was written); on a CPU with the KV cache sized as ``hf-cb`` sizes it."""
-        from backends.hf.cb import CPU_BATCH_TOKENS, CPU_CACHE_TOKENS
+        from llm_call_anatomy.backends.hf.cb import CPU_BATCH_TOKENS, CPU_CACHE_TOKENS
 
         s = self.settings
         argv = [

@@ -51,10 +51,11 @@ from typing import Any
 
 import aiohttp
 
-from backends.base import RawOutput, Request, TokenClock
-from backends.openai.bodies import ignore_eos_fields, response_format, sampling_fields
-from backends.openai.json_codec import Codec, choose
-from backends.openai.stream import NO_FINISH_REASON
+from llm_call_anatomy.backends.base import TokenClock
+from llm_call_anatomy.backends.openai.bodies import ignore_eos_fields, response_format, sampling_fields
+from llm_call_anatomy.backends.openai.json_codec import Codec, choose
+from llm_call_anatomy.backends.openai.stream import NO_FINISH_REASON
+from llm_call_anatomy.contract.adapter import RawOutput, Request
 
 CODEC = choose()  # orjson, msgspec or json: see json_codec.py
 

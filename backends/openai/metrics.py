@@ -27,7 +27,7 @@ from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from backends.openai.replicas import replica_values, summed_values
+from llm_call_anatomy.backends.openai.replicas import replica_values, summed_values
 
 SOURCE = "prometheus-histogram-diff"
 

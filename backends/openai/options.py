@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from backends.base import BackendOptions
+from llm_call_anatomy.contract.adapter import BackendOptions
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ beside it (``<folder>-random-<dtype>``; a ``DONE`` file marks a whole one) and r
 The weights are drawn on the run's device in a child process (its memory is the device's again once it
 exits, before the server starts): on the H200 the Qwen3-8B shape is 16 GB of bfloat16 to write.
 
-    python -m backends.openai.random_checkpoint MODEL_DIR OUT_DIR DTYPE DEVICE
+    python -m llm_call_anatomy.backends.openai.random_checkpoint MODEL_DIR OUT_DIR DTYPE DEVICE
 """
 
 from __future__ import annotations
@@ -18,7 +18,9 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from llm_call_anatomy import HOME
+
+ROOT = HOME  # where the child imports llm_call_anatomy from (the checkout or site-packages)
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".gguf")
 
 
@@ -46,7 +48,15 @@ def ensure(
         "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
     }
     done = subprocess.run(
-        [python, "-m", "backends.openai.random_checkpoint", str(model_path), str(tmp), dtype, device],
+        [
+            python,
+            "-m",
+            "llm_call_anatomy.backends.openai.random_checkpoint",
+            str(model_path),
+            str(tmp),
+            dtype,
+            device,
+        ],
         env=env,
         capture_output=True,
         text=True,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from backends.openai.metrics import (
+from llm_call_anatomy.backends.openai.metrics import (
     FLAVORS,
     MetricsProbe,
     flavor_of,
@@ -20,7 +20,7 @@ from backends.openai.metrics import (
     scheduler_from_metrics,
     scrape_text,
 )
-from backends.openai.server_http import ServerHTTP
+from llm_call_anatomy.backends.openai.server_http import ServerHTTP
 
 # what SGLang's /get_server_info adds to the scheduler facts its /metrics gives
 SGLANG_INFO_KEYS = (

@@ -43,12 +43,18 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from backends.base import BackendUnavailable
-from backends.openai import server_facts, sglang_router
-from backends.openai.backend import OpenAIBackend
-from backends.openai.process import ServerFailed, ServerProcess, describe_exit, exit_on_sigterm, free_port
-from backends.parallel import SGLANG_ROUTER_MODULE, replica_record, uses_sglang_router
-from backends.vllm import config as vllm_config
+from llm_call_anatomy.backends.base import BackendUnavailable
+from llm_call_anatomy.backends.openai import server_facts, sglang_router
+from llm_call_anatomy.backends.openai.backend import OpenAIBackend
+from llm_call_anatomy.backends.openai.process import (
+    ServerFailed,
+    ServerProcess,
+    describe_exit,
+    exit_on_sigterm,
+    free_port,
+)
+from llm_call_anatomy.backends.parallel import SGLANG_ROUTER_MODULE, replica_record, uses_sglang_router
+from llm_call_anatomy.backends.vllm import config as vllm_config
 
 DEFAULT_START_TIMEOUT_S = 900.0  # a large model's first load (and CUDA graph capture) takes minutes
 
@@ -181,7 +187,7 @@ class LaunchedServerBackend(OpenAIBackend):
     def _replicas(self) -> dict[str, dict[str, float]] | str:
         """Each replica's KV capacity and prefix-cache counters, from /metrics (at the end: the run's
         totals)."""
-        from backends.openai.replicas import replicas
+        from llm_call_anatomy.backends.openai.replicas import replicas
 
         text = server_facts.metrics_page(self.metrics)
         return (

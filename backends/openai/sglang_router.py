@@ -23,9 +23,9 @@ import signal
 import time
 from pathlib import Path
 
-from backends.openai.metrics import Buckets, Histograms, parse_buckets, scrape_text
-from backends.openai.process import free_port, group_members
-from backends.openai.replicas import replica_totals
+from llm_call_anatomy.backends.openai.metrics import Buckets, Histograms, parse_buckets, scrape_text
+from llm_call_anatomy.backends.openai.process import free_port, group_members
+from llm_call_anatomy.backends.openai.replicas import replica_totals
 
 WORKER_LINE = re.compile(r"Launching DP server process (\d+) on port (\d+)")
 

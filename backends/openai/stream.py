@@ -18,7 +18,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from backends.base import RawOutput, TokenCandidate, TokenClock
+from llm_call_anatomy.backends.base import TokenClock
+from llm_call_anatomy.contract.adapter import RawOutput, TokenCandidate
 
 # What a malformed stream is, in the words every client's error uses (the cause, not a library's internals)
 CHUNK_WITHOUT_CHOICES = "a chunk without choices"

@@ -20,8 +20,9 @@ from typing import Any
 import httpx
 import openai
 
-from backends.base import RawOutput, Request, TokenClock
-from backends.openai.stream import StreamCut, read_stream, read_stream_async
+from llm_call_anatomy.backends.base import TokenClock
+from llm_call_anatomy.backends.openai.stream import StreamCut, read_stream, read_stream_async
+from llm_call_anatomy.contract.adapter import RawOutput, Request
 
 # What a request sees when its server went away: a refused, reset or broken connection, before or in
 # the middle of the stream (the client wraps it as APIConnectionError; httpx's own error where a
@@ -35,7 +36,7 @@ class RequestTimeout(RuntimeError):
 
 
 def timeout_message(timeout_s: float) -> str:
-    from backends.load_loop import timeout_message as message
+    from llm_call_anatomy.backends.load_loop import timeout_message as message
 
     return message(timeout_s)
 

@@ -4,6 +4,6 @@ Importing this package never imports sglang (CI tests the pure parts without it)
 :class:`SGLangBackend` does, and raises ``BackendUnavailable`` where sglang is not installed.
 """
 
-from backends.sglang.backend import SGLangBackend
+from llm_call_anatomy.backends.sglang.backend import SGLangBackend
 
 __all__ = ["SGLangBackend"]

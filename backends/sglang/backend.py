@@ -43,16 +43,17 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from backends.base import Backend, BackendUnavailable, Capabilities, RawOutput, Request, TokenClock
-from backends.sglang import facts
-from backends.sglang.config import (
+from llm_call_anatomy.backends.base import Backend, BackendUnavailable, TokenClock
+from llm_call_anatomy.backends.sglang import facts
+from llm_call_anatomy.backends.sglang.config import (
     SGLangOptions,
     build_sampling_params,
     engine_kwargs,
     grammar_enabled,
     logprob_kwargs,
 )
-from backends.sglang.meta import flush_succeeded, to_raw_output
+from llm_call_anatomy.backends.sglang.meta import flush_succeeded, to_raw_output
+from llm_call_anatomy.contract.adapter import Capabilities, RawOutput, Request
 
 FLUSH_TIMEOUT_S = 30.0  # the scheduler refuses to flush until it is fully idle
 WARMUP_IDS = list(range(100, 164))  # any ids a vocabulary has; the answers are thrown away

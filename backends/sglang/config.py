@@ -24,7 +24,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from backends.base import BackendOptions, BackendSettings, Request
+from llm_call_anatomy.contract.adapter import BackendOptions, BackendSettings, Request
 
 
 @dataclass(frozen=True)

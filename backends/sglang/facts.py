@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from backends.parallel import replica_record
-from backends.sglang.config import effective_config, plain
+from llm_call_anatomy.backends.parallel import replica_record
+from llm_call_anatomy.backends.sglang.config import effective_config, plain
 
 
 def read_config(engine: Any, notes: list[str]) -> tuple[dict[str, Any], str]:

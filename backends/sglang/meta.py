@@ -34,7 +34,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from backends.base import RawOutput, TokenCandidate
+from llm_call_anatomy.contract.adapter import RawOutput, TokenCandidate
 
 
 @dataclass

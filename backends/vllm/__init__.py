@@ -2,6 +2,6 @@
 XGrammar structured outputs. Importing this package does not import vLLM (``start()`` does, after
 setting the engine's environment variables)."""
 
-from backends.vllm.backend import VLLMBackend
+from llm_call_anatomy.backends.vllm.backend import VLLMBackend
 
 __all__ = ["VLLMBackend"]

@@ -33,19 +33,12 @@ import math
 import time
 from typing import Any
 
-from backends import companions
-from backends.base import (
-    Backend,
-    BackendUnavailable,
-    Capabilities,
-    RawOutput,
-    Request,
-    TokenCandidate,
-    TokenClock,
-)
-from backends.parallel import replica_record
-from backends.vllm import config
-from backends.vllm.facts import describe, engine_timing
+from llm_call_anatomy.backends import companions
+from llm_call_anatomy.backends.base import Backend, BackendUnavailable, TokenClock
+from llm_call_anatomy.backends.parallel import replica_record
+from llm_call_anatomy.backends.vllm import config
+from llm_call_anatomy.backends.vllm.facts import describe, engine_timing
+from llm_call_anatomy.contract.adapter import Capabilities, RawOutput, Request, TokenCandidate
 
 # Under load the engine steps on a worker thread while this process's event loop submits arrivals: Python
 # hands the interpreter between threads every switch interval (5 ms by default), so an arrival due while a

@@ -21,7 +21,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from backends.base import BackendSettings
+from llm_call_anatomy.contract.adapter import BackendSettings
 
 COMMON_ENV = {"VLLM_NO_USAGE_STATS": "1"}
 LOCAL_MODEL_ENV = {"HF_HUB_OFFLINE": "1"}  # a local directory: no hub look-up at all

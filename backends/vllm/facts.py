@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from backends.vllm import config
+from llm_call_anatomy.backends.vllm import config
 
 
 def engine_timing(metrics: Any) -> tuple[float | None, float | None, dict[str, Any]]:

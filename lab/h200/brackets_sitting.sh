@@ -15,19 +15,21 @@
 # (not started in session 1: the third engine start). Session 1's cut runs are not resumed: a resumed run's new levels
 # would be another engine start inside one start's run, and each already gave a bracket. (Ran 2026-12-03: both think
 # runs measured U=256 and were cut in U=1,024's warm-up, which thought too: fixed in 534bf41.)
-# Session 3: users who think again, now with their warm-up at once: caching on (twice) and off, each run both
+# Session 3: users who think again (480 s a run), now with their warm-up at once: caching on (twice) and off, each run both
 # populations (U=256 and U=1,024), each its own server: with session 2's runs, U=256 has three starts caching on
 # and two off, U=1,024 two on and one off.
+# Session 5: U = 1,024 alone (lab/h200/think-1024.yaml), caching on, one run of 600 s: for a session with time for
+# one run (session 3 lost its machine after on-2, whose U = 1,024 was cut 10 s before its end by a 165 s server start).
 # Session 4: sglang-server's capacity as a bracket over three engine starts (brackets.yaml, the closed loop of
 # sessions 1-2, sglang-server-a, -b, -c, 420 s each). Both bundles: SGLang borrows jsonschema from vLLM's /tmp/site
 # (install.sh); stage vLLM's parts and SGLang's (all of them: with fewer its attention falls back to triton).
 set -uo pipefail
-mode=${1:?usage: brackets_sitting.sh start 1|2|3|4 [seconds] | poll [seconds]}
+mode=${1:?usage: brackets_sitting.sh start 1|2|3|4|5 [seconds] | poll [seconds]}
 source lab/h200/queue_lib.sh  # nparts, staged, install_bundle, study, bound, sitting_*
 
 if [ "$mode" = poll ]; then sitting_poll "${2:-0}" "h200-b39-*.tgz"; exit $?; fi
-[ "$mode" = start ] && [[ ${2:-} =~ ^[1234]$ ]] \
-  || { echo "usage: brackets_sitting.sh start 1|2|3|4 [seconds] | poll [seconds]"; exit 2; }
+[ "$mode" = start ] && [[ ${2:-} =~ ^[12345]$ ]] \
+  || { echo "usage: brackets_sitting.sh start 1|2|3|4|5 [seconds] | poll [seconds]"; exit 2; }
 export SESSION=$2
 sitting_start "${3:-1710}"
 
@@ -60,7 +62,9 @@ queue() {
   elif [ "$SESSION" = 2 ]; then
     think on 480; think off 480 --no-prefix-caching; closed c 420
   elif [ "$SESSION" = 3 ]; then
-    think on-2 440; think off-2 440 --no-prefix-caching; think on-3 440
+    think on-2 480; think off-2 480 --no-prefix-caching; think on-3 480
+  elif [ "$SESSION" = 5 ]; then
+    study 600 h200-b39-think-1024-on vllm-server --workload-file lab/h200/think-1024.yaml --python vllm-server=/tmp/py-vllm
   else
     sglang_closed a 420; sglang_closed b 420; sglang_closed c 420
   fi

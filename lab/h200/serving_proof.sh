@@ -42,7 +42,7 @@ proof() {  # $1 vllm|sglang
   d=$RUNS/proof-$engine; rm -rf "$d"; mkdir -p "$d/reference" "$d/reference-after"
   cmd=$($PY_VLLM -m benchmarks.serving_proof command "$engine" --port $port --python $py --random-weights \
     --max-model-len 3072 --model "$PROOF_MODEL" --device "$PROOF_DEVICE") || return 1
-  model=$($PY_VLLM -c "from harness import models; print(models.resolve('$PROOF_MODEL', True).path)")
+  model=$($PY_VLLM -c "from llm_call_anatomy.harness import models; print(models.resolve('$PROOF_MODEL', True).path)")
   echo "$cmd" > "$d/server_command.txt"; echo "[$engine] $(date -u +%T) starting: $cmd"
   setsid bash -c "exec env $cmd" > "$d/server.log" 2>&1 < /dev/null & spid=$!
   # a proof cut by a timeout (serving_sitting3.sh bounds it by the sitting's deadline) must not leave its server

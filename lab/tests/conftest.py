@@ -11,7 +11,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # `pytest lab/tests` without `python -m` too
 
-from harness.chat import Renderer
+from llm_call_anatomy.contract.chat import Renderer
 from tests.conftest import tiny_model_dir  # noqa: F401  (LCA_CACHE, OMP_NUM_THREADS, SIGINT; a fixture)
 
 

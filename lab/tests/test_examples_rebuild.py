@@ -1,7 +1,7 @@
 """The byte-identity guard: each committed example report rebuilds from its committed runs unchanged.
 
 Every page under ``lab/examples/`` is rebuilt with the command its README gives (the same
-``python -m reports`` arguments, in the committed column order) and compared with the committed
+``python compare.py report`` arguments, in the committed column order) and compared with the committed
 ``report.html`` byte for byte, except for the one thing that varies with the time of the build:
 the ``built <ISO time>`` stamp in the page's sub-heading, replaced by a placeholder on both sides.
 A refactor that changes a figure, a label, a chart spec or the page's order fails here.
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from reports.__main__ import main as reports_main
+from llm_call_anatomy.reports.__main__ import main as reports_main
 
 ROOT = Path(__file__).parents[2]
 EXAMPLES = ROOT / "lab" / "examples"

@@ -1,5 +1,5 @@
-"""The lab's result tables are generated: each matches ``python -m reports.readme_tables`` on the committed
-runs."""
+"""The lab's result tables are generated: each matches ``python -m llm_call_anatomy.reports.readme_tables`` on
+the committed runs."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from reports import readme_tables
+from llm_call_anatomy.reports import readme_tables
 
 ROOT = Path(__file__).parents[2]
 
@@ -30,7 +30,8 @@ def test_readme_table_is_the_scripts_output(monkeypatch, readme):
         f"<!-- readme-tables: {match['args']} -->\n{readme_tables.generate(args)}<!-- /readme-tables -->"
     )
     assert match.group(0) == expected, (
-        f"{readme}'s table is stale: rerun python -m reports.readme_tables ARGS --write {readme}"
+        f"{readme}'s table is stale: rerun "
+        f"python -m llm_call_anatomy.reports.readme_tables ARGS --write {readme}"
     )
 
 
@@ -43,7 +44,7 @@ THINK = ["h200-b39-think-on", "h200-b39-think-off"]
 def test_the_brackets_sittings_tables_are_the_commands_output(monkeypatch, capsys, runs):
     """lab/results/brackets-h200-2026-12-03/README.md holds what each of its two commands prints, after the
     command (issue 39)."""
-    from workloads.load.report import load_table
+    from llm_call_anatomy.workloads.load.report import load_table
 
     monkeypatch.chdir(ROOT)
     assert load_table.main(["--merge-starts", "--capacity", *(f"{BRACKETS}/{r}" for r in runs)]) == 0
@@ -58,10 +59,11 @@ def test_the_brackets_sittings_tables_are_the_commands_output(monkeypatch, capsy
 
 def test_the_readmes_capacity_block_is_the_commands_output(monkeypatch, capsys):
     """README.md's capacity block (between ``<!-- load_table: ARGS -->`` and ``<!-- /load_table -->``) is what
-    ``python -m workloads.load.report.load_table ARGS`` prints: no capacity in the README is typed by hand."""
+    ``python -m llm_call_anatomy.workloads.load.report.load_table ARGS`` prints: no capacity in the README is
+    typed by hand."""
     import re
 
-    from workloads.load.report import load_table
+    from llm_call_anatomy.workloads.load.report import load_table
 
     monkeypatch.chdir(ROOT)
     text = (ROOT / "README.md").read_text(encoding="utf-8")

@@ -20,10 +20,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli import parser
-from workloads import overrides
-from workloads.load.spec import parse_load
-from workloads.reader import read_workload_file
+from llm_call_anatomy.harness.cli import parser
+from llm_call_anatomy.workloads import overrides
+from llm_call_anatomy.workloads.load.spec import parse_load
+from llm_call_anatomy.workloads.reader import read_workload_file
 
 ROOT = Path(__file__).resolve().parents[2]
 SERVING = ROOT / "lab" / "examples" / "h200-serving"  # the committed server runs

@@ -9,10 +9,10 @@ import json
 import pytest
 from test_serving_sitting import CAPACITY, HF_SERVER_RUN, studies
 
-from harness.cli import parser
+from llm_call_anatomy.harness.cli import parser
+from llm_call_anatomy.workloads.catalog import read_builtin
+from llm_call_anatomy.workloads.overrides import apply
 from tests.workloads.test_load_same_mix import levels, plan_of
-from workloads import read_builtin
-from workloads.overrides import apply
 
 
 @pytest.mark.slow

@@ -8,8 +8,8 @@ import shlex
 import subprocess
 from pathlib import Path
 
-from harness.cli import parser
-from harness.parallel_args import check_parallel
+from llm_call_anatomy.harness.cli import parser
+from llm_call_anatomy.harness.parallel_args import check_parallel
 
 SCRIPT = Path(__file__).resolve().parents[2] / "lab" / "h200" / "two_gpus_sitting.sh"
 

@@ -4,6 +4,6 @@ The figures common to every kind: ``agreement`` (same tokens across backends at 
 ran, who was skipped and why), ``caveats``, ``summary`` (the winner rules and deployment facts) and
 ``claims`` (the seed's claims, each kind's in its room); each kind's own analysis is in its room
 (``workloads/<kind>/report/``).
-Every function takes a pandas DataFrame of records (the columns of ``harness.records.Record``)
+Every function takes a pandas DataFrame of records (the columns of ``contract.records.Record``)
 and returns DataFrames or small dataclasses; nothing here reads files or renders HTML.
 """

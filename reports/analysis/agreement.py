@@ -19,8 +19,8 @@ import math
 
 import pandas as pd
 
-from contract.chat import common_prefix_len
-from reports.stats import num
+from llm_call_anatomy.contract.chat import common_prefix_len
+from llm_call_anatomy.reports.stats import num
 
 KEY = ["workload", "mode", "case", "turn", "rep", "engine_start"]
 # bf16 keeps 8 significant bits: a logit between 16 and 32 is rounded to a multiple of 0.125, so two
@@ -142,7 +142,7 @@ def cached_vs_full(df: pd.DataFrame, kinds: tuple[str, ...] | None = None) -> pd
     """Per backend, each turn and repeat at T=0 of the ``kinds`` (default: those registered with
     ``ReportKind.cached_vs_full``): ``cached`` compared with ``full`` (the reference)."""
     if kinds is None:
-        from reports.kinds import cached_vs_full_kinds
+        from llm_call_anatomy.reports.kinds import cached_vs_full_kinds
 
         kinds = cached_vs_full_kinds()
     greedy = _greedy(df[df["kind"].isin(kinds)])

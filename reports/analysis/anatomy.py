@@ -28,7 +28,7 @@ from typing import Any
 
 import pandas as pd
 
-from reports.stats import num
+from llm_call_anatomy.reports.stats import num
 
 UNACCOUNTED = "unaccounted"
 CALLER = "caller's token clock"

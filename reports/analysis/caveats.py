@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from reports import fmt
-from reports.stats import num, spread
+from llm_call_anatomy.reports import fmt
+from llm_call_anatomy.reports.stats import num, spread
 
 if TYPE_CHECKING:
-    from reports.assemble import Report
+    from llm_call_anatomy.reports.assemble import Report
 
 TIMING_NOTES = {
     "max_tokens-differential": (
@@ -50,7 +50,7 @@ def derive(report: Report) -> list[Caveat]:
                 "figures (JSON validity without a grammar, clean answers, agreement) do not.",
             )
         )
-    from reports.kinds import report_kind
+    from llm_call_anatomy.reports.kinds import report_kind
 
     for section in report.sections:
         kind = report_kind(section.kind) if section.kind else None

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from reports.assemble import Report
+    from llm_call_anatomy.reports.assemble import Report
 
 HOLDS, DOES_NOT_HOLD, SETUP_SPECIFIC, NOT_MEASURABLE = (
     "holds",
@@ -37,7 +37,7 @@ VERDICTS = (HOLDS, DOES_NOT_HOLD, SETUP_SPECIFIC, NOT_MEASURABLE, NOT_DECIDED)
 
 def claim_modules() -> list[str]:
     """Every kind room's claims modules (``report/claims.py``, ``report/claims_*.py``), in their ``ORDER``."""
-    from reports.kinds import REGISTRY
+    from llm_call_anatomy.reports.kinds import REGISTRY
 
     found = []
     for target in REGISTRY.values():

@@ -18,7 +18,7 @@ from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from reports.assemble import Report
+    from llm_call_anatomy.reports.assemble import Report
 
 LOWER, HIGHER = "lower", "higher"
 
@@ -66,7 +66,7 @@ def summary_figures(report: Report) -> list[Figure]:
 
 def collect(report: Report) -> list[Figure]:
     """Every figure of the report: the summary's latency rows, then each section's kind's own."""
-    from reports.kinds import report_kind
+    from llm_call_anatomy.reports.kinds import report_kind
 
     out = summary_figures(report)
     for s in report.sections:

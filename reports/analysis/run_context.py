@@ -21,12 +21,12 @@ from collections import Counter
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from reports import fmt
-from reports.stats import num
+from llm_call_anatomy.reports import fmt
+from llm_call_anatomy.reports.stats import num
 
 if TYPE_CHECKING:
-    from reports.analysis.summary import Job
-    from reports.assemble import Report
+    from llm_call_anatomy.reports.analysis.summary import Job
+    from llm_call_anatomy.reports.assemble import Report
 
 LAUNCH_BOUND = 0.10  # decode reads less than this share of the bandwidth floor on every backend
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from reports.stats import num
+from llm_call_anatomy.reports.stats import num
 
 
 @dataclass

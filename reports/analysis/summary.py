@@ -20,11 +20,11 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from reports import fmt
-from reports.stats import StartStat, num, over_starts, rank, spread, verdict
+from llm_call_anatomy.reports import fmt
+from llm_call_anatomy.reports.stats import StartStat, num, over_starts, rank, spread, verdict
 
 if TYPE_CHECKING:
-    from reports.assemble import Report
+    from llm_call_anatomy.reports.assemble import Report
 
 
 @dataclass(frozen=True)
@@ -169,7 +169,7 @@ def deployment_jobs(report: Report) -> list[Job]:
 
 
 def jobs(report: Report) -> list[Job]:
-    from reports.kinds import report_kind
+    from llm_call_anatomy.reports.kinds import report_kind
 
     out: list[Job | None] = []
     measured = report.ds.measured()
@@ -179,6 +179,6 @@ def jobs(report: Report) -> list[Job]:
             continue
         out += kind.jobs(s, measured[measured["workload"] == s.name], report)
     out += deployment_jobs(report)
-    from reports.analysis.run_context import annotate
+    from llm_call_anatomy.reports.analysis.run_context import annotate
 
     return [annotate(report, j) for j in out if j is not None]

@@ -11,7 +11,7 @@ from typing import Any
 
 from markupsafe import Markup, escape
 
-from reports import fmt
+from llm_call_anatomy.reports import fmt
 
 Cell = str | Markup
 

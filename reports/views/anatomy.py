@@ -9,9 +9,9 @@ from collections.abc import Callable
 import pandas as pd
 from markupsafe import Markup
 
-from reports import charts, fmt, reference
-from reports.analysis import anatomy
-from reports.views import Block, Table, chart, h3, p, table
+from llm_call_anatomy.reports import charts, fmt, reference
+from llm_call_anatomy.reports.analysis import anatomy
+from llm_call_anatomy.reports.views import Block, Table, chart, h3, p, table
 
 INTRO = (
     "Where the time of one call goes. Each stage is read from the layer whose clock saw it: the harness "

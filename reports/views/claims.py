@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from markupsafe import Markup
 
-from reports import reference
-from reports.analysis.claims import Claim
-from reports.analysis.seed_claims import SEED
-from reports.views import Block, Table, p, table
+from llm_call_anatomy.reports import reference
+from llm_call_anatomy.reports.analysis.claims import Claim
+from llm_call_anatomy.reports.analysis.seed_claims import SEED
+from llm_call_anatomy.reports.views import Block, Table, p, table
 
 
 def citation() -> Markup:

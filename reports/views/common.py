@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from markupsafe import Markup
 
-from reports import fmt, kinds
-from reports.analysis import agreement as agreement_analysis
-from reports.stats import spread
-from reports.views import Block, Table, bullets, chart, compact, details, h3, note, p, table
+from llm_call_anatomy.reports import fmt, kinds
+from llm_call_anatomy.reports.analysis import agreement as agreement_analysis
+from llm_call_anatomy.reports.stats import spread
+from llm_call_anatomy.reports.views import Block, Table, bullets, chart, compact, details, h3, note, p, table
 
 
 def jobs_table(report) -> Table:

@@ -7,17 +7,17 @@ from __future__ import annotations
 
 import pytest
 
-from backends.answer_checks import AnswerContradicts, check_answer, contradictions
-from backends.base import BackendSettings, RawOutput, Request
-from backends.load_loop import LoadSettings, run_level
-from backends.openai import OpenAIBackend
-from backends.openai.stream import (
+from llm_call_anatomy.backends.answer_checks import AnswerContradicts, check_answer, contradictions
+from llm_call_anatomy.backends.load_loop import LoadSettings, run_level
+from llm_call_anatomy.backends.openai import OpenAIBackend
+from llm_call_anatomy.backends.openai.stream import (
     CHUNK_WITHOUT_CHOICES,
     LINE_NOT_JSON,
     NO_FINISH_REASON,
     MalformedStream,
     StreamCut,
 )
+from llm_call_anatomy.contract.adapter import BackendSettings, RawOutput, Request
 from tests.harness.faulty_server import Faults, faulty_server
 
 PROMPT = list(range(10, 50))  # 40 tokens

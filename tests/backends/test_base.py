@@ -7,7 +7,8 @@ import time
 
 import pytest
 
-from backends.base import Backend, BackendSettings, RawOutput, Request, TokenClock
+from llm_call_anatomy.backends.base import Backend, TokenClock
+from llm_call_anatomy.contract.adapter import BackendSettings, RawOutput, Request
 
 SETTINGS = BackendSettings(model_path="unused", model_label="unused")
 
@@ -100,7 +101,7 @@ def test_a_backend_without_direct_engine_calls_says_so_and_the_benchmarks_skip_i
 def test_only_backends_whose_raw_call_is_their_own_path_declare_one() -> None:
     """Benchmark 1 compares the adapter with the engine's own call: hf-graphs' would be hf's eager loop (not
     its compiled static-cache path), and hf-cb's requests go through the manager, so both skip it."""
-    import backends
+    from llm_call_anatomy import backends
 
     assert (
         backends.resolve("hf").raw_call

@@ -15,7 +15,7 @@ import sys
 
 import pytest
 
-from backends import companions
+from llm_call_anatomy.backends import companions
 from tests.conftest import ROOT, compare
 
 NMS = "operator torchvision::nms does not exist"

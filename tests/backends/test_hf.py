@@ -59,7 +59,7 @@ def test_under_load_hf_serves_one_request_at_a_time_behind_a_queue(run):
 
 
 def test_shared_prefix_matches_an_independent_count_and_reveals_the_rewrite(run, tiny_model_dir):
-    from workloads import read_builtin
+    from llm_call_anatomy.workloads.catalog import read_builtin
 
     spec = read_builtin(["conversation"])[0]
     tok = AutoTokenizer.from_pretrained(tiny_model_dir)
@@ -170,7 +170,7 @@ def test_template_scores_and_attention_probe(run):
 def test_step_top_is_the_log_softmax_top_k_per_step():
     import torch
 
-    from backends.hf.backend import step_top
+    from llm_call_anatomy.backends.hf.backend import step_top
 
     scores = (torch.tensor([[0.0, 2.0, 1.0]]), torch.tensor([[3.0, float("-inf"), 3.0]]))
     steps = step_top(scores, 2)

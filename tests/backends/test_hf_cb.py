@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from backends.hf.cb import overrides
+from llm_call_anatomy.backends.hf.cb import overrides
 from tests.conftest import compare, records
 
 
@@ -80,9 +80,9 @@ def test_overrides_read_typed_key_values():
 def test_a_request_past_the_request_timeout_is_cancelled_in_the_manager(tiny_model_dir):
     """A 3000-token request (the tiny model on this CPU: some 150 tokens/s) against a 1 s --request-timeout,
     then a short one in the same session: the first is an error and leaves the manager's batch."""
-    from backends.base import BackendSettings, Request
-    from backends.hf.cb import HFContinuousBatchingBackend
-    from backends.load_loop import LoadSettings, run_level
+    from llm_call_anatomy.backends.hf.cb import HFContinuousBatchingBackend
+    from llm_call_anatomy.backends.load_loop import LoadSettings, run_level
+    from llm_call_anatomy.contract.adapter import BackendSettings, Request
 
     settings = BackendSettings(
         model_path=str(tiny_model_dir),

@@ -75,8 +75,8 @@ def _prompt_that_ends_at_once(model_dir) -> list[int]:
 
 @pytest.fixture(scope="module")
 def server(tiny_model_dir, tmp_path_factory):
-    from backends.base import BackendSettings
-    from backends.openai.hf_server import HFServerBackend
+    from llm_call_anatomy.backends.openai.hf_server import HFServerBackend
+    from llm_call_anatomy.contract.adapter import BackendSettings
 
     run_dir = tmp_path_factory.mktemp("hfserver-eos")
     settings = BackendSettings(
@@ -91,8 +91,9 @@ def server(tiny_model_dir, tmp_path_factory):
 
 
 def test_ignore_eos_goes_as_a_generation_config_without_eos_and_the_server_runs_past_it(server):
-    from backends.answer_checks import check_answer
-    from backends.base import Request, TokenClock
+    from llm_call_anatomy.backends.answer_checks import check_answer
+    from llm_call_anatomy.backends.base import TokenClock
+    from llm_call_anatomy.contract.adapter import Request
 
     backend, prompt = server
     assert backend.environment()["ignore_eos_via"] == "generation_config"

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from backends.base import BackendSettings
-from backends.openai.hf_server import HFServerBackend
+from llm_call_anatomy.backends.openai.hf_server import HFServerBackend
+from llm_call_anatomy.contract.adapter import BackendSettings
 
 FACTS = json.loads((Path(__file__).parents[1] / "fixtures" / "transformers_serve_5.17.0.json").read_text())
 
@@ -75,8 +75,8 @@ def test_a_config_only_folder_is_served_from_a_random_weight_checkpoint_written_
 
     from transformers import AutoModelForCausalLM
 
-    from backends.openai import random_checkpoint
-    from backends.openai.servers import LaunchedServerBackend
+    from llm_call_anatomy.backends.openai import random_checkpoint
+    from llm_call_anatomy.backends.openai.servers import LaunchedServerBackend
 
     shape = tmp_path / "shape"
     shutil.copytree(tiny_model_dir, shape, ignore=shutil.ignore_patterns("*.safetensors"))
@@ -102,7 +102,7 @@ def test_a_config_only_folder_is_served_from_a_random_weight_checkpoint_written_
 
 
 def test_a_folder_with_weights_is_served_as_it_is(tiny_model_dir, monkeypatch) -> None:
-    from backends.openai.servers import LaunchedServerBackend
+    from llm_call_anatomy.backends.openai.servers import LaunchedServerBackend
 
     started = []
     monkeypatch.setattr(LaunchedServerBackend, "start", lambda self: started.append(self.server_argv(8123)))

@@ -9,9 +9,10 @@ import json
 
 import pytest
 
-from backends.base import Request, TokenClock
-from backends.openai.lean_stream import LeanClientSpec, StreamFault
-from backends.openai.stream import NO_FINISH_REASON
+from llm_call_anatomy.backends.base import TokenClock
+from llm_call_anatomy.backends.openai.lean_stream import LeanClientSpec, StreamFault
+from llm_call_anatomy.backends.openai.stream import NO_FINISH_REASON
+from llm_call_anatomy.contract.adapter import Request
 
 pytestmark = pytest.mark.openai
 

@@ -16,10 +16,10 @@ import json
 
 import pytest
 
-from backends.base import TokenClock
-from backends.load_shards import LOOP_ENV_VAR, event_loop
-from backends.openai.json_codec import ENV_VAR, available, choose
-from backends.openai.lean_stream import ChunkReader, StreamFault
+from llm_call_anatomy.backends.base import TokenClock
+from llm_call_anatomy.backends.load_shards import LOOP_ENV_VAR, event_loop
+from llm_call_anatomy.backends.openai.json_codec import ENV_VAR, available, choose
+from llm_call_anatomy.backends.openai.lean_stream import ChunkReader, StreamFault
 
 pytestmark = pytest.mark.openai  # aiohttp and orjson: the openai extra
 CODECS = available()

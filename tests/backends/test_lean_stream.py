@@ -21,20 +21,21 @@ from collections.abc import Iterator
 
 import pytest
 
-from backends.base import BackendSettings, Request, TokenClock
-from backends.load_loop import LoadSettings, run_level
-from backends.load_shards import (
+from benchmarks.fake_engine import start
+from llm_call_anatomy.backends.base import TokenClock
+from llm_call_anatomy.backends.load_loop import LoadSettings, run_level
+from llm_call_anatomy.backends.load_shards import (
     TEST_EXIT_VAR,
     auto_client_procs,
     client_procs_error,
     server_is_local,
     shards,
 )
-from backends.openai import OpenAIBackend
-from backends.openai.lean_stream import LeanClientSpec, StreamFault
-from backends.openai.options import OpenAIOptions
-from benchmarks.fake_engine import start
-from contract.level_facts import LevelFacts
+from llm_call_anatomy.backends.openai import OpenAIBackend
+from llm_call_anatomy.backends.openai.lean_stream import LeanClientSpec, StreamFault
+from llm_call_anatomy.backends.openai.options import OpenAIOptions
+from llm_call_anatomy.contract.adapter import BackendSettings, Request
+from llm_call_anatomy.contract.level_facts import LevelFacts
 
 pytestmark = pytest.mark.openai
 STEP_S = 0.005
@@ -268,7 +269,7 @@ def test_the_client_keeps_its_connection_when_the_body_ends_in_a_later_write(
     requests in a row, one connection (released with the end unread, aiohttp closed it: five). A server
     whose end comes later than the client waits for (2 s, past ``DRAIN_S``, here 0.5 s) costs a new
     connection a request, and no request hangs or fails."""
-    from backends.openai import lean_stream
+    from llm_call_anatomy.backends.openai import lean_stream
 
     monkeypatch.setattr(lean_stream, "DRAIN_S", 0.5)
     connections: list[int] = []

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from backends.openai.metrics import bucket_quantile, level_timings, parse_buckets
+from llm_call_anatomy.backends.openai.metrics import bucket_quantile, level_timings, parse_buckets
 
 
 def ttft_text(sets: list[dict[str, float]], total: float) -> str:

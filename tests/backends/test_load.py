@@ -14,8 +14,9 @@ from dataclasses import replace
 
 import pytest
 
-from backends.base import Backend, BackendSettings, Capabilities, RawOutput, Request, TokenClock
-from backends.load_loop import LoadSettings, run_level, token_times
+from llm_call_anatomy.backends.base import Backend, TokenClock
+from llm_call_anatomy.backends.load_loop import LoadSettings, run_level, token_times
+from llm_call_anatomy.contract.adapter import BackendSettings, Capabilities, RawOutput, Request
 
 STEP_S = 0.004
 SETTINGS = BackendSettings(model_path="-", model_label="-")

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import pytest
 
-from backends.base import Backend, BackendSettings
-from backends.openai import server_facts
-from backends.openai.servers import VLLMServerBackend
+from llm_call_anatomy.backends.base import Backend
+from llm_call_anatomy.backends.openai import server_facts
+from llm_call_anatomy.backends.openai.servers import VLLMServerBackend
+from llm_call_anatomy.contract.adapter import BackendSettings
 
 
 def settings(**kw) -> BackendSettings:

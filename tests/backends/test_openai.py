@@ -21,11 +21,12 @@ from http.server import ThreadingHTTPServer
 import pytest
 from prometheus_client import CollectorRegistry, Histogram, start_http_server
 
-from backends.base import BackendSettings, BackendUnavailable, Request
-from backends.openai import OpenAIBackend
-from backends.openai.metrics import FLAVORS, MetricsProbe, flavor_of, parse_histograms
-from backends.openai.server_http import root_url
-from backends.openai.streamed_call import RequestTimeout
+from llm_call_anatomy.backends.base import BackendUnavailable
+from llm_call_anatomy.backends.openai import OpenAIBackend
+from llm_call_anatomy.backends.openai.metrics import FLAVORS, MetricsProbe, flavor_of, parse_histograms
+from llm_call_anatomy.backends.openai.server_http import root_url
+from llm_call_anatomy.backends.openai.streamed_call import RequestTimeout
+from llm_call_anatomy.contract.adapter import BackendSettings, Request
 from tests.harness.fakes import JsonHandler
 
 pytestmark = pytest.mark.openai
@@ -231,7 +232,7 @@ def test_missing_url_or_key_is_a_clear_skip(tiny_path: str, monkeypatch) -> None
 
 
 def test_step_logprobs_from_token_id_keys_best_first():
-    from backends.openai.stream import ranked
+    from llm_call_anatomy.backends.openai.stream import ranked
 
     assert ranked({"token_id:3": -1.5, "token_id:4": -0.2, "token_id:9": -3.0}, 2, tokenizer=None) == [
         [4, -0.2],

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from backends.base import BackendSettings, Request
-from backends.openai.backend import OpenAIBackend
-from backends.openai.bodies import FORMS, completions_body
-from backends.openai.chat import chat_body
-from backends.openai.hf_server import HFServerBackend
+from llm_call_anatomy.backends.openai.backend import OpenAIBackend
+from llm_call_anatomy.backends.openai.bodies import FORMS, completions_body
+from llm_call_anatomy.backends.openai.chat import chat_body
+from llm_call_anatomy.backends.openai.hf_server import HFServerBackend
+from llm_call_anatomy.contract.adapter import BackendSettings, Request
 
 FACTS = json.loads((Path(__file__).parents[1] / "fixtures" / "transformers_serve_5.17.0.json").read_text())
 CHAT = {"messages": [{"role": "user", "content": "hi"}]}

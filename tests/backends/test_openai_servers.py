@@ -30,11 +30,11 @@ from pathlib import Path
 
 import pytest
 
-from backends.base import BackendSettings
-from backends.openai.process import ServerFailed, group_members
-from backends.openai.servers import VLLMServerBackend
-from harness.records import read_records
-from workloads.load.spec import CPU_LOAD, parse_load
+from llm_call_anatomy.backends.openai.process import ServerFailed, group_members
+from llm_call_anatomy.backends.openai.servers import VLLMServerBackend
+from llm_call_anatomy.contract.adapter import BackendSettings
+from llm_call_anatomy.harness.records import read_records
+from llm_call_anatomy.workloads.load.spec import CPU_LOAD, parse_load
 
 pytestmark = [
     pytest.mark.openai,

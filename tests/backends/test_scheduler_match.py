@@ -3,11 +3,11 @@ and the server's KV-cache capacity read from its /metrics (backends/openai/metri
 
 from __future__ import annotations
 
-from backends.base import BackendSettings
-from backends.openai.metrics import scheduler_from_metrics
-from backends.openai.servers import VLLMServerBackend
-from backends.vllm import config
 from benchmarks.fake_engine import BLOCK_SIZE, KV_BLOCKS, FakeEngine
+from llm_call_anatomy.backends.openai.metrics import scheduler_from_metrics
+from llm_call_anatomy.backends.openai.servers import VLLMServerBackend
+from llm_call_anatomy.backends.vllm import config
+from llm_call_anatomy.contract.adapter import BackendSettings
 
 
 def settings(**kw) -> BackendSettings:
@@ -77,7 +77,7 @@ def test_the_servers_own_prefix_caching_is_recorded() -> None:
 
 
 def test_sglangs_radix_cache_switch_is_its_prefix_caching() -> None:
-    from backends.openai.server_facts import scheduler
+    from llm_call_anatomy.backends.openai.server_facts import scheduler
 
     class Info:  # /get_server_info's answer
         def __init__(self, info: dict) -> None:

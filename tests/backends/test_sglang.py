@@ -19,16 +19,17 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-import backends
-from backends.base import BackendSettings, BackendUnavailable, Request
-from backends.sglang import SGLangBackend
-from backends.sglang.meta import (
+from llm_call_anatomy import backends
+from llm_call_anatomy.backends.base import BackendUnavailable
+from llm_call_anatomy.backends.sglang import SGLangBackend
+from llm_call_anatomy.backends.sglang.meta import (
     EngineAbort,
     engine_timing,
     flush_succeeded,
     parse_meta_info,
     to_raw_output,
 )
+from llm_call_anatomy.contract.adapter import BackendSettings, Request
 from tests.conftest import compare, records
 
 SGLANG_MISSING = importlib.util.find_spec("sglang") is None
@@ -268,7 +269,7 @@ def test_engine_on_gpu_reuses_the_shared_prefix_and_flushes(tmp_path):
 
 
 def test_step_logprobs_per_output_position_best_first():
-    from backends.sglang.meta import step_logprobs
+    from llm_call_anatomy.backends.sglang.meta import step_logprobs
 
     meta = {
         "output_top_logprobs": [

@@ -13,8 +13,8 @@ import json
 
 import pytest
 
-from backends.base import BackendSettings, Request
-from backends.sglang import config
+from llm_call_anatomy.backends.sglang import config
+from llm_call_anatomy.contract.adapter import BackendSettings, Request
 
 SGLANG_MISSING = importlib.util.find_spec("sglang") is None
 

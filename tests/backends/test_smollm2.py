@@ -14,7 +14,7 @@ import json
 import pandas as pd
 import pytest
 
-from reports.analysis import agreement
+from llm_call_anatomy.reports.analysis import agreement
 from tests.conftest import ROOT, compare, records
 
 SMALL = ROOT / "tests" / "fixtures" / "smollm2" / "small.yaml"

@@ -11,8 +11,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from backends import telemetry
-from backends.telemetry import GpuTelemetry
+from llm_call_anatomy.backends import telemetry
+from llm_call_anatomy.backends.telemetry import GpuTelemetry
 
 
 def nvml_loads() -> bool:
@@ -27,7 +27,7 @@ def nvml_loads() -> bool:
 
 @pytest.mark.skipif(nvml_loads(), reason="NVML works here: the not-measured path is not this machine's")
 def test_without_a_driver_a_level_says_not_measured_and_why():
-    from backends.load_loop import LoadSettings, run_level
+    from llm_call_anatomy.backends.load_loop import LoadSettings, run_level
     from tests.backends.test_load import Batching, req
 
     _, facts = run_level(Batching(), [[req()] for _ in range(2)], LoadSettings(concurrency=2))

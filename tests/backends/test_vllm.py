@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from backends.vllm import config
+from llm_call_anatomy.backends.vllm import config
+from llm_call_anatomy.workloads.catalog import read_builtin
 from tests.conftest import DEFAULT_WORKLOADS, compare, records
-from workloads import read_builtin
 
 VLLM_MISSING = importlib.util.find_spec("vllm") is None
 ROOT = Path(__file__).resolve().parents[2]
@@ -258,10 +258,10 @@ def test_hf_and_vllm_write_into_one_run_dir(tmp_path):
 # this process's threads). Prints what the test checks as one JSON line.
 HUNG_REQUEST = """
 import json
-from backends.base import BackendSettings, Request
-from backends.load_loop import LoadSettings, run_level
-from backends.vllm.backend import VLLMBackend
-from harness.models import build_tiny
+from llm_call_anatomy.backends.base import BackendSettings, Request
+from llm_call_anatomy.backends.load_loop import LoadSettings, run_level
+from llm_call_anatomy.backends.vllm.backend import VLLMBackend
+from llm_call_anatomy.harness.models import build_tiny
 
 if __name__ == "__main__":
     settings = BackendSettings(model_path=str(build_tiny()), model_label="tiny", dtype="float32",
@@ -352,10 +352,10 @@ def test_an_unknown_engine_arg_is_the_engines_own_error_in_one_line(tmp_path):
 # line.
 OPEN_LOOP = """
 import json
-from backends.base import BackendSettings, Request
-from backends.load_loop import LoadSettings, run_level
-from backends.vllm.backend import VLLMBackend
-from harness.models import build_tiny
+from llm_call_anatomy.backends.base import BackendSettings, Request
+from llm_call_anatomy.backends.load_loop import LoadSettings, run_level
+from llm_call_anatomy.backends.vllm.backend import VLLMBackend
+from llm_call_anatomy.harness.models import build_tiny
 
 if __name__ == "__main__":
     settings = BackendSettings(model_path=str(build_tiny()), model_label="tiny", dtype="float32",
@@ -377,7 +377,7 @@ def test_the_open_loop_submits_at_the_planned_time_while_the_engine_steps():
     """The stepping runs on a worker thread, so an arrival due during a prefill step is submitted on time (it
     waits for the step inside its TTFT); when the steps ran on the event loop, a third of the arrivals were
     submitted 10-70 ms late, at the end of the step in flight (issue 39: up to 590 ms on the H200)."""
-    from contract.arrivals import arrival_times
+    from llm_call_anatomy.contract.arrivals import arrival_times
 
     proc = subprocess.run(
         [sys.executable, "-c", OPEN_LOOP],

@@ -10,9 +10,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from backends.base import BackendSettings
-from backends.vllm import config
-from backends.vllm.facts import attention_backend_fact, engine_timing
+from llm_call_anatomy.backends.vllm import config
+from llm_call_anatomy.backends.vllm.facts import attention_backend_fact, engine_timing
+from llm_call_anatomy.contract.adapter import BackendSettings
 
 
 def settings(**kw) -> BackendSettings:

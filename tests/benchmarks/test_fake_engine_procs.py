@@ -18,11 +18,11 @@ from collections.abc import Iterator
 
 import pytest
 
-from backends.base import BackendSettings, Request
-from backends.load_loop import LoadSettings, run_level
-from backends.openai import OpenAIBackend
 from benchmarks import load_client
 from benchmarks.fake_engine_procs import STREAMS_PER_SERVER_PROC, auto_server_procs, start_procs
+from llm_call_anatomy.backends.load_loop import LoadSettings, run_level
+from llm_call_anatomy.backends.openai import OpenAIBackend
+from llm_call_anatomy.contract.adapter import BackendSettings, Request
 
 pytestmark = pytest.mark.openai
 STEP_S = 0.005

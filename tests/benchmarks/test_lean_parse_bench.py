@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from backends.base import TokenClock
-from backends.openai.json_codec import available
-from backends.openai.lean_stream import ChunkReader
 from benchmarks import lean_parse
+from llm_call_anatomy.backends.base import TokenClock
+from llm_call_anatomy.backends.openai.json_codec import available
+from llm_call_anatomy.backends.openai.lean_stream import ChunkReader
 
 pytestmark = pytest.mark.openai
 

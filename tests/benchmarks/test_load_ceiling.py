@@ -10,8 +10,8 @@ import sys
 
 import pytest
 
-import backends
 from benchmarks import load_ceiling
+from llm_call_anatomy import backends
 from tests.conftest import ROOT
 
 C, N, P, OUT_TOKENS, REPEATS = 4, 8, 64, 8, 2
@@ -149,9 +149,9 @@ def test_sglang_not_installed_is_one_line_and_exit_2(capsys):
 def test_inside_a_study_the_hook_measures_on_the_studys_engine(tmp_path, monkeypatch, tiny_model_dir):
     """LCA_CHILD_HOOK=benchmarks.load_ceiling:child_hook: the started backend is measured as it is, no second
     start."""
-    from backends.base import BackendSettings
-    from backends.hf.cb import HFContinuousBatchingBackend
     from benchmarks import load_ceiling
+    from llm_call_anatomy.backends.hf.cb import HFContinuousBatchingBackend
+    from llm_call_anatomy.contract.adapter import BackendSettings
 
     monkeypatch.setenv(
         load_ceiling.HOOK_ARGS_ENV, "--concurrency 2 --prompt-tokens 32 --output-tokens 4 --repeats 2"

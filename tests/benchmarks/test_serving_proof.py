@@ -139,8 +139,8 @@ def test_the_table_compares_the_project_run_with_the_reference(tmp_path: Path) -
 def test_the_server_line_is_the_harness_own(capsys, tiny_model_dir) -> None:
     import shlex
 
-    from backends.base import BackendSettings
-    from backends.openai.servers import VLLMServerBackend
+    from llm_call_anatomy.backends.openai.servers import VLLMServerBackend
+    from llm_call_anatomy.contract.adapter import BackendSettings
 
     assert (
         main(

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from backends.openai.options import OpenAIOptions
-from backends.sglang.config import SGLangOptions
-from contract.adapter import BackendOptions, BackendSettings
+from llm_call_anatomy.backends.openai.options import OpenAIOptions
+from llm_call_anatomy.backends.sglang.config import SGLangOptions
+from llm_call_anatomy.contract.adapter import BackendOptions, BackendSettings
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "lab" / "examples"
 

@@ -7,7 +7,7 @@ import statistics
 
 import pytest
 
-from contract.arrivals import arrival_times, ks_critical, ks_exponential, rate_z
+from llm_call_anatomy.contract.arrivals import arrival_times, ks_critical, ks_exponential, rate_z
 
 
 def gaps(times: list[float]) -> list[float]:

@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from contract.files import backend_env_blocks
-from harness.env import merge_env
-from reports.runs import read_env
+from llm_call_anatomy.contract.files import backend_env_blocks
+from llm_call_anatomy.harness.env import merge_env
+from llm_call_anatomy.reports.runs import read_env
 
 
 def _blocks(run, **blocks):
@@ -52,7 +52,7 @@ def test_an_atomic_write_has_the_mode_a_plain_open_gives(tmp_path):
     """issue 43: report.html, env.json, plan.json, run.json get the records' mode (the umask's), not 0600."""
     import stat
 
-    from contract.files import atomic_write_text
+    from llm_call_anatomy.contract.files import atomic_write_text
 
     atomic_write_text(tmp_path / "env.json", "{}")
     (tmp_path / "records.jsonl").write_text("")

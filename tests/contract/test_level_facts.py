@@ -15,10 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from backends.base import Backend, BackendSettings, Capabilities, RawOutput, Request, TokenClock
-from contract import capacity as cap
-from contract.level_facts import ALWAYS, NOT_WRITTEN, WRITTEN_WITH, LevelFacts
-from contract.slo import Verdict
+from llm_call_anatomy.backends.base import Backend, TokenClock
+from llm_call_anatomy.contract import capacity as cap
+from llm_call_anatomy.contract.adapter import BackendSettings, Capabilities, RawOutput, Request
+from llm_call_anatomy.contract.level_facts import ALWAYS, NOT_WRITTEN, WRITTEN_WITH, LevelFacts
+from llm_call_anatomy.contract.slo import Verdict
 
 NAMED = {f.name for f in fields(LevelFacts)} - NOT_WRITTEN  # the keys of extra.level the type names
 ROOT = Path(__file__).resolve().parents[2]
@@ -173,7 +174,7 @@ def test_every_committed_runs_level_records_read_and_write_back_their_keys():
 def engine_figures() -> set[str]:
     """Every figure name an adapter's ``load_stats`` reports (a server's /metrics, vLLM and SGLang in process:
     the same names; vLLM's stepping counters), and a data-parallel replica's own."""
-    from backends.openai.metrics import LOAD_VALUES
+    from llm_call_anatomy.backends.openai.metrics import LOAD_VALUES
 
     replica = {
         "replica0_prefix_cache_hits_total",
@@ -238,10 +239,10 @@ ONLY_ELSEWHERE = {  # named fields this level does not write, and who does
 
 
 def test_the_runner_writes_exactly_the_named_keys(tiny_model_dir, tmp_path, monkeypatch):
-    from backends import load_loop
-    from backends.telemetry import GpuTelemetry
-    from harness.records import read_records
-    from harness.runner import Runner
+    from llm_call_anatomy.backends import load_loop
+    from llm_call_anatomy.backends.telemetry import GpuTelemetry
+    from llm_call_anatomy.harness.records import read_records
+    from llm_call_anatomy.harness.runner import Runner
     from tests.backends.test_telemetry import FakeNvml
     from tests.harness.test_capacity import plan_of
 
@@ -272,8 +273,8 @@ def test_a_gpu_not_measured_and_a_clients_cpu_write_named_keys(monkeypatch):
     a level driven from client processes, one of them dying)."""
     import sys
 
-    from backends.load_shards import client_cpu_facts
-    from backends.telemetry import GpuTelemetry
+    from llm_call_anatomy.backends.load_shards import client_cpu_facts
+    from llm_call_anatomy.backends.telemetry import GpuTelemetry
 
     monkeypatch.setitem(sys.modules, "pynvml", None)
     with GpuTelemetry() as gpu:

@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 from dataclasses import asdict
 
-from contract.plan import Step
-from contract.records import KEY_FIELDS, Record, RecordKey
+from llm_call_anatomy.contract.plan import Step
+from llm_call_anatomy.contract.records import KEY_FIELDS, Record, RecordKey
 
 
 def test_a_record_and_its_row_read_back_have_the_same_key():

@@ -7,12 +7,12 @@ import sys
 
 import pytest
 
-import backends
-from contract.registry import Registry
-from reports import kinds as report_kinds
-from workloads import BUILTIN, builtin_file
-from workloads import kinds as measuring_kinds
-from workloads.kinds import names as kind_names
+from llm_call_anatomy import backends
+from llm_call_anatomy.contract.registry import Registry
+from llm_call_anatomy.reports import kinds as report_kinds
+from llm_call_anatomy.workloads import kinds as measuring_kinds
+from llm_call_anatomy.workloads.catalog import BUILTIN, builtin_file
+from llm_call_anatomy.workloads.kinds import names as kind_names
 
 
 def test_listing_names_imports_nothing(monkeypatch):
@@ -63,7 +63,7 @@ def test_backends_resolve_through_the_registry(monkeypatch):
     assert backends.BACKENDS.entries is backends.REGISTRY and not hasattr(
         backends, "load"
     )  # one name for the lookup: resolve
-    monkeypatch.setitem(backends.REGISTRY, "base", "backends.base:Backend")
+    monkeypatch.setitem(backends.REGISTRY, "base", "llm_call_anatomy.backends.base:Backend")
     assert backends.resolve("base") is backends.Backend
     monkeypatch.setitem(backends.REGISTRY, "gone", "no_such_engine_here:Backend")
     with pytest.raises(backends.BackendUnavailable, match="gone is not installed here .no_such_engine_here"):

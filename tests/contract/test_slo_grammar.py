@@ -1,6 +1,6 @@
 """One SLO grammar (issue 40's first bullet, issue 44 item 5): printing and parsing round-trip exactly (a
 seeded property loop), percentiles in exponent form or past 3 decimals are refused up front (exit 2, one
-line, from compare.py and ``python -m reports`` alike), and an unnamed target takes the stated default
+line, from compare.py and ``python compare.py report`` alike), and an unnamed target takes the stated default
 name."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import random
 
 import pytest
 
-from contract.slo import DEFAULT_NAME, METRICS, Limit, Target, parse_target, parse_targets
+from llm_call_anatomy.contract.slo import DEFAULT_NAME, METRICS, Limit, Target, parse_target, parse_targets
 
 
 def random_percentile(rng: random.Random) -> str:
@@ -82,8 +82,8 @@ def test_an_unnamed_target_takes_the_default_name_and_several_are_given_at_once(
 
 @pytest.mark.parametrize("slo", ["t:ttft_p0.00001_ms=650", "t:ttft_p99.99999_ms=650"])
 def test_compare_and_the_report_refuse_them_up_front(slo, tmp_path, capsys):
-    from harness.cli import main as compare_main
-    from reports.__main__ import main as report_main
+    from llm_call_anatomy.harness.cli import main as compare_main
+    from llm_call_anatomy.reports.__main__ import main as report_main
 
     out = tmp_path / "run"
     assert compare_main(["--backend", "hf", "--workloads", "load", "--slo", slo, "--out", str(out)]) == 2
@@ -97,9 +97,9 @@ def test_compare_and_the_report_refuse_them_up_front(slo, tmp_path, capsys):
 
 
 def test_the_report_takes_an_unnamed_ttft_only_target(monkeypatch, tmp_path):
-    """``python -m reports RUNS --slo ttft_p90_ms=1000``: accepted (the grammar's default name), the
+    """``python compare.py report RUNS --slo ttft_p90_ms=1000``: accepted (the grammar's default name), the
     goodput pair keeping the page's default TPOT."""
-    import reports.__main__ as cli
+    import llm_call_anatomy.reports.__main__ as cli
 
     seen = {}
     monkeypatch.setattr(cli, "report_of", lambda dirs, **kw: seen.update(kw) or object())

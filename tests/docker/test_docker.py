@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-import backends
+from llm_call_anatomy import backends
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCKER = ROOT / "docker"
@@ -39,7 +39,7 @@ def test_hadolint_passes() -> None:
 
 @pytest.mark.parametrize("name", IMAGES)
 def test_one_name_per_backend_family(name: str) -> None:
-    assert backends.REGISTRY[name].startswith(f"backends.{name}:")  # registry key = module
+    assert backends.REGISTRY[name].startswith(f"llm_call_anatomy.backends.{name}:")  # registry key = module
     assert (ROOT / "backends" / name).is_dir()
     assert name in PYPROJECT["project"]["optional-dependencies"]  # = extra
     service = COMPOSE["services"][name]
@@ -74,7 +74,7 @@ def test_compose_runs_the_images_one_after_another_then_the_report() -> None:
         assert service["deploy"]["resources"]["reservations"]["devices"][0]["count"] == 1  # one GPU
         assert f"--out /runs/${{RUN_ID:-study}}/{name}" in service["command"]
     report = services["report"]
-    assert report["entrypoint"] == ["python", "-m", "reports"]
+    assert report["entrypoint"] == ["python", "compare.py", "report"]
     assert all(f"/runs/${{RUN_ID:-study}}/{name}" in report["command"] for name in IMAGES)
     assert "-o /runs/${RUN_ID:-study}/report.html" in report["command"]
     assert "deploy" not in report  # the report needs no GPU
@@ -87,6 +87,7 @@ def test_build_context_is_small() -> None:
     assert {
         "pyproject.toml",
         "compare.py",
+        "llm_call_anatomy",
         "contract",
         "backends",
         "harness",

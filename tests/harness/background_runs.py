@@ -52,6 +52,6 @@ def child_pids(run_dir: Path) -> list[int]:
                 cmd = (proc / "cmdline").read_bytes().split(b"\0")
             except OSError:
                 continue
-            if b"harness.child" in cmd and str(run_dir).encode() in cmd:
+            if b"llm_call_anatomy.harness.child" in cmd and str(run_dir).encode() in cmd:
                 pids.append(int(proc.name))
     return pids

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from harness import models
-from harness import qwen3_tokenizer as qt
+from llm_call_anatomy.harness import models
+from llm_call_anatomy.harness import qwen3_tokenizer as qt
 
 # the Qwen3 tokenizer tests' module mark: they need the pinned package that holds Qwen3's ranks
 needs_qwen3_tokenizer = pytest.mark.skipif(

@@ -20,7 +20,7 @@ from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import NoReturn
 
-from backends.openai.servers import LaunchedServerBackend
+from llm_call_anatomy.backends.openai.servers import LaunchedServerBackend
 from tests.harness.fakes import JsonHandler
 
 STEP_S = 0.03

@@ -164,7 +164,8 @@ def serving(handler: type[BaseHTTPRequestHandler]) -> Iterator[str]:
 # --- a fake backend for in-process runs of harness.child ----------------------------------------
 def echo_backend_class():
     """A backend that answers every request with the prompt's last token, instantly (no engine)."""
-    from backends.base import Backend, Capabilities, RawOutput
+    from llm_call_anatomy.backends.base import Backend
+    from llm_call_anatomy.contract.adapter import Capabilities, RawOutput
 
     class EchoBackend(Backend):
         name = "echo"
@@ -184,8 +185,8 @@ def prepare_run(run_dir: Path, workload_file: Path, model_dir: Path, repeats: in
     """plan.json + run.json as compare.py writes them, for running ``harness.child`` in-process."""
     from transformers import AutoTokenizer
 
-    from harness.chat import Renderer
-    from workloads import build_plan, read_workloads
+    from llm_call_anatomy.contract.chat import Renderer
+    from llm_call_anatomy.workloads.catalog import build_plan, read_workloads
 
     specs = read_workloads([], [str(workload_file)])
     plan = build_plan(specs, Renderer(AutoTokenizer.from_pretrained(model_dir)), repeats)

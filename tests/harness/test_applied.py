@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import pytest
 
-import backends
-import harness.cli
-from harness import applied
-from harness.cli import main
-from harness.cli_parser import parser
+import llm_call_anatomy.harness.cli
+from llm_call_anatomy import backends
+from llm_call_anatomy.harness import applied
+from llm_call_anatomy.harness.cli import main
+from llm_call_anatomy.harness.cli_parser import parser
 from tests.harness.test_setting_checks import refused
 
 URL = ("--base-url", "http://127.0.0.1:9/v1")
@@ -29,7 +29,7 @@ def stop_after_the_checks(monkeypatch):
     def past(*_args, **_kw):
         raise PastTheChecks
 
-    monkeypatch.setattr(harness.cli, "choose_out", past)
+    monkeypatch.setattr(llm_call_anatomy.harness.cli, "choose_out", past)
 
 
 def accepted(tmp_path, *args: str) -> None:

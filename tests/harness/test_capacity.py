@@ -15,12 +15,13 @@ import json
 
 import pytest
 
-from backends.base import Backend, BackendSettings, Capabilities, RawOutput, Request, TokenClock
-from contract import capacity as cap
-from contract.level_stats import level_stats
-from contract.slo import parse_target
-from harness.load_runner import measured_levels
-from harness.runner import Runner
+from llm_call_anatomy.backends.base import Backend, TokenClock
+from llm_call_anatomy.contract import capacity as cap
+from llm_call_anatomy.contract.adapter import BackendSettings, Capabilities, RawOutput, Request
+from llm_call_anatomy.contract.level_stats import level_stats
+from llm_call_anatomy.contract.slo import parse_target
+from llm_call_anatomy.harness.load_runner import measured_levels
+from llm_call_anatomy.harness.runner import Runner
 
 UNIT_S, SATURATED_S, KNEE, LIMIT_MS = 0.010, 0.200, 12, 220
 TARGET = f"knee:ttft_p90_ms={LIMIT_MS}"
@@ -72,8 +73,9 @@ def plan_of(spec: str, model_dir, folder):
     the model's own tokenizer."""
     from transformers import AutoTokenizer
 
-    from harness.chat import Renderer
-    from workloads import build_plan, read_workload_file
+    from llm_call_anatomy.contract.chat import Renderer
+    from llm_call_anatomy.workloads.catalog import build_plan
+    from llm_call_anatomy.workloads.reader import read_workload_file
 
     path = folder / "load.yaml"
     path.write_text(spec)
@@ -166,7 +168,7 @@ def test_a_level_that_meets_the_target_above_a_miss_is_flagged_not_searched_arou
 
 
 def test_the_limiter_names_the_kv_cache_and_preemptions_where_the_engine_shows_them():
-    from contract.slo import Verdict
+    from llm_call_anatomy.contract.slo import Verdict
 
     v = Verdict(False, {}, {}, "TTFT p90 900 ms > 500 ms")
     assert cap.limiter_text(v, {"kv_cache_usage_peak": 0.99, "preemptions": 3.0}) == (
@@ -200,8 +202,8 @@ def test_the_open_loop_search_refines_between_the_poisson_rates(tiny_model_dir, 
     must hold whatever it is: each added rate lies inside the bracket it refines, the capacity passed the
     target and the next rate up did not, and no more than the budget was added. Every rate level runs
     its duration (the arrivals the seeded process draws over 2 s), each request with its planned submit."""
-    from contract.arrivals import arrival_times
-    from workloads.load.prompts import RANDOM_SEED
+    from llm_call_anatomy.contract.arrivals import arrival_times
+    from llm_call_anatomy.workloads.load.prompts import RANDOM_SEED
 
     plan = plan_of(RATES_SPEC, tiny_model_dir, tmp_path)
     out = tmp_path / "run"
@@ -259,7 +261,7 @@ def test_the_search_on_sessions_runs_whole_sessions_of_c_users(tiny_model_dir, t
 def test_a_resume_starts_the_engine_while_a_search_may_have_levels_to_add(plan, tmp_path):
     """Every planned request recorded is not 'done' for a start with a capacity search: the runner must
     look."""
-    from harness.backend_runs import all_recorded
+    from llm_call_anatomy.harness.backend_runs import all_recorded
 
     out = tmp_path / "run"
     run(plan, out)

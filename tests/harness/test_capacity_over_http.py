@@ -18,16 +18,17 @@ from __future__ import annotations
 
 import pytest
 
-from backends.load_loop import LoadSettings, arrival_times
-from contract import capacity as cap
-from contract.level_facts import LevelFacts
-from contract.level_stats import level_stats
-from contract.slo import parse_target
-from harness.load_runner import measured_levels
-from harness.records import read_records, row_key
+from llm_call_anatomy.backends.load_loop import LoadSettings, arrival_times
+from llm_call_anatomy.contract import capacity as cap
+from llm_call_anatomy.contract.level_facts import LevelFacts
+from llm_call_anatomy.contract.level_stats import level_stats
+from llm_call_anatomy.contract.records import row_key
+from llm_call_anatomy.contract.slo import parse_target
+from llm_call_anatomy.harness.load_runner import measured_levels
+from llm_call_anatomy.harness.records import read_records
+from llm_call_anatomy.workloads.load.prompts import RANDOM_SEED
 from tests.conftest import compare
 from tests.harness.faulty_server import Faults, faulty_server
-from workloads.load.prompts import RANDOM_SEED
 
 pytestmark = [pytest.mark.openai, pytest.mark.slow]  # one compare.py run of 8 levels, each from 2 processes
 

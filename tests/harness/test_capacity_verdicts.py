@@ -13,11 +13,12 @@ import json
 
 import pytest
 
-from backends.base import RawOutput, Request, TokenClock
-from contract import capacity as cap
-from contract.level_stats import level_stats
-from contract.slo import parse_target
-from harness.load_runner import measured_levels
+from llm_call_anatomy.backends.base import TokenClock
+from llm_call_anatomy.contract import capacity as cap
+from llm_call_anatomy.contract.adapter import RawOutput, Request
+from llm_call_anatomy.contract.level_stats import level_stats
+from llm_call_anatomy.contract.slo import parse_target
+from llm_call_anatomy.harness.load_runner import measured_levels
 from tests.harness.test_capacity import Knee, plan_of, run
 
 CHAT = parse_target("chat:ttft_p90_ms=500")
@@ -152,7 +153,7 @@ workloads:
     search_levels: 2
     search_targets: ["coin:ttft_p90_ms=75"]
 """
-    from harness.runner import Runner
+    from llm_call_anatomy.harness.runner import Runner
 
     target = parse_target("coin:ttft_p90_ms=75")
     plan = plan_of(spec, tiny_model_dir, tmp_path)
@@ -183,7 +184,7 @@ def test_bisection_stops_at_the_ratio_and_reports_both_ends():
     assert cap.next_level({10.0: True, 12.0: False}, False, None, ratio=1.1) == pytest.approx(120**0.5)
 
     def judged(levels):
-        from contract.slo import Verdict
+        from llm_call_anatomy.contract.slo import Verdict
 
         return {
             x: (Verdict(ok, {}, {}, None if ok else "TTFT", "pass" if ok else "miss"), {})
@@ -256,7 +257,7 @@ def test_a_warm_up_does_not_think(tiny_model_dir, tmp_path, monkeypatch):
     """A level's warm-up primes the engine, it does not model users: its requests go at once, whatever the
     level's think time (on the H200, 32 warm-up turns with a 30 s think took 2.5 minutes a level). The timed
     level keeps its think."""
-    import harness.load_runner as load_runner
+    import llm_call_anatomy.harness.load_runner as load_runner
 
     seen = []
     real = load_runner.run_level

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from transformers import AutoTokenizer
 
-from harness.chat import Renderer, common_prefix_len
+from llm_call_anatomy.contract.chat import Renderer, common_prefix_len
 
 
 def test_common_prefix_len():

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from harness.child import run_child_hook
+from llm_call_anatomy.harness.child import run_child_hook
 
 calls: list[tuple] = []
 

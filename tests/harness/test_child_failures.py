@@ -7,10 +7,10 @@ import errno
 
 import pytest
 
-import backends
-from harness import child
-from harness import records as records_module
-from harness.records import read_records
+from llm_call_anatomy import backends
+from llm_call_anatomy.harness import child
+from llm_call_anatomy.harness import records as records_module
+from llm_call_anatomy.harness.records import read_records
 from tests.harness.fakes import SMALL, prepare_run, small_workload
 
 

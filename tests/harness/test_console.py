@@ -6,7 +6,7 @@ import subprocess
 import sys
 import tomllib
 
-from harness import console
+from llm_call_anatomy.harness import console
 from tests.conftest import ROOT, compare
 
 
@@ -25,7 +25,7 @@ def test_console_routes_report_and_study(tmp_path, capsys):
 
 def test_module_entry_point_prints_help():
     proc = subprocess.run(
-        [sys.executable, "-m", "harness.console", "--help"],
+        [sys.executable, "-m", "llm_call_anatomy.harness.console", "--help"],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -36,16 +36,16 @@ def test_module_entry_point_prints_help():
 
 def test_messages_and_help_name_the_command_the_user_typed(tmp_path, capsys, monkeypatch):
     """issue 43: installed, the last lines and --help's examples say llm-call-anatomy, not compare.py."""
-    from harness.backend_runs import build_report
-    from harness.cli_parser import epilog
+    from llm_call_anatomy.harness.backend_runs import build_report
+    from llm_call_anatomy.harness.cli_parser import epilog
 
-    assert console.commands("compare.py") == ("python compare.py", "python -m reports")
+    assert console.commands("compare.py") == ("python compare.py", "python compare.py report")
     assert console.commands("llm-call-anatomy") == ("llm-call-anatomy", "llm-call-anatomy report")
     installed = epilog("llm-call-anatomy")
-    assert "compare.py --" not in installed and "python -m reports runs" not in installed
+    assert "compare.py --" not in installed and "python compare.py report runs" not in installed
     assert "  llm-call-anatomy report --baseline runs/a --candidate runs/b" in installed
     assert "  python compare.py --lint-only --workload-file my_study.yaml" in epilog("compare.py")
-    monkeypatch.setitem(sys.modules, "reports", None)  # a venv without the report extra
+    monkeypatch.setitem(sys.modules, "llm_call_anatomy.reports", None)  # a venv without the report extra
     assert build_report(tmp_path, "llm-call-anatomy") is False
     said = capsys.readouterr().err.strip()
     assert said.startswith("llm-call-anatomy: report not built: ") and "[report]'" in said

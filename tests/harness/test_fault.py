@@ -9,7 +9,8 @@ import signal
 import subprocess
 import time
 
-from harness.records import read_records, row_key
+from llm_call_anatomy.contract.records import row_key
+from llm_call_anatomy.harness.records import read_records
 from tests.conftest import compare
 from tests.harness.background_runs import child_pids, small_run_args, start_run
 

@@ -11,9 +11,9 @@ import os
 
 import pytest
 
-from reports import export
-from reports.__main__ import main as report
-from reports.gate import FAILURES
+from llm_call_anatomy.reports import export
+from llm_call_anatomy.reports.__main__ import main as report
+from llm_call_anatomy.reports.gate import FAILURES
 from tests.conftest import compare
 from tests.harness.faulty_server import Faults, faulty_server
 

@@ -7,7 +7,7 @@ import os
 import subprocess
 import sys
 
-from harness import gpu_host
+from llm_call_anatomy.harness import gpu_host
 
 
 def test_a_child_of_this_process_is_ours_and_init_is_not():

@@ -11,9 +11,9 @@ import time
 from rich.console import Console
 from rich.progress import Progress
 
-from harness.child import StartFacts, starting
-from harness.heartbeat import Heartbeat, beat_line
-from harness.runner import Runner
+from llm_call_anatomy.harness.child import StartFacts, starting
+from llm_call_anatomy.harness.heartbeat import Heartbeat, beat_line
+from llm_call_anatomy.harness.runner import Runner
 
 
 def test_a_beat_says_the_elapsed_time_and_what_is_left():
@@ -62,7 +62,7 @@ def test_groups_beat_where_the_console_is_no_terminal():
 
 
 def test_the_child_s_lines_are_never_broken_inside_a_value():
-    from harness.steps import console
+    from llm_call_anatomy.harness.steps import console
 
     assert console.soft_wrap  # a case's line piped to a log stays one line, whatever its length
 
@@ -71,7 +71,7 @@ def test_future_warnings_do_not_print_through_the_progress_bar(monkeypatch):
     import sys
     import warnings
 
-    from harness.child import quiet_future_warnings
+    from llm_call_anatomy.harness.child import quiet_future_warnings
 
     with warnings.catch_warnings(record=True) as seen:
         warnings.simplefilter("always")

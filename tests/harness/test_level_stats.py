@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from contract.level_stats import level_stats
+from llm_call_anatomy.contract.level_stats import level_stats
 
 
 def row(submit, ttft_ms, tokens=4, gap=0.01, error=None, prompt=100):
@@ -136,7 +136,7 @@ def test_two_engine_starts_of_one_level_are_each_their_own_steady_state():
     """Each start ran the level on its own clock (submit_s from 0): pooled into one window their tokens
     would count twice over one start's seconds. Over the starts: throughput the median of the starts',
     its interval the envelope of theirs, the latency samples and counts pooled."""
-    from contract.level_stats import over_starts
+    from llm_call_anatomy.contract.level_stats import over_starts
 
     slow, fast = closed_loop(gap=0.02), closed_loop(gap=0.01)
     one, other = level_stats(slow, 2), level_stats(fast, 2)

@@ -11,12 +11,13 @@ import subprocess
 
 import pytest
 
-from harness.records import read_records, row_key
-from reports.assemble import assemble
-from reports.runs import read_runs
+from llm_call_anatomy.contract.plan import Plan
+from llm_call_anatomy.contract.records import row_key
+from llm_call_anatomy.harness.records import read_records
+from llm_call_anatomy.reports.assemble import assemble
+from llm_call_anatomy.reports.runs import read_runs
 from tests.conftest import compare as run_compare
 from tests.harness.faulty_server import Faults, faulty_server
-from workloads.plan import Plan
 
 pytestmark = [pytest.mark.openai, pytest.mark.slow]  # two or three runs of compare.py each
 LOAD = (

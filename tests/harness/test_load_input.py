@@ -10,8 +10,8 @@ import time
 
 import pytest
 
-from backends.load_loop import LoadSettings, run_level
-from harness.cli import main
+from llm_call_anatomy.backends.load_loop import LoadSettings, run_level
+from llm_call_anatomy.harness.cli import main
 from tests.harness.fakes import echo_backend_class
 
 FIXED = "shape=fixed,prompt_tokens=32,output_tokens=2,requests=2,rates=,levels=1"
@@ -53,7 +53,7 @@ def test_load_without_a_load_workload_is_refused(tmp_path, capsys):
 
 
 def test_seconds_bounds_the_waits_of_a_level():
-    from backends.base import BackendSettings, Request
+    from llm_call_anatomy.contract.adapter import BackendSettings, Request
 
     backend = echo_backend_class()(BackendSettings(model_path="none", model_label="none"))
     request = Request(prompt_ids=[1, 2, 3], max_new_tokens=2)

@@ -7,8 +7,8 @@ import json
 import pytest
 from transformers import AutoTokenizer
 
-from harness import models
-from harness.tokenizer import QWEN3_ADDED_TOKENS
+from llm_call_anatomy.harness import models
+from llm_call_anatomy.harness.tokenizer import QWEN3_ADDED_TOKENS
 
 
 def test_tiny_is_built_once_and_deterministic(tiny_model_dir):
@@ -59,7 +59,7 @@ def test_missing_model_is_a_clear_error(bad):
 
 def test_a_built_in_model_s_first_build_is_said_once(tmp_path, monkeypatch, capsys):
     """issue 43: the first build of a built-in model is said, with where it goes; later runs are quiet."""
-    from harness import models
+    from llm_call_anatomy.harness import models
 
     monkeypatch.setenv("LCA_CACHE", str(tmp_path))
 

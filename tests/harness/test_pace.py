@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import json
 
-from contract.plan import Group, Plan, Step
-from harness import pace
-from harness.plan_summary import plan_lines
+from llm_call_anatomy.contract.plan import Group, Plan, Step
+from llm_call_anatomy.harness import pace
+from llm_call_anatomy.harness.plan_summary import plan_lines
 from tests.conftest import compare
 
 

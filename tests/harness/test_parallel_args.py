@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from harness.cli_checks import UsageError
-from harness.parallel_args import check_parallel
-from harness.rundir import settings_diff
+from llm_call_anatomy.harness.cli_checks import UsageError
+from llm_call_anatomy.harness.parallel_args import check_parallel
+from llm_call_anatomy.harness.rundir import settings_diff
 from tests.conftest import compare
 from tests.harness.test_cli import one_line_error
 

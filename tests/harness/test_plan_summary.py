@@ -8,10 +8,10 @@ import importlib.util
 
 import pytest
 
-from contract.plan import Group, Plan, Step
-from harness.cli_parser import parser
-from harness.plan_summary import duration, plan_lines, rest_line
-from harness.run_plan import choose_workloads
+from llm_call_anatomy.contract.plan import Group, Plan, Step
+from llm_call_anatomy.harness.cli_parser import parser
+from llm_call_anatomy.harness.plan_summary import duration, plan_lines, rest_line
+from llm_call_anatomy.harness.run_plan import choose_workloads
 from tests.conftest import compare
 
 
@@ -90,7 +90,7 @@ def test_the_plan_is_printed_before_the_first_engine_start(tmp_path):
 
 
 def test_a_busy_machine_is_warned_of_before_the_first_engine_start():
-    from harness.plan_summary import busy_line
+    from llm_call_anatomy.harness.plan_summary import busy_line
 
     assert busy_line(1.5, 2, "cpu") is None and busy_line(None, 2, "cpu") is None
     said = busy_line(3.2, 2, "cpu")

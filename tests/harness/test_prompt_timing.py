@@ -3,9 +3,9 @@ records; kept out of plan.json (a --resume compares its hash)."""
 
 from __future__ import annotations
 
-from contract.chat import Renderer
-from contract.plan import Group, Plan, Step
-from harness import prompt_timing
+from llm_call_anatomy.contract.chat import Renderer
+from llm_call_anatomy.contract.plan import Group, Plan, Step
+from llm_call_anatomy.harness import prompt_timing
 
 
 class Tokenizer:
@@ -53,11 +53,11 @@ def test_a_runs_records_carry_the_prompt_timings_and_the_callers_last_token(
     """The child (in process, a fake backend) copies each prompt's timings onto its records."""
     from transformers import AutoTokenizer
 
-    import backends
     import tests.harness.fakes as fakes
-    from harness import child
-    from harness.records import read_records
-    from workloads import build_plan, read_workloads
+    from llm_call_anatomy import backends
+    from llm_call_anatomy.harness import child
+    from llm_call_anatomy.harness.records import read_records
+    from llm_call_anatomy.workloads.catalog import build_plan, read_workloads
 
     monkeypatch.setattr(fakes, "EchoBackend", fakes.echo_backend_class(), raising=False)
     monkeypatch.setitem(backends.REGISTRY, "echo", "tests.harness.fakes:EchoBackend")

@@ -10,7 +10,7 @@ import json
 import random
 import unicodedata
 
-from harness import qwen3_tokenizer as qt
+from llm_call_anatomy.harness import qwen3_tokenizer as qt
 from tests.harness.conftest import needs_qwen3_tokenizer
 
 pytestmark = needs_qwen3_tokenizer
@@ -265,8 +265,9 @@ def test_the_template_experiments_first_prompt(qwen3_tokenizer, tiktoken_referen
 
 
 def test_env_json_gets_the_tokenizers_source_and_the_seed_prompt_in_its_tokens(qwen3_tokenizer, shape_dir):
-    from harness.chat import Renderer, tokenizer_facts
-    from workloads.seed import TEMPLATE_FIRST_PROMPT
+    from llm_call_anatomy.contract.chat import Renderer
+    from llm_call_anatomy.harness.chat import tokenizer_facts
+    from llm_call_anatomy.workloads.seed import TEMPLATE_FIRST_PROMPT
 
     renderer = Renderer(qwen3_tokenizer)
     facts = tokenizer_facts(renderer, str(shape_dir), list(TEMPLATE_FIRST_PROMPT))

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from harness import cli, models
-from harness import qwen3_tokenizer as qt
+from llm_call_anatomy.harness import cli, models
+from llm_call_anatomy.harness import qwen3_tokenizer as qt
 from tests.conftest import ROOT
 from tests.harness.conftest import assert_nothing_written, needs_qwen3_tokenizer
 

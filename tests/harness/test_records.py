@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import json
 
-from harness.records import KEY_FIELDS, Record, RecordWriter, done_keys, read_records
+from llm_call_anatomy.contract.plan import Step
+from llm_call_anatomy.contract.records import KEY_FIELDS, Record
+from llm_call_anatomy.harness.records import RecordWriter, done_keys, read_records
 from tests.conftest import RECORD_CONTRACT
-from workloads.plan import Step
 
 
 def test_writer_flushes_and_reader_dedupes(tmp_path):

@@ -6,7 +6,7 @@ import json
 import os
 import signal
 
-from harness.records import read_records
+from llm_call_anatomy.harness.records import read_records
 from tests.conftest import compare, records
 from tests.harness.background_runs import child_pids, start_run
 
@@ -94,7 +94,7 @@ def test_a_resume_with_other_settings_is_refused_before_the_tokenizer_and_the_pl
     tmp_path, capsys, monkeypatch
 ):
     """issue 43: the settings are checked before the tokenizer loads and the plan renders (seconds)."""
-    from harness import cli
+    from llm_call_anatomy.harness import cli
 
     run = tmp_path / "run"
     run.mkdir()

@@ -8,8 +8,8 @@ import json
 
 import pytest
 
-import backends
-from harness import child
+from llm_call_anatomy import backends
+from llm_call_anatomy.harness import child
 from tests.harness.fakes import prepare_run, small_workload
 
 
@@ -51,7 +51,7 @@ def test_an_old_run_json_options_dict_reaches_the_adapter_typed(tmp_path, tiny_m
     keys as its options type (the others left out), so such a run still resumes."""
     from dataclasses import dataclass
 
-    from backends.base import BackendOptions
+    from llm_call_anatomy.contract.adapter import BackendOptions
 
     @dataclass(frozen=True)
     class EchoOptions(BackendOptions):

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import pytest
 
-from contract import capacity as cap
-from contract.level_stats import level_stats
-from contract.slo import parse_target
-from harness.load_runner import measured_levels
-from harness.records import read_records
+from llm_call_anatomy.contract import capacity as cap
+from llm_call_anatomy.contract.level_stats import level_stats
+from llm_call_anatomy.contract.slo import parse_target
+from llm_call_anatomy.harness.load_runner import measured_levels
+from llm_call_anatomy.harness.records import read_records
 from tests.conftest import compare
 from tests.harness.faulty_server import Faults, faulty_server
 

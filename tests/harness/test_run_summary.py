@@ -7,7 +7,7 @@ import importlib.util
 
 import pytest
 
-from harness.run_summary import load_levels, load_table, nothing_measured
+from llm_call_anatomy.harness.run_summary import load_levels, load_table, nothing_measured
 from tests.conftest import compare
 
 

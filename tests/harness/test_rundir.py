@@ -9,9 +9,11 @@ import os
 
 import pytest
 
-from harness import records as records_module
-from harness import rundir
-from harness.records import Record, RecordWriter, read_records
+from llm_call_anatomy.contract.files import atomic_write_text
+from llm_call_anatomy.contract.records import Record
+from llm_call_anatomy.harness import records as records_module
+from llm_call_anatomy.harness import rundir
+from llm_call_anatomy.harness.records import RecordWriter, read_records
 
 
 def rec(case: str) -> Record:
@@ -65,23 +67,23 @@ def test_a_record_is_written_whole_or_not_at_all(tmp_path, monkeypatch):
 
 def test_atomic_write_leaves_the_old_file_on_failure(tmp_path, monkeypatch):
     path = tmp_path / "plan.json"
-    rundir.atomic_write_text(path, '{"old": true}')
+    atomic_write_text(path, '{"old": true}')
 
     def full(fd):
         raise OSError(errno.ENOSPC, "No space left on device")
 
     monkeypatch.setattr(rundir.os, "fsync", full)
     with pytest.raises(OSError):
-        rundir.atomic_write_text(path, '{"new": true, "big": "' + "x" * 100_000 + '"}')
+        atomic_write_text(path, '{"new": true, "big": "' + "x" * 100_000 + '"}')
     monkeypatch.undo()
     assert json.loads(path.read_text()) == {"old": True}
     assert sorted(p.name for p in tmp_path.iterdir()) == ["plan.json"]  # no temporary file left
-    rundir.atomic_write_text(path, '{"new": true}')
+    atomic_write_text(path, '{"new": true}')
     assert json.loads(path.read_text()) == {"new": True}
 
 
 def test_env_files_are_written_atomically(tmp_path, monkeypatch):
-    from harness import env
+    from llm_call_anatomy.harness import env
 
     calls = []
     monkeypatch.setattr(env, "atomic_write_text", lambda p, t: calls.append(p.name) or p.write_text(t))

@@ -13,9 +13,9 @@ import json
 
 import pytest
 
-from backends.openai.servers import engine_arg_flags
-from harness.cli_checks import UsageError
-from harness.server_args import parse_engine_args
+from llm_call_anatomy.backends.openai.servers import engine_arg_flags
+from llm_call_anatomy.harness.cli_checks import UsageError
+from llm_call_anatomy.harness.server_args import parse_engine_args
 from tests.conftest import compare, records
 from tests.harness.fakes import CHAT_ANSWER, CHAT_CACHED_TOKENS, chat_server, small_workload
 from tests.harness.test_cli import one_line_error

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from harness.records import read_records
+from llm_call_anatomy.harness.records import read_records
 from tests.conftest import compare
 from tests.harness.fakes import failing_server, small_workload
 
@@ -93,9 +93,9 @@ def test_a_server_that_dies_mid_load_keeps_the_records_so_far_and_names_its_log(
     its fourth request (completion 12), with others in flight; level C=2 finds it gone. The records
     so far stay, every later request is an error naming the exit code and the server's log, whether
     its stream was cut in the middle or it found the server gone, and the child exits 1."""
-    import backends
-    from backends.openai import servers
-    from harness import child
+    from llm_call_anatomy import backends
+    from llm_call_anatomy.backends.openai import servers
+    from llm_call_anatomy.harness import child
     from tests.harness import dying_server
     from tests.harness.fakes import prepare_run
 

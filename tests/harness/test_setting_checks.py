@@ -10,9 +10,9 @@ import json
 
 import pytest
 
-import harness.cli
-from harness.cli import main
-from harness.cli_checks import UsageError, check_resume
+import llm_call_anatomy.harness.cli
+from llm_call_anatomy.harness.cli import main
+from llm_call_anatomy.harness.cli_checks import UsageError, check_resume
 
 
 @pytest.fixture(autouse=True)
@@ -22,7 +22,7 @@ def stop_after_the_checks(monkeypatch):
     def past(*_args, **_kw):
         raise AssertionError("got past the flags' checks")
 
-    monkeypatch.setattr(harness.cli, "choose_out", past)
+    monkeypatch.setattr(llm_call_anatomy.harness.cli, "choose_out", past)
 
 
 def refused(capsys, tmp_path, *args: str) -> str:

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from harness.records import read_records
+from llm_call_anatomy.harness.records import read_records
 from tests.harness.background_runs import child_pids, small_run_args, start_run
 
 

@@ -7,7 +7,15 @@ import math
 
 import pytest
 
-from contract.slo import DEFAULT_SPECS, Limit, evaluate, legacy_slo, parse_target, parse_targets, percentile
+from llm_call_anatomy.contract.slo import (
+    DEFAULT_SPECS,
+    Limit,
+    evaluate,
+    legacy_slo,
+    parse_target,
+    parse_targets,
+    percentile,
+)
 
 
 def test_a_named_target_reads_its_limits_and_writes_itself_back():

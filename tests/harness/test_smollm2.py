@@ -9,7 +9,7 @@ import pytest
 from safetensors import safe_open
 from transformers import AutoTokenizer
 
-from harness import models, smollm2
+from llm_call_anatomy.harness import models, smollm2
 from tests.conftest import ROOT, compare
 from tests.harness.conftest import assert_nothing_written
 

@@ -12,11 +12,11 @@ import textwrap
 
 import pytest
 
-from harness import env as harness_env
-from harness.env import COMMIT_FILE, MemoryWatch, commit_provenance, gpu_memory_used_bytes
+from llm_call_anatomy.harness import env as harness_env
+from llm_call_anatomy.harness.env import COMMIT_FILE, MemoryWatch, commit_provenance, gpu_memory_used_bytes
+from llm_call_anatomy.workloads.kinds import repeated_kinds
+from llm_call_anatomy.workloads.plan import rotated
 from tests.conftest import compare, records
-from workloads.kinds import repeated_kinds
-from workloads.plan import rotated
 
 LENGTHS = [16, 40, 24]
 STUDY = f"""
@@ -143,7 +143,7 @@ def test_memory_is_read_on_the_visible_gpu(monkeypatch):
         seen.append(argv)
         return subprocess.CompletedProcess(argv, 0, stdout="2048\n", stderr="")
 
-    monkeypatch.setattr("harness.env.subprocess.run", fake_run)
+    monkeypatch.setattr("llm_call_anatomy.harness.env.subprocess.run", fake_run)
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1,0")
     assert gpu_memory_used_bytes() == 2048 * 2**20
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
@@ -153,7 +153,7 @@ def test_memory_is_read_on_the_visible_gpu(monkeypatch):
 
 def test_peak_memory_is_none_with_a_reason_not_zero(monkeypatch):
     readings = iter([1000, 1000, 1000])
-    monkeypatch.setattr("harness.env.gpu_memory_used_bytes", lambda: next(readings))
+    monkeypatch.setattr("llm_call_anatomy.harness.env.gpu_memory_used_bytes", lambda: next(readings))
     watch = MemoryWatch()
     watch.sample()
     watch.sample()

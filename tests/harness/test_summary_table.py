@@ -3,7 +3,7 @@ line a backend with its value, every line within the terminal's width; the rows 
 
 from __future__ import annotations
 
-from harness.summary_table import TITLE, summary_table
+from llm_call_anatomy.harness.summary_table import TITLE, summary_table
 from tests.conftest import compare
 
 ROWS = [

@@ -22,10 +22,11 @@ import sys
 import tomllib
 from pathlib import Path
 
-from backends import REGISTRY
+from llm_call_anatomy.backends import REGISTRY
 from tests.conftest import ROOT
 
-PROJECT = ("contract", "backends", "harness", "workloads", "reports")  # the packages the wheel installs
+PACKAGE = "llm_call_anatomy"  # the one package the wheel installs: these layers inside it
+PROJECT = ("contract", "backends", "harness", "workloads", "reports")
 # a distribution whose import name is not its name with "-" as "_" (PEP 503 normalised)
 MODULES_OF = {
     "nvidia-ml-py": ("pynvml",),
@@ -118,10 +119,16 @@ class Imports(ast.NodeVisitor):
 
 
 def module_file(name: str) -> Path | None:
-    """The file of a project module (``backends.base`` -> backends/base.py), None for anything else."""
-    path = ROOT.joinpath(*name.split("."))
+    """The file of a project module (``llm_call_anatomy.backends.base`` -> backends/base.py in a checkout,
+    ``llm_call_anatomy`` -> llm_call_anatomy/__init__.py), None for anything else."""
+    parts = name.split(".")
+    if parts[0] != PACKAGE:
+        return None
+    if len(parts) == 1:
+        return ROOT / PACKAGE / "__init__.py"
+    path = ROOT.joinpath(*parts[1:])
     for candidate in (path.with_suffix(".py"), path / "__init__.py"):
-        if name.split(".")[0] in PROJECT and candidate.is_file():
+        if parts[1] in PROJECT and candidate.is_file():
             return candidate
     return None
 
@@ -147,7 +154,7 @@ def needs(own: list[str], also: tuple[str, ...] = ()) -> tuple[dict[str, str], d
         name = todo.pop()
         for imported, guarded, nested in imports_of(name):
             parts = imported.split(".")
-            if parts[0] in PROJECT:
+            if parts[0] == PACKAGE:
                 for prefix in (".".join(parts[:i]) for i in range(1, len(parts) + 1)):
                     if prefix not in seen and module_file(prefix):
                         seen.add(prefix)
@@ -161,16 +168,17 @@ def needs(own: list[str], also: tuple[str, ...] = ()) -> tuple[dict[str, str], d
 
 
 def package_modules(folder: str) -> list[str]:
+    """The modules of a checkout's folder (``backends/openai``), by their names in the package."""
     return [
-        ".".join(p.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
+        ".".join((PACKAGE, *p.relative_to(ROOT).with_suffix("").parts)).removesuffix(".__init__")
         for p in sorted((ROOT / folder).rglob("*.py"))
     ]
 
 
 def backend_packages() -> set[str]:
-    """The backend packages of the registry (``backends.openai.servers:...`` -> openai): each is the name of
-    its extra."""
-    return {target.split(":")[0].split(".")[1] for target in REGISTRY.values()}
+    """The backend packages of the registry (``llm_call_anatomy.backends.openai.servers:...`` -> openai):
+    each is the name of its extra."""
+    return {target.split(":")[0].split(".")[2] for target in REGISTRY.values()}
 
 
 # --- the checks -----------------------------------------------------------------------------------------
@@ -185,7 +193,7 @@ def undeclared(required: dict[str, str], optional: dict[str, str], allowed: set[
 
 
 def test_the_scan_sees_guarded_nested_and_relative_imports():
-    scan = Imports("backends.openai")
+    scan = Imports("llm_call_anatomy.backends.openai")
     scan.visit(
         ast.parse(
             "import httpx\n"
@@ -197,7 +205,10 @@ def test_the_scan_sees_guarded_nested_and_relative_imports():
     )
     found = {name: (guarded, nested) for name, guarded, nested in scan.found}
     assert found["httpx"] == (False, False) and found["uvloop"] == (True, False)
-    assert found["aiohttp"] == (False, True) and found["backends.openai.stream"] == (False, False)
+    assert found["aiohttp"] == (False, True) and found["llm_call_anatomy.backends.openai.stream"] == (
+        False,
+        False,
+    )
     assert "pandas" not in found
 
 
@@ -227,7 +238,9 @@ def test_every_backend_package_declares_what_it_imports_in_its_extra():
     problems = []
     for extra in sorted(packages):
         assert extra in extras, f"backends/{extra}: no extra {extra!r} in pyproject.toml"
-        required, optional = needs(package_modules(f"backends/{extra}"), also=("harness.child",))
+        required, optional = needs(
+            package_modules(f"backends/{extra}"), also=("llm_call_anatomy.harness.child",)
+        )
         problems += [f"[{extra}] {p}" for p in undeclared(required, optional, base | extras[extra])]
     assert problems == []
 

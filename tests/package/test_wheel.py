@@ -21,8 +21,9 @@ from pathlib import Path
 
 import pytest
 
+from llm_call_anatomy import LAYERS
+from llm_call_anatomy.workloads.catalog import BUILTIN
 from tests.conftest import ROOT
-from workloads import BUILTIN
 
 NOT_SOURCE_NAMES = (
     ".git",
@@ -42,6 +43,7 @@ NOT_SOURCE_NAMES = (
     ".lca-commit",
 )
 NOT_SOURCE = shutil.ignore_patterns(*NOT_SOURCE_NAMES)
+PACKAGE = "llm_call_anatomy"
 STAMP = "0123456789abcdef0123456789abcdef01234567"  # the commit a source archive carries (.lca-commit)
 
 
@@ -68,24 +70,32 @@ def wheel(tmp_path_factory) -> Path:
 
 def test_the_wheel_carries_workloads_templates_and_the_licence_not_the_lab_or_benchmarks(wheel):
     names = zipfile.ZipFile(wheel).namelist()
-    tops = {n.split("/")[0] for n in names if "/" in n and ".dist-info/" not in n}
-    assert tops == {"contract", "backends", "harness", "workloads", "reports"}  # not benchmarks, not lab
-    assert not [n for n in names if n.startswith(("lab/", "benchmarks/")) or "/examples/" in n]
+    tops = {n.split("/")[0] for n in names if ".dist-info/" not in n}
+    assert tops == {PACKAGE}  # one package on sys.path: no contract, reports... beside other projects'
+    layers = {n.split("/")[1] for n in names if n.startswith(f"{PACKAGE}/") and n.count("/") > 1}
+    assert layers == set(LAYERS)  # not benchmarks, not lab, not tests
+    assert f"{PACKAGE}/__init__.py" in names
+    assert not [n for n in names if "lab/" in n or "benchmarks/" in n or "/examples/" in n or "tests/" in n]
     assert not [n for n in names if n.endswith((".sh", ".md", ".html", ".jsonl.gz", ".tgz"))]  # no sitting
-    assert {f"workloads/{name}/builtin.yaml" for name in BUILTIN} <= set(names)
-    templates = {p.relative_to(ROOT).as_posix() for p in (ROOT / "reports" / "templates").glob("*.jinja")}
+    assert {f"{PACKAGE}/workloads/{name}/builtin.yaml" for name in BUILTIN} <= set(names)
+    templates = {
+        f"{PACKAGE}/{p.relative_to(ROOT).as_posix()}"
+        for p in (ROOT / "reports" / "templates").glob("*.jinja")
+    }
     assert templates and templates <= set(names)
-    configs = {p.relative_to(ROOT).as_posix() for p in (ROOT / "harness" / "configs").glob("*.json")}
+    configs = {
+        f"{PACKAGE}/{p.relative_to(ROOT).as_posix()}" for p in (ROOT / "harness" / "configs").glob("*.json")
+    }
     assert configs and configs <= set(names)
-    assert "harness/chat_template.jinja" in names
-    assert zipfile.ZipFile(wheel).read("harness/.lca-commit").decode() == STAMP + "\n"  # stamped by the build
-    assert not [n for n in names if n.startswith("tests/")]
+    assert f"{PACKAGE}/harness/chat_template.jinja" in names
+    stamp = zipfile.ZipFile(wheel).read(f"{PACKAGE}/harness/.lca-commit").decode()
+    assert stamp == STAMP + "\n"  # stamped by the build
     dist_info = next(n.split("/")[0] for n in names if n.endswith(".dist-info/METADATA"))
     metadata = zipfile.ZipFile(wheel).read(f"{dist_info}/METADATA").decode()
     assert "License-Expression: Apache-2.0" in metadata
     assert "Apache License" in zipfile.ZipFile(wheel).read(f"{dist_info}/licenses/LICENSE").decode()
     entry_points = zipfile.ZipFile(wheel).read(f"{dist_info}/entry_points.txt").decode()
-    assert "llm-call-anatomy = harness.console:main" in entry_points
+    assert "llm-call-anatomy = llm_call_anatomy.harness.console:main" in entry_points
     assert wheel.stat().st_size < 1_000_000  # megabytes of run data would show here first
 
 
@@ -104,16 +114,16 @@ def test_the_installed_command_makes_a_report_from_another_directory(wheel, tmp_
         )
 
     where = subprocess.run(
-        [sys.executable, "-c", "import harness; print(harness.__file__)"],
+        [sys.executable, "-c", "import llm_call_anatomy, sys; print(llm_call_anatomy.HOME, *sys.modules)"],
         cwd=elsewhere,
         env=env,
         capture_output=True,
         text=True,
         timeout=60,
     )
-    assert where.stdout.strip().startswith(str(target)), (
-        where.stdout + where.stderr
-    )  # the installed copy runs
+    home, *loaded = where.stdout.split()
+    assert home == str(target), where.stdout + where.stderr  # the installed copy runs
+    assert not set(loaded) & {"contract", "backends", "harness", "workloads", "reports"}
     version = run("--version")
     declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
     assert (version.returncode, version.stdout.strip()) == (0, f"llm-call-anatomy {declared}"), version.stderr
@@ -134,7 +144,8 @@ def test_the_installed_command_makes_a_report_from_another_directory(wheel, tmp_
 
 def test_a_source_archive_and_its_wheel_carry_the_checkouts_commit(tmp_path):
     """``.lca-commit`` is never tracked: a source archive built in a checkout stamps its HEAD at the root,
-    and a wheel built from that archive (no .git) stamps the same commit into ``harness/``."""
+    and a wheel built from that archive (no .git) stamps the same commit into
+    ``llm_call_anatomy/harness/``."""
     checkout = tmp_path / "checkout"
     shutil.copytree(ROOT, checkout, ignore=shutil.ignore_patterns(*NOT_SOURCE_NAMES, "lab", "tests", "docs"))
     git = ["git", "-C", str(checkout), "-c", "user.name=t", "-c", "user.email=t@t"]
@@ -160,4 +171,4 @@ def test_a_source_archive_and_its_wheel_carry_the_checkouts_commit(tmp_path):
     (unpacked,) = (tmp_path / "unpacked").iterdir()
     pip("wheel", "--no-deps", "--no-build-isolation", "-w", str(tmp_path / "wheel"), str(unpacked))
     (built,) = (tmp_path / "wheel").glob("llm_call_anatomy-*.whl")
-    assert zipfile.ZipFile(built).read("harness/.lca-commit").decode() == head + "\n"
+    assert zipfile.ZipFile(built).read(f"{PACKAGE}/harness/.lca-commit").decode() == head + "\n"

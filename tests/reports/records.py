@@ -1,6 +1,6 @@
 """Hand-made records with known answers, and a writer for run directories, for the report tests.
 
-``record(**fields)`` makes one record dict (the contract fields of harness.records.Record);
+``record(**fields)`` makes one record dict (the contract fields of contract.records.Record);
 ``sweep_record`` makes one sweep request; ``load_request`` and ``load_level`` make a load level's request
 records and its own record;
 ``write_run(dir, records, env)`` writes a run directory the report can read.
@@ -13,7 +13,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from harness.records import Record
+from llm_call_anatomy.contract.records import Record
 
 FIXTURES = Path(__file__).parent / "fixtures"
 RUNS = ("tiny-eager", "tiny-sdpa")  # recorded on the CPU with the tiny model (see fixtures/README.md)

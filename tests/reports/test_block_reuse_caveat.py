@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from reports.analysis.caveats import block_reuse
+from llm_call_anatomy.reports.analysis.caveats import block_reuse
 
 
 def rows(

@@ -13,8 +13,8 @@ import os
 
 import pytest
 
-from reports import export
-from reports.__main__ import main
+from llm_call_anatomy.reports import export
+from llm_call_anatomy.reports.__main__ import main
 from tests.reports.test_report_many_users import load_run
 
 HOSTILE = '=HYPERLINK("http://x","y")'

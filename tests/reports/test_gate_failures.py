@@ -10,9 +10,9 @@ import math
 
 import pytest
 
-from reports.__main__ import main
-from reports.analysis.figures import LOWER, Figure
-from reports.gate import FAILURES, NOT_COMPARABLE, REGRESSED, compare, failed
+from llm_call_anatomy.reports.__main__ import main
+from llm_call_anatomy.reports.analysis.figures import LOWER, Figure
+from llm_call_anatomy.reports.gate import FAILURES, NOT_COMPARABLE, REGRESSED, compare, failed
 from tests.reports.test_report_gate import gate, run
 
 

@@ -3,8 +3,8 @@ figures."""
 
 from __future__ import annotations
 
+from llm_call_anatomy.workloads.load.report import load_table
 from tests.reports.test_report_many_users import load_run
-from workloads.load.report import load_table
 
 
 def test_one_row_per_level_one_column_per_backend_with_the_pages_figures(tmp_path, capsys):

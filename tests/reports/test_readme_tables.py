@@ -1,5 +1,5 @@
-"""``python -m reports.readme_tables``: the result tables of a README, generated from runs (the lab's READMEs
-are checked against their runs in lab/tests/test_results_tables.py)."""
+"""``python -m llm_call_anatomy.reports.readme_tables``: the result tables of a README, generated from runs
+(the lab's READMEs are checked against their runs in lab/tests/test_results_tables.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from reports import readme_tables
+from llm_call_anatomy.reports import readme_tables
 
 ROOT = Path(__file__).parents[2]
 

@@ -9,8 +9,8 @@ import math
 import pandas as pd
 import pytest
 
-from reports import build
-from reports.analysis import anatomy
+from llm_call_anatomy.reports import build
+from llm_call_anatomy.reports.analysis import anatomy
 from tests.reports.records import load_level, load_request, sweep_record, write_run
 
 
@@ -182,7 +182,7 @@ def test_under_load_the_level_at_32_or_below_and_its_median_request_are_taken_ap
 
 
 def test_the_view_gives_a_table_and_a_bar_per_workload_and_per_level():
-    from reports.views import anatomy as view
+    from llm_call_anatomy.reports.views import anatomy as view
 
     rows = [loaded(b, 32, rep, 100.0 + rep) for b in ("hf", "vllm") for rep in range(3)]
     rows.append(caller_call())

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from reports.assemble import assemble, block_size
-from reports.runs import read_runs
+from llm_call_anatomy.reports.assemble import assemble, block_size
+from llm_call_anatomy.reports.runs import read_runs
 from tests.reports.records import conversation_records, record, sweep_records, write_run
 
 PARAMS = 8_190_735_360
@@ -222,7 +222,7 @@ def test_cpu_run_says_roofline_not_applicable(tmp_path):
 
 
 def test_sweep_charts_draw_the_roofline(report):
-    from workloads.sweep.report import charts
+    from llm_call_anatomy.workloads.sweep.report import charts
 
     sweep = report.sections[1]
     for phase in ("prefill", "decode"):
@@ -242,7 +242,7 @@ def test_sweep_charts_draw_the_roofline(report):
 
 
 def test_page_renders_server_timings_and_gpu_roofline(report):
-    from reports.page import render
+    from llm_call_anatomy.reports.page import render
 
     html = render(report)
     assert "Caller vs engine TTFT" in html and "H200 SXM: 4,800 GB/s, 989 TFLOP/s (datasheet)" in html
@@ -286,8 +286,8 @@ def test_goodput_counts_against_a_target_the_page_names() -> None:
     targets keep the Load section's default (None here)."""
     from types import SimpleNamespace
 
-    from contract.slo import DEFAULT_SPECS
-    from workloads.load.report.targets import slo_of
+    from llm_call_anatomy.contract.slo import DEFAULT_SPECS
+    from llm_call_anatomy.workloads.load.report.targets import slo_of
 
     def ds(*envs: dict) -> SimpleNamespace:
         return SimpleNamespace(envs={f"run{i}": e for i, e in enumerate(envs)})
@@ -312,8 +312,8 @@ def test_a_run_whose_targets_do_not_parse_is_named_in_the_goodput_source() -> No
     keep their source text as it was."""
     from types import SimpleNamespace
 
-    from workloads.load.report.levels import SLO_SOURCE
-    from workloads.load.report.targets import slo_of
+    from llm_call_anatomy.workloads.load.report.levels import SLO_SOURCE
+    from llm_call_anatomy.workloads.load.report.targets import slo_of
 
     def ds(**envs: dict) -> SimpleNamespace:
         return SimpleNamespace(envs=envs)

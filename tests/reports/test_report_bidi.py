@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 import re
 
-from reports import build, fmt
-from reports.page import json_script
+from llm_call_anatomy.reports import build, fmt
+from llm_call_anatomy.reports.page import json_script
 from tests.reports.records import write_run
 from tests.reports.test_report_capacity import KNEE, level
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from reports import build
+from llm_call_anatomy.reports import build
 from tests.reports.chromium import Chromium, chromium_path, problems
 from tests.reports.test_report_page import SCRIPT, hostile
 

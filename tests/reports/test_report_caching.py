@@ -8,8 +8,8 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from workloads.load.report.caching import caching_ratios
-from workloads.load.report.capacity_tables import caching_table
+from llm_call_anatomy.workloads.load.report.caching import caching_ratios
+from llm_call_anatomy.workloads.load.report.capacity_tables import caching_table
 
 
 def _level(backend: str, case: str, tps: float, lo: float | None, hi: float | None, mix: str = "m") -> dict:
@@ -117,7 +117,7 @@ def test_columns_are_paired_by_the_cache_their_servers_ran_not_by_the_flag(tmp_p
 
 
 def test_an_engine_that_ran_otherwise_than_asked_is_named_as_it_ran_and_the_page_says_so(tmp_path):
-    from reports.analysis.caveats import derive
+    from llm_call_anatomy.reports.analysis.caveats import derive
 
     asked_off = {"prefix_caching": False, **_engine("vllm-server", True)}  # asked off, the server ran it on
     report, sec = _server_runs(tmp_path, _engine("vllm-server", True), asked_off)
@@ -128,7 +128,7 @@ def test_an_engine_that_ran_otherwise_than_asked_is_named_as_it_ran_and_the_page
 
 
 def test_a_backend_that_does_not_apply_the_setting_is_not_said_unless_its_engine_says(tmp_path):
-    from workloads.load.report.caching import CachingSetting, caching_caveats
+    from llm_call_anatomy.workloads.load.report.caching import CachingSetting, caching_caveats
 
     not_applied = {"settings_not_applied": {"vllm-server": {"prefix_caching": "default"}}}
     _, sec = _server_runs(

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import pytest
 
-from reports import build
-from reports.assemble import assemble
-from reports.runs import read_runs
+from llm_call_anatomy.reports import build
+from llm_call_anatomy.reports.assemble import assemble
+from llm_call_anatomy.reports.runs import read_runs
 from tests.reports.records import load_level, load_request, write_run
 
 TOKENS, GAP_S = 4, 0.020  # TPOT 20 ms: 50 tok/s a user
@@ -124,7 +124,7 @@ def test_a_level_another_backend_ran_shows_as_not_run_and_telemetry_says_why(tmp
 
 
 def test_an_old_runs_partial_slo_takes_the_rest_from_the_default(tmp_path):
-    from reports.__main__ import main
+    from llm_call_anatomy.reports.__main__ import main
 
     path = run(
         tmp_path, "old", env={"slo": {"ttft_ms": 500}}
@@ -135,7 +135,7 @@ def test_an_old_runs_partial_slo_takes_the_rest_from_the_default(tmp_path):
 
 
 def test_the_load_page_has_its_own_header_slo_rules_and_dashed_legends(tmp_path):
-    from workloads.load.report.charts import CHARTS
+    from llm_call_anatomy.workloads.load.report.charts import CHARTS
 
     path = run(tmp_path, "r")
     page = build([path], tmp_path / "report.html").read_text()
@@ -170,7 +170,7 @@ def test_a_level_run_with_other_requests_is_named_and_not_compared(tmp_path):
 
 
 def test_the_reports_own_price_gives_the_cost_and_a_bad_one_is_refused(tmp_path, capsys):
-    from reports.__main__ import main
+    from llm_call_anatomy.reports.__main__ import main
 
     path = run(tmp_path, "r")
     page = build([path], tmp_path / "report.html", gpu_hour_usd=2.0).read_text()
@@ -185,7 +185,7 @@ def test_the_reports_own_price_gives_the_cost_and_a_bad_one_is_refused(tmp_path,
 def test_a_server_column_is_served_over_http():
     import pandas as pd
 
-    from workloads.load.report.capacity_tables import capacity_table
+    from llm_call_anatomy.workloads.load.report.capacity_tables import capacity_table
 
     caps = pd.DataFrame(
         [
@@ -216,7 +216,7 @@ def test_a_planned_level_and_a_floor_read_as_such_not_as_nan(tmp_path):
     beside a level the search added) and a target that no level missed (no limiter beside one that has one)
     must not print "nan" (seen in the CPU rehearsal of the capacity sitting: "added by the search (nan)" on
     every planned level)."""
-    from workloads.load.report.capacity_tables import capacity_table, steady_table
+    from llm_call_anatomy.workloads.load.report.capacity_tables import capacity_table, steady_table
 
     rows = [
         r
@@ -264,7 +264,7 @@ def test_capacity_on_and_off_is_no_ratio_of_two_floors_nor_of_peak_levels(tmp_pa
     quotient, 1.00, read as "caching buys no capacity" (the CPU rehearsal of the capacity sitting: every row).
     A floor on one side bounds the ratio from that side; batch's "capacity" is the level of peak tok/s, no
     capacity at all (the levels' tok/s on ÷ off say what caching buys there)."""
-    from workloads.load.report.caching_tables import caching_table
+    from llm_call_anatomy.workloads.load.report.caching_tables import caching_table
 
     def capacity_cells(off_scale):
         on = run(tmp_path / f"x{off_scale}", "on")
@@ -293,7 +293,7 @@ def test_a_sessions_loads_poisson_rate_is_of_sessions_not_requests(tmp_path):
     """An open-loop level of a sessions load starts sessions at Poisson arrivals (backends.load_loop), each of
     several turns: its rate is sessions/s; it read 'req/s' (the CPU rehearsal of the capacity sitting: '≥ 8
     req/s' where 16 requests came in 0.7 s; on the H200, 8 sessions/s of 10 turns offer up to 80 req/s)."""
-    from workloads.load.report.capacity_tables import capacity_table
+    from llm_call_anatomy.workloads.load.report.capacity_tables import capacity_table
 
     rows = []
     for mode, users in (("sessions", True), ("S=0", False)):
@@ -315,7 +315,7 @@ def test_a_level_whose_every_request_is_in_its_first_wave_reads_not_judged_not_m
     """A fixed-shape level of C requests at C in flight (the H200 HF mix at C=32: requests=32) has no
     steady-state request: no target can judge it. The capacity read "≥ C=4 (every level tested met it)" with
     C=8 tested (rehearsed on CPU: hf-cb at C=4 with requests=4)."""
-    from workloads.load.report.capacity_tables import capacity_table
+    from llm_call_anatomy.workloads.load.report.capacity_tables import capacity_table
 
     rows = [r for c, ms in {1: 100.0, 2: 150.0, 4: 300.0}.items() for r in level("vllm", c, ms)]
     rows += level("vllm", 8, 900.0, waves=1)  # 8 requests at C=8: all of them the first wave
@@ -329,7 +329,7 @@ def test_a_level_whose_every_request_is_in_its_first_wave_reads_not_judged_not_m
 def test_a_level_meeting_the_target_above_a_miss_is_named_non_monotone_beside_an_exact_capacity(tmp_path):
     """chat met at C=1, missed at C=2, met again at C=4: the capacity is C=1, exact (C=2 is the next
     integer), and the row says non-monotone; its tok/s, energy and cost are those of C=1's level."""
-    from workloads.load.report.capacity_tables import capacity_table
+    from llm_call_anatomy.workloads.load.report.capacity_tables import capacity_table
 
     knee = {1: 100.0, 2: 900.0, 4: 300.0, 8: 900.0}
     energy = {"gpu_energy_j": 48.0}
@@ -369,7 +369,7 @@ def test_a_cpu_runs_capacity_is_the_machines_and_says_no_gpu_energy(tmp_path):
     instead of printing NVML's error (issue 43); a GPU run keeps both."""
     from collections import defaultdict
 
-    from workloads.load.report.capacity_tables import blocks
+    from llm_call_anatomy.workloads.load.report.capacity_tables import blocks
 
     why = {"gpu_telemetry": "not measured: NVML Shared Library Not Found"}
     rows = [r for c, ms in KNEE.items() for r in level("vllm", c, ms, facts=why)]

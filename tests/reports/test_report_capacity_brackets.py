@@ -28,7 +28,7 @@ def starts_run(tmp_path, starts=STARTS):
 
 
 def cells(sec) -> dict[str, list]:
-    from workloads.load.report.capacity_tables import capacity_table
+    from llm_call_anatomy.workloads.load.report.capacity_tables import capacity_table
 
     return {row[4]: row for row in capacity_table(sec.data["cap"]["capacity"]).rows}
 
@@ -105,8 +105,8 @@ def test_a_burst_never_passes_as_a_rate(tmp_path):
 
 
 def test_a_level_is_named_by_its_kind_with_its_population_and_verdicts(tmp_path):
-    from workloads.load.report.capacity_cells import verdicts_by_level
-    from workloads.load.report.capacity_tables import steady_table
+    from llm_call_anatomy.workloads.load.report.capacity_cells import verdicts_by_level
+    from llm_call_anatomy.workloads.load.report.capacity_tables import steady_table
 
     think = {"think_time_s": 30.0, "think": "exponential", "users": 8, "in_flight_mean": 2.5}
     rows = level("vllm", 8, 300.0, facts=think) + level("vllm", 2, 100.0)
@@ -125,8 +125,8 @@ def test_a_level_run_by_several_starts_is_not_twice_as_fast(tmp_path):
     """Two starts of one level, each on its own clock: the load table's tok/s is their total over their total
     time (pooled on one clock, it read twice the tok/s: 3,139 at C=23 on the H200 where each start made
     1,556)."""
-    from reports.runs import read_runs
-    from workloads.load.report.levels import per_level
+    from llm_call_anatomy.reports.runs import read_runs
+    from llm_call_anatomy.workloads.load.report.levels import per_level
 
     one = per_level(read_runs([starts_run(tmp_path / "one", {0: STARTS[0]})]).records)
     two = per_level(read_runs([starts_run(tmp_path / "two", {0: STARTS[0], 1: STARTS[0]})]).records)
@@ -135,7 +135,7 @@ def test_a_level_run_by_several_starts_is_not_twice_as_fast(tmp_path):
 
 
 def test_a_range_names_its_undecided_levels():
-    from workloads.load.report.capacity_cells import capacity_text
+    from llm_call_anatomy.workloads.load.report.capacity_cells import capacity_text
 
     row = {"loop": "open", "rate_unit": "req/s", "value": 16.0, "next_up": None, "bound": "range"}
     row |= {"undecided": [32.0], "non_monotone": False, "unjudged": [], "not_run": []}
@@ -157,8 +157,8 @@ def test_a_capacity_of_users_who_think_reads_in_users(tmp_path):
 
 
 def test_a_search_stopped_at_the_engines_limit_says_so_not_below_its_maximum(tmp_path):
+    from llm_call_anatomy.workloads.load.report.capacity_cells import capacity_text
     from tests.reports.test_report_capacity import KNEE, run
-    from workloads.load.report.capacity_cells import capacity_text
 
     # the search's maximum C=16; the engine runs 8 at most (max_num_seqs): the levels stopped at C=8
     limit = {"search_ceiling": 16, "search_engine_limit": 8, "search_engine_limit_name": "max_num_seqs"}

@@ -6,8 +6,8 @@ search adds are not in the plan: a run that has every planned level reads as bef
 
 from __future__ import annotations
 
-from reports.assemble import assemble
-from reports.runs import read_runs
+from llm_call_anatomy.reports.assemble import assemble
+from llm_call_anatomy.reports.runs import read_runs
 from tests.reports.records import write_run
 from tests.reports.test_report_capacity import level
 
@@ -26,7 +26,7 @@ def cut_run(tmp_path, name="cut", backend="vllm", ran=(1, 8, 32), plan=PLAN, env
 
 
 def capacity_cells(runs) -> tuple:
-    from workloads.load.report.capacity_tables import capacity_table
+    from llm_call_anatomy.workloads.load.report.capacity_tables import capacity_table
 
     report = assemble(read_runs(runs))
     sec = next(s for s in report.sections if s.kind == "load")
@@ -98,7 +98,7 @@ def test_a_planned_level_of_the_other_loop_is_not_this_loops(tmp_path):
 
 
 def test_an_open_loop_level_not_run_reads_in_its_rate():
-    from workloads.load.report.capacity_cells import capacity_text
+    from llm_call_anatomy.workloads.load.report.capacity_cells import capacity_text
 
     row = {"loop": "open", "rate_unit": "req/s", "value": 8.0, "bound": "unbracketed", "next_up": None}
     row |= {"non_monotone": False, "unjudged": [], "not_run": [32.0]}
@@ -108,7 +108,7 @@ def test_an_open_loop_level_not_run_reads_in_its_rate():
 
 
 def test_caching_on_against_a_cut_off_run_does_not_say_every_level_met_it(tmp_path):
-    from workloads.load.report.capacity_tables import caching_table
+    from llm_call_anatomy.workloads.load.report.capacity_tables import caching_table
 
     on = cut_run(tmp_path, "on", ran=(1, 8, 32), plan=(1, 8, 32))
     off = cut_run(tmp_path, "off", env={"prefix_caching": False})
@@ -122,7 +122,7 @@ def test_caching_on_against_a_cut_off_run_does_not_say_every_level_met_it(tmp_pa
 def test_a_variant_the_run_never_reached_reads_not_run_in_the_table_and_the_summary(tmp_path):
     """hf-cb with caching off planned S=960 and was cut before it: no record of it. Its capacity rows say not
     run (the summary's main row names it with the backends that ran it) and no caching ratio pairs it."""
-    from workloads.load.report.capacity_tables import caching_table
+    from llm_call_anatomy.workloads.load.report.capacity_tables import caching_table
 
     def rows(backend, mode):
         return [r for c in (1, 8) for r in level(backend, c, EASY[c], mode=mode)]
@@ -136,7 +136,7 @@ def test_a_variant_the_run_never_reached_reads_not_run_in_the_table_and_the_summ
     for target in ("chat", "agent", "batch"):
         row = caps.loc[("hf-cb (off)", "S=960", target)]
         assert (row["bound"], list(row["not_run"])) == ("not run", [1.0, 8.0])
-    from workloads.load.report.capacity_cells import capacity_text
+    from llm_call_anatomy.workloads.load.report.capacity_cells import capacity_text
 
     assert capacity_text(caps.loc[("hf-cb (off)", "S=960", "agent")].to_dict() | {"backend": "x"}) == (
         "not run (the run stopped before C=1, C=8)"
@@ -154,7 +154,7 @@ def test_a_variant_the_run_never_reached_reads_not_run_in_the_table_and_the_summ
 def test_a_ratio_bounded_by_a_floor_cut_short_names_the_levels_not_run():
     """hf-cb on the H200: with caching on, ≥ C=8 only because the run stopped before C=32; off, C=8 (< 32):
     the ratio is at least 1.00, and the cell says why it is no more than a bound."""
-    from workloads.load.report.capacity_cells import capacity_ratio_text
+    from llm_call_anatomy.workloads.load.report.capacity_cells import capacity_ratio_text
 
     row = {"loop": "closed", "capacity_ratio": 1.0, "capacity_bound": "at least"}
     assert capacity_ratio_text(row | {"capacity_not_run": ([32.0], [])}) == "≥ 1.00 (C=32 not run on)"
@@ -165,7 +165,7 @@ def test_a_ratio_bounded_by_a_floor_cut_short_names_the_levels_not_run():
 
 def test_no_level_met_and_a_lower_planned_level_not_run_is_named():
     """C=8 missed and the planned C=1 never ran (a run resumed out of order): 'none' is not all it says."""
-    from workloads.load.report.capacity_cells import capacity_text
+    from llm_call_anatomy.workloads.load.report.capacity_cells import capacity_text
 
     row = {"loop": "closed", "value": None, "bound": "none", "next_up": 8.0, "non_monotone": False}
     assert capacity_text(row | {"not_run": [1.0, 32.0]}) == "none (missed at C=8; C=1 not run)"

@@ -4,8 +4,8 @@ judged by reports.stats.rank and worded by reports.stats.verdict as every ranked
 
 from __future__ import annotations
 
-from reports.assemble import assemble
-from reports.runs import read_runs
+from llm_call_anatomy.reports.assemble import assemble
+from llm_call_anatomy.reports.runs import read_runs
 from tests.reports.records import write_run
 from tests.reports.test_report_capacity import KNEE, level
 
@@ -48,8 +48,8 @@ def _row(backend, tps, lo, hi, starts):
 def test_the_throughput_verdict_is_the_ranked_figures_rule_and_words():
     """Between engine starts the throughput row is judged by reports.stats.rank and worded by
     reports.stats.verdict, like every latency row: a second copy of the rule would drift from these."""
-    from reports.stats import StartStat, rank, verdict
-    from workloads.load.report.capacity_summary import throughput_verdict
+    from llm_call_anatomy.reports.stats import StartStat, rank, verdict
+    from llm_call_anatomy.workloads.load.report.capacity_summary import throughput_verdict
 
     assert throughput_verdict(_row("a", 120, 110, 130, [120]), _row("b", 100, 90, 115, [100])) == (
         None,

@@ -8,17 +8,17 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from reports.runs import read_runs
+from llm_call_anatomy.reports.runs import read_runs
+from llm_call_anatomy.workloads.conversation.report import charts as conversation_charts
+from llm_call_anatomy.workloads.json.report import analysis as jx
+from llm_call_anatomy.workloads.json.report import charts as json_charts
+from llm_call_anatomy.workloads.load.report import charts as mv
+from llm_call_anatomy.workloads.load.report import levels as mu
+from llm_call_anatomy.workloads.sweep.report import analysis as sw
+from llm_call_anatomy.workloads.sweep.report import charts as sweep_charts
+from llm_call_anatomy.workloads.template.report import charts as template_charts
 from tests.reports.records import record, sweep_records, write_run
 from tests.reports.test_report_many_users import level_records
-from workloads.conversation.report import charts as conversation_charts
-from workloads.json.report import analysis as jx
-from workloads.json.report import charts as json_charts
-from workloads.load.report import charts as mv
-from workloads.load.report import levels as mu
-from workloads.sweep.report import analysis as sw
-from workloads.sweep.report import charts as sweep_charts
-from workloads.template.report import charts as template_charts
 
 
 def marks(spec: Any) -> set[str]:

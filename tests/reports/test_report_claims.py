@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from reports import fmt
-from reports.analysis import claims
-from reports.assemble import assemble
-from reports.runs import read_runs
+from llm_call_anatomy.reports import fmt
+from llm_call_anatomy.reports.analysis import claims
+from llm_call_anatomy.reports.assemble import assemble
+from llm_call_anatomy.reports.runs import read_runs
 
 H200 = Path(__file__).parents[2] / "lab" / "examples" / "h200-qwen3-8b-shape"
 COPY_GBPS = json.loads((H200 / "bandwidth-h200.json").read_text())["copy_gbps_median"]

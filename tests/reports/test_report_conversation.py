@@ -6,8 +6,8 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
+from llm_call_anatomy.workloads.conversation.report import analysis as conv
 from tests.reports.records import conversation_records
-from workloads.conversation.report import analysis as conv
 
 
 @pytest.fixture
@@ -107,7 +107,7 @@ def test_first_tokens_and_prefix_breaks(df):
 
 
 def test_repeats_of_two_engine_starts_stay_apart(tmp_path):
-    from reports.runs import read_runs
+    from llm_call_anatomy.reports.runs import read_runs
     from tests.reports.records import write_run
 
     rows = conversation_records()

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from reports import fmt
-from reports.__main__ import main
+from llm_call_anatomy.reports import fmt
+from llm_call_anatomy.reports.__main__ import main
 from tests.reports.records import FIXTURES, RUNS
 from tests.reports.test_report_many_users import load_run
 
@@ -185,6 +185,6 @@ def test_an_unknown_format_is_one_line_naming_the_known_ones(tmp_path, capsys, f
     assert (
         len(err) == 1
         and "known formats are html, json, csv" in err[0]
-        and err[0].startswith("python -m reports: error:")
+        and err[0].startswith("python compare.py report: error:")
     )
     assert not (run / "report.html").exists() and not (run / "summary.json").exists()

@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from reports import build
-from reports.__main__ import main
+from llm_call_anatomy.reports import build
+from llm_call_anatomy.reports.__main__ import main
 from tests.reports.records import record, write_run
 
 
@@ -93,6 +93,8 @@ def test_an_unwritable_output_is_one_line(tmp_path, capsys):  # 15.10
     blocker = tmp_path / "file"
     blocker.write_text("")
     assert main([str(run), "-o", str(blocker / "r.html")]) == 2
-    err = [line for line in capsys.readouterr().err.splitlines() if line.startswith("python -m reports")]
+    err = [
+        line for line in capsys.readouterr().err.splitlines() if line.startswith("python compare.py report")
+    ]
     assert len(err) == 1 and "cannot write" in err[0]
     assert main([str(run), "-o", str(tmp_path)]) == 2  # a folder

@@ -5,8 +5,8 @@ in silence, before issue #24."""
 
 from __future__ import annotations
 
-from reports.assemble import assemble
-from reports.runs import read_runs
+from llm_call_anatomy.reports.assemble import assemble
+from llm_call_anatomy.reports.runs import read_runs
 from tests.reports.records import sweep_records, write_run
 from tests.reports.test_report_assemble import gpu_env, starts
 

@@ -1,5 +1,6 @@
-"""The regression gate (``python -m reports --baseline A --candidate B``) on runs built from records: exit 1
-on a planted regression, 0 on noise, the threshold, a missing backend, a summary.json as a side, bad input."""
+"""The regression gate (``python compare.py report --baseline A --candidate B``) on runs built from records:
+exit 1 on a planted regression, 0 on noise, the threshold, a missing backend, a summary.json as a side,
+bad input."""
 
 from __future__ import annotations
 
@@ -7,10 +8,10 @@ import json
 
 import pytest
 
-from reports import fmt
-from reports.__main__ import main
-from reports.analysis.figures import HIGHER, LOWER, Figure
-from reports.gate import IMPROVED, MISSING, NOISE, REGRESSED, THRESHOLD, compare, failed
+from llm_call_anatomy.reports import fmt
+from llm_call_anatomy.reports.__main__ import main
+from llm_call_anatomy.reports.analysis.figures import HIGHER, LOWER, Figure
+from llm_call_anatomy.reports.gate import IMPROVED, MISSING, NOISE, REGRESSED, THRESHOLD, compare, failed
 from tests.reports.records import sweep_records, write_run
 from tests.reports.test_report_many_users import level_records
 
@@ -155,7 +156,7 @@ def test_one_call_against_one_call_is_not_failed_on_noise_alone():
     """n = 1 on both sides and no spread (``--repeats 1`` on a CPU, where two identical runs differed by
     79-123 %, issue 43): the gate says it cannot tell the change from noise and does not fail on it; with
     repeats (a spread) the same change is judged."""
-    from reports.gate import NO_SPREAD, text
+    from llm_call_anatomy.reports.gate import NO_SPREAD, text
 
     base = Figure("job", "TTFT", "hf", 100.0, "ms", LOWER, n=1)
     once = compare([base], [Figure("job", "TTFT", "hf", 200.0, "ms", LOWER, n=1)], 0.05)

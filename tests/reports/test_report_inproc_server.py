@@ -5,9 +5,9 @@ timestamps, the server's /metrics histograms); the summary then puts the server'
 
 from __future__ import annotations
 
-from reports import build
-from reports.assemble import assemble
-from reports.runs import read_runs
+from llm_call_anatomy.reports import build
+from llm_call_anatomy.reports.assemble import assemble
+from llm_call_anatomy.reports.runs import read_runs
 from tests.reports.records import load_level, load_request, write_run
 
 TOKENS, GAP_S, WAVES = 4, 0.020, 6
@@ -139,8 +139,8 @@ def test_a_side_without_engine_timings_is_not_recorded_and_the_gap_is_not_assign
 
 
 def test_a_server_s_means_pool_its_engine_starts_by_their_counts():
-    from contract.level_facts import LevelFacts
-    from workloads.load.report.inproc_server import _server_mean
+    from llm_call_anatomy.contract.level_facts import LevelFacts
+    from llm_call_anatomy.workloads.load.report.inproc_server import _server_mean
 
     starts = [
         LevelFacts(server_timings={"queue_ms_mean": 100.0, "queue_n": 30}),
@@ -153,7 +153,7 @@ def test_a_server_s_means_pool_its_engine_starts_by_their_counts():
 
 def test_the_level_is_the_lowest_both_judged_where_their_verdicts_differ_undecided_included():
     """The H200's S=0 agent row: in process undecided at C=128, its server missed there (issue 39's case)."""
-    from workloads.load.report.inproc_server import deciding_level
+    from llm_call_anatomy.workloads.load.report.inproc_server import deciding_level
 
     inproc = {"decisions": {8.0: "pass", 32.0: "pass", 128.0: "undecided", 256.0: "miss"}}
     server = {"decisions": {8.0: "pass", 32.0: "pass", 64.0: "miss", 128.0: "miss"}}
@@ -164,7 +164,7 @@ def test_the_level_is_the_lowest_both_judged_where_their_verdicts_differ_undecid
 def test_the_same_time_end_to_end_split_otherwise_is_said_only_where_the_figures_show_it():
     """The H200's S=0 C=128 agent level, in round figures: the queue carries the gap, the end-to-end means
     agree within 5 %, the side that queued less decoded slower."""
-    from workloads.load.report.inproc_server import Split, admitted_otherwise, largest_part
+    from llm_call_anatomy.workloads.load.report.inproc_server import Split, admitted_otherwise, largest_part
 
     inproc = Split("vllm", 1408, 762.0, 226.0, 752.0, 47.5, 3754.0, 2070.0)
     server = Split("vllm-server", 1408, 1534.0, 954.0, 1479.0, 35.8, 3792.0, 2173.0)
@@ -181,7 +181,7 @@ def test_the_same_time_end_to_end_split_otherwise_is_said_only_where_the_figures
 
 
 def test_the_readme_table_prints_the_notes_as_the_page_has_them(tmp_path, capsys):
-    from workloads.load.report import load_table
+    from llm_call_anatomy.workloads.load.report import load_table
 
     assert load_table.main([str(r) for r in runs(tmp_path)] + ["--inproc-server"]) == 0
     out = capsys.readouterr().out
@@ -190,7 +190,7 @@ def test_the_readme_table_prints_the_notes_as_the_page_has_them(tmp_path, capsys
 
 def test_the_readme_notes_come_from_every_load_section(tmp_path, capsys):
     """Two load workloads are two sections of the page: the notes of the second one are printed too."""
-    from workloads.load.report import load_table
+    from llm_call_anatomy.workloads.load.report import load_table
 
     paths = runs(tmp_path)
     for path in paths:  # a second load workload ("ls") ahead of the first: its section comes first

@@ -8,10 +8,10 @@ import random
 
 import pytest
 
-from reports import intervals
-from reports.analysis import claims
-from reports.assemble import assemble
-from reports.runs import read_runs
+from llm_call_anatomy.reports import intervals
+from llm_call_anatomy.reports.analysis import claims
+from llm_call_anatomy.reports.assemble import assemble
+from llm_call_anatomy.reports.runs import read_runs
 from tests.reports.records import sweep_record, write_run
 
 LENGTHS = (64, 256, 1024, 2048)

@@ -7,8 +7,8 @@ import math
 import pandas as pd
 import pytest
 
+from llm_call_anatomy.workloads.json.report import analysis as jx
 from tests.reports.records import record
-from workloads.json.report import analysis as jx
 
 GOOD = '{"service": "nginx", "port": 443, "healthy": true}'
 

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from contract.models import TINY_CONFIG
-from reports import kvcache
-from reports.assemble import assemble
-from reports.kvcache import GIB, Pool
-from reports.runs import read_runs
+from llm_call_anatomy.contract.models import TINY_CONFIG
+from llm_call_anatomy.reports import kvcache
+from llm_call_anatomy.reports.assemble import assemble
+from llm_call_anatomy.reports.kvcache import GIB, Pool
+from llm_call_anatomy.reports.runs import read_runs
 from tests.reports.records import sweep_records, write_run
 
 QWEN3_8B = json.loads((Path(__file__).parents[2] / "harness" / "configs" / "qwen3-8b.json").read_text())
@@ -34,7 +34,7 @@ def test_qwen3_8b_bf16_gib_per_sequence_by_hand():
 
 
 def test_the_roofline_reads_the_same_bytes_per_token():
-    from reports.roofline import ModelSize, step_bytes
+    from llm_call_anatomy.reports.roofline import ModelSize, step_bytes
 
     step = step_bytes(ModelSize(8_190_735_360, 2, "test"), QWEN3_8B, "test")
     assert step is not None and step.kv_per_token == 147_456
@@ -89,7 +89,7 @@ def test_the_sweep_section_shows_the_pool_from_env_json(tmp_path):
     assert row["tokens"] == 1_048_576 and row["per_token"] == 1024 and row["gib"] == 1.0  # 2×2×2×32×4 B
     assert row["within_rounding"] and row["fits_32768"] == 32
     assert list(lengths["N"]) == list(kvcache.LENGTHS)
-    from reports.kinds import report_kind
+    from llm_call_anatomy.reports.kinds import report_kind
 
     html = json.dumps(
         [
@@ -131,7 +131,7 @@ def test_the_formula_matches_the_pool_vllm_reported(tmp_path):
 
 
 def test_the_bend_where_kv_reads_overtake_weight_reads_qwen3_8b():
-    from reports.roofline import ModelSize, step_bytes
+    from llm_call_anatomy.reports.roofline import ModelSize, step_bytes
 
     step = step_bytes(ModelSize(8_190_735_360, 2, "test"), QWEN3_8B, "test")
     bend = kvcache.bend_table(step, 4800.0).set_index("batch")
@@ -154,7 +154,7 @@ def test_a_gpu_run_shows_the_predicted_bend(tmp_path):
     report = assemble(read_runs([run]))
     [s] = [s for s in report.sections if s.kind == "sweep"]
     assert s.data["kv_bend_gpu"].startswith("H200 SXM") and len(s.data["kv_bend"]) == 3
-    from reports.kinds import report_kind
+    from llm_call_anatomy.reports.kinds import report_kind
 
     html = json.dumps(
         [

@@ -8,8 +8,8 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from reports.assemble import assemble
-from reports.runs import read_runs
+from llm_call_anatomy.reports.assemble import assemble
+from llm_call_anatomy.reports.runs import read_runs
 from tests.reports.records import record, write_run
 from tests.reports.test_report_many_users import level_records
 
@@ -79,7 +79,7 @@ def test_peak_of_levels_that_all_had_failures_says_so(tmp_path):
 
 
 def test_the_level_table_names_failures(tmp_path):
-    from workloads.load.report.tables import level_table
+    from llm_call_anatomy.workloads.load.report.tables import level_table
 
     rows = failing(level_records("vllm", 4, 0.1, "batched by the engine"), {0, 1, 2, 3, 4})
     _, section, _ = section_levels(tmp_path, rows)
@@ -122,8 +122,8 @@ def test_impossible_engine_facts_are_not_figures(tmp_path):
 
 
 def test_counts_leave_out_the_level_records_and_missing_levels_are_named(tmp_path):
-    from reports.analysis.status import workload_notes
-    from reports.views.common import status_table
+    from llm_call_anatomy.reports.analysis.status import workload_notes
+    from llm_call_anatomy.reports.views.common import status_table
 
     rows = level_records("vllm", 1, 0.1, "batched by the engine")
     dead = failing(

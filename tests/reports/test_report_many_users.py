@@ -7,13 +7,13 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from reports import build, kinds
-from reports.assemble import assemble
-from reports.runs import read_runs
+from llm_call_anatomy.reports import build, kinds
+from llm_call_anatomy.reports.assemble import assemble
+from llm_call_anatomy.reports.runs import read_runs
+from llm_call_anatomy.workloads.load.report import levels as mu
 from tests.reports.chromium import Chromium, chromium_path, problems
 from tests.reports.records import load_level, load_request, write_run
 from tests.reports.test_report_browser import ALL_DRAWN
-from workloads.load.report import levels as mu
 
 TTFTS = [10.0, 20.0, 30.0, 40.0, 100.0]  # one level's five requests
 

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from reports import build
-from reports.__main__ import main
-from reports.page import json_script
+from llm_call_anatomy.reports import build
+from llm_call_anatomy.reports.__main__ import main
+from llm_call_anatomy.reports.page import json_script
 from tests.reports.records import FIXTURES, RUNS, record
 
 SCRIPT = "<script>window.__injected = 1</script>"
@@ -95,7 +95,7 @@ def test_reference_values_are_labelled(page):
 
 
 def test_the_seed_article_is_cited_by_title_author_and_address(page):
-    from reports.reference import SOURCE
+    from llm_call_anatomy.reports.reference import SOURCE
 
     assert SOURCE["url"] in page and SOURCE["author"] in page
     assert SOURCE["title"].replace("?", "") in page.replace("?", "")

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from reports.views.common import per_request_rows
+from llm_call_anatomy.reports.views.common import per_request_rows
 
 
 def _requests(gaps: dict[tuple[str, str], list[float]]) -> pd.DataFrame:

@@ -3,7 +3,7 @@ counts, so a winner is named only when strictly ahead of the next; one backend o
 
 from __future__ import annotations
 
-from reports.analysis.summary import rate_ranking
+from llm_call_anatomy.reports.analysis.summary import rate_ranking
 
 
 def test_a_winner_only_when_strictly_ahead_of_the_next() -> None:

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from contract.level_facts import LevelFacts
-from reports import build
-from reports.runs import read_runs
+from llm_call_anatomy.contract.level_facts import LevelFacts
+from llm_call_anatomy.reports import build
+from llm_call_anatomy.reports.runs import read_runs
+from llm_call_anatomy.workloads.load.report import levels as mu
+from llm_call_anatomy.workloads.load.report import replicas
 from tests.reports.records import load_level, load_request, write_run
-from workloads.load.report import levels as mu
-from workloads.load.report import replicas
 
 TPOTS = [10.0, 12.0, 14.0, 16.0, 40.0]
 
@@ -127,7 +127,7 @@ def test_a_run_made_before_dp_is_tp_from_its_args(tmp_path):
 
 
 def test_users_within_each_target_per_configuration(two_gpu_runs, tmp_path):
-    from reports.assemble import assemble
+    from llm_call_anatomy.reports.assemble import assemble
 
     report = assemble(read_runs(two_gpu_runs))
     section = next(s for s in report.sections if s.kind == "load")
@@ -141,8 +141,8 @@ def test_users_within_each_target_per_configuration(two_gpu_runs, tmp_path):
 
 
 def test_caveats_say_what_the_table_cannot(two_gpu_runs, tmp_path):
-    from reports.assemble import assemble
-    from workloads.load.report import replicas_tables as view
+    from llm_call_anatomy.reports.assemble import assemble
+    from llm_call_anatomy.workloads.load.report import replicas_tables as view
 
     runs = [
         *two_gpu_runs,

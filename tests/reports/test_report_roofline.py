@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from reports import roofline
+from llm_call_anatomy.reports import roofline
 
 QWEN3_8B = Path(__file__).parents[2] / "harness" / "configs" / "qwen3-8b.json"
 
@@ -26,7 +26,7 @@ def test_formula_matches_transformers(config_name):
     torch = pytest.importorskip("torch")
     from transformers import AutoModelForCausalLM, Qwen3Config
 
-    from harness.models import TINY_CONFIG
+    from llm_call_anatomy.harness.models import TINY_CONFIG
 
     config = (
         json.loads(QWEN3_8B.read_text()) if config_name == "qwen3-8b" else {**TINY_CONFIG, "vocab_size": 2112}

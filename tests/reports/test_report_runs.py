@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from reports.__main__ import main
-from reports.runs import ReportError, read_runs
+from llm_call_anatomy.reports.__main__ import main
+from llm_call_anatomy.reports.runs import ReportError, read_runs
 
 
 def test_same_backend_in_two_runs_gets_two_labels(recorded_runs):
@@ -69,7 +69,7 @@ def test_a_cut_runs_backend_block_is_read_from_its_env_folder(tmp_path):
     without it: the report still knows the column's engine facts (here: that it was served over HTTP)."""
     import json
 
-    from reports.analysis.caveats import over_http
+    from llm_call_anatomy.reports.analysis.caveats import over_http
     from tests.reports.records import record, write_run
 
     rows = [

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import pytest
 
-from reports.assemble import assemble
-from reports.runs import read_runs
+from llm_call_anatomy.reports.assemble import assemble
+from llm_call_anatomy.reports.runs import read_runs
+from llm_call_anatomy.workloads.load.report.capacity import mix_classes
 from tests.reports.records import load_level, load_request, write_run
 from tests.reports.test_report_capacity import level as fixed_level
-from workloads.load.report.capacity import mix_classes
 
 TOKENS, GAP_S = 4, 0.020
 HTTP = {"engine": {"base_url": "http://127.0.0.1:8000/v1"}}
@@ -116,7 +116,7 @@ def test_the_same_requests_are_one_mix_whatever_the_runs_rates_search_or_transpo
 
 
 def test_the_hf_mix_sessions_are_named_apart_and_compared_only_with_each_other(merged):
-    from workloads.load.report.capacity_tables import capacity_table
+    from llm_call_anatomy.workloads.load.report.capacity_tables import capacity_table
 
     report, sec = merged
     for w, hf_variant in (("ls", "ls · sessions; other requests: hf-cb, hf-server"), ("lf", "lf · S=0")):
@@ -172,7 +172,7 @@ def test_a_level_cut_short_does_not_split_its_backend_from_its_mix():
 
 
 def test_the_readme_load_table_marks_the_cells_of_another_mix(merged_runs, capsys):
-    from workloads.load.report import load_table
+    from llm_call_anatomy.workloads.load.report import load_table
 
     assert load_table.main([str(r) for r in merged_runs]) == 0
     out = capsys.readouterr().out
@@ -194,7 +194,7 @@ def test_the_readme_load_table_marks_the_cells_of_another_mix(merged_runs, capsy
 def test_the_charts_draw_the_other_mix_in_a_panel_of_its_own(merged):
     """A line of the HF mix's sessions beside the built-in mix's would compare them: its points go to a panel
     of their own; the fixed shape's, the same requests, stay in the one panel."""
-    from workloads.load.report.charts import CHARTS
+    from llm_call_anatomy.workloads.load.report.charts import CHARTS
 
     report, sec = merged
 

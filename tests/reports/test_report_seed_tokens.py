@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from reports import reference
-from reports.analysis import claims
-from reports.assemble import assemble
-from reports.runs import read_runs
+from llm_call_anatomy.reports import reference
+from llm_call_anatomy.reports.analysis import claims
+from llm_call_anatomy.reports.assemble import assemble
+from llm_call_anatomy.reports.runs import read_runs
 from tests.reports.records import PROMPTS, conversation_records, write_run
 
 QWEN3 = {

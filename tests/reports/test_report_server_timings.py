@@ -8,12 +8,12 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from reports import build
-from reports.runs import read_runs
+from llm_call_anatomy.reports import build
+from llm_call_anatomy.reports.runs import read_runs
+from llm_call_anatomy.workloads.load.report import levels as mu
+from llm_call_anatomy.workloads.load.report import server_figures as server
+from llm_call_anatomy.workloads.load.report import tables
 from tests.reports.records import load_level, load_request, write_run
-from workloads.load.report import levels as mu
-from workloads.load.report import server_figures as server
-from workloads.load.report import tables
 
 TTFTS = [10.0, 20.0, 30.0, 40.0, 100.0]  # the caller's TTFTs: mean 40, p50 30
 HTTP = "client-stream"  # the OpenAI adapter's timing_source

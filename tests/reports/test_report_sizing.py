@@ -1,5 +1,5 @@
-"""Issue 40: re-targeting recorded runs (``python -m reports --slo``), sizing a fleet for U users who think
-(``--size``), input and output priced apart (``--gpu-hour-usd``), and the exports holding those tables.
+"""Issue 40: re-targeting recorded runs (``python compare.py report --slo``), sizing a fleet for U users who
+think (``--size``), input and output priced apart (``--gpu-hour-usd``), and the exports holding those tables.
 
 The records are fabricated as in ``test_report_capacity`` (KNEE: TTFT p90 100 / 150 / 300 / 900 ms at C=1,
 2, 4, 8); a think-time population is a sessions-shape closed level whose level record carries ``users`` and
@@ -13,11 +13,11 @@ import math
 import pandas as pd
 import pytest
 
-from contract.slo import parse_targets
-from reports.__main__ import main
-from reports.assemble import assemble
-from reports.runs import read_runs
-from reports.size_ask import parse_size
+from llm_call_anatomy.contract.slo import parse_targets
+from llm_call_anatomy.reports.__main__ import main
+from llm_call_anatomy.reports.assemble import assemble
+from llm_call_anatomy.reports.runs import read_runs
+from llm_call_anatomy.reports.size_ask import parse_size
 from tests.reports.records import write_run
 from tests.reports.test_report_capacity import GAP_S, KNEE, TOKENS, level
 
@@ -236,7 +236,7 @@ def test_an_unnamed_one_key_target_is_custom_and_the_json_export_holds_the_table
     [section] = [s for s in summary["workloads"] if s["name"] == "lf"]
     capacity = section["tables"]["capacity"]
     assert [r["target"] for r in capacity] == ["custom"] and "capacity" in capacity[0]
-    assert "given for this report (python -m reports --slo custom:ttft_p90_ms=1000)" in out.read_text()
+    assert "given for this report (python compare.py report --slo custom:ttft_p90_ms=1000)" in out.read_text()
 
 
 def test_the_summary_answers_the_sizing_first(tmp_path):
@@ -255,7 +255,7 @@ def test_size_at_a_target_no_run_has_says_so(tmp_path, capsys):
 
 
 def test_the_page_names_each_columns_goodput_target_when_they_differ(tmp_path):
-    from reports import build
+    from llm_call_anatomy.reports import build
 
     lax = _run(tmp_path, "r0", {"slo_targets": LAX})
     strict = _run(tmp_path, "r1", {"slo_targets": ["chat:ttft_p90_ms=120,tpot_p90_ms=40"]}, backend="sglang")

@@ -4,13 +4,13 @@ and by a caveat, while the report still builds; good runs read as before."""
 
 from __future__ import annotations
 
-from reports import build
-from reports.assemble import assemble
-from reports.runs import read_runs
+from llm_call_anatomy.reports import build
+from llm_call_anatomy.reports.assemble import assemble
+from llm_call_anatomy.reports.runs import read_runs
+from llm_call_anatomy.workloads.load.report import targets as slo_targets
+from llm_call_anatomy.workloads.load.report.capacity import targets_of
 from tests.reports.records import write_run
 from tests.reports.test_report_capacity import KNEE, level
-from workloads.load.report import targets as slo_targets
-from workloads.load.report.capacity import targets_of
 
 BROKEN = ["chat:ttft_p90_ms=fast"]  # what a hand-edited env.json might hold
 OWN = ["snappy:ttft_p90_ms=400,tpot_p90_ms=40"]

@@ -7,8 +7,8 @@ import math
 import pandas as pd
 import pytest
 
-from reports import fmt
-from reports.stats import Stat, agg, spread, stat_of
+from llm_call_anatomy.reports import fmt
+from llm_call_anatomy.reports.stats import Stat, agg, spread, stat_of
 
 
 def test_spread_drops_missing_and_uses_linear_quartiles():
@@ -45,7 +45,7 @@ def test_formatting():
 
 
 def test_over_starts_separates_within_from_across():
-    from reports.stats import over_starts
+    from llm_call_anatomy.reports.stats import over_starts
 
     s = over_starts([10, 11, 12, 20, 21, 22], ["a", "a", "a", "b", "b", "b"])
     assert (s.median, s.starts, s.n, s.per_start) == (16.0, 2, 6, (11.0, 21.0))
@@ -57,7 +57,7 @@ def test_over_starts_separates_within_from_across():
 
 
 def test_rank_names_a_winner_only_beyond_both_spreads():
-    from reports.stats import StartStat, rank
+    from llm_call_anatomy.reports.stats import StartStat, rank
 
     fast, slow = StartStat(10.0, 0.01, 0.02, 2, 10), StartStat(12.0, 0.01, 0.02, 2, 10)
     assert rank({"slow": slow, "fast": fast}).winner == "fast"  # gap 20% > 2% within, 4% across
@@ -71,7 +71,7 @@ def test_rank_names_a_winner_only_beyond_both_spreads():
 
 def test_rank_margin_is_the_larger_over_the_smaller_either_way():
     """One definition of the gap: 12 against 10 is 20% whether lower (10 wins) or higher (12) is better."""
-    from reports.stats import StartStat, rank
+    from llm_call_anatomy.reports.stats import StartStat, rank
 
     fast, slow = StartStat(10.0, 0.01, 0.02, 2, 10), StartStat(12.0, 0.01, 0.02, 2, 10)
     assert rank({"a": slow, "b": fast}).margin == pytest.approx(0.2)
@@ -79,7 +79,7 @@ def test_rank_margin_is_the_larger_over_the_smaller_either_way():
 
 
 def test_verdict_words_each_outcome_of_the_rule():
-    from reports.stats import StartStat, rank, verdict
+    from llm_call_anatomy.reports.stats import StartStat, rank, verdict
 
     fast, slow = StartStat(10.0, 0.01, 0.02, 2, 10), StartStat(12.0, 0.01, 0.02, 2, 10)
     assert verdict(rank({"fast": fast}), "x") == (None, "one backend: nothing to choose")

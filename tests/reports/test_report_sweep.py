@@ -5,9 +5,9 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from reports import roofline
+from llm_call_anatomy.reports import roofline
+from llm_call_anatomy.workloads.sweep.report import analysis as sw
 from tests.reports.records import sweep_records
-from workloads.sweep.report import analysis as sw
 
 
 @pytest.fixture

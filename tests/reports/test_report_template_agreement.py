@@ -5,9 +5,9 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from reports.analysis import agreement, status
+from llm_call_anatomy.reports.analysis import agreement, status
+from llm_call_anatomy.workloads.template.report import analysis as tpl
 from tests.reports.records import record
-from workloads.template.report import analysis as tpl
 
 
 def attention_probe(special_share: list[float], **extra) -> dict:

@@ -8,8 +8,8 @@ import os
 
 import pytest
 
-from reports import build
-from reports.runs import ReportError
+from llm_call_anatomy.reports import build
+from llm_call_anatomy.reports.runs import ReportError
 from tests.reports.records import record, write_run
 
 
@@ -35,7 +35,7 @@ def test_a_full_disk_leaves_the_older_page_whole(tmp_path, monkeypatch):
 
 
 def test_compare_reports_a_report_it_could_not_write(tmp_path, monkeypatch, capsys):
-    from harness.backend_runs import build_report
+    from llm_call_anatomy.harness.backend_runs import build_report
 
     run = small_run(tmp_path)
     monkeypatch.setattr(os, "fsync", full_disk)

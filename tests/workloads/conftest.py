@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.chat import Renderer
+from llm_call_anatomy.contract.chat import Renderer
 
 
 @pytest.fixture(scope="session")

@@ -27,17 +27,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.chat import Renderer
-from harness.models import CHAT_TEMPLATE
-from workloads import (
-    BUILTIN,
-    VARIANTS,
-    WorkloadFileError,
-    build_plan,
-    builtin_file,
-    read_builtin,
-    read_workload_file,
-)
+from llm_call_anatomy.contract.chat import Renderer
+from llm_call_anatomy.harness.models import CHAT_TEMPLATE
+from llm_call_anatomy.workloads.catalog import BUILTIN, VARIANTS, build_plan, builtin_file, read_builtin
+from llm_call_anatomy.workloads.reader import WorkloadFileError, read_workload_file
 
 GOLDEN = Path(__file__).with_name("builtin_plans.json")
 REPEATS = 2
@@ -139,6 +132,6 @@ def test_a_variant_runs_only_when_named():
 if __name__ == "__main__":
     from transformers import AutoTokenizer
 
-    from harness.models import build_tiny
+    from llm_call_anatomy.harness.models import build_tiny
 
     print(json.dumps(digests(AutoTokenizer.from_pretrained(build_tiny())), indent=1))

@@ -6,8 +6,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from workloads import build_plan, read_workload_file
-from workloads.conversation.spec import render_turns, turn_messages
+from llm_call_anatomy.workloads.catalog import build_plan
+from llm_call_anatomy.workloads.conversation.spec import render_turns, turn_messages
+from llm_call_anatomy.workloads.reader import read_workload_file
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 

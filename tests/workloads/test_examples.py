@@ -11,12 +11,16 @@ import pytest
 import yaml
 from pydantic import BaseModel
 
-from harness.cli import main
+from llm_call_anatomy.harness.cli import main
+from llm_call_anatomy.workloads import spec as S
+from llm_call_anatomy.workloads.conversation.spec import ConversationSpec
+from llm_call_anatomy.workloads.json.kind import JsonCase, JsonMode, JsonSpec
+from llm_call_anatomy.workloads.load.spec import CPU_LOAD, parse_load
+from llm_call_anatomy.workloads.overrides import apply_fields
+from llm_call_anatomy.workloads.reader import file_hash, hashes, read_workload_file
+from llm_call_anatomy.workloads.sweep.kind import SweepSpec
+from llm_call_anatomy.workloads.template.kind import Question, TemplateFormat, TemplateSpec
 from tests.conftest import compare, records
-from workloads import file_hash, hashes, read_workload_file
-from workloads import spec as S
-from workloads.load.spec import CPU_LOAD, parse_load
-from workloads.overrides import apply_fields
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 STUDY = EXAMPLES / "study.yaml"
@@ -26,16 +30,16 @@ NESTED = {  # list- or object-valued fields whose items are models themselves
     "messages": S.Message,
     "tool_calls": S.ToolCall,
     "function": S.FunctionCall,
-    "modes": S.JsonMode,
-    "cases": S.JsonCase,
-    "questions": S.Question,
-    "formats": S.TemplateFormat,
+    "modes": JsonMode,
+    "cases": JsonCase,
+    "questions": Question,
+    "formats": TemplateFormat,
 }
 KIND_MODELS = {
-    "conversation": S.ConversationSpec,
-    "sweep": S.SweepSpec,
-    "json": S.JsonSpec,
-    "template": S.TemplateSpec,
+    "conversation": ConversationSpec,
+    "sweep": SweepSpec,
+    "json": JsonSpec,
+    "template": TemplateSpec,
 }
 
 
@@ -145,7 +149,7 @@ def test_the_demos_arguments_and_files_are_valid_and_its_chat_is_stable(tiny_mod
     lint."""
     import shlex
 
-    from harness.cli import parser
+    from llm_call_anatomy.harness.cli import parser
 
     makefile = (EXAMPLES.parent / "Makefile").read_text()
     args = parser().parse_args(shlex.split(re.search(r"^DEMO_ARGS\s*\?=(.*)$", makefile, re.M).group(1)))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from workloads import build_plan, read_builtin
+from llm_call_anatomy.workloads.catalog import build_plan, read_builtin
 
 
 def test_each_mode_warms_up_every_request_shape_it_times(renderer):

@@ -6,11 +6,12 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from harness.chat import common_prefix_len
+from llm_call_anatomy.contract.chat import common_prefix_len
+from llm_call_anatomy.workloads.catalog import read_builtin
+from llm_call_anatomy.workloads.conversation.lint import check, check_all, report
+from llm_call_anatomy.workloads.conversation.spec import render_turns
+from llm_call_anatomy.workloads.reader import read_workload_file
 from tests.conftest import compare
-from workloads import read_builtin, read_workload_file
-from workloads.conversation.lint import check, check_all, report
-from workloads.conversation.spec import render_turns
 
 SYSTEM = "You are an on-call SRE assistant. Reply with one line."
 CLOCK = f"""

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from harness.chat import common_prefix_len
-from harness.cli import main
-from workloads import WorkloadFileError, build_plan, kinds, read_builtin, read_workload_file
+from llm_call_anatomy.contract.chat import common_prefix_len
+from llm_call_anatomy.harness.cli import main
+from llm_call_anatomy.workloads import kinds
+from llm_call_anatomy.workloads.catalog import build_plan, read_builtin
+from llm_call_anatomy.workloads.reader import WorkloadFileError, read_workload_file
 
 FIXED = """
 workloads:

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import pytest
 
-from workloads import build_plan, read_builtin
-from workloads.load.report.capacity import mix_of
-from workloads.load.search import search_groups
-from workloads.overrides import apply
+from llm_call_anatomy.workloads.catalog import build_plan, read_builtin
+from llm_call_anatomy.workloads.load.report.capacity import mix_of
+from llm_call_anatomy.workloads.load.search import search_groups
+from llm_call_anatomy.workloads.overrides import apply
 
 # the H200 lines' --load fields at a CPU's scale (lab/h200/capacity_sitting.sh)
 SCALE = "users=4,output_tokens=4,prompt_tokens=64,shared_prefix_tokens=0:48"

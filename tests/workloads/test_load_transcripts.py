@@ -6,11 +6,12 @@ import json
 
 import pytest
 
-from harness.chat import common_prefix_len
-from harness.cli import main
-from workloads import WorkloadFileError, build_plan, hashes, read_workload_file
-from workloads.load.prompts import context_needed
-from workloads.transcripts import recorded_requests
+from llm_call_anatomy.contract.chat import common_prefix_len
+from llm_call_anatomy.harness.cli import main
+from llm_call_anatomy.workloads.catalog import build_plan
+from llm_call_anatomy.workloads.load.prompts import context_needed
+from llm_call_anatomy.workloads.reader import WorkloadFileError, hashes, read_workload_file
+from llm_call_anatomy.workloads.transcripts import recorded_requests
 
 TOOLS = [
     {

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections import Counter
 
-from workloads import build_plan, read_builtin
-from workloads.kinds import repeated_kinds
-from workloads.plan import rotated
+from llm_call_anatomy.workloads.catalog import build_plan, read_builtin
+from llm_call_anatomy.workloads.kinds import repeated_kinds
+from llm_call_anatomy.workloads.plan import rotated
 
 
 def timed(plan, workload: str, start: int = 0):

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from harness.cli import main
+from llm_call_anatomy.harness.cli import main
+from llm_call_anatomy.workloads.reader import WorkloadFileError, read_workload_file
 from tests.conftest import compare
-from workloads import WorkloadFileError, read_workload_file
 
 GOOD_CONVERSATION = """
 workloads:

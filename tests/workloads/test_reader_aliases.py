@@ -10,7 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from workloads.reader import MAX_EXPANDED_NODES, WorkloadFileError, read_workload_file, read_yaml
+from llm_call_anatomy.workloads.reader import (
+    MAX_EXPANDED_NODES,
+    WorkloadFileError,
+    read_workload_file,
+    read_yaml,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -48,7 +53,7 @@ def test_shared_values_still_read():
 
 
 def test_compare_exits_2_on_it(tmp_path, capsys):
-    from harness.cli import main
+    from llm_call_anatomy.harness.cli import main
 
     path = tmp_path / "bomb.yaml"
     path.write_text(bomb(8))

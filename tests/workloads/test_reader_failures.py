@@ -7,8 +7,8 @@ import time
 
 import pytest
 
+from llm_call_anatomy.workloads.reader import WorkloadFileError, read_workload_file
 from tests.workloads.test_reader import line_of, mistakes
-from workloads import WorkloadFileError, read_workload_file
 
 JSON_SCHEMA = "schema: {type: object, properties: {a: {type: integer}}}"
 DUPLICATES = {

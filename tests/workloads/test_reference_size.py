@@ -15,12 +15,11 @@ from importlib import util
 
 import pytest
 
-from contract.chat import common_prefix_len
-from harness import qwen3_tokenizer as qt
-from harness.chat import Renderer
-from reports import reference
-from workloads import read_builtin
-from workloads.conversation.spec import render_turns
+from llm_call_anatomy.contract.chat import Renderer, common_prefix_len
+from llm_call_anatomy.harness import qwen3_tokenizer as qt
+from llm_call_anatomy.reports import reference
+from llm_call_anatomy.workloads.catalog import read_builtin
+from llm_call_anatomy.workloads.conversation.spec import render_turns
 
 pytestmark = pytest.mark.skipif(
     util.find_spec(qt.MODULE) is None,
@@ -33,7 +32,7 @@ TOLERANCE = 0.05
 def prompts() -> list[list[int]]:
     from transformers import AutoTokenizer
 
-    from harness import models
+    from llm_call_anatomy.harness import models
 
     renderer = Renderer(AutoTokenizer.from_pretrained(models.build_shape()))
     [spec] = read_builtin(["conversation"])

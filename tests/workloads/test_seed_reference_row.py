@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from reports import reference
-from workloads.conversation.report import is_seeds, totals_table
+from llm_call_anatomy.reports import reference
+from llm_call_anatomy.workloads.conversation.report import is_seeds, totals_table
 
 
 def data() -> dict:

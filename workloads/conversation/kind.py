@@ -3,9 +3,9 @@ reads (transcripts), and its lint (``lint.py``: each turn's prompt extends the p
 
 from __future__ import annotations
 
-from workloads.conversation import lint
-from workloads.conversation.spec import ConversationSpec, plan, with_files
-from workloads.kinds import FileRef, Kind, Lint
+from llm_call_anatomy.workloads.conversation import lint
+from llm_call_anatomy.workloads.conversation.spec import ConversationSpec, plan, with_files
+from llm_call_anatomy.workloads.kinds import FileRef, Kind, Lint
 
 KIND = Kind(
     "conversation",

@@ -20,9 +20,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from contract.chat import Renderer, common_prefix_len
-from workloads.conversation.spec import ConversationSpec, render_turns, turn_messages
-from workloads.spec import WorkloadSpec
+from llm_call_anatomy.contract.chat import Renderer, common_prefix_len
+from llm_call_anatomy.workloads.conversation.spec import ConversationSpec, render_turns, turn_messages
+from llm_call_anatomy.workloads.spec import WorkloadSpec
 
 
 @dataclass

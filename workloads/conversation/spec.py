@@ -13,11 +13,19 @@ from typing import Any, Literal
 
 from pydantic import Field, PrivateAttr, ValidationError, field_validator, model_validator
 
-from contract.chat import Renderer, common_prefix_len
-from contract.plan import Group, Plan, Step
-from workloads.plan import rotated
-from workloads.spec import Messages, Tool, TranscriptSource, Turn, _Strict, error_loc, mistake
-from workloads.transcripts import recorded_requests
+from llm_call_anatomy.contract.chat import Renderer, common_prefix_len
+from llm_call_anatomy.contract.plan import Group, Plan, Step
+from llm_call_anatomy.workloads.plan import rotated
+from llm_call_anatomy.workloads.spec import (
+    Messages,
+    Tool,
+    TranscriptSource,
+    Turn,
+    _Strict,
+    error_loc,
+    mistake,
+)
+from llm_call_anatomy.workloads.transcripts import recorded_requests
 
 
 # --- the file format -----------------------------------------------------------------

@@ -13,11 +13,11 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, ConfigDict, Field, field_validator, model_validator
 
-from contract.chat import Renderer
-from contract.plan import Group, Plan, Step
-from workloads.kinds import Kind, Override
-from workloads.plan import call_seed, rotated
-from workloads.spec import _Strict, check_json_schema, mistake, no_repeats
+from llm_call_anatomy.contract.chat import Renderer
+from llm_call_anatomy.contract.plan import Group, Plan, Step
+from llm_call_anatomy.workloads.kinds import Kind, Override
+from llm_call_anatomy.workloads.plan import call_seed, rotated
+from llm_call_anatomy.workloads.spec import _Strict, check_json_schema, mistake, no_repeats
 
 
 # --- the file format -----------------------------------------------------------------

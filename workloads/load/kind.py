@@ -46,10 +46,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from workloads.kinds import FileRef, Kind, Override
-from workloads.load.planner import plan
-from workloads.load.search import search_groups
-from workloads.load.spec import CPU_LOAD, LoadSpec, parse_load
+from llm_call_anatomy.workloads.kinds import FileRef, Kind, Override
+from llm_call_anatomy.workloads.load.planner import plan
+from llm_call_anatomy.workloads.load.search import search_groups
+from llm_call_anatomy.workloads.load.spec import CPU_LOAD, LoadSpec, parse_load
 
 
 def with_files(spec: LoadSpec, loaded: Any, ctx: Any) -> list[LoadSpec]:

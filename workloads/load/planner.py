@@ -10,11 +10,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from contract.arrivals import arrival_times
-from contract.chat import Renderer, common_prefix_len
-from contract.plan import Group, Plan, Step
-from workloads.load.prompts import RANDOM_SEED, SessionPrompts, fixed_prompt, shared_prefix_ids
-from workloads.load.spec import DEFAULT_USERS, STEADY_REQUESTS, LoadSpec
+from llm_call_anatomy.contract.arrivals import arrival_times
+from llm_call_anatomy.contract.chat import Renderer, common_prefix_len
+from llm_call_anatomy.contract.plan import Group, Plan, Step
+from llm_call_anatomy.workloads.load.prompts import (
+    RANDOM_SEED,
+    SessionPrompts,
+    fixed_prompt,
+    shared_prefix_ids,
+)
+from llm_call_anatomy.workloads.load.spec import DEFAULT_USERS, STEADY_REQUESTS, LoadSpec
 
 
 def _users(spec: LoadSpec, concurrency: int | None, rate_rps: float | None = None) -> int:

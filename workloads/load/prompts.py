@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from contract.chat import Renderer, common_prefix_len
-from workloads.load.spec import DEFAULT_USERS, LoadSpec
-from workloads.plan import filler_ids
-from workloads.spec import Turn
-from workloads.transcripts import recorded_requests
+from llm_call_anatomy.contract.chat import Renderer, common_prefix_len
+from llm_call_anatomy.workloads.load.spec import DEFAULT_USERS, LoadSpec
+from llm_call_anatomy.workloads.plan import filler_ids
+from llm_call_anatomy.workloads.spec import Turn
+from llm_call_anatomy.workloads.transcripts import recorded_requests
 
 RANDOM_SEED = 13
 
@@ -27,7 +27,7 @@ def session_turns(spec: LoadSpec) -> tuple[str | None, list[dict[str, Any]] | No
         raise ValueError(
             f"load {spec.name!r}: transcripts not loaded (read the file with workloads.read_workload_file)"
         )
-    from workloads import read_builtin
+    from llm_call_anatomy.workloads.catalog import read_builtin
 
     found = [s for s in read_builtin([spec.conversation or ""]) if s.kind == "conversation" and s.turns]
     if not found:

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from contract.arrivals import arrival_times
-from contract.plan import Group, Step
-from workloads.load.planner import fixed_requests
+from llm_call_anatomy.contract.arrivals import arrival_times
+from llm_call_anatomy.contract.plan import Group, Step
+from llm_call_anatomy.workloads.load.planner import fixed_requests
 
 
 def search_groups(

@@ -11,8 +11,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, model_validator
 
-from contract.options import parse_pairs
-from workloads.spec import Messages, TranscriptSource, Turn, _Strict, mistake
+from llm_call_anatomy.contract.options import parse_pairs
+from llm_call_anatomy.workloads.spec import Messages, TranscriptSource, Turn, _Strict, mistake
 
 # What a load workload runs on a CPU when --load says nothing (the built-in's levels up to 128, with
 # 128 ten-turn sessions, would take hours there): levels 1 and 4, four two-turn sessions, four 192-token
@@ -224,7 +224,7 @@ class LoadSpec(_Strict):
                 ["search_max"],
             )
         if self.search_targets is not None:
-            from contract.slo import parse_targets
+            from llm_call_anatomy.contract.slo import parse_targets
 
             try:
                 parse_targets(self.search_targets)

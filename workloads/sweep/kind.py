@@ -11,11 +11,11 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
-from contract.chat import Renderer
-from contract.plan import Group, Plan, Step
-from workloads.kinds import FileRef, Kind
-from workloads.plan import filler_ids, rotated
-from workloads.spec import _Strict, mistake, no_repeats
+from llm_call_anatomy.contract.chat import Renderer
+from llm_call_anatomy.contract.plan import Group, Plan, Step
+from llm_call_anatomy.workloads.kinds import FileRef, Kind
+from llm_call_anatomy.workloads.plan import filler_ids, rotated
+from llm_call_anatomy.workloads.spec import _Strict, mistake, no_repeats
 
 
 # --- the file format -----------------------------------------------------------------

@@ -11,11 +11,11 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from contract.chat import Renderer
-from contract.plan import Group, Plan, Step
-from workloads.kinds import Kind
-from workloads.plan import rotated
-from workloads.spec import _Strict, no_repeats
+from llm_call_anatomy.contract.chat import Renderer
+from llm_call_anatomy.contract.plan import Group, Plan, Step
+from llm_call_anatomy.workloads.kinds import Kind
+from llm_call_anatomy.workloads.plan import rotated
+from llm_call_anatomy.workloads.spec import _Strict, no_repeats
 
 
 # --- the file format -----------------------------------------------------------------

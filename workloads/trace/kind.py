@@ -36,13 +36,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from contract.traffic_classes import judge_for_search
-from workloads.kinds import FileRef, Kind, Override
-from workloads.trace import reader
-from workloads.trace.planner import plan
-from workloads.trace.search import search_groups
-from workloads.trace.spec import TraceSpec, parse_trace
-from workloads.trace.transcript import TranscriptRequest
+from llm_call_anatomy.contract.traffic_classes import judge_for_search
+from llm_call_anatomy.workloads.kinds import FileRef, Kind, Override
+from llm_call_anatomy.workloads.trace import reader
+from llm_call_anatomy.workloads.trace.planner import plan
+from llm_call_anatomy.workloads.trace.search import search_groups
+from llm_call_anatomy.workloads.trace.spec import TraceSpec, parse_trace
+from llm_call_anatomy.workloads.trace.transcript import TranscriptRequest
 
 
 def with_files(spec: TraceSpec, loaded: Any, ctx: Any) -> list[TraceSpec]:

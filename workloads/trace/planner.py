@@ -17,12 +17,12 @@ from typing import Any
 
 import numpy as np
 
-from contract.chat import Renderer
-from contract.plan import Group, Plan, Step
-from workloads.trace.prompts import TraceBlocks, reused_prefix_blocks, reused_prefix_tokens
-from workloads.trace.reader import TraceRow
-from workloads.trace.spec import MAX_REQUESTS, MAX_SCALE, TraceSpec, scale_label
-from workloads.trace.transcript import TranscriptRequest
+from llm_call_anatomy.contract.chat import Renderer
+from llm_call_anatomy.contract.plan import Group, Plan, Step
+from llm_call_anatomy.workloads.trace.prompts import TraceBlocks, reused_prefix_blocks, reused_prefix_tokens
+from llm_call_anatomy.workloads.trace.reader import TraceRow
+from llm_call_anatomy.workloads.trace.spec import MAX_REQUESTS, MAX_SCALE, TraceSpec, scale_label
+from llm_call_anatomy.workloads.trace.transcript import TranscriptRequest
 
 MODE = "replay"
 WARM_KEY = 10**9  # warm-up prompts are drawn with keys no trace line has

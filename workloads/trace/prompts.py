@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from contract.chat import Renderer, common_prefix_len
+from llm_call_anatomy.contract.chat import Renderer, common_prefix_len
 
 BLOCK_SEED = 41
 FILL_SEED = 43

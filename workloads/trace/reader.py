@@ -33,7 +33,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from workloads.trace import transcript
+from llm_call_anatomy.workloads.trace import transcript
 
 MAX_BYTES = 512 * 1024 * 1024  # a trace is read whole (the two Mooncake traces are ~20 MB unpacked)
 # column name (lower case) -> field, for the CSV and lengths forms

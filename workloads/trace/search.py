@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from contract.plan import Group, Step
-from workloads.trace.planner import level_groups
+from llm_call_anatomy.contract.plan import Group, Step
+from llm_call_anatomy.workloads.trace.planner import level_groups
 
 
 def search_groups(

@@ -19,9 +19,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, model_validator
 
-from contract.options import parse_pairs
-from workloads.spec import _Strict, mistake
-from workloads.trace.transcript import TranscriptRequest, resolve
+from llm_call_anatomy.contract.options import parse_pairs
+from llm_call_anatomy.workloads.spec import _Strict, mistake
+from llm_call_anatomy.workloads.trace.transcript import TranscriptRequest, resolve
 
 DEFAULT_BLOCK_SIZE = 512  # Mooncake's block of hash ids
 MAX_SCALE = 1000.0  # the fastest replay a level or the search may ask for
@@ -110,7 +110,7 @@ class TraceSpec(_Strict):
                         ["rows", i],
                     )
         if self.search_targets is not None:
-            from contract.slo import parse_targets
+            from llm_call_anatomy.contract.slo import parse_targets
 
             try:
                 parse_targets(self.search_targets)

@@ -32,8 +32,8 @@ from typing import Any
 
 from pydantic import Field, ValidationError, field_validator, model_validator
 
-from workloads.spec import Message, _Strict, error_loc
-from workloads.transcripts import MESSAGES
+from llm_call_anatomy.workloads.spec import Message, _Strict, error_loc
+from llm_call_anatomy.workloads.transcripts import MESSAGES
 
 SESSION_KEYS = ("session_id", "session")
 TIME_KEYS = ("timestamp", "time", "arrival_time")

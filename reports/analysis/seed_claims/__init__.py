@@ -14,10 +14,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from reports import fmt
+from llm_call_anatomy.reports import fmt
 
 if TYPE_CHECKING:
-    from reports.assemble import Report, Section
+    from llm_call_anatomy.reports.assemble import Report, Section
 
 SEED = "seed article"
 

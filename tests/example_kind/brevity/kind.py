@@ -12,10 +12,10 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from contract.chat import Renderer
-from contract.plan import Group, Plan, Step
-from workloads.kinds import Kind
-from workloads.spec import _Strict
+from llm_call_anatomy.contract.chat import Renderer
+from llm_call_anatomy.contract.plan import Group, Plan, Step
+from llm_call_anatomy.workloads.kinds import Kind
+from llm_call_anatomy.workloads.spec import _Strict
 
 
 class BrevitySpec(_Strict):

@@ -6,8 +6,8 @@ from typing import Any
 
 import pandas as pd
 
-from reports.kinds import ReportKind
-from reports.views import Table, h3, table
+from llm_call_anatomy.reports.kinds import ReportKind
+from llm_call_anatomy.reports.views import Table, h3, table
 
 
 def analyse(rows: pd.DataFrame, ctx: Any, name: str) -> dict[str, Any]:

@@ -9,9 +9,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-from backends.base import Backend, BackendSettings, Capabilities, RawOutput, Request, TokenClock
-from harness.runner import Runner
-from workloads import build_plan, read_workload_file
+from llm_call_anatomy.backends.base import Backend, TokenClock
+from llm_call_anatomy.contract.adapter import BackendSettings, Capabilities, RawOutput, Request
+from llm_call_anatomy.harness.runner import Runner
+from llm_call_anatomy.workloads.catalog import build_plan
+from llm_call_anatomy.workloads.reader import read_workload_file
 
 
 class StandIn(Backend):
@@ -50,7 +52,7 @@ def run_trace(
     ``folder/run``, its env.json ``{"run_id": "run", **env}``; the run directory."""
     from transformers import AutoTokenizer
 
-    from harness.chat import Renderer
+    from llm_call_anatomy.contract.chat import Renderer
 
     path = folder / "trace.yaml"
     path.write_text(spec)

@@ -12,11 +12,11 @@ import json
 
 import pytest
 
-from backends.base import Request
-from harness.records import read_records
-from reports import build
+from llm_call_anatomy.contract.adapter import Request
+from llm_call_anatomy.harness.records import read_records
+from llm_call_anatomy.reports import build
+from llm_call_anatomy.workloads.reader import read_workload_file
 from tests.workloads.trace.stand_in import StandIn, run_trace
-from workloads import read_workload_file
 
 ROWS = [[100 * i, 200 if i % 2 else 24, 3, [], i + 1, "agent" if i % 2 else "chat"] for i in range(20)]
 TARGETS = ["chat:ttft_p90_ms=100", "agent:ttft_p90_ms=2000"]
@@ -59,9 +59,9 @@ def test_each_request_keeps_its_class(run_dir):
 def test_each_class_is_judged_against_its_own_target(run_dir):
     import pandas as pd
 
-    from contract.slo import parse_targets
-    from contract.traffic_classes import ALL
-    from workloads.trace.report.analysis import analyse
+    from llm_call_anatomy.contract.slo import parse_targets
+    from llm_call_anatomy.contract.traffic_classes import ALL
+    from llm_call_anatomy.workloads.trace.report.analysis import analyse
 
     rows = pd.DataFrame(read_records(run_dir))
     d = analyse(rows.assign(skipped=rows.get("skipped")), parse_targets(TARGETS))
@@ -95,8 +95,8 @@ def test_the_page_names_each_class_and_its_target(run_dir, tmp_path):
 
 
 def test_a_class_without_a_target_of_its_name_is_not_judged(tmp_path):
-    from contract.slo import parse_targets
-    from contract.traffic_classes import targets_of_classes
+    from llm_call_anatomy.contract.slo import parse_targets
+    from llm_call_anatomy.contract.traffic_classes import targets_of_classes
 
     got = targets_of_classes({"classes": ["chat", "batchy", None]}, parse_targets(TARGETS))
     assert got["chat"].name == "chat" and got["batchy"] is None
@@ -109,9 +109,9 @@ def test_a_class_without_a_target_of_its_name_is_not_judged(tmp_path):
 def test_a_class_is_judged_with_the_whole_levels_flags():
     """A class's requests are a thinned part of the level's arrivals: judged alone, its achieved rate is a
     quarter of the level's offered one ("not offered"); with the whole level's flags it passes."""
-    from contract.capacity import judge
-    from contract.level_stats import level_stats
-    from contract.slo import parse_target
+    from llm_call_anatomy.contract.capacity import judge
+    from llm_call_anatomy.contract.level_stats import level_stats
+    from llm_call_anatomy.contract.slo import parse_target
 
     def row(i: int) -> dict:
         t = i / 10
@@ -139,7 +139,7 @@ def test_a_class_is_judged_with_the_whole_levels_flags():
 
 
 def test_a_csv_or_jsonl_trace_names_each_requests_class(tmp_path):
-    from workloads.trace.reader import read
+    from llm_call_anatomy.workloads.trace.reader import read
 
     (tmp_path / "t.csv").write_text("timestamp,input_length,output_length,class\n0,10,2,chat\n5,20,3,agent\n")
     rows, bad = read(tmp_path / "t.csv")
@@ -152,7 +152,7 @@ def test_a_csv_or_jsonl_trace_names_each_requests_class(tmp_path):
 
 
 def test_trace_overrides_turn_the_search_on(tmp_path):
-    from workloads import overrides
+    from llm_call_anatomy.workloads import overrides
 
     (spec,) = read_workload_file(_write_spec(tmp_path))
     (searched,) = overrides.apply([spec], {"--trace": "search_levels=3,search_ratio=1.5"})

@@ -8,9 +8,10 @@ import itertools
 
 import pytest
 
-from contract.chat import common_prefix_len
-from workloads import build_plan, read_workload_file
-from workloads.trace.prompts import TraceBlocks, reused_prefix_blocks
+from llm_call_anatomy.contract.chat import common_prefix_len
+from llm_call_anatomy.workloads.catalog import build_plan
+from llm_call_anatomy.workloads.reader import read_workload_file
+from llm_call_anatomy.workloads.trace.prompts import TraceBlocks, reused_prefix_blocks
 
 BLOCK = 16
 # [timestamp ms, input, output, hash ids]: rows 1 and 2 share blocks 1-2, row 3 block 1, row 4 blocks 1-2
@@ -92,7 +93,7 @@ def test_every_nth_samples_the_window(tmp_path, renderer):
 
 
 def test_inline_rows_are_checked(tmp_path):
-    from workloads.reader import WorkloadFileError
+    from llm_call_anatomy.workloads.reader import WorkloadFileError
 
     path = tmp_path / "t.yaml"
     path.write_text("workloads:\n  - name: t\n    kind: trace\n    rows: [[0, 0, 3, []]]\n")

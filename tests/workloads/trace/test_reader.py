@@ -9,9 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from workloads import read_workload_file
-from workloads.reader import WorkloadFileError
-from workloads.trace.reader import read
+from llm_call_anatomy.workloads.reader import WorkloadFileError, read_workload_file
+from llm_call_anatomy.workloads.trace.reader import read
 
 SHARED = Path("/work/shared/traces")
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from contract.level_facts import LevelFacts
-from harness.records import read_records
-from reports import build
+from llm_call_anatomy.contract.level_facts import LevelFacts
+from llm_call_anatomy.harness.records import read_records
+from llm_call_anatomy.reports import build
 from tests.workloads.trace.stand_in import StandIn, run_trace
 
 # eight requests over 1.6 s of trace time, the last four sharing a prefix; replayed at 1x and 4x
@@ -73,7 +73,7 @@ def test_the_report_shows_the_trace_section(run_dir, tmp_path):
 
 
 def test_the_load_loop_takes_the_plans_arrival_times_over_a_process():
-    from backends.load_loop import LoadSettings, arrival_times
+    from llm_call_anatomy.backends.load_loop import LoadSettings, arrival_times
 
     s = LoadSettings.of(
         {"rate_rps": 2.0, "concurrency": None, "arrivals_s": [0.0, 0.5, 3.0], "duration_s": 1}

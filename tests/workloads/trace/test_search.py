@@ -13,12 +13,13 @@ import re
 
 import pytest
 
-from backends.base import Request
-from harness.records import read_records
-from reports import build
+from llm_call_anatomy.contract.adapter import Request
+from llm_call_anatomy.harness.records import read_records
+from llm_call_anatomy.reports import build
+from llm_call_anatomy.workloads.catalog import build_plan
+from llm_call_anatomy.workloads.reader import read_workload_file
+from llm_call_anatomy.workloads.trace.report.analysis import gpus_at_1x
 from tests.workloads.trace.stand_in import StandIn, run_trace
-from workloads import build_plan, read_workload_file
-from workloads.trace.report.analysis import gpus_at_1x
 
 ROWS = [[100 * i, 24, 3, [i]] for i in range(30)]
 SPEC = f"""
@@ -97,7 +98,7 @@ def test_gpus_at_1x_is_the_ceiling_of_one_over_the_bracket(lo, hi, gpus):
 
 
 def test_a_scale_run_again_for_longer_sends_the_window_and_the_stretch_after_it(tmp_path, renderer):
-    from workloads.kinds import kind
+    from llm_call_anatomy.workloads.kinds import kind
 
     path = tmp_path / "t.yaml"
     path.write_text(SPEC + "    duration_s: 1\n")  # the window [0, 1 s): 10 requests; [0, 2 s): 20

@@ -10,11 +10,11 @@ import random
 
 import pytest
 
-from contract.chat import common_prefix_len
-from workloads import build_plan, read_workload_file
-from workloads.reader import WorkloadFileError
-from workloads.trace.prompts import reused_prefix_tokens
-from workloads.trace.reader import read
+from llm_call_anatomy.contract.chat import common_prefix_len
+from llm_call_anatomy.workloads.catalog import build_plan
+from llm_call_anatomy.workloads.reader import WorkloadFileError, read_workload_file
+from llm_call_anatomy.workloads.trace.prompts import reused_prefix_tokens
+from llm_call_anatomy.workloads.trace.reader import read
 
 SYSTEM = {"role": "system", "content": "You are terse."}
 LINES = [
@@ -166,7 +166,7 @@ def test_reused_prefix_tokens_is_the_longest_prefix_shared_with_any_earlier_prom
 
 
 def test_a_bad_transcript_stops_the_run_with_exit_2_before_anything_runs(tmp_path, capsys):
-    from harness.cli import main
+    from llm_call_anatomy.harness.cli import main
 
     bad = [LINES[0], {"timestamp": 9, "messages": [{"role": "user", "content": "x"}], "output_length": 3}]
     path = _write(tmp_path, bad)
@@ -181,11 +181,12 @@ def test_a_transcript_is_replayed_at_its_timestamps_and_shown_as_one(tmp_path, t
 
     from transformers import AutoTokenizer
 
-    from backends.base import Backend, BackendSettings, Capabilities, RawOutput, Request, TokenClock
-    from harness.chat import Renderer
-    from harness.records import read_records
-    from harness.runner import Runner
-    from reports import build
+    from llm_call_anatomy.backends.base import Backend, TokenClock
+    from llm_call_anatomy.contract.adapter import BackendSettings, Capabilities, RawOutput, Request
+    from llm_call_anatomy.contract.chat import Renderer
+    from llm_call_anatomy.harness.records import read_records
+    from llm_call_anatomy.harness.runner import Runner
+    from llm_call_anatomy.reports import build
 
     class Quick(Backend):
         name = "quick"

@@ -7,12 +7,12 @@ from typing import Any
 
 from markupsafe import Markup
 
-from reports import fmt, reference
-from reports.kinds import ReportKind
-from reports.stats import stat_of
-from reports.views import Block, Table, bullets, chart, compact, h3, p, side, table, tokens
-from workloads.conversation.report import analysis as conv
-from workloads.conversation.report import charts, jobs
+from llm_call_anatomy.reports import fmt, reference
+from llm_call_anatomy.reports.kinds import ReportKind
+from llm_call_anatomy.reports.stats import stat_of
+from llm_call_anatomy.reports.views import Block, Table, bullets, chart, compact, h3, p, side, table, tokens
+from llm_call_anatomy.workloads.conversation.report import analysis as conv
+from llm_call_anatomy.workloads.conversation.report import charts, jobs
 
 
 def _row(df, backend: str, mode: str, turn: int | None = None) -> dict[str, Any] | None:

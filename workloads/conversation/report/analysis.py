@@ -13,9 +13,9 @@ from typing import Any
 
 import pandas as pd
 
-from reports import fmt
-from reports.analysis.caveats import Caveat
-from reports.stats import agg, num, ratio, spread
+from llm_call_anatomy.reports import fmt
+from llm_call_anatomy.reports.analysis.caveats import Caveat
+from llm_call_anatomy.reports.stats import agg, num, ratio, spread
 
 
 def processed_tokens(row: pd.Series) -> float | None:

@@ -12,13 +12,20 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from reports import fmt, reference
-from reports.analysis.claims import Claim, claim, does_not_hold, holds, not_measurable, setup_specific
-from reports.analysis.seed_claims import SEED, section_of, value_range
-from reports.stats import num
+from llm_call_anatomy.reports import fmt, reference
+from llm_call_anatomy.reports.analysis.claims import (
+    Claim,
+    claim,
+    does_not_hold,
+    holds,
+    not_measurable,
+    setup_specific,
+)
+from llm_call_anatomy.reports.analysis.seed_claims import SEED, section_of, value_range
+from llm_call_anatomy.reports.stats import num
 
 if TYPE_CHECKING:
-    from reports.assemble import Report
+    from llm_call_anatomy.reports.assemble import Report
 
 
 ORDER = 2  # where this module's claims stand on the page (reports.analysis.claims)

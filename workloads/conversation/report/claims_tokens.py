@@ -14,13 +14,20 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from reports import fmt, reference
-from reports.analysis.claims import Claim, claim, does_not_hold, holds, not_measurable, setup_specific
-from reports.analysis.seed_claims import SEED
-from reports.stats import num
+from llm_call_anatomy.reports import fmt, reference
+from llm_call_anatomy.reports.analysis.claims import (
+    Claim,
+    claim,
+    does_not_hold,
+    holds,
+    not_measurable,
+    setup_specific,
+)
+from llm_call_anatomy.reports.analysis.seed_claims import SEED
+from llm_call_anatomy.reports.stats import num
 
 if TYPE_CHECKING:
-    from reports.assemble import Report
+    from llm_call_anatomy.reports.assemble import Report
 
 ORDER = 5  # where this module's claims stand on the page (reports.analysis.claims)
 

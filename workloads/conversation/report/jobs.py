@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from reports.analysis.summary import Job, by_backend, latency_job
+from llm_call_anatomy.reports.analysis.summary import Job, by_backend, latency_job
 
 
 def conversation_jobs(s, rows: pd.DataFrame) -> list[Job | None]:

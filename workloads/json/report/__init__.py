@@ -7,12 +7,24 @@ from typing import Any
 
 from markupsafe import Markup
 
-from reports import fmt
-from reports.kinds import ReportKind, quality_caution
-from reports.stats import stat_of
-from reports.views import Block, Table, chart, compact, details, h3, p, reply, side, table, tokens
-from workloads.json.report import analysis as jx
-from workloads.json.report import charts, jobs
+from llm_call_anatomy.reports import fmt
+from llm_call_anatomy.reports.kinds import ReportKind, quality_caution
+from llm_call_anatomy.reports.stats import stat_of
+from llm_call_anatomy.reports.views import (
+    Block,
+    Table,
+    chart,
+    compact,
+    details,
+    h3,
+    p,
+    reply,
+    side,
+    table,
+    tokens,
+)
+from llm_call_anatomy.workloads.json.report import analysis as jx
+from llm_call_anatomy.workloads.json.report import charts, jobs
 
 
 def rate_table(rates, backend: str) -> Table:

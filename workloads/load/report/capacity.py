@@ -33,14 +33,14 @@ from typing import Any
 
 import pandas as pd
 
-from contract.level_facts import LevelFacts
-from contract.level_flags import level_kind
-from contract.level_stats import LevelStats, level_stats, over_starts
-from contract.slo import DEFAULT_SPECS, Target, parse_targets, percentile
-from reports.analysis.status import unreached_levels
-from reports.stats import num
-from workloads.load.report import targets as slo_targets
-from workloads.load.report.capacity_group import CapacityGroup
+from llm_call_anatomy.contract.level_facts import LevelFacts
+from llm_call_anatomy.contract.level_flags import level_kind
+from llm_call_anatomy.contract.level_stats import LevelStats, level_stats, over_starts
+from llm_call_anatomy.contract.slo import DEFAULT_SPECS, Target, parse_targets, percentile
+from llm_call_anatomy.reports.analysis.status import unreached_levels
+from llm_call_anatomy.reports.stats import num
+from llm_call_anatomy.workloads.load.report import targets as slo_targets
+from llm_call_anatomy.workloads.load.report.capacity_group import CapacityGroup
 
 KEY = ["backend", "workload", "mode", "case"]
 SMALL_N = 100  # a p99 from fewer requests is close to their maximum
@@ -247,7 +247,7 @@ def analyse(
     def of(backend: str) -> tuple[Target, ...]:
         return by_column.get(backend, fallback)
 
-    from workloads.load.report.levels import level_facts, requests
+    from llm_call_anatomy.workloads.load.report.levels import level_facts, requests
 
     reqs = requests(rows)
     start_facts = level_facts(rows, by_start=True)

@@ -14,8 +14,8 @@ from collections.abc import Iterable
 
 import pandas as pd
 
-from reports import fmt
-from workloads.load.report.capacity import known, not_run_between
+from llm_call_anatomy.reports import fmt
+from llm_call_anatomy.workloads.load.report.capacity import known, not_run_between
 
 
 def closed_letter(r: dict) -> str:

@@ -12,8 +12,8 @@ from typing import Any
 import altair as alt
 import pandas as pd
 
-from reports.charts import WIDTH, backend_color, levels_and_rules, to_spec
-from workloads.load.report.mix_groups import variants
+from llm_call_anatomy.reports.charts import WIDTH, backend_color, levels_and_rules, to_spec
+from llm_call_anatomy.workloads.load.report.mix_groups import variants
 
 
 def users_chart(

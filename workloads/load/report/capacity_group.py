@@ -25,11 +25,11 @@ from typing import Any
 
 import pandas as pd
 
-from contract.capacity import DEFAULT_RATIO, Capacity, capacity, judge
-from contract.level_facts import LevelFacts
-from contract.level_stats import LevelStats
-from contract.slo import Target, Verdict
-from reports.stats import num
+from llm_call_anatomy.contract.capacity import DEFAULT_RATIO, Capacity, capacity, judge
+from llm_call_anatomy.contract.level_facts import LevelFacts
+from llm_call_anatomy.contract.level_stats import LevelStats
+from llm_call_anatomy.contract.slo import Target, Verdict
+from llm_call_anatomy.reports.stats import num
 
 
 def evidence(verdict: Verdict | None) -> dict[str, Any] | None:

@@ -13,12 +13,12 @@ from typing import Any
 import pandas as pd
 from markupsafe import Markup
 
-from contract.slo import SOURCES
-from reports import fmt
-from reports.views import Block, Table, compact, h3, p, side, table
-from workloads.load.report.caching_tables import caching_mix_caveats, caching_table
-from workloads.load.report.capacity import known
-from workloads.load.report.capacity_cells import (
+from llm_call_anatomy.contract.slo import SOURCES
+from llm_call_anatomy.reports import fmt
+from llm_call_anatomy.reports.views import Block, Table, compact, h3, p, side, table
+from llm_call_anatomy.workloads.load.report.caching_tables import caching_mix_caveats, caching_table
+from llm_call_anatomy.workloads.load.report.capacity import known
+from llm_call_anatomy.workloads.load.report.capacity_cells import (
     capacity_text,
     evidence_text,
     names_text,
@@ -63,7 +63,7 @@ def capacity_table(
     cost. ``via`` says how each backend was served (in process or HTTP); a backend of a group that ran other
     requests (``classes``) has its variant say so, its rows after the main group's. ``differ``: the columns
     were judged against different targets, so each row names its target's limits too."""
-    from workloads.load.report.mix_groups import variants
+    from llm_call_anatomy.workloads.load.report.mix_groups import variants
 
     cols = [
         "variant",
@@ -319,7 +319,7 @@ def inproc_server_blocks(found: list[dict[str, Any]]) -> list[Block]:
 
 
 def chart_block(slots) -> Block | None:
-    from reports.views import chart
+    from llm_call_anatomy.reports.views import chart
 
     return chart(slots["users"])
 
@@ -332,7 +332,7 @@ def caveats(d: dict[str, Any], section_name: str) -> list:
     prefix caching off beside columns that ran with it on: which, so that no row compares the two unawares.
     And a run whose env.json slo_targets do not parse, with its error, or a column merging runs with other
     targets: the targets counted against are not its own."""
-    from reports.analysis.caveats import Caveat
+    from llm_call_anatomy.reports.analysis.caveats import Caveat
 
     steady = d["cap"]["steady"]
     out = caching_mix_caveats(d["cap"].get("caching_of") or {})

@@ -7,16 +7,16 @@ enough to limit the load, and levels too small for a stable p99.
 
 from __future__ import annotations
 
-from reports import fmt
-from reports.stats import num
-from workloads.load.report import levels as mu
+from llm_call_anatomy.reports import fmt
+from llm_call_anatomy.reports.stats import num
+from llm_call_anatomy.workloads.load.report import levels as mu
 
 
 def caveats(section, report) -> list:
     """The Load section's caveats from its levels: preemptions (the KV cache ran out; NaN is not reported, not
     zero), engine facts that cannot be true, backends that served one request at a time behind a queue, client
     processes busy enough to limit the load, and levels under 100 requests (p99 near the maximum)."""
-    from reports.analysis.caveats import Caveat
+    from llm_call_anatomy.reports.analysis.caveats import Caveat
 
     out = []
     levels = section.data["levels"]

@@ -14,9 +14,9 @@ from typing import Any
 import altair as alt
 import pandas as pd
 
-from reports.charts import WIDTH, backend_color, bar_chart, levels_and_rules, single, to_spec
-from workloads.load.report.capacity_chart import users_chart
-from workloads.load.report.mix_groups import variants
+from llm_call_anatomy.reports.charts import WIDTH, backend_color, bar_chart, levels_and_rules, single, to_spec
+from llm_call_anatomy.workloads.load.report.capacity_chart import users_chart
+from llm_call_anatomy.workloads.load.report.mix_groups import variants
 
 
 def _data(levels: pd.DataFrame, classes: dict | None = None) -> pd.DataFrame:

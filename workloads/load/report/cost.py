@@ -24,7 +24,7 @@ from typing import Any
 
 import pandas as pd
 
-from reports.stats import num
+from llm_call_anatomy.reports.stats import num
 
 OUTPUT_COST_RATIO = 4.0  # an output token's cost in input tokens (GKE Inference Quickstart's default)
 FIGURES = (

@@ -34,12 +34,12 @@ from typing import Any
 
 import pandas as pd
 
-from reports import fmt
-from reports.stats import num
-from workloads.load.report.capacity import KEY
-from workloads.load.report.capacity_cells import capacity_text, level_text
-from workloads.load.report.levels import bucket, level_facts, percentile, requests
-from workloads.load.report.server_figures import p50_text
+from llm_call_anatomy.reports import fmt
+from llm_call_anatomy.reports.stats import num
+from llm_call_anatomy.workloads.load.report.capacity import KEY
+from llm_call_anatomy.workloads.load.report.capacity_cells import capacity_text, level_text
+from llm_call_anatomy.workloads.load.report.levels import bucket, level_facts, percentile, requests
+from llm_call_anatomy.workloads.load.report.server_figures import p50_text
 
 IN_PROCESS, HTTP = "in process", "HTTP"
 PARTS = ("queue", "after_queue", "outside")  # the caller's TTFT mean = their sum (where all three are known)

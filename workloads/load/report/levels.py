@@ -50,8 +50,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from contract.level_facts import LevelFacts
-from reports.stats import num
+from llm_call_anatomy.contract.level_facts import LevelFacts
+from llm_call_anatomy.reports.stats import num
 
 # MLPerf Inference's server-scenario latency targets for Llama-2-70B (TTFT 2 s, TPOT 200 ms): a
 # published, engine-neutral pair. The page states the values it used; --slo changes them.

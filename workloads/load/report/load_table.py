@@ -1,8 +1,8 @@
 """A Markdown table of the load workload from run directories: per level, every backend's output
 tokens/s, TTFT p50/p99, ITL p50 and goodput — what the Load section draws, as text for a README.
 
-    python -m workloads.load.report.load_table RUN_DIR... [--slo NAME:ttft_p90_ms=2000,tpot_p90_ms=200]
-        [--merge-starts] [--capacity] [--inproc-server]
+    python -m llm_call_anatomy.workloads.load.report.load_table RUN_DIR...
+        [--slo NAME:ttft_p90_ms=2000,tpot_p90_ms=200] [--merge-starts] [--capacity] [--inproc-server]
 
 Rows are (workload · variant · level), in the order the runs have them; a cell is
 ``tok/s · TTFT p50/p99 ms · ITL p50 ms · goodput req/s (n)``, "–" where the backend has no such
@@ -21,8 +21,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from reports.runs import ReportError, read_runs
-from workloads.load.report.levels import per_level
+from llm_call_anatomy.reports.runs import ReportError, read_runs
+from llm_call_anatomy.workloads.load.report.levels import per_level
 
 CELL = "tok/s · TTFT p50/p99 ms · ITL p50 ms · goodput req/s (n)"
 
@@ -65,7 +65,7 @@ def table(levels, mixes: dict[tuple, str] | None = None) -> str:
 
 def load_sections(ds) -> list:
     """The runs' Load sections as the page assembles them (one a workload of the load kind)."""
-    from reports.assemble import assemble
+    from llm_call_anatomy.reports.assemble import assemble
 
     return [s for s in assemble(ds).sections if s.kind == "load"]
 
@@ -81,7 +81,7 @@ def capacity_table(ds, targets: list[str] | None = None, sections: list | None =
     """The capacity rows of every Load section of the runs as a Markdown table: backend, loop, target,
     capacity (the page's summary wording) and what limited it; ``targets``: only these targets' rows (default:
     all)."""
-    from workloads.load.report.capacity_cells import headline_text
+    from llm_call_anatomy.workloads.load.report.capacity_cells import headline_text
 
     rows = [  # every load section's (one a load workload)
         r
@@ -105,8 +105,8 @@ def capacity_table(ds, targets: list[str] | None = None, sections: list | None =
 
 def level_mixes(records) -> dict[tuple, str]:
     """(backend, workload, variant, level) -> the mix digest of the level's requests, as the page has it."""
-    from workloads.load.report.capacity import mix_of
-    from workloads.load.report.levels import requests
+    from llm_call_anatomy.workloads.load.report.capacity import mix_of
+    from llm_call_anatomy.workloads.load.report.levels import requests
 
     reqs = requests(records)
     return {
@@ -115,12 +115,13 @@ def level_mixes(records) -> dict[tuple, str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m workloads.load.report.load_table``: print the load levels of the runs as a Markdown
-    table; exit 2 with one line when the runs cannot be read or hold no load records."""
-    from reports.__main__ import goodput_pair, slo_target
+    """``python -m llm_call_anatomy.workloads.load.report.load_table``: print the load levels of the runs as a
+    Markdown table; exit 2 with one line when the runs cannot be read or hold no load records."""
+    from llm_call_anatomy.reports.__main__ import goodput_pair, slo_target
 
     p = argparse.ArgumentParser(
-        prog="python -m workloads.load.report.load_table", description=__doc__.splitlines()[0]
+        prog="python -m llm_call_anatomy.workloads.load.report.load_table",
+        description=__doc__.splitlines()[0],
     )
     p.add_argument("run_dirs", nargs="+", type=Path, metavar="RUN_DIR")
     p.add_argument(
@@ -160,12 +161,13 @@ def main(argv: list[str] | None = None) -> int:
         slo = goodput_pair(args.slo)
         ds = read_runs(args.run_dirs, merge_starts=args.merge_starts)
     except ReportError as exc:
-        print(f"python -m workloads.load.report.load_table: error: {exc}", file=sys.stderr)
+        print(f"python -m llm_call_anatomy.workloads.load.report.load_table: error: {exc}", file=sys.stderr)
         return 2
     levels = per_level(ds.records, slo)
     if levels.empty:
         print(
-            "python -m workloads.load.report.load_table: error: no load records in these runs",
+            "python -m llm_call_anatomy.workloads.load.report.load_table: error: "
+            "no load records in these runs",
             file=sys.stderr,
         )
         return 2

@@ -27,9 +27,9 @@ from typing import Any
 
 import pandas as pd
 
-from contract.level_facts import LevelFacts
-from reports.stats import num
-from workloads.load.report import levels as mu
+from llm_call_anatomy.contract.level_facts import LevelFacts
+from llm_call_anatomy.reports.stats import num
+from llm_call_anatomy.workloads.load.report import levels as mu
 
 COLUMNS = [
     "config",

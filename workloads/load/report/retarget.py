@@ -1,6 +1,6 @@
 """Which targets a Load section is judged against, and the run that would narrow a bracket (issue 40).
 
-- **Targets**: the report's own ``--slo`` (``python -m reports RUNS --slo NAME:...``) re-computes every
+- **Targets**: the report's own ``--slo`` (``python compare.py report RUNS --slo NAME:...``) re-computes every
   capacity cell, bracket, cost, the summary and the sizing from the records against the targets given, for
   every column; without it each column is judged against its own run's targets
   (``capacity.targets_by_column``). :func:`column_targets` gives the columns' targets and the sentence that
@@ -14,7 +14,7 @@
   (env.json ``argv``) for that backend, with that level alone, no search, the target, and a new ``--out``
   beside the run's. A run's plan fixes its levels and targets, so ``--resume`` of the run itself refuses a
   new level; the new run resumes with ``--resume`` if it is cut, and reports beside the first
-  (``python -m reports RUN NEW``).
+  (``python compare.py report RUN NEW``).
 """
 
 from __future__ import annotations
@@ -24,14 +24,14 @@ import shlex
 from types import SimpleNamespace
 from typing import Any
 
-from contract.capacity import DEFAULT_RATIO
-from contract.options import parse_pairs
-from contract.slo import Target
-from reports.stats import num
-from workloads.load.report import capacity
-from workloads.load.report.targets import slo_of
+from llm_call_anatomy.contract.capacity import DEFAULT_RATIO
+from llm_call_anatomy.contract.options import parse_pairs
+from llm_call_anatomy.contract.slo import Target
+from llm_call_anatomy.reports.stats import num
+from llm_call_anatomy.workloads.load.report import capacity
+from llm_call_anatomy.workloads.load.report.targets import slo_of
 
-GIVEN = "given for this report (python -m reports --slo {}): each run's own targets are not used"
+GIVEN = "given for this report (python compare.py report --slo {}): each run's own targets are not used"
 OWN = "each run's own (env.json slo_targets)"
 
 
@@ -45,9 +45,10 @@ def column_targets(
 
 
 def goodput_pair(given: tuple[Target, ...] | None) -> dict[str, float] | None:
-    """The per-request goodput pair of the report's ``--slo`` targets, as ``python -m reports --slo`` reads it
-    (``contract.options.goodput_pair``); None where none is given or none has a TTFT or TPOT limit."""
-    from contract.options import goodput_pair as pair
+    """The per-request goodput pair of the report's ``--slo`` targets, as ``python compare.py report --slo``
+    reads it (``contract.options.goodput_pair``); None where none is given or none has a TTFT or TPOT
+    limit."""
+    from llm_call_anatomy.contract.options import goodput_pair as pair
 
     try:
         return pair([t.spec() for t in given]) if given else None

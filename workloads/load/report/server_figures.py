@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from reports import fmt
-from reports.stats import num
+from llm_call_anatomy.reports import fmt
+from llm_call_anatomy.reports.stats import num
 
 WIDE = 2.0  # a bucket whose upper bound is at least this many times its lower says little inside it
 NOT_EXPORTED = "not exported"

@@ -1,5 +1,5 @@
-"""GPUs for U users who think (``python -m reports RUNS --size users=N,think_s=Z[,slo=NAME]``), from the
-measured populations.
+"""GPUs for U users who think (``python compare.py report RUNS --size users=N,think_s=Z[,slo=NAME]``), from
+the measured populations.
 
 A **population** is a sessions-shape closed group of levels (its requests carry user ids) whose level
 records carry ``think_time_s`` (``contract.level_facts``): a level there is C = U users, each thinking Z s
@@ -28,11 +28,11 @@ from typing import Any
 
 import pandas as pd
 
-from contract.options import parse_pairs
-from contract.slo import Target
-from reports import fmt
-from reports.analysis.summary import kv_tokens
-from reports.stats import num
+from llm_call_anatomy.contract.options import parse_pairs
+from llm_call_anatomy.contract.slo import Target
+from llm_call_anatomy.reports import fmt
+from llm_call_anatomy.reports.analysis.summary import kv_tokens
+from llm_call_anatomy.reports.stats import num
 
 COLUMNS = [
     "backend",

@@ -13,16 +13,16 @@ from typing import Any
 
 import pandas as pd
 
-from reports import fmt
-from reports.stats import num
-from reports.views import Block, Table, compact, h3, p, table
-from workloads.load.report.capacity_cells import level_text
-from workloads.load.report.cost import FIGURES, OUTPUT_COST_RATIO
+from llm_call_anatomy.reports import fmt
+from llm_call_anatomy.reports.stats import num
+from llm_call_anatomy.reports.views import Block, Table, compact, h3, p, table
+from llm_call_anatomy.workloads.load.report.capacity_cells import level_text
+from llm_call_anatomy.workloads.load.report.cost import FIGURES, OUTPUT_COST_RATIO
 
 
 def capacity_frame(cap: dict[str, Any]) -> pd.DataFrame:
     """The capacity table as the page prints it (its columns and cells), for the exports."""
-    from workloads.load.report.capacity_tables import capacity_table, differ
+    from llm_call_anatomy.workloads.load.report.capacity_tables import capacity_table, differ
 
     caps = cap["capacity"]
     if caps.empty:
@@ -134,8 +134,8 @@ def between_lines(d: dict[str, Any], section: str) -> list[str]:
 
 
 def printed(section) -> list[str]:
-    """What ``python -m reports`` prints for the section: under its own ``--slo`` the runs that would narrow
-    a wide bracket; the sizing asked for, the cost at its target."""
+    """What ``python compare.py report`` prints for the section: under its own ``--slo`` the runs that would
+    narrow a wide bracket; the sizing asked for, the cost at its target."""
     d = section.data
     ask = d.get("size_ask")
     between = between_lines(d, section.name)
@@ -177,7 +177,8 @@ def blocks(d: dict[str, Any]) -> list[Block]:
                 "A target between two measured levels farther apart than the search's ratio (1.25×): "
                 "the bracket stands, and this run measures the level between (a new run directory beside "
                 "the run: the run's plan fixes its levels and targets, so --resume of the run itself would "
-                "refuse it; --resume continues the new one; report both with python -m reports RUN NEW).",
+                "refuse it; --resume continues the new one; report both with python compare.py report RUN "
+                "NEW).",
                 muted=True,
             ),
             table(t),
@@ -221,7 +222,7 @@ def frame_table(df: pd.DataFrame) -> Table:
 def jobs(d: dict[str, Any]) -> list:
     """The summary's rows for the sizing asked for: per workload, each backend's GPUs with their range and
     the $ per M input and output tokens at the capacity it rests on (where priced and measured)."""
-    from reports.analysis.summary import Job
+    from llm_call_anatomy.reports.analysis.summary import Job
 
     ask, sized, cost = d.get("size_ask"), d.get("sizing"), d.get("cost")
     if ask is None or sized is None or sized.empty:

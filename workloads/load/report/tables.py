@@ -14,11 +14,11 @@ from typing import Any
 import pandas as pd
 from markupsafe import Markup
 
-from reports import fmt
-from reports.views import Block, Table, chart, compact, h3, p, side, table
-from workloads.load.report import levels as mu
-from workloads.load.report import replicas_tables as replicas_view
-from workloads.load.report import server_figures as server
+from llm_call_anatomy.reports import fmt
+from llm_call_anatomy.reports.views import Block, Table, chart, compact, h3, p, side, table
+from llm_call_anatomy.workloads.load.report import levels as mu
+from llm_call_anatomy.workloads.load.report import replicas_tables as replicas_view
+from llm_call_anatomy.workloads.load.report import server_figures as server
 
 
 def level_table(levels: pd.DataFrame, backend: str) -> Table:
@@ -211,7 +211,7 @@ def blocks(section, slots) -> list[Block]:
 
 
 def replicas_capacities(d: dict[str, Any]) -> pd.DataFrame | None:
-    from workloads.load.report import replicas
+    from llm_call_anatomy.workloads.load.report import replicas
 
     configs = d.get("replicas")
     return None if configs is None else replicas.capacities(d["cap"]["capacity"], configs)

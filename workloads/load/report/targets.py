@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from contract.slo import Target, legacy_slo, parse_targets
-from workloads.load.report.levels import DEFAULT_SLO, SLO_SOURCE
+from llm_call_anatomy.contract.slo import Target, legacy_slo, parse_targets
+from llm_call_anatomy.workloads.load.report.levels import DEFAULT_SLO, SLO_SOURCE
 
 
 @dataclass(frozen=True)

@@ -6,14 +6,14 @@ from typing import Any
 
 from markupsafe import Markup
 
-from reports import fmt, reference
-from reports.kinds import ReportKind
-from reports.roofline import REPLY_TOKENS
-from reports.stats import stat_of
-from reports.views import Block, Table, chart, compact, h3, p, side, table
-from workloads.sweep.report import analysis as sw
-from workloads.sweep.report import charts, jobs, kv
-from workloads.sweep.report.analysis import R2_FLOOR
+from llm_call_anatomy.reports import fmt, reference
+from llm_call_anatomy.reports.kinds import ReportKind
+from llm_call_anatomy.reports.roofline import REPLY_TOKENS
+from llm_call_anatomy.reports.stats import stat_of
+from llm_call_anatomy.reports.views import Block, Table, chart, compact, h3, p, side, table
+from llm_call_anatomy.workloads.sweep.report import analysis as sw
+from llm_call_anatomy.workloads.sweep.report import charts, jobs, kv
+from llm_call_anatomy.workloads.sweep.report.analysis import R2_FLOOR
 
 
 def length_table(d: dict[str, Any], backend: str) -> Table:

@@ -14,10 +14,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from reports import fmt, kvcache, roofline
-from reports.analysis.caveats import Caveat
-from reports.roofline import REPLY_TOKENS, Roof
-from reports.stats import agg, num, over_starts, ratio
+from llm_call_anatomy.reports import fmt, kvcache, roofline
+from llm_call_anatomy.reports.analysis.caveats import Caveat
+from llm_call_anatomy.reports.roofline import REPLY_TOKENS, Roof
+from llm_call_anatomy.reports.stats import agg, num, over_starts, ratio
 
 
 def per_length(df: pd.DataFrame, reply_tokens: int = REPLY_TOKENS) -> pd.DataFrame:

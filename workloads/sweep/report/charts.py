@@ -7,8 +7,8 @@ from typing import Any
 import altair as alt
 import pandas as pd
 
-from reports import charts
-from reports.roofline import Roof
+from llm_call_anatomy.reports import charts
+from llm_call_anatomy.reports.roofline import Roof
 
 
 def floor_labels(roof: Roof) -> dict[str, str]:

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from reports import fmt, intervals, reference
-from reports.analysis.claims import (
+from llm_call_anatomy.reports import fmt, intervals, reference
+from llm_call_anatomy.reports.analysis.claims import (
     Claim,
     claim,
     does_not_hold,
@@ -23,11 +23,11 @@ from reports.analysis.claims import (
     not_measurable,
     setup_specific,
 )
-from reports.analysis.seed_claims import SEED, section_of, value_range
-from reports.stats import num
+from llm_call_anatomy.reports.analysis.seed_claims import SEED, section_of, value_range
+from llm_call_anatomy.reports.stats import num
 
 if TYPE_CHECKING:
-    from reports.assemble import Report
+    from llm_call_anatomy.reports.assemble import Report
 
 ORDER = 1  # where this module's claims stand on the page (reports.analysis.claims)
 

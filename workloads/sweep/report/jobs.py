@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from reports.analysis.summary import Job, by_backend, derived, latency_job, ttft_common
-from reports.roofline import REPLY_TOKENS
+from llm_call_anatomy.reports.analysis.summary import Job, by_backend, derived, latency_job, ttft_common
+from llm_call_anatomy.reports.roofline import REPLY_TOKENS
 
 
 def sweep_jobs(s, rows: pd.DataFrame) -> list[Job | None]:

@@ -11,9 +11,9 @@ from typing import Any
 
 import pandas as pd
 
-from reports import fmt
-from reports.kvcache import BEND_LENGTHS, GIB, LENGTHS
-from reports.views import Block, Table, h3, p, table
+from llm_call_anatomy.reports import fmt
+from llm_call_anatomy.reports.kvcache import BEND_LENGTHS, GIB, LENGTHS
+from llm_call_anatomy.reports.views import Block, Table, h3, p, table
 
 
 def lengths_table(lengths: pd.DataFrame, pools: pd.DataFrame) -> Table:

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from markupsafe import Markup
 
-from reports import fmt
-from reports.kinds import ReportKind, quality_caution
-from reports.views import Block, Table, chart, compact, h3, p, reply, side, table
-from workloads.template.report import analysis as tpl
-from workloads.template.report import charts, jobs
+from llm_call_anatomy.reports import fmt
+from llm_call_anatomy.reports.kinds import ReportKind, quality_caution
+from llm_call_anatomy.reports.views import Block, Table, chart, compact, h3, p, reply, side, table
+from llm_call_anatomy.workloads.template.report import analysis as tpl
+from llm_call_anatomy.workloads.template.report import charts, jobs
 
 
 def rate_table(rates, backends: list[str]) -> Table:

@@ -11,7 +11,7 @@ from typing import Any
 
 import pandas as pd
 
-from reports.fmt import text as text_cell
+from llm_call_anatomy.reports.fmt import text as text_cell
 
 PROBE = "attention"
 

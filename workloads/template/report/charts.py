@@ -7,7 +7,7 @@ from typing import Any
 import altair as alt
 import pandas as pd
 
-from reports import charts
+from llm_call_anatomy.reports import charts
 
 
 def attention(shares: pd.DataFrame, backends: list[str]) -> dict[str, Any] | None:

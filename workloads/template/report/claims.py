@@ -12,13 +12,20 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from reports import fmt, intervals, reference
-from reports.analysis.claims import Claim, claim, does_not_hold, holds, not_decided, not_measurable
-from reports.analysis.seed_claims import SEED, section_of
-from reports.stats import num
+from llm_call_anatomy.reports import fmt, intervals, reference
+from llm_call_anatomy.reports.analysis.claims import (
+    Claim,
+    claim,
+    does_not_hold,
+    holds,
+    not_decided,
+    not_measurable,
+)
+from llm_call_anatomy.reports.analysis.seed_claims import SEED, section_of
+from llm_call_anatomy.reports.stats import num
 
 if TYPE_CHECKING:
-    from reports.assemble import Report
+    from llm_call_anatomy.reports.assemble import Report
 
 
 ORDER = 4  # where this module's claims stand on the page (reports.analysis.claims)

@@ -3,8 +3,8 @@ shared rules (:mod:`reports.analysis.summary`: a winner only beyond the noise)."
 
 from __future__ import annotations
 
-from reports import fmt
-from reports.analysis.summary import Job, rate_ranking
+from llm_call_anatomy.reports import fmt
+from llm_call_anatomy.reports.analysis.summary import Job, rate_ranking
 
 
 def template_job(s, quality: str | None) -> Job | None:

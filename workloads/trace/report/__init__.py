@@ -12,10 +12,10 @@ from typing import Any
 
 import pandas as pd
 
-from contract.traffic_classes import ALL, targets_of_classes
-from reports.kinds import ReportKind
-from reports.views import Table, h3, note, p, table
-from workloads.trace.report.analysis import analyse, targets_of
+from llm_call_anatomy.contract.traffic_classes import ALL, targets_of_classes
+from llm_call_anatomy.reports.kinds import ReportKind
+from llm_call_anatomy.reports.views import Table, h3, note, p, table
+from llm_call_anatomy.workloads.trace.report.analysis import analyse, targets_of
 
 
 def _analyse(rows: pd.DataFrame, ctx: Any, name: str) -> dict[str, Any]:  # one workload's rows

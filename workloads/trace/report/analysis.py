@@ -26,13 +26,13 @@ from typing import Any
 
 import pandas as pd
 
-from contract.capacity import DEFAULT_RATIO, judge
-from contract.capacity import capacity as contract_capacity
-from contract.level_facts import LevelFacts
-from contract.level_stats import level_stats
-from contract.slo import Target, parse_targets, percentile
-from contract.traffic_classes import ALL, every_class, judge_classes
-from reports.stats import num
+from llm_call_anatomy.contract.capacity import DEFAULT_RATIO, judge
+from llm_call_anatomy.contract.capacity import capacity as contract_capacity
+from llm_call_anatomy.contract.level_facts import LevelFacts
+from llm_call_anatomy.contract.level_stats import level_stats
+from llm_call_anatomy.contract.slo import Target, parse_targets, percentile
+from llm_call_anatomy.contract.traffic_classes import ALL, every_class, judge_classes
+from llm_call_anatomy.reports.stats import num
 
 KEY = ["backend", "workload", "mode", "case"]
 
