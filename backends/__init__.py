@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from backends.base import Backend, BackendUnavailable
-from contract.adapter import SettingsApplied
-from contract.columns import base_of
-from contract.registry import Registry
+from llm_call_anatomy.backends.base import Backend, BackendUnavailable
+from llm_call_anatomy.contract.adapter import SettingsApplied
+from llm_call_anatomy.contract.columns import base_of
+from llm_call_anatomy.contract.registry import Registry
 
 REGISTRY: dict[str, str] = {
     "hf": "llm_call_anatomy.backends.hf:HFBackend",

@@ -27,17 +27,25 @@ import time
 import warnings
 from pathlib import Path
 
-import backends
-from backends import companions
-from backends.base import BackendSettings, BackendUnavailable
-from contract.columns import ignored, reported_settings, split_column
-from harness import gpu_host, secrets
-from harness.env import MemoryWatch, device_facts, package_versions, torch_peak_allocated_bytes, write_json
-from harness.heartbeat import Heartbeat
-from harness.records import Record, RecordWriter, read_records
-from harness.rundir import is_disk_full
-from harness.runner import Runner, console
-from workloads.plan import Plan
+from llm_call_anatomy import backends
+from llm_call_anatomy.backends import companions
+from llm_call_anatomy.backends.base import BackendUnavailable
+from llm_call_anatomy.contract.adapter import BackendSettings
+from llm_call_anatomy.contract.columns import ignored, reported_settings, split_column
+from llm_call_anatomy.contract.plan import Plan
+from llm_call_anatomy.contract.records import Record
+from llm_call_anatomy.harness import gpu_host, secrets
+from llm_call_anatomy.harness.env import (
+    MemoryWatch,
+    device_facts,
+    package_versions,
+    torch_peak_allocated_bytes,
+    write_json,
+)
+from llm_call_anatomy.harness.heartbeat import Heartbeat
+from llm_call_anatomy.harness.records import RecordWriter, read_records
+from llm_call_anatomy.harness.rundir import is_disk_full
+from llm_call_anatomy.harness.runner import Runner, console
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -20,12 +20,14 @@ import signal
 import sys
 from pathlib import Path
 
-import backends
-from contract.plan import Plan
-from harness import models, pace, parallel_args, prompt_timing, server_args, variants
-from harness.applied import check_applicable
-from harness.backend_runs import run_backends
-from harness.cli_checks import (
+from llm_call_anatomy import backends
+from llm_call_anatomy.contract.chat import CHAT_PROMPTS
+from llm_call_anatomy.contract.files import atomic_write_text
+from llm_call_anatomy.contract.plan import Plan
+from llm_call_anatomy.harness import models, pace, parallel_args, prompt_timing, server_args, variants
+from llm_call_anatomy.harness.applied import check_applicable
+from llm_call_anatomy.harness.backend_runs import run_backends
+from llm_call_anatomy.harness.cli_checks import (
     UsageError,
     absolute_paths,
     check_context,

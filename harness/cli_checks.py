@@ -16,13 +16,13 @@ import urllib.parse
 from pathlib import Path
 from typing import Any
 
-import backends
-from contract.columns import NAME, base_of, split_column
-from contract.options import parse_slo
-from harness import limits, secrets
-from harness.env import sha
-from harness.records import RECORDS
-from harness.rundir import settings_diff
+from llm_call_anatomy import backends
+from llm_call_anatomy.contract.columns import NAME, base_of, split_column
+from llm_call_anatomy.contract.options import parse_slo
+from llm_call_anatomy.contract.records import RECORDS
+from llm_call_anatomy.harness import limits, secrets
+from llm_call_anatomy.harness.env import sha
+from llm_call_anatomy.harness.rundir import settings_diff
 
 
 class UsageError(ValueError):

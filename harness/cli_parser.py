@@ -10,10 +10,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-import backends
-from harness import models, parallel_args
-from harness.server_args import add_server_args
-from harness.variants import add_variant_args
+from llm_call_anatomy import backends
+from llm_call_anatomy.harness import models, parallel_args
+from llm_call_anatomy.harness.server_args import add_server_args
+from llm_call_anatomy.harness.variants import add_variant_args
 
 EPILOG = """\
 backends: hf (transformers, eager attention), hf-graphs (static cache + CUDA graphs), hf-cb
@@ -99,7 +99,7 @@ def parser(prog: str = "compare.py") -> argparse.ArgumentParser:
         help="comma-separated backends, or 'all' (default: all; with --variant or --sweep: theirs alone); a "
         "column BACKEND@NAME is a named configuration of BACKEND (--variant, --variants-file)",
     )
-    from workloads import BUILTIN, VARIANTS
+    from llm_call_anatomy.workloads.catalog import BUILTIN, VARIANTS
 
     p.add_argument(
         "--workloads",

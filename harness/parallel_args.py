@@ -22,9 +22,9 @@ from __future__ import annotations
 
 import argparse
 
-from backends import DATA_PARALLEL, ROUTED
-from contract.columns import base_of
-from harness.cli_checks import UsageError
+from llm_call_anatomy.backends import DATA_PARALLEL, ROUTED
+from llm_call_anatomy.contract.columns import base_of
+from llm_call_anatomy.harness.cli_checks import UsageError
 
 # the backends registry says which backends have data parallelism and which can stand behind a router
 DP_BACKENDS = DATA_PARALLEL

@@ -23,9 +23,9 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from contract.chat import CHAT_PROMPTS  # noqa: F401 - re-exported for the CLI
-from contract.columns import base_of
-from harness.cli_checks import UsageError
+from llm_call_anatomy.contract.chat import CHAT_PROMPTS  # noqa: F401 - re-exported for the CLI
+from llm_call_anatomy.contract.columns import base_of
+from llm_call_anatomy.harness.cli_checks import UsageError
 
 ENDPOINTS = ("completions", "chat")
 # The backends whose engine or server takes keyword arguments (the in-process engines and their servers).

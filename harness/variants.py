@@ -31,9 +31,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from contract.columns import NAME, base_of, column, split_column
-from harness import server_args
-from harness.cli_checks import UsageError, parse_backends
+from llm_call_anatomy.contract.columns import NAME, base_of, column, split_column
+from llm_call_anatomy.harness import server_args
+from llm_call_anatomy.harness.cli_checks import UsageError, parse_backends
 
 
 @dataclass(frozen=True)

@@ -21,9 +21,9 @@ from typing import Any
 
 import pandas as pd
 
-from contract.columns import base_of
-from contract.files import backend_env_blocks
-from contract.records import RECORDS, Record, RecordKey, latest_attempts
+from llm_call_anatomy.contract.columns import base_of
+from llm_call_anatomy.contract.files import backend_env_blocks
+from llm_call_anatomy.contract.records import RECORDS, Record, RecordKey, latest_attempts
 
 COLUMNS = [f.name for f in fields(Record)]
 NEW_FIELDS = (

@@ -60,7 +60,7 @@ def derive(report: Report) -> list[Caveat]:
     out += timing(report.ds.measured())
     out += server(report.server, {b: report.ds.env_of(b).get("engine") or {} for b in report.ds.backends})
     out += configurations({b: report.ds.env_of(b) for b in report.ds.backends}, report.ds)
-    from reports.assemble import block_size
+    from llm_call_anatomy.reports.assemble import block_size
 
     out += block_reuse(
         report.ds.measured(),

@@ -18,13 +18,13 @@ from pathlib import Path
 
 import pytest
 
-import backends
-from backends.base import BackendSettings
-from backends.openai.servers import SGLangServerBackend, VLLMServerBackend, engine_arg_flags
-from contract.columns import base_of, ignored, reported_settings, split_column
-from harness import server_args, variants
-from harness.cli_checks import UsageError
-from reports.analysis.caveats import configurations
+from llm_call_anatomy import backends
+from llm_call_anatomy.backends.openai.servers import SGLangServerBackend, VLLMServerBackend, engine_arg_flags
+from llm_call_anatomy.contract.adapter import BackendSettings
+from llm_call_anatomy.contract.columns import base_of, ignored, reported_settings, split_column
+from llm_call_anatomy.harness import server_args, variants
+from llm_call_anatomy.harness.cli_checks import UsageError
+from llm_call_anatomy.reports.analysis.caveats import configurations
 from tests.conftest import compare, records
 from tests.harness.test_setting_checks import refused
 
@@ -160,7 +160,7 @@ def test_a_variant_reaches_the_server_command_line_as_engine_args(tmp_path):
 
 
 def test_an_hf_server_variant_is_transformers_serve_flags(tmp_path):
-    from backends.openai.hf_server import HFServerBackend
+    from llm_call_anatomy.backends.openai.hf_server import HFServerBackend
 
     _, found, _ = resolved(tmp_path, None, variant=["hf-server@small:cb_num_blocks=32"])
     by_column = variants.engine_args_by_column({}, list(found), found)
@@ -259,7 +259,7 @@ def test_a_sweep_beside_the_plain_backend_end_to_end_and_resumed(tmp_path):
 
 
 def test_merge_starts_keeps_a_variant_redefined_apart():
-    from reports.runs import setup_of
+    from llm_call_anatomy.reports.runs import setup_of
 
     def env(seqs: int) -> dict:
         block = {"packages": {"vllm": "0.32.0"}}
