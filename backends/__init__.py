@@ -11,6 +11,7 @@ from dataclasses import replace
 
 from llm_call_anatomy.backends.base import Backend, BackendUnavailable
 from llm_call_anatomy.contract.adapter import SettingsApplied
+from llm_call_anatomy.contract.columns import base_of
 from llm_call_anatomy.contract.registry import Registry
 
 REGISTRY: dict[str, str] = {
@@ -58,6 +59,12 @@ APPLIES: dict[str, SettingsApplied] = {
 }
 
 
+def applies(name: str) -> SettingsApplied:
+    """What a column's engine is configured by: its base backend's declaration (``vllm-server@fp8``:
+    ``vllm-server``'s)."""
+    return APPLIES[base_of(name)]
+
+
 def applying(setting: str) -> tuple[str, ...]:
     """The backends that apply ``setting`` (a :class:`~contract.adapter.SettingsApplied` field)."""
     return tuple(name for name, applied in APPLIES.items() if applied.applies(setting))
@@ -72,7 +79,9 @@ BACKENDS: Registry[type[Backend]] = Registry("backend", REGISTRY)
 
 
 def resolve(name: str) -> type[Backend]:
-    """Import and return the adapter class; :class:`BackendUnavailable` if it cannot be imported."""
+    """Import and return the adapter class of a backend or of a column (``base@variant``: the base's);
+    :class:`BackendUnavailable` if it cannot be imported."""
+    name = base_of(name)
     try:
         return BACKENDS.get(name)
     except ImportError as exc:

@@ -125,6 +125,7 @@ class BackendSettings:
         True  # False: the engine's prefix cache off (--no-prefix-caching), for caching off vs on
     )
     options: BackendOptions = field(default_factory=BackendOptions)  # its own (Backend.options_type)
+    column: str | None = None  # the run's column (base@variant, issue 41): its server log's name
 
     def to_dict(self) -> dict[str, Any]:
         """The fields as run.json's ``settings`` hold them (``options`` as a KEY: value mapping)."""

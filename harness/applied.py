@@ -75,7 +75,7 @@ PARALLEL: tuple[Setting, ...] = (
 
 def _why(name: str) -> str:
     """Why ``name`` does not apply a setting, in a few words."""
-    if name in backends.EXTERNAL:
+    if backends.base_of(name) in backends.EXTERNAL:
         return (
             "a server someone else started keeps its own: start it with the setting you want, and leave this "
             "flag out"
@@ -89,7 +89,7 @@ def check_applicable(args: argparse.Namespace, names: list[str]) -> None:
     for setting in SETTINGS:
         if setting.policy == RECORD or not setting.asked(args):
             continue
-        lacking = [n for n in names if not backends.APPLIES[n].applies(setting.name)]
+        lacking = [n for n in names if not backends.applies(n).applies(setting.name)]
         if not lacking:
             continue
         those = backends.applying(setting.name)
@@ -111,7 +111,7 @@ def not_applied(args: argparse.Namespace, names: list[str]) -> dict[str, dict[st
     one are left out. env.json's ``settings_not_applied``."""
     out: dict[str, dict[str, str]] = {}
     for name in names:
-        applied = backends.APPLIES[name]
+        applied = backends.applies(name)
         missing = {
             s.name: "asked" if s.asked(args) else "default"
             for s in (*SETTINGS, *PARALLEL)

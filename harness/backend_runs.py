@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 from llm_call_anatomy import HOME
+from llm_call_anatomy.contract.columns import base_of
 from llm_call_anatomy.contract.plan import Plan
 from llm_call_anatomy.contract.records import RECORDS
 from llm_call_anatomy.harness import pace, plan_summary, run_summary
@@ -58,7 +59,9 @@ def run_backends(
                 if args.resume and all_recorded(out, name, plan, start):
                     print(f"{name}: engine start {start}: every request already recorded", flush=True)
                     continue
-                code = run_child(ROOT, out, name, pythons.get(name, sys.executable), lock_fd, start)
+                # a base@variant column runs under its base's --python unless it has its own
+                python = pythons.get(name) or pythons.get(base_of(name), sys.executable)
+                code = run_child(ROOT, out, name, python, lock_fd, start)
                 if code != 0:
                     failed.append(name)
                     what = (

@@ -31,6 +31,7 @@ from llm_call_anatomy import backends
 from llm_call_anatomy.backends import companions
 from llm_call_anatomy.backends.base import BackendUnavailable
 from llm_call_anatomy.contract.adapter import BackendSettings
+from llm_call_anatomy.contract.columns import ignored, reported_settings, split_column
 from llm_call_anatomy.contract.plan import Plan
 from llm_call_anatomy.contract.records import Record
 from llm_call_anatomy.harness import gpu_host, secrets
@@ -77,7 +78,9 @@ def _main(argv: list[str] | None = None) -> int:
     # options: a KEY: value mapping (an older run's may name other backends' keys), read as the adapter's
     # type below
     engine_args = (raw.get("engine_args") or {}).get(args.backend, {})
-    settings = BackendSettings.from_dict({**raw, "engine_args": engine_args, "run_dir": str(args.run_dir)})
+    settings = BackendSettings.from_dict(
+        {**raw, "engine_args": engine_args, "run_dir": str(args.run_dir), "column": args.backend}
+    )
     if settings.api_key_env:  # whatever the server echoes, the key is written nowhere
         secrets.register(os.environ.get(settings.api_key_env))
     base = {
@@ -138,6 +141,7 @@ def _main(argv: list[str] | None = None) -> int:
             {
                 **env,
                 "engine": backend.environment(),
+                **variant_block(args.run_dir, args.backend, backend.environment()),
                 "identity": backend.identity(),
                 "startup_s": startup_s,
                 "starts": start.all(),
@@ -169,6 +173,7 @@ def _main(argv: list[str] | None = None) -> int:
             {
                 **env,
                 "engine": engine,
+                **variant_block(args.run_dir, args.backend, engine),
                 "identity": backend.identity(),
                 "startup_s": startup_s,
                 "wall_s": time.perf_counter() - started,
@@ -275,6 +280,22 @@ def identity_differs(env_path: Path, identity: dict) -> str | None:
         f"{k} was {before.get(k)!r}, now {v!r}" for k, v in identity.items() if k in before and before[k] != v
     ]
     return "; ".join(changed) or None
+
+
+def variant_block(run_dir: Path, column: str, engine: dict) -> dict:
+    """A ``base@variant`` column's ``variant``: its settings as given (env.json ``variants``) and as the
+    engine reports them in its block (None: it reports none), and those it reports otherwise (issue 41)."""
+    if split_column(column)[1] is None:
+        return {}
+    try:  # a run directory written by hand (a test, a benchmark) may have no env.json
+        given = (json.loads((run_dir / "env.json").read_text()).get("variants") or {}).get(column)
+    except (OSError, ValueError):
+        return {}
+    if not given:
+        return {}
+    reported = reported_settings(engine, given["settings"])
+    differs = {k: {"given": g, "reported": r} for k, (g, r) in ignored(given["settings"], reported).items()}
+    return {"variant": {**given, "reported": reported, "differs": differs}}
 
 
 def has_measurements(run_dir: Path, backend: str) -> bool:

@@ -20,10 +20,11 @@ import signal
 import sys
 from pathlib import Path
 
+from llm_call_anatomy import backends
 from llm_call_anatomy.contract.chat import CHAT_PROMPTS
 from llm_call_anatomy.contract.files import atomic_write_text
 from llm_call_anatomy.contract.plan import Plan
-from llm_call_anatomy.harness import models, pace, parallel_args, prompt_timing, server_args
+from llm_call_anatomy.harness import models, pace, parallel_args, prompt_timing, server_args, variants
 from llm_call_anatomy.harness.applied import check_applicable
 from llm_call_anatomy.harness.backend_runs import run_backends
 from llm_call_anatomy.harness.cli_checks import (
@@ -37,7 +38,6 @@ from llm_call_anatomy.harness.cli_checks import (
     check_server_args,
     cpu_scale,
     load_tokenizer,
-    parse_backends,
     parse_pythons,
 )
 from llm_call_anatomy.harness.cli_parser import parser
@@ -167,15 +167,18 @@ def _main(args: argparse.Namespace, prog: str = "compare.py") -> int:
 
 def check_arguments(args: argparse.Namespace) -> tuple[list[str], dict[str, str]]:
     """The flags checked on their own (paths made absolute, numbers, server and engine flags); the backends to
-    run and the interpreter of each (``--python``). ``args.engine_args`` is parsed here."""
+    run and the interpreter of each (``--python``). ``args.engine_args`` (per column, a variant's settings on
+    top: harness/variants.py) and ``args.variants`` are parsed here."""
     absolute_paths(args)
-    names = parse_backends(args.backend)
+    names, chosen = variants.resolve(args, tuple(backends.REGISTRY))  # base@variant columns, --sweep's too
     pythons = parse_pythons(args.python)
     check_numbers(args)
     check_server_args(args, names)
     check_applicable(args, names)
     server_args.check_server_flags(args, names)
-    args.engine_args = server_args.parse_engine_args(args.engine_arg, names)
+    by_backend = server_args.parse_engine_args(args.engine_arg, names)
+    args.engine_args = variants.engine_args_by_column(by_backend, names, chosen)
+    args.variants = {name: v.described() for name, v in chosen.items()}
     return names, pythons
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from llm_call_anatomy import backends
+from llm_call_anatomy.contract.columns import NAME, base_of, split_column
 from llm_call_anatomy.contract.options import parse_slo
 from llm_call_anatomy.contract.records import RECORDS
 from llm_call_anatomy.harness import limits, secrets
@@ -30,15 +31,26 @@ class UsageError(ValueError):
 
 
 def parse_backends(text: str) -> list[str]:
+    """``--backend``'s columns: registered backends, ``all``, and ``base@variant`` (a named configuration of
+    a registered backend, harness/variants.py: whether the variant is defined is checked there)."""
     names = [n.strip() for n in text.split(",") if n.strip()]
     out: list[str] = []
     for name in names:
+        base, variant = split_column(name)
         if name == "all":
             out += backends.ALL
-        elif name in backends.REGISTRY:
+        elif base in backends.REGISTRY and (variant is None or NAME.match(variant)):
             out.append(name)
+        elif base in backends.REGISTRY:
+            raise UsageError(
+                f"--backend {name}: {variant!r} is no variant name (letters, digits and . _ = + -)"
+            )
         else:
-            raise UsageError(f"unknown backend {name!r} (choose from: all, {', '.join(backends.REGISTRY)})")
+            raise UsageError(
+                f"unknown backend {base!r}"
+                + (f" in {name!r}" if variant is not None else "")
+                + f" (choose from: all, {', '.join(backends.REGISTRY)})"
+            )
     if not out:
         raise UsageError("--backend names no backend")
     return list(dict.fromkeys(out))
@@ -69,7 +81,8 @@ def check_numbers(args: argparse.Namespace) -> None:
 def check_server_args(args: argparse.Namespace, names: list[str]) -> None:
     """--base-url and --api-key-env: checked before anything runs (a backend that needs them errs in its
     child)."""
-    external = [n for n in names if n in backends.EXTERNAL]  # adapters of a server someone else started
+    # adapters of a server someone else started
+    external = [n for n in names if base_of(n) in backends.EXTERNAL]
     if external and not args.base_url:
         raise UsageError(f"--backend {external[0]} needs --base-url, e.g. http://127.0.0.1:8000/v1")
     if args.api_key_env is not None:

@@ -14,6 +14,7 @@ from llm_call_anatomy import backends
 from llm_call_anatomy.contract.docs import doc
 from llm_call_anatomy.harness import models, parallel_args
 from llm_call_anatomy.harness.server_args import add_server_args
+from llm_call_anatomy.harness.variants import add_variant_args
 
 EPILOG = """\
 backends: hf (transformers, eager attention), hf-graphs (static cache + CUDA graphs), hf-cb
@@ -22,6 +23,8 @@ prefix caching), sglang (offline engine, RadixAttention, XGrammar), openai (any 
 server: --base-url), vllm-server / sglang-server / hf-server (the harness launches the engine's own
 server; hf-server is `transformers serve --continuous-batching`, the load workload only).
 "all" = hf,hf-graphs,hf-cb,vllm,sglang.
+A column BACKEND@NAME is BACKEND with engine settings of its own (--variant, --variants-file,
+--sweep): e.g. --backend vllm-server,vllm-server@fp8 --variants-file variants.yaml.
 
 workloads (--workloads NAME,...): conversation (10-turn chat, full re-prefill vs prefix reuse),
 sweep (prefill and decode vs prompt length), json (JSON extraction: free / strict /
@@ -35,6 +38,7 @@ examples:
   {study} --backend hf,vllm --model Qwen/Qwen3-8B --out runs/a100
   {study} --backend all --model qwen3-8b-shape --random-weights --out runs/h200
   {study} --workload-file my_study.yaml --backend hf,vllm   # your own workloads
+  {study} --sweep vllm-server:max_num_seqs=128,256,1024 --workloads load   # configurations as columns
   {study} --lint-only --workload-file my_study.yaml         # check them (seconds, no weights)
   {report} runs/a100 runs/h200 -o report.html   # rebuild / merge reports
   {report} runs/a100 --format json,csv          # + summary.json and csv/ of what the page shows
@@ -90,7 +94,12 @@ def parser(prog: str = "compare.py") -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--version", action="version", version=f"%(prog)s {version()}")
-    p.add_argument("--backend", default="all", help="comma-separated backends, or 'all' (default: all)")
+    p.add_argument(
+        "--backend",
+        default=None,
+        help="comma-separated backends, or 'all' (default: all; with --variant or --sweep: theirs alone); a "
+        "column BACKEND@NAME is a named configuration of BACKEND (--variant, --variants-file)",
+    )
     from llm_call_anatomy.workloads.catalog import BUILTIN, VARIANTS
 
     p.add_argument(
@@ -201,6 +210,7 @@ def parser(prog: str = "compare.py") -> argparse.ArgumentParser:
         "request they run one at a time",
     )
     add_server_args(p)
+    add_variant_args(p)
     p.add_argument(
         "--engine-defaults",
         choices=["matched", "own"],

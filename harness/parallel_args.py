@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 
 from llm_call_anatomy.backends import DATA_PARALLEL, ROUTED
+from llm_call_anatomy.contract.columns import base_of
 from llm_call_anatomy.contract.docs import doc
 from llm_call_anatomy.harness.cli_checks import UsageError
 
@@ -79,7 +80,8 @@ def check_parallel(
         raise UsageError(f"--dp must be at least 1 (got {dp})")
     if router != INTERNAL and dp == 1:
         raise UsageError(f"--router {router}: there is one replica to route to; pass --dp 2 or more")
-    if router != INTERNAL and set(names) - set(ROUTER_BACKENDS):
+    bases = [base_of(n) for n in names]  # a column base@variant is its base backend here
+    if router != INTERNAL and set(bases) - set(ROUTER_BACKENDS):
         raise UsageError(
             f"--router {router} is SGLang's router (sglang-router), for --backend "
             f"{', '.join(ROUTER_BACKENDS)} alone (got {', '.join(names)}); vLLM balances its replicas "
@@ -87,10 +89,10 @@ def check_parallel(
         )
     if dp == 1:
         return
-    for name in names:
+    for name in bases:
         if name in REFUSED_IN_PROCESS:
             raise UsageError(f"--dp {dp} --backend {name}: {REFUSED_IN_PROCESS[name]}")
-    others = [n for n in names if n not in DP_BACKENDS]
+    others = [n for n, b in zip(names, bases, strict=True) if b not in DP_BACKENDS]
     if others:
         raise UsageError(
             f"--dp {dp} is for {', '.join(DP_BACKENDS)}: {', '.join(others)} run(s) one replica "

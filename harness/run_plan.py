@@ -175,7 +175,10 @@ def describe_run(
         "endpoint": args.endpoint,
         "tokenizer_path": args.tokenizer_path,  # --tokenizer (None: the model's)
         "served_model_name": args.served_model,
-        "engine_args": args.engine_args,
+        "engine_args": args.engine_args,  # per column (a variant's settings on top of --engine-arg's)
+        # per base@variant column: its base, name and settings as given (harness/variants.py); as the engine
+        # reports them: env/<column>.json's ``variant``
+        "variants": getattr(args, "variants", {}),
         "parallel": {
             "tp": args.tp,
             "dp": args.dp,

@@ -23,13 +23,15 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from llm_call_anatomy.contract.chat import CHAT_PROMPTS  # noqa: F401 - re-exported for the CLI
+from llm_call_anatomy.contract.columns import base_of
 from llm_call_anatomy.contract.models import SHAPE, SMOLLM2, TINY
 from llm_call_anatomy.harness.cli_checks import UsageError
 
 ENDPOINTS = ("completions", "chat")
 # The backends whose engine or server takes keyword arguments (the in-process engines and their servers).
-ENGINE_ARG_BACKENDS = ("vllm", "sglang", "vllm-server", "sglang-server")
+# hf-cb: fields of transformers' ContinuousBatchingConfig (and attn), over LCA_HF_CB; hf-server: flags of
+# `transformers serve` (cb_num_blocks, cb_max_batch_tokens, attn_implementation...). hf, hf-graphs: none.
+ENGINE_ARG_BACKENDS = ("vllm", "sglang", "vllm-server", "sglang-server", "hf-cb", "hf-server")
 SERVED_BACKENDS = ("openai",)  # a server the harness does not launch: its listing is checked before the run
 SERVER_BACKENDS = (
     "openai",
@@ -113,7 +115,8 @@ def finite(value: Any) -> bool:
 
 
 def parse_engine_args(items: list[str], names: list[str]) -> dict[str, dict[str, Any]]:
-    """``BACKEND:KEY=VALUE`` items -> {backend: {key: value}}; the backend must be one of ``names``."""
+    """``BACKEND:KEY=VALUE`` items -> {backend: {key: value}}; the backend must be one of ``names`` (a column
+    of --backend, or the base backend of one: ``vllm-server`` reaches every ``vllm-server@...`` column)."""
     out: dict[str, dict[str, Any]] = {}
     for item in items:
         backend, sep, assignment = item.partition(":")
@@ -123,24 +126,31 @@ def parse_engine_args(items: list[str], names: list[str]) -> dict[str, dict[str,
             raise UsageError(
                 f"--engine-arg {item!r}: expected BACKEND:KEY=VALUE, e.g. vllm:max_num_batched_tokens=16384"
             )
-        if backend not in ENGINE_ARG_BACKENDS:
-            raise UsageError(
-                f"--engine-arg {item!r}: {backend!r} takes no engine arguments "
-                f"(those that do: {', '.join(ENGINE_ARG_BACKENDS)})"
-            )
-        if backend not in names:
+        if base_of(backend) not in ENGINE_ARG_BACKENDS:
+            check_engine_setting(f"--engine-arg {item!r}", backend, key, None)  # says which take them
+        if backend not in names and backend not in {base_of(n) for n in names}:
             raise UsageError(f"--engine-arg {item!r}: {backend} is not in --backend ({', '.join(names)})")
-        if key in HARNESS_OWNED:
-            owner = HARNESS_OWNED[key]
-            use = f"use {owner}" if owner.startswith("--") else f"it is {owner}"
-            raise UsageError(
-                f"--engine-arg {item!r}: {key} is a setting the harness records and relies on: {use}"
-            )
         value = parse_value(text)
-        if not finite(value):
-            raise UsageError(f"--engine-arg {item!r}: {text} is not a finite number")
+        check_engine_setting(f"--engine-arg {item!r}", backend, key, value, text)
         out.setdefault(backend, {})[key] = value
     return out
+
+
+def check_engine_setting(what: str, backend: str, key: str, value: Any, text: str | None = None) -> None:
+    """The one rule for an engine setting, whoever gives it (``--engine-arg``, a variant of issue 41): the
+    backend (a column's base) takes engine arguments, the key is not one the harness sets itself
+    (``HARNESS_OWNED``: refused naming the flag to use), and the value is finite; ``UsageError`` (one line)
+    beginning with ``what`` otherwise."""
+    if base_of(backend) not in ENGINE_ARG_BACKENDS:
+        raise UsageError(
+            f"{what}: {backend!r} takes no engine arguments (those that do: {', '.join(ENGINE_ARG_BACKENDS)})"
+        )
+    if key in HARNESS_OWNED:
+        owner = HARNESS_OWNED[key]
+        use = f"use {owner}" if owner.startswith("--") else f"it is {owner}"
+        raise UsageError(f"{what}: {key} is a setting the harness records and relies on: {use}")
+    if not finite(value):
+        raise UsageError(f"{what}: {text if text is not None else value} is not a finite number")
 
 
 def parse_value(text: str) -> Any:
@@ -153,7 +163,8 @@ def parse_value(text: str) -> Any:
 
 # --- --tokenizer, --served-model-name, --endpoint ------------------------------------------------------
 def check_server_flags(args: argparse.Namespace, names: list[str]) -> None:
-    """What can be said from the flags alone."""
+    """What can be said from the flags alone (of each column's base backend)."""
+    names = [base_of(n) for n in names]
     if args.endpoint == "chat" and not set(names) <= set(SERVER_BACKENDS):
         raise UsageError(
             f"--endpoint chat is for servers only ({', '.join(SERVER_BACKENDS)}): "
@@ -246,7 +257,7 @@ def choose_served_model(args: argparse.Namespace, names: list[str], model_path: 
     """``--backend openai``: the served name to ask for, checked against the server's listing before the run.
     --served-model-name must be listed; else --model (or its path) when listed, else the only model listed;
     several and none of them named: one line asking for --served-model-name."""
-    if not set(names) & set(SERVED_BACKENDS) or not args.base_url:
+    if not {base_of(n) for n in names} & set(SERVED_BACKENDS) or not args.base_url:
         return args.served_model_name
     listed = served_models(args.base_url, args.api_key_env)
     if listed is None:

@@ -1,14 +1,14 @@
 """Read run directories (``records.jsonl`` + ``env.json`` only) into one table of records.
 
-Runs made in different environments can be merged: each run keeps its own env.json, and a backend name
-that appears in more than one run is labelled ``name (run_id)`` so its columns stay apart, unless
+Runs made in different environments can be merged: each run keeps its own env.json, and a backend name that
+appears in more than one run is labelled ``name (run_id)`` so its columns stay apart, unless
 ``merge_starts`` is set: then runs of one backend made with the same setup (plan, model config, backend
-version, prefix caching as the engine ran it) are one column, each run's engine starts counted as starts
-of it (a run with no ``engine_start`` in its records is one start). Every record gets a ``start`` label
-(``run_id#engine_start``) and ``ttft_common``: False where ``ttft_ms`` is the engine's internal figure
-(old runs, ``timing_source`` ``engine-metrics``), not the caller's. Backends are ordered as they first
-appear. ``drop`` leaves one run's records of one backend out (``("h200-hf", "hf")``: run directory name,
-backend; superseded by a later run). Nothing here talks to a backend.
+version, prefix caching as the engine ran it, a variant's settings) are one column, each run's engine starts
+counted as starts of it (a run with no ``engine_start`` in its records is one start). Every record gets a
+``start`` label (``run_id#engine_start``) and ``ttft_common``: False where ``ttft_ms`` is the engine's
+internal figure (old runs, ``timing_source`` ``engine-metrics``), not the caller's. Backends are ordered as
+they first appear. ``drop`` leaves one run's records of one backend out (``("h200-hf", "hf")``: run
+directory name, backend; superseded by a later run). Nothing here talks to a backend.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from typing import Any
 
 import pandas as pd
 
+from llm_call_anatomy.contract.columns import base_of
 from llm_call_anatomy.contract.files import backend_env_blocks
 from llm_call_anatomy.contract.records import RECORDS, Record, RecordKey, latest_attempts
 
@@ -179,15 +180,16 @@ def bad_lines_note(path: Path, bad: list[int]) -> str:
 def setup_of(env: dict[str, Any], name: str) -> tuple:
     """What must match for two runs of a backend to count as starts of one setup."""
     block = (env.get("backends") or {}).get(name) or {}
-    version = (block.get("packages") or {}).get(name.split("-")[0]) or (block.get("engine") or {}).get(
-        name.split("-")[0]
-    )
+    engine = base_of(name).split("-")[0]  # a base@variant column: its base's package
+    version = (block.get("packages") or {}).get(engine) or (block.get("engine") or {}).get(engine)
     # the prefix cache as the engine ran it (a started server reports it), else as asked: caching on and off
     # are two setups, never two starts of one
     ran = ((block.get("engine") or {}).get("scheduler") or {}).get("prefix_caching")
     caching = ran if ran is not None else env.get("prefix_caching")
     model_hash = (env.get("model") or {}).get("config_hash")
-    return (env.get("plan_hash"), model_hash, env.get("dtype"), version, caching)
+    # a variant's settings as given: two runs of one column name with other settings are two setups
+    settings = json.dumps(((env.get("variants") or {}).get(name) or {}).get("settings"), sort_keys=True)
+    return (env.get("plan_hash"), model_hash, env.get("dtype"), version, caching, settings)
 
 
 def read_runs(

@@ -13,7 +13,8 @@ in the GPU image and none can be fetched offline), the manager's own sizing of t
 GPU (``max_memory_percent`` of free memory) and its own default for CUDA graphs (off for sdpa,
 whose attention needs a mask). ``LCA_HF_CB="attn=eager,use_cuda_graph=true,num_blocks=512,..."``
 overrides any of them (fields of ``ContinuousBatchingConfig``; ``attn`` is the attention
-implementation), and env.json records what was used. On a CPU the cache is sized explicitly
+implementation), and so do ``--engine-arg hf-cb:num_blocks=64`` and a variant's settings (``hf-cb@NAME``, on
+top); env.json records what was used. On a CPU the cache is sized explicitly
 (``CPU_CACHE_TOKENS``): the automatic sizing reads the host's free memory and allocates tens of
 gigabytes, which stalled the first request for longer than a test waits.
 
@@ -69,7 +70,8 @@ class HFContinuousBatchingBackend(HFBackend):
     batch_call = "ContinuousBatchingManager.add_request per prompt + get_result (generate_batch's loop)"
 
     def __init__(self, settings) -> None:
-        attn, self.tuning = split_attn(overrides(os.environ.get("LCA_HF_CB")))
+        # --engine-arg hf-cb:KEY=VALUE and a variant's settings (hf-cb@NAME) over LCA_HF_CB: the same fields
+        attn, self.tuning = split_attn({**overrides(os.environ.get("LCA_HF_CB")), **settings.engine_args})
         super().__init__(replace(settings, attn=attn))
         self.capabilities = Capabilities(
             prefix_cache=True,

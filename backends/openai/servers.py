@@ -183,7 +183,7 @@ class LaunchedServerBackend(OpenAIBackend):
 
     def _log_path(self) -> Path:
         run_dir = self.settings.run_dir or tempfile.mkdtemp(prefix="lca-server-")
-        return Path(run_dir) / "logs" / f"{self.name}.log"
+        return Path(run_dir) / "logs" / f"{self.settings.column or self.name}.log"  # one log per column
 
     def _start_timeout(self) -> float:
         value = self.options.server_start_timeout_s or os.environ.get("LCA_SERVER_START_TIMEOUT")

@@ -103,6 +103,8 @@ def describe(llm: Any, kwargs: dict[str, Any], env: dict[str, str], version: str
         "block_size": getattr(cache, "effective_attention_block_size", None) or cache.block_size,
         "kv_cache_blocks": getattr(cache, "num_gpu_blocks", None),
         "prefix_caching": bool(cache.enable_prefix_caching),
+        "kv_cache_dtype": getattr(cache, "cache_dtype", None),  # a variant's (issue 41), as run
+        "quantization": getattr(model, "quantization", None),
         "scheduler": scheduler_facts(vc, kwargs),
         "attention_backend": attention_backend_fact(backends, in_process),
         "attention_backend_configured": getattr(configured_attn, "name", None) or "auto",

@@ -59,6 +59,7 @@ def derive(report: Report) -> list[Caveat]:
     out += agreement(report.agreement_summary, report.agreement_cached_summary)
     out += timing(report.ds.measured())
     out += server(report.server, {b: report.ds.env_of(b).get("engine") or {} for b in report.ds.backends})
+    out += configurations({b: report.ds.env_of(b) for b in report.ds.backends}, report.ds)
     from llm_call_anatomy.reports.assemble import block_size
 
     out += block_reuse(
@@ -73,6 +74,44 @@ def over_http(engine: dict[str, Any]) -> bool:
     env fact, the server's URL in its env.json ``engine`` block (every OpenAI-compatible adapter writes
     ``base_url``; an engine in process has none)."""
     return bool(engine.get("base_url"))
+
+
+def configurations(blocks: dict[str, dict[str, Any]], ds: Any = None) -> list[Caveat]:
+    """A ``base@variant`` column's configuration (issue 41): its settings as given, and where its engine
+    reports them, as reported, and those it reports otherwise (the engine ignored or changed them: the column
+    is not the configuration its name says). From env.json (the column's ``variant``; a column whose engine
+    never started: the run's ``variants``)."""
+    out = []
+    for label, block in blocks.items():
+        found = block.get("variant") or (
+            (ds.run_env_of(label).get("variants") or {}).get(ds.sources.get(label, (None, label))[1])
+            if ds is not None
+            else None
+        )
+        if not found:
+            continue
+        given = found.get("settings") or {}
+        shown = ", ".join(f"{k}={v}" for k, v in given.items())
+        text = f"{label} is {found.get('base')} with {shown} ({found.get('source', 'given')})"
+        reported = found.get("reported")
+        if reported is None:
+            text += "; its engine did not start, so nothing says how it ran"
+        else:
+            said = {k: v for k, v in reported.items() if v is not None}
+            unsaid = [k for k in given if k not in said]
+            if said:
+                text += "; its engine reports " + ", ".join(f"{k}={v}" for k, v in said.items())
+            if unsaid:
+                text += f"; not reported by the engine: {', '.join(unsaid)}"
+        differs = found.get("differs") or {}
+        if differs:
+            text += (
+                ". The engine ignored or changed "
+                + ", ".join(f"{k} (given {d['given']}, ran {d['reported']})" for k, d in differs.items())
+                + ": this column is not the configuration its name says"
+            )
+        out.append(Caveat("configuration", text + "."))
+    return out
 
 
 # --- across workloads -----------------------------------------------------------------------
