@@ -37,7 +37,13 @@ def test_readme_table_is_the_scripts_output(monkeypatch, readme):
 
 BRACKETS = "lab/results/brackets-h200-2026-12-03"
 FIXED = ["h200-b39-closed-a", "h200-b39-closed-b", "h200-b39-closed-c", "h200-b39-open"]
-THINK = ["h200-b39-think-on", "h200-b39-think-off"]
+THINK = [
+    "h200-b39-think-on",
+    "h200-b39-think-on-2",
+    "h200-b39-think-off",
+    "h200-b39-think-1024-on",
+    "h200-b39-think-1024-off",
+]
 
 
 @pytest.mark.parametrize("runs", [FIXED, THINK], ids=["fixed", "think"])
