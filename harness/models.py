@@ -30,7 +30,7 @@ from pathlib import Path
 from llm_call_anatomy.backends import companions
 
 # the model facts the report shares (re-exported: the cli and the tests read them here)
-from llm_call_anatomy.contract.models import DTYPE_BYTES, SHAPE, SMOLLM2, TINY, TINY_CONFIG  # noqa: F401
+from llm_call_anatomy.contract.models import SHAPE, SMOLLM2, TINY, TINY_CONFIG
 
 HERE = Path(__file__).parent
 BUILTIN_MODELS = (TINY, SMOLLM2, SHAPE)

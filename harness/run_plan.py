@@ -17,6 +17,7 @@ from pathlib import Path
 
 from llm_call_anatomy.backends.base import TIMING_DEFINITIONS
 from llm_call_anatomy.contract.chat import Renderer
+from llm_call_anatomy.contract.models import DTYPE_BYTES
 from llm_call_anatomy.contract.plan import Plan
 from llm_call_anatomy.harness import models, prompt_timing, server_args
 from llm_call_anatomy.harness.applied import not_applied
@@ -157,7 +158,7 @@ def describe_run(
             # the weights are random numbers: loaded at random (--random-weights) or built so (tiny)
             "random_weights": settings["random_weights"] or model.random_init,
             "params": models.param_count(model.path),
-            "dtype_bytes": models.DTYPE_BYTES[dtype],
+            "dtype_bytes": DTYPE_BYTES[dtype],
         },
         "chat_template_hash": sha(renderer.tokenizer.chat_template or ""),
         "tokenizer": tokenizer_facts(
