@@ -9,7 +9,9 @@ more backends, :func:`differing` reads each column's settings from env.json and 
   a server someone else started keeps its own, not recorded);
 - **endpoint**: how the requests reached the engine (``engine.endpoint``: chat, completions with token ids),
   or "in process" where there was no server;
-- **KV pool**: the tokens the engine's KV pool holds, median over its starts (HF has no fixed pool);
+- **KV pool**: the tokens the engine's KV pool holds, median over its starts (HF has no fixed pool); pools
+  within :data:`KV_SAME` of each other are one setting (a started engine sizes its pool from the memory free
+  at its start: two starts of one configuration differ by a fraction of a per cent, which decides nothing);
 - **prefix caching** and **max model len**: the run's, where the backend applies them.
 
 A setting not recorded for a column is not compared (unknown is not "different"); a row whose columns agree
@@ -42,11 +44,24 @@ def _flag(command: str | None, flag: str) -> str | None:
     return m.group(1).strip("'\"") if m else None
 
 
-def _kv_pool(report: Report, backend: str) -> str | None:
-    from llm_call_anatomy.reports.analysis.summary import kv_tokens
+KV_SAME = 0.05  # KV pools whose largest is within 5 % of the smallest are one setting
+
+
+def _kv_tokens(report: Report, backend: str) -> float | None:
+    from llm_call_anatomy.reports.analysis.summary import kv_tokens  # summary imports this module
 
     pools = [t for t in (kv_tokens(s) for s in report.ds.start_envs(backend)) if t]
-    return f"{fmt.n(statistics.median(pools))} tokens" if pools else None
+    return statistics.median(pools) if pools else None
+
+
+def _kv_pool(report: Report, backend: str) -> str | None:
+    tokens = _kv_tokens(report, backend)
+    return f"{fmt.n(tokens)} tokens" if tokens else None
+
+
+def _pools_differ(report: Report, backends: list[str]) -> bool:
+    pools = [t for t in (_kv_tokens(report, b) for b in backends) if t]
+    return len(pools) >= 2 and max(pools) > min(pools) * (1 + KV_SAME)
 
 
 def settings_of(report: Report, backend: str) -> dict[str, str | None]:
@@ -86,6 +101,8 @@ def differing(report: Report, backends: list[str]) -> list[str]:
     for key, label in LABELS.items():
         known = {b: s[key] for b, s in settings.items() if s[key] is not None}
         if len(known) >= 2 and len(set(known.values())) > 1:
+            if key == "kv_pool" and not _pools_differ(report, list(known)):
+                continue
             out.append(f"{label}: " + " vs ".join(f"{b} {v}" for b, v in known.items()))
     return out
 

@@ -60,3 +60,19 @@ def test_a_launched_server_s_dtype_and_endpoint_come_from_its_own_record(tmp_pat
     assert "dtype: vllm-server bfloat16 vs hf float32" in decode.differs
     endpoint = "endpoint: vllm-server completions, streamed, prompt as token ids vs hf in process"
     assert endpoint in decode.differs
+
+
+def pools(tmp_path, name, vllm_tokens, sglang_tokens):
+    rows = sweep_records("vllm", 16.0, 0.01, 5.2) + sweep_records("sglang", 16.0, 0.01, 4.0)
+    env = gpu_env(["vllm", "sglang"])
+    for backend, tokens in (("vllm", vllm_tokens), ("sglang", sglang_tokens)):
+        env["backends"][backend]["starts"] = [{"engine_start": 0, "kv_cache_tokens": tokens}]
+    report = assemble(read_runs([write_run(tmp_path / name, starts(rows, 0) + starts(rows, 1, 0.002), env)]))
+    return next(j for j in report.jobs if j.job == DECODE).differs or ""
+
+
+def test_kv_pools_a_fraction_of_a_per_cent_apart_are_one_setting_and_pools_far_apart_are_named(tmp_path):
+    """Two starts of one configuration size their pools from the memory free at the start (794,016 vs
+    797,680 tokens on the H200): that is no setting that differs; 800,000 vs 400,000 is."""
+    assert "KV pool" not in pools(tmp_path, "near", 797_680, 794_016)
+    assert "KV pool: sglang 400,000 tokens vs vllm 800,000 tokens" in pools(tmp_path, "far", 800_000, 400_000)
