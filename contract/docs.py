@@ -1,10 +1,12 @@
 """Where a page of the docs is, for ``--help``, messages and the report page: one place builds every link.
 
-The wheel carries no ``docs/`` folder, so "see docs/capacity.md" points nowhere for an installed user. A link
-is built from the project's URLs (pyproject's ``[project.urls]``, read back from the installed metadata as
-``Project-URL``: ``Documentation``, else ``Repository`` + ``/blob/main``): ``doc("capacity.md")`` is
-``https://…/docs/capacity.md``. From a checkout, where ``docs/`` sits beside the packages, it stays the
-relative path a reader can open; with neither, the path says where it lives (the source repository).
+The wheel carries no ``docs/`` folder, so "see docs/explanation/capacity.md" points nowhere for an installed
+user. A link is built from the project's URLs (pyproject's ``[project.urls]``, read back from the installed
+metadata as ``Project-URL``: ``Documentation``, else ``Repository`` + ``/blob/main``):
+``doc("explanation/capacity.md")`` is ``https://…/docs/explanation/capacity.md``. A page is named by its place
+under docs/ (``start/``, ``guides/``, ``reference/``, ``explanation/``). From a checkout, where ``docs/`` sits
+beside the packages, it stays the relative path a reader can open; with neither, the path says where it lives
+(the source repository).
 """
 
 from __future__ import annotations
@@ -36,7 +38,8 @@ def base_url() -> str | None:
 
 
 def doc(page: str) -> str:
-    """A docs page (``"capacity.md"``, ``"methodology.md#a-busy-machine"``) as a reader can open it here."""
+    """A docs page (``"explanation/capacity.md"``, ``"explanation/methodology.md#a-busy-machine"``)
+    as a reader can open it here."""
     if CHECKOUT_DOCS.is_dir():
         return f"docs/{page}"
     url = base_url()

@@ -114,7 +114,7 @@ class Record:
         None  # each streamed chunk's arrival (a chunk may carry several tokens)
     )
     queue_ms: float | None = None  # waiting for a queued backend's turn (one request at a time)
-    # -- one call taken apart (docs/anatomy.md): stages the engine's and server's clocks do not cover --
+    # -- one call taken apart (docs/explanation/anatomy.md): stages the engine's and server's clocks miss --
     template_ms: float | None = None  # the chat template rendered to text (the harness, at plan time)
     tokenize_ms: float | None = None  # the prompt's text tokenized (the harness, at plan time)
     last_token_ms: float | None = None  # submit -> the last token available, at the caller (TokenClock)

@@ -20,7 +20,8 @@ One grammar, printed exactly: ``parse_target(t.spec()) == t`` for every target, 
 percentile is a decimal with at most 3 decimals in (0, 100] (``p99.999``; ``p1e-05``, ``p0.00001`` and
 ``p99.99999``, which would print as ``p100``, are refused); a limit is 0.001 .. 1e9 ms.
 
-The defaults and where they come from: ``docs/capacity.md`` (``SOURCES`` below says it on the page).
+The defaults and where they come from: ``docs/explanation/capacity.md`` (``SOURCES`` below says it on the
+page).
 """
 
 from __future__ import annotations
@@ -89,7 +90,7 @@ SOURCES = (
     "MLPerf Inference (loadgen/mlperf.conf, server scenario, p99): Llama-3.1-8B server TTFT 2 s, TPOT 100 ms "
     "(agent); Llama-3.1-8B interactive TTFT 500 ms, TPOT 30 ms (chat's TTFT; its TPOT 50 ms = 20 tokens/s a "
     "reader); offline: throughput only (batch). p90, not p99: a level has tens to hundreds of requests. "
-    + doc("capacity.md")
+    + doc("explanation/capacity.md")
 )
 
 

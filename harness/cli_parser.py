@@ -113,7 +113,7 @@ def parser(prog: str = "compare.py") -> argparse.ArgumentParser:
         action="append",
         default=[],
         metavar="YAML",
-        help=f"a workload file (repeatable); see {doc('workloads.md')}",
+        help=f"a workload file (repeatable); see {doc('guides/workloads.md')}",
     )
     p.add_argument(
         "--lint-only",
@@ -167,7 +167,7 @@ def parser(prog: str = "compare.py") -> argparse.ArgumentParser:
         default=None,
         metavar="KEY=VALUE,...",
         help="override fields of every trace workload, e.g. time_scales=1:4,duration_s=30,every_nth=2 "
-        f"(lists with ':'; checked like a workload file; {doc('trace.md')})",
+        f"(lists with ':'; checked like a workload file; {doc('guides/trace.md')})",
     )
     p.add_argument(
         "--slo",
@@ -178,7 +178,7 @@ def parser(prog: str = "compare.py") -> argparse.ArgumentParser:
         "(unnamed: 'custom'); metrics ttft, tpot, itl, e2e, percentile 0 < P <= 100 with at most 3 decimals; "
         "'batch:' is throughput only. The capacity "
         "search finds the highest concurrency and rate within each (default: chat, agent and batch, "
-        f"see {doc('capacity.md')})",
+        f"see {doc('explanation/capacity.md')})",
     )
     p.add_argument(
         "--gpu-hour-usd",

@@ -7,7 +7,7 @@
                     (``sglang-router`` on PyPI, ``python -m sglang_router.launch_server``) with the policy
                     ``cache_aware`` or ``round_robin`` (``--backend sglang-server`` only)
 
-What is decided here, and why (docs/two-gpus.md):
+What is decided here, and why (docs/guides/two-gpus.md):
 - ``--dp`` is for the engine backends only (``vllm`` in process is refused above 1: ``vllm.LLM`` raises on
   ``data_parallel_size > 1`` in one process, in vLLM 0.26 and 0.32; ``vllm-server`` has it); a run that also
   names another backend is refused, since a dp=2 column beside a one-GPU column is no comparison the page
@@ -48,7 +48,7 @@ def add_parallel_args(p: argparse.ArgumentParser) -> None:
         default=1,
         metavar="N",
         help="data-parallel replicas for sglang, vllm-server, sglang-server (the engine's own data "
-        f"parallelism); tp x dp must fit the CUDA devices seen; 1 on a CPU (see {doc('two-gpus.md')})",
+        f"parallelism); tp x dp must fit the CUDA devices seen; 1 on a CPU (see {doc('guides/two-gpus.md')})",
     )
     p.add_argument(
         "--router",

@@ -126,7 +126,7 @@ def busy_line(load: float | None, cores: int | None, device: str) -> str | None:
     if load is None or not cores or load <= cores:
         return None
     hint = (
-        f"; on a CPU, run alone and set OMP_NUM_THREADS ({doc('methodology.md#a-busy-machine')})"
+        f"; on a CPU, run alone and set OMP_NUM_THREADS ({doc('explanation/methodology.md#a-busy-machine')})"
         if device == "cpu"
         else ""
     )

@@ -14,7 +14,7 @@ Each is the median of :data:`REPEATS` timed calls after one untimed call (the to
 in a server that has served before). Load levels' prompts are not timed (thousands of prompts; their
 records carry None). The figures go to ``RUN_DIR/prompt_timings.json``, not plan.json (whose hash a
 ``--resume`` compares: a timing differs from run to run), and the runner copies them onto each call's
-record (``template_ms``, ``tokenize_ms``; docs/anatomy.md).
+record (``template_ms``, ``tokenize_ms``; docs/explanation/anatomy.md).
 """
 
 from __future__ import annotations

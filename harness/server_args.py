@@ -9,7 +9,7 @@
                                   harness sets itself (HARNESS_OWNED: model, port, enable_prefix_caching...)
                                   is refused naming the flag to use, and so is a NaN or infinite value
 
-Each check raises ``UsageError`` (one line, exit 2) before anything runs. See docs/servers.md.
+Each check raises ``UsageError`` (one line, exit 2) before anything runs. See docs/guides/servers.md.
 """
 
 from __future__ import annotations

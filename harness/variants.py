@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from llm_call_anatomy.contract.columns import NAME, base_of, column, split_column
+from llm_call_anatomy.contract.docs import doc
 from llm_call_anatomy.harness import server_args
 from llm_call_anatomy.harness.cli_checks import UsageError, parse_backends
 
@@ -75,7 +76,8 @@ def add_variant_args(p: argparse.ArgumentParser) -> None:
         default=None,
         metavar="YAML",
         help="variants by name for --backend BACKEND@NAME: 'variants: {fp8: {quantization: fp8, "
-        "kv_cache_dtype: fp8}}' (a name may be BACKEND@NAME: that backend only); docs/servers.md",
+        "kv_cache_dtype: fp8}}' (a name may be BACKEND@NAME: that backend only); "
+        f"{doc('guides/servers.md#configurations-as-columns')}",
     )
     p.add_argument(
         "--sweep",

@@ -24,7 +24,7 @@ if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
-# the fields every record carries, whatever its kind (the records contract, docs/records.md)
+# the fields every record carries, whatever its kind (the records contract, docs/reference/records.md)
 RECORD_CONTRACT = (
     "run_id",
     "backend",

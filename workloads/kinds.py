@@ -14,7 +14,7 @@ planner, the command line and the runner loop over it, and none of them names a 
     kind("sweep").plan(spec, renderer, plan, repeats, start=0)
     file_model()      # the pydantic model of a workload file: every registered kind's spec
 
-Adding a kind (``docs/adding-a-kind.md``; ``tests/example_kind`` is one): its folder, and nothing else.
+Adding a kind (``docs/guides/adding-a-kind.md``; ``tests/example_kind`` is one): its folder, and nothing else.
 """
 
 from __future__ import annotations

@@ -20,8 +20,9 @@ through :class:`LeanClient` instead:
   across two reads is stamped by the read that completes it.
 - **Connections are kept**: after ``data: [DONE]`` the body is read to its end (``_drain``), as ``vllm
   bench serve`` reads it, so that aiohttp returns the connection to the pool; released with the end
-  unread, it closes it, and the worker's next request pays a new connection (docs/serving-load.md: against
-  uvicorn the end had mostly come already; it matters where it comes late).
+  unread, it closes it, and the worker's next request pays a new connection
+  (docs/explanation/serving-load.md: against uvicorn the end had mostly come already; it matters where it
+  comes late).
 - **No cookie jar** (``DummyCookieJar``): no server of the study sets cookies, and the default jar's
   work per request and per response sits on the path from the response headers to the first read.
   That path matters: a request whose headers the client took in only after the server had sent its

@@ -27,7 +27,7 @@ CPU without bfloat16 instructions is not slowed by it. Where the two differ the 
 also kept in env.json's ``notes`` (:meth:`LaunchedServerBackend.dtype_note`), with the flag that serves the
 model's own.
 
-With ``--dp N`` (docs/two-gpus.md): vLLM adds ``--data-parallel-size N`` (one API server, its internal
+With ``--dp N`` (docs/guides/two-gpus.md): vLLM adds ``--data-parallel-size N`` (one API server, its internal
 balancer); SGLang adds ``--dp-size N``, and with ``--router cache_aware|round_robin`` runs
 ``python -m sglang_router.launch_server`` instead (``backends/openai/sglang_router.py``).
 
@@ -299,7 +299,7 @@ class SGLangServerBackend(LaunchedServerBackend):
         if uses_sglang_router(self.settings) and importlib.util.find_spec(SGLANG_ROUTER_MODULE) is None:
             raise BackendUnavailable(
                 f"--router {self.settings.router}: sglang-router is not installed in {sys.executable} "
-                f"(pip install sglang-router; on the H200 its wheel: {doc('two-gpus.md')})"
+                f"(pip install sglang-router; on the H200 its wheel: {doc('guides/two-gpus.md')})"
             )
         super().start()
         if uses_sglang_router(self.settings) and self.server is not None and self.server.pid:

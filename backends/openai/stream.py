@@ -51,7 +51,8 @@ def read_stream(
                 reader.add(chunk)
     except json.JSONDecodeError as exc:  # the client parses each data: line as JSON
         raise malformed(LINE_NOT_JSON, reader.tokens(), f"{exc.msg} at column {exc.colno}") from exc
-    with clock.span("response parse"):  # the answer assembled once the stream ended (docs/anatomy.md)
+    # the answer assembled once the stream ended (docs/explanation/anatomy.md)
+    with clock.span("response parse"):
         return reader.output()
 
 
@@ -66,7 +67,8 @@ async def read_stream_async(
                 reader.add(chunk)
     except json.JSONDecodeError as exc:
         raise malformed(LINE_NOT_JSON, reader.tokens(), f"{exc.msg} at column {exc.colno}") from exc
-    with clock.span("response parse"):  # the answer assembled once the stream ended (docs/anatomy.md)
+    # the answer assembled once the stream ended (docs/explanation/anatomy.md)
+    with clock.span("response parse"):
         return reader.output()
 
 

@@ -1,7 +1,7 @@
 """One call, taken apart: where the time of one representative call goes, stage by stage, per backend.
 
-Read from the records only (docs/anatomy.md says which layer's clock stamps each figure). A call's stages,
-in the order the call goes through them:
+Read from the records only (docs/explanation/anatomy.md says which layer's clock stamps each figure). A call's
+stages, in the order the call goes through them:
 
 - before the call (the harness renders prompts ahead, outside the call's clock): ``chat template``
   (``template_ms``) and ``tokenize`` (``tokenize_ms``);

@@ -22,7 +22,7 @@ INTRO = (
     "recorded; the adapter's detokenization and a streamed answer's final assembly). Unaccounted is the "
     "end-to-end less the stages measured inside it, shown as its own stage: request build, HTTP and SSE "
     "framing, a server's own tokenizer and detokenizer and the client's per-chunk parsing live there. "
-    f"{doc('anatomy.md')} defines each stage."
+    f"{doc('explanation/anatomy.md')} defines each stage."
 )
 
 

@@ -120,8 +120,9 @@ def test_sweep_prompts_have_exact_lengths_and_decode_64_tokens(run):
 
 
 def test_one_call_taken_apart_has_its_tokenizer_last_token_and_detokenize_times(run):
-    """The anatomy's stages this backend gives (docs/anatomy.md): the prompt's tokenizer time from plan time,
-    the caller's last token, and the adapter's detokenize span after it, all inside the end-to-end."""
+    """The anatomy's stages this backend gives (docs/explanation/anatomy.md): the prompt's tokenizer time from
+    plan time, the caller's last token, and the adapter's detokenize span after it, all inside the
+    end-to-end."""
     _, rows = run
     sweep = [r for r in rows if r["workload"] == "sweep"]
     for r in sweep:

@@ -95,7 +95,7 @@ def test_a_busy_machine_is_warned_of_before_the_first_engine_start():
     assert busy_line(1.5, 2, "cpu") is None and busy_line(None, 2, "cpu") is None
     said = busy_line(3.2, 2, "cpu")
     assert said.startswith("warning: this machine is busy: load average 3.2 over its 2 cores")
-    assert "OMP_NUM_THREADS" in said and "docs/methodology.md#a-busy-machine" in said
+    assert "OMP_NUM_THREADS" in said and "docs/explanation/methodology.md#a-busy-machine" in said
     assert "OMP_NUM_THREADS" not in busy_line(40.0, 32, "cuda")
 
 

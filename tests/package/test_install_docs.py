@@ -33,12 +33,12 @@ def floor(name: str) -> str:
 
 def test_the_cpu_route_installs_the_pinned_torch_from_the_cpu_index():
     line = f"pip install 'torch=={pin('torch')}' {CPU_INDEX}"
-    for page in ("README.md", "docs/install.md"):
+    for page in ("README.md", "docs/start/install.md"):
         assert line in (ROOT / page).read_text(), f"{page} lacks: {line}"
 
 
 def test_the_tested_versions_are_the_declared_ones():
-    doc = (ROOT / "docs" / "install.md").read_text()
+    doc = (ROOT / "docs" / "start" / "install.md").read_text()
     torch, transformers = pin("torch"), floor("transformers")
     assert f"torch {torch} (the pin of `requirements-cpu.txt`" in doc
     assert f"the floor is torch>={floor('torch')})" in doc

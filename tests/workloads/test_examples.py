@@ -69,9 +69,9 @@ def test_study_uses_every_field_of_every_kind():
 
 
 def readme_example(tmp_path: Path) -> Path:
-    """The YAML block of docs/workloads.md's section "Your own workloads" (the README's is its first
+    """The YAML block of docs/guides/workloads.md's section "Your own workloads" (the README's is its first
     entry)."""
-    text = (EXAMPLES.parent / "docs" / "workloads.md").read_text()
+    text = (EXAMPLES.parent / "docs" / "guides" / "workloads.md").read_text()
     section = text.split("## Your own workloads", 1)[1].split("\n## ", 1)[0]
     [block] = re.findall(r"```yaml\n(.*?)```", section, flags=re.S)
     path = tmp_path / "my_study.yaml"
