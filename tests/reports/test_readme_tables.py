@@ -3,17 +3,14 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from llm_call_anatomy.reports import readme_tables
-
-ROOT = Path(__file__).parents[2]
+from tests.conftest import lab_example
 
 
 def test_write_replaces_only_the_block(tmp_path, capsys):
-    h200 = ROOT / "lab" / "examples" / "h200-qwen3-8b-shape"
+    h200 = lab_example("h200-qwen3-8b-shape")
     doc = tmp_path / "doc.md"
     doc.write_text("before\n<!-- readme-tables: x -->\nstale | table\n<!-- /readme-tables -->\nafter\n")
     argv = [str(h200 / "h200-sglang"), "--write", str(doc)]
@@ -36,6 +33,6 @@ def test_bad_run_dir_is_a_one_line_error(tmp_path, capsys):
 
 @pytest.mark.parametrize("row", ["decode ms/token", "÷ floor", "per-call floor a", "engine start-up s"])
 def test_rows_come_from_the_runs(row):
-    h200 = ROOT / "lab" / "examples" / "h200-qwen3-8b-shape"
+    h200 = lab_example("h200-qwen3-8b-shape")
     args = readme_tables.parser().parse_args([str(h200 / "h200-vllm"), "--copy-gbps", "4245"])
     assert any(line.startswith(f"| {row}") for line in readme_tables.generate(args).splitlines())

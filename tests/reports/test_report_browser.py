@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from llm_call_anatomy.reports import build
+from tests.conftest import lab_example
 from tests.reports.chromium import Chromium, chromium_path, problems
 from tests.reports.test_report_page import SCRIPT, hostile
 
@@ -63,8 +64,6 @@ def test_driver_sees_errors_and_requests(tmp_path):
     assert "http://127.0.0.1:9/x.png" in requests
 
 
-H200 = Path(__file__).parents[2] / "lab" / "examples" / "h200-qwen3-8b-shape"
-COPY_GBPS = json.loads((H200 / "bandwidth-h200.json").read_text())["copy_gbps_median"]
 OVERFLOW = "document.documentElement.scrollWidth - window.innerWidth"
 ORDER = (
     "['summary', 'wl-1', 'claims', 'agreement', 'caveats', 'environment']"
@@ -75,8 +74,10 @@ ORDER = (
 def test_layout_results_first_and_no_sideways_scroll(tmp_path):
     """The committed H200 study (four backends): no page-wide sideways scroll at 1,400 or 800 px; results
     above the environment."""
-    runs = [H200 / n for n in ("h200-hf", "h200-vllm", "h200-sglang", "h200-hf-graphs")]
-    page = build(runs, tmp_path / "report.html", copy_gbps=COPY_GBPS)
+    h200 = lab_example("h200-qwen3-8b-shape")
+    copy_gbps = json.loads((h200 / "bandwidth-h200.json").read_text())["copy_gbps_median"]
+    runs = [h200 / n for n in ("h200-hf", "h200-vllm", "h200-sglang", "h200-hf-graphs")]
+    page = build(runs, tmp_path / "report.html", copy_gbps=copy_gbps)
     with Chromium(width=1400) as browser:
         browser.open_page()
         browser.navigate(page.resolve().as_uri())

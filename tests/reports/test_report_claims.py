@@ -11,15 +11,20 @@ from llm_call_anatomy.reports import fmt
 from llm_call_anatomy.reports.analysis import claims
 from llm_call_anatomy.reports.assemble import assemble
 from llm_call_anatomy.reports.runs import read_runs
+from tests.conftest import lab_example
 
-H200 = Path(__file__).parents[2] / "lab" / "examples" / "h200-qwen3-8b-shape"
-COPY_GBPS = json.loads((H200 / "bandwidth-h200.json").read_text())["copy_gbps_median"]
 RUNS = ("h200-hf", "h200-vllm", "h200-sglang", "h200-hf-graphs")  # the committed page's columns, in its order
 
 
 @pytest.fixture(scope="module")
-def h200():
-    return assemble(read_runs([H200 / n for n in RUNS]), copy_gbps=COPY_GBPS)
+def h200_dir() -> Path:
+    return lab_example("h200-qwen3-8b-shape")
+
+
+@pytest.fixture(scope="module")
+def h200(h200_dir):
+    copy_gbps = json.loads((h200_dir / "bandwidth-h200.json").read_text())["copy_gbps_median"]
+    return assemble(read_runs([h200_dir / n for n in RUNS]), copy_gbps=copy_gbps)
 
 
 def test_verdicts_are_a_closed_set():
@@ -70,10 +75,10 @@ def test_our_figures_come_from_the_runs(h200):
     assert one_step.verdict.word == "setup-specific" and "hf" in one_step.verdict.reason.split(";")[0]
 
 
-def test_hf_graphs_is_flagged_by_what_differs_in_env_json(h200):
+def test_hf_graphs_is_flagged_by_what_differs_in_env_json(h200, h200_dir):
     """hf-graphs ran alone, hours after the others, from another commit: the first screen says what differs
     (env.json's day, machine and commit, read here from the runs) and nothing that does not."""
-    envs = {n: json.loads((H200 / n / "env.json").read_text()) for n in RUNS}
+    envs = {n: json.loads((h200_dir / n / "env.json").read_text()) for n in RUNS}
     hosts = {
         n: {s["gpu_host"]["hostname"] for b in e["backends"].values() for s in b["starts"]}
         for n, e in envs.items()
@@ -113,7 +118,7 @@ def test_a_backend_without_a_prefix_cache_is_left_out_of_the_reuse_claims(h200):
 
 
 def test_reuse_runs_to_the_end_where_the_template_extends_every_prompt():
-    smollm2 = Path(__file__).parents[2] / "lab" / "examples" / "h200-smollm2"
+    smollm2 = lab_example("h200-smollm2")
     report = assemble(read_runs([smollm2 / "h200-smollm2-hf", smollm2 / "h200-smollm2-vllm"]))
     claim = next(c for c in claims.check_all(report) if c.statement.startswith("Prefix reuse stops"))
     assert claim.verdict.word == "setup-specific" and "extension of the previous one" in claim.verdict.reason
