@@ -271,7 +271,11 @@ def test_a_floor_sizes_at_most(tmp_path, capsys):
         r["user"] = r["rep"] // 6 if r["rep"] is not None else None
     run = write_run(tmp_path / "f", rows, {"slo_targets": ["agent:ttft_p90_ms=2000,tpot_p90_ms=100"]})
     assert main([str(run), "-o", str(tmp_path / "x.html"), "--size", "users=100,think_s=10"]) == 0
-    assert "13 GPUs (at most 13: no miss measured above 8 users)" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "13 GPUs (at most 13: no miss measured above 8 users)" in out
+    # the run that would find the limit: this run's command at twice the population, no search
+    assert "no miss measured above U=8, so the GPU count is at most: measure U=16: python compare.py" in out
+    assert "levels=16" in out and "search_levels=0" in out and "--slo agent:" in out
 
 
 def test_under_the_reports_own_slo_a_run_whose_targets_do_not_parse_is_no_caveat(tmp_path):

@@ -13,6 +13,8 @@ the target, as a bracket: the last pass U and the first miss U'.
   X and R linear in Z between them, U(Z) = X(Z) · (Z + R(Z)). The range: the same from the first misses
   and from each population's lowest engine start. Never beyond the measured think times: outside them the
   row says so and gives the run that would measure Z (``retarget.command``'s shape, ``think_time_s=Z``).
+  Where no population missed above the capacity (a floor), the GPU count is an upper bound and the row gives
+  the run at twice that population (``retarget.command``).
 - **KV residency**: users a GPU × the mean prompt tokens of the capacity level's requests (a user's
   history when it sends its turn) against the engine's KV pool in tokens (env.json ``kv_cache_tokens``,
   ``max_total_num_tokens``, or blocks × block size: ``reports.analysis.summary.kv_tokens``); more than the
@@ -33,6 +35,7 @@ from llm_call_anatomy.contract.slo import Target
 from llm_call_anatomy.reports import fmt
 from llm_call_anatomy.reports.analysis.summary import kv_tokens
 from llm_call_anatomy.reports.stats import num
+from llm_call_anatomy.workloads.load.report.retarget import command
 
 COLUMNS = [
     "backend",
@@ -239,6 +242,12 @@ def answer(
     if not per_gpu:
         how += f"; no GPU count: no capacity at {target.name} to size on"
         return _row(ask, backend, workload, target, **{"from": source, "how": how, "KV pool": pool})
+    if exact is not None and not hi:  # a floor: the users a GPU holds could be more; the run that finds out
+        above = 2 * per_gpu
+        how += (
+            f"; no miss measured above U={fmt.n(per_gpu)}, so the GPU count is at most: measure "
+            f"U={fmt.n(above)}: {command(env, name, {'loop': 'closed'}, above, target)}"
+        )
     kv = per_gpu * mean_prompt if mean_prompt is not None else None
     return _row(
         ask,
