@@ -273,9 +273,9 @@ def test_a_floor_sizes_at_most(tmp_path, capsys):
     assert main([str(run), "-o", str(tmp_path / "x.html"), "--size", "users=100,think_s=10"]) == 0
     out = capsys.readouterr().out
     assert "13 GPUs (at most 13: no miss measured above 8 users)" in out
-    # the run that would find the limit: this run's command at twice the population, no search
-    assert "no miss measured above U=8, so the GPU count is at most: measure U=16: python compare.py" in out
-    assert "levels=16" in out and "search_levels=0" in out and "--slo agent:" in out
+    # the run that would find the limit: this run's command at the population and twice it, no search
+    assert "at most: measure U=8 and U=16 in one run (a bracket of its own): python compare.py" in out
+    assert "levels=8:16," in out and "search_levels=0" in out and "--slo agent:" in out
 
 
 def test_under_the_reports_own_slo_a_run_whose_targets_do_not_parse_is_no_caveat(tmp_path):

@@ -104,12 +104,15 @@ def _argv(argv: list[str]) -> list[tuple[str, str | None]]:
     return out
 
 
-def command(env: dict, backend: str, row: dict[str, Any], level: float, target: Target) -> str:
+def command(
+    env: dict, backend: str, row: dict[str, Any], level: float, target: Target, also: tuple[float, ...] = ()
+) -> str:
     """The ``compare.py`` command that measures ``level`` of ``row``'s loop for ``backend`` against
-    ``target``: the run's own command line (env.json ``argv``) with that backend, that level alone and no
-    search, the target, and a new ``--out`` beside the run's."""
+    ``target``: the run's own command line (env.json ``argv``) with that backend, that level alone (with
+    ``also``: those levels too, so that the new run brackets on its own) and no search, the target, and a
+    new ``--out`` beside the run's."""
     closed = row.get("loop") == "closed"
-    text = f"{level:g}"
+    text = ":".join(f"{x:g}" for x in sorted({*also, level}))
     pairs = [
         (k, v) for k, v in _argv([str(a) for a in env.get("argv") or []]) if k not in ("--resume", "--slo")
     ]
@@ -120,7 +123,7 @@ def command(env: dict, backend: str, row: dict[str, Any], level: float, target: 
         fields = {}
     fields.update({"rates": "", "levels": text} if closed else {"levels": "", "rates": text})
     fields["search_levels"] = "0"
-    suffix = f"-C{text}" if closed else f"-rate{text}"
+    suffix = f"-C{level:g}" if closed else f"-rate{level:g}"
     out_dir = next((v for k, v in pairs if k == "--out" and v), None) or f"runs/{env.get('run_id', 'run')}"
     kept = [(k, v) for k, v in pairs if k not in ("--load", "--out", "--backend")]
     words = ["python", "compare.py", "--backend", backend]

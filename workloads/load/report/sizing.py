@@ -14,7 +14,7 @@ the target, as a bracket: the last pass U and the first miss U'.
   and from each population's lowest engine start. Never beyond the measured think times: outside them the
   row says so and gives the run that would measure Z (``retarget.command``'s shape, ``think_time_s=Z``).
   Where no population missed above the capacity (a floor), the GPU count is an upper bound and the row gives
-  the run at twice that population (``retarget.command``).
+  the run that measures it and twice it in one plan (a bracket of its own; ``retarget.command``).
 - **KV residency**: users a GPU × the mean prompt tokens of the capacity level's requests (a user's
   history when it sends its turn) against the engine's KV pool in tokens (env.json ``kv_cache_tokens``,
   ``max_total_num_tokens``, or blocks × block size: ``reports.analysis.summary.kv_tokens``); more than the
@@ -244,9 +244,10 @@ def answer(
         return _row(ask, backend, workload, target, **{"from": source, "how": how, "KV pool": pool})
     if exact is not None and not hi:  # a floor: the users a GPU holds could be more; the run that finds out
         above = 2 * per_gpu
+        run = command(env, name, {"loop": "closed"}, above, target, also=(per_gpu,))
         how += (
             f"; no miss measured above U={fmt.n(per_gpu)}, so the GPU count is at most: measure "
-            f"U={fmt.n(above)}: {command(env, name, {'loop': 'closed'}, above, target)}"
+            f"U={fmt.n(per_gpu)} and U={fmt.n(above)} in one run (a bracket of its own): {run}"
         )
     kv = per_gpu * mean_prompt if mean_prompt is not None else None
     return _row(
