@@ -3,7 +3,7 @@
 # the fixed shape with no shared prefix (lab/h200/brackets.yaml), one background queue (lab/h200/README.md,
 # "The brackets sitting"). The vLLM bundle only.
 #
-#   bash lab/h200/brackets_sitting.sh start 1|2|3 [SECONDS]  # first call (carrying .gpu/vllm/c01, .lca-commit)
+#   bash lab/h200/brackets_sitting.sh start 1|2|3|4|5|6|7 [SECONDS]  # first call (carrying .gpu/vllm/c01, .lca-commit)
 #   bash lab/h200/brackets_sitting.sh poll [S]             # later calls: wait up to S s, copy what is done to $OUT
 #
 # Session 1 (ran 2026-12-03, every run cut by its bound): start A of the closed loop (concurrency 8, 32, 128 and the
@@ -20,16 +20,18 @@
 # and two off, U=1,024 two on and one off.
 # Session 5: U = 1,024 alone (lab/h200/think-1024.yaml), caching on, one run of 600 s: for a session with time for
 # one run (session 3 lost its machine after on-2, whose U = 1,024 was cut 10 s before its end by a 165 s server start).
+# Sessions 6 and 7: users who think at U = 256, 512 and 1,024 in one plan (lab/h200/think-3.yaml), caching on: starts
+# a and b in session 6, start c and one run with --no-prefix-caching in session 7 (540 s each; each its own server).
 # Session 4: sglang-server's capacity as a bracket over three engine starts (brackets.yaml, the closed loop of
 # sessions 1-2, sglang-server-a, -b, -c, 420 s each). Both bundles: SGLang borrows jsonschema from vLLM's /tmp/site
 # (install.sh); stage vLLM's parts and SGLang's (all of them: with fewer its attention falls back to triton).
 set -uo pipefail
-mode=${1:?usage: brackets_sitting.sh start 1|2|3|4|5 [seconds] | poll [seconds]}
+mode=${1:?usage: brackets_sitting.sh start 1|2|3|4|5|6|7 [seconds] | poll [seconds]}
 source lab/h200/queue_lib.sh  # nparts, staged, install_bundle, study, bound, sitting_*
 
 if [ "$mode" = poll ]; then sitting_poll "${2:-0}" "h200-b39-*.tgz"; exit $?; fi
-[ "$mode" = start ] && [[ ${2:-} =~ ^[12345]$ ]] \
-  || { echo "usage: brackets_sitting.sh start 1|2|3|4|5 [seconds] | poll [seconds]"; exit 2; }
+[ "$mode" = start ] && [[ ${2:-} =~ ^[1234567]$ ]] \
+  || { echo "usage: brackets_sitting.sh start 1|2|3|4|5|6|7 [seconds] | poll [seconds]"; exit 2; }
 export SESSION=$2
 sitting_start "${3:-1710}"
 
@@ -50,6 +52,10 @@ queue() {
     study "$2" "h200-b39-think-$1" vllm-server --workload-file lab/h200/think.yaml \
       --python vllm-server=/tmp/py-vllm "${@:3}"
   }
+  think3() {  # three populations in one plan: runs of it merge as engine starts
+    study "$2" "h200-b39-think3-$1" vllm-server --workload-file lab/h200/think-3.yaml \
+      --python vllm-server=/tmp/py-vllm "${@:3}"
+  }
   until staged vllm && staged qwen3-8b-shape 1; do sleep 5; done
   bash lab/h200/unpack_model.sh qwen3-8b-shape > /dev/null
   install_bundle vllm; echo "== $(date -u +%T) vllm installed"
@@ -63,6 +69,10 @@ queue() {
     think on 480; think off 480 --no-prefix-caching; closed c 420
   elif [ "$SESSION" = 3 ]; then
     think on-2 480; think off-2 480 --no-prefix-caching; think on-3 480
+  elif [ "$SESSION" = 6 ]; then
+    think3 a 540; think3 b 540
+  elif [ "$SESSION" = 7 ]; then
+    think3 c 540; think3 off 540 --no-prefix-caching
   elif [ "$SESSION" = 5 ]; then
     study 600 h200-b39-think-1024-on vllm-server --workload-file lab/h200/think-1024.yaml --python vllm-server=/tmp/py-vllm
   else
