@@ -198,6 +198,12 @@ class Backend(ABC):
         """KV-cache capacity in tokens for env.json, and where it came from (or why None)."""
         return None, "not reported by this backend"
 
+    def why_not(self, capability: str) -> str | None:
+        """Why this backend lacks ``capability`` where something installable would give it, the end of the
+        skip record's reason (``hf does not support grammar`` + `` without xgrammar (...): pip install ...``);
+        None where it lacks it whatever is installed."""
+        return None
+
     def max_running(self) -> tuple[int | None, str]:
         """The most requests the engine runs at once, as its scheduler is configured (vLLM ``max_num_seqs``,
         SGLang ``max_running_requests``; over every data-parallel replica), and the setting's name; (None,
