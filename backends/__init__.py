@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from llm_call_anatomy.backends.base import Backend, BackendUnavailable
+from llm_call_anatomy.backends.base import Backend, BackendUnavailable, install_hint
 from llm_call_anatomy.contract.adapter import SettingsApplied
 from llm_call_anatomy.contract.columns import base_of
 from llm_call_anatomy.contract.registry import Registry
@@ -78,11 +78,23 @@ ROUTED: tuple[str, ...] = applying("router")
 BACKENDS: Registry[type[Backend]] = Registry("backend", REGISTRY)
 
 
+def extra_of(name: str) -> str | None:
+    """The extra that installs what a backend (or a column) imports: the package folder of its adapter
+    (``hf-server``, ``llm_call_anatomy.backends.openai.hf_server``: ``openai``); None for an entry outside
+    ``backends/`` (a plugin's, a test's)."""
+    parts = BACKENDS.entries[base_of(name)].partition(":")[0].split(".")
+    return parts[2] if parts[:2] == ["llm_call_anatomy", "backends"] and len(parts) > 2 else None
+
+
 def resolve(name: str) -> type[Backend]:
     """Import and return the adapter class of a backend or of a column (``base@variant``: the base's);
-    :class:`BackendUnavailable` if it cannot be imported."""
+    :class:`BackendUnavailable` if it cannot be imported, ending with the ``pip install`` of its extra where a
+    dependency is missing (``openai is not installed here (httpx): pip install 'llm-call-anatomy[openai]'``).
+    """
     name = base_of(name)
     try:
         return BACKENDS.get(name)
     except ImportError as exc:
-        raise BackendUnavailable(f"{name} is not installed here ({exc.name or exc})") from exc
+        extra = extra_of(name)
+        hint = install_hint(extra, exc) if extra else ""
+        raise BackendUnavailable(f"{name} is not installed here ({exc.name or exc}){hint}") from exc

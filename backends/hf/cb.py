@@ -66,6 +66,7 @@ def split_attn(fields: dict[str, Any]) -> tuple[str, dict[str, Any]]:
 
 class HFContinuousBatchingBackend(HFBackend):
     name = "hf-cb"
+    grammar_by_xgrammar = False  # no grammar through the manager, xgrammar or not
     raw_call = None  # requests go through the manager: hf's bare forward loop is no call of this engine's
     batch_call = "ContinuousBatchingManager.add_request per prompt + get_result (generate_batch's loop)"
 

@@ -43,7 +43,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from llm_call_anatomy.backends.base import Backend, BackendUnavailable, TokenClock
+from llm_call_anatomy.backends.base import Backend, BackendUnavailable, TokenClock, install_hint
 from llm_call_anatomy.backends.sglang import facts
 from llm_call_anatomy.backends.sglang.config import (
     SGLangOptions,
@@ -72,7 +72,9 @@ def import_sglang() -> Any:
     try:
         import sglang
     except ImportError as exc:
-        raise BackendUnavailable(f"sglang is not installed here ({exc.name or exc})") from exc
+        raise BackendUnavailable(
+            f"sglang is not installed here ({exc.name or exc}){install_hint('sglang', exc)}"
+        ) from exc
     return sglang
 
 

@@ -34,7 +34,7 @@ import time
 from typing import Any
 
 from llm_call_anatomy.backends import companions
-from llm_call_anatomy.backends.base import Backend, BackendUnavailable, TokenClock
+from llm_call_anatomy.backends.base import Backend, BackendUnavailable, TokenClock, install_hint
 from llm_call_anatomy.backends.parallel import replica_record
 from llm_call_anatomy.backends.vllm import config
 from llm_call_anatomy.backends.vllm.facts import describe, engine_timing
@@ -90,7 +90,8 @@ class VLLMBackend(Backend):
             from vllm.sampling_params import RequestOutputKind, StructuredOutputsParams
         # OSError / RuntimeError: e.g. a torchvision built for another torch (backends/companions.py)
         except (ImportError, OSError, RuntimeError) as exc:
-            raise BackendUnavailable(companions.explain("vllm cannot be imported here", exc)) from exc
+            said = companions.explain("vllm cannot be imported here", exc)
+            raise BackendUnavailable(said + install_hint("vllm", exc)) from exc
         self._SamplingParams, self._TokensPrompt, self._StructuredOutputsParams = (
             SamplingParams,
             TokensPrompt,

@@ -179,3 +179,22 @@ def test_step_top_is_the_log_softmax_top_k_per_step():
     assert steps[0][0][1] - steps[0][1][1] == pytest.approx(1.0) and steps[1][0][1] == pytest.approx(
         steps[1][1][1]
     )
+
+
+def test_without_xgrammar_hf_says_which_extra_gives_it_grammar(monkeypatch, tiny_model_dir):
+    """hf and hf-graphs take grammars from xgrammar (the hf extra): without it the json workload's grammar
+    mode is skipped with the extra's ``pip install`` (#43); hf-cb has no grammar whatever is installed."""
+    from llm_call_anatomy.backends.hf import backend as hf
+    from llm_call_anatomy.backends.hf.cb import HFContinuousBatchingBackend
+    from llm_call_anatomy.backends.hf.graphs import HFGraphsBackend
+    from llm_call_anatomy.contract.adapter import BackendSettings
+
+    settings = BackendSettings(model_path=str(tiny_model_dir), model_label="tiny", device="cpu")
+    assert hf.HFBackend(settings).why_not("grammar") is None  # installed here (make install)
+    monkeypatch.setattr(hf, "xgrammar_available", lambda: False)
+    said = "without xgrammar (not installed here): pip install 'llm-call-anatomy[hf]'"
+    for cls in (hf.HFBackend, HFGraphsBackend):
+        backend = cls(settings)
+        assert not backend.capabilities.grammar and backend.why_not("grammar") == said
+        assert backend.why_not("load") is None
+    assert HFContinuousBatchingBackend(settings).why_not("grammar") is None

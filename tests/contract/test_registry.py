@@ -70,3 +70,40 @@ def test_backends_resolve_through_the_registry(monkeypatch):
         backends.resolve("gone")
     with pytest.raises(KeyError, match="unknown backend 'nope'"):
         backends.resolve("nope")
+
+
+def test_a_backend_missing_a_dependency_names_its_extra(monkeypatch):
+    """The skip message ends with the ``pip install`` of the extra of the backend's package folder (#43):
+    hf-server's is openai (backends/openai/hf_server.py); a module of the project's own missing, or an
+    ImportError that is no missing module, is not fixed by the extra and names none."""
+    errors = {
+        "hf-server": ModuleNotFoundError("No module named 'httpx'", name="httpx"),
+        "vllm-server@fp8": ModuleNotFoundError("No module named 'aiohttp.web'", name="aiohttp.web"),
+        "hf": ImportError("cannot import name 'DynamicCache' from 'transformers'", name="transformers"),
+        "openai": ModuleNotFoundError("x", name="llm_call_anatomy.backends.openai.gone"),
+    }
+
+    def fail(name):
+        raise errors[name if name in errors else f"{name}@fp8"]
+
+    monkeypatch.setattr(backends.BACKENDS, "get", fail)
+    said = {}
+    for name in errors:
+        with pytest.raises(backends.BackendUnavailable) as caught:
+            backends.resolve(name)
+        said[name] = str(caught.value)
+    assert said == {
+        "hf-server": "hf-server is not installed here (httpx): pip install 'llm-call-anatomy[openai]'",
+        "vllm-server@fp8": (
+            "vllm-server is not installed here (aiohttp.web): pip install 'llm-call-anatomy[openai]'"
+        ),
+        "hf": "hf is not installed here (transformers)",
+        "openai": "openai is not installed here (llm_call_anatomy.backends.openai.gone)",
+    }
+    assert {n: backends.extra_of(n) for n in ("hf-cb", "vllm", "sglang", "openai", "hf-server")} == {
+        "hf-cb": "hf",
+        "vllm": "vllm",
+        "sglang": "sglang",
+        "openai": "openai",
+        "hf-server": "openai",
+    }

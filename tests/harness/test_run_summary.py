@@ -89,10 +89,9 @@ def test_no_load_no_lines_and_other_backends_left_out():
 
 
 def test_nothing_measured_says_why_in_one_line():
-    skipped = {"backend": "openai", "workload": "json", "skipped": "openai is not installed here (httpx)"}
-    assert nothing_measured([skipped], ["openai"]) == (
-        "nothing was measured: openai was skipped: openai is not installed here (httpx)"
-    )
+    why = "openai is not installed here (httpx): pip install 'llm-call-anatomy[openai]'"
+    skipped = {"backend": "openai", "workload": "json", "skipped": why}
+    assert nothing_measured([skipped], ["openai"]) == f"nothing was measured: openai was skipped: {why}"
     two = [skipped, {**skipped, "backend": "vllm", "skipped": "vllm cannot be imported here"}]
     assert nothing_measured(two, ["openai", "vllm"]) == (
         "nothing was measured: every backend was skipped (openai, vllm: each reason is above)"
@@ -115,7 +114,8 @@ def test_a_run_whose_every_backend_was_skipped_exits_1_and_says_so_last(tmp_path
     assert proc.returncode == 1, proc.stderr[-3000:]
     last = proc.stderr.strip().splitlines()[-1]
     assert last == (
-        "compare.py: nothing was measured: sglang was skipped: sglang is not installed here (sglang) (exit 1)"
+        "compare.py: nothing was measured: sglang was skipped: sglang is not installed here (sglang): "
+        "pip install 'llm-call-anatomy[sglang]' (exit 1)"
     )
 
 

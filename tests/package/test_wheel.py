@@ -3,69 +3,28 @@ command producing a report from another directory.
 
 The wheel is built from a copy of the tree (``pip wheel --no-deps --no-build-isolation``: seconds, no
 network; a ``build/`` folder left in a checkout would otherwise leak stale files into it) and installed
-with ``pip install --no-deps --target``, beside this interpreter's own packages (torch, transformers):
-a fresh venv with every dependency would take many minutes on a 2-core CI machine and test pip, not us.
+into a fresh venv (``pip install --no-deps --no-index``), whose dependencies are this interpreter's own
+packages (torch, transformers) on ``sys.path`` after the venv's: downloading every dependency anew would
+take many minutes on a 2-core CI machine and test pip, not us (``tests/package/venvs.py``). That each extra
+alone brings what its code imports is ``tests/package/test_extras_alone.py``'s.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
 import tarfile
 import tomllib
 import zipfile
-from pathlib import Path
-
-import pytest
 
 from llm_call_anatomy import LAYERS
 from llm_call_anatomy.workloads.catalog import BUILTIN
 from tests.conftest import ROOT
+from tests.package.venvs import NOT_SOURCE_NAMES, SITE, STAMP, Venv, pip
 
-NOT_SOURCE_NAMES = (
-    ".git",
-    ".venv",
-    "runs",
-    "build",
-    "dist",
-    "*.egg-info",
-    ".cache",
-    "__pycache__",
-    ".pytest_cache",
-    ".ruff_cache",
-    "test-artifacts",
-    ".gpu",
-    ".whl",
-    ".gl",
-    ".lca-commit",
-)
-NOT_SOURCE = shutil.ignore_patterns(*NOT_SOURCE_NAMES)
 PACKAGE = "llm_call_anatomy"
-STAMP = "0123456789abcdef0123456789abcdef01234567"  # the commit a source archive carries (.lca-commit)
-
-
-def pip(*args: str, cwd: Path | None = None) -> None:
-    proc = subprocess.run(
-        [sys.executable, "-m", "pip", *args], capture_output=True, text=True, timeout=300, cwd=cwd
-    )
-    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
-    assert "deprecat" not in (proc.stdout + proc.stderr).lower(), proc.stderr[
-        -3000:
-    ]  # e.g. the licence table
-
-
-@pytest.fixture(scope="module")
-def wheel(tmp_path_factory) -> Path:
-    base = tmp_path_factory.mktemp("wheel")
-    source = base / "src"
-    shutil.copytree(ROOT, source, ignore=NOT_SOURCE)
-    (source / ".lca-commit").write_text(STAMP + "\n")  # a copy without .git, as a source archive is
-    pip("wheel", "--no-deps", "--no-build-isolation", "-w", str(base / "dist"), str(source))
-    (built,) = (base / "dist").glob("llm_call_anatomy-*.whl")
-    return built
 
 
 def test_the_wheel_carries_workloads_templates_and_the_licence_not_the_lab_or_benchmarks(wheel):
@@ -100,29 +59,23 @@ def test_the_wheel_carries_workloads_templates_and_the_licence_not_the_lab_or_be
 
 
 def test_the_installed_command_makes_a_report_from_another_directory(wheel, tmp_path):
-    target = tmp_path / "site"
-    pip("install", "--no-deps", "--target", str(target), str(wheel))
-    command = target / "bin" / "llm-call-anatomy"
+    venv = Venv.create(tmp_path / "venv", wheel)
+    venv.add(SITE)  # torch, transformers...: this interpreter's, after the venv's own packages
+    command = venv.path / "bin" / "llm-call-anatomy"
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    env = {**os.environ, "PYTHONPATH": str(target)}
-    env.pop("LCA_GIT_COMMIT", None)
+    env = venv.env()
 
     def run(*args: str) -> subprocess.CompletedProcess:
         return subprocess.run(
             [str(command), *args], cwd=elsewhere, env=env, capture_output=True, text=True, timeout=600
         )
 
-    where = subprocess.run(
-        [sys.executable, "-c", "import llm_call_anatomy, sys; print(llm_call_anatomy.HOME, *sys.modules)"],
-        cwd=elsewhere,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
+    where = venv.run(
+        "-c", "import llm_call_anatomy, sys; print(llm_call_anatomy.HOME, *sys.modules)", cwd=elsewhere
     )
     home, *loaded = where.stdout.split()
-    assert home == str(target), where.stdout + where.stderr  # the installed copy runs
+    assert home == str(venv.site.resolve()), where.stdout + where.stderr  # the installed copy runs
     assert not set(loaded) & {"contract", "backends", "harness", "workloads", "reports"}
     version = run("--version")
     declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
