@@ -11,9 +11,10 @@ with a verdict that has an interval and flags:
   put its percentile at infinity), and is **undecided** when the limit lies inside an interval. The
   runner runs an undecided level once more for twice the time; undecided then, it stays so, and the
   capacity is a range (``bound`` "range", ``undecided`` the levels).
-- **not offered / overloaded** (``contract.level_flags``): a level whose arrivals were not those
-  planned is never a pass ("not offered"); a level whose queue grew through the window is a miss,
-  whatever its percentiles.
+- **not offered / overloaded / young users** (``contract.level_flags``): a level whose arrivals were not
+  those planned is never a pass ("not offered"); a level whose queue grew through the window is a miss,
+  whatever its percentiles; a closed loop of users who think that judged only their early turns is
+  undecided ("young users"), pass or miss.
 
 The search (:func:`next_level`): upward, twice the highest level, until the first level that does not
 pass, up to the ceiling (:func:`search_ceiling`: ``search_max``, the user's stated maximum, or in a closed
@@ -79,6 +80,8 @@ def limiter_text(verdict: Verdict, facts: LevelFacts | dict | None) -> str | Non
     parts = [verdict.limiter] if verdict.limiter else []
     parts += [f"overloaded: {flags['overloaded']}"] if flags.get("overloaded") else []
     parts += [f"not offered as planned: {flags['not_offered']}"] if flags.get("not_offered") else []
+    young = flags.get("young_users")
+    parts += [young] if young and young not in parts else []
     kv, pre = facts.kv_cache_usage_peak, facts.preemptions
     if isinstance(kv, int | float) and kv == kv and kv >= KV_FULL:
         parts.append(f"KV cache full (peak {kv:.0%})")
@@ -128,7 +131,15 @@ def judge(
     rows = whole.first_wave + whole.steady
     rate = next((r.get("load_rate_rps") for r in rows if r.get("load_rate_rps")), None)
     rate = None if whole.concurrency else rate
-    flags = level_flags(rows, whole.window, rate, facts.arrival or "poisson", facts.burstiness or 1.0)
+    flags = level_flags(
+        rows,
+        whole.window,
+        rate,
+        facts.arrival or "poisson",
+        facts.burstiness or 1.0,
+        facts,
+        whole.concurrency,
+    )
     if base.met is None:
         return replace(base, flags=flags.to_dict())
     intervals, decision = {}, PASS if base.met else MISS
@@ -161,6 +172,8 @@ def judge(
         decision = MISS
     elif flags.not_offered and decision != MISS:
         decision = NOT_OFFERED
+    elif flags.young_users:
+        decision, limiter = UNDECIDED, flags.young_users
     met = base.met and decision == PASS if decision != UNDECIDED else base.met
     return replace(
         base, met=met, limiter=limiter, decision=decision, intervals=intervals, flags=flags.to_dict()

@@ -42,6 +42,10 @@ class LevelFacts:
     served_as: str | None = None  # in words: "batched by the engine", "one at a time, queued (FIFO)"
     think_time_s: float | None = None  # a user's mean think between an answer and the next turn (0: none)
     think: str | None = None  # the think time's distribution: "fixed" or "exponential"
+    # users who think: "stationary" (each at a turn drawn evenly over its session when the level starts) or
+    # None (every user at its first turn: a level recorded before, or users_start: fresh)
+    users_start: str | None = None
+    session_turns: float | None = None  # users who think: the turns of the level's sessions, mean (planned)
     seconds: float | None = None  # no request started after this many seconds (None: no such bound)
     duration_s: float | None = None  # open loop: arrivals drawn for this long (None: one a session)
     arrival: str | None = None  # open loop: the arrival process (contract.arrivals; None: a closed loop)

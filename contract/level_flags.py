@@ -19,6 +19,14 @@ terminal's summary at the end of a run alike.
   instant's count is a conservative bound on the drift of two quarters' averages. A closed loop keeps C
   in flight and is never overloaded by this test. An overloaded level misses every target, whatever
   its percentiles: its percentiles only say how long the window was.
+- **Young users** (closed loop of users who think): every user started its session with the level
+  (``users_start`` not stationary), and the level ended before the population aged: the turns judged in
+  the window average under :data:`YOUNG_SHARE` of what users who have run for long average, (T + 1) / 2
+  for sessions of T turns (each turn takes one think and one answer, so a long-running user is at any turn
+  alike). Its requests are the short early turns only (a 90 s level at a 30 s think judges turns 1-3 of 10),
+  so its percentiles say nothing of the population it was planned as: ``contract.capacity.judge`` leaves
+  it undecided, pass or miss (a miss on young users is no steady miss either: with a prefix cache a late
+  turn's prefill can be the cheaper one), unless it is overloaded.
 """
 
 from __future__ import annotations
@@ -36,6 +44,7 @@ SUBMIT_LAG_MS = 5.0
 LAG_PERCENTILE = 99.0
 OVERLOAD_SIGMAS = 3.0
 OVERLOAD_MIN = 2.0
+YOUNG_SHARE = 0.8
 
 
 def _num(v) -> float | None:
@@ -68,6 +77,7 @@ class LevelFlags:
     rate_z: float | None = None
     in_flight_first: float | None = None  # mean in flight over the window's first quarter (after ramp-up)
     in_flight_last: float | None = None
+    young_users: str | None = None  # why the users were younger than a long-running population (None: not)
     arrivals: int = 0  # requests submitted in the window
     completions: int = 0  # requests finished in the window
 
@@ -115,15 +125,50 @@ def mean_in_flight(steps: list[tuple[float, int]], a: float, b: float) -> float 
     return sum(k * s for k, s in time_shares(steps, a, b).items()) / (b - a)
 
 
+def young_users(
+    rows: list[dict],
+    window: tuple[float, float] | None,
+    facts: LevelFacts | dict | None,
+    concurrency: int | None,
+) -> str | None:
+    """Why a closed loop of users who think judged younger users than it was planned as (see the module
+    docstring), or None: the turns of the requests submitted in the window against (T + 1) / 2, T the level's
+    planned turns a session (``session_turns``; a level recorded before it: requests planned ÷ users)."""
+    facts = LevelFacts.of(facts)
+    if not concurrency or not _num(facts.think_time_s) or facts.users_start == "stationary" or window is None:
+        return None
+    turns = [
+        t
+        for r in rows
+        if (t := _num(r.get("turn")))
+        and (s := _num(r.get("submit_s"))) is not None
+        and window[0] <= s <= window[1]
+    ]
+    planned = _num(facts.session_turns) or (_num(facts.requests_planned) or 0) / concurrency
+    if not turns or not planned or planned < 2:
+        return None
+    mean, stationary = sum(turns) / len(turns), (planned + 1) / 2
+    if mean >= YOUNG_SHARE * stationary:
+        return None
+    return (
+        f"young users: the turns judged average {mean:.1f}, where users who have run for long average "
+        f"{stationary:.1f} (sessions of {planned:.3g} turns): every user started its session with the level "
+        "(users_start: stationary starts them where a long-running population is)"
+    )
+
+
 def level_flags(
     rows: list[dict],
     window: tuple[float, float] | None,
     rate_rps: float | None = None,
     process: str = DEFAULT_PROCESS,
     burstiness: float = 1.0,
+    facts: LevelFacts | dict | None = None,
+    concurrency: int | None = None,
 ) -> LevelFlags:
     """The flags of one level from its started requests (``rows``: every one, the first wave's too) and its
-    steady window; ``rate_rps``: the offered rate of an open-loop level (None: a closed loop)."""
+    steady window; ``rate_rps``: the offered rate of an open-loop level (None: a closed loop); ``facts`` and
+    ``concurrency``: a closed loop's users who think, for :func:`young_users`."""
     started = [r for r in rows if _num(r.get("submit_s")) is not None]
     lags = [
         (_num(r["submit_s"]) - p) * 1e3 for r in started if (p := _num(r.get("planned_submit_s"))) is not None
@@ -157,6 +202,7 @@ def level_flags(
         offered_rps=rate_rps,
         achieved_rps=achieved,
         rate_z=z,
+        young_users=young_users(started, window, facts, concurrency),
     )
     return _overload(flags, started, window)
 

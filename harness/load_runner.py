@@ -178,6 +178,8 @@ def level_facts_of(
         served_as="batched by the engine" if batches else "one at a time, queued (FIFO)",
         think_time_s=settings.think_time_s,
         think=settings.think,
+        users_start=load.get("users_start"),
+        session_turns=session_turns(group) if settings.think_time_s else None,
         seconds=settings.seconds,
         duration_s=settings.duration_s if open_loop else None,
         arrival=settings.arrival if open_loop else None,
@@ -194,6 +196,16 @@ def level_facts_of(
     )
     # what the planner states about the level beside its load (a replayed trace's shape, what it left out)
     return facts.updated(load.get("facts") or {})
+
+
+def session_turns(group: Group) -> float | None:
+    """The mean turns of a sessions level's sessions as planned (a user's whole session, where a stationary
+    user's first is sent from a later turn on: its highest turn counts), for the page's young-users check."""
+    last: dict[int, int] = {}
+    for s in group.steps:
+        if s.user is not None and s.turn:
+            last[s.user] = max(last.get(s.user, 0), s.turn)
+    return sum(last.values()) / len(last) if last else None
 
 
 def level_population(records: list[Record], concurrency: int | None) -> dict:

@@ -21,8 +21,10 @@
 # Session 5: U = 1,024 alone (lab/h200/think-1024.yaml), caching on, one run of 600 s: for a session with time for
 # one run (session 3 lost its machine after on-2, whose U = 1,024 was cut 10 s before its end by a 165 s server start).
 # Sessions 6 and 7: users who think at U = 256, 512 and 1,024 in one plan (lab/h200/think-3.yaml), caching on: starts
-# a, b and c in session 6 (c with what the lease leaves), one run with --no-prefix-caching in session 7, then c-2 (a
-# whole third start where session 6 cut c) (540 s each; each its own server).
+# a, b and c in session 6 (c with what the lease leaves), one run with --no-prefix-caching in session 7, then c2 (a
+# whole third start where session 6 cut c) (540 s each; each its own server). Session 6 ran on 2026-12-04 with every
+# user at its first turn (think3-a, -b, -c: young users, undecided); its runs are named s-a... since users who think
+# start where a long-running population is (users_start: stationary, the default).
 # Session 4: sglang-server's capacity as a bracket over three engine starts (brackets.yaml, the closed loop of
 # sessions 1-2, sglang-server-a, -b, -c, 420 s each). Both bundles: SGLang borrows jsonschema from vLLM's /tmp/site
 # (install.sh); stage vLLM's parts and SGLang's (all of them: with fewer its attention falls back to triton).
@@ -71,9 +73,9 @@ queue() {
   elif [ "$SESSION" = 3 ]; then
     think on-2 480; think off-2 480 --no-prefix-caching; think on-3 480
   elif [ "$SESSION" = 6 ]; then
-    think3 a 540; think3 b 540; think3 c 540  # c gets what the deadline leaves (cut in U=1,024 at worst)
+    think3 s-a 540; think3 s-b 540; think3 s-c 540  # stationary users (s-): c gets what the deadline leaves
   elif [ "$SESSION" = 7 ]; then
-    think3 off 540 --no-prefix-caching; think3 c-2 540  # c-2: a whole third start where session 6 cut c
+    think3 s-off 540 --no-prefix-caching; think3 s-c2 540  # s-c2: a whole third start where session 6 cut s-c
   elif [ "$SESSION" = 5 ]; then
     study 600 h200-b39-think-1024-on vllm-server --workload-file lab/h200/think-1024.yaml --python vllm-server=/tmp/py-vllm
   else

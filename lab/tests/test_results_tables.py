@@ -46,20 +46,28 @@ THINK = [
 ]
 
 
-@pytest.mark.parametrize("runs", [FIXED, THINK], ids=["fixed", "think"])
-def test_the_brackets_sittings_tables_are_the_commands_output(monkeypatch, capsys, runs):
-    """lab/results/brackets-h200-2026-12-03/README.md holds what each of its two commands prints, after the
+BRACKETS_6 = "lab/results/brackets-h200-2026-12-04"
+THINK3 = ["h200-b39-think3-a", "h200-b39-think3-b", "h200-b39-think3-c"]
+
+
+@pytest.mark.parametrize(
+    "base,runs",
+    [(BRACKETS, FIXED), (BRACKETS, THINK), (BRACKETS_6, THINK3)],
+    ids=["fixed", "think", "think3"],
+)
+def test_the_brackets_sittings_tables_are_the_commands_output(monkeypatch, capsys, base, runs):
+    """Each brackets README (lab/results/brackets-h200-*) holds what each of its commands prints, after the
     command (issue 39)."""
     from llm_call_anatomy.workloads.load.report import load_table
 
     monkeypatch.chdir(ROOT)
-    assert load_table.main(["--merge-starts", "--capacity", *(f"{BRACKETS}/{r}" for r in runs)]) == 0
+    assert load_table.main(["--merge-starts", "--capacity", *(f"{base}/{r}" for r in runs)]) == 0
     printed = capsys.readouterr().out
-    readme = (ROOT / BRACKETS / "README.md").read_text(encoding="utf-8")
-    paths = [f"{BRACKETS}/{r}" for r in runs]
+    readme = (ROOT / base / "README.md").read_text(encoding="utf-8")
+    paths = [f"{base}/{r}" for r in runs]
     command = " \\\n      ".join(" ".join(paths[k : k + 2]) for k in range(0, len(paths), 2))
     assert command in readme and readme.index(printed) > readme.index(command), (
-        f"{BRACKETS}/README.md's tables are stale: rerun its commands"
+        f"{base}/README.md's tables are stale: rerun its commands"
     )
 
 

@@ -47,6 +47,8 @@ def every_field() -> LevelFacts:
         "users": 38,
         "in_flight_mean": 3.5,
         "in_flight_p90": 5,
+        "users_start": "stationary",
+        "session_turns": 10.0,
         "arrivals_per_s": 4.1,
         "trace": {"in_window": 4, "dropped": 1, "input_p50": 512.0, "time_scale": 2.0},
         "wall_s": 61.2,
@@ -238,6 +240,8 @@ ONLY_ELSEWHERE = {  # named fields this level does not write, and who does
     "trace": "a replayed trace's planner (workloads/trace: Group.load['facts']; tests/workloads/trace)",
     "search_engine_limit": "a search stopped at the engine's limit (tests/harness/test_capacity.py)",
     "search_engine_limit_name": "a search stopped at the engine's limit",
+    "users_start": "users who think (tests/harness/test_capacity_verdicts.py, stationary users)",
+    "session_turns": "users who think",
 }
 
 

@@ -223,6 +223,7 @@ workloads:
     levels: [16]
     think_s: 0.4
     think: exponential
+    users_start: fresh
 """
 
 
@@ -271,3 +272,41 @@ def test_a_warm_up_does_not_think(tiny_model_dir, tmp_path, monkeypatch):
     spec = spec.replace("think_s: 0.4", "think_s: 0.05")
     run(plan_of(spec, tiny_model_dir, tmp_path), tmp_path / "run")
     assert seen == [(4, 0.0), (16, 0.05)]
+
+
+def test_stationary_users_start_mid_session_and_go_on_to_a_next_one(tiny_model_dir, tmp_path):
+    """By default users who think start a level where a long-running population is: each at a turn drawn
+    evenly over its session (the turns before it are not sent), then on to a next session, so no user leaves
+    before the level ends. Every user sends, and together they send fewer first turns than fresh users do."""
+    spec = USERS_SPEC.replace("    users_start: fresh\n", "").replace("think_s: 0.4", "think_s: 0.05")
+    plan = plan_of(spec, tiny_model_dir, tmp_path)
+    level = next(g for g in plan.groups if not g.warmup)
+    assert level.load["users_start"] == "stationary"
+    firsts = [min(s.turn for s in level.steps if s.user == u) for u in range(16)]
+    assert set(firsts) == {1, 2, 3}  # drawn over the three turns, the same draw at every level and start
+    nexts = sorted({s.user for s in level.steps} - set(range(16)))
+    assert len(nexts) == 16 and all(
+        [s.turn for s in level.steps if s.user == u] == [1, 2, 3] for u in nexts
+    )  # a next session is whole
+    out = tmp_path / "run"
+    run(plan, out)
+    rows, facts = measured_levels(out, "knee", 0, "users", "sessions", "closed")[16]
+    assert facts.users_start == "stationary" and facts.session_turns == 3
+    assert len(rows) == len(level.steps) and {r["user"] for r in rows} == {s.user for s in level.steps}
+
+
+def test_young_users_leave_a_level_undecided():
+    """Users who think and all started with the level: a window of their first two turns (of 10) says
+    nothing of the population the level was planned as, pass or miss; users started where a long-running
+    population is, or whose judged turns average (T + 1) / 2, are judged as usual."""
+    young = [{**row(i / 10, 0.05, i / 10 + 0.3), "turn": 1 + i % 2, "user": i} for i in range(300)]
+    facts = {"think_time_s": 30.0, "requests_planned": 1000}  # 100 users x 10 turns, recorded before
+    v = cap.judge(CHAT, level_stats(young, 100), facts)
+    assert v.decision == "undecided" and "turns judged average 1.5" in v.flags["young_users"]
+    assert "5.5 (sessions of 10 turns)" in v.limiter
+    assert cap.judge(CHAT, level_stats(young, 100), {**facts, "users_start": "stationary"}).decision == "pass"
+    aged = [{**r, "turn": 1 + i % 10} for i, r in enumerate(young)]
+    assert cap.judge(CHAT, level_stats(aged, 100), facts).decision == "pass"
+    slow = [{**r, "first_token_s": r["submit_s"] + 0.9, "ttft_ms": 900.0} for r in young]
+    assert cap.judge(CHAT, level_stats(slow, 100), facts).decision == "undecided"  # a young miss too
+    assert cap.judge(CHAT, level_stats(young, 100), {"requests_planned": 1000}).decision == "pass"  # no think

@@ -284,3 +284,25 @@ def test_under_the_reports_own_slo_a_run_whose_targets_do_not_parse_is_no_caveat
     assert sec.data["cap"]["targets_note"] is None
     assert not [c for c in report.caveats if c.topic == "targets"]
     assert [r["value"] for r in _cells(sec)] == [1]
+
+
+def test_sizing_on_young_users_gives_no_count_and_the_run_again(tmp_path):
+    """The think-30 population of ``_thinkers``, but each user's 6 requests are turns 1-2 of a planned 10
+    (every user started with the level): every level is undecided (young users), so no GPU count, and the
+    row prints the run that measures them again (a new run starts users where a long-running population
+    is)."""
+    rows = []
+    for c, ms in {2: 100.0, 4: 150.0, 8: 300.0, 16: 900.0}.items():
+        facts = {"users": c, "think_time_s": 30.0, "requests_planned": 10 * c}
+        rows += level("vllm", c, ms, facts=facts, mode="think=30")
+    for r in rows:
+        if r["rep"] is not None:
+            r["user"], r["turn"] = r["rep"] // 6, 1 + (r["rep"] % 6) // 3
+    run = write_run(
+        tmp_path / "young", rows, {"slo_targets": LAX, "argv": ["compare.py", "--out", "runs/young"]}
+    )
+    _, sec = _load([run], size=parse_size("users=100,think_s=30"))
+    [row] = sec.data["sizing"].to_dict("records")
+    assert pd.isna(row["GPUs"]) and "no GPU count" in row["how"]
+    assert "undecided at U=2, 4, 8, 16 (young users" in row["how"]
+    assert "compare.py" in row["how"] and "levels=2:4:8:16" in row["how"]

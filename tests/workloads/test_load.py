@@ -167,3 +167,14 @@ def test_bad_load_input_is_one_line_and_exit_2_before_anything_runs(write, tmp_p
         and len(err.strip().splitlines()) == 1
     )
     assert not (out / "records.jsonl").exists()
+
+
+@pytest.mark.parametrize(
+    "text", [FIXED + "    users_start: stationary\n", SESSIONS + "    users_start: fresh\n"]
+)
+def test_users_start_is_for_users_who_think(write, text):
+    """Where users are in their sessions when a level starts means something only for a sessions load with
+    a think time: anywhere else it is a mistake, not a setting silently ignored."""
+    with pytest.raises(WorkloadFileError, match="users_start: where users who think are in their sessions"):
+        read_workload_file(write("study.yaml", text))
+    assert read_workload_file(write("ok.yaml", SESSIONS + "    think_s: 1\n    users_start: fresh\n"))

@@ -8,6 +8,7 @@ are cut from the pool by ``workloads/load/search.py``.
 
 from __future__ import annotations
 
+import random
 from typing import Any
 
 from llm_call_anatomy.contract.arrivals import arrival_times
@@ -30,6 +31,26 @@ def _users(spec: LoadSpec, concurrency: int | None, rate_rps: float | None = Non
     if concurrency is None:
         return max(users, open_requests(spec, rate_rps)) if rate_rps else users
     return min(users, max(concurrency, 4))
+
+
+NEXT_SESSION = 10**6  # user ids of the sessions stationary users go on to (above every user and warm-up user)
+
+
+def stationary_start(user: int, turns: int) -> int:
+    """The turn (0-based) a stationary user is at when a level starts: drawn evenly over its session's turns
+    from the seed (a user who has run sessions for long is at any turn alike: each takes one think and one
+    answer), the same for a user at every level and start."""
+    return random.Random(f"{RANDOM_SEED}:start:{user}").randrange(turns) if turns else 0
+
+
+def _timed_users(spec: LoadSpec, users: int, concurrency: int | None) -> list[int]:
+    """A level's users: ``users`` of them; with stationary users (a closed loop's, who think) each has a next
+    session after its first, so that no user leaves before the level ends (a level of 90 s at a 30 s think
+    ends before a 10-turn session does, but a user who starts at its 9th turn is done after two)."""
+    first = list(range(users))
+    if concurrency and spec.stationary_users:
+        return first + [NEXT_SESSION + u for u in first]
+    return first
 
 
 def open_requests(spec: LoadSpec, rate_rps: float, extend: float = 1) -> int:
@@ -111,7 +132,7 @@ def plan(spec: LoadSpec, renderer: Renderer, out: Plan, repeats: int, start: int
             }
         warm = _level_steps(spec, sessions, renderer, out, variant, "pool", prefix, ceiling)[0]
         if spec.shape == "sessions":  # every user an open-loop level may run, an extended one's too
-            timed = _session_steps(spec, sessions, out, "pool", range(pool_users))
+            timed = _session_steps(spec, sessions, out, "pool", _timed_users(spec, pool_users, ceiling))
         else:  # as many requests as the largest level the search may add (extended: twice), closed or open
             n = max(2 * fixed_requests(spec.requests, ceiling), open_requests(spec, rate_ceiling or 1, 2))
             timed = _fixed_steps(spec, renderer, out, variant, "pool", prefix, range(n))
@@ -125,6 +146,7 @@ def _settings(spec: LoadSpec, load: dict[str, Any]) -> dict[str, Any]:
         **load,
         "think_time_s": spec.mean_think_s if spec.shape == "sessions" else 0.0,
         "think": spec.think,
+        **({"users_start": "stationary"} if spec.stationary_users else {}),
         "seconds": spec.seconds,
         "seed": RANDOM_SEED,
         "duration_s": spec.duration_s,  # open loop only (the load loop reads it with a rate)
@@ -150,7 +172,8 @@ def _level_steps(
     if spec.shape == "sessions":
         users = spec.user_count() or DEFAULT_USERS  # warm-up users come after every timed one
         warm = _session_steps(spec, sessions, out, case, range(users, users + warm_n), warm_turns=1)
-        return warm, _session_steps(spec, sessions, out, case, range(_users(spec, concurrency, rate_rps)))
+        users = _timed_users(spec, _users(spec, concurrency, rate_rps), concurrency)
+        return warm, _session_steps(spec, sessions, out, case, users)
     n = open_requests(spec, rate_rps) if rate_rps else fixed_requests(spec.requests, concurrency)
     warm = _fixed_steps(spec, renderer, out, variant, case, prefix, range(10**6, 10**6 + warm_n))
     return warm, _fixed_steps(spec, renderer, out, variant, case, prefix, range(n))
@@ -178,17 +201,21 @@ def _session_steps(
     sessions: SessionPrompts,
     out: Plan,
     case: str,
-    users: range,
+    users: range | list[int],
     warm_turns: int | None = None,
 ) -> list[Step]:
-    """Every user's turns, user by user (the load loop runs a user's turns in order, users concurrently)."""
+    """Every user's turns, user by user (the load loop runs a user's turns in order, users concurrently);
+    a stationary user's first session from its :func:`stationary_start` turn on (the turns before it ran
+    before the level: not sent), its next session (``NEXT_SESSION`` and above) whole."""
     steps: list[Step] = []
+    stationary = warm_turns is None and spec.stationary_users
     for u in users:
         prompts = sessions(u, warm_turns)
-        for t, ids in enumerate(prompts):
-            # what a prefix cache can hold for this request: the user's previous turn, else what
-            # other users' first requests share with it (the system prompt and tools, at least)
-            shared = common_prefix_len(prompts[t - 1], ids) if t else sessions.across(u, users)
+        start = stationary_start(u, len(prompts)) if stationary and u < NEXT_SESSION else 0
+        for t, ids in enumerate(prompts[start:], start):
+            # what a prefix cache can hold for this request: the user's previous turn (sent in this level),
+            # else what other users' first requests share with it (the system prompt and tools, at least)
+            shared = common_prefix_len(prompts[t - 1], ids) if t > start else sessions.across(u, users)
             steps.append(
                 _step(
                     spec,

@@ -92,6 +92,13 @@ class LoadSpec(_Strict):
         "independent users thinking for memoryless times arrive as a Poisson stream, and users who started "
         "together do not stay in step; fixed keeps them in waves)",
     )
+    users_start: Literal["stationary", "fresh"] | None = Field(
+        None,
+        description="where a closed loop's users who think are in their sessions when a level starts: "
+        "stationary (default with a think time: each user at a turn drawn evenly over its session, as a "
+        "population that has run for long is, and on to a new session after its last turn) or fresh (every "
+        "user at its first turn: a level shorter than a session's turns x think measures young users only)",
+    )
     # open loop: a sustained offered rate (contract.arrivals)
     duration_s: float = Field(
         DEFAULT_DURATION_S,
@@ -186,6 +193,12 @@ class LoadSpec(_Strict):
         """Think times and durations a level can end within."""
         if self.think_s is not None and self.think_time_s:
             raise mistake("give think_s or its older name think_time_s, not both", ["think_s"])
+        if self.users_start is not None and (self.shape != "sessions" or not self.mean_think_s):
+            raise mistake(
+                "users_start: where users who think are in their sessions; give it to a sessions load "
+                "with a think time (think_s)",
+                ["users_start"],
+            )
         for name in ("think_time_s", "think_s", "duration_s"):
             value = getattr(self, name)
             if value is not None and not 0 <= value <= MAX_WAIT_S:
@@ -281,6 +294,14 @@ class LoadSpec(_Strict):
     def mean_think_s(self) -> float:
         """The mean think time: ``think_s``, else the older ``think_time_s``."""
         return self.think_s if self.think_s is not None else self.think_time_s
+
+    @property
+    def stationary_users(self) -> bool:
+        """Users who think start a level where a long-running population is in its sessions
+        (``users_start``: stationary by default for sessions with a think time; a closed loop's)."""
+        if self.shape != "sessions" or not self.mean_think_s:
+            return False
+        return self.users_start != "fresh"
 
     def loads(self) -> list[tuple[str, dict[str, Any]]]:
         """Each level as (case label, the group's load settings)."""

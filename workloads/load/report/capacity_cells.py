@@ -96,6 +96,8 @@ def _no_capacity_text(r: dict) -> str:
     if not known(v):
         below = not_run_between(r, hi=r["next_up"])
         parts = [f"{missed_word(r)} at {level_text(r, r['next_up'])}"] if known(r["next_up"]) else []
+        undecided = [x for x in (r.get("undecided") or []) if known(x)]
+        parts += ["undecided at " + ", ".join(level_text(r, x) for x in undecided)] if undecided else []
         parts += [not_run_text(r, below)] if below else []
     return "none" + (f" ({'; '.join(parts)})" if parts else "")
 

@@ -241,6 +241,12 @@ def answer(
         return _row(ask, backend, workload, target, **{"from": "outside", "how": how, "KV pool": pool})
     if not per_gpu:
         how += f"; no GPU count: no capacity at {target.name} to size on"
+        undecided = sorted(num(x) for x in (exact["row"].get("undecided") or []) if num(x)) if exact else []
+        if undecided:
+            young = "young users" in str(exact["row"].get("limiter") or "")
+            why = " (young users: a run now starts them where a long-running population is)" if young else ""
+            run = command(env, name, {"loop": "closed"}, undecided[-1], target, also=tuple(undecided))
+            how += f"; undecided at U={', '.join(fmt.n(x) for x in undecided)}{why}: measure again: {run}"
         return _row(ask, backend, workload, target, **{"from": source, "how": how, "KV pool": pool})
     if exact is not None and not hi:  # a floor: the users a GPU holds could be more; the run that finds out
         above = 2 * per_gpu
