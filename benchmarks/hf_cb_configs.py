@@ -46,7 +46,8 @@ def run_config(
     requests then max(2C, 4) timed ones through the study's load loop. Returns the configuration's row:
     restart seconds, effective settings and, per level, errors, the median gap between a request's tokens,
     TTFT median and output tokens/s."""
-    from llm_call_anatomy.backends.load_loop import LoadSettings, run_level
+    from llm_call_anatomy.backends.load_level import run_level
+    from llm_call_anatomy.backends.load_loop import LoadSettings
     from llm_call_anatomy.contract.adapter import Request
 
     started = time.perf_counter()

@@ -1,7 +1,7 @@
 """Benchmark 5's measuring (:mod:`benchmarks.load_ceiling` is its command line and study hook): the two sides
 on the same fixed-shape prompts, in alternating order per repeat, and the verdict.
 
-- :func:`harness_side`: the prompts through the study's closed load loop (``backends.load_loop.run_level``)
+- :func:`harness_side`: the prompts through the study's closed load loop (``backends.load_level.run_level``)
   at concurrency C;
 - :func:`engine_side`: the adapter's own batched engine call (``engine_batch``), C prompts per call;
 - :func:`measure`: both once to warm up, then the repeats, the order alternating;
@@ -30,7 +30,8 @@ def harness_side(
     """The harness's side: ``prompts`` as one-request sessions through the study's closed load loop at
     ``concurrency``, after a prefix-cache reset. Returns the level's wall seconds, output tokens, tokens/s and
     how many requests failed (with the first error)."""
-    from llm_call_anatomy.backends.load_loop import LoadSettings, run_level
+    from llm_call_anatomy.backends.load_level import run_level
+    from llm_call_anatomy.backends.load_loop import LoadSettings
 
     sessions = [
         [Request(prompt_ids=ids, max_new_tokens=request.max_new_tokens, ignore_eos=True)] for ids in prompts

@@ -7,7 +7,7 @@ the cores): in each, one step every ``--step-ms`` (default 7 ms) emits the next 
 in flight; it echoes nothing unasked and serves a realistic vLLM ``/metrics``, summed over its
 processes (which the harness scrapes every 0.1 s, as in a study). The
 study's own path drives it: the real ``OpenAIBackend`` (started as for ``--backend openai``) and
-``backends.load_loop.run_level``, i.e. the lean client in ``--client-procs`` processes, at each
+``backends.load_level.run_level``, i.e. the lean client in ``--client-procs`` processes, at each
 closed-loop concurrency, with ``--prompt-tokens`` (1,024) token-id prompts and ``--tokens`` (64)
 output tokens, EOS ignored.
 
@@ -83,7 +83,8 @@ def measure_level(backend, server, c: int, args: argparse.Namespace) -> dict[str
     """One closed-loop level at concurrency ``c`` through the study's own load loop: about ``--seconds`` of
     requests at the server's pace, then tok/s, the client's added TTFT and ITL against the server's own send
     times, the client processes' CPU shares and whether the server kept its pace."""
-    from llm_call_anatomy.backends.load_loop import LoadSettings, run_level
+    from llm_call_anatomy.backends.load_level import run_level
+    from llm_call_anatomy.backends.load_loop import LoadSettings
     from llm_call_anatomy.contract.adapter import Request
 
     n = max(

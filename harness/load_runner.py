@@ -1,4 +1,4 @@
-"""A load level inside the runner: the plan group's steps as sessions, run by ``backends.load_loop``,
+"""A load level inside the runner: the plan group's steps as sessions, run by ``backends.load_level``,
 recorded.
 
 The group runner of kinds whose ``runs_as`` is ``"concurrent"`` (``harness.runner.GROUP_RUNNERS``);
@@ -7,7 +7,7 @@ it sees the :class:`~harness.runner.Runner` through its public face (``backend``
 nothing of the runner.
 
 The group's steps become sessions (a user's turns in order; a fixed-shape request is a session
-of one), ``backends.load_loop.run_level`` runs them at the group's load, and every request that was
+of one), ``backends.load_level.run_level`` runs them at the group's load, and every request that was
 started becomes one record: its submit / first-token / finish times and every token's arrival on
 the level's clock, TTFT and decode derived from them as for one request at a time
 (``backends.base.TTFT_DEFINITION``, at the caller), ``queue_ms`` where a queue held it. One more
@@ -26,7 +26,8 @@ import uuid
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from llm_call_anatomy.backends.load_loop import LoadSettings, Outcome, run_level
+from llm_call_anatomy.backends.load_level import run_level
+from llm_call_anatomy.backends.load_loop import LoadSettings, Outcome
 from llm_call_anatomy.contract.level_facts import LevelFacts
 from llm_call_anatomy.contract.plan import Group, Step
 from llm_call_anatomy.contract.records import ATTEMPT, Record, RecordKey

@@ -23,7 +23,8 @@ import pytest
 
 from benchmarks.fake_engine import start
 from llm_call_anatomy.backends.base import TokenClock
-from llm_call_anatomy.backends.load_loop import LoadSettings, run_level
+from llm_call_anatomy.backends.load_level import run_level
+from llm_call_anatomy.backends.load_loop import LoadSettings
 from llm_call_anatomy.backends.load_shards import (
     TEST_EXIT_VAR,
     auto_client_procs,

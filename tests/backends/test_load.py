@@ -15,7 +15,8 @@ from dataclasses import replace
 import pytest
 
 from llm_call_anatomy.backends.base import Backend, TokenClock
-from llm_call_anatomy.backends.load_loop import LoadSettings, run_level, token_times
+from llm_call_anatomy.backends.load_level import run_level
+from llm_call_anatomy.backends.load_loop import LoadSettings, token_times
 from llm_call_anatomy.contract.adapter import BackendSettings, Capabilities, RawOutput, Request
 
 STEP_S = 0.004

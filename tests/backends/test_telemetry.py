@@ -27,7 +27,8 @@ def nvml_loads() -> bool:
 
 @pytest.mark.skipif(nvml_loads(), reason="NVML works here: the not-measured path is not this machine's")
 def test_without_a_driver_a_level_says_not_measured_and_why():
-    from llm_call_anatomy.backends.load_loop import LoadSettings, run_level
+    from llm_call_anatomy.backends.load_level import run_level
+    from llm_call_anatomy.backends.load_loop import LoadSettings
     from tests.backends.test_load import Batching, req
 
     _, facts = run_level(Batching(), [[req()] for _ in range(2)], LoadSettings(concurrency=2))
@@ -216,12 +217,13 @@ def test_no_gpu_means_no_idle_wait():
 def test_a_level_records_its_idle_floor_and_series_on_its_requests_clock(monkeypatch):
     """The load loop measures the idle floor before its origin and writes the series from it: the series spans
     every request's submit and finish (the same clock)."""
-    from llm_call_anatomy.backends import load_loop
-    from llm_call_anatomy.backends.load_loop import LoadSettings, run_level
+    from llm_call_anatomy.backends import load_level
+    from llm_call_anatomy.backends.load_level import run_level
+    from llm_call_anatomy.backends.load_loop import LoadSettings
     from tests.backends.test_load import Batching, req
 
     monkeypatch.setattr(telemetry, "IDLE_S", 0.05)
-    monkeypatch.setattr(load_loop, "GpuTelemetry", lambda: GpuTelemetry(every_s=0.01, nvml=RampNvml()))
+    monkeypatch.setattr(load_level, "GpuTelemetry", lambda: GpuTelemetry(every_s=0.01, nvml=RampNvml()))
     outs, facts = run_level(Batching(), [[req()] for _ in range(4)], LoadSettings(concurrency=2))
     series = facts["gpu_energy_series"]
     done = [o for s in outs for o in s]

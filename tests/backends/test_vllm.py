@@ -259,7 +259,8 @@ def test_hf_and_vllm_write_into_one_run_dir(tmp_path):
 HUNG_REQUEST = """
 import json
 from llm_call_anatomy.backends.base import BackendSettings, Request
-from llm_call_anatomy.backends.load_loop import LoadSettings, run_level
+from llm_call_anatomy.backends.load_loop import LoadSettings
+from llm_call_anatomy.backends.load_level import run_level
 from llm_call_anatomy.backends.vllm.backend import VLLMBackend
 from llm_call_anatomy.harness.models import build_tiny
 
@@ -353,7 +354,8 @@ def test_an_unknown_engine_arg_is_the_engines_own_error_in_one_line(tmp_path):
 OPEN_LOOP = """
 import json
 from llm_call_anatomy.backends.base import BackendSettings, Request
-from llm_call_anatomy.backends.load_loop import LoadSettings, run_level
+from llm_call_anatomy.backends.load_loop import LoadSettings
+from llm_call_anatomy.backends.load_level import run_level
 from llm_call_anatomy.backends.vllm.backend import VLLMBackend
 from llm_call_anatomy.harness.models import build_tiny
 

@@ -20,7 +20,8 @@ import pytest
 
 from benchmarks import load_client
 from benchmarks.fake_engine_procs import STREAMS_PER_SERVER_PROC, auto_server_procs, start_procs
-from llm_call_anatomy.backends.load_loop import LoadSettings, run_level
+from llm_call_anatomy.backends.load_level import run_level
+from llm_call_anatomy.backends.load_loop import LoadSettings
 from llm_call_anatomy.backends.openai import OpenAIBackend
 from llm_call_anatomy.contract.adapter import BackendSettings, Request
 

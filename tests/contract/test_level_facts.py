@@ -242,7 +242,7 @@ ONLY_ELSEWHERE = {  # named fields this level does not write, and who does
 
 
 def test_the_runner_writes_exactly_the_named_keys(tiny_model_dir, tmp_path, monkeypatch):
-    from llm_call_anatomy.backends import load_loop
+    from llm_call_anatomy.backends import load_level
     from llm_call_anatomy.backends.telemetry import GpuTelemetry
     from llm_call_anatomy.harness.records import read_records
     from llm_call_anatomy.harness.runner import Runner
@@ -250,7 +250,7 @@ def test_the_runner_writes_exactly_the_named_keys(tiny_model_dir, tmp_path, monk
     from tests.harness.test_capacity import plan_of
 
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
-    monkeypatch.setattr(load_loop, "GpuTelemetry", lambda: GpuTelemetry(every_s=0.01, nvml=FakeNvml()))
+    monkeypatch.setattr(load_level, "GpuTelemetry", lambda: GpuTelemetry(every_s=0.01, nvml=FakeNvml()))
     plan = plan_of(SPEC, tiny_model_dir, tmp_path)
     out = tmp_path / "run"
     backend = Reports()
