@@ -22,6 +22,7 @@ from llm_call_anatomy.backends.load_loop import Drive, LoadSettings, Outcome, dr
 from llm_call_anatomy.backends.load_shards import client_cpu_facts, run_sharded
 from llm_call_anatomy.backends.telemetry import GpuTelemetry
 from llm_call_anatomy.contract.adapter import Request
+from llm_call_anatomy.contract.level_facts import LevelFacts
 
 SAMPLE_EVERY_S = (
     0.1  # gauges (KV-cache usage) are sampled this often: a level shorter than that may show no peak
@@ -31,7 +32,7 @@ FIRST_SAMPLE_S = 0.01
 
 async def _level(
     backend: Backend, sessions: list[list[Request]], s: LoadSettings
-) -> tuple[list[list[Outcome]], dict]:
+) -> tuple[list[list[Outcome]], LevelFacts]:
     outs = new_outcomes(sessions)
     stats = _Sampler(backend)
     gpu = GpuTelemetry().__enter__()  # its own thread: power, utilisation, memory and energy over the level
@@ -51,7 +52,7 @@ async def _level(
     }  # 0: in this process
     if backend.capabilities.over_http:  # this process is only the server's client (a text-only server)
         facts.update(in_process_client_share(cpu_s, wall_s))
-    return outs, facts
+    return outs, LevelFacts.from_engine(facts, f"backend {backend.name}")
 
 
 def in_process_client_share(cpu_s: float, wall_s: float) -> dict[str, Any]:
@@ -119,9 +120,11 @@ class _Sampler:
 
 def run_level(
     backend: Backend, sessions: list[list[Request]], settings: LoadSettings
-) -> tuple[list[list[Outcome]], dict]:
-    """Run one load level to the end; per session its requests' outcomes, and the level's engine facts (each
-    key a field of ``contract.level_facts.LevelFacts``, which the harness builds the level record from).
+) -> tuple[list[list[Outcome]], LevelFacts]:
+    """Run one load level to the end; per session its requests' outcomes, and what was measured over the
+    level (its clock and client, the engine's figures, the GPU's) as :class:`~contract.level_facts.LevelFacts`
+    (strictly: a figure the type does not name is an ``UnknownFactError``), which the harness completes into
+    the level record's facts.
     A backend with a load client (:meth:`Backend.load_client`: an HTTP server) is driven from client
     processes (``backends.load_shards``), while this process samples the server's metrics."""
     spec = backend.load_client()

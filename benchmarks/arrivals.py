@@ -79,9 +79,9 @@ def measure_rate(backend, rate: float, duration_s: float, args: argparse.Namespa
         "achieved_over_offered": round((len(submits) - 1) / span / rate, 4) if span > 0 else None,
         "rate_z": round(rate_z(len(submits) - 1, rate, span, args.process), 2) if span > 0 else None,
         "not_offered": flags.not_offered,
-        "client_procs": facts.get("client_procs"),
-        "client_cpu_share": facts.get("client_cpu_share"),
-        "client_limited": facts.get("client_limited"),
+        "client_procs": facts.client_procs,
+        "client_cpu_share": facts.client_cpu_share,
+        "client_limited": facts.client_limited,
     }
 
 

@@ -80,7 +80,7 @@ def run_config(
                 "ttft_ms_median": statistics.median((o.first_token_s - o.submit_s) * 1e3 for o in done)
                 if done
                 else None,
-                "output_tok_s": sum(len(o.output.token_ids) for o in done) / facts["wall_s"],
+                "output_tok_s": sum(len(o.output.token_ids) for o in done) / facts.wall_s,
             }
         )
         print(

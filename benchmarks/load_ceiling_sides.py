@@ -42,9 +42,9 @@ def harness_side(
     errors = [o.error for o in done if o.error]
     tokens = sum(len(o.output.token_ids) for o in done if o.output is not None)
     return {
-        "wall_s": facts["wall_s"],
+        "wall_s": facts.wall_s,
         "output_tokens": tokens,
-        "tokens_per_s": tokens / facts["wall_s"],
+        "tokens_per_s": tokens / facts.wall_s,
         "errors": len(errors),
         **({"first_error": errors[0]} if errors else {}),
     }

@@ -24,13 +24,13 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from llm_call_anatomy.backends.load_level import run_level
 from llm_call_anatomy.backends.load_loop import LoadSettings, Outcome
 from llm_call_anatomy.contract.level_facts import LevelFacts
 from llm_call_anatomy.contract.plan import Group, Step
-from llm_call_anatomy.contract.records import ATTEMPT, Record, RecordKey
+from llm_call_anatomy.contract.records import ATTEMPT, Record, RecordKey, record_place
 from llm_call_anatomy.harness.secrets import redact
 from llm_call_anatomy.harness.steps import console, output_fields, request_for
 
@@ -103,7 +103,7 @@ def run_level_group(runner: Runner, group: Group, record: bool) -> list[Record]:
         settings = replace(settings, think_time_s=0.0)
     sessions = sessions_of(group.steps)
     requests = [[request_for(s, runner.plan) for s in session] for session in sessions]
-    outcomes, engine = run_level(runner.backend, requests, settings)
+    outcomes, measured = run_level(runner.backend, requests, settings)
     if not record:
         return []
     backend = runner.backend
@@ -131,7 +131,7 @@ def run_level_group(runner: Runner, group: Group, record: bool) -> list[Record]:
             runner.writer.write(rec)
             records.append(rec)
     first = group.steps[0]
-    facts = level_facts_of(engine, group, settings, backend.capabilities.batches_requests, records)
+    facts = level_facts_of(measured, group, settings, backend.capabilities.batches_requests, records)
     runner.writer.write(
         Record(
             **{**runner.base, "engine_start": first.engine_start},
@@ -156,16 +156,15 @@ def run_level_group(runner: Runner, group: Group, record: bool) -> list[Record]:
 
 
 def level_facts_of(
-    engine: dict[str, Any], group: Group, settings: LoadSettings, batches: bool, records: list[Record]
+    measured: LevelFacts, group: Group, settings: LoadSettings, batches: bool, records: list[Record]
 ) -> LevelFacts:
-    """The level record's facts (``contract.level_facts``): what ``run_level`` measured (``engine``: the
-    level's clock, its client, the engine's figures and the GPU's), the load the group planned and what its
+    """The level record's facts (``contract.level_facts``): what ``run_level`` measured (the level's clock,
+    its client, the engine's figures and the GPU's), the load the group planned and what its
     planner states beside it, the population its records (one a started request) show, and the level's error:
     every request failed (a server that died: there are no facts to keep, the record says so) or a client
     process died (--resume redoes it)."""
     load = group.load or {}
     search = load.get("search") or {}
-    measured = LevelFacts.from_dict(engine)
     failed = [r.error for r in records if r.error]
     error = (
         f"every request of the level failed: {failed[0]}" if records and len(failed) == len(records) else None
@@ -249,7 +248,7 @@ def facts_of(level: dict, records: list[dict]) -> LevelFacts | None:
     if not records:
         return None
     error = next((r["error"] for r in reversed(records) if r.get("error")), None)
-    return replace(LevelFacts.from_dict(level), level_error=error)
+    return replace(LevelFacts.from_dict(level, where=record_place(records[-1])), level_error=error)
 
 
 def has_failures(rows: list[dict], facts: LevelFacts) -> bool:

@@ -32,8 +32,8 @@ def test_without_a_driver_a_level_says_not_measured_and_why():
     from tests.backends.test_load import Batching, req
 
     _, facts = run_level(Batching(), [[req()] for _ in range(2)], LoadSettings(concurrency=2))
-    assert facts["gpu_telemetry"].startswith("not measured: ") and "NVMLError" not in facts["gpu_telemetry"]
-    assert not any(k.startswith("gpu_power") for k in facts)
+    assert facts.gpu_telemetry.startswith("not measured: ") and "NVMLError" not in facts.gpu_telemetry
+    assert not any(k.startswith("gpu_power") for k in facts.to_dict())
 
 
 def test_a_machine_without_an_nvidia_gpu_is_said_in_words():
@@ -225,7 +225,7 @@ def test_a_level_records_its_idle_floor_and_series_on_its_requests_clock(monkeyp
     monkeypatch.setattr(telemetry, "IDLE_S", 0.05)
     monkeypatch.setattr(load_level, "GpuTelemetry", lambda: GpuTelemetry(every_s=0.01, nvml=RampNvml()))
     outs, facts = run_level(Batching(), [[req()] for _ in range(4)], LoadSettings(concurrency=2))
-    series = facts["gpu_energy_series"]
+    series = facts.gpu_energy_series
     done = [o for s in outs for o in s]
-    assert facts["gpu_idle_w"] == pytest.approx(RampNvml.IDLE_W, rel=1e-2) and series[0][0] < 0
+    assert facts.gpu_idle_w == pytest.approx(RampNvml.IDLE_W, rel=1e-2) and series[0][0] < 0
     assert series[-1][0] >= max(o.finish_s for o in done) and min(o.submit_s for o in done) >= 0

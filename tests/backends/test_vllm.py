@@ -273,9 +273,9 @@ if __name__ == "__main__":
     after = Request(prompt_ids=[6] * 16, max_new_tokens=60, ignore_eos=True)
     (outs,), level = run_level(backend, [[hung, after]], LoadSettings(concurrency=1))
     facts = {"errors": [o.error for o in outs], "tokens": [len(o.token_times_s) for o in outs],
-             "running_peak": level.get("requests_running_peak"),
-             "steps": level.get("engine_steps"), "step_s": level.get("engine_step_s"),
-             "wall_s": level["wall_s"],
+             "running_peak": level.requests_running_peak,
+             "steps": level.engine_steps, "step_s": level.engine_step_s,
+             "wall_s": level.wall_s,
              "scheduler": backend.environment()["scheduler"],
              "seconds": [o.finish_s - o.submit_s for o in outs],
              "unfinished": backend.llm.llm_engine.has_unfinished_requests()}
@@ -370,7 +370,7 @@ if __name__ == "__main__":
     lags = sorted((o.submit_s - o.planned_submit_s) * 1e3 for s in outs for o in s if o.submit_s is not None)
     backend.close()
     print(json.dumps({"lags_ms": lags, "errors": [o.error for s in outs for o in s if o.error],
-                      "steps": level.get("engine_steps")}))
+                      "steps": level.engine_steps}))
 """
 
 
