@@ -11,6 +11,7 @@ import math
 import sys
 from pathlib import Path
 
+from llm_call_anatomy.contract.records import DamagedRecordError
 from llm_call_anatomy.reports import export, gate, report_of, write
 from llm_call_anatomy.reports.runs import DiskFull, ReportError
 
@@ -107,7 +108,7 @@ def main(argv: list[str] | None = None, prog: str = "python compare.py report") 
         epilog=(
             "exit codes: 0 written (gate: no figure regressed); 1 gate: a figure regressed or went missing, "
             "or the candidate has failed requests; "
-            "2 bad input (no run directory, an unknown format, nothing to compare)"
+            "2 bad input (no run directory, an unknown format, nothing to compare, a damaged record)"
         ),
     )
     p.add_argument("run_dirs", nargs="*", type=Path, metavar="RUN_DIR")
@@ -252,7 +253,7 @@ def main(argv: list[str] | None = None, prog: str = "python compare.py report") 
     except DiskFull as exc:  # a full disk is exit 1, as in compare.py
         print(f"{prog}: error: {exc}", file=sys.stderr)
         return 1
-    except ReportError as exc:
+    except (ReportError, DamagedRecordError) as exc:  # a damaged record names its run and record
         print(f"{prog}: error: {exc}", file=sys.stderr)
         return 2
     csvs = [path for path in written if path.suffix == ".csv"]
