@@ -2,9 +2,9 @@
 recorded.
 
 The group runner of kinds whose ``runs_as`` is ``"concurrent"`` (``harness.runner.GROUP_RUNNERS``);
-it sees the :class:`~harness.runner.Runner` through its public face (``backend``, ``plan``,
-``writer``, ``base``, ``done``, ``failed``, ``errors_seen``, ``record``, ``run_group``) and imports
-nothing of the runner.
+it sees the :class:`~harness.runner.Runner` through its public face, :class:`RunnerFace` (``backend``,
+``plan``, ``writer``, ``base``, ``done``, ``failed``, ``errors_seen``, ``record``, ``run_group``), and imports
+nothing of the runner (the runner imports this module).
 
 The group's steps become sessions (a user's turns in order; a fixed-shape request is a session
 of one), ``backends.load_level.run_level`` runs them at the group's load, and every request that was
@@ -24,18 +24,33 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
+from llm_call_anatomy.backends.base import Backend
 from llm_call_anatomy.backends.load_level import run_level
 from llm_call_anatomy.backends.load_loop import LoadSettings, Outcome
 from llm_call_anatomy.contract.level_facts import LevelFacts
-from llm_call_anatomy.contract.plan import Group, Step
+from llm_call_anatomy.contract.plan import Group, Plan, Step
 from llm_call_anatomy.contract.records import ATTEMPT, Record, RecordKey, record_place
+from llm_call_anatomy.harness.records import RecordWriter
 from llm_call_anatomy.harness.secrets import redact
 from llm_call_anatomy.harness.steps import console, output_fields, request_for
 
-if TYPE_CHECKING:
-    from llm_call_anatomy.harness.runner import Runner
+
+class RunnerFace(Protocol):
+    """What a group runner sees of the runner (``harness.runner.Runner`` is one)."""
+
+    backend: Backend
+    plan: Plan
+    writer: RecordWriter
+    base: dict
+    done: set  # --resume: the keys recorded (RecordKey.without_backend())
+    failed: set  # --resume: the keys whose record has an error
+    errors_seen: set[str]
+
+    def record(self, step: Step, **kw: Any) -> Record: ...
+
+    def run_group(self, group: Group, record: bool) -> list[Record]: ...
 
 
 def sessions_of(steps: list[Step]) -> list[list[Step]]:
@@ -83,7 +98,7 @@ def outcome_fields(o: Outcome, prompt: list[int]) -> dict:
     return fields
 
 
-def level_done(runner: Runner, group: Group) -> bool:
+def level_done(runner: RunnerFace, group: Group) -> bool:
     """A level is done when its own record is and none of its requests failed: with ``seconds`` it stops
     starting requests, so some of its steps never run, and --resume must not run the level again beside
     the records it has; a level with a failed request is run again, whole (a new attempt)."""
@@ -93,7 +108,7 @@ def level_done(runner: Runner, group: Group) -> bool:
     return level_done and not any(s.key() in runner.failed for s in group.steps)
 
 
-def run_level_group(runner: Runner, group: Group, record: bool) -> list[Record]:
+def run_level_group(runner: RunnerFace, group: Group, record: bool) -> list[Record]:
     """One load level (``Kind.runs_as == "concurrent"``): its sessions run at once, every started request
     recorded."""
     if group.reset_cache:
@@ -256,13 +271,13 @@ def has_failures(rows: list[dict], facts: LevelFacts) -> bool:
     return bool(facts.level_error) or any(r.get("error") for r in rows)
 
 
-def after_level(runner: Runner, group: Group) -> int:
+def after_level(runner: RunnerFace, group: Group) -> int:
     """After a level: the capacity search where the plan puts one (a variant's last planned level of a
     loop)."""
     return run_search(runner, group) if (group.load or {}).get("search") else 0
 
 
-def run_search(runner: Runner, group: Group) -> int:
+def run_search(runner: RunnerFace, group: Group) -> int:
     """After a variant's last planned level of a loop: the levels the capacity search adds, each run and
     recorded as any level (``--resume`` finds them on disk and goes on from there). A level whose verdict is
     undecided inside the bracket is run once more for twice the time (a new attempt of the level, with
