@@ -36,7 +36,7 @@ def report_of(
     targets: tuple | None = None,
     size: object = None,
 ):
-    """The assembled :class:`~reports.assemble.Report` of
+    """The assembled :class:`~reports.model.Report` of
     ``run_dirs``: what the page and the exports are made of."""
     from llm_call_anatomy.reports.assemble import assemble
     from llm_call_anatomy.reports.runs import read_runs

@@ -1,5 +1,5 @@
 """Exports: what the page shows, as ``summary.json`` and
-CSV files, from the same :class:`~reports.assemble.Report`.
+CSV files, from the same :class:`~reports.model.Report`.
 
     python compare.py report RUN_DIR... --format html,json,csv      # html is the default, alone
 
@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from llm_call_anatomy.reports.assemble import Report
+from llm_call_anatomy.reports.model import Report
 from llm_call_anatomy.reports.runs import ReportError
 
 FORMATS = ("html", "json", "csv")

@@ -4,7 +4,7 @@ Two sources, both already computed for the page (nothing is recomputed here):
 
 - every latency row of the summary ("which stack for which job"): per backend, the median over
   engine starts with its relative half-spread within a start and across starts
-  (:class:`reports.stats.StartStat`, kept on :class:`reports.analysis.summary.Job`); lower is better;
+  (:class:`reports.stats.StartStat`, kept on :class:`reports.model.Job`); lower is better;
 - what a workload kind adds through its ``figures`` hook (``reports.kinds``): the load kind's
   per-level throughput and latency. One run per level has no measured spread (``within`` and
   ``across`` None): only the gate's threshold applies to it.
@@ -18,7 +18,7 @@ from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from llm_call_anatomy.reports.assemble import Report
+    from llm_call_anatomy.reports.model import Report
 
 LOWER, HIGHER = "lower", "higher"
 

@@ -17,7 +17,7 @@ from typing import Any
 import pandas as pd
 
 from llm_call_anatomy.reports import fmt, intervals
-from llm_call_anatomy.reports.analysis.caveats import Caveat
+from llm_call_anatomy.reports.model import Caveat
 from llm_call_anatomy.reports.stats import agg, num, spread
 
 GRAMMAR_NAME = re.compile(r"constrain|grammar|schema", re.I)

@@ -371,7 +371,7 @@ def caveats(d: dict[str, Any], section_name: str) -> list:
     prefix caching off beside columns that ran with it on: which, so that no row compares the two unawares.
     And a run whose env.json slo_targets do not parse, with its error, or a column merging runs with other
     targets: the targets counted against are not its own."""
-    from llm_call_anatomy.reports.analysis.caveats import Caveat
+    from llm_call_anatomy.reports.model import Caveat
 
     steady = d["cap"]["steady"]
     out = caching_mix_caveats(d["cap"].get("caching_of") or {})

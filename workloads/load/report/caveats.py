@@ -21,7 +21,7 @@ def caveats(section, report) -> list:
     """The Load section's caveats from its levels: preemptions (the KV cache ran out; NaN is not reported, not
     zero), engine facts that cannot be true, backends that served one request at a time behind a queue, client
     processes busy enough to limit the load, and levels under 100 requests (p99 near the maximum)."""
-    from llm_call_anatomy.reports.analysis.caveats import Caveat
+    from llm_call_anatomy.reports.model import Caveat
 
     out = []
     levels = section.data["levels"]

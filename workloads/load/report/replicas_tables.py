@@ -113,7 +113,7 @@ def blocks(configs: pd.DataFrame, caps: pd.DataFrame | None = None) -> list[Bloc
 def caveats(section) -> list:
     """What the replica table cannot say: a ranking from one run per configuration, and a dp > 1 configuration
     whose replicas reported no counters."""
-    from llm_call_anatomy.reports.analysis.caveats import Caveat
+    from llm_call_anatomy.reports.model import Caveat
 
     configs = section.data.get("replicas")
     if configs is None or configs.empty:

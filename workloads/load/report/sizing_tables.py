@@ -222,7 +222,7 @@ def frame_table(df: pd.DataFrame) -> Table:
 def jobs(d: dict[str, Any]) -> list:
     """The summary's rows for the sizing asked for: per workload, each backend's GPUs with their range and
     the $ per M input and output tokens at the capacity it rests on (where priced and measured)."""
-    from llm_call_anatomy.reports.analysis.summary import Job
+    from llm_call_anatomy.reports.model import Job
 
     ask, sized, cost = d.get("size_ask"), d.get("sizing"), d.get("cost")
     if ask is None or sized is None or sized.empty:

@@ -16,7 +16,7 @@ def jobs(section, report) -> list:
     """The Load section's summary rows: per variant, each backend's own peak output tok/s and the level it
     came at, failures noted; never ranked, since the peaks come at different levels. Backends that ran other
     requests than the variant's main group get a row of their own."""
-    from llm_call_anatomy.reports.analysis.summary import Job
+    from llm_call_anatomy.reports.model import Job
     from llm_call_anatomy.workloads.load.report.capacity import mix_classes
     from llm_call_anatomy.workloads.load.report.mix_groups import by_class, mix_label
 
