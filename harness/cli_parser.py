@@ -17,6 +17,9 @@ from llm_call_anatomy.harness.server_args import add_server_args
 from llm_call_anatomy.harness.variants import add_variant_args
 from llm_call_anatomy.harness.version import commands, version
 
+# The workloads are imported inside the functions that use them (their specs import pydantic): the CLI's
+# lazy start, so that --help, --version and a wrong argument answer without them.
+
 EPILOG = """\
 backends: hf (transformers, eager attention), hf-graphs (static cache + CUDA graphs), hf-cb
 (transformers' continuous batching; the load workload only), vllm (offline engine, automatic

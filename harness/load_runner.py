@@ -29,12 +29,24 @@ from typing import Any, Protocol
 from llm_call_anatomy.backends.base import Backend
 from llm_call_anatomy.backends.load_level import run_level
 from llm_call_anatomy.backends.load_loop import LoadSettings, Outcome
+from llm_call_anatomy.contract.capacity import (
+    DEFAULT_RATIO,
+    UNDECIDED,
+    capacity,
+    choose,
+    judge,
+    search_ceiling,
+)
 from llm_call_anatomy.contract.level_facts import LevelFacts
+from llm_call_anatomy.contract.level_flags import population
+from llm_call_anatomy.contract.level_stats import level_stats
 from llm_call_anatomy.contract.plan import Group, Plan, Step
 from llm_call_anatomy.contract.records import ATTEMPT, Record, RecordKey, record_place
-from llm_call_anatomy.harness.records import RecordWriter
+from llm_call_anatomy.contract.slo import parse_targets
+from llm_call_anatomy.harness.records import RecordWriter, read_records
 from llm_call_anatomy.harness.secrets import redact
 from llm_call_anatomy.harness.steps import console, output_fields, request_for
+from llm_call_anatomy.workloads.kinds import kind
 
 
 class RunnerFace(Protocol):
@@ -214,9 +226,6 @@ def level_facts_of(
 def level_population(records: list[Record], concurrency: int | None) -> dict:
     """The level's users, requests in flight (mean, p90 over the steady window) and arrivals/s, from its
     records (``contract.level_flags.population``)."""
-    from llm_call_anatomy.contract.level_flags import population
-    from llm_call_anatomy.contract.level_stats import level_stats
-
     rows = [
         {
             k: getattr(r, k)
@@ -234,8 +243,6 @@ def measured_levels(
     """Every level of one variant and loop on disk (this attempt's and an earlier one's): level -> (its
     request rows, its level record's facts; None: no level record, the level was cut short). ``kind``: the
     variant's kind (None: whichever kind has load levels)."""
-    from llm_call_anatomy.harness.records import read_records
-
     key = "load_concurrency" if loop == "closed" else "load_rate_rps"
     other = "load_rate_rps" if loop == "closed" else "load_concurrency"
     rows: dict[float, tuple[list, dict, list]] = {}
@@ -282,18 +289,6 @@ def run_search(runner: RunnerFace, group: Group) -> int:
     recorded as any level (``--resume`` finds them on disk and goes on from there). A level whose verdict is
     undecided inside the bracket is run once more for twice the time (a new attempt of the level, with
     ``extended``) before the search goes on. Returns how many ran."""
-    from llm_call_anatomy.contract.capacity import (
-        DEFAULT_RATIO,
-        UNDECIDED,
-        capacity,
-        choose,
-        judge,
-        search_ceiling,
-    )
-    from llm_call_anatomy.contract.level_stats import level_stats
-    from llm_call_anatomy.contract.slo import parse_targets
-    from llm_call_anatomy.workloads.kinds import kind
-
     info = group.load["search"]
     targets = parse_targets(info["targets"])
     ratio = info.get("ratio") or DEFAULT_RATIO

@@ -11,9 +11,13 @@ import math
 import sys
 from pathlib import Path
 
+from llm_call_anatomy.contract.options import goodput_pair as pair
 from llm_call_anatomy.contract.records import DamagedRecordError
+from llm_call_anatomy.contract.slo import parse_target, parse_targets
 from llm_call_anatomy.reports import export, gate, report_of, write
+from llm_call_anatomy.reports.kinds import report_kind
 from llm_call_anatomy.reports.runs import DiskFull, ReportError
+from llm_call_anatomy.reports.size_ask import parse_size
 
 
 def positive(text: str) -> float:
@@ -52,8 +56,6 @@ def run_backend(text: str) -> tuple[str, str]:
 
 def slo_target(text: str) -> str:
     """One ``--slo`` value checked by the one grammar (``contract.slo``), kept as given."""
-    from llm_call_anatomy.contract.slo import parse_target
-
     try:
         parse_target(text)
     except ValueError as exc:
@@ -63,8 +65,6 @@ def slo_target(text: str) -> str:
 
 def size_ask(text: str):
     """One ``--size`` value (``reports.size_ask``): users, think time and the target to size at."""
-    from llm_call_anatomy.reports.size_ask import parse_size
-
     try:
         return parse_size(text)
     except ValueError as exc:
@@ -74,8 +74,6 @@ def size_ask(text: str):
 def given_targets(texts: list[str] | None) -> tuple | None:
     """The ``--slo`` targets given to the report (``contract.slo.parse_targets``), None where none was: every
     capacity cell, bracket, cost and the sizing are then judged against them instead of each run's own."""
-    from llm_call_anatomy.contract.slo import parse_targets
-
     if not texts:
         return None
     try:
@@ -86,8 +84,6 @@ def given_targets(texts: list[str] | None) -> tuple | None:
 
 def goodput_pair(texts: list[str] | None) -> dict[str, float] | None:
     """``contract.options.goodput_pair``, its mistake a ReportError (exit 2, one line)."""
-    from llm_call_anatomy.contract.options import goodput_pair as pair
-
     try:
         return pair(texts)
     except ValueError as exc:
@@ -269,8 +265,6 @@ def main(argv: list[str] | None = None, prog: str = "python compare.py report") 
 
 def printed(report) -> list[str]:
     """What each section's kind prints after the report is written (the answer to ``--size``)."""
-    from llm_call_anatomy.reports.kinds import report_kind
-
     out = []
     for section in getattr(report, "sections", ()):  # a stand-in report (a test's) has none
         kind = report_kind(section.kind) if section.kind and section.data else None

@@ -17,6 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any
 
+from llm_call_anatomy.reports.kinds import report_kind
+
 if TYPE_CHECKING:
     from llm_call_anatomy.reports.model import Report
 
@@ -66,8 +68,6 @@ def summary_figures(report: Report) -> list[Figure]:
 
 def collect(report: Report) -> list[Figure]:
     """Every figure of the report: the summary's latency rows, then each section's kind's own."""
-    from llm_call_anatomy.reports.kinds import report_kind
-
     out = summary_figures(report)
     for s in report.sections:
         kind = report_kind(s.kind) if s.kind else None
