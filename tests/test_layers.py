@@ -16,8 +16,11 @@ AST scan, so that an import inside a function counts."""
 from __future__ import annotations
 
 import ast
+import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = "llm_call_anatomy"  # the one package the layers are imported through (llm_call_anatomy/__init__.py)
@@ -376,3 +379,37 @@ def test_no_import_circle_even_through_an_import_inside_a_function():
     assert len(graph) > 200 and sum(map(len, graph.values())) > 500  # the scan found the tree
     cycle = a_cycle(graph)
     assert cycle is None, "an import circle: " + described(cycle, graph)
+
+
+# A registry imports its units by name (``importlib``), which no scan of import statements sees: the kinds'
+# catalog imports every kind's room, so a room that imported the catalog at its top would be a circle at run
+# time only. Each module of the package is imported first, in a fresh set of the package's modules.
+IMPORT_EACH_FIRST = """
+import importlib, sys
+failed = []
+for name in sys.argv[1:]:
+    for loaded in [m for m in sys.modules if m == "llm_call_anatomy" or m.startswith("llm_call_anatomy.")]:
+        del sys.modules[loaded]
+    try:
+        importlib.import_module(name)
+    except ModuleNotFoundError as exc:  # an optional engine not installed here (vllm, sglang...): not ours
+        if (exc.name or "").startswith("llm_call_anatomy"):
+            failed.append(f"{name}: {exc}")
+    except Exception as exc:
+        failed.append(f"{name}: {type(exc).__name__}: {exc}")
+print("\\n".join(failed))
+"""
+
+
+@pytest.mark.slow
+def test_every_module_imports_first_even_through_a_registry():
+    names = [f"{PACKAGE}.{m}" for m in sorted(import_graph())]
+    proc = subprocess.run(
+        [sys.executable, "-c", IMPORT_EACH_FIRST, *names],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip() == "", "a circle at import time:\n" + proc.stdout
