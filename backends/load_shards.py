@@ -61,6 +61,7 @@ from llm_call_anatomy.backends.load_loop import (
     new_outcomes,
 )
 from llm_call_anatomy.backends.telemetry import GpuTelemetry
+from llm_call_anatomy.contract.level_facts import LevelFacts
 
 STREAMS_PER_PROCESS = 32
 RPS_PER_PROCESS = 16.0
@@ -224,9 +225,9 @@ class _Client:
 
 async def run_sharded(
     backend, spec, sessions: list, settings: LoadSettings, sampler
-) -> tuple[list[list[Outcome]], dict]:
+) -> tuple[list[list[Outcome]], LevelFacts]:
     """The level from client processes; this process only starts them, merges their outcomes, samples
-    metrics."""
+    metrics. Its facts as ``backends.load_level.run_level`` returns them."""
     local = server_is_local(getattr(spec, "base_url", None))
     requests = sum(len(s) for s in sessions)
     n = settings.client_procs or auto_client_procs(
@@ -298,7 +299,7 @@ async def run_sharded(
     facts.update(client_cpu_facts(facts["client_cpu_share"]))
     if failed:
         facts["client_failed"] = "; ".join(failed) + ": the level is incomplete (--resume redoes it)"
-    return outs, facts
+    return outs, LevelFacts.from_engine(facts, f"backend {backend.name}")
 
 
 def _name_the_server(backend, outs: list[list[Outcome]]) -> None:

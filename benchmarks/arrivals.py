@@ -2,7 +2,7 @@
 
 The study's own path drives the fast local fake server (:mod:`benchmarks.fake_engine`, one step every
 ``--step-ms``): the real ``OpenAIBackend`` with its lean client in ``--client-procs`` processes and
-``backends.load_loop.run_level`` at each offered rate (``--rates``, default 10, 100 and 1,000 requests/s)
+``backends.load_level.run_level`` at each offered rate (``--rates``, default 10, 100 and 1,000 requests/s)
 for ``--duration-s`` (per rate, or one for all), the arrivals drawn by ``contract.arrivals`` (``--process``,
 default Poisson) with the load's seed. Per rate it reports:
 
@@ -35,7 +35,8 @@ from benchmarks.load_client import machine, pct
 
 def measure_rate(backend, rate: float, duration_s: float, args: argparse.Namespace) -> dict[str, Any]:
     """One open-loop level at ``rate`` for ``duration_s`` through the study's load loop, against its plan."""
-    from llm_call_anatomy.backends.load_loop import LoadSettings, arrival_times, run_level
+    from llm_call_anatomy.backends.load_level import run_level
+    from llm_call_anatomy.backends.load_loop import LoadSettings, arrival_times
     from llm_call_anatomy.contract.adapter import Request
     from llm_call_anatomy.contract.arrivals import ks_critical, ks_exponential, rate_z
     from llm_call_anatomy.contract.level_flags import SUBMIT_LAG_MS, level_flags
@@ -78,9 +79,9 @@ def measure_rate(backend, rate: float, duration_s: float, args: argparse.Namespa
         "achieved_over_offered": round((len(submits) - 1) / span / rate, 4) if span > 0 else None,
         "rate_z": round(rate_z(len(submits) - 1, rate, span, args.process), 2) if span > 0 else None,
         "not_offered": flags.not_offered,
-        "client_procs": facts.get("client_procs"),
-        "client_cpu_share": facts.get("client_cpu_share"),
-        "client_limited": facts.get("client_limited"),
+        "client_procs": facts.client_procs,
+        "client_cpu_share": facts.client_cpu_share,
+        "client_limited": facts.client_limited,
     }
 
 

@@ -46,7 +46,8 @@ def run_config(
     requests then max(2C, 4) timed ones through the study's load loop. Returns the configuration's row:
     restart seconds, effective settings and, per level, errors, the median gap between a request's tokens,
     TTFT median and output tokens/s."""
-    from llm_call_anatomy.backends.load_loop import LoadSettings, run_level
+    from llm_call_anatomy.backends.load_level import run_level
+    from llm_call_anatomy.backends.load_loop import LoadSettings
     from llm_call_anatomy.contract.adapter import Request
 
     started = time.perf_counter()
@@ -79,7 +80,7 @@ def run_config(
                 "ttft_ms_median": statistics.median((o.first_token_s - o.submit_s) * 1e3 for o in done)
                 if done
                 else None,
-                "output_tok_s": sum(len(o.output.token_ids) for o in done) / facts["wall_s"],
+                "output_tok_s": sum(len(o.output.token_ids) for o in done) / facts.wall_s,
             }
         )
         print(

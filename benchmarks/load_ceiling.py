@@ -5,7 +5,7 @@ study), then both paths run the same fixed-shape requests (``workloads.load.kind
 first S shared, O greedy output tokens with EOS ignored), in alternating order per repeat so drift
 does not land on one side, the prefix cache reset before each side so neither inherits the other's:
 
-- harness: ``backends.load_loop.run_level`` at concurrency C (a closed loop, the study's load path);
+- harness: ``backends.load_level.run_level`` at concurrency C (a closed loop, the study's load path);
 - engine: its own batched call on the same prompt ids with the adapter's own sampling parameters
   (the adapter's ``engine_batch``, ``backends.base.Backend``) —
   vLLM ``LLM.generate([TokensPrompt, ...])``, SGLang ``Engine.generate(input_ids=[...])``, hf-cb

@@ -1,7 +1,7 @@
 """Benchmark 5's measuring (:mod:`benchmarks.load_ceiling` is its command line and study hook): the two sides
 on the same fixed-shape prompts, in alternating order per repeat, and the verdict.
 
-- :func:`harness_side`: the prompts through the study's closed load loop (``backends.load_loop.run_level``)
+- :func:`harness_side`: the prompts through the study's closed load loop (``backends.load_level.run_level``)
   at concurrency C;
 - :func:`engine_side`: the adapter's own batched engine call (``engine_batch``), C prompts per call;
 - :func:`measure`: both once to warm up, then the repeats, the order alternating;
@@ -30,7 +30,8 @@ def harness_side(
     """The harness's side: ``prompts`` as one-request sessions through the study's closed load loop at
     ``concurrency``, after a prefix-cache reset. Returns the level's wall seconds, output tokens, tokens/s and
     how many requests failed (with the first error)."""
-    from llm_call_anatomy.backends.load_loop import LoadSettings, run_level
+    from llm_call_anatomy.backends.load_level import run_level
+    from llm_call_anatomy.backends.load_loop import LoadSettings
 
     sessions = [
         [Request(prompt_ids=ids, max_new_tokens=request.max_new_tokens, ignore_eos=True)] for ids in prompts
@@ -41,9 +42,9 @@ def harness_side(
     errors = [o.error for o in done if o.error]
     tokens = sum(len(o.output.token_ids) for o in done if o.output is not None)
     return {
-        "wall_s": facts["wall_s"],
+        "wall_s": facts.wall_s,
         "output_tokens": tokens,
-        "tokens_per_s": tokens / facts["wall_s"],
+        "tokens_per_s": tokens / facts.wall_s,
         "errors": len(errors),
         **({"first_error": errors[0]} if errors else {}),
     }

@@ -7,7 +7,7 @@ the cores): in each, one step every ``--step-ms`` (default 7 ms) emits the next 
 in flight; it echoes nothing unasked and serves a realistic vLLM ``/metrics``, summed over its
 processes (which the harness scrapes every 0.1 s, as in a study). The
 study's own path drives it: the real ``OpenAIBackend`` (started as for ``--backend openai``) and
-``backends.load_loop.run_level``, i.e. the lean client in ``--client-procs`` processes, at each
+``backends.load_level.run_level``, i.e. the lean client in ``--client-procs`` processes, at each
 closed-loop concurrency, with ``--prompt-tokens`` (1,024) token-id prompts and ``--tokens`` (64)
 output tokens, EOS ignored.
 
@@ -83,7 +83,8 @@ def measure_level(backend, server, c: int, args: argparse.Namespace) -> dict[str
     """One closed-loop level at concurrency ``c`` through the study's own load loop: about ``--seconds`` of
     requests at the server's pace, then tok/s, the client's added TTFT and ITL against the server's own send
     times, the client processes' CPU shares and whether the server kept its pace."""
-    from llm_call_anatomy.backends.load_loop import LoadSettings, run_level
+    from llm_call_anatomy.backends.load_level import run_level
+    from llm_call_anatomy.backends.load_loop import LoadSettings
     from llm_call_anatomy.contract.adapter import Request
 
     n = max(
@@ -105,7 +106,7 @@ def measure_level(backend, server, c: int, args: argparse.Namespace) -> dict[str
     harness_cpu = time.process_time() - cpu0
     log = server.log()
     done = [o for (o,) in outs if o.error is None and o.output is not None]
-    origin = facts.get("origin_perf_counter")
+    origin = facts.origin_perf_counter
     added_ttft, added_itl, submit_read = [], [], []
     if origin is not None:
         for o in done:
@@ -133,16 +134,16 @@ def measure_level(backend, server, c: int, args: argparse.Namespace) -> dict[str
         if k not in seen:
             per_proc[k.split("-")[1]] = per_proc.get(k.split("-")[1], 0) + 1
     server_p50 = pct(server_gaps, 50)
-    timings = facts.get("server_timings") or {}
+    timings = facts.server_timings or {}
     tokens = sum(len(o.token_times_s) for o in done)
     gaps = [(b - a) * 1e3 for o in done for a, b in zip(o.token_times_s, o.token_times_s[1:], strict=False)]
     return {
-        "client": "openai (in process)" if args.old_client else facts.get("client"),
+        "client": "openai (in process)" if args.old_client else facts.client,
         "concurrency": c,
         "requests": len(done),
         "failed": n - len(done),
-        "wall_s": round(facts["wall_s"], 3),
-        "tokens_per_s": round(tokens / facts["wall_s"], 1),
+        "wall_s": round(facts.wall_s, 3),
+        "tokens_per_s": round(tokens / facts.wall_s, 1),
         "server_pace_tokens_per_s": round(c / (args.step_ms / 1e3), 1),
         "server_sent_tokens_per_s": round(sent / span, 1) if span > 0 else None,
         "server_step_ms": args.step_ms,
@@ -164,10 +165,10 @@ def measure_level(backend, server, c: int, args: argparse.Namespace) -> dict[str
         "server_itl_ms_p50": _r(server_p50),
         "server_itl_ms_mean": _r(statistics.fmean(server_gaps)) if server_gaps else None,
         "client_itl_ms_mean": _r(statistics.fmean(gaps)) if gaps else None,
-        "client_procs": facts.get("client_procs"),
-        "client_cpu_share": facts.get("client_cpu_share"),
-        "client_limited": facts.get("client_limited"),
-        "harness_process_cpu_share": round(harness_cpu / facts["wall_s"], 3),
+        "client_procs": facts.client_procs,
+        "client_cpu_share": facts.client_cpu_share,
+        "client_limited": facts.client_limited,
+        "harness_process_cpu_share": round(harness_cpu / facts.wall_s, 3),
     }
 
 

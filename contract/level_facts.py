@@ -17,15 +17,23 @@ facts (:data:`ALWAYS`) are written whatever their value (None where they do not 
 the level had them (an engine that reports no KV-cache usage writes no ``kv_cache_usage_peak``). A
 data-parallel server's per-replica figures (``replica{R}_<figure>``) are written flat, as the server's are.
 :meth:`LevelFacts.from_dict` reads any run's: a key missing (an older run, an engine that did not report it)
-is None, a key it does not name is kept in ``other`` and written back. Values are kept as recorded (a reader
-takes numbers through ``reports.stats.num``).
+is None, a key it does not name is kept in ``other`` and written back; a named key whose value its field
+cannot hold (a string for a number) is a damaged record, :class:`~contract.records.DamagedRecordError` naming
+the run and the level where the reader gives them (``where``: :func:`~contract.records.record_place`). Values
+are kept as recorded (a reader takes numbers through ``reports.stats.num``). :meth:`LevelFacts.from_engine`
+is the measuring side's constructor (``backends.load_level``): strict, an engine fact the type does not name
+is an :class:`UnknownFactError` (a new figure is a new field here, not a stray key in every record).
 """
 
 from __future__ import annotations
 
+import numbers
 import re
+import types
 from dataclasses import dataclass, field, fields, replace
-from typing import Any
+from typing import Any, Union, get_args, get_origin, get_type_hints
+
+from llm_call_anatomy.contract.records import DamagedRecordError, record_place
 
 REPLICA_KEY = re.compile(r"^replica\d+_")  # a data-parallel replica's own figure: replica{R}_<figure>
 
@@ -107,15 +115,26 @@ class LevelFacts:
 
     # -- reading and writing ---------------------------------------------------------------------------------
     @classmethod
-    def from_dict(cls, d: dict[str, Any] | None) -> LevelFacts:
+    def from_dict(cls, d: dict[str, Any] | None, where: str | None = None) -> LevelFacts:
         """A level record's ``extra.level`` as written by any run: a missing key is None, a replica's figure
-        goes to ``replica_figures``, a key not named here to ``other``."""
-        named = {f.name for f in fields(cls)} - NOT_WRITTEN
+        goes to ``replica_figures``, a key not named here to ``other``. A named key with a value of the wrong
+        type, or an ``extra.level`` that is no object, raises :class:`DamagedRecordError` naming ``where``
+        (the run and the level: :func:`record_place`)."""
+        if d is not None and not isinstance(d, dict):
+            raise DamagedRecordError(
+                f"{where or 'a level record'}: a damaged level record: extra.level is "
+                f"{type(d).__name__} {_shown(d)}, not an object"
+            )
         known: dict[str, Any] = {}
         replicas: dict[str, Any] = {}
         other: dict[str, Any] = {}
         for k, v in (d or {}).items():
-            if k in named:
+            if k in NAMED:
+                if v is not None and not _fits(v, HINTS[k]):
+                    raise DamagedRecordError(
+                        f"{where or 'a level record'}: a damaged level record: extra.level.{k} is "
+                        f"{type(v).__name__} {_shown(v)}, not {TYPE_TEXT[k]}"
+                    )
                 known[k] = v
             elif REPLICA_KEY.match(k):
                 replicas[k] = v
@@ -124,9 +143,24 @@ class LevelFacts:
         return cls(**known, replica_figures=replicas, other=other)
 
     @classmethod
+    def from_engine(cls, d: dict[str, Any], source: str = "the load level") -> LevelFacts:
+        """What the measuring side found over a level (``backends.load_level``: its clock and client, the
+        engine's figures, the GPU's), strictly: every key a named field or a replica's figure, else
+        :class:`UnknownFactError` naming the keys and ``source`` (the backend); a value of the wrong type is a
+        :class:`DamagedRecordError` as on read."""
+        unknown = sorted(k for k in d if k not in NAMED and not REPLICA_KEY.match(k))
+        if unknown:
+            raise UnknownFactError(
+                f"{source} reported level facts that contract.level_facts.LevelFacts does not name: "
+                f"{', '.join(unknown)} (a new figure needs a field there, and the readers that show it)"
+            )
+        return cls.from_dict(d, where=source)
+
+    @classmethod
     def from_record(cls, row: dict[str, Any]) -> LevelFacts:
-        """A level record read back as a dict: its ``extra.level``, and its ``error`` as ``level_error``."""
-        facts = cls.from_dict((row.get("extra") or {}).get("level"))
+        """A level record read back as a dict: its ``extra.level``, and its ``error`` as ``level_error`` (a
+        damaged one names the record: :func:`record_place`)."""
+        facts = cls.from_dict((row.get("extra") or {}).get("level"), where=record_place(row))
         error = row.get("error")
         if not error or error != error:  # NaN: a record read through pandas
             return facts
@@ -182,3 +216,40 @@ ALWAYS = frozenset(
 )
 WRITTEN_WITH = {"client_busy_max": "client_cpu_share"}  # written, None and all, wherever the other one is
 NOT_WRITTEN = frozenset({"level_error", "replica_figures", "other"})  # not keys of extra.level by these names
+NAMED = frozenset(f.name for f in fields(LevelFacts)) - NOT_WRITTEN  # the keys of extra.level it names
+HINTS = {k: v for k, v in get_type_hints(LevelFacts).items() if k in NAMED}  # each key's field type
+TYPE_TEXT = {f.name: str(f.type).removesuffix(" | None") for f in fields(LevelFacts) if f.name in NAMED}
+
+
+class UnknownFactError(ValueError):
+    """The measuring side reported a level fact :class:`LevelFacts` does not name (one line: the keys)."""
+
+
+def _fits(value: Any, hint: Any) -> bool:
+    """Whether a value read from JSON fits a field's type: an int where a float goes (JSON's ``5``), never a
+    bool where a number goes; a list's and an object's items checked as deep as the type says."""
+    origin, args = get_origin(hint), get_args(hint)
+    if hint is Any:
+        return True
+    if origin in (Union, types.UnionType):
+        return any(_fits(value, a) for a in args)
+    if hint is type(None):
+        return value is None
+    if hint is bool:
+        return isinstance(value, bool)
+    if hint is int:
+        return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+    if hint is float:
+        return isinstance(value, numbers.Real) and not isinstance(value, bool)
+    if hint is str:
+        return isinstance(value, str)
+    if origin is list:
+        return isinstance(value, list) and all(_fits(x, args[0]) for x in value)
+    if origin is dict:
+        return isinstance(value, dict) and all(_fits(x, args[1]) for x in value.values())
+    raise TypeError(f"LevelFacts: no check for a field of type {hint!r}")  # a new field's type: add it here
+
+
+def _shown(value: Any, width: int = 40) -> str:
+    text = repr(value)
+    return text if len(text) <= width else text[: width - 1] + "…"

@@ -32,7 +32,7 @@ terminal's summary at the end of a run alike.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 from llm_call_anatomy.contract.arrivals import DEFAULT_PROCESS, RATE_Z, rate_z
 from llm_call_anatomy.contract.level_facts import LevelFacts
@@ -208,8 +208,6 @@ def level_flags(
 
 
 def _overload(flags: LevelFlags, rows: list[dict], window: tuple[float, float] | None) -> LevelFlags:
-    from dataclasses import replace
-
     if window is None or window[1] <= window[0]:
         return flags
     t0, t1 = window

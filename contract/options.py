@@ -9,6 +9,8 @@ same mistake.
 
 from __future__ import annotations
 
+from llm_call_anatomy.contract.slo import legacy_slo, parse_targets
+
 
 def parse_pairs(text: str, option: str) -> dict[str, str]:
     out: dict[str, str] = {}
@@ -26,8 +28,6 @@ def parse_slo(texts: list[str] | str | None) -> tuple[tuple, dict[str, float] | 
     """Every ``--slo`` given (``contract.slo``): the targets (none given: the defaults), and the per-request
     goodput pair (``ttft_ms``, ``tpot_ms``) the Load section counts, from the first target given that has a
     TTFT and a TPOT limit (none given: None, the section's default); ValueError (one line) on a mistake."""
-    from llm_call_anatomy.contract.slo import legacy_slo, parse_targets
-
     texts = [texts] if isinstance(texts, str) else texts
     targets = parse_targets(texts)
     pair = next((p for t in targets if (p := legacy_slo(t))), None) if texts else None
@@ -38,8 +38,6 @@ def goodput_pair(texts: list[str] | str | None) -> dict[str, float] | None:
     """The report's per-request goodput pair (``ttft_ms``, ``tpot_ms``) from ``--slo`` (``contract.slo``'s
     grammar): the first target given with a TTFT or TPOT limit, at any percentile (the one it lacks: the
     page's default); None when none is given; ValueError (one line) on a mistake or no such limit."""
-    from llm_call_anatomy.contract.slo import parse_targets
-
     texts = [texts] if isinstance(texts, str) else texts
     if not texts:
         return None

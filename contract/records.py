@@ -168,3 +168,28 @@ def latest_attempts(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if level is not None and attempt is not None:
             current[level] = attempt
     return [r for r in rows if (a := attempt_of(r)) is None or current.get(level_of(r), a) == a]
+
+
+# --- a record that cannot be read -----------------------------------------------------------------------
+class DamagedRecordError(ValueError):
+    """A record whose field holds a value its type cannot (a string where a number goes, a list for an
+    object): the message names the run and the record (:func:`record_place`) and the field, in one line.
+    ``python compare.py report`` says it on stderr and exits 2."""
+
+
+def record_place(row: dict[str, Any]) -> str:
+    """Where a record read back as a dict belongs, for a message: ``run R, level BACKEND WORKLOAD/MODE CASE``
+    (a load level's record), else ``run R, record BACKEND WORKLOAD/MODE CASE``, with its engine start where
+    it is not the first. A row read through pandas says NaN where JSON said null: the same."""
+
+    def given(key: str) -> Any:
+        value = row.get(key)
+        return None if value is None or value != value else value  # NaN: pandas' missing
+
+    level = given("load_concurrency") is not None or given("load_rate_rps") is not None
+    what = "level" if level and given("rep") is None else "record"
+    start = given("engine_start") or 0
+    where = " ".join(str(given(k) or "?") for k in ("backend", "workload"))
+    return f"run {given('run_id') or '?'}, {what} {where}/{given('mode') or '?'} {given('case') or '?'}" + (
+        f" (engine start {start})" if start else ""
+    )

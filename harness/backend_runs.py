@@ -20,13 +20,13 @@ from pathlib import Path
 from llm_call_anatomy import HOME
 from llm_call_anatomy.contract.columns import base_of
 from llm_call_anatomy.contract.plan import Plan
-from llm_call_anatomy.contract.records import RECORDS
+from llm_call_anatomy.contract.records import RECORDS, DamagedRecordError
 from llm_call_anatomy.harness import pace, plan_summary, run_summary
-from llm_call_anatomy.harness.console import DIST, commands
 from llm_call_anatomy.harness.env import merge_env
 from llm_call_anatomy.harness.launch import run_child
 from llm_call_anatomy.harness.records import done_keys, read_records
 from llm_call_anatomy.harness.summary_table import summary_table
+from llm_call_anatomy.harness.version import DIST, commands
 
 ROOT = HOME  # where each child (harness.child) runs: the folder llm_call_anatomy is imported from
 
@@ -154,7 +154,7 @@ def build_report(run_dir: Path, prog: str = "compare.py", summary: list[dict] | 
     try:
         report = report_of([run_dir])
         write(report, path, ("html",))
-    except ReportError as exc:
+    except (ReportError, DamagedRecordError) as exc:
         print(f"{prog}: report not built: {exc}", file=sys.stderr)
         return False
     if summary is not None:

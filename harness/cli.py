@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 
 from llm_call_anatomy import backends
-from llm_call_anatomy.contract.chat import CHAT_PROMPTS
+from llm_call_anatomy.contract.chat import CHAT_PROMPTS, NoChatTemplate, Renderer
 from llm_call_anatomy.contract.files import atomic_write_text
 from llm_call_anatomy.contract.plan import Plan
 from llm_call_anatomy.harness import models, pace, parallel_args, prompt_timing, server_args, variants
@@ -47,6 +47,9 @@ from llm_call_anatomy.harness.launch import Interrupted, handlers
 from llm_call_anatomy.harness.plan_summary import busy_line, machine_load, plan_lines
 from llm_call_anatomy.harness.run_plan import Planned, Workloads, choose_workloads, describe_run, plan_prompts
 from llm_call_anatomy.harness.rundir import RunDirBusy, claim, is_disk_full
+
+# The workloads are imported inside the functions that use them (their specs import pydantic): the CLI's
+# lazy start, so that --help, --version and a wrong argument answer without them.
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -279,7 +282,6 @@ def say_plan(plan: Plan, names: list[str], settings: dict) -> None:
 def lint_only(args: argparse.Namespace, specs: list) -> int:
     """--lint-only: the prefix-stability lint with the model's tokenizer and chat template; no weights, no
     run."""
-    from llm_call_anatomy.contract.chat import NoChatTemplate, Renderer
     from llm_call_anatomy.workloads import lint as prefix_lint
     from llm_call_anatomy.workloads.catalog import build_plan
 

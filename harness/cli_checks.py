@@ -17,12 +17,17 @@ from pathlib import Path
 from typing import Any
 
 from llm_call_anatomy import backends
+from llm_call_anatomy.backends.load_shards import client_procs_error
 from llm_call_anatomy.contract.columns import NAME, base_of, split_column
 from llm_call_anatomy.contract.options import parse_slo
 from llm_call_anatomy.contract.records import RECORDS
 from llm_call_anatomy.harness import limits, secrets
 from llm_call_anatomy.harness.env import sha
 from llm_call_anatomy.harness.rundir import settings_diff
+
+# The workloads (and harness.load_runner, which reads the kinds' registry) are imported inside the functions
+# that use them (the specs import pydantic): the CLI's lazy start, so that --help, --version and a wrong
+# argument answer without them.
 
 
 class UsageError(ValueError):
@@ -242,7 +247,6 @@ def check_context(plan, max_model_len: int, model_path: str) -> None:
 def check_client_procs(n: int | None, plan) -> None:
     """``--client-procs`` must be 1.. the sessions of the smallest load level (exit 2 before anything
     runs)."""
-    from llm_call_anatomy.backends.load_shards import client_procs_error
     from llm_call_anatomy.harness.load_runner import sessions_of
 
     levels = [len(sessions_of(g.steps)) for g in plan.groups if g.load is not None and not g.warmup]

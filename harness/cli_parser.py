@@ -15,6 +15,10 @@ from llm_call_anatomy.contract.docs import doc
 from llm_call_anatomy.harness import models, parallel_args
 from llm_call_anatomy.harness.server_args import add_server_args
 from llm_call_anatomy.harness.variants import add_variant_args
+from llm_call_anatomy.harness.version import commands, version
+
+# The workloads are imported inside the functions that use them (their specs import pydantic): the CLI's
+# lazy start, so that --help, --version and a wrong argument answer without them.
 
 EPILOG = """\
 backends: hf (transformers, eager attention), hf-graphs (static cache + CUDA graphs), hf-cb
@@ -59,9 +63,7 @@ exit codes:
 
 
 def epilog(prog: str) -> str:
-    """``--help``'s epilog with the commands as the user typed them (``harness.console.commands``)."""
-    from llm_call_anatomy.harness.console import commands
-
+    """``--help``'s epilog with the commands as the user typed them (``harness.version.commands``)."""
     study, report = commands(prog)
     installed = (
         "installed (pip install .): llm-call-anatomy takes the same arguments; "
@@ -85,8 +87,6 @@ class Given(argparse.Action):
 def parser(prog: str = "compare.py") -> argparse.ArgumentParser:
     """The study's parser (``compare.py``, ``llm-call-anatomy``); ``prog`` names the command in usage and
     errors."""
-    from llm_call_anatomy.harness.console import version
-
     p = argparse.ArgumentParser(
         prog=prog,
         description="Replay one LLM workload through several serving stacks and compare them side by side.",

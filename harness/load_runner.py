@@ -1,13 +1,13 @@
-"""A load level inside the runner: the plan group's steps as sessions, run by ``backends.load_loop``,
+"""A load level inside the runner: the plan group's steps as sessions, run by ``backends.load_level``,
 recorded.
 
 The group runner of kinds whose ``runs_as`` is ``"concurrent"`` (``harness.runner.GROUP_RUNNERS``);
-it sees the :class:`~harness.runner.Runner` through its public face (``backend``, ``plan``,
-``writer``, ``base``, ``done``, ``failed``, ``errors_seen``, ``record``, ``run_group``) and imports
-nothing of the runner.
+it sees the :class:`~harness.runner.Runner` through its public face, :class:`RunnerFace` (``backend``,
+``plan``, ``writer``, ``base``, ``done``, ``failed``, ``errors_seen``, ``record``, ``run_group``), and imports
+nothing of the runner (the runner imports this module).
 
 The group's steps become sessions (a user's turns in order; a fixed-shape request is a session
-of one), ``backends.load_loop.run_level`` runs them at the group's load, and every request that was
+of one), ``backends.load_level.run_level`` runs them at the group's load, and every request that was
 started becomes one record: its submit / first-token / finish times and every token's arrival on
 the level's clock, TTFT and decode derived from them as for one request at a time
 (``backends.base.TTFT_DEFINITION``, at the caller), ``queue_ms`` where a queue held it. One more
@@ -24,17 +24,45 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from llm_call_anatomy.backends.load_loop import LoadSettings, Outcome, run_level
+from llm_call_anatomy.backends.base import Backend
+from llm_call_anatomy.backends.load_level import run_level
+from llm_call_anatomy.backends.load_loop import LoadSettings, Outcome
+from llm_call_anatomy.contract.capacity import (
+    DEFAULT_RATIO,
+    UNDECIDED,
+    capacity,
+    choose,
+    judge,
+    search_ceiling,
+)
 from llm_call_anatomy.contract.level_facts import LevelFacts
-from llm_call_anatomy.contract.plan import Group, Step
-from llm_call_anatomy.contract.records import ATTEMPT, Record, RecordKey
+from llm_call_anatomy.contract.level_flags import population
+from llm_call_anatomy.contract.level_stats import level_stats
+from llm_call_anatomy.contract.plan import Group, Plan, Step
+from llm_call_anatomy.contract.records import ATTEMPT, Record, RecordKey, record_place
+from llm_call_anatomy.contract.slo import parse_targets
+from llm_call_anatomy.harness.records import RecordWriter, read_records
 from llm_call_anatomy.harness.secrets import redact
 from llm_call_anatomy.harness.steps import console, output_fields, request_for
+from llm_call_anatomy.workloads.kinds import kind
 
-if TYPE_CHECKING:
-    from llm_call_anatomy.harness.runner import Runner
+
+class RunnerFace(Protocol):
+    """What a group runner sees of the runner (``harness.runner.Runner`` is one)."""
+
+    backend: Backend
+    plan: Plan
+    writer: RecordWriter
+    base: dict
+    done: set  # --resume: the keys recorded (RecordKey.without_backend())
+    failed: set  # --resume: the keys whose record has an error
+    errors_seen: set[str]
+
+    def record(self, step: Step, **kw: Any) -> Record: ...
+
+    def run_group(self, group: Group, record: bool) -> list[Record]: ...
 
 
 def sessions_of(steps: list[Step]) -> list[list[Step]]:
@@ -82,7 +110,7 @@ def outcome_fields(o: Outcome, prompt: list[int]) -> dict:
     return fields
 
 
-def level_done(runner: Runner, group: Group) -> bool:
+def level_done(runner: RunnerFace, group: Group) -> bool:
     """A level is done when its own record is and none of its requests failed: with ``seconds`` it stops
     starting requests, so some of its steps never run, and --resume must not run the level again beside
     the records it has; a level with a failed request is run again, whole (a new attempt)."""
@@ -92,7 +120,7 @@ def level_done(runner: Runner, group: Group) -> bool:
     return level_done and not any(s.key() in runner.failed for s in group.steps)
 
 
-def run_level_group(runner: Runner, group: Group, record: bool) -> list[Record]:
+def run_level_group(runner: RunnerFace, group: Group, record: bool) -> list[Record]:
     """One load level (``Kind.runs_as == "concurrent"``): its sessions run at once, every started request
     recorded."""
     if group.reset_cache:
@@ -102,7 +130,7 @@ def run_level_group(runner: Runner, group: Group, record: bool) -> list[Record]:
         settings = replace(settings, think_time_s=0.0)
     sessions = sessions_of(group.steps)
     requests = [[request_for(s, runner.plan) for s in session] for session in sessions]
-    outcomes, engine = run_level(runner.backend, requests, settings)
+    outcomes, measured = run_level(runner.backend, requests, settings)
     if not record:
         return []
     backend = runner.backend
@@ -130,7 +158,7 @@ def run_level_group(runner: Runner, group: Group, record: bool) -> list[Record]:
             runner.writer.write(rec)
             records.append(rec)
     first = group.steps[0]
-    facts = level_facts_of(engine, group, settings, backend.capabilities.batches_requests, records)
+    facts = level_facts_of(measured, group, settings, backend.capabilities.batches_requests, records)
     runner.writer.write(
         Record(
             **{**runner.base, "engine_start": first.engine_start},
@@ -155,16 +183,15 @@ def run_level_group(runner: Runner, group: Group, record: bool) -> list[Record]:
 
 
 def level_facts_of(
-    engine: dict[str, Any], group: Group, settings: LoadSettings, batches: bool, records: list[Record]
+    measured: LevelFacts, group: Group, settings: LoadSettings, batches: bool, records: list[Record]
 ) -> LevelFacts:
-    """The level record's facts (``contract.level_facts``): what ``run_level`` measured (``engine``: the
-    level's clock, its client, the engine's figures and the GPU's), the load the group planned and what its
+    """The level record's facts (``contract.level_facts``): what ``run_level`` measured (the level's clock,
+    its client, the engine's figures and the GPU's), the load the group planned and what its
     planner states beside it, the population its records (one a started request) show, and the level's error:
     every request failed (a server that died: there are no facts to keep, the record says so) or a client
     process died (--resume redoes it)."""
     load = group.load or {}
     search = load.get("search") or {}
-    measured = LevelFacts.from_dict(engine)
     failed = [r.error for r in records if r.error]
     error = (
         f"every request of the level failed: {failed[0]}" if records and len(failed) == len(records) else None
@@ -211,9 +238,6 @@ def session_turns(group: Group) -> float | None:
 def level_population(records: list[Record], concurrency: int | None) -> dict:
     """The level's users, requests in flight (mean, p90 over the steady window) and arrivals/s, from its
     records (``contract.level_flags.population``)."""
-    from llm_call_anatomy.contract.level_flags import population
-    from llm_call_anatomy.contract.level_stats import level_stats
-
     rows = [
         {
             k: getattr(r, k)
@@ -231,8 +255,6 @@ def measured_levels(
     """Every level of one variant and loop on disk (this attempt's and an earlier one's): level -> (its
     request rows, its level record's facts; None: no level record, the level was cut short). ``kind``: the
     variant's kind (None: whichever kind has load levels)."""
-    from llm_call_anatomy.harness.records import read_records
-
     key = "load_concurrency" if loop == "closed" else "load_rate_rps"
     other = "load_rate_rps" if loop == "closed" else "load_concurrency"
     rows: dict[float, tuple[list, dict, list]] = {}
@@ -260,7 +282,7 @@ def facts_of(level: dict, records: list[dict]) -> LevelFacts | None:
     if not records:
         return None
     error = next((r["error"] for r in reversed(records) if r.get("error")), None)
-    return replace(LevelFacts.from_dict(level), level_error=error)
+    return replace(LevelFacts.from_dict(level, where=record_place(records[-1])), level_error=error)
 
 
 def has_failures(rows: list[dict], facts: LevelFacts) -> bool:
@@ -268,29 +290,17 @@ def has_failures(rows: list[dict], facts: LevelFacts) -> bool:
     return bool(facts.level_error) or any(r.get("error") for r in rows)
 
 
-def after_level(runner: Runner, group: Group) -> int:
+def after_level(runner: RunnerFace, group: Group) -> int:
     """After a level: the capacity search where the plan puts one (a variant's last planned level of a
     loop)."""
     return run_search(runner, group) if (group.load or {}).get("search") else 0
 
 
-def run_search(runner: Runner, group: Group) -> int:
+def run_search(runner: RunnerFace, group: Group) -> int:
     """After a variant's last planned level of a loop: the levels the capacity search adds, each run and
     recorded as any level (``--resume`` finds them on disk and goes on from there). A level whose verdict is
     undecided inside the bracket is run once more for twice the time (a new attempt of the level, with
     ``extended``) before the search goes on. Returns how many ran."""
-    from llm_call_anatomy.contract.capacity import (
-        DEFAULT_RATIO,
-        UNDECIDED,
-        capacity,
-        choose,
-        judge,
-        search_ceiling,
-    )
-    from llm_call_anatomy.contract.level_stats import level_stats
-    from llm_call_anatomy.contract.slo import parse_targets
-    from llm_call_anatomy.workloads.kinds import kind
-
     info = group.load["search"]
     targets = parse_targets(info["targets"])
     ratio = info.get("ratio") or DEFAULT_RATIO

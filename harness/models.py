@@ -31,6 +31,8 @@ from llm_call_anatomy.backends import companions
 
 # the model facts the report shares (re-exported: the cli and the tests read them here)
 from llm_call_anatomy.contract.models import SHAPE, SMOLLM2, TINY, TINY_CONFIG
+from llm_call_anatomy.harness import qwen3_tokenizer, smollm2
+from llm_call_anatomy.harness.tokenizer import QWEN3_ADDED_TOKENS, write_tokenizer
 
 HERE = Path(__file__).parent
 BUILTIN_MODELS = (TINY, SMOLLM2, SHAPE)
@@ -139,8 +141,6 @@ def _generation_config(eos: list[int], pad: int) -> dict:
 
 def build_tiny() -> Path:
     """The tiny model: trained tokenizer, Qwen3 layout, deterministic random weights."""
-    from llm_call_anatomy.harness.tokenizer import QWEN3_ADDED_TOKENS, write_tokenizer
-
     corpus = _corpus()
     special_base = TINY_BPE
     vocab = -(-(special_base + len(QWEN3_ADDED_TOKENS)) // 64) * 64
@@ -211,8 +211,6 @@ def wants_qwen3_tokenizer(path: Path) -> bool:
 
 
 def _qwen3_dir(name: str, config: dict) -> Path:
-    from llm_call_anatomy.harness import qwen3_tokenizer
-
     return cache_root() / f"{name}-{_key(config, qwen3_tokenizer.cache_key())}"
 
 
@@ -223,18 +221,16 @@ def _build_with_qwen3_tokenizer(name: str, config: dict, label: str) -> Path:
     not needed then. Otherwise the pinned ranks are checked before anything is written, and the
     folder is built in a temporary folder, checked against tiktoken, and renamed into place.
     """
-    from llm_call_anatomy.harness import qwen3_tokenizer as qt
-
     final = _qwen3_dir(name, config)
     if (final / "config.json").is_file():
         return final
     try:
-        ranks = qt.locate_ranks(label)
-    except qt.Qwen3TokenizerError as exc:
+        ranks = qwen3_tokenizer.locate_ranks(label)
+    except qwen3_tokenizer.Qwen3TokenizerError as exc:
         raise ModelError(f"{exc} (or copy a built {final.name}/ folder into {final.parent})") from exc
 
     def fill(d: Path) -> None:
-        qt.fill(d, ranks, config["vocab_size"], _corpus(), label)
+        qwen3_tokenizer.fill(d, ranks, config["vocab_size"], _corpus(), label)
         (d / "config.json").write_text(json.dumps(config, indent=1))
         (d / "generation_config.json").write_text(
             json.dumps(_generation_config([151645, 151643], 151643), indent=1)
@@ -242,7 +238,7 @@ def _build_with_qwen3_tokenizer(name: str, config: dict, label: str) -> Path:
 
     try:
         return _build_once(name, final.name.removeprefix(f"{name}-"), fill)
-    except qt.Qwen3TokenizerError as exc:
+    except qwen3_tokenizer.Qwen3TokenizerError as exc:
         raise ModelError(str(exc)) from exc
     except (
         OSError,
@@ -258,8 +254,6 @@ def _build_with_qwen3_tokenizer(name: str, config: dict, label: str) -> Path:
 
 def smollm2_dir() -> Path:
     """Where the materialised smollm2 folder lives (or will): its name depends on the pins only."""
-    from llm_call_anatomy.harness import smollm2
-
     return cache_root() / f"{SMOLLM2}-{smollm2.cache_key()}"
 
 
@@ -270,8 +264,6 @@ def build_smollm2() -> Path:
     the package nor ``gguf`` is needed then. Otherwise every check runs before anything is
     written, and the build happens in a temporary folder renamed into place.
     """
-    from llm_call_anatomy.harness import smollm2
-
     final = smollm2_dir()
     if (final / "config.json").is_file():
         return final

@@ -22,14 +22,13 @@ from pathlib import Path
 
 from llm_call_anatomy.contract.files import atomic_write_text
 from llm_call_anatomy.contract.plan import Plan
+from llm_call_anatomy.harness.models import cache_root
 from llm_call_anatomy.harness.plan_summary import duration
 
 PACE_FILE = "pace.json"
 
 
 def pace_path() -> Path:
-    from llm_call_anatomy.harness.models import cache_root
-
     return cache_root() / PACE_FILE
 
 

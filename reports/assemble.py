@@ -1,61 +1,20 @@
 """Assemble the report: run every analysis over a :class:`~reports.runs.Dataset`, per workload.
 
-The result (:class:`Report`) is plain data the page renders; workloads are labelled by their
+The result (:class:`~reports.model.Report`) is plain data the page renders; workloads are labelled by their
 name and analysed by their kind, so user workload files get the same sections as built-ins,
 and a report works with any subset of workloads.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
-
 import pandas as pd
 
 from llm_call_anatomy.reports import kinds, roofline
 from llm_call_anatomy.reports.analysis import agreement, anatomy, caveats, claims, status, summary
+from llm_call_anatomy.reports.kvcache import block_size
+from llm_call_anatomy.reports.model import Report, Section
 from llm_call_anatomy.reports.runs import Dataset
 from llm_call_anatomy.reports.stats import num
-
-
-@dataclass
-class Section:
-    name: str  # the workload's name, from its file
-    kind: str | None  # a registered kind (reports.kinds; None: every backend skipped it)
-    backends: list[str]  # backends with measurements in it, in column order
-    notes: list[str]  # skipped / failed backends, with reasons
-    data: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass
-class Report:
-    ds: Dataset
-    status: list[status.BackendStatus]
-    sections: list[Section]
-    agreement_cases: pd.DataFrame
-    agreement_summary: pd.DataFrame
-    server: pd.DataFrame
-    roofs: dict[str, roofline.Roof]
-    random_weights: str | None
-    caveats: list[caveats.Caveat]
-    jobs: list[summary.Job]
-    claims: list[claims.Claim] = field(default_factory=list)
-    agreement_cached: pd.DataFrame = field(default_factory=pd.DataFrame)  # cached vs full, per call
-    agreement_cached_summary: pd.DataFrame = field(default_factory=pd.DataFrame)
-    flat_logits: dict[str, bool] = field(default_factory=dict)  # per backend with step-0 log-probs
-    model_notes: list[str] = field(default_factory=list)  # what this model's figures mean
-    anatomy: list[anatomy.Call] = field(
-        default_factory=list
-    )  # one call taken apart, per workload and backend
-
-
-def block_size(engine: dict[str, Any]) -> int | None:
-    """The engine's KV block (vLLM ``block_size``, SGLang ``page_size``); None: reuses to the token."""
-    for key in ("block_size", "page_size"):
-        value = engine.get(key)
-        if isinstance(value, int | float) and value > 0:
-            return int(value)
-    return None
 
 
 def random_weights_note(ds: Dataset) -> str | None:

@@ -1,5 +1,5 @@
 """Exports: what the page shows, as ``summary.json`` and
-CSV files, from the same :class:`~reports.assemble.Report`.
+CSV files, from the same :class:`~reports.model.Report`.
 
     python compare.py report RUN_DIR... --format html,json,csv      # html is the default, alone
 
@@ -39,7 +39,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from llm_call_anatomy.reports.assemble import Report
+from llm_call_anatomy.contract.files import atomic_write_text
+from llm_call_anatomy.reports.analysis.figures import FIGURE_FIELDS, collect
+from llm_call_anatomy.reports.model import Report
 from llm_call_anatomy.reports.runs import ReportError
 
 FORMATS = ("html", "json", "csv")
@@ -171,8 +173,6 @@ def section_tables(report: Report) -> dict[str, dict[str, pd.DataFrame]]:
 
 def tables(report: Report) -> dict[str, pd.DataFrame]:
     """Every exported table by its file stem (``summary``, ``backends``, ..., ``<workload>.<table>``)."""
-    from llm_call_anatomy.reports.analysis.figures import FIGURE_FIELDS, collect
-
     out = {
         "summary": summary_rows(report),
         "backends": status_rows(report),
@@ -199,8 +199,6 @@ def _flat_claim(c: Any) -> dict[str, Any]:
 # --- files ----------------------------------------------------------------------------------------
 def summary(report: Report) -> dict[str, Any]:
     """The contents of ``summary.json``."""
-    from llm_call_anatomy.reports.analysis.figures import collect
-
     return {
         "generated": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "runs": {
@@ -281,8 +279,6 @@ def write_csvs(frames: dict[str, pd.DataFrame], out_dir: Path) -> list[Path]:
 def write(report: Report, out_dir: Path, formats: tuple[str, ...]) -> list[Path]:
     """Write the asked exports (``json``, ``csv``; ``html`` is the page's) into ``out_dir``, each whole or
     not at all; the paths written. An OSError names the file it could not write."""
-    from llm_call_anatomy.contract.files import atomic_write_text
-
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []
     if "json" in formats:

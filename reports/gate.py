@@ -35,8 +35,9 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from llm_call_anatomy.reports import fmt
-from llm_call_anatomy.reports.analysis.figures import HIGHER, LOWER, Figure, from_dict
+from llm_call_anatomy.reports import fmt, report_of
+from llm_call_anatomy.reports.analysis.figures import HIGHER, LOWER, Figure, collect, from_dict
+from llm_call_anatomy.reports.export import plain, status_rows
 from llm_call_anatomy.reports.runs import ReportError
 
 REGRESSED, IMPROVED, NOISE, THRESHOLD = "regressed", "improved", "within noise", "within threshold"
@@ -171,7 +172,6 @@ def figures_of(paths: list[Path], merge_starts: bool = False) -> list[Figure]:
             checked(f, paths[0])
         keys = {f.key for f in out}
         return out + [f for f in extra if f.key not in keys]
-    from llm_call_anatomy.reports import report_of
 
     return figures(report_of(paths, merge_starts=merge_starts))
 
@@ -218,9 +218,6 @@ def error_figures(status: list[dict], levels: list[dict]) -> list[Figure]:
 
 
 def figures(report) -> list[Figure]:
-    from llm_call_anatomy.reports.analysis.figures import collect
-    from llm_call_anatomy.reports.export import plain, status_rows
-
     levels = [  # a section's per-level table with served requests and errors (the load kind's)
         row
         for s in report.sections

@@ -5,13 +5,12 @@
     pools(ds, blocks)                                    # one Pool per backend, from env.json only
 
 A pool's tokens are the engine's own figure (env.json: a start's ``kv_cache_tokens``, or the engine's
-``max_total_num_tokens``, or ``kv_cache_blocks`` × ``block_size``:
-:func:`reports.analysis.summary.kv_tokens`); its GiB are those tokens × the formula. Where the engine
-was also given a byte budget for its cache (vLLM on a CPU: ``VLLM_CPU_KVCACHE_SPACE`` GiB;
-``kv_cache_memory_bytes`` among its arguments), the budget less tokens × formula checks the formula:
-within one block's bytes it is block rounding, beyond it the page shows the difference. A sequence
-of N tokens takes ⌈N / block⌉ blocks, so ``fits(N)`` counts whole blocks; the pool is shared by every
-running sequence, prefix-cached ones included.
+``max_total_num_tokens``, or ``kv_cache_blocks`` × ``block_size``: :func:`kv_tokens`; the engine's KV block:
+:func:`block_size`); its GiB are those tokens × the formula. Where the engine was also given a byte budget
+for its cache (vLLM on a CPU: ``VLLM_CPU_KVCACHE_SPACE`` GiB; ``kv_cache_memory_bytes`` among its
+arguments), the budget less tokens × formula checks the formula: within one block's bytes it is block
+rounding, beyond it the page shows the difference. A sequence of N tokens takes ⌈N / block⌉ blocks, so
+``fits(N)`` counts whole blocks; the pool is shared by every running sequence, prefix-cached ones included.
 """
 
 from __future__ import annotations
@@ -23,7 +22,6 @@ from typing import Any
 import pandas as pd
 
 from llm_call_anatomy.contract.models import DTYPE_BYTES
-from llm_call_anatomy.reports.analysis.summary import kv_tokens
 from llm_call_anatomy.reports.roofline import (
     StepBytes,
     decode_floor_ms,
@@ -31,6 +29,7 @@ from llm_call_anatomy.reports.roofline import (
     model_config,
     model_size,
 )
+from llm_call_anatomy.reports.stats import num
 
 LENGTHS = (1024, 2048, 4096, 8192, 16384, 32768)  # the context lengths the page tabulates
 GIB = 2**30
@@ -39,7 +38,9 @@ __all__ = [
     "Pool",
     "engine_budget",
     "formula",
+    "block_size",
     "kv_bytes_per_token",
+    "kv_tokens",
     "pools",
     "pools_table",
     "section_data",
@@ -47,6 +48,30 @@ __all__ = [
 ]
 BATCHES = (1, 8, 32)  # the batch sizes the bend is predicted at
 BEND_LENGTHS = (1024, 4096, 16384, 32768)
+
+
+# --- what an engine start says about its KV cache (env.json) ------------------------------------------------
+def kv_tokens(start: dict[str, Any]) -> float | None:
+    """The tokens an engine start's KV pool holds, as the engine reported it (env.json: the start's
+    ``kv_cache_tokens``, or the engine's ``max_total_num_tokens``, or its blocks × block size); None: no
+    fixed pool (HF), or not reported."""
+    if start.get("kv_cache_tokens") is not None:
+        return num(start["kv_cache_tokens"])
+    engine = start.get("engine") or {}
+    if engine.get("max_total_num_tokens"):
+        return num(engine["max_total_num_tokens"])
+    if engine.get("kv_cache_blocks") and engine.get("block_size"):
+        return float(engine["kv_cache_blocks"] * engine["block_size"])
+    return None
+
+
+def block_size(engine: dict[str, Any]) -> int | None:
+    """The engine's KV block (vLLM ``block_size``, SGLang ``page_size``); None: reuses to the token."""
+    for key in ("block_size", "page_size"):
+        value = engine.get(key)
+        if isinstance(value, int | float) and value > 0:
+            return int(value)
+    return None
 
 
 def formula(config: dict[str, Any], dtype_bytes: float) -> str:

@@ -1,4 +1,4 @@
-"""Render a :class:`~reports.assemble.Report` as one self-contained HTML file (works offline).
+"""Render a :class:`~reports.model.Report` as one self-contained HTML file (works offline).
 
 Jinja2 templates (``reports/templates/``) with autoescaping: everything that came from a model
 or a workload file is escaped, and its bidirectional controls (U+202E...) shown as escapes (``fmt.visible``,
@@ -19,7 +19,7 @@ import jinja2
 from markupsafe import Markup
 
 from llm_call_anatomy.reports import charts, fmt, kinds, reference
-from llm_call_anatomy.reports.assemble import Report
+from llm_call_anatomy.reports.model import Report
 from llm_call_anatomy.reports.views import Block, anatomy, claims, common, note
 
 TEMPLATES = Path(__file__).parent / "templates"

@@ -19,8 +19,9 @@ from pathlib import Path
 
 from llm_call_anatomy.reports import fmt
 from llm_call_anatomy.reports.__main__ import copy_bandwidth, positive, run_backend
-from llm_call_anatomy.reports.analysis.summary import kv_tokens
-from llm_call_anatomy.reports.assemble import Report, assemble
+from llm_call_anatomy.reports.assemble import assemble
+from llm_call_anatomy.reports.kvcache import kv_tokens
+from llm_call_anatomy.reports.model import Report
 from llm_call_anatomy.reports.runs import ReportError, read_runs
 from llm_call_anatomy.reports.stats import num, spread
 

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Union
 from pydantic import BaseModel, Field, create_model, model_validator
 
 from llm_call_anatomy.contract.registry import Registry, discover_rooms
+from llm_call_anatomy.workloads.spec import mistake
 
 if TYPE_CHECKING:
     from llm_call_anatomy.contract.plan import Group, Step
@@ -187,7 +188,6 @@ def file_model() -> type[BaseModel]:
 
 @functools.cache
 def _file_model(entries: tuple[tuple[str, str], ...]) -> type[BaseModel]:  # keyed by the registry's entries
-    from llm_call_anatomy.workloads.spec import mistake
 
     specs = tuple(kind(n).spec for n, _ in entries)
     entry = Annotated[Union[specs], Field(discriminator="kind")]  # noqa: UP007 - built from the registry

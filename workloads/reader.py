@@ -16,6 +16,7 @@ line); a sweep's ``filler_file`` becomes its ``filler``.
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -200,8 +201,6 @@ def pydantic_mistakes(exc: ValidationError, root: Node | None, file: str, at: tu
 def did_you_mean(loc: tuple) -> str:
     """``" (did you mean 'think_s'?)"`` for an unknown field of a kind's entry that is close to one of the
     kind's own fields (a typo), else ``""``."""
-    import difflib
-
     raw = [p for p in loc if isinstance(p, str)]
     if len(raw) < 2 or raw[-2] not in kinds.names():  # a field of a nested value: no suggestion
         return ""

@@ -10,6 +10,7 @@ logits, and the attention probe from ``output_attentions=True``.
 
 from __future__ import annotations
 
+import json
 import time
 from typing import Any
 
@@ -253,8 +254,6 @@ class HFBackend(Backend):
         return cache, shared
 
     def _grammar_processor(self, schema: dict[str, Any]):
-        import json
-
         import xgrammar as xgr
 
         key = json.dumps(schema, sort_keys=True)

@@ -36,6 +36,7 @@ from typing import Any
 from llm_call_anatomy.backends.base import TokenClock
 from llm_call_anatomy.backends.hf.backend import HFBackend
 from llm_call_anatomy.contract.adapter import Capabilities, RawOutput, Request
+from llm_call_anatomy.contract.options import parse_pairs
 
 CPU_CACHE_TOKENS = 16384  # KV-cache size on a CPU, in tokens (the tiny and smollm2 models: well under 1 GB)
 CPU_BATCH_TOKENS = 512  # tokens one CPU step may process (chunked prefill beyond that)
@@ -45,7 +46,6 @@ PRIME_TOKENS = 8  # the priming request's prompt: under any block size
 
 def overrides(text: str | None) -> dict[str, Any]:
     """``LCA_HF_CB`` as a dict (``key=value`` pairs split on commas); true/false/none and numbers typed."""
-    from llm_call_anatomy.contract.options import parse_pairs
 
     def typed(v: str) -> Any:
         if v.lower() in ("true", "false", "none"):

@@ -48,6 +48,7 @@ from llm_call_anatomy.backends.base import Backend, BackendUnavailable, Result, 
 from llm_call_anatomy.backends.openai import server_facts, streamed_call
 from llm_call_anatomy.backends.openai.bodies import FORMS, IgnoreEosVia, completions_body
 from llm_call_anatomy.backends.openai.chat import chat_body
+from llm_call_anatomy.backends.openai.lean_stream import LeanClientSpec
 from llm_call_anatomy.backends.openai.metrics import FLAVORS, MetricsProbe, level_timings
 from llm_call_anatomy.backends.openai.options import OpenAIOptions
 from llm_call_anatomy.backends.openai.server_http import ServerHTTP, root_url
@@ -342,8 +343,6 @@ class OpenAIBackend(Backend):
         ``openai`` client here."""
         if FORMS[self.form] == "text":
             return None
-        from llm_call_anatomy.backends.openai.lean_stream import LeanClientSpec
-
         try:
             self._check_server()
         except Exception:  # noqa: BLE001 - a launched server that exited: the per-request path names it in each error

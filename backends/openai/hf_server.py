@@ -70,6 +70,7 @@ class HFServerBackend(LaunchedServerBackend):
     def server_argv(self, port: int) -> list[str]:
         """``transformers serve MODEL --continuous-batching`` on 127.0.0.1:``port`` (the random checkpoint
         where one was written); on a CPU with the KV cache sized as ``hf-cb`` sizes it."""
+        # late: backends.hf.cb imports torch and transformers, which driving a server needs neither of
         from llm_call_anatomy.backends.hf.cb import CPU_BATCH_TOKENS, CPU_CACHE_TOKENS
 
         s = self.settings

@@ -59,6 +59,7 @@ from llm_call_anatomy.backends.openai.process import (
     exit_on_sigterm,
     free_port,
 )
+from llm_call_anatomy.backends.openai.replicas import replicas
 from llm_call_anatomy.backends.parallel import SGLANG_ROUTER_MODULE, replica_record, uses_sglang_router
 from llm_call_anatomy.backends.vllm import config as vllm_config
 from llm_call_anatomy.contract.docs import doc
@@ -222,8 +223,6 @@ class LaunchedServerBackend(OpenAIBackend):
     def _replicas(self) -> dict[str, dict[str, float]] | str:
         """Each replica's KV capacity and prefix-cache counters, from /metrics (at the end: the run's
         totals)."""
-        from llm_call_anatomy.backends.openai.replicas import replicas
-
         text = server_facts.metrics_page(self.metrics)
         return (
             (replicas(text) or "the server's /metrics has no per-replica series") if text else "no /metrics"

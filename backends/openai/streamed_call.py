@@ -21,6 +21,7 @@ import httpx
 import openai
 
 from llm_call_anatomy.backends.base import TokenClock
+from llm_call_anatomy.backends.load_loop import timeout_message
 from llm_call_anatomy.backends.openai.stream import StreamCut, read_stream, read_stream_async
 from llm_call_anatomy.contract.adapter import RawOutput, Request
 
@@ -33,12 +34,6 @@ SERVER_GONE = (openai.APIConnectionError, openai.InternalServerError, httpx.Tran
 
 class RequestTimeout(RuntimeError):
     """A request was not answered whole within ``--request-timeout``."""
-
-
-def timeout_message(timeout_s: float) -> str:
-    from llm_call_anatomy.backends.load_loop import timeout_message as message
-
-    return message(timeout_s)
 
 
 def create(client: Any, body: dict[str, Any], chat: bool) -> Any:

@@ -30,6 +30,7 @@ from __future__ import annotations
 import gc
 import logging
 import math
+import sys
 import time
 from typing import Any
 
@@ -246,7 +247,6 @@ class VLLMBackend(Backend):
 
     async def _step_in_flight(self) -> None:
         import asyncio
-        import sys
 
         interval = sys.getswitchinterval()
         sys.setswitchinterval(min(interval, STEP_SWITCH_S))  # see STEP_SWITCH_S

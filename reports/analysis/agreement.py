@@ -20,6 +20,7 @@ import math
 import pandas as pd
 
 from llm_call_anatomy.contract.chat import common_prefix_len
+from llm_call_anatomy.reports.kinds import cached_vs_full_kinds
 from llm_call_anatomy.reports.stats import num
 
 KEY = ["workload", "mode", "case", "turn", "rep", "engine_start"]
@@ -142,8 +143,6 @@ def cached_vs_full(df: pd.DataFrame, kinds: tuple[str, ...] | None = None) -> pd
     """Per backend, each turn and repeat at T=0 of the ``kinds`` (default: those registered with
     ``ReportKind.cached_vs_full``): ``cached`` compared with ``full`` (the reference)."""
     if kinds is None:
-        from llm_call_anatomy.reports.kinds import cached_vs_full_kinds
-
         kinds = cached_vs_full_kinds()
     greedy = _greedy(df[df["kind"].isin(kinds)])
     keys = ["workload", "case", "turn", "rep", "engine_start"]

@@ -4,23 +4,22 @@ Each rule looks at one analysis result and returns sentences only where the numb
 them. A kind's own rules live with its analysis (``ReportKind.caveats``: a cache break-even,
 block rounding and prefix breaks in ``conversation``; a fitted floor, the roofline and launch
 overhead in ``sweep``; grammar overhead in ``json_extraction``; the load's in ``many_users``);
-this module keeps :class:`Caveat`, the loop over the kinds and the rules across workloads
+this module keeps the loop over the kinds and the rules across workloads
 (disagreement across backends, weaker timing sources, server-side timing, and prefix reuse under load
 counted in whole KV blocks: :func:`block_reuse`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pandas as pd
 
 from llm_call_anatomy.reports import fmt
+from llm_call_anatomy.reports.kinds import report_kind
+from llm_call_anatomy.reports.kvcache import block_size
+from llm_call_anatomy.reports.model import Caveat, Report
 from llm_call_anatomy.reports.stats import num, spread
-
-if TYPE_CHECKING:
-    from llm_call_anatomy.reports.assemble import Report
 
 TIMING_NOTES = {
     "max_tokens-differential": (
@@ -29,12 +28,6 @@ TIMING_NOTES = {
     "e2e-only": "only end-to-end time is known (no TTFT or decode split)",
     "client-stream": "timed from the client's stream, so HTTP and detokenisation are included",
 }
-
-
-@dataclass(frozen=True)
-class Caveat:
-    topic: str
-    text: str
 
 
 def derive(report: Report) -> list[Caveat]:
@@ -50,8 +43,6 @@ def derive(report: Report) -> list[Caveat]:
                 "figures (JSON validity without a grammar, clean answers, agreement) do not.",
             )
         )
-    from llm_call_anatomy.reports.kinds import report_kind
-
     for section in report.sections:
         kind = report_kind(section.kind) if section.kind else None
         if kind is not None and section.data:
@@ -60,8 +51,6 @@ def derive(report: Report) -> list[Caveat]:
     out += timing(report.ds.measured())
     out += server(report.server, {b: report.ds.env_of(b).get("engine") or {} for b in report.ds.backends})
     out += configurations({b: report.ds.env_of(b) for b in report.ds.backends}, report.ds)
-    from llm_call_anatomy.reports.assemble import block_size
-
     out += block_reuse(
         report.ds.measured(),
         {b: block_size(report.ds.env_of(b).get("engine") or {}) for b in report.ds.backends},

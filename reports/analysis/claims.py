@@ -3,8 +3,8 @@
 This module is the machinery only; the claims themselves live in modules listed in
 :data:`MODULES` (the seed article's in :mod:`reports.analysis.seed_claims`). To add one, write a
 function ``(report) -> Claim | None`` in one of them and decorate it with :func:`claim`; return
-``None`` when the runs have nothing to say about it (it is then left out), or a :class:`Claim`
-built with one of :func:`holds`, :func:`does_not_hold`, :func:`setup_specific`,
+``None`` when the runs have nothing to say about it (it is then left out), or a
+:class:`~reports.model.Claim` built with one of :func:`holds`, :func:`does_not_hold`, :func:`setup_specific`,
 :func:`not_measurable` or :func:`not_decided`, which are the only verdicts the page knows. A claim
 never hard-codes our figure: ``here`` is computed from the report it is given. A claim with a
 numeric test decides it with an interval against a stated band (:mod:`reports.intervals`), never
@@ -15,21 +15,20 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from llm_call_anatomy.reports.assemble import Report
-
-HOLDS, DOES_NOT_HOLD, SETUP_SPECIFIC, NOT_MEASURABLE = (
-    "holds",
-    "does not hold",
-    "setup-specific",
-    "not measurable here",
+from llm_call_anatomy.reports.kinds import REGISTRY
+from llm_call_anatomy.reports.model import (
+    DOES_NOT_HOLD,
+    HOLDS,
+    NOT_DECIDED,
+    NOT_MEASURABLE,
+    SETUP_SPECIFIC,
+    Claim,
+    Report,
+    Verdict,
 )
-NOT_DECIDED = "not decided"  # a numeric test whose interval crosses the claim's band (reports.intervals)
-VERDICTS = (HOLDS, DOES_NOT_HOLD, SETUP_SPECIFIC, NOT_MEASURABLE, NOT_DECIDED)
+
 # The seed's claims live in the kinds' rooms, a module each (``workloads/<kind>/report/claims*.py``), each
 # with an ``ORDER`` (the article's order: the sweep, the conversation, JSON, templates, the token figures):
 # :func:`claim_modules` finds them and imports them in that order; each registers its checks with @claim.
@@ -37,8 +36,6 @@ VERDICTS = (HOLDS, DOES_NOT_HOLD, SETUP_SPECIFIC, NOT_MEASURABLE, NOT_DECIDED)
 
 def claim_modules() -> list[str]:
     """Every kind room's claims modules (``report/claims.py``, ``report/claims_*.py``), in their ``ORDER``."""
-    from llm_call_anatomy.reports.kinds import REGISTRY
-
     found = []
     for target in REGISTRY.values():
         package = importlib.import_module(target.partition(":")[0])
@@ -50,16 +47,6 @@ def claim_modules() -> list[str]:
 
 
 _CHECKS: list[tuple[str, Callable[[Report], Claim | None]]] = []
-
-
-@dataclass(frozen=True)
-class Verdict:
-    word: str  # one of VERDICTS
-    reason: str  # why, citing the figures it rests on
-
-    def __post_init__(self) -> None:
-        if self.word not in VERDICTS:
-            raise ValueError(f"unknown verdict {self.word!r} (one of {', '.join(VERDICTS)})")
 
 
 def holds(reason: str) -> Verdict:
@@ -80,15 +67,6 @@ def not_measurable(reason: str) -> Verdict:
 
 def not_decided(reason: str) -> Verdict:
     return Verdict(NOT_DECIDED, reason)
-
-
-@dataclass(frozen=True)
-class Claim:
-    source: str  # whose claim: "seed article", "issue #16", ...
-    statement: str  # the claim in one line
-    theirs: str  # the figure the source gives, formatted
-    verdict: Verdict
-    here: dict[str, str] = field(default_factory=dict)  # backend -> our figure, formatted ("" where none)
 
 
 def claim(check: Callable[[Report], Claim | None]) -> Callable[[Report], Claim | None]:

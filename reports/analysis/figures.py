@@ -4,7 +4,7 @@ Two sources, both already computed for the page (nothing is recomputed here):
 
 - every latency row of the summary ("which stack for which job"): per backend, the median over
   engine starts with its relative half-spread within a start and across starts
-  (:class:`reports.stats.StartStat`, kept on :class:`reports.analysis.summary.Job`); lower is better;
+  (:class:`reports.stats.StartStat`, kept on :class:`reports.model.Job`); lower is better;
 - what a workload kind adds through its ``figures`` hook (``reports.kinds``): the load kind's
   per-level throughput and latency. One run per level has no measured spread (``within`` and
   ``across`` None): only the gate's threshold applies to it.
@@ -17,8 +17,10 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any
 
+from llm_call_anatomy.reports.kinds import report_kind
+
 if TYPE_CHECKING:
-    from llm_call_anatomy.reports.assemble import Report
+    from llm_call_anatomy.reports.model import Report
 
 LOWER, HIGHER = "lower", "higher"
 
@@ -66,8 +68,6 @@ def summary_figures(report: Report) -> list[Figure]:
 
 def collect(report: Report) -> list[Figure]:
     """Every figure of the report: the summary's latency rows, then each section's kind's own."""
-    from llm_call_anatomy.reports.kinds import report_kind
-
     out = summary_figures(report)
     for s in report.sections:
         kind = report_kind(s.kind) if s.kind else None

@@ -19,14 +19,10 @@ from __future__ import annotations
 import datetime as dt
 from collections import Counter
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
 from llm_call_anatomy.reports import fmt
+from llm_call_anatomy.reports.model import Job, Report
 from llm_call_anatomy.reports.stats import num
-
-if TYPE_CHECKING:
-    from llm_call_anatomy.reports.analysis.summary import Job
-    from llm_call_anatomy.reports.assemble import Report
 
 LAUNCH_BOUND = 0.10  # decode reads less than this share of the bandwidth floor on every backend
 

@@ -22,12 +22,11 @@ from __future__ import annotations
 
 import re
 import statistics
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from llm_call_anatomy.reports import fmt
-
-if TYPE_CHECKING:
-    from llm_call_anatomy.reports.assemble import Report
+from llm_call_anatomy.reports.kvcache import kv_tokens
+from llm_call_anatomy.reports.model import Report
 
 LABELS = {
     "dtype": "dtype",
@@ -48,8 +47,6 @@ KV_SAME = 0.05  # KV pools whose largest is within 5 % of the smallest are one s
 
 
 def _kv_tokens(report: Report, backend: str) -> float | None:
-    from llm_call_anatomy.reports.analysis.summary import kv_tokens  # summary imports this module
-
     pools = [t for t in (kv_tokens(s) for s in report.ds.start_envs(backend)) if t]
     return statistics.median(pools) if pools else None
 

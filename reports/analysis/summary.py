@@ -17,36 +17,17 @@ peak GPU memory, grammar cost) are listed, not ranked.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from dataclasses import replace
 
 import pandas as pd
 
 from llm_call_anatomy.reports import fmt
+from llm_call_anatomy.reports.analysis.run_context import annotate
+from llm_call_anatomy.reports.analysis.settings_differ import note
+from llm_call_anatomy.reports.kinds import report_kind
+from llm_call_anatomy.reports.kvcache import kv_tokens
+from llm_call_anatomy.reports.model import Job, Report
 from llm_call_anatomy.reports.stats import StartStat, num, over_starts, rank, spread, verdict
-
-if TYPE_CHECKING:
-    from llm_call_anatomy.reports.assemble import Report
-
-
-@dataclass(frozen=True)
-class Job:
-    job: str
-    figure: str  # what is compared
-    values: list[tuple[str, str]]  # (backend, formatted value with its spread), best first
-    best: str | None  # None: a single backend, a tie, within noise, or not comparable
-    verdict: str = ""  # "by 57 % over vllm", "within noise (±9 %)", "not ranked: ..."
-    caution: str | None = None
-    stats: dict[str, StartStat] = field(
-        default_factory=dict
-    )  # a latency job's figures behind ``values`` (exports, the gate)
-    unit: str = ""  # of ``stats`` (lower is better)
-    latency: bool = (
-        False  # a measured latency compared over engine starts (what the run-context notes apply to)
-    )
-    differs: str | None = (
-        None  # the settings that differ between the compared columns, said before the ranking
-    )
 
 
 def stat_text(s: StartStat, unit: str, digits: int | None = None) -> str:
@@ -130,17 +111,6 @@ def rate_ranking(rates: dict[str, float]) -> tuple[list[str], str | None, str]:
     return order, None if tie else order[0], "one backend" if len(order) < 2 else ("a tie" if tie else "")
 
 
-def kv_tokens(start: dict[str, Any]) -> float | None:
-    if start.get("kv_cache_tokens") is not None:
-        return num(start["kv_cache_tokens"])
-    engine = start.get("engine") or {}
-    if engine.get("max_total_num_tokens"):
-        return num(engine["max_total_num_tokens"])
-    if engine.get("kv_cache_blocks") and engine.get("block_size"):
-        return float(engine["kv_cache_blocks"] * engine["block_size"])
-    return None
-
-
 def deployment_jobs(report: Report) -> list[Job]:
     """Start-up seconds, KV-cache capacity and peak GPU
     memory per backend, over its engine starts (env.json)."""
@@ -176,8 +146,6 @@ def deployment_jobs(report: Report) -> list[Job]:
 def jobs(report: Report) -> list[Job]:
     """The summary's jobs: each kind's (named before their ranking where the compared columns' settings
     differ), then the deployment facts; each annotated with what its ranking rests on (run context)."""
-    from llm_call_anatomy.reports.kinds import report_kind
-
     out: list[Job | None] = []
     measured = report.ds.measured()
     for s in report.sections:
@@ -185,11 +153,7 @@ def jobs(report: Report) -> list[Job]:
         if not s.data or kind is None:
             continue
         out += kind.jobs(s, measured[measured["workload"] == s.name], report)
-    from llm_call_anatomy.reports.analysis.settings_differ import note
-
     compared = [
         replace(j, differs=note(report, [b for b, _ in j.values])) for j in out if j is not None
     ]  # deployment facts are listed, not compared: no note
-    from llm_call_anatomy.reports.analysis.run_context import annotate
-
     return [annotate(report, j) for j in [*compared, *deployment_jobs(report)]]

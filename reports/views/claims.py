@@ -5,8 +5,8 @@ from __future__ import annotations
 from markupsafe import Markup
 
 from llm_call_anatomy.reports import reference
-from llm_call_anatomy.reports.analysis.claims import Claim
 from llm_call_anatomy.reports.analysis.seed_claims import SEED
+from llm_call_anatomy.reports.model import Claim
 from llm_call_anatomy.reports.views import Block, Table, p, table
 
 

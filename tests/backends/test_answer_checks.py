@@ -8,7 +8,8 @@ from __future__ import annotations
 import pytest
 
 from llm_call_anatomy.backends.answer_checks import AnswerContradicts, check_answer, contradictions
-from llm_call_anatomy.backends.load_loop import LoadSettings, run_level
+from llm_call_anatomy.backends.load_level import run_level
+from llm_call_anatomy.backends.load_loop import LoadSettings
 from llm_call_anatomy.backends.openai import OpenAIBackend
 from llm_call_anatomy.backends.openai.stream import (
     CHUNK_WITHOUT_CHOICES,

@@ -81,7 +81,8 @@ def test_a_request_past_the_request_timeout_is_cancelled_in_the_manager(tiny_mod
     """A 3000-token request (the tiny model on this CPU: some 150 tokens/s) against a 1 s --request-timeout,
     then a short one in the same session: the first is an error and leaves the manager's batch."""
     from llm_call_anatomy.backends.hf.cb import HFContinuousBatchingBackend
-    from llm_call_anatomy.backends.load_loop import LoadSettings, run_level
+    from llm_call_anatomy.backends.load_level import run_level
+    from llm_call_anatomy.backends.load_loop import LoadSettings
     from llm_call_anatomy.contract.adapter import BackendSettings, Request
 
     settings = BackendSettings(

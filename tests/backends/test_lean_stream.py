@@ -23,7 +23,8 @@ import pytest
 
 from benchmarks.fake_engine import start
 from llm_call_anatomy.backends.base import TokenClock
-from llm_call_anatomy.backends.load_loop import LoadSettings, run_level
+from llm_call_anatomy.backends.load_level import run_level
+from llm_call_anatomy.backends.load_loop import LoadSettings
 from llm_call_anatomy.backends.load_shards import (
     TEST_EXIT_VAR,
     auto_client_procs,
@@ -35,7 +36,6 @@ from llm_call_anatomy.backends.openai import OpenAIBackend
 from llm_call_anatomy.backends.openai.lean_stream import LeanClientSpec, StreamFault
 from llm_call_anatomy.backends.openai.options import OpenAIOptions
 from llm_call_anatomy.contract.adapter import BackendSettings, Request
-from llm_call_anatomy.contract.level_facts import LevelFacts
 
 pytestmark = pytest.mark.openai
 STEP_S = 0.005
@@ -81,10 +81,10 @@ def prompt(n: int = 1024, seed: int = 0) -> list[int]:
 def test_two_client_processes_merge_into_one_level(fake_url: str, server_backend) -> None:
     sessions = [[Request(prompt_ids=prompt(seed=k), max_new_tokens=12, ignore_eos=True)] for k in range(10)]
     outs, facts = run_level(server_backend(), sessions, LoadSettings(concurrency=4, client_procs=2))
-    assert facts["client_procs"] == 2 and len(facts["client_cpu_share"]) == 2
-    assert all(x >= 0 for x in facts["client_cpu_share"]) and "client_failed" not in facts
-    assert LevelFacts.from_dict(facts).other == {}  # every key the level record will carry is named
-    server = facts["server_timings"]  # the fake server's /metrics over the level, sampled by this process
+    assert facts.client_procs == 2 and len(facts.client_cpu_share) == 2
+    assert all(x >= 0 for x in facts.client_cpu_share) and facts.client_failed is None
+    assert facts.other == {}  # every key the level record will carry is named (LevelFacts.from_engine)
+    server = facts.server_timings  # the fake server's /metrics over the level, sampled by this process
     assert server["ttft_n"] == server["e2e_n"] == 10 and server["itl_n"] == 10 * 11
     assert 0 < server["ttft_ms_p50"] <= server["ttft_ms_p99"] and server["tpot_n"] == 10
     assert {(o.session, o.turn) for s in outs for o in s} == {
@@ -92,7 +92,7 @@ def test_two_client_processes_merge_into_one_level(fake_url: str, server_backend
     }  # each once, none lost
     with urllib.request.urlopen(fake_url + "/fake/log") as resp:
         log = json.loads(resp.read())
-    origin = facts["origin_perf_counter"]
+    origin = facts.origin_perf_counter
     sampled = 0
     for (o,) in outs:
         assert o.error is None, o.error
@@ -100,7 +100,7 @@ def test_two_client_processes_merge_into_one_level(fake_url: str, server_backend
         assert out.output_tokens == 12 and out.finish_reason == "length" and out.cached_tokens == 0
         times = o.token_times_s
         assert len(times) == 12 and times == sorted(times) and len(o.chunk_times_s) == 12
-        assert 0 <= o.submit_s < o.first_token_s == times[0] <= o.finish_s <= facts["wall_s"]
+        assert 0 <= o.submit_s < o.first_token_s == times[0] <= o.finish_s <= facts.wall_s
         sent = log[out.extra["response_id"]]["sent"]  # the server's own send times, same clock
         assert len(sent) == 12 and all(t + origin >= s for t, s in zip(times, sent, strict=True))
         if out.prompt_ids_used is not None:
@@ -115,7 +115,7 @@ def test_open_loop_shards_keep_the_arrivals(server_backend) -> None:
     sessions = [[Request(prompt_ids=prompt(64, k), max_new_tokens=3)] for k in range(6)]
     outs, facts = run_level(server_backend(), sessions, LoadSettings(rate_rps=40.0, seed=3, client_procs=3))
     submits = [o.submit_s for (o,) in outs]
-    assert facts["client_procs"] == 3 and all(o.error is None for (o,) in outs)
+    assert facts.client_procs == 3 and all(o.error is None for (o,) in outs)
     assert submits[0] < 0.05 and submits[-1] > submits[0]  # Poisson gaps, not all at once
 
 
@@ -152,7 +152,7 @@ def test_a_fault_is_one_error_record_and_the_level_goes_on(server_backend) -> No
     assert [o.error.split(":")[0] for (o,) in outs] == [
         "StreamFault"
     ] * 3 and "chunk without choices" in outs[0][0].error
-    assert "client_failed" not in facts
+    assert facts.client_failed is None
 
 
 def test_a_client_process_that_dies_turns_its_requests_into_errors(server_backend, monkeypatch) -> None:
@@ -167,9 +167,9 @@ def test_a_client_process_that_dies_turns_its_requests_into_errors(server_backen
     assert (
         len(died) == 1 and sum(not o.started for o in mine) == 2
     )  # in flight: an error; never started: not started
-    assert all(o.started for o in died) and "client process 0" in facts["client_failed"]
-    assert facts["client_cpu_share"][0] is None and facts["client_cpu_share"][1] is not None
-    assert LevelFacts.from_dict(facts).other == {}  # client_failed too is a named key of the level record
+    assert all(o.started for o in died) and "client process 0" in facts.client_failed
+    assert facts.client_cpu_share[0] is None and facts.client_cpu_share[1] is not None
+    assert facts.other == {}  # client_failed too is a named key of the level record
 
 
 def test_client_procs_bounds_and_the_automatic_count() -> None:

@@ -15,7 +15,8 @@ from dataclasses import replace
 import pytest
 
 from llm_call_anatomy.backends.base import Backend, TokenClock
-from llm_call_anatomy.backends.load_loop import LoadSettings, run_level, token_times
+from llm_call_anatomy.backends.load_level import run_level
+from llm_call_anatomy.backends.load_loop import LoadSettings, token_times
 from llm_call_anatomy.contract.adapter import BackendSettings, Capabilities, RawOutput, Request
 
 STEP_S = 0.004
@@ -87,8 +88,8 @@ def test_closed_loop_keeps_exactly_c_requests_in_flight_and_runs_turns_in_order(
         for o in session:
             assert len(o.token_times_s) == 4 and o.first_token_s == o.token_times_s[0]
             assert o.submit_s < o.first_token_s <= o.finish_s
-    assert facts["wall_s"] > 0 and facts["preemptions"] == 18  # a counter: its rise over the level
-    assert facts["kv_cache_usage_peak"] == pytest.approx(0.3)  # a gauge: its peak
+    assert facts.wall_s > 0 and facts.preemptions == 18  # a counter: its rise over the level
+    assert facts.kv_cache_usage_peak == pytest.approx(0.3)  # a gauge: its peak
 
 
 def test_a_failed_request_is_an_outcome_and_the_level_goes_on():
@@ -138,7 +139,7 @@ def test_a_hung_request_ends_at_the_request_timeout_and_the_level_goes_on():
     assert (
         outs[2][0].error == "TimeoutError: socket read"
     )  # the backend's own, not taken for --request-timeout
-    assert time.perf_counter() - started < 2.0 and facts["wall_s"] < 2.0
+    assert time.perf_counter() - started < 2.0 and facts.wall_s < 2.0
 
 
 def test_open_loop_arrivals_follow_the_rate_however_many_are_in_flight():
@@ -192,8 +193,8 @@ def test_a_level_driven_from_this_process_over_http_records_its_client_cpu_and_a
     is the engine too, so the share would not be a client's)."""
     sessions = [[req(prompt=2)] for _ in range(2)]
     _, facts = run_level(OverHttp(), sessions, LoadSettings(concurrency=2))
-    share = facts["client_busy_max"]
-    assert facts["client_procs"] == 0 and facts["client_cpu_share"] == [round(share, 3)]
-    assert share > 0 and facts["client_limited"] == (share > 0.5)
+    share = facts.client_busy_max
+    assert facts.client_procs == 0 and facts.client_cpu_share == [round(share, 3)]
+    assert share > 0 and facts.client_limited == (share > 0.5)
     _, engine = run_level(Batching(), sessions, LoadSettings(concurrency=2))
-    assert "client_busy_max" not in engine and "client_cpu_share" not in engine
+    assert engine.client_busy_max is None and engine.client_cpu_share is None

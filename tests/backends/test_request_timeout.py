@@ -8,7 +8,8 @@ import time
 
 import pytest
 
-from llm_call_anatomy.backends.load_loop import LoadSettings, run_level
+from llm_call_anatomy.backends.load_level import run_level
+from llm_call_anatomy.backends.load_loop import LoadSettings
 from llm_call_anatomy.backends.openai import OpenAIBackend
 from llm_call_anatomy.backends.openai.streamed_call import RequestTimeout
 from llm_call_anatomy.contract.adapter import BackendSettings, Request

@@ -27,12 +27,13 @@ def nvml_loads() -> bool:
 
 @pytest.mark.skipif(nvml_loads(), reason="NVML works here: the not-measured path is not this machine's")
 def test_without_a_driver_a_level_says_not_measured_and_why():
-    from llm_call_anatomy.backends.load_loop import LoadSettings, run_level
+    from llm_call_anatomy.backends.load_level import run_level
+    from llm_call_anatomy.backends.load_loop import LoadSettings
     from tests.backends.test_load import Batching, req
 
     _, facts = run_level(Batching(), [[req()] for _ in range(2)], LoadSettings(concurrency=2))
-    assert facts["gpu_telemetry"].startswith("not measured: ") and "NVMLError" not in facts["gpu_telemetry"]
-    assert not any(k.startswith("gpu_power") for k in facts)
+    assert facts.gpu_telemetry.startswith("not measured: ") and "NVMLError" not in facts.gpu_telemetry
+    assert not any(k.startswith("gpu_power") for k in facts.to_dict())
 
 
 def test_a_machine_without_an_nvidia_gpu_is_said_in_words():
@@ -216,14 +217,15 @@ def test_no_gpu_means_no_idle_wait():
 def test_a_level_records_its_idle_floor_and_series_on_its_requests_clock(monkeypatch):
     """The load loop measures the idle floor before its origin and writes the series from it: the series spans
     every request's submit and finish (the same clock)."""
-    from llm_call_anatomy.backends import load_loop
-    from llm_call_anatomy.backends.load_loop import LoadSettings, run_level
+    from llm_call_anatomy.backends import load_level
+    from llm_call_anatomy.backends.load_level import run_level
+    from llm_call_anatomy.backends.load_loop import LoadSettings
     from tests.backends.test_load import Batching, req
 
     monkeypatch.setattr(telemetry, "IDLE_S", 0.05)
-    monkeypatch.setattr(load_loop, "GpuTelemetry", lambda: GpuTelemetry(every_s=0.01, nvml=RampNvml()))
+    monkeypatch.setattr(load_level, "GpuTelemetry", lambda: GpuTelemetry(every_s=0.01, nvml=RampNvml()))
     outs, facts = run_level(Batching(), [[req()] for _ in range(4)], LoadSettings(concurrency=2))
-    series = facts["gpu_energy_series"]
+    series = facts.gpu_energy_series
     done = [o for s in outs for o in s]
-    assert facts["gpu_idle_w"] == pytest.approx(RampNvml.IDLE_W, rel=1e-2) and series[0][0] < 0
+    assert facts.gpu_idle_w == pytest.approx(RampNvml.IDLE_W, rel=1e-2) and series[0][0] < 0
     assert series[-1][0] >= max(o.finish_s for o in done) and min(o.submit_s for o in done) >= 0

@@ -259,7 +259,8 @@ def test_hf_and_vllm_write_into_one_run_dir(tmp_path):
 HUNG_REQUEST = """
 import json
 from llm_call_anatomy.backends.base import BackendSettings, Request
-from llm_call_anatomy.backends.load_loop import LoadSettings, run_level
+from llm_call_anatomy.backends.load_loop import LoadSettings
+from llm_call_anatomy.backends.load_level import run_level
 from llm_call_anatomy.backends.vllm.backend import VLLMBackend
 from llm_call_anatomy.harness.models import build_tiny
 
@@ -272,9 +273,9 @@ if __name__ == "__main__":
     after = Request(prompt_ids=[6] * 16, max_new_tokens=60, ignore_eos=True)
     (outs,), level = run_level(backend, [[hung, after]], LoadSettings(concurrency=1))
     facts = {"errors": [o.error for o in outs], "tokens": [len(o.token_times_s) for o in outs],
-             "running_peak": level.get("requests_running_peak"),
-             "steps": level.get("engine_steps"), "step_s": level.get("engine_step_s"),
-             "wall_s": level["wall_s"],
+             "running_peak": level.requests_running_peak,
+             "steps": level.engine_steps, "step_s": level.engine_step_s,
+             "wall_s": level.wall_s,
              "scheduler": backend.environment()["scheduler"],
              "seconds": [o.finish_s - o.submit_s for o in outs],
              "unfinished": backend.llm.llm_engine.has_unfinished_requests()}
@@ -353,7 +354,8 @@ def test_an_unknown_engine_arg_is_the_engines_own_error_in_one_line(tmp_path):
 OPEN_LOOP = """
 import json
 from llm_call_anatomy.backends.base import BackendSettings, Request
-from llm_call_anatomy.backends.load_loop import LoadSettings, run_level
+from llm_call_anatomy.backends.load_loop import LoadSettings
+from llm_call_anatomy.backends.load_level import run_level
 from llm_call_anatomy.backends.vllm.backend import VLLMBackend
 from llm_call_anatomy.harness.models import build_tiny
 
@@ -368,7 +370,7 @@ if __name__ == "__main__":
     lags = sorted((o.submit_s - o.planned_submit_s) * 1e3 for s in outs for o in s if o.submit_s is not None)
     backend.close()
     print(json.dumps({"lags_ms": lags, "errors": [o.error for s in outs for o in s if o.error],
-                      "steps": level.get("engine_steps")}))
+                      "steps": level.engine_steps}))
 """
 
 

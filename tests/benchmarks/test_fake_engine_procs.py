@@ -20,7 +20,8 @@ import pytest
 
 from benchmarks import load_client
 from benchmarks.fake_engine_procs import STREAMS_PER_SERVER_PROC, auto_server_procs, start_procs
-from llm_call_anatomy.backends.load_loop import LoadSettings, run_level
+from llm_call_anatomy.backends.load_level import run_level
+from llm_call_anatomy.backends.load_loop import LoadSettings
 from llm_call_anatomy.backends.openai import OpenAIBackend
 from llm_call_anatomy.contract.adapter import BackendSettings, Request
 
@@ -58,7 +59,7 @@ def test_two_processes_serve_one_port_and_their_metrics_are_summed(two_procs, ti
     assert sorted(ids) == sorted(log) and len(set(ids)) == 48  # each request served once, by one process
     assert {k.split("-")[1] for k in log} == {"0", "1"}  # 24 connections over two listeners: both served
     assert all(len(e["sent"]) == 6 for e in log.values())
-    server = facts["server_timings"]  # the harness's own scrape of /metrics, before and after the level
+    server = facts.server_timings  # the harness's own scrape of /metrics, before and after the level
     assert server["ttft_n"] == server["e2e_n"] == 48 and server["itl_n"] == 48 * 5
     totals = {_success_total(two_procs.url) for _ in range(8)}
     assert totals == {float(len(two_procs.log()))}  # every scrape, whichever process answered it: the sum

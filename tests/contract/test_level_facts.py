@@ -19,7 +19,9 @@ from llm_call_anatomy.backends.base import Backend, TokenClock
 from llm_call_anatomy.contract import capacity as cap
 from llm_call_anatomy.contract.adapter import BackendSettings, Capabilities, RawOutput, Request
 from llm_call_anatomy.contract.level_facts import ALWAYS, NOT_WRITTEN, WRITTEN_WITH, LevelFacts
+from llm_call_anatomy.contract.records import DamagedRecordError
 from llm_call_anatomy.contract.slo import Verdict
+from tests.conftest import lab_example
 
 NAMED = {f.name for f in fields(LevelFacts)} - NOT_WRITTEN  # the keys of extra.level the type names
 ROOT = Path(__file__).resolve().parents[2]
@@ -156,6 +158,107 @@ def test_an_older_runs_level_record_reads():
     assert LevelFacts.from_dict(None) == LevelFacts.from_dict({}) == LevelFacts()
 
 
+# --- the keys older records carry, and records that cannot be read ------------------------------------------
+# Every key of extra.level that the committed runs carry (lab/examples, lab/results: runs written before the
+# level record had a type, as dicts of engine facts). The type must keep naming each as they wrote it, or
+# those runs no longer load: a field renamed or dropped here breaks the test, not a reader's old run.
+OLDER_KEYS = frozenset(
+    {
+        *("requests_planned", "requests_started", "batches_requests", "served_as", "think_time_s", "think"),
+        *("seconds", "duration_s", "arrival", "burstiness", "searched_for", "extended", "search_ceiling"),
+        *("search_ratio", "users", "in_flight_mean", "in_flight_p90", "arrivals_per_s", "wall_s"),
+        *("client_procs", "origin_perf_counter", "client", "client_cpu_share", "client_busy_max"),
+        *("client_limited", "kv_cache_usage_peak", "requests_running_peak", "requests_waiting_peak"),
+        *("prefix_cache_hit_rate_peak", "preemptions", "prefix_cache_queries", "prefix_cache_hits"),
+        *("engine_step_s", "engine_steps", "server_timings", "gpu_samples", "gpu_index", "gpu_power_w_mean"),
+        *("gpu_power_w_peak", "gpu_util_pct_mean", "gpu_memory_used_peak_bytes", "gpu_energy_j"),
+        "gpu_energy_source",
+    }
+)
+
+
+def committed_level_rows() -> list[tuple[Path, dict]]:
+    """Every level record of the committed runs (the lab's and the tests' fixtures), as read back."""
+    lab_example("h200-load")  # a small clone has no lab evidence: skip there
+    out = []
+    for path in [*ROOT.glob("lab/**/records.jsonl*"), *ROOT.glob("tests/**/records.jsonl*")]:
+        opener = gzip.open if path.suffix == ".gz" else open
+        with opener(path, "rt", encoding="utf-8") as f:
+            for line in f:
+                if '"level": {' in line:  # a request's record: only a level's own carries extra.level
+                    row = json.loads(line)
+                    if isinstance((row.get("extra") or {}).get("level"), dict):
+                        out.append((path, row))
+    return out
+
+
+def test_the_keys_older_records_carry_are_named_and_every_committed_level_record_loads():
+    rows = committed_level_rows()
+    assert len(rows) >= 270  # the lab's runs were read (274 level records when the type came)
+    carried = set().union(*(row["extra"]["level"] for _, row in rows))
+    assert carried >= OLDER_KEYS, sorted(OLDER_KEYS - carried)  # the pin is what real records carry
+    assert OLDER_KEYS <= NAMED, sorted(OLDER_KEYS - NAMED)  # ... and the type names every one of them
+    for path, row in rows:  # each loads through the checked reader: every value of the type its field says
+        facts = LevelFacts.from_record(row)
+        assert facts.other == {}, (path, facts.other)
+
+
+def test_an_engine_fact_the_type_does_not_name_is_refused_where_it_is_measured():
+    """The measuring side's constructor is strict (a new figure is a field, not a stray key): a backend whose
+    ``load_stats`` reports a gauge the type does not name fails its level, naming the key and the backend."""
+    from llm_call_anatomy.backends.load_level import run_level
+    from llm_call_anatomy.backends.load_loop import LoadSettings
+    from llm_call_anatomy.contract.level_facts import UnknownFactError
+
+    with pytest.raises(UnknownFactError, match=r"backend made-up reported .*: made_up_pool_bytes\b"):
+        LevelFacts.from_engine({"wall_s": 1.0, "made_up_pool_bytes": 3, "replica0_x": 1.0}, "backend made-up")
+    assert LevelFacts.from_engine({"wall_s": 1, "replica0_x": 1.0}).replica_figures == {"replica0_x": 1.0}
+
+    class NewGauge(Reports):
+        def load_stats(self) -> dict[str, float]:
+            return {"made_up_pool_now": 1.0, "kv_cache_usage_now": 0.5}
+
+    request = Request(prompt_ids=[1, 2], max_new_tokens=2)
+    with pytest.raises(UnknownFactError, match=r"backend reports reported .*: made_up_pool_peak \("):
+        run_level(NewGauge(), [[request]], LoadSettings(concurrency=1))
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "said"),
+    [
+        ("wall_s", "12.5", "extra.level.wall_s is str '12.5', not float"),
+        ("requests_planned", 4.5, "extra.level.requests_planned is float 4.5, not int"),
+        ("kv_cache_usage_peak", True, "extra.level.kv_cache_usage_peak is bool True, not float"),
+        ("batches_requests", 1, "extra.level.batches_requests is int 1, not bool"),
+        (
+            "client_cpu_share",
+            [0.2, "x"],
+            "extra.level.client_cpu_share is list [0.2, 'x'], not list[float | None]",
+        ),
+        ("server_timings", [1], "extra.level.server_timings is list [1], not dict[str, Any]"),
+    ],
+)
+def test_a_damaged_level_record_names_its_run_level_and_key(key, value, said):
+    row = {
+        "run_id": "h200-x",
+        "backend": "vllm",
+        "workload": "load",
+        "mode": "sessions",
+        "case": "C=8",
+        "rep": None,
+        "load_concurrency": 8,
+        "extra": {"level": {"wall_s": 2.0, key: value}},
+    }
+    with pytest.raises(DamagedRecordError) as caught:
+        LevelFacts.from_record(row)
+    assert str(caught.value) == f"run h200-x, level vllm load/sessions C=8: a damaged level record: {said}"
+    with pytest.raises(
+        DamagedRecordError, match=r"^run h200-x, level .*: extra.level is str 'x', not an object"
+    ):
+        LevelFacts.from_record({**row, "extra": {"level": "x"}})
+    assert LevelFacts.from_dict({key: None}) == LevelFacts()  # None is "not recorded" for every key
+
+
 def test_every_committed_runs_level_records_read_and_write_back_their_keys():
     seen = 0
     for path in [*ROOT.glob("lab/examples/**/records.jsonl*"), *ROOT.glob("tests/**/records.jsonl*")]:
@@ -246,7 +349,7 @@ ONLY_ELSEWHERE = {  # named fields this level does not write, and who does
 
 
 def test_the_runner_writes_exactly_the_named_keys(tiny_model_dir, tmp_path, monkeypatch):
-    from llm_call_anatomy.backends import load_loop
+    from llm_call_anatomy.backends import load_level
     from llm_call_anatomy.backends.telemetry import GpuTelemetry
     from llm_call_anatomy.harness.records import read_records
     from llm_call_anatomy.harness.runner import Runner
@@ -254,7 +357,7 @@ def test_the_runner_writes_exactly_the_named_keys(tiny_model_dir, tmp_path, monk
     from tests.harness.test_capacity import plan_of
 
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
-    monkeypatch.setattr(load_loop, "GpuTelemetry", lambda: GpuTelemetry(every_s=0.01, nvml=FakeNvml()))
+    monkeypatch.setattr(load_level, "GpuTelemetry", lambda: GpuTelemetry(every_s=0.01, nvml=FakeNvml()))
     plan = plan_of(SPEC, tiny_model_dir, tmp_path)
     out = tmp_path / "run"
     backend = Reports()

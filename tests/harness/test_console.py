@@ -6,13 +6,13 @@ import subprocess
 import sys
 import tomllib
 
-from llm_call_anatomy.harness import console
+from llm_call_anatomy.harness import console, version
 from tests.conftest import ROOT, compare
 
 
 def test_version_is_the_declared_one():
     declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
-    assert console.version() == declared
+    assert version.version() == declared
     assert compare("--version", timeout=120).stdout.strip() == f"compare.py {declared}"
 
 
@@ -39,8 +39,8 @@ def test_messages_and_help_name_the_command_the_user_typed(tmp_path, capsys, mon
     from llm_call_anatomy.harness.backend_runs import build_report
     from llm_call_anatomy.harness.cli_parser import epilog
 
-    assert console.commands("compare.py") == ("python compare.py", "python compare.py report")
-    assert console.commands("llm-call-anatomy") == ("llm-call-anatomy", "llm-call-anatomy report")
+    assert version.commands("compare.py") == ("python compare.py", "python compare.py report")
+    assert version.commands("llm-call-anatomy") == ("llm-call-anatomy", "llm-call-anatomy report")
     installed = epilog("llm-call-anatomy")
     assert "compare.py --" not in installed and "python compare.py report runs" not in installed
     assert "  llm-call-anatomy report --baseline runs/a --candidate runs/b" in installed

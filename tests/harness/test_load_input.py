@@ -10,7 +10,8 @@ import time
 
 import pytest
 
-from llm_call_anatomy.backends.load_loop import LoadSettings, run_level
+from llm_call_anatomy.backends.load_level import run_level
+from llm_call_anatomy.backends.load_loop import LoadSettings
 from llm_call_anatomy.harness.cli import main
 from tests.harness.fakes import echo_backend_class
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from llm_call_anatomy.reports.assemble import assemble, block_size
+from llm_call_anatomy.reports.assemble import assemble
+from llm_call_anatomy.reports.kvcache import block_size
 from llm_call_anatomy.reports.runs import read_runs
 from tests.reports.records import conversation_records, record, sweep_records, write_run
 

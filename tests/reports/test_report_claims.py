@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from llm_call_anatomy.reports import fmt
+from llm_call_anatomy.reports import fmt, model
 from llm_call_anatomy.reports.analysis import claims
 from llm_call_anatomy.reports.assemble import assemble
 from llm_call_anatomy.reports.runs import read_runs
@@ -31,7 +31,7 @@ def test_verdicts_are_a_closed_set():
     assert claims.holds("x").word == "holds"
     assert claims.not_measurable("x").word == "not measurable here"
     with pytest.raises(ValueError, match="unknown verdict"):
-        claims.Verdict("probably", "x")
+        model.Verdict("probably", "x")
 
 
 def test_registering_a_claim(h200, monkeypatch):
@@ -39,7 +39,7 @@ def test_registering_a_claim(h200, monkeypatch):
 
     @claims.claim
     def always(report):
-        return claims.Claim("test", "a claim", "1", claims.holds("because"), {"hf": "1"})
+        return model.Claim("test", "a claim", "1", claims.holds("because"), {"hf": "1"})
 
     @claims.claim
     def silent(report):
@@ -55,7 +55,7 @@ def test_every_seed_claim_is_listed_with_a_verdict(h200):
     assert (
         len(seed) == 13
     )  # every seed claim, the three token figures too (the runs' env.json has the tokenizer facts)
-    assert all(c.verdict.word in claims.VERDICTS and c.verdict.reason for c in seed)
+    assert all(c.verdict.word in model.VERDICTS and c.verdict.reason for c in seed)
     by = {c.statement: c for c in seed}
     # random weights: attention cannot be judged; the mask held on every backend (n as recorded)
     attention = next(c for c in seed if "special tokens" in c.statement)

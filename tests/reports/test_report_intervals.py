@@ -8,8 +8,7 @@ import random
 
 import pytest
 
-from llm_call_anatomy.reports import intervals
-from llm_call_anatomy.reports.analysis import claims
+from llm_call_anatomy.reports import intervals, model
 from llm_call_anatomy.reports.assemble import assemble
 from llm_call_anatomy.reports.runs import read_runs
 from tests.reports.records import sweep_record, write_run
@@ -58,7 +57,7 @@ def sweep(backend: str, decode, rng: random.Random, starts: int = 2, reps: int =
     ]
 
 
-def flat_claim(tmp_path, decode) -> claims.Claim:
+def flat_claim(tmp_path, decode) -> model.Claim:
     run = write_run(tmp_path / "run", sweep("hf", decode, random.Random(7)))
     report = assemble(read_runs([run]))
     return next(c for c in report.claims if "flat in the prompt length" in c.statement)

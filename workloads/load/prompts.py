@@ -27,6 +27,7 @@ def session_turns(spec: LoadSpec) -> tuple[str | None, list[dict[str, Any]] | No
         raise ValueError(
             f"load {spec.name!r}: transcripts not loaded (read the file with workloads.read_workload_file)"
         )
+    # late: the catalog reads the kinds' registry, which imports this kind's room (a circle by name)
     from llm_call_anatomy.workloads.catalog import read_builtin
 
     found = [s for s in read_builtin([spec.conversation or ""]) if s.kind == "conversation" and s.turns]

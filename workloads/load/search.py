@@ -8,6 +8,7 @@ groups: a prefix of the pool's users or requests, the same ones a planned level 
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from llm_call_anatomy.contract.arrivals import arrival_times
@@ -29,8 +30,6 @@ def search_groups(
     same requests a planned level at that load has: a prefix of the pool's users or requests). ``extend``
     (2: an undecided level run again for more time): twice the window, as a new attempt of the same level
     (open loop: ``duration_s`` x 2; closed: twice the requests, or sessions, the pool has them)."""
-    import dataclasses
-
     case = f"C={concurrency}" if concurrency else f"rate={rate_rps:g}"
     c = concurrency or 1
     warm_n = info["warmup_requests"] if info["warmup_requests"] is not None else c

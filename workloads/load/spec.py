@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, model_validator
 
 from llm_call_anatomy.contract.options import parse_pairs
+from llm_call_anatomy.contract.slo import parse_targets
 from llm_call_anatomy.workloads.spec import Messages, TranscriptSource, Turn, _Strict, mistake
 
 # What a load workload runs on a CPU when --load says nothing (the built-in's levels up to 128, with
@@ -237,8 +238,6 @@ class LoadSpec(_Strict):
                 ["search_max"],
             )
         if self.search_targets is not None:
-            from llm_call_anatomy.contract.slo import parse_targets
-
             try:
                 parse_targets(self.search_targets)
             except ValueError as exc:

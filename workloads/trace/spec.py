@@ -20,6 +20,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, model_validator
 
 from llm_call_anatomy.contract.options import parse_pairs
+from llm_call_anatomy.contract.slo import parse_targets
 from llm_call_anatomy.workloads.spec import _Strict, mistake
 from llm_call_anatomy.workloads.trace.transcript import TranscriptRequest, resolve
 
@@ -110,8 +111,6 @@ class TraceSpec(_Strict):
                         ["rows", i],
                     )
         if self.search_targets is not None:
-            from llm_call_anatomy.contract.slo import parse_targets
-
             try:
                 parse_targets(self.search_targets)
             except ValueError as exc:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from llm_call_anatomy.reports import fmt
 
 if TYPE_CHECKING:
-    from llm_call_anatomy.reports.assemble import Report, Section
+    from llm_call_anatomy.reports.model import Report, Section
 
 SEED = "seed article"
 

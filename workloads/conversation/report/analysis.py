@@ -14,7 +14,7 @@ from typing import Any
 import pandas as pd
 
 from llm_call_anatomy.reports import fmt
-from llm_call_anatomy.reports.analysis.caveats import Caveat
+from llm_call_anatomy.reports.model import Caveat
 from llm_call_anatomy.reports.stats import agg, num, ratio, spread
 
 

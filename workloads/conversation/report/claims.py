@@ -14,7 +14,6 @@ import pandas as pd
 
 from llm_call_anatomy.reports import fmt, reference
 from llm_call_anatomy.reports.analysis.claims import (
-    Claim,
     claim,
     does_not_hold,
     holds,
@@ -22,10 +21,11 @@ from llm_call_anatomy.reports.analysis.claims import (
     setup_specific,
 )
 from llm_call_anatomy.reports.analysis.seed_claims import SEED, section_of, value_range
+from llm_call_anatomy.reports.model import Claim
 from llm_call_anatomy.reports.stats import num
 
 if TYPE_CHECKING:
-    from llm_call_anatomy.reports.assemble import Report
+    from llm_call_anatomy.reports.model import Report
 
 
 ORDER = 2  # where this module's claims stand on the page (reports.analysis.claims)

@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any
 
 from llm_call_anatomy.reports import fmt, reference
 from llm_call_anatomy.reports.analysis.claims import (
-    Claim,
     claim,
     does_not_hold,
     holds,
@@ -24,10 +23,11 @@ from llm_call_anatomy.reports.analysis.claims import (
     setup_specific,
 )
 from llm_call_anatomy.reports.analysis.seed_claims import SEED
+from llm_call_anatomy.reports.model import Claim
 from llm_call_anatomy.reports.stats import num
 
 if TYPE_CHECKING:
-    from llm_call_anatomy.reports.assemble import Report
+    from llm_call_anatomy.reports.model import Report
 
 ORDER = 5  # where this module's claims stand on the page (reports.analysis.claims)
 

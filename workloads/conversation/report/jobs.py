@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from llm_call_anatomy.reports.analysis.summary import Job, by_backend, latency_job
+from llm_call_anatomy.reports.analysis.summary import by_backend, latency_job
+from llm_call_anatomy.reports.model import Job
 
 
 def conversation_jobs(s, rows: pd.DataFrame) -> list[Job | None]:

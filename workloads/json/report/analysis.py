@@ -17,7 +17,8 @@ from typing import Any
 import pandas as pd
 
 from llm_call_anatomy.reports import fmt, intervals
-from llm_call_anatomy.reports.analysis.caveats import Caveat
+from llm_call_anatomy.reports.assemble import random_weights_note
+from llm_call_anatomy.reports.model import Caveat
 from llm_call_anatomy.reports.stats import agg, num, spread
 
 GRAMMAR_NAME = re.compile(r"constrain|grammar|schema", re.I)
@@ -336,8 +337,6 @@ def claims(
 # --- the section: its data and caveats (the kind's report half, ``workloads.json.report.KIND``) ---
 def data(rows: pd.DataFrame, ctx: Any, name: str) -> dict[str, Any]:
     """The section's data (``ReportKind.analyse``); the claims read "not measurable" on random weights."""
-    from llm_call_anatomy.reports.assemble import random_weights_note
-
     random_weights = random_weights_note(ctx.ds) is not None
     rates, counts = pass_rates(rows), failure_counts(rows)
     return {

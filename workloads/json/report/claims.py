@@ -11,11 +11,12 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from llm_call_anatomy.reports import reference
-from llm_call_anatomy.reports.analysis.claims import Claim, claim, does_not_hold, holds, not_measurable
+from llm_call_anatomy.reports.analysis.claims import claim, does_not_hold, holds, not_measurable
 from llm_call_anatomy.reports.analysis.seed_claims import SEED, section_of
+from llm_call_anatomy.reports.model import Claim
 
 if TYPE_CHECKING:
-    from llm_call_anatomy.reports.assemble import Report
+    from llm_call_anatomy.reports.model import Report
 
 
 ORDER = 3  # where this module's claims stand on the page (reports.analysis.claims)

@@ -4,7 +4,8 @@ shared rules (:mod:`reports.analysis.summary`: a winner only beyond the noise)."
 from __future__ import annotations
 
 from llm_call_anatomy.reports import fmt
-from llm_call_anatomy.reports.analysis.summary import Job, rate_ranking
+from llm_call_anatomy.reports.analysis.summary import rate_ranking
+from llm_call_anatomy.reports.model import Job
 
 
 def json_jobs(s, quality: str | None) -> list[Job | None]:

@@ -20,15 +20,26 @@ from typing import Any
 
 import pandas as pd
 
+from llm_call_anatomy.reports.analysis.caveats import over_http
 from llm_call_anatomy.reports.kinds import ReportKind
-from llm_call_anatomy.workloads.load.report import capacity_summary
+from llm_call_anatomy.workloads.load.report import (
+    capacity,
+    capacity_summary,
+    cost,
+    inproc_server,
+    replicas,
+    retarget,
+    sizing,
+)
 from llm_call_anatomy.workloads.load.report import capacity_tables as cv
 from llm_call_anatomy.workloads.load.report import levels as mu
 from llm_call_anatomy.workloads.load.report import replicas_tables as replicas_view
 from llm_call_anatomy.workloads.load.report import sizing_tables as answers
-from llm_call_anatomy.workloads.load.report.caching import caching_caveats
+from llm_call_anatomy.workloads.load.report import targets as slo_targets
+from llm_call_anatomy.workloads.load.report.caching import caching_caveats, caching_ratios, caching_settings
 from llm_call_anatomy.workloads.load.report.caveats import caveats
 from llm_call_anatomy.workloads.load.report.charts import CHARTS
+from llm_call_anatomy.workloads.load.report.sizing_tables import capacity_frame
 from llm_call_anatomy.workloads.load.report.summary import figures, jobs
 from llm_call_anatomy.workloads.load.report.tables import blocks
 from llm_call_anatomy.workloads.load.report.targets import slo_of
@@ -43,11 +54,6 @@ def skipped_backends(records: pd.DataFrame, workload: str) -> dict[str, str]:
 
 
 def _analyse(rows: pd.DataFrame, ctx, name: str) -> dict[str, Any]:
-    from llm_call_anatomy.reports.analysis.caveats import over_http
-    from llm_call_anatomy.workloads.load.report import capacity, cost, retarget, sizing
-    from llm_call_anatomy.workloads.load.report import targets as slo_targets
-    from llm_call_anatomy.workloads.load.report.caching import caching_ratios, caching_settings
-
     report_pair = ctx.slo or retarget.goodput_pair(ctx.targets)  # the report's --slo, where given
     given, slo_source = slo_of(ctx.ds, report_pair)
     slo = given or mu.DEFAULT_SLO
@@ -90,9 +96,6 @@ def _analyse(rows: pd.DataFrame, ctx, name: str) -> dict[str, Any]:
     cap["via"] = {
         b: "HTTP" if over_http(ctx.ds.env_of(b).get("engine") or {}) else "in process" for b in labels
     }
-    from llm_call_anatomy.workloads.load.report import inproc_server, replicas
-    from llm_call_anatomy.workloads.load.report.sizing_tables import capacity_frame
-
     # an engine in process beside its own server: where their capacities disagree, each side's TTFT split
     engines = {b: replicas.engine_of(ctx.ds.env_of(b).get("engine") or {}, b) for b in labels}
     cap["inproc_server"] = inproc_server.notes(cap, rows, engines)
@@ -120,8 +123,6 @@ def _analyse(rows: pd.DataFrame, ctx, name: str) -> dict[str, Any]:
 def with_between(caps: pd.DataFrame, targets_of: dict, envs: dict, runs: dict, sources: dict) -> pd.DataFrame:
     """Each capacity row with ``between``: the level between its bracket's ends and the command that measures
     it, where the ends are farther apart than the search's ratio (``retarget.between``); None elsewhere."""
-    from llm_call_anatomy.workloads.load.report import retarget
-
     if caps.empty:
         return caps
     out = []

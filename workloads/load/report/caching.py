@@ -22,6 +22,7 @@ from typing import Any
 
 import pandas as pd
 
+from llm_call_anatomy.reports.model import Caveat
 from llm_call_anatomy.reports.stats import num
 from llm_call_anatomy.workloads.load.report.capacity import not_run_between, tps_above
 
@@ -67,7 +68,6 @@ def caching_caveats(settings: dict[str, CachingSetting]) -> list:
     """One caveat per column whose engine ran its prefix cache otherwise than asked (the column is paired and
     named as it ran), and, on a page with a column that ran it off, one for the columns whose backend does not
     apply the setting and whose engine did not say (they are never paired)."""
-    from llm_call_anatomy.reports.analysis.caveats import Caveat
 
     def word(on: bool) -> str:
         return "on" if on else "off"

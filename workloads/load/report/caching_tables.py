@@ -9,6 +9,7 @@ from __future__ import annotations
 import pandas as pd
 
 from llm_call_anatomy.reports import fmt
+from llm_call_anatomy.reports.model import Caveat
 from llm_call_anatomy.reports.views import Table
 from llm_call_anatomy.workloads.load.report.capacity_cells import (
     capacity_ratio_text,
@@ -57,8 +58,6 @@ def caching_mix_caveats(caching: dict[str, bool | None]) -> list:
     """One caveat where some columns ran with prefix caching off and others with it on (or not said: older
     runs, on): a reader of a mixed page (the merged capacity page) must know which is which. A page-wide
     fact under its own topic: every load section finds it, the page (``derive``) shows it once."""
-    from llm_call_anatomy.reports.analysis.caveats import Caveat
-
     off = [b for b, on in caching.items() if on is False]
     on = [b for b, v in caching.items() if v is not False]
     if not off or not on:

@@ -49,6 +49,7 @@ from llm_call_anatomy.reports.analysis.status import unreached_levels
 from llm_call_anatomy.reports.stats import num
 from llm_call_anatomy.workloads.load.report import targets as slo_targets
 from llm_call_anatomy.workloads.load.report.capacity_group import CapacityGroup
+from llm_call_anatomy.workloads.load.report.levels import level_facts, requests
 
 KEY = ["backend", "workload", "mode", "case"]
 SMALL_N = 100  # a p99 from fewer requests is close to their maximum
@@ -270,8 +271,6 @@ def analyse(
 
     def of(backend: str) -> tuple[Target, ...]:
         return by_column.get(backend, fallback)
-
-    from llm_call_anatomy.workloads.load.report.levels import level_facts, requests
 
     reqs = requests(rows)
     start_facts = level_facts(rows, by_start=True)

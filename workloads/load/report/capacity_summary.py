@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from llm_call_anatomy.reports import fmt
+from llm_call_anatomy.reports.model import Job
 from llm_call_anatomy.reports.stats import StartStat, rank, verdict
 from llm_call_anatomy.workloads.load.report.capacity import mix_classes, tps_above
 from llm_call_anatomy.workloads.load.report.capacity_cells import capacity_text, headline_text
@@ -27,8 +28,6 @@ def jobs(d: dict[str, Any]) -> list:
     reached the variant, as not run, in the main group's row); per variant: output tok/s at the level the
     most backends ran with the same mix (the highest such; a backend at other levels or with another mix is
     left out), a winner only where the intervals do not overlap."""
-    from llm_call_anatomy.reports.analysis.summary import Job
-
     cap = d["cap"]
     steady, caps = cap["steady"], cap["capacity"]
     out = []
@@ -78,8 +77,6 @@ def _throughput(w: str, m: str, g, mix_note: str) -> list:
     """The throughput row of one group of backends that ran the same requests: at the level the most of them
     ran with one mix (then the highest such level; a backend that ran other levels is left out, not
     compared), a winner only by ``throughput_verdict``."""
-    from llm_call_anatomy.reports.analysis.summary import Job
-
     best = None
     for (c, _mix), h in g.groupby(["concurrency", "mix"]):
         if h["backend"].nunique() >= 2 and (best is None or (h["backend"].nunique(), c) > best[0]):

@@ -15,7 +15,8 @@ from markupsafe import Markup
 
 from llm_call_anatomy.contract.slo import SOURCES
 from llm_call_anatomy.reports import fmt
-from llm_call_anatomy.reports.views import Block, Table, compact, h3, p, side, table
+from llm_call_anatomy.reports.model import Caveat
+from llm_call_anatomy.reports.views import Block, Table, chart, compact, h3, p, side, table
 from llm_call_anatomy.workloads.load.report import labels as names
 from llm_call_anatomy.workloads.load.report.caching_tables import caching_mix_caveats, caching_table
 from llm_call_anatomy.workloads.load.report.capacity import known
@@ -27,6 +28,7 @@ from llm_call_anatomy.workloads.load.report.capacity_cells import (
     starts_text,
     verdicts_by_level,
 )
+from llm_call_anatomy.workloads.load.report.mix_groups import variants
 
 PRICE_FORMULA = "cost per million output tokens = PRICE ($ per GPU-hour) ÷ (3600 × output tok/s) × 10⁶"
 
@@ -64,8 +66,6 @@ def capacity_table(
     cost. ``via`` says how each backend was served (in process or HTTP); a backend of a group that ran other
     requests (``classes``) has its variant say so, its rows after the main group's. ``differ``: the columns
     were judged against different targets, so each row names its target's limits too."""
-    from llm_call_anatomy.workloads.load.report.mix_groups import variants
-
     cols = [
         "variant",
         "backend",
@@ -358,8 +358,6 @@ def inproc_server_blocks(found: list[dict[str, Any]]) -> list[Block]:
 
 
 def chart_block(slots) -> Block | None:
-    from llm_call_anatomy.reports.views import chart
-
     return chart(slots["users"])
 
 
@@ -371,8 +369,6 @@ def caveats(d: dict[str, Any], section_name: str) -> list:
     prefix caching off beside columns that ran with it on: which, so that no row compares the two unawares.
     And a run whose env.json slo_targets do not parse, with its error, or a column merging runs with other
     targets: the targets counted against are not its own."""
-    from llm_call_anatomy.reports.analysis.caveats import Caveat
-
     steady = d["cap"]["steady"]
     out = caching_mix_caveats(d["cap"].get("caching_of") or {})
     if note := d["cap"].get("targets_note"):

@@ -9,6 +9,7 @@ Summary's peak (two definitions of tok/s: :func:`peak_disagreements`).
 from __future__ import annotations
 
 from llm_call_anatomy.reports import fmt
+from llm_call_anatomy.reports.model import Caveat
 from llm_call_anatomy.reports.stats import num
 from llm_call_anatomy.workloads.load.report import levels as mu
 from llm_call_anatomy.workloads.load.report.capacity_cells import level_text
@@ -21,8 +22,6 @@ def caveats(section, report) -> list:
     """The Load section's caveats from its levels: preemptions (the KV cache ran out; NaN is not reported, not
     zero), engine facts that cannot be true, backends that served one request at a time behind a queue, client
     processes busy enough to limit the load, and levels under 100 requests (p99 near the maximum)."""
-    from llm_call_anatomy.reports.analysis.caveats import Caveat
-
     out = []
     levels = section.data["levels"]
     for r in levels.to_dict("records"):

@@ -51,6 +51,7 @@ import numpy as np
 import pandas as pd
 
 from llm_call_anatomy.contract.level_facts import LevelFacts
+from llm_call_anatomy.contract.records import record_place
 from llm_call_anatomy.reports.stats import num
 
 # MLPerf Inference's server-scenario latency targets for Llama-2-70B (TTFT 2 s, TPOT 200 ms): a
@@ -152,7 +153,7 @@ def level_facts(df: pd.DataFrame, by_start: bool = False) -> dict[tuple, LevelFa
         level = (r.get("extra") or {}).get("level")
         if isinstance(level, dict):
             key = (r["backend"], r["workload"], r["mode"], r["case"])
-            out[(*key, r.get("start")) if by_start else key] = LevelFacts.from_dict(level)
+            out[(*key, r.get("start")) if by_start else key] = LevelFacts.from_dict(level, record_place(r))
     return out
 
 

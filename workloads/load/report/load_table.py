@@ -21,9 +21,13 @@ import argparse
 import sys
 from pathlib import Path
 
+from llm_call_anatomy.reports.__main__ import goodput_pair, slo_target
+from llm_call_anatomy.reports.assemble import assemble
 from llm_call_anatomy.reports.runs import ReportError, read_runs
+from llm_call_anatomy.workloads.load.report.capacity import mix_of
+from llm_call_anatomy.workloads.load.report.capacity_cells import headline_text
 from llm_call_anatomy.workloads.load.report.labels import LEVEL_TPS
-from llm_call_anatomy.workloads.load.report.levels import per_level
+from llm_call_anatomy.workloads.load.report.levels import per_level, requests
 
 CELL = f"{LEVEL_TPS} · TTFT p50/p99 ms · ITL p50 ms · goodput req/s (n)"
 
@@ -66,8 +70,6 @@ def table(levels, mixes: dict[tuple, str] | None = None) -> str:
 
 def load_sections(ds) -> list:
     """The runs' Load sections as the page assembles them (one a workload of the load kind)."""
-    from llm_call_anatomy.reports.assemble import assemble
-
     return [s for s in assemble(ds).sections if s.kind == "load"]
 
 
@@ -82,8 +84,6 @@ def capacity_table(ds, targets: list[str] | None = None, sections: list | None =
     """The capacity rows of every Load section of the runs as a Markdown table: backend, loop, target,
     capacity (the page's summary wording) and what limited it; ``targets``: only these targets' rows (default:
     all)."""
-    from llm_call_anatomy.workloads.load.report.capacity_cells import headline_text
-
     rows = [  # every load section's (one a load workload)
         r
         for s in (sections if sections is not None else load_sections(ds))
@@ -106,9 +106,6 @@ def capacity_table(ds, targets: list[str] | None = None, sections: list | None =
 
 def level_mixes(records) -> dict[tuple, str]:
     """(backend, workload, variant, level) -> the mix digest of the level's requests, as the page has it."""
-    from llm_call_anatomy.workloads.load.report.capacity import mix_of
-    from llm_call_anatomy.workloads.load.report.levels import requests
-
     reqs = requests(records)
     return {
         key: mix_of(g.to_dict("records")) for key, g in reqs.groupby(["backend", "workload", "mode", "case"])
@@ -118,8 +115,6 @@ def level_mixes(records) -> dict[tuple, str]:
 def main(argv: list[str] | None = None) -> int:
     """``python -m llm_call_anatomy.workloads.load.report.load_table``: print the load levels of the runs as a
     Markdown table; exit 2 with one line when the runs cannot be read or hold no load records."""
-    from llm_call_anatomy.reports.__main__ import goodput_pair, slo_target
-
     p = argparse.ArgumentParser(
         prog="python -m llm_call_anatomy.workloads.load.report.load_table",
         description=__doc__.splitlines()[0],

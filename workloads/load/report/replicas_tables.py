@@ -10,7 +10,9 @@ from __future__ import annotations
 import pandas as pd
 
 from llm_call_anatomy.reports import fmt
+from llm_call_anatomy.reports.model import Caveat
 from llm_call_anatomy.reports.views import Block, Table, compact, h3, p, table
+from llm_call_anatomy.workloads.load.report.capacity_cells import capacity_text
 
 
 def replica_cell(replicas: dict) -> str:
@@ -59,8 +61,6 @@ def engine_table(rows: pd.DataFrame) -> Table:
 def capacity_rows_table(caps: pd.DataFrame) -> Table:
     """The capacities of the replica configurations: per engine configuration, variant, loop and target, the
     cell written as the capacity table writes it (:func:`capacity_cells.capacity_text`)."""
-    from llm_call_anatomy.workloads.load.report.capacity_cells import capacity_text
-
     t = Table(["configuration", "variant", "loop", "target", "users within it (capacity)"])
     for r in caps.sort_values(["engine", "workload", "mode", "loop", "target"], kind="stable").to_dict(
         "records"
@@ -113,8 +113,6 @@ def blocks(configs: pd.DataFrame, caps: pd.DataFrame | None = None) -> list[Bloc
 def caveats(section) -> list:
     """What the replica table cannot say: a ranking from one run per configuration, and a dp > 1 configuration
     whose replicas reported no counters."""
-    from llm_call_anatomy.reports.analysis.caveats import Caveat
-
     configs = section.data.get("replicas")
     if configs is None or configs.empty:
         return []

@@ -25,6 +25,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from llm_call_anatomy.contract.capacity import DEFAULT_RATIO
+from llm_call_anatomy.contract.options import goodput_pair as pair
 from llm_call_anatomy.contract.options import parse_pairs
 from llm_call_anatomy.contract.slo import Target
 from llm_call_anatomy.reports.stats import num
@@ -48,8 +49,6 @@ def goodput_pair(given: tuple[Target, ...] | None) -> dict[str, float] | None:
     """The per-request goodput pair of the report's ``--slo`` targets, as ``python compare.py report --slo``
     reads it (``contract.options.goodput_pair``); None where none is given or none has a TTFT or TPOT
     limit."""
-    from llm_call_anatomy.contract.options import goodput_pair as pair
-
     try:
         return pair([t.spec() for t in given]) if given else None
     except ValueError:

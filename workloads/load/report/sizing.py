@@ -17,7 +17,7 @@ the target, as a bracket: the last pass U and the first miss U'.
   the run that measures it and twice it in one plan (a bracket of its own; ``retarget.command``).
 - **KV residency**: users a GPU × the mean prompt tokens of the capacity level's requests (a user's
   history when it sends its turn) against the engine's KV pool in tokens (env.json ``kv_cache_tokens``,
-  ``max_total_num_tokens``, or blocks × block size: ``reports.analysis.summary.kv_tokens``); more than the
+  ``max_total_num_tokens``, or blocks × block size: ``reports.kvcache.kv_tokens``); more than the
   pool means histories are evicted between turns, and the capacity of the cached runs above it is an
   upper bound.
 """
@@ -33,7 +33,7 @@ import pandas as pd
 from llm_call_anatomy.contract.options import parse_pairs
 from llm_call_anatomy.contract.slo import Target
 from llm_call_anatomy.reports import fmt
-from llm_call_anatomy.reports.analysis.summary import kv_tokens
+from llm_call_anatomy.reports.kvcache import kv_tokens
 from llm_call_anatomy.reports.stats import num
 from llm_call_anatomy.workloads.load.report.retarget import command
 

@@ -14,16 +14,16 @@ from typing import Any
 import pandas as pd
 
 from llm_call_anatomy.reports import fmt
+from llm_call_anatomy.reports.model import Job
 from llm_call_anatomy.reports.stats import num
 from llm_call_anatomy.reports.views import Block, Table, compact, h3, p, table
 from llm_call_anatomy.workloads.load.report.capacity_cells import level_text
+from llm_call_anatomy.workloads.load.report.capacity_tables import capacity_table, differ
 from llm_call_anatomy.workloads.load.report.cost import FIGURES, OUTPUT_COST_RATIO
 
 
 def capacity_frame(cap: dict[str, Any]) -> pd.DataFrame:
     """The capacity table as the page prints it (its columns and cells), for the exports."""
-    from llm_call_anatomy.workloads.load.report.capacity_tables import capacity_table, differ
-
     caps = cap["capacity"]
     if caps.empty:
         return pd.DataFrame()
@@ -222,8 +222,6 @@ def frame_table(df: pd.DataFrame) -> Table:
 def jobs(d: dict[str, Any]) -> list:
     """The summary's rows for the sizing asked for: per workload, each backend's GPUs with their range and
     the $ per M input and output tokens at the capacity it rests on (where priced and measured)."""
-    from llm_call_anatomy.reports.analysis.summary import Job
-
     ask, sized, cost = d.get("size_ask"), d.get("sizing"), d.get("cost")
     if ask is None or sized is None or sized.empty:
         return []

@@ -9,17 +9,17 @@ median latencies, one run per level, so with no spread measured.
 from __future__ import annotations
 
 from llm_call_anatomy.reports import fmt
+from llm_call_anatomy.reports.analysis.figures import Figure
+from llm_call_anatomy.reports.model import Job
+from llm_call_anatomy.workloads.load.report.capacity import mix_classes
 from llm_call_anatomy.workloads.load.report.labels import LEVEL_TPS
+from llm_call_anatomy.workloads.load.report.mix_groups import by_class, mix_label
 
 
 def jobs(section, report) -> list:
     """The Load section's summary rows: per variant, each backend's own peak output tok/s and the level it
     came at, failures noted; never ranked, since the peaks come at different levels. Backends that ran other
     requests than the variant's main group get a row of their own."""
-    from llm_call_anatomy.reports.analysis.summary import Job
-    from llm_call_anatomy.workloads.load.report.capacity import mix_classes
-    from llm_call_anatomy.workloads.load.report.mix_groups import by_class, mix_label
-
     out = []
     classes = mix_classes(section.data["cap"]["steady"])
     for (w, m), whole in section.data["peaks"].groupby(["workload", "mode"], sort=False):
@@ -60,8 +60,6 @@ GATED = (
 def figures(section, report) -> list:
     """Each level's throughput and median latencies as gate
     figures (one run per level: no spread measured)."""
-    from llm_call_anatomy.reports.analysis.figures import Figure
-
     out = []
     for r in section.data["levels"].to_dict("records"):
         group = f"Load · {r['workload']} · {r['mode']} · {r['case']}"

@@ -18,6 +18,7 @@ from llm_call_anatomy.reports import fmt
 from llm_call_anatomy.reports.views import Block, Table, chart, compact, h3, p, side, table
 from llm_call_anatomy.workloads.load.report import labels as names
 from llm_call_anatomy.workloads.load.report import levels as mu
+from llm_call_anatomy.workloads.load.report import replicas
 from llm_call_anatomy.workloads.load.report import replicas_tables as replicas_view
 from llm_call_anatomy.workloads.load.report import server_figures as server
 
@@ -213,7 +214,5 @@ def blocks(section, slots) -> list[Block]:
 
 
 def replicas_capacities(d: dict[str, Any]) -> pd.DataFrame | None:
-    from llm_call_anatomy.workloads.load.report import replicas
-
     configs = d.get("replicas")
     return None if configs is None else replicas.capacities(d["cap"]["capacity"], configs)

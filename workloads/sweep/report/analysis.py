@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from llm_call_anatomy.reports import fmt, kvcache, roofline
-from llm_call_anatomy.reports.analysis.caveats import Caveat
+from llm_call_anatomy.reports.model import Caveat
 from llm_call_anatomy.reports.roofline import REPLY_TOKENS, Roof
 from llm_call_anatomy.reports.stats import agg, num, over_starts, ratio
 

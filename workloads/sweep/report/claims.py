@@ -15,7 +15,6 @@ import pandas as pd
 
 from llm_call_anatomy.reports import fmt, intervals, reference
 from llm_call_anatomy.reports.analysis.claims import (
-    Claim,
     claim,
     does_not_hold,
     holds,
@@ -24,10 +23,11 @@ from llm_call_anatomy.reports.analysis.claims import (
     setup_specific,
 )
 from llm_call_anatomy.reports.analysis.seed_claims import SEED, section_of, value_range
+from llm_call_anatomy.reports.model import Claim
 from llm_call_anatomy.reports.stats import num
 
 if TYPE_CHECKING:
-    from llm_call_anatomy.reports.assemble import Report
+    from llm_call_anatomy.reports.model import Report
 
 ORDER = 1  # where this module's claims stand on the page (reports.analysis.claims)
 

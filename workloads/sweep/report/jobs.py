@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from llm_call_anatomy.reports.analysis.summary import Job, by_backend, derived, latency_job, ttft_common
+from llm_call_anatomy.reports.analysis.summary import by_backend, derived, latency_job, ttft_common
+from llm_call_anatomy.reports.model import Job
 from llm_call_anatomy.reports.roofline import REPLY_TOKENS
 
 

@@ -30,6 +30,7 @@ from llm_call_anatomy.contract.capacity import DEFAULT_RATIO, judge
 from llm_call_anatomy.contract.capacity import capacity as contract_capacity
 from llm_call_anatomy.contract.level_facts import LevelFacts
 from llm_call_anatomy.contract.level_stats import level_stats
+from llm_call_anatomy.contract.records import record_place
 from llm_call_anatomy.contract.slo import Target, parse_targets, percentile
 from llm_call_anatomy.contract.traffic_classes import ALL, every_class, judge_classes
 from llm_call_anatomy.reports.stats import num
@@ -64,7 +65,7 @@ def level_facts(df: pd.DataFrame) -> dict[tuple, LevelFacts]:
     for r in _rows(df, levels=True).to_dict("records"):
         level = (r.get("extra") or {}).get("level")
         if isinstance(level, dict):
-            out[tuple(r[k] for k in KEY)] = LevelFacts.from_dict(level)
+            out[tuple(r[k] for k in KEY)] = LevelFacts.from_dict(level, record_place(r))
     return out
 
 
