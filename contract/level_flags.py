@@ -238,14 +238,16 @@ def _overload(flags: LevelFlags, rows: list[dict], window: tuple[float, float] |
     return out
 
 
-def population(rows: list[dict], window: tuple[float, float] | None) -> dict:
-    """A level's population from its records: users (distinct sessions that submitted), requests in flight
-    over the window (time-weighted mean and p90) and arrivals per second (requests submitted in it ÷ its
-    length). Sessions without a user id (fixed shape) count one user a request."""
+def population(rows: list[dict], window: tuple[float, float] | None, concurrency: int | None = None) -> dict:
+    """A level's population from its records: users (distinct sessions that submitted; in a closed loop at
+    most its ``concurrency``, a user who ends a session going on to the next), requests in flight over the
+    window (time-weighted mean and p90) and arrivals per second (requests submitted in it ÷ its length).
+    Sessions without a user id (fixed shape) count one user a request."""
     started = [r for r in rows if _num(r.get("submit_s")) is not None]
     users = len(
         {r.get("user") if r.get("user") is not None else ("request", i) for i, r in enumerate(started)}
     )
+    users = min(users, concurrency) if concurrency else users
     out = {"users": users, "in_flight_mean": None, "in_flight_p90": None, "arrivals_per_s": None}
     if window is None or window[1] <= window[0]:
         return out

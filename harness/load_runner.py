@@ -245,7 +245,7 @@ def level_population(records: list[Record], concurrency: int | None) -> dict:
         }
         for r in records
     ]
-    return population(rows, level_stats(rows, concurrency).window)
+    return population(rows, level_stats(rows, concurrency).window, concurrency)
 
 
 # --- the capacity search (contract.capacity) -----------------------------------------------------

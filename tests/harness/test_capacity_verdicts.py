@@ -292,6 +292,7 @@ def test_stationary_users_start_mid_session_and_go_on_to_a_next_one(tiny_model_d
     run(plan, out)
     rows, facts = measured_levels(out, "knee", 0, "users", "sessions", "closed")[16]
     assert facts.users_start == "stationary" and facts.session_turns == 3
+    assert facts.users == 16  # users, not sessions: a user who ends one goes on to the next
     assert len(rows) == len(level.steps) and {r["user"] for r in rows} == {s.user for s in level.steps}
 
 
