@@ -287,6 +287,7 @@ def run_proof(args: argparse.Namespace, model: Any, requests: list[Request]) -> 
         "load_average_at_start": [round(x, 2) for x in os.getloadavg()],
         "cpus": os.cpu_count(),
     }
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # the server stopped on SIGTERM too (finally)
     with open(out / "server.log", "w") as log:
         server = subprocess.Popen(
             argv, env={**env, **server_env}, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
@@ -306,15 +307,44 @@ def run_proof(args: argparse.Namespace, model: Any, requests: list[Request]) -> 
             commands[name] = harness_argv(args, base, out / name, every_s)
         for name, argv in commands.items():
             replay(name, argv, env, base, out / name, server.pid)
+        meta["scrape_cost"] = scrape_cost(base, server.pid)
     finally:
         stop(server)
         shutil.rmtree(tmp, ignore_errors=True)
+        log_path = out / "server.log"
+        (out / "server.log.gz").write_bytes(gzip.compress(log_path.read_bytes()))
+        log_path.unlink()
     meta["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
     (out / "meta.json").write_text(json.dumps(meta, indent=1))
     result = trace_proof_table.collect(out)
     (out / "proof.json").write_text(json.dumps(result, indent=1))
     print(trace_proof_table.markdown(result))
     return 0
+
+
+def scrape_cost(base: str, server_pid: int, calls: int = 50) -> dict[str, float]:
+    """What one of the harness's /metrics samples costs against this server, the replays done: the client's
+    CPU and wall per ``backends.openai.metrics.load_values`` call (a scrape and its parse: what the load
+    loop's sampler runs every ``SAMPLE_EVERY_S``) and the server's CPU per scrape (its process tree's, less
+    its idle rate measured for 2 s before)."""
+    from llm_call_anatomy.backends.openai.metrics import load_values
+
+    url = base + "/metrics"
+    load_values(url, {})
+    s0, t0 = tree_cpu_s(server_pid) or 0.0, time.perf_counter()
+    time.sleep(2)
+    idle = ((tree_cpu_s(server_pid) or 0.0) - s0) / (time.perf_counter() - t0)
+    s0, c0, t0 = tree_cpu_s(server_pid) or 0.0, time.process_time(), time.perf_counter()
+    for _ in range(calls):
+        load_values(url, {})
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    server = (tree_cpu_s(server_pid) or 0.0) - s0 - idle * wall
+    return {
+        "calls": calls,
+        "client_cpu_ms": round(cpu / calls * 1e3, 2),
+        "wall_ms": round(wall / calls * 1e3, 2),
+        "server_cpu_ms": round(server / calls * 1e3, 2),
+    }
 
 
 def stop(server: subprocess.Popen) -> None:

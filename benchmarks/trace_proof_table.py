@@ -308,7 +308,30 @@ def markdown(result: dict[str, Any]) -> str:
             digits = 2 if "tpot" in a["figure"] else 1
             gap, spread = _f(a.get("harness_minus_bench_mean"), digits), _f(a.get("bench_spread"), digits)
             lines.append(f"| {a['figure']} | {gap} | {spread} | {verdict} |")
-    return "\n".join(lines)
+    return "\n".join([*lines, *scrape_lines(result)])
+
+
+def scrape_lines(result: dict[str, Any]) -> list[str]:
+    """What the harness's /metrics sampling costs, measured after the replays (``meta.json``'s
+    ``scrape_cost``), and what that makes over the harness's replay window at one sample every
+    ``SAMPLE_EVERY_S`` (0.1 s) plus the sample's own wall time."""
+    cost = result["meta"].get("scrape_cost")
+    harness = next((r for r in result["replays"] if r["replay"] == "harness"), None)
+    if not cost or not harness:
+        return []
+    from llm_call_anatomy.backends.load_loop import SAMPLE_EVERY_S
+
+    n = harness["window_s"] / (SAMPLE_EVERY_S + cost["wall_ms"] / 1e3)
+    return [
+        "",
+        f"One /metrics sample of the harness's load loop (`backends.openai.metrics.load_values`, a scrape "
+        f"and its parse), {cost['calls']} against this server after the replays: "
+        f"{_f(cost['client_cpu_ms'])} ms of client CPU, {_f(cost['wall_ms'])} ms wall, "
+        f"{_f(cost['server_cpu_ms'])} ms of server CPU. One every {SAMPLE_EVERY_S:g} s + its wall time over "
+        f"the harness's {_f(harness['window_s'])} s window: about {n:,.0f} samples, "
+        f"{_f(n * cost['client_cpu_ms'] / 1e3)} s of client CPU and "
+        f"{_f(n * cost['server_cpu_ms'] / 1e3)} s of server CPU.",
+    ]
 
 
 def _f(x: float | None, digits: int = 1) -> str:
@@ -328,13 +351,15 @@ def block(folder: str, table: str) -> str:
 
 
 def write_block(readme: Path, folder: str, table: str) -> None:
-    """Replace ``readme``'s ``<!-- trace_proof_table: ... -->`` block with the table (error: none there)."""
+    """Replace ``readme``'s ``<!-- trace_proof_table: FOLDER -->`` block with the table (error: none)."""
     text = readme.read_text(encoding="utf-8")
-    if not BLOCK.search(text):
+    found = [m for m in BLOCK.finditer(text) if m["folder"] == folder]
+    if not found:
         raise SystemExit(
-            f"{readme} has no <!-- trace_proof_table: FOLDER --> ... <!-- /trace_proof_table --> block"
+            f"{readme} has no <!-- trace_proof_table: {folder} --> ... <!-- /trace_proof_table --> block"
         )
-    readme.write_text(BLOCK.sub(lambda _: block(folder, table), text), encoding="utf-8")
+    m = found[0]
+    readme.write_text(text[: m.start()] + block(folder, table) + text[m.end() :], encoding="utf-8")
 
 
 def main(argv: list[str] | None = None) -> int:

