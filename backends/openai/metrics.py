@@ -27,7 +27,13 @@ from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from llm_call_anatomy.backends.openai.replicas import replica_values, summed_values
+from llm_call_anatomy.backends.openai.replicas import (
+    KV_CONFIG,
+    PER_REPLICA,
+    only_families,
+    replica_values,
+    summed_values,
+)
 
 SOURCE = "prometheus-histogram-diff"
 
@@ -173,6 +179,7 @@ LOAD_VALUES = {
     "sglang:num_queue_reqs": "requests_waiting_now",
     "sglang:cache_hit_rate": "prefix_cache_hit_rate_now",
 }
+LOAD_FAMILIES = (*LOAD_VALUES, *PER_REPLICA, KV_CONFIG)
 
 
 def load_values(url: str, headers: dict[str, str], timeout_s: float = 5.0) -> dict[str, float]:
@@ -182,10 +189,14 @@ def load_values(url: str, headers: dict[str, str], timeout_s: float = 5.0) -> di
             text = resp.read().decode("utf-8", "replace")
     except (OSError, ValueError):
         return {}
-    return {
-        **summed_values(text, LOAD_VALUES),
-        **replica_values(text),
-    }  # a data-parallel server's (--dp) replicas, each on its own
+    return sampled_values(text)
+
+
+def sampled_values(text: str) -> dict[str, float]:
+    """:func:`load_values` of a scraped page: the totals, and a data-parallel server's (--dp) replicas each
+    on its own, from the families they read alone (``only_families``: one cheap pass over the page)."""
+    text = only_families(text, LOAD_FAMILIES)
+    return {**summed_values(text, LOAD_VALUES), **replica_values(text)}
 
 
 # -- per load level: the latency histograms' difference over the level, as percentiles ---------------------
