@@ -41,15 +41,3 @@ def test_a_skipped_backend_gets_no_summary_rows_of_other_requests(tmp_path):
     values = dict(chat.values)
     assert values["sglang"] == f"skipped: {WHY}", values
     assert "vllm" in values
-
-
-def test_a_batch_peak_below_a_level_with_no_steady_window_says_why():
-    """The demo's hf-cb: batch read "peak tok/s at C=1" while the summary's whole-level peak was at C=4,
-    whose 4 requests were all its first wave (no steady window): the cell says so, so the two agree."""
-    from llm_call_anatomy.workloads.load.report.capacity_cells import capacity_text
-
-    row = {"loop": "closed", "value": 1.0, "bound": "peak", "next_up": None, "non_monotone": False}
-    row |= {"unjudged": [4.0], "not_run": []}
-    assert capacity_text(row) == "peak tok/s at C=1 (C=4: no steady window, all in its first wave)"
-    row |= {"unjudged": []}
-    assert capacity_text(row) == "peak tok/s at C=1"

@@ -92,16 +92,6 @@ def _no_capacity_text(r: dict) -> str:
         if not known(v):
             return "no level" + (f" ({not_run_text(r, every)})" if every else "")
         peak = f"peak tok/s at {level_text(r, v)}"
-        # a level above the peak with no steady window has no steady tok/s: said, so that the whole-level
-        # peak at that level (the summary's "Many users" row) does not contradict this cell (issue 43)
-        unjudged = r.get("unjudged")
-        above = [x for x in (list(unjudged) if isinstance(unjudged, list | tuple) else []) if x > v]
-        if above:
-            peak += (
-                f" ({', '.join(level_text(r, x) for x in above)}: no steady window"
-                + (", all in its first wave" if r["loop"] == "closed" else "")
-                + ")"
-            )
         return peak + (f" of the levels run ({not_run_text(r, every)})" if every else "")
     if not known(v):
         below = not_run_between(r, hi=r["next_up"])
