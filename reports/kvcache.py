@@ -66,11 +66,13 @@ def kv_tokens(start: dict[str, Any]) -> float | None:
 
 
 def block_size(engine: dict[str, Any]) -> int | None:
-    """The engine's KV block (vLLM ``block_size``, SGLang ``page_size``); None: reuses to the token."""
-    for key in ("block_size", "page_size"):
-        value = engine.get(key)
-        if isinstance(value, int | float) and value > 0:
-            return int(value)
+    """The engine's KV block (vLLM ``block_size``, SGLang ``page_size``), in process or, for a server, as its
+    /metrics or server info gave it (``engine["scheduler"]``); None: reuses to the token."""
+    for where in (engine, engine.get("scheduler") or {}):
+        for key in ("block_size", "page_size"):
+            value = where.get(key)
+            if isinstance(value, int | float) and not isinstance(value, bool) and value > 0:
+                return int(value)
     return None
 
 

@@ -319,7 +319,8 @@ def scrape_text(url: str, headers: dict[str, str], timeout_s: float = 10.0) -> s
 def scheduler_from_metrics(text: str) -> dict[str, Any]:
     """KV-cache capacity and memory fraction as the server exports them: vLLM's ``vllm:cache_config_info``
     labels (``kv_cache_size_tokens``, else ``num_gpu_blocks`` x ``block_size``; ``gpu_memory_utilization``;
-    ``enable_prefix_caching`` as ``prefix_caching``: the cache as the server runs it, whatever was asked),
+    ``enable_prefix_caching`` as ``prefix_caching``: the cache as the server runs it, whatever was asked;
+    ``block_size``, the unit its prefix cache reuses in),
     SGLang's ``sglang:max_total_num_tokens`` gauge."""
     out: dict[str, Any] = {}
     for family in text_string_to_metric_families(text):
@@ -337,6 +338,8 @@ def scheduler_from_metrics(text: str) -> dict[str, Any]:
                     if _int(labels.get("kv_cache_size_tokens"))
                     else f" (num_gpu_blocks {blocks} x block_size {size})"
                 )
+            if size is not None:  # prefix reuse comes in whole blocks (the page's expected vs reported reuse)
+                out["block_size"] = size
             if _float(labels.get("gpu_memory_utilization")) is not None:
                 out["gpu_memory_utilization"] = _float(labels.get("gpu_memory_utilization"))
             if labels.get("enable_prefix_caching") in ("True", "False"):

@@ -55,11 +55,23 @@ def unreached_levels(
 ) -> dict[str, list[tuple[str, str, str]]]:
     """Per backend column, the load levels its run planned (``planned``: backend -> (workload, mode, case), in
     plan order) that have no record in ``df``: the run stopped before them (the status table names them, the
-    capacity rows call them not run)."""
+    capacity rows call them not run). A level of a workload (or mode) the backend recorded as skipped (not
+    installed, needs a GPU, a missing capability) was not cut short: its skip record says why, so it is not
+    named here (issue 43: "not run (the run stopped before C=1...)" for a backend that never started)."""
     seen = set(zip(*(df[c] for c in ("backend", "workload", "mode", "case")), strict=True))
+    skipped = df[df["skipped"].notna()] if "skipped" in df else df.iloc[:0]
+    whole = {
+        (b, w)
+        for b, w, m in zip(skipped["backend"], skipped["workload"], skipped["mode"], strict=True)
+        if not isinstance(m, str)
+    }
+    modes = set(zip(skipped["backend"], skipped["workload"], skipped["mode"], strict=True))
+
+    def unreached(b: str, w: str, m: str, c: str) -> bool:
+        return (b, w, m, c) not in seen and (b, w) not in whole and (b, w, m) not in modes
+
     return {
-        b: [(w, m, c) for w, m, c in levels if (b, w, m, c) not in seen]
-        for b, levels in (planned or {}).items()
+        b: [(w, m, c) for w, m, c in levels if unreached(b, w, m, c)] for b, levels in (planned or {}).items()
     }
 
 

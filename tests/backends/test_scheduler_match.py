@@ -89,3 +89,21 @@ def test_sglangs_radix_cache_switch_is_its_prefix_caching() -> None:
     assert scheduler(None, Info({"disable_radix_cache": True}), "sglang")["prefix_caching"] is False  # type: ignore[arg-type]
     assert scheduler(None, Info({"disable_radix_cache": False}), "sglang")["prefix_caching"] is True  # type: ignore[arg-type]
     assert "prefix_caching" not in scheduler(None, Info({}), "sglang")  # type: ignore[arg-type]
+
+
+def test_a_vllm_servers_block_size_reaches_the_page() -> None:
+    """Issue 43: vLLM on a CPU served with blocks of 128 read "no block: reuses to the token" on the page
+    (the openai column's engine block had no block size), beside "reused fewer tokens than even its block
+    size allows". The server's /metrics label is kept, and the page's block size reads it there."""
+    from llm_call_anatomy.reports.kvcache import block_size
+
+    vllm = (
+        "# HELP vllm:cache_config_info x\n# TYPE vllm:cache_config_info gauge\n"
+        'vllm:cache_config_info{block_size="128",kv_cache_size_tokens="46592",'
+        'enable_prefix_caching="True"} 1.0\n'
+    )
+    facts = scheduler_from_metrics(vllm)
+    assert facts["block_size"] == 128
+    assert block_size({"server_kind": "vllm", "scheduler": facts}) == 128
+    assert block_size({"scheduler": {"kv_cache_tokens": 10}}) is None
+    assert block_size({"block_size": 16, "scheduler": facts}) == 16  # in process: the engine's own

@@ -45,8 +45,9 @@ def jobs(d: dict[str, Any]) -> list:
         what = (
             "highest concurrency" if loop == "closed" else "highest Poisson rate"
         ) + f" within {t.label()}"
-        # a backend whose run never reached the variant ran no requests: it is named in the main group's row
-        unreached = whole["bound"] == "not run"
+        # a backend whose run never reached the variant, or that skipped it (not installed, needs a GPU), ran
+        # no requests: it is named in the main group's row, never in a group "other requests: ..." of its own
+        unreached = whole["bound"].isin(["not run", "skipped"])
         not_run = [(r["backend"], capacity_text(r)) for r in whole[unreached].to_dict("records")]
         for i, g in enumerate(list(by_class(classes, w, m, whole[~unreached])) or [whole[~unreached]]):
             values = [(r["backend"], headline_text(r)) for r in g.to_dict("records")] + (
