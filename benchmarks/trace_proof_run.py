@@ -61,7 +61,7 @@ def add_run_args(p: argparse.ArgumentParser) -> None:
         default=[],
         metavar="S",
         help="after the three replays, the harness again with its load loop's /metrics sampling every S "
-        "seconds (backends.load_loop.SAMPLE_EVERY_S, 0.1 in the product), one replay per S: the cost of it",
+        "seconds (backends.load_level.SAMPLE_EVERY_S, 0.1 in the product), one replay per S: the cost of it",
     )
 
 
@@ -213,11 +213,11 @@ def harness_argv(
 
 def sampling_python(folder: Path, every_s: float) -> Path:
     """An interpreter for ``--python openai=``: the harness's backend child (``python -m
-    llm_call_anatomy.harness.child ...``) with ``backends.load_loop.SAMPLE_EVERY_S`` set to ``every_s``,
+    llm_call_anatomy.harness.child ...``) with ``backends.load_level.SAMPLE_EVERY_S`` set to ``every_s``,
     anything else run as it is. A diagnostic of this proof only: the product's period is not changed."""
     folder.mkdir(parents=True, exist_ok=True)
     code = (
-        "import runpy, sys; import llm_call_anatomy.backends.load_loop as loop; "
+        "import runpy, sys; import llm_call_anatomy.backends.load_level as loop; "
         "loop.SAMPLE_EVERY_S = float(sys.argv.pop(1)); "
         "runpy.run_module('llm_call_anatomy.harness.child', run_name='__main__', alter_sys=True)"
     )

@@ -319,7 +319,7 @@ def scrape_lines(result: dict[str, Any]) -> list[str]:
     harness = next((r for r in result["replays"] if r["replay"] == "harness"), None)
     if not cost or not harness:
         return []
-    from llm_call_anatomy.backends.load_loop import SAMPLE_EVERY_S
+    from llm_call_anatomy.backends.load_level import SAMPLE_EVERY_S
 
     n = harness["window_s"] / (SAMPLE_EVERY_S + cost["wall_ms"] / 1e3)
     return [

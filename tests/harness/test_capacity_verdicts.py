@@ -288,6 +288,9 @@ def test_stationary_users_start_mid_session_and_go_on_to_a_next_one(tiny_model_d
     assert len(nexts) == 16 and all(
         [s.turn for s in level.steps if s.user == u] == [1, 2, 3] for u in nexts
     )  # a next session is whole
+    last = {s.user: len(plan.prompts[s.prompt]) for s in level.steps if s.turn == 3}
+    # a user's id is in its prompts' text: next sessions' ids keep them as long as the workload's own
+    assert max(last[u] for u in nexts) <= max(last[u] for u in range(16))
     out = tmp_path / "run"
     run(plan, out)
     rows, facts = measured_levels(out, "knee", 0, "users", "sessions", "closed")[16]

@@ -33,14 +33,27 @@ def _users(spec: LoadSpec, concurrency: int | None, rate_rps: float | None = Non
     return min(users, max(concurrency, 4))
 
 
-NEXT_SESSION = 10**6  # user ids of the sessions stationary users go on to (above every user and warm-up user)
-
-
 def stationary_start(user: int, turns: int) -> int:
     """The turn (0-based) a stationary user is at when a level starts: drawn evenly over its session's turns
     from the seed (a user who has run sessions for long is at any turn alike: each takes one think and one
     answer), the same for a user at every level and start."""
     return random.Random(f"{RANDOM_SEED}:start:{user}").randrange(turns) if turns else 0
+
+
+def pool_users(spec: LoadSpec) -> int:
+    """The users a variant's search pool holds: every user an open-loop level may run (an extended one's)."""
+    rate_ceiling = max([*spec.rates, spec.search_max_rate or 0]) if spec.rates else None
+    return max(
+        spec.user_count() or DEFAULT_USERS, open_requests(spec, rate_ceiling, 2) if rate_ceiling else 0
+    )
+
+
+def next_session(spec: LoadSpec) -> int:
+    """The user id from which stationary users' next sessions are numbered (user u's is this + u): above
+    every user a plan of ``spec`` runs (its users, the warm-up users after them, a search pool's), and no
+    more digits than it needs: a user's id is in its prompts' text (its incident numbers), so ids far larger
+    would make the next sessions' prompts longer than the workload's own."""
+    return 2 * max(pool_users(spec), spec.warmup_requests or 0, *spec.levels)
 
 
 def _timed_users(spec: LoadSpec, users: int, concurrency: int | None) -> list[int]:
@@ -49,7 +62,7 @@ def _timed_users(spec: LoadSpec, users: int, concurrency: int | None) -> list[in
     ends before a 10-turn session does, but a user who starts at its 9th turn is done after two)."""
     first = list(range(users))
     if concurrency and spec.stationary_users:
-        return first + [NEXT_SESSION + u for u in first]
+        return first + [next_session(spec) + u for u in first]
     return first
 
 
@@ -108,9 +121,7 @@ def plan(spec: LoadSpec, renderer: Renderer, out: Plan, repeats: int, start: int
             last["closed" if load.get("concurrency") else "open"] = out.groups[-1]
         if not spec.search_levels or not last:
             continue
-        pool_users = max(
-            spec.user_count() or DEFAULT_USERS, open_requests(spec, rate_ceiling, 2) if rate_ceiling else 0
-        )
+        pooled = pool_users(spec)
         pool = f"{spec.name}/{variant}/search-pool"
         for loop, group in last.items():
             group.load = {
@@ -124,7 +135,8 @@ def plan(spec: LoadSpec, renderer: Renderer, out: Plan, repeats: int, start: int
                     "targets": spec.search_targets,
                     "shape": spec.shape,
                     "users": _users(spec, None),
-                    "pool_users": pool_users,
+                    "pool_users": pooled,
+                    **({"next_session": next_session(spec)} if spec.stationary_users else {}),
                     "requests": spec.requests,
                     "warmup_requests": spec.warmup_requests,
                     "settings": _settings(spec, {"concurrency": None}),
@@ -132,7 +144,7 @@ def plan(spec: LoadSpec, renderer: Renderer, out: Plan, repeats: int, start: int
             }
         warm = _level_steps(spec, sessions, renderer, out, variant, "pool", prefix, ceiling)[0]
         if spec.shape == "sessions":  # every user an open-loop level may run, an extended one's too
-            timed = _session_steps(spec, sessions, out, "pool", _timed_users(spec, pool_users, ceiling))
+            timed = _session_steps(spec, sessions, out, "pool", _timed_users(spec, pooled, ceiling))
         else:  # as many requests as the largest level the search may add (extended: twice), closed or open
             n = max(2 * fixed_requests(spec.requests, ceiling), open_requests(spec, rate_ceiling or 1, 2))
             timed = _fixed_steps(spec, renderer, out, variant, "pool", prefix, range(n))
@@ -206,12 +218,12 @@ def _session_steps(
 ) -> list[Step]:
     """Every user's turns, user by user (the load loop runs a user's turns in order, users concurrently);
     a stationary user's first session from its :func:`stationary_start` turn on (the turns before it ran
-    before the level: not sent), its next session (``NEXT_SESSION`` and above) whole."""
+    before the level: not sent), its next session (:func:`next_session` and above) whole."""
     steps: list[Step] = []
     stationary = warm_turns is None and spec.stationary_users
     for u in users:
         prompts = sessions(u, warm_turns)
-        start = stationary_start(u, len(prompts)) if stationary and u < NEXT_SESSION else 0
+        start = stationary_start(u, len(prompts)) if stationary and u < next_session(spec) else 0
         for t, ids in enumerate(prompts[start:], start):
             # what a prefix cache can hold for this request: the user's previous turn (sent in this level),
             # else what other users' first requests share with it (the system prompt and tools, at least)

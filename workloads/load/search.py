@@ -13,7 +13,7 @@ from typing import Any
 
 from llm_call_anatomy.contract.arrivals import arrival_times
 from llm_call_anatomy.contract.plan import Group, Step
-from llm_call_anatomy.workloads.load.planner import NEXT_SESSION, fixed_requests
+from llm_call_anatomy.workloads.load.planner import fixed_requests
 
 
 def search_groups(
@@ -65,11 +65,10 @@ def search_groups(
         )
     if info["shape"] == "sessions":
         users = min(info["users"], max(c, 4)) * extend if concurrency else max(info["users"], n)
-        pool_users = sorted({s.user for s in pool_timed})
-        first = [u for u in pool_users if u < NEXT_SESSION][
-            :users
-        ]  # each user's next session: stationary users
-        keep = {*first, *(u for u in pool_users if u >= NEXT_SESSION and u - NEXT_SESSION in first)}
+        pooled = sorted({s.user for s in pool_timed})
+        base = info.get("next_session")  # stationary users: each user's next session comes along
+        first = [u for u in pooled if base is None or u < base][:users]
+        keep = {*first, *(u for u in pooled if base is not None and u >= base and u - base in first)}
         timed = [s for s in pool_timed if s.user in keep]
     else:
         timed = pool_timed[: n if rate_rps else fixed_requests(info["requests"], concurrency) * extend]
