@@ -314,3 +314,18 @@ def test_young_users_leave_a_level_undecided():
     slow = [{**r, "first_token_s": r["submit_s"] + 0.9, "ttft_ms": 900.0} for r in young]
     assert cap.judge(CHAT, level_stats(slow, 100), facts).decision == "undecided"  # a young miss too
     assert cap.judge(CHAT, level_stats(young, 100), {"requests_planned": 1000}).decision == "pass"  # no think
+
+
+def test_an_open_loops_users_start_at_their_first_turn(tiny_model_dir, tmp_path):
+    """Stationary users are a closed loop's: an open loop's arrivals are new users, each session whole from
+    its first turn, and its level says nothing of users_start."""
+    spec = USERS_SPEC.replace("    users_start: fresh\n", "").replace(
+        "levels: [16]", "levels: [16]\n    rates: [2]"
+    )
+    plan = plan_of(spec, tiny_model_dir, tmp_path)
+    closed, open_ = (
+        next(g for g in plan.groups if not g.warmup and g.load.get(k)) for k in ("concurrency", "rate_rps")
+    )
+    assert closed.load["users_start"] == "stationary" and "users_start" not in open_.load
+    users = {s.user for s in open_.steps}
+    assert all([s.turn for s in open_.steps if s.user == u] == [1, 2, 3] for u in users)

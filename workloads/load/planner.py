@@ -56,14 +56,21 @@ def next_session(spec: LoadSpec) -> int:
     return 2 * max(pool_users(spec), spec.warmup_requests or 0, *spec.levels)
 
 
-def _timed_users(spec: LoadSpec, users: int, concurrency: int | None) -> list[int]:
+def _timed_users(spec: LoadSpec, users: int, stationary: bool) -> list[int]:
     """A level's users: ``users`` of them; with stationary users (a closed loop's, who think) each has a next
     session after its first, so that no user leaves before the level ends (a level of 90 s at a 30 s think
     ends before a 10-turn session does, but a user who starts at its 9th turn is done after two)."""
     first = list(range(users))
-    if concurrency and spec.stationary_users:
-        return first + [next_session(spec) + u for u in first]
+    if stationary:
+        base = next_session(spec)
+        return first + [base + u for u in first]
     return first
+
+
+def _stationary(spec: LoadSpec, concurrency: int | None) -> bool:
+    """Users start mid-session in a closed loop of users who think (an open loop's arrivals are new users,
+    at their first turn)."""
+    return bool(concurrency) and spec.stationary_users
 
 
 def open_requests(spec: LoadSpec, rate_rps: float, extend: float = 1) -> int:
@@ -122,6 +129,8 @@ def plan(spec: LoadSpec, renderer: Renderer, out: Plan, repeats: int, start: int
         if not spec.search_levels or not last:
             continue
         pooled = pool_users(spec)
+        # the pool's users start mid-session where only closed levels are cut from it (an open loop's are new)
+        pool_stationary = _stationary(spec, ceiling) and not spec.rates
         pool = f"{spec.name}/{variant}/search-pool"
         for loop, group in last.items():
             group.load = {
@@ -136,7 +145,7 @@ def plan(spec: LoadSpec, renderer: Renderer, out: Plan, repeats: int, start: int
                     "shape": spec.shape,
                     "users": _users(spec, None),
                     "pool_users": pooled,
-                    **({"next_session": next_session(spec)} if spec.stationary_users else {}),
+                    **({"next_session": next_session(spec)} if pool_stationary else {}),
                     "requests": spec.requests,
                     "warmup_requests": spec.warmup_requests,
                     "settings": _settings(spec, {"concurrency": None}),
@@ -144,7 +153,8 @@ def plan(spec: LoadSpec, renderer: Renderer, out: Plan, repeats: int, start: int
             }
         warm = _level_steps(spec, sessions, renderer, out, variant, "pool", prefix, ceiling)[0]
         if spec.shape == "sessions":  # every user an open-loop level may run, an extended one's too
-            timed = _session_steps(spec, sessions, out, "pool", _timed_users(spec, pooled, ceiling))
+            users = _timed_users(spec, pooled, pool_stationary)
+            timed = _session_steps(spec, sessions, out, "pool", users, stationary=pool_stationary)
         else:  # as many requests as the largest level the search may add (extended: twice), closed or open
             n = max(2 * fixed_requests(spec.requests, ceiling), open_requests(spec, rate_ceiling or 1, 2))
             timed = _fixed_steps(spec, renderer, out, variant, "pool", prefix, range(n))
@@ -158,7 +168,7 @@ def _settings(spec: LoadSpec, load: dict[str, Any]) -> dict[str, Any]:
         **load,
         "think_time_s": spec.mean_think_s if spec.shape == "sessions" else 0.0,
         "think": spec.think,
-        **({"users_start": "stationary"} if spec.stationary_users else {}),
+        **({"users_start": "stationary"} if _stationary(spec, load.get("concurrency")) else {}),
         "seconds": spec.seconds,
         "seed": RANDOM_SEED,
         "duration_s": spec.duration_s,  # open loop only (the load loop reads it with a rate)
@@ -184,8 +194,9 @@ def _level_steps(
     if spec.shape == "sessions":
         users = spec.user_count() or DEFAULT_USERS  # warm-up users come after every timed one
         warm = _session_steps(spec, sessions, out, case, range(users, users + warm_n), warm_turns=1)
-        users = _timed_users(spec, _users(spec, concurrency, rate_rps), concurrency)
-        return warm, _session_steps(spec, sessions, out, case, users)
+        stationary = _stationary(spec, concurrency)
+        users = _timed_users(spec, _users(spec, concurrency, rate_rps), stationary)
+        return warm, _session_steps(spec, sessions, out, case, users, stationary=stationary)
     n = open_requests(spec, rate_rps) if rate_rps else fixed_requests(spec.requests, concurrency)
     warm = _fixed_steps(spec, renderer, out, variant, case, prefix, range(10**6, 10**6 + warm_n))
     return warm, _fixed_steps(spec, renderer, out, variant, case, prefix, range(n))
@@ -215,15 +226,16 @@ def _session_steps(
     case: str,
     users: range | list[int],
     warm_turns: int | None = None,
+    stationary: bool = False,
 ) -> list[Step]:
     """Every user's turns, user by user (the load loop runs a user's turns in order, users concurrently);
-    a stationary user's first session from its :func:`stationary_start` turn on (the turns before it ran
+    ``stationary``: a user's first session from its :func:`stationary_start` turn on (the turns before it ran
     before the level: not sent), its next session (:func:`next_session` and above) whole."""
     steps: list[Step] = []
-    stationary = warm_turns is None and spec.stationary_users
+    base = next_session(spec) if stationary else None
     for u in users:
         prompts = sessions(u, warm_turns)
-        start = stationary_start(u, len(prompts)) if stationary and u < next_session(spec) else 0
+        start = stationary_start(u, len(prompts)) if base is not None and u < base else 0
         for t, ids in enumerate(prompts[start:], start):
             # what a prefix cache can hold for this request: the user's previous turn (sent in this level),
             # else what other users' first requests share with it (the system prompt and tools, at least)

@@ -50,6 +50,8 @@ def search_groups(
             else {}
         ),
         **({"extended": extend} if extend > 1 else {}),
+        # a closed level cut from a pool of stationary users (the planner's next_session: it keeps them)
+        **({"users_start": "stationary"} if concurrency and info.get("next_session") is not None else {}),
     }
     duration = (settings.get("duration_s") or 0) * extend
     if rate_rps:
