@@ -95,7 +95,8 @@ class LoadSpec(_Strict):
     )
     users_start: Literal["stationary", "fresh"] | None = Field(
         None,
-        description="where a closed loop's users who think are in their sessions when a level starts: "
+        description="where a closed loop's users who think are in their sessions when a level starts "
+        "(an open loop's arrivals are new users, at their first turn): "
         "stationary (default with a think time: each user at a turn drawn evenly over its session, as a "
         "population that has run for long is, and on to a new session after its last turn) or fresh (every "
         "user at its first turn: a level shorter than a session's turns x think measures young users only)",
