@@ -8,7 +8,7 @@
 set -euo pipefail
 name=${1:?usage: pack_model.sh qwen3-8b-shape|smollm2}
 python=${PYTHON:-.venv/bin/python}
-folder=$("$python" -c "import sys; from llm_call_anatomy.harness import models; print(models.resolve(sys.argv[1], sys.argv[1] == models.SHAPE).path)" "$name")
+folder=$("$python" -c "import sys; from llm_call_anatomy.harness import models; print(models.resolve(sys.argv[1], sys.argv[1] == models.SHAPE).path)" "$name" | tail -n 1)  # the last line: a first build says so first
 out=.gpu/$name
 rm -rf "$out" && mkdir -p "$out/tmp"
 tar cf - -C "$(dirname "$folder")" "$(basename "$folder")" | gzip -n > "$out/tmp/$name.tgz"
