@@ -169,3 +169,24 @@ def test_a_search_stopped_at_the_engines_limit_says_so_not_below_its_maximum(tmp
     assert text == "no miss up to C=8 (the engine's max running sequences, max_num_seqs = 8)", text
     chat = caps(sec).loc[("vllm", "chat")]  # a miss at C=8: a bracket, the engine's limit has no say
     assert capacity_text({**chat.to_dict(), "backend": "vllm", "target": "chat"}).startswith("C=4–8")
+
+
+def test_a_start_whose_range_ends_undecided_lists_both_ends_not_a_floor():
+    """A start that met U=256 and left U=512 undecided (nothing above it ran) is the range U=256–512 in the
+    list of starts, as its own cell says: never the bare "U=256", which reads as a floor (H200, 2026-12-04)."""
+    from llm_call_anatomy.workloads.load.report.capacity_cells import capacity_text, starts_text
+
+    ranged = {"start": "a#0", "value": 256.0, "next_up": None, "bound": "range", "undecided": [512.0]}
+    bracket = {"start": "b#0", "value": 512.0, "next_up": 1024.0, "bound": "bracket", "undecided": []}
+    row = {
+        **ranged,
+        "loop": "closed",
+        "think_s": 30.0,
+        "ratio": None,
+        "not_run": [1024.0],
+        "unjudged": [],
+        "non_monotone": False,
+        "starts": [ranged, bracket],
+    }
+    assert capacity_text(row).startswith("U=256–512 (met at 256; undecided at U=512")
+    assert starts_text(row).startswith("2 starts: U=256–512 (median), U=512–1,024"), starts_text(row)

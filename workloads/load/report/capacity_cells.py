@@ -207,7 +207,8 @@ def starts_text(r: dict) -> str:
         return "1 engine start: the spread between starts is not measured"
     cells = []
     for s in sorted(starts, key=lambda s: s["start"] != r.get("start")):
-        one = {**r, **s, "ratio": None, "undecided": [], "not_run": [], "unjudged": [], "non_monotone": False}
+        # a start's own undecided levels stay: a range that ends at one ("U=256–512") is not the floor "U=256"
+        one = {**r, "undecided": [], **s, "ratio": None, "not_run": [], "unjudged": [], "non_monotone": False}
         if s["bound"] in ("bracket", "range") and known(s["next_up"]) and known(s["value"]):
             text = span_text(r, s["value"], s["next_up"])
         else:

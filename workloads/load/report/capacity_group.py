@@ -178,7 +178,13 @@ class CapacityGroup:
             miss_at=evidence(judged[found.next_up][0]) if found.next_up in judged else None,
             start=chosen,
             starts=[
-                {"start": s, "value": c.value, "next_up": c.next_up, "bound": c.bound}
+                {
+                    "start": s,
+                    "value": c.value,
+                    "next_up": c.next_up,
+                    "bound": c.bound,
+                    "undecided": list(c.undecided),  # a start's range ends at its highest undecided level
+                }
                 for s, (c, _) in sorted(per_start.items())
             ],
         )
