@@ -3,7 +3,7 @@
 # the fixed shape with no shared prefix (lab/h200/brackets.yaml), one background queue (lab/h200/README.md,
 # "The brackets sitting"). The vLLM bundle only.
 #
-#   bash lab/h200/brackets_sitting.sh start 1|2|3|4|5|6|7 [SECONDS]  # first call (carrying .gpu/vllm/c01, .lca-commit)
+#   bash lab/h200/brackets_sitting.sh start 1|2|3|4|5|6|7|8 [SECONDS]  # first call (carrying .gpu/vllm/c01, .lca-commit)
 #   bash lab/h200/brackets_sitting.sh poll [S]             # later calls: wait up to S s, copy what is done to $OUT
 #
 # Session 1 (ran 2026-12-03, every run cut by its bound): start A of the closed loop (concurrency 8, 32, 128 and the
@@ -21,20 +21,24 @@
 # Session 5: U = 1,024 alone (lab/h200/think-1024.yaml), caching on, one run of 600 s: for a session with time for
 # one run (session 3 lost its machine after on-2, whose U = 1,024 was cut 10 s before its end by a 165 s server start).
 # Sessions 6 and 7: users who think at U = 256, 512 and 1,024 in one plan (lab/h200/think-3.yaml), caching on: starts
-# a, b and c in session 6 (c with what the lease leaves), one run with --no-prefix-caching in session 7, then c2 (a
-# whole third start where session 6 cut c) (540 s each; each its own server). Session 6 ran on 2026-12-04 with every
+# a, b and c in session 6 (c with what the lease leaves; each its own server). Session 6 ran on 2026-12-04 with every
 # user at its first turn (think3-a, -b, -c: young users, undecided); its runs are named s-a... since users who think
-# start where a long-running population is (users_start: stationary, the default).
+# start where a long-running population is (users_start: stationary, the default). Session 6 ran again on 2026-12-04
+# with stationary users (think3-s-a, -s-b, -s-c: lab/results/brackets-h200-2026-12-04b, its README says what they
+# bracket); s-a and s-b were cut by their 540 s bound (their servers were slow to start), so these runs have 600 s.
+# Sessions 7 and 8: caching off at the same levels (s-off, session 7), and the capacity search on for the chat target
+# (lab/h200/think-3-search.yaml: the undecided level again for twice the time, then a bisection) over three engine
+# starts, s-d in session 7, s-e and s-f in session 8 (780 s each).
 # Session 4: sglang-server's capacity as a bracket over three engine starts (brackets.yaml, the closed loop of
 # sessions 1-2, sglang-server-a, -b, -c, 420 s each). Both bundles: SGLang borrows jsonschema from vLLM's /tmp/site
 # (install.sh); stage vLLM's parts and SGLang's (all of them: with fewer its attention falls back to triton).
 set -uo pipefail
-mode=${1:?usage: brackets_sitting.sh start 1|2|3|4|5|6|7 [seconds] | poll [seconds]}
+mode=${1:?usage: brackets_sitting.sh start 1|2|3|4|5|6|7|8 [seconds] | poll [seconds]}
 source lab/h200/queue_lib.sh  # nparts, staged, install_bundle, study, bound, sitting_*
 
 if [ "$mode" = poll ]; then sitting_poll "${2:-0}" "h200-b39-*.tgz"; exit $?; fi
-[ "$mode" = start ] && [[ ${2:-} =~ ^[1234567]$ ]] \
-  || { echo "usage: brackets_sitting.sh start 1|2|3|4|5|6|7 [seconds] | poll [seconds]"; exit 2; }
+[ "$mode" = start ] && [[ ${2:-} =~ ^[12345678]$ ]] \
+  || { echo "usage: brackets_sitting.sh start 1|2|3|4|5|6|7|8 [seconds] | poll [seconds]"; exit 2; }
 export SESSION=$2
 sitting_start "${3:-1710}"
 
@@ -59,6 +63,10 @@ queue() {
     study "$2" "h200-b39-think3-$1" vllm-server --workload-file lab/h200/think-3.yaml \
       --python vllm-server=/tmp/py-vllm "${@:3}"
   }
+  think3_search() {  # the same plan with the capacity search on for the chat target (each start narrows its own)
+    study "$2" "h200-b39-think3-search-$1" vllm-server --workload-file lab/h200/think-3-search.yaml \
+      --python vllm-server=/tmp/py-vllm "${@:3}"
+  }
   until staged vllm && staged qwen3-8b-shape 1; do sleep 5; done
   bash lab/h200/unpack_model.sh qwen3-8b-shape > /dev/null
   install_bundle vllm; echo "== $(date -u +%T) vllm installed"
@@ -73,9 +81,11 @@ queue() {
   elif [ "$SESSION" = 3 ]; then
     think on-2 480; think off-2 480 --no-prefix-caching; think on-3 480
   elif [ "$SESSION" = 6 ]; then
-    think3 s-a 540; think3 s-b 540; think3 s-c 540  # stationary users (s-): c gets what the deadline leaves
+    think3 s-a 600; think3 s-b 600; think3 s-c 600  # stationary users (s-): c gets what the deadline leaves
   elif [ "$SESSION" = 7 ]; then
-    think3 s-off 540 --no-prefix-caching; think3 s-c2 540  # s-c2: a whole third start where session 6 cut s-c
+    think3 s-off 600 --no-prefix-caching; think3_search s-d 780
+  elif [ "$SESSION" = 8 ]; then
+    think3_search s-e 780; think3_search s-f 780
   elif [ "$SESSION" = 5 ]; then
     study 600 h200-b39-think-1024-on vllm-server --workload-file lab/h200/think-1024.yaml --python vllm-server=/tmp/py-vllm
   else

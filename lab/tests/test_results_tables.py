@@ -3,6 +3,7 @@ the committed runs."""
 
 from __future__ import annotations
 
+import re
 import shlex
 from pathlib import Path
 
@@ -48,12 +49,14 @@ THINK = [
 
 BRACKETS_6 = "lab/results/brackets-h200-2026-12-04"
 THINK3 = ["h200-b39-think3-a", "h200-b39-think3-b", "h200-b39-think3-c"]
+BRACKETS_6S = "lab/results/brackets-h200-2026-12-04b"  # session 6 again, users who think stationary
+THINK3_S = ["h200-b39-think3-s-a", "h200-b39-think3-s-b", "h200-b39-think3-s-c"]
 
 
 @pytest.mark.parametrize(
     "base,runs",
-    [(BRACKETS, FIXED), (BRACKETS, THINK), (BRACKETS_6, THINK3)],
-    ids=["fixed", "think", "think3"],
+    [(BRACKETS, FIXED), (BRACKETS, THINK), (BRACKETS_6, THINK3), (BRACKETS_6S, THINK3_S)],
+    ids=["fixed", "think", "think3", "think3-stationary"],
 )
 def test_the_brackets_sittings_tables_are_the_commands_output(monkeypatch, capsys, base, runs):
     """Each brackets README (lab/results/brackets-h200-*) holds what each of its commands prints, after the
@@ -104,4 +107,28 @@ def test_the_trace_proofs_tables_are_built_from_its_saved_results(monkeypatch):
         assert m.group(0) == trace_proof_table.block(m["folder"], table), (
             f"{TRACE_PROOF}'s table for {m['folder']} is stale: rerun python -m benchmarks.trace_proof_table "
             f"{m['folder']} --write {TRACE_PROOF}"
+        )
+
+
+PRINTED = re.compile(
+    r"<!-- reports_printed: (?P<args>.*?) -->\n```\n(?P<body>.*?)```\n<!-- /reports_printed -->", re.S
+)
+
+
+@pytest.mark.parametrize("readme", [f"{BRACKETS_6S}/README.md"])
+def test_the_printed_answers_are_the_reports_output(monkeypatch, capsys, tmp_path, readme):
+    """Each ``<!-- reports_printed: ARGS -->`` block (issue 40's sizing answer) holds what ``python -m
+    llm_call_anatomy.reports ARGS`` prints after the page it writes: no GPU count or price in a lab README is
+    typed by hand."""
+    from llm_call_anatomy.reports.__main__ import main
+
+    monkeypatch.chdir(ROOT)  # the block's arguments are paths from the repository root
+    blocks = list(PRINTED.finditer((ROOT / readme).read_text(encoding="utf-8")))
+    assert blocks, f"{readme} has no <!-- reports_printed: ... --> block"
+    for m in blocks:
+        assert main([*shlex.split(m["args"]), "-o", str(tmp_path / "report.html")]) == 0
+        printed = capsys.readouterr().out.split("\n", 1)[1]  # after "report: PATH"
+        assert m["body"] == printed, (
+            f"{readme}'s printed block is stale: rerun python -m llm_call_anatomy.reports ARGS "
+            "-o /tmp/r.html and paste what follows its first line"
         )
