@@ -151,7 +151,9 @@ def tree_cpu_s(pid: int | None) -> float | None:
 
 def run_client(argv: list[str], env: dict[str, str], log: Path, server_pid: int) -> dict[str, Any]:
     """Run one client to its end: exit code, wall, CPU (rusage of the waited child and its descendants) and
-    the samples ``[perf_counter, client CPU s, server CPU s]`` every :data:`SAMPLE_EVERY_S`."""
+    the samples ``[perf_counter, client CPU s, server CPU s]`` every :data:`SAMPLE_EVERY_S`, and one when it
+    has exited (its CPU from rusage: a client may exit within a period of its last token, and the table's
+    window ends there)."""
     samples: list[list[float | None]] = []
     r0, t0 = resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter()
     with open(log, "w") as out:
@@ -170,6 +172,7 @@ def run_client(argv: list[str], env: dict[str, str], log: Path, server_pid: int)
         thread.join()
     r1, wall = resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter() - t0
     user, system = r1.ru_utime - r0.ru_utime, r1.ru_stime - r0.ru_stime
+    samples.append([t0 + wall, user + system, tree_cpu_s(server_pid)])
     return {
         "exit_code": code,
         "wall_s": round(wall, 3),

@@ -90,23 +90,27 @@ def test_the_readmes_capacity_block_is_the_commands_output(monkeypatch, capsys):
     assert block["body"] == capsys.readouterr().out, "README.md's capacity block is stale: rerun its command"
 
 
-TRACE_PROOF = "lab/results/trace-proof-cpu-2026-12-04/README.md"
+TRACE_PROOFS = (
+    "lab/results/trace-proof-cpu-2026-12-04/README.md",
+    "lab/results/trace-proof-cpu-2026-12-04b/README.md",  # re-run after f26dae5 (the /metrics sample's cost)
+)
 
 
-def test_the_trace_proofs_tables_are_built_from_its_saved_results(monkeypatch):
-    """Each ``<!-- trace_proof_table: FOLDER -->`` block of the trace proof's README (issue 41) is what
+@pytest.mark.parametrize("readme", TRACE_PROOFS)
+def test_the_trace_proofs_tables_are_built_from_its_saved_results(monkeypatch, readme):
+    """Each ``<!-- trace_proof_table: FOLDER -->`` block of a trace proof's README (issue 41) is what
     ``python -m benchmarks.trace_proof_table FOLDER`` prints from the committed results."""
     from benchmarks import trace_proof_table
 
     monkeypatch.chdir(ROOT)  # the blocks' folders are paths from the repository root
-    text = (ROOT / TRACE_PROOF).read_text(encoding="utf-8")
+    text = (ROOT / readme).read_text(encoding="utf-8")
     blocks = list(trace_proof_table.BLOCK.finditer(text))
-    assert blocks, f"{TRACE_PROOF} has no <!-- trace_proof_table: ... --> block"
+    assert blocks, f"{readme} has no <!-- trace_proof_table: ... --> block"
     for m in blocks:
         table = trace_proof_table.markdown(trace_proof_table.collect(Path(m["folder"])))
         assert m.group(0) == trace_proof_table.block(m["folder"], table), (
-            f"{TRACE_PROOF}'s table for {m['folder']} is stale: rerun python -m benchmarks.trace_proof_table "
-            f"{m['folder']} --write {TRACE_PROOF}"
+            f"{readme}'s table for {m['folder']} is stale: rerun python -m benchmarks.trace_proof_table "
+            f"{m['folder']} --write {readme}"
         )
 
 

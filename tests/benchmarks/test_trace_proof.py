@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -107,6 +108,18 @@ def test_mismatches_name_the_request_that_differs():
     assert trace_proof.mismatches(reqs, [["0", "k0", 2, 3, 0.0], ["1", "k1", 1, 2, 0.5]]) == []
     bad = trace_proof.mismatches(reqs, [["0", "k0", 2, 3, 0.0], ["1", "kX", 1, 2, 0.5]])
     assert len(bad) == 1 and bad[0].startswith("request 1: kX")
+
+
+def test_a_clients_samples_end_after_it_exited(tmp_path):
+    """A client that exits within a sampling period of its last token still has its window bracketed: the
+    last sample is taken after it exited, with its whole CPU (rusage)."""
+    from benchmarks.trace_proof_run import run_client
+
+    t0 = time.perf_counter()
+    facts = run_client([sys.executable, "-c", "pass"], dict(os.environ), tmp_path / "log", os.getpid())
+    last = facts["samples"][-1]
+    assert last[0] >= t0 + facts["wall_s"] - 1e-3 and last[1] == pytest.approx(facts["cpu_s"], abs=1e-3)
+    assert last[2] is not None  # the server's (here this process's) CPU, still alive
 
 
 # --- the table, from a proof folder's saved files -----------------------------------------------------
