@@ -12,8 +12,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 FILES = sorted((ROOT / "lab" / "h200").glob("*.yaml"))
-# the context the sittings give each (lab/h200/study.sh: 3072; the long-context call: 32768, README)
-MAX_MODEL_LEN = {"long-context.yaml": 32768}
+# the context the sittings give each (lab/h200/study.sh: 3072; the long-context call and anatomy_sitting.sh: 32768)
+MAX_MODEL_LEN = {"long-context.yaml": 32768, "anatomy.yaml": 32768}
 
 
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)

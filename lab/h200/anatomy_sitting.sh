@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Issue 42's H200 sittings: one call taken apart on every stack, what the KV cache costs as context grows, and the
+# reference's own conversation at its size, on the Qwen3-8B shape (random weights). Each backend its own run (the
+# page merges them: lab/h200/README.md, "The anatomy sittings"), 32,768 positions (--max-model-len 32768).
+#
+#   bash lab/h200/anatomy_sitting.sh start 1|2 [SECONDS]  # first call (carrying .gpu/vllm/c01, .lca-commit)
+#   bash lab/h200/anatomy_sitting.sh poll [S]             # later calls: wait up to S s, copy what is done to $OUT
+#
+# Session 1: vLLM in process and vllm-server (lab/h200/anatomy.yaml: the sweep to N = 32,704, the fixed shape at
+# N = 4,096, 16,384 and 32,704 with 1-32 requests in flight; and the built-in conversation), then HF eager on the
+# conversation and the built-in sweep (its long context ran on 2026-12-03: lab/results/long-context-h200-2026-12-03).
+# Session 2: SGLang in process and sglang-server, the same workloads; both bundles (SGLang borrows jsonschema from
+# vLLM's /tmp/site), every SGLang part (fewer leave it on triton attention).
+# Not run yet: the runs' lengths are estimates (a server start ~2 min, ~1 min of sweep, 9 load levels of 20 s and
+# their warm-ups); each run is bounded, and a cut run is finished with --resume in the next session.
+set -uo pipefail
+mode=${1:?usage: anatomy_sitting.sh start 1|2 [seconds] | poll [seconds]}
+source lab/h200/queue_lib.sh  # nparts, staged, install_bundle, study, bound, sitting_*
+
+if [ "$mode" = poll ]; then sitting_poll "${2:-0}" "h200-a42-*.tgz"; exit $?; fi
+[ "$mode" = start ] && [[ ${2:-} =~ ^[12]$ ]] \
+  || { echo "usage: anatomy_sitting.sh start 1|2 [seconds] | poll [seconds]"; exit 2; }
+export SESSION=$2
+sitting_start "${3:-1710}"
+
+queue() {
+  anatomy() {  # one backend's run of the sitting's workloads (bound $2 s; $3: its interpreter, py-vllm or py-sgl;
+    # more arguments: --resume). study.sh names the in-process backends' interpreters, a server's is named here.
+    local py=(); [[ $1 == *-server ]] && py=(--python "$1=/tmp/$3")
+    study "$2" "h200-a42-$1" "$1" --workloads conversation --workload-file lab/h200/anatomy.yaml \
+      --max-model-len 32768 "${py[@]}" "${@:4}"
+  }
+  until staged vllm && staged qwen3-8b-shape 1; do sleep 5; done
+  bash lab/h200/unpack_model.sh qwen3-8b-shape > /dev/null
+  install_bundle vllm; echo "== $(date -u +%T) vllm installed"
+  if [ "$SESSION" = 1 ]; then
+    anatomy vllm 600 py-vllm; anatomy vllm-server 600 py-vllm
+    study 300 h200-a42-hf hf --workloads conversation,sweep
+  else
+    until staged sglang; do sleep 5; done
+    install_bundle sglang; echo "== $(date -u +%T) sglang installed"
+    anatomy sglang 660 py-sgl; anatomy sglang-server 660 py-sgl
+  fi
+}
+
+sitting_launch
