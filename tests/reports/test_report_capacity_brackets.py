@@ -173,7 +173,8 @@ def test_a_search_stopped_at_the_engines_limit_says_so_not_below_its_maximum(tmp
 
 def test_a_start_whose_range_ends_undecided_lists_both_ends_not_a_floor():
     """A start that met U=256 and left U=512 undecided (nothing above it ran) is the range U=256–512 in the
-    list of starts, as its own cell says: never the bare "U=256", which reads as a floor (H200, 2026-12-04)."""
+    list of starts, as its own cell says: never the bare "U=256", which reads as a floor (H200,
+    2026-12-04)."""
     from llm_call_anatomy.workloads.load.report.capacity_cells import capacity_text, starts_text
 
     ranged = {"start": "a#0", "value": 256.0, "next_up": None, "bound": "range", "undecided": [512.0]}
