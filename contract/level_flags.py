@@ -2,7 +2,8 @@
 population (users, requests in flight, arrivals/s). Pure functions of request records (dicts with
 ``submit_s``, ``planned_submit_s``, ``finish_s``, ``user``); ``contract.capacity.judge`` applies them.
 :func:`level_kind` names the load a level was planned as (``closed C=8``...), for the page and the
-terminal's summary at the end of a run alike.
+terminal's summary at the end of a run alike; :func:`level_name` is the short name the page and the README
+tables show for a level (``U=256`` for users who think, where the record's case says ``C=256``).
 
 - **Not offered as planned**: the load loop submitted a request later than its plan by more than
   :data:`SUBMIT_LAG_MS` at the :data:`LAG_PERCENTILE` th percentile, or (open loop) the achieved arrival
@@ -263,6 +264,17 @@ def population(rows: list[dict], window: tuple[float, float] | None, concurrency
             break
     out["arrivals_per_s"] = sum(t0 <= _num(r["submit_s"]) <= t1 for r in started) / (t1 - t0)
     return out
+
+
+def level_name(case: object, think_s: object = None) -> str:
+    """The name a reader sees for a level: ``U=N`` where the level is a closed loop of N users who think
+    between turns (``think_s``, the level's ``think_time_s``, > 0: fewer requests in flight than users),
+    else the recorded case as it is (``C=8``: C requests always in flight; ``rate=4``). The records keep
+    the planner's case, ``C=N`` for every closed level (old runs and ``--resume`` key on it): this is
+    the one place that tells the two closed loops apart by name, at display time."""
+    text = str(case)
+    think = _num(think_s)
+    return "U=" + text[2:] if think and think > 0 and text.startswith("C=") else text
 
 
 def level_kind(

@@ -28,6 +28,8 @@ from typing import Any
 
 import pandas as pd
 
+from llm_call_anatomy.contract.level_facts import LevelFacts
+from llm_call_anatomy.contract.level_flags import level_kind, level_name
 from llm_call_anatomy.reports.stats import num
 
 UNACCOUNTED = "unaccounted"
@@ -80,7 +82,8 @@ class Call:
     stages: tuple[Stage, ...]
 
     ttft_ms: float | None = None  # the caller's TTFT, to place the unaccounted part around the first token
-    level: str | None = None  # under load: the level ("C=32"); None: one request at a time
+    level: str | None = None  # under load: the level as shown ("C=32"; "U=256" users who think); None: single
+    load: str | None = None  # under load, in words ("C=32 requests in flight"; "U=256 users, think 30 s ...")
 
     def stage(self, name: str) -> Stage:
         return next(s for s in self.stages if s.name == name)
@@ -283,29 +286,58 @@ def representative_loaded(
     return out
 
 
-def _label(row: dict[str, Any]) -> str:
-    """The call named: its mode, case, turn and repeat (whole numbers as such)."""
+def _label(row: dict[str, Any], level: str | None = None) -> str:
+    """The call named: its mode, case (under load: its ``level`` as shown), turn and repeat (whole numbers as
+    such)."""
     parts = []
     for k in ("mode", "case", "turn", "rep"):
-        v = row.get(k)
+        v = level if k == "case" and level else row.get(k)
         if v is None or v != v:
             continue
         parts.append(f"{k} {int(v) if isinstance(v, float) and v == int(v) else v}")
     return ", ".join(parts)
 
 
-def _call(workload: str, backend: str, row: dict[str, Any], level: str | None = None) -> Call:
+def _call(
+    workload: str, backend: str, row: dict[str, Any], level: str | None = None, load: str | None = None
+) -> Call:
     return Call(
         workload,
         backend,
-        _label(row),
+        _label(row, level),
         int(row["prompt_tokens"]) if num(row.get("prompt_tokens")) is not None else None,
         int(row["output_tokens"]) if num(row.get("output_tokens")) is not None else None,
         float(row["e2e_ms"]),
         stages_of(row),
         num(row.get("ttft_ms")),
         level,
+        load,
     )
+
+
+def level_facts_of(rows: pd.DataFrame, row: dict[str, Any]) -> LevelFacts:
+    """The facts (``extra.level``) of the level a request under load ran in: its level record's (the same
+    backend, variant and case, no repeat; the first engine start's where several ran it); none without one."""
+    if "rep" not in rows or "extra" not in rows:
+        return LevelFacts()
+    mine = rows[
+        rows["rep"].isna()
+        & (rows["backend"] == row["backend"])
+        & (rows["mode"].astype(str) == str(row["mode"]))
+        & (rows["case"].astype(str) == str(row["case"]))
+    ]
+    found = (e["level"] for e in mine["extra"] if isinstance(e, dict) and isinstance(e.get("level"), dict))
+    return LevelFacts.of(next(found, None))
+
+
+def loaded_level(rows: pd.DataFrame, row: dict[str, Any]) -> tuple[str, str]:
+    """A request under load's level as shown (``contract.level_flags.level_name``: ``C=32``; ``U=256`` where
+    its users think) and in words: ``C=32 requests in flight``, or for users who think the level's kind
+    (``level_kind``: ``U=256 users, think 30 s (exponential)``: far fewer requests in flight than users)."""
+    c = int(row["load_concurrency"])
+    facts = level_facts_of(rows, row)
+    name = level_name(f"C={c}", facts.think_time_s)
+    return name, (level_kind(c, None, facts) if name != f"C={c}" else f"{name} requests in flight")
 
 
 def calls(measured: pd.DataFrame, backends: list[str]) -> list[Call]:
@@ -316,5 +348,5 @@ def calls(measured: pd.DataFrame, backends: list[str]) -> list[Call]:
         rows = measured[measured["workload"] == workload]
         out += [_call(workload, b, row) for b, row in representative(rows, backends).items()]
         for b, row in representative_loaded(rows, backends).items():
-            out.append(_call(workload, b, row, f"C={int(row['load_concurrency'])}"))
+            out.append(_call(workload, b, row, *loaded_level(rows, row)))
     return out

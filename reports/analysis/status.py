@@ -14,7 +14,10 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
+from llm_call_anatomy.contract.level_flags import level_name
 from llm_call_anatomy.reports.stats import num
+
+LEVEL_KEY = ("backend", "workload", "mode", "case")  # a load level: its requests and its own record share it
 
 
 @dataclass
@@ -119,10 +122,20 @@ def server_timings(df: pd.DataFrame) -> pd.DataFrame:
     beside the caller's: both figures and their difference.
 
     The engine's figure is ``engine_ttft_ms`` (issue 14 runs) or ``extra.server_ttft_ms`` (serving mode);
-    old records whose ``ttft_ms`` already is the engine's figure have no caller figure to compare.
+    old records whose ``ttft_ms`` already is the engine's figure have no caller figure to compare. ``level``:
+    the case as shown (``contract.level_flags.level_name``: ``U=256`` for a load level of users who think,
+    from its level record's ``think_time_s``).
     """
+    records = df.to_dict("records")
+    think = {  # a load level's record (no repeat): its users' think time
+        tuple(r[k] for k in LEVEL_KEY): r["extra"]["level"].get("think_time_s")
+        for r in records
+        if num(r.get("rep")) is None
+        and isinstance(r.get("extra"), dict)
+        and isinstance(r["extra"].get("level"), dict)
+    }
     rows = []
-    for r in df.to_dict("records"):
+    for r in records:
         extra = r.get("extra") if isinstance(r.get("extra"), dict) else {}
         if r.get("ttft_common") is False:
             continue
@@ -137,6 +150,7 @@ def server_timings(df: pd.DataFrame) -> pd.DataFrame:
                 "workload": r["workload"],
                 "mode": r["mode"],
                 "case": r["case"],
+                "level": level_name(r["case"], think.get(tuple(r[k] for k in LEVEL_KEY))),
                 "rep": r["rep"],
                 "turn": r["turn"],
                 "client_ttft_ms": client,

@@ -98,7 +98,7 @@ def blocks(
     out: list[Block] = [p(INTRO), p(rules, muted=True), p(reference_line(singles))]
     for workload, level in dict.fromkeys((c.workload, c.level) for c in calls):
         mine = [c for c in calls if (c.workload, c.level) == (workload, level)]
-        title = f"Workload {workload}" + (f", under load ({level} requests in flight)" if level else "")
+        title = f"Workload {workload}" + (f", under load: {mine[0].load}" if level else "")
         out.append(h3(title))
         out.append(table(stage_table(mine)))
         spec = charts.anatomy(stage_frame(mine), list(anatomy.STAGES), backends)

@@ -345,7 +345,7 @@ def server(report) -> list[Block]:
                 r["backend"],
                 r["workload"],
                 r["mode"],
-                r["case"],
+                r["level"],
                 fmt.n(r["rep"]),
                 fmt.n(r["client_ttft_ms"]),
                 fmt.n(r["server_ttft_ms"]),

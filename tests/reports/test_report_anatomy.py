@@ -190,6 +190,6 @@ def test_the_view_gives_a_table_and_a_bar_per_workload_and_per_level():
     specs = []
     blocks = view.blocks(calls, ["hf", "vllm"], lambda spec, label: specs.append(label) or "slot")
     titles = [b.text for b in blocks if b.kind == "h3"]
-    assert titles == ["Workload lf, under load (C=32 requests in flight)", "Workload sweep"]
+    assert titles == ["Workload lf, under load: C=32 requests in flight", "Workload sweep"]
     assert specs == ["one call taken apart, lf at C=32", "one call taken apart, sweep"]
     assert sum(b.kind == "table" for b in blocks) == 2

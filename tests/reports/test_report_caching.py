@@ -18,6 +18,7 @@ def _level(backend: str, case: str, tps: float, lo: float | None, hi: float | No
         "workload": "load-fixed",
         "mode": "S=0",
         "case": case,
+        "level": case,  # as shown (the analysis's steady rows: U=N for users who think)
         "mix": mix,
         "output_tps": tps,
         "output_tps_lo": lo,

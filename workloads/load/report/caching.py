@@ -119,6 +119,7 @@ def caching_ratios(
                     "workload": key[0],
                     "mode": key[1],
                     "case": key[2],
+                    "level": a["level"],  # as shown (U=N for users who think)
                     "what": "level",
                     "tps_ratio": _ratio(a["output_tps"], z["output_tps"]) if same else None,
                     "tps_within_spread": _overlap(a, z) if same else None,
@@ -149,6 +150,7 @@ def caching_ratios(
                         "workload": key[0],
                         "mode": key[1],
                         "case": f"{key[2]} · {key[3]}",
+                        "level": f"{key[2]} · {key[3]}",
                         "what": "capacity",
                         "capacity_ratio": _capacity_ratio(a, z, bound),
                         "capacity_bound": bound,

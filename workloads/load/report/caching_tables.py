@@ -37,7 +37,7 @@ def caching_table(ratios: pd.DataFrame) -> Table:
             [
                 r["backend"],
                 variant_text(r),
-                r["case"],
+                r["level"],
                 tps_ratio_text(r),
                 fmt.n(r.get("ttft_ratio"), 2),
                 capacity_ratio_text(r),

@@ -42,7 +42,7 @@ import pandas as pd
 
 from llm_call_anatomy.contract.level_energy import window_energy
 from llm_call_anatomy.contract.level_facts import LevelFacts
-from llm_call_anatomy.contract.level_flags import level_kind
+from llm_call_anatomy.contract.level_flags import level_kind, level_name
 from llm_call_anatomy.contract.level_stats import LevelStats, level_stats, over_starts
 from llm_call_anatomy.contract.slo import DEFAULT_SPECS, Target, parse_targets, percentile
 from llm_call_anatomy.reports.analysis.status import unreached_levels
@@ -219,6 +219,7 @@ def level_row(
         "preemptions": num(facts.preemptions),
         "searched_for": facts.searched_for,
         "level_kind": level_kind(stats.concurrency, rate, facts, unit),
+        "level": level_name(key[KEY.index("case")], facts.think_time_s),  # as shown: U=N for users who think
         "users": num(facts.users),
         "in_flight_mean": num(facts.in_flight_mean),
         "in_flight_p90": num(facts.in_flight_p90),

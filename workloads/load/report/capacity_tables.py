@@ -171,6 +171,7 @@ def steady_table(
     t = Table(cols, numeric=set(range(4, len(cols) - 1)))
     mine = steady[steady["backend"] == backend]
     have = {(r["workload"], r["mode"], r["case"]): r for r in mine.to_dict("records")}
+    shown = {(r["workload"], r["mode"], r["case"]): r["level"] for r in steady.to_dict("records")}
     for (w, m), cases in all_cases.items():
         for case in cases:
             r = have.get((w, m, case))
@@ -178,7 +179,7 @@ def steady_table(
                 t.add(
                     [
                         f"{w} · {m}",
-                        case,
+                        shown[(w, m, case)],
                         "",
                         "",
                         "not run",
@@ -212,7 +213,7 @@ def steady_table(
             t.add(
                 [
                     f"{w} · {m}",
-                    fmt.text(r.get("level_kind")) or r["case"],
+                    fmt.text(r.get("level_kind")) or r["level"],
                     verdicts.get((backend, w, m, r["loop"], float(level)), "–") if known(level) else "–",
                     population_text(r),
                     f"{r['n_steady']} ({r['first_n']})",
@@ -381,7 +382,7 @@ def caveats(d: dict[str, Any], section_name: str) -> list:
         )
     if steady.empty:
         return out
-    for (w, m, case), g in steady.groupby(["workload", "mode", "case"], sort=False):
+    for (w, m, _), g in steady.groupby(["workload", "mode", "case"], sort=False):
         if g["mix"].nunique() < 2:
             continue
         by_mix = [h for _, h in g.groupby("mix", sort=False)]
@@ -397,8 +398,8 @@ def caveats(d: dict[str, Any], section_name: str) -> list:
         out.append(
             Caveat(
                 section_name,
-                f"{w} · {m} {case}: {' and '.join(what(h) for h in by_mix[1:])} ran other requests than "
-                f"{what(by_mix[0])}: a row is compared only with rows of its own mix.",
+                f"{w} · {m} {g['level'].iloc[0]}: {' and '.join(what(h) for h in by_mix[1:])} ran other "
+                f"requests than {what(by_mix[0])}: a row is compared only with rows of its own mix.",
             )
         )
     return out

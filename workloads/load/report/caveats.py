@@ -30,7 +30,7 @@ def caveats(section, report) -> list:
                 Caveat(
                     section.name,
                     f"{r['backend']} preempted {fmt.n(r['preemptions'])} requests at "
-                    f"{r['workload']} · {r['mode']} {r['case']}: the KV cache ran out (peak "
+                    f"{r['workload']} · {r['mode']} {r['level']}: the KV cache ran out (peak "
                     f"{fmt.pct(r['kv_cache_usage_peak'])}).",
                 )
             )
@@ -39,7 +39,7 @@ def caveats(section, report) -> list:
             out.append(
                 Caveat(
                     section.name,
-                    f"{r['backend']} at {r['workload']} · {r['mode']} {r['case']} reported "
+                    f"{r['backend']} at {r['workload']} · {r['mode']} {r['level']} reported "
                     f"{'; '.join(r['fact_problems'])}: not shown as a figure.",
                 )
             )
@@ -63,7 +63,7 @@ def caveats(section, report) -> list:
         out.append(
             Caveat(
                 section.name,
-                f"{r['backend']} at {r['workload']} · {r['mode']} {r['case']}: a client process "
+                f"{r['backend']} at {r['workload']} · {r['mode']} {r['level']}: a client process "
                 f"was busy {fmt.pct(r['client_busy_max'])} of the level: {mu.CLIENT_LIMITED} "
                 "(more --client-procs).",
             )

@@ -1,7 +1,9 @@
 """Load (many users at once): throughput, latency percentiles and goodput per level, from the records.
 
 A level is one (backend, workload, variant, load) — ``case`` ``C=8`` (closed loop) or ``rate=4``
-(Poisson). Its requests are the records with a ``submit_s``, served or failed (``error``); the
+(Poisson), as recorded: the key every grouping takes; ``level`` is the name the reader sees
+(``contract.level_flags.level_name``: ``U=256`` for a closed loop of users who think, whose case says
+``C=256``, else the case). Its requests are the records with a ``submit_s``, served or failed (``error``); the
 level's own record (``rep`` None) holds the engine's figures in ``extra.level``
 (``contract.level_facts.LevelFacts``). Definitions (one
 for every backend):
@@ -51,6 +53,7 @@ import numpy as np
 import pandas as pd
 
 from llm_call_anatomy.contract.level_facts import LevelFacts
+from llm_call_anatomy.contract.level_flags import level_name
 from llm_call_anatomy.contract.records import record_place
 from llm_call_anatomy.reports.stats import num
 
@@ -70,6 +73,7 @@ COLUMNS = [
     "workload",
     "mode",
     "case",
+    "level",
     "concurrency",
     "rate_rps",
     "requests",
@@ -280,6 +284,7 @@ def per_level(
         rows.append(
             {
                 **dict(zip(["backend", "workload", "mode", "case"], key, strict=True)),
+                "level": level_name(key[3], f.think_time_s),
                 "concurrency": num(g["load_concurrency"].iloc[0]),
                 "rate_rps": num(g["load_rate_rps"].iloc[0]),
                 "requests": len(ok),
@@ -332,7 +337,8 @@ def metrics_gauges(f: LevelFacts) -> bool:
 
 
 def peaks(levels: pd.DataFrame) -> pd.DataFrame:
-    """Per backend, workload and variant: the peak output tokens/s (and its level), and the highest
+    """Per backend, workload and variant: the peak output tokens/s (and its level: ``peak_case`` as
+    recorded, ``peak_level`` as shown), and the highest
     closed-loop concurrency whose requests met the SLO in at least HOLDS_SHARE of cases (failed ones
     included). The peak is a level that served every request; only where every level had failures
     is it one of those, with ``peak_errors`` saying how many failed."""
@@ -352,6 +358,7 @@ def peaks(levels: pd.DataFrame) -> pd.DataFrame:
                 "mode": m,
                 "peak_tps": top["output_tps"],
                 "peak_case": top["case"],
+                "peak_level": top["level"],
                 "peak_errors": int(top["errors"]),
                 "holds_c": held["concurrency"].max() if len(held) else None,
                 "tested_c": g["concurrency"].max(),
@@ -365,6 +372,7 @@ def peaks(levels: pd.DataFrame) -> pd.DataFrame:
             "mode",
             "peak_tps",
             "peak_case",
+            "peak_level",
             "peak_errors",
             "holds_c",
             "tested_c",

@@ -4,7 +4,8 @@ tokens/s, TTFT p50/p99, ITL p50 and goodput — what the Load section draws, as 
     python -m llm_call_anatomy.workloads.load.report.load_table RUN_DIR...
         [--slo NAME:ttft_p90_ms=2000,tpot_p90_ms=200] [--merge-starts] [--capacity] [--inproc-server]
 
-Rows are (workload · variant · level), in the order the runs have them; a cell is
+Rows are (workload · variant · level: ``levels.per_level``'s ``level``, ``U=256`` for users who think),
+in the order the runs have them; a cell is
 ``output tok/s (whole level) · TTFT p50/p99 ms · ITL p50 ms · goodput req/s (n)``, "–" where the backend
 has no such level, "†" after a cell whose requests are not the row's (another mix: the H200's HF mix runs
 fewer turns a session; ``capacity.mix_of``), so that it is not read against the others.
@@ -49,6 +50,7 @@ def table(levels, mixes: dict[tuple, str] | None = None) -> str:
     backends = list(dict.fromkeys(levels["backend"]))
     lines = [f"| workload · variant · level | {' | '.join(backends)} |", "|---" * (len(backends) + 1) + "|"]
     marked = False
+    # keyed on the recorded case; a row named as the reader sees its level (``U=256`` for users who think)
     for (w, m, c), g in levels.groupby(["workload", "mode", "case"], sort=False):
         mix = {b: (mixes or {}).get((b, w, m, c)) for b in g["backend"]}
         counts = list(mix.values())
@@ -58,7 +60,8 @@ def table(levels, mixes: dict[tuple, str] | None = None) -> str:
             other = mix[r["backend"]] != main
             marked |= other
             by[r["backend"]] = cell(r) + (" †" if other else "")
-        lines.append(f"| {w} · {m} · {c} | " + " | ".join(by.get(b, "–") for b in backends) + " |")
+        level = g["level"].iloc[0]  # as the reader sees it
+        lines.append(f"| {w} · {m} · {level} | " + " | ".join(by.get(b, "–") for b in backends) + " |")
     note = (
         " †: other requests than the row's unmarked cells (another mix, or a level cut short): not compared "
         "with them."

@@ -38,6 +38,7 @@ COLUMNS = [
     "workload",
     "mode",
     "case",
+    "level",
     "requests",
     "output_tps",
     "ttft_p50",

@@ -46,7 +46,7 @@ def engine_table(rows: pd.DataFrame) -> Table:
             [
                 r["config"],
                 f"{r['workload']} · {r['mode']}",
-                r["case"],
+                r["level"],
                 f"{r['requests']}",
                 fmt.n(r["output_tps"]),
                 f"{fmt.n(r['ttft_p50'])} / {fmt.n(r['ttft_p99'])}",

@@ -28,7 +28,7 @@ def jobs(section, report) -> list:
             values = [
                 (
                     r["backend"],
-                    f"{fmt.n(r['peak_tps'])} {LEVEL_TPS} at {r['peak_case']}"
+                    f"{fmt.n(r['peak_tps'])} {LEVEL_TPS} at {r['peak_level']}"
                     + (f" ({r['peak_errors']} failed: every level had failures)" if r["peak_errors"] else ""),
                 )
                 for r in g.to_dict("records")

@@ -54,7 +54,7 @@ def level_table(levels: pd.DataFrame, backend: str) -> Table:
         t.add(
             [
                 f"{r['workload']} · {r['mode']}",
-                r["case"],
+                r["level"],
                 f"{r['requests']}" + (f" ({r['errors']} failed)" if r["errors"] else ""),
                 fmt.n(r["output_tps"]),
                 fmt.n(r["rps"], 2),
@@ -107,7 +107,7 @@ def caller_engine_table(levels: pd.DataFrame) -> Table | None:
             [
                 r["backend"],
                 f"{r['workload']} · {r['mode']}",
-                r["case"],
+                r["level"],
                 fmt.n(r["ttft_p50"]),
                 fmt.n(r["engine_ttft_p50"]),
                 fmt.n(r["caller_minus_engine_ttft_p50"]),
