@@ -47,6 +47,11 @@ BUILDS = {
         + ["h200-cap-vllm-server", "h200-cap-sglang-server", "../h200-serving/h200-serve-hf-server"],
         [],
     ),
+    "h200-think": (  # users who think, three vllm-server starts (issue 40's sizing answer, first screen)
+        [f"../../results/brackets-h200-2026-12-04b/h200-b39-think3-s-{s}" for s in "abc"],
+        ["--merge-starts", "--slo", "mychat:ttft_p90_ms=1000,tpot_p90_ms=40"]
+        + ["--size", "users=10000,think_s=30,slo=mychat", "--gpu-hour-usd", "3.5"],
+    ),
 }
 # examples whose committed page is being replaced on main (new runs, rebuilt there): not compared meanwhile
 BUILT_STAMP = re.compile(r" · built \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d\d:\d\d</p>")

@@ -12,7 +12,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 FILES = sorted((ROOT / "lab" / "h200").glob("*.yaml"))
-# the context the sittings give each (lab/h200/study.sh: 3072; the long-context call and anatomy_sitting.sh: 32768)
+# the context the sittings give each (study.sh: 3072; the long-context call and anatomy_sitting.sh: 32768)
 MAX_MODEL_LEN = {"long-context.yaml": 32768, "anatomy.yaml": 32768}
 
 

@@ -88,6 +88,17 @@ def test_a_target_between_levels_gives_the_bracket_and_the_command_for_the_level
     assert "--out /tmp/runs/r-C6" in cmd and "--resume" not in cmd.split("--out")[0]
 
 
+def test_the_level_between_of_users_who_think_names_its_run_by_users():
+    """A closed loop of users who think is U users, not C in flight: the new run's folder says U (-U724)."""
+    from llm_call_anatomy.contract.slo import parse_target
+    from llm_call_anatomy.workloads.load.report.retarget import command
+
+    env = {"argv": ["--backend", "vllm-server", "--out", "/tmp/runs/t"], "run_id": "t"}
+    chat = parse_target("chat:ttft_p90_ms=500")
+    assert command(env, "vllm-server", {"loop": "closed", "think_s": 30.0}, 724, chat).endswith("t-U724")
+    assert command(env, "vllm-server", {"loop": "closed", "think_s": 0.0}, 6, chat).endswith("t-C6")
+
+
 def test_the_command_line_prints_the_level_between_under_its_own_slo(tmp_path, capsys):
     argv = ["--backend", "vllm", "--out", "/tmp/runs/r", "--workloads", "load"]
     run = _run(tmp_path, "r", {"slo_targets": LAX, "argv": argv})
