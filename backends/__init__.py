@@ -7,11 +7,12 @@ engine; :func:`resolve` does, inside the child process that runs that backend. T
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from llm_call_anatomy.backends.base import Backend, BackendUnavailable, install_hint
 from llm_call_anatomy.contract.adapter import SettingsApplied
 from llm_call_anatomy.contract.columns import base_of
+from llm_call_anatomy.contract.docs import DIST
 from llm_call_anatomy.contract.registry import Registry
 
 REGISTRY: dict[str, str] = {
@@ -76,6 +77,44 @@ DATA_PARALLEL: tuple[str, ...] = applying("dp")
 ROUTED: tuple[str, ...] = applying("router")
 
 BACKENDS: Registry[type[Backend]] = Registry("backend", REGISTRY)
+
+
+@dataclass(frozen=True)
+class Needs:
+    """What a backend needs before it can start, read by the plan before any engine is imported
+    (harness/skips.py): the top-level modules that it (its adapter, its engine, the server it launches)
+    imports in the interpreter that runs it, and a CUDA device. ``install``: how to get the modules where
+    its extra does not bring them all (None: the extra of its package folder, :func:`extra_of`)."""
+
+    modules: tuple[str, ...] = ()
+    cuda: bool = False
+    install: str | None = None
+
+
+# The child is the authority: it skips a backend that cannot start with the adapter's own reason; this table
+# is the plan's forecast of the skips that are facts before anything starts (tests/package/test_extras.py
+# checks the modules against the imports of each backend's package). hf-graphs captures CUDA graphs and
+# sglang runs on a GPU in this study; the OpenAI-compatible client is the openai extra's.
+_CLIENT = ("openai", "httpx", "aiohttp", "prometheus_client")
+NEEDS: dict[str, Needs] = {
+    "hf": Needs(),
+    "hf-graphs": Needs(cuda=True),
+    "hf-cb": Needs(),
+    "vllm": Needs(("vllm",)),
+    "sglang": Needs(("sglang",), cuda=True),
+    "openai": Needs(_CLIENT),
+    "vllm-server": Needs((*_CLIENT, "vllm")),
+    "sglang-server": Needs((*_CLIENT, "sglang")),
+    "hf-server": Needs(
+        (*_CLIENT, "fastapi", "uvicorn"), install=f"pip install '{DIST}[openai]' 'transformers[serving]'"
+    ),
+}
+
+
+def needs(name: str) -> Needs:
+    """What a backend or a column (its base's) needs before it can start; nothing declared for an entry
+    outside the table (a plugin's, a test's)."""
+    return NEEDS.get(base_of(name), Needs())
 
 
 def extra_of(name: str) -> str | None:

@@ -18,13 +18,13 @@ import time
 from pathlib import Path
 
 from llm_call_anatomy import HOME
-from llm_call_anatomy.contract.columns import base_of
 from llm_call_anatomy.contract.plan import Plan
 from llm_call_anatomy.contract.records import RECORDS, DamagedRecordError
 from llm_call_anatomy.harness import pace, plan_summary, run_summary
 from llm_call_anatomy.harness.env import merge_env
 from llm_call_anatomy.harness.launch import run_child
 from llm_call_anatomy.harness.records import done_keys, read_records
+from llm_call_anatomy.harness.skips import interpreter
 from llm_call_anatomy.harness.summary_table import summary_table
 from llm_call_anatomy.harness.version import DIST, commands
 
@@ -40,9 +40,11 @@ def run_backends(
     plan: Plan,
     lock_fd: int,
     prog: str = "compare.py",
+    skipped: dict[str, str] | None = None,
 ) -> int:
     """Each backend's child process in turn, then the report and the load levels' lines; the exit code (1: a
-    backend failed, or nothing was measured)."""
+    backend failed, or nothing was measured). ``skipped``: the backends the plan foresaw skipped
+    (harness/skips.py): their children still run and record why, but no time is foreseen for them."""
     timings: dict[str, float] = {}
     paced: dict[str, float] = {}  # the backends that ran (not skipped): the pace of the rest
     failed: list[str] = []
@@ -60,7 +62,7 @@ def run_backends(
                     print(f"{name}: engine start {start}: every request already recorded", flush=True)
                     continue
                 # a base@variant column runs under its base's --python unless it has its own
-                python = pythons.get(name) or pythons.get(base_of(name), sys.executable)
+                python = interpreter(name, pythons)
                 code = run_child(ROOT, out, name, python, lock_fd, start)
                 if code != 0:
                     failed.append(name)
@@ -83,7 +85,8 @@ def run_backends(
                     pace.remember(
                         pace.pace_path(), name, model, device, timings[name], pace.plan_tokens(plan)
                     )
-            rest = plan_summary.rest_line(paced, names[names.index(name) + 1 :])
+            left = [n for n in names[names.index(name) + 1 :] if n not in (skipped or {})]
+            rest = plan_summary.rest_line(paced, left)
             if rest:
                 print(rest, flush=True)
     except BaseException:  # SIGTERM (Interrupted), ^C or a crash: env.json still gets the blocks the children

@@ -24,7 +24,7 @@ from llm_call_anatomy import backends
 from llm_call_anatomy.contract.chat import CHAT_PROMPTS, NoChatTemplate, Renderer
 from llm_call_anatomy.contract.files import atomic_write_text
 from llm_call_anatomy.contract.plan import Plan
-from llm_call_anatomy.harness import models, pace, parallel_args, prompt_timing, server_args, variants
+from llm_call_anatomy.harness import models, pace, parallel_args, prompt_timing, server_args, skips, variants
 from llm_call_anatomy.harness.applied import check_applicable
 from llm_call_anatomy.harness.backend_runs import run_backends
 from llm_call_anatomy.harness.cli_checks import (
@@ -250,8 +250,8 @@ def write_and_run(
                 },
             )
             merge_env(out, run_env)
-            say_plan(planned.plan, names, settings)  # before the first engine start
-            return run_backends(args, out, names, pythons, run_env, planned.plan, lock_fd, prog)
+            skipped = say_plan(planned.plan, names, settings, pythons)  # before the first engine start
+            return run_backends(args, out, names, pythons, run_env, planned.plan, lock_fd, prog, skipped)
     except RunDirBusy as exc:
         raise UsageError(str(exc)) from exc
 
@@ -268,15 +268,20 @@ def check_resume_early(
     check_resume_settings(out, early, unknown=PLANNED_SETTINGS)
 
 
-def say_plan(plan: Plan, names: list[str], settings: dict) -> None:
+def say_plan(plan: Plan, names: list[str], settings: dict, pythons: dict[str, str]) -> dict[str, str]:
     """The plan with its counts and, where this machine ran the backends before, its time
-    (harness/plan_summary.py, harness/pace.py); a warning where the machine is already busy."""
+    (harness/plan_summary.py, harness/pace.py), the backends that will be skipped named and left out of
+    both (harness/skips.py); a warning where the machine is already busy. Returns those skipped (backend ->
+    why)."""
     model, device = settings["model_label"], settings["device"]
-    said = pace.time_line(pace.pace_path(), names, model, device, pace.plan_tokens(plan))
-    print("\n".join(plan_lines(plan, names, time=said)), flush=True)
+    skipped = skips.foreseen(names, device, pythons)
+    running = [n for n in names if n not in skipped]
+    said = pace.time_line(pace.pace_path(), running, model, device, pace.plan_tokens(plan))
+    print("\n".join(plan_lines(plan, names, time=said, skipped=skipped)), flush=True)
     busy = busy_line(*machine_load(), device)
     if busy:
         print(busy, flush=True)
+    return skipped
 
 
 def lint_only(args: argparse.Namespace, specs: list) -> int:

@@ -3,12 +3,15 @@
 harness/cli.py prints :func:`plan_lines` after the plan is rendered and before any backend's child starts:
 one line a workload with its timed requests and what multiplies them (read from the plan's steps, so every
 kind is counted alike: modes, temperatures, cases, repeats, turns, load levels), then the run's total over
-the backends and engine starts. A plan has no clock: how long a request takes is this machine's and this
-backend's. Where this machine ran the backends on the model before, their pace then gives the time up front
-(``harness/pace.py``); else the first figure of time comes from the run itself: the progress bar's ETA once
+the backends and engine starts; a backend that will be skipped (not installed, needs a GPU: harness/skips.py)
+is named with its reason and not counted. A plan has no clock: how long a request takes is this machine's and
+this backend's. Where this machine ran the backends on the model before, their pace then gives the time up
+front (``harness/pace.py``); else the plan says that no estimate comes before the first case (why:
+:data:`NO_PACE_YET`), and the first figure of time comes from the run itself: the progress bar's ETA once
 cases finish, and after each backend :func:`rest_line`, the backends still to run at the pace of those that
-ran (a backend that was skipped sets no pace). :func:`busy_line` warns, beside the plan, where the machine
-is already busy (its load average above its cores).
+ran (a backend that was skipped sets no pace, and one foreseen skipped is not among those left).
+:func:`busy_line` warns, beside the plan, where the machine is already busy (its load average above its
+cores).
 """
 
 from __future__ import annotations
@@ -62,11 +65,18 @@ def workload_line(name: str, steps: list[Step], levels: int, starts: int) -> str
 
 
 def plan_lines(
-    plan: Plan, backends: list[str], searches: bool | None = None, time: str | None = None
+    plan: Plan,
+    backends: list[str],
+    searches: bool | None = None,
+    time: str | None = None,
+    skipped: dict[str, str] | None = None,
 ) -> list[str]:
-    """The plan before the first engine start: one line a workload, then the total for the backends (each
-    runs every request), then the time: ``time`` where this machine's pace gives one (``harness/pace.py``),
-    else how the run will tell it."""
+    """The plan before the first engine start: one line a workload, then the total for the backends that will
+    run (each runs every request), a line for each backend that will be skipped (``skipped``: backend ->
+    why, ``harness/skips.py``; not counted), then the time: ``time`` where this machine's pace gives one
+    (``harness/pace.py``), else how the run will tell it."""
+    skipped = skipped or {}
+    running = [b for b in backends if b not in skipped]
     steps_of: dict[str, list[Step]] = defaultdict(list)
     levels: dict[str, int] = defaultdict(int)
     starts: dict[str, set[int]] = defaultdict(set)
@@ -81,22 +91,37 @@ def plan_lines(
     total = sum(len(s) for s in steps_of.values())
     lines = ["plan:"]
     lines += [workload_line(name, s, levels[name], len(starts[name])) for name, s in steps_of.items()]
-    lines.append(
-        f"  {_count(total, 'timed request', 'timed requests')} a backend"
-        + (
-            f" × {len(backends)} backends ({', '.join(backends)}) = {total * len(backends):,}"
-            if len(backends) > 1
-            else ""
+    if running:
+        lines.append(
+            f"  {_count(total, 'timed request', 'timed requests')} a backend"
+            + (
+                f" × {len(running)} backends ({', '.join(running)}) = {total * len(running):,}"
+                if len(running) > 1
+                else ""
+            )
+            + (", plus warm-ups" if any(g.warmup for g in plan.groups) else "")
+            + (" and the levels the capacity search adds" if searches else "")
         )
-        + (", plus warm-ups" if any(g.warmup for g in plan.groups) else "")
-        + (" and the levels the capacity search adds" if searches else "")
-    )
-    lines.append(
-        time
-        or "  time: this machine's pace is measured by the run itself: the progress bar shows an ETA once "
-        "cases finish, and after each backend the rest of the run is estimated at its pace"
-    )
+    else:
+        lines.append("  nothing to time: every backend will be skipped")
+    lines += [f"  {name}: skipped, not counted: {why}" for name, why in skipped.items()]
+    if running:
+        lines.append(time or NO_PACE_YET)
     return lines
+
+
+# Before anything ran there is no honest figure of time: a request's seconds are this machine's, this
+# backend's and this model's, and they spread too far for a guess by device kind to mean anything (on one
+# 2-core VM, the tiny model's 5-request sweep took hf 8 s and vllm 42 s, most of it the engine start;
+# smollm2 on the same machine takes minutes a backend; a 64-core host or a GPU is another order again). A
+# guess that is off tenfold is worse than none, so the plan says when the first figure comes instead: the
+# progress bar's ETA once the first case finishes, and the rest of the run after each backend. Where this
+# machine ran these backends on this model before, their pace gives the time up front (harness/pace.py).
+NO_PACE_YET = (
+    "  time: no estimate before the first case (these backends never ran this model on this machine): the "
+    "progress bar shows an ETA once the first case finishes, and after each backend the rest of the run is "
+    "estimated at its pace"
+)
 
 
 def duration(seconds: float) -> str:

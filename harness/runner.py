@@ -7,7 +7,8 @@ that still has to run. A step that needs a capability the backend lacks becomes 
 record with the reason; an exception becomes an ``error`` record (the rest of a conversation
 repeat is then abandoned, since its cache state is unknown) and the run goes on. The progress bar shows
 the elapsed time, an ETA once cases finish and "warm-up" while warming up; where the console is no
-terminal, a heartbeat line (``harness.heartbeat``) every few seconds while a group runs.
+terminal, a heartbeat line (``harness.heartbeat``) every few seconds while a group runs. What the libraries
+log meanwhile is printed above the bar (``harness.library_logs``).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from llm_call_anatomy.contract.plan import Group, Plan, Step
 from llm_call_anatomy.contract.records import Record
 from llm_call_anatomy.harness import load_runner, prompt_timing
 from llm_call_anatomy.harness.heartbeat import Heartbeat
+from llm_call_anatomy.harness.library_logs import above_the_bar
 from llm_call_anatomy.harness.records import RecordWriter, done_keys, failed_keys
 from llm_call_anatomy.harness.secrets import redact
 from llm_call_anatomy.harness.steps import (
@@ -142,7 +144,8 @@ class Runner:
             TextColumn("{task.description}"),
         )
         skipped: set[str] = set()
-        with Progress(*columns, console=console, transient=False) as progress:
+        # the bar's proxies of stdout and stderr are in place once it starts: library logs go through them
+        with Progress(*columns, console=console, transient=False) as progress, above_the_bar():
             task = progress.add_task("", total=total)
             for i, group in enumerate(groups):
                 started = time.perf_counter()

@@ -24,6 +24,11 @@ from llm_call_anatomy.contract.adapter import Capabilities, RawOutput, Request, 
 from llm_call_anatomy.contract.chat import common_prefix_len
 
 DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}
+# transformers 5.25 turned on the Hub's kernels in from_pretrained by default (`kernels` became a dependency,
+# USE_HUB_KERNELS defaults to yes: layers swapped for kernels fetched from the Hub where one maps to the
+# device); 5.17 to 5.24 default to off. The seed measured transformers' own PyTorch modules, and a random-
+# weight model (from_config) is never kernelized: asked off, hf is the same engine on every version.
+HUB_KERNELS = "off (use_kernels=False: transformers' own PyTorch modules, as 5.17-5.24 default to)"
 
 
 class _ClockStreamer(BaseStreamer):
@@ -123,8 +128,8 @@ class HFBackend(Backend):
                 self.model = AutoModelForCausalLM.from_config(config, dtype=dtype, attn_implementation=s.attn)
         else:
             self.model = AutoModelForCausalLM.from_pretrained(
-                s.model_path, dtype=dtype, attn_implementation=s.attn
-            )
+                s.model_path, dtype=dtype, attn_implementation=s.attn, use_kernels=False
+            )  # HUB_KERNELS: transformers' own modules on every version
             self.model.to(self.device)
         self.model.eval()
         eos = self.model.generation_config.eos_token_id
@@ -154,6 +159,7 @@ class HFBackend(Backend):
             "transformers": transformers.__version__,
             "torch": torch.__version__,
             "attn_implementation": self.settings.attn,
+            "hub_kernels": HUB_KERNELS,
             "device": str(self.device),
             "cache": "DynamicCache, cropped to the shared prefix in cached mode",
             "grammar": (

@@ -198,3 +198,28 @@ def test_without_xgrammar_hf_says_which_extra_gives_it_grammar(monkeypatch, tiny
         assert not backend.capabilities.grammar and backend.why_not("grammar") == said
         assert backend.why_not("load") is None
     assert HFContinuousBatchingBackend(settings).why_not("grammar") is None
+
+
+def test_hf_loads_transformers_own_modules_whatever_the_version_defaults_to(monkeypatch, tiny_model_dir):
+    """transformers 5.25 swaps layers for the Hub's kernels in from_pretrained unless told not to (5.17-5.24:
+    off by default); hf asks for them off on every version, and env.json says so (#43)."""
+    from transformers import AutoModelForCausalLM
+
+    from llm_call_anatomy.backends.hf import backend as hf
+    from llm_call_anatomy.contract.adapter import BackendSettings
+
+    asked: list[dict] = []
+    load = AutoModelForCausalLM.from_pretrained
+
+    def spy(*args, **kwargs):
+        asked.append(kwargs)
+        return load(*args, **kwargs)
+
+    monkeypatch.setattr(hf.AutoModelForCausalLM, "from_pretrained", spy)
+    backend = hf.HFBackend(BackendSettings(model_path=str(tiny_model_dir), model_label="tiny", device="cpu"))
+    backend.start()
+    try:
+        assert [a.get("use_kernels") for a in asked] == [False]
+        assert backend.environment()["hub_kernels"].startswith("off (use_kernels=False")
+    finally:
+        backend.close()

@@ -55,7 +55,7 @@ def test_the_second_run_of_a_machine_has_its_time_up_front(tmp_path):
     env = {**__import__("os").environ, "LCA_CACHE": str(tmp_path / "cache")}
     args = ["--backend", "hf", "--model", "tiny", "--workloads", "template", "--repeats", "1", "--no-report"]
     first = compare(*args, "--out", str(tmp_path / "a"), env=env, timeout=600).stdout
-    assert "  time: this machine's pace is measured by the run itself" in first
+    assert "  time: no estimate before the first case" in first
     second = compare(*args, "--out", str(tmp_path / "b"), env=env, timeout=600).stdout.splitlines()
     line = next(x for x in second if x.startswith("  time: "))
     assert line.startswith("  time: about ") and "at this machine's pace (the last runs here of hf" in line

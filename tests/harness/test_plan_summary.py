@@ -42,6 +42,23 @@ def test_the_plan_names_each_workload_s_counts_and_the_total():
     assert "ETA" in lines[4]
 
 
+def test_a_backend_foreseen_skipped_is_named_with_its_reason_and_not_counted():
+    sweep = [
+        Group(block=f"s/N={n}", steps=[Step("s", "sweep", "greedy", f"N={n}", "p", 64)]) for n in (64, 256)
+    ]
+    plan = Plan(groups=sweep)
+    gpu = "runs on a CUDA GPU only (this run is on cpu)"
+    lines = plan_lines(plan, ["hf", "hf-graphs", "vllm"], skipped={"hf-graphs": gpu})
+    assert lines[2] == "  2 timed requests a backend × 2 backends (hf, vllm) = 4"
+    assert lines[3] == f"  hf-graphs: skipped, not counted: {gpu}"
+    assert lines[4].startswith("  time: no estimate before the first case")
+    lines = plan_lines(plan, ["hf-graphs"], skipped={"hf-graphs": gpu})
+    assert lines[2:] == [
+        "  nothing to time: every backend will be skipped",
+        f"  hf-graphs: skipped, not counted: {gpu}",
+    ]
+
+
 def test_a_load_counts_its_levels_and_a_search_pool_is_no_request():
     level = Group(block="l/C=1", steps=[Step("l", "load", "S=0", "C=1", "p", 8, user=i) for i in range(4)],
                   load={"concurrency": 1})  # fmt: skip
@@ -86,7 +103,11 @@ def test_the_plan_is_printed_before_the_first_engine_start(tmp_path):
     out = proc.stdout.splitlines()
     assert out.index("plan:") < out.index("== sglang ==")
     assert "  json: 15 requests (3 modes, 5 temperatures), up to 960 new tokens" in out
-    assert "  20 timed requests a backend, plus warm-ups" in out
+    assert "  nothing to time: every backend will be skipped" in out  # sglang: foreseen, not counted
+    assert (
+        "  sglang: skipped, not counted: not installed here (sglang): pip install 'llm-call-anatomy[sglang]'"
+        in out
+    )
 
 
 def test_a_busy_machine_is_warned_of_before_the_first_engine_start():

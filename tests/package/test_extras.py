@@ -257,3 +257,35 @@ def test_every_import_of_the_installed_packages_is_declared_somewhere():
     everywhere = base.union(*extras.values())
     required, optional = needs([m for top in PROJECT for m in package_modules(top)])
     assert undeclared(required, optional, everywhere) == []
+
+
+# --- the plan's forecast of a skip (backends.NEEDS, harness/skips.py) ------------------------------------
+# imports of a backend's package that do not stop the backend: it runs without them, with less
+RUNS_WITHOUT = {"xgrammar": "hf and hf-graphs skip the grammar mode only (Backend.why_not names the extra)"}
+
+
+def test_what_a_backend_is_declared_to_need_is_what_its_package_imports():
+    """backends.NEEDS names no module its package does not import (a backend foreseen skipped for nothing is
+    left out of the plan's counts), and every module its package cannot run without (a forecast that misses
+    one counts a backend that will be skipped)."""
+    from llm_call_anatomy.backends import NEEDS, extra_of
+    from llm_call_anatomy.backends.openai.hf_server import HFServerBackend
+    from llm_call_anatomy.backends.openai.servers import SGLangServerBackend, VLLMServerBackend
+
+    # what a launched server's adapter looks up by name (find_spec): its engine, transformers serve's needs
+    by_name = {
+        "vllm-server": {VLLMServerBackend.engine_module},
+        "sglang-server": {SGLangServerBackend.engine_module},
+        "hf-server": set(HFServerBackend.needs),
+    }
+
+    base, _ = declared()
+    for package in sorted(backend_packages()):
+        required, optional = needs(
+            package_modules(f"backends/{package}"), also=("llm_call_anatomy.harness.child",)
+        )
+        names = [n for n in REGISTRY if extra_of(n) == package]
+        for name in names:
+            assert set(NEEDS[name].modules) <= set(required) | set(optional) | by_name.get(name, set()), name
+        declared_here = set().union(*(NEEDS[n].modules for n in names))
+        assert set(required) - base - set(RUNS_WITHOUT) <= declared_here, package
