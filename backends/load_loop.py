@@ -191,18 +191,22 @@ async def drive(
     s: LoadSettings,
     arrivals: list[float] | None = None,
     workers: int | None = None,
+    keys: list[int] | None = None,
 ) -> None:
     """THE load loop: the sessions at the load ``s`` (``workers`` closed-loop workers, default
     ``s.concurrency``; open loop: session k starts ``arrivals[k]`` s after the origin). Client processes run
-    it over their shard."""
+    it over their shard: ``keys``, each session's index in the level (its think times' seed, so that two
+    processes' sessions never think alike; default: its index here)."""
     deadline = d.origin + s.seconds if s.seconds else None
     if (
         d.origin > time.perf_counter()
     ):  # a client process told the origin ahead of time: nothing starts before
         await asyncio.sleep(d.origin - time.perf_counter())
 
-    async def session(k: int, first_at: float | None = None, first: bool = False) -> None:
-        rng = random.Random(f"{s.seed}:think:{k}")  # a session's think times: drawn from the seed
+    async def session(k: int, first_at: float | None = None, first: bool = False) -> bool:
+        """Session k's turns; False where its user's next turn falls after the level's deadline."""
+        key = keys[k] if keys is not None else k
+        rng = random.Random(f"{s.seed}:think:{key}")  # a session's think times: drawn from the seed
         planned = first_at
         if planned is None:  # closed loop: now, or a user's think first (its residual for a first session)
             planned = time.perf_counter() + (s.think_draw(rng, residual=first) if s.think_time_s else 0.0)
@@ -210,11 +214,12 @@ async def drive(
             if i:
                 planned = time.perf_counter() + s.think_draw(rng)
             if deadline is not None and planned >= deadline:
-                return  # never past the level's deadline: it would only wait to stop
+                return False  # never past the level's deadline: it would only wait to stop
             wait = planned - time.perf_counter()
             if wait > 0:
                 await asyncio.sleep(wait)
             await _one(d.stream, d.timeout_s, request, outcome, d.origin, d.report, planned)
+        return True
 
     if s.rate_rps:
         arrivals = arrivals if arrivals is not None else arrival_times(len(sessions), s)
@@ -234,7 +239,11 @@ async def drive(
         async def worker() -> None:
             first = True
             while queue and (deadline is None or time.perf_counter() < deadline):
-                await session(queue.pop(), first=first)
+                if not await session(queue.pop(), first=first):
+                    # the worker is a user, and it thinks past the level's end: it takes no other session.
+                    # (Taking one drew another think until one fell inside the level: a level of users who
+                    # think sent up to 1.4x the turns of its population, and more of them near its end.)
+                    return
                 first = False
 
         await asyncio.gather(*(worker() for _ in range(max(1, workers or s.concurrency or 1))))

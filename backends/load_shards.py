@@ -240,6 +240,7 @@ async def run_sharded(
         job = {
             "spec": spec,
             "sessions": [sessions[k] for k in keys],
+            "keys": keys,  # each session's index in the level: its think times' seed
             "settings": settings,
             "workers": workers,
             # the level's schedule, drawn once here: each process starts its share at the level's times
@@ -371,6 +372,7 @@ def _child() -> None:
                 job["settings"],
                 job["arrivals"],
                 job["workers"],
+                job.get("keys"),
             )
         finally:
             await client.aclose()

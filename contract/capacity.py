@@ -14,7 +14,8 @@ with a verdict that has an interval and flags:
 - **not offered / overloaded / young users** (``contract.level_flags``): a level whose arrivals were not
   those planned is never a pass ("not offered"); a level whose queue grew through the window is a miss,
   whatever its percentiles; a closed loop of users who think that judged only their early turns is
-  undecided ("young users"), pass or miss.
+  undecided ("young users"), pass or miss; one that had more sessions in progress than users ("more users
+  than planned") keeps a pass and leaves a miss undecided.
 
 The search (:func:`next_level`): upward, twice the highest level, until the first level that does not
 pass, up to the ceiling (:func:`search_ceiling`: ``search_max``, the user's stated maximum, or in a closed
@@ -80,8 +81,9 @@ def limiter_text(verdict: Verdict, facts: LevelFacts | dict | None) -> str | Non
     parts = [verdict.limiter] if verdict.limiter else []
     parts += [f"overloaded: {flags['overloaded']}"] if flags.get("overloaded") else []
     parts += [f"not offered as planned: {flags['not_offered']}"] if flags.get("not_offered") else []
-    young = flags.get("young_users")
-    parts += [young] if young and young not in parts else []
+    for flag in ("young_users", "users_over"):
+        said = flags.get(flag)
+        parts += [said] if said and not any(said in p for p in parts) else []
     kv, pre = facts.kv_cache_usage_peak, facts.preemptions
     if isinstance(kv, int | float) and kv == kv and kv >= KV_FULL:
         parts.append(f"KV cache full (peak {kv:.0%})")
@@ -174,6 +176,8 @@ def judge(
         decision = NOT_OFFERED
     elif flags.young_users:
         decision, limiter = UNDECIDED, flags.young_users
+    if flags.users_over and decision == MISS:  # a miss under more than its users' load: undecided
+        decision, limiter = UNDECIDED, "; ".join(x for x in (limiter, flags.users_over) if x)
     met = base.met and decision == PASS if decision != UNDECIDED else base.met
     return replace(
         base, met=met, limiter=limiter, decision=decision, intervals=intervals, flags=flags.to_dict()

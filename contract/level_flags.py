@@ -28,6 +28,9 @@ tables show for a level (``U=256`` for users who think, where the record's case 
   so its percentiles say nothing of the population it was planned as: ``contract.capacity.judge`` leaves
   it undecided, pass or miss (a miss on young users is no steady miss either: with a prefix cache a late
   turn's prefill can be the cheaper one), unless it is overloaded.
+- **More users than planned** (closed loop of users who think): more sessions were in progress at once than
+  the level's users (:func:`users_over`). The level carried more than its users' load: a pass stands (it
+  held more), a miss is undecided (the excess may have made it), overloaded or not.
 """
 
 from __future__ import annotations
@@ -79,6 +82,7 @@ class LevelFlags:
     in_flight_first: float | None = None  # mean in flight over the window's first quarter (after ramp-up)
     in_flight_last: float | None = None
     young_users: str | None = None  # why the users were younger than a long-running population (None: not)
+    users_over: str | None = None  # more sessions in progress at once than the level's users (None: not)
     arrivals: int = 0  # requests submitted in the window
     completions: int = 0  # requests finished in the window
 
@@ -158,6 +162,33 @@ def young_users(
     )
 
 
+def users_over(rows: list[dict], facts: LevelFacts | dict | None, concurrency: int | None) -> str | None:
+    """Why a closed loop of users who think started more sessions than its users could, or None. A worker
+    is one user and runs one session at a time, taking another only when its session ends (its last turn,
+    ``session_turns``: a stationary user's first session starts mid-way but ends there too), so the sessions
+    started (a ``user`` id each: a next session has its own) less those that reached their last turn are at
+    most the users. Until the load loop's fix of 2026-12-04 a user whose next turn fell after the level's end
+    took another session and drew another think (``backends.load_loop``): the level sent more turns than
+    its users would, more of them near its end."""
+    facts = LevelFacts.of(facts)
+    turns = _num(facts.session_turns)
+    if not concurrency or not _num(facts.think_time_s) or not turns:
+        return None
+    last: dict[object, float] = {}
+    for r in rows:
+        if _num(r.get("submit_s")) is not None and r.get("user") is not None:
+            last[r["user"]] = max(last.get(r["user"], 0.0), _num(r.get("turn")) or 0.0)
+    open_ = sum(t < turns for t in last.values())
+    if open_ <= concurrency:
+        return None
+    return (
+        f"more users than planned: {len(last)} sessions started, {len(last) - open_} ended, {open_} left "
+        f"open where U={concurrency} users leave at most {concurrency} (a user who thought past the level's "
+        "end took another session, before the load loop's fix of 2026-12-04): the level carried more than "
+        "its users' load"
+    )
+
+
 def level_flags(
     rows: list[dict],
     window: tuple[float, float] | None,
@@ -204,6 +235,7 @@ def level_flags(
         achieved_rps=achieved,
         rate_z=z,
         young_users=young_users(started, window, facts, concurrency),
+        users_over=users_over(started, facts, concurrency),
     )
     return _overload(flags, started, window)
 

@@ -83,6 +83,14 @@ class LevelStats:
         return None if self.window is None else self.window[1] - self.window[0]
 
     @property
+    def requests_per_s(self) -> float | None:
+        """Steady requests (submitted in the window) a second; several engine starts: the median over the
+        starts that have a window (a merged level has no window of its own), as ``output_tps``."""
+        if self.parts:
+            return _median([p.requests_per_s for p in self.parts])
+        return len(self.steady) / self.window_s if self.window_s else None
+
+    @property
     def total_tps(self) -> float | None:
         return None if self.output_tps is None or self.input_tps is None else self.output_tps + self.input_tps
 

@@ -316,6 +316,25 @@ def test_young_users_leave_a_level_undecided():
     assert cap.judge(CHAT, level_stats(young, 100), {"requests_planned": 1000}).decision == "pass"  # no think
 
 
+def test_more_sessions_left_open_than_users_keep_a_pass_and_leave_a_miss_undecided():
+    """A closed loop of U users who think leaves at most U sessions unfinished (a user takes another session
+    only when its own ends); more left open (the load loop before its fix of 2026-12-04) carried more than
+    U users' load: a pass stands, a miss is undecided, overloaded or not; at most U open is as usual."""
+    facts = {"think_time_s": 30.0, "session_turns": 10, "users_start": "stationary"}
+    # 150 sessions left open at turn 5, and 50 ended at turn 10, under U = 100 users
+    many = [{**row(i / 10, 0.05, i / 10 + 0.3), "turn": 5 if i < 150 else 10, "user": i} for i in range(200)]
+    v = cap.judge(CHAT, level_stats(many, 100), facts)
+    assert (
+        v.decision == "pass" and "150 left open where U=100 users leave at most 100" in v.flags["users_over"]
+    )
+    slow = [{**r, "first_token_s": r["submit_s"] + 0.9, "ttft_ms": 900.0} for r in many]
+    v = cap.judge(CHAT, level_stats(slow, 100), facts)
+    assert v.decision == "undecided" and "more users than planned" in v.limiter
+    few = [{**r, "turn": 5 if i < 100 else 10} for i, r in enumerate(slow)]  # 100 open: as many as users
+    assert cap.judge(CHAT, level_stats(few, 100), facts).decision == "miss"
+    assert cap.judge(CHAT, level_stats(slow, 100), {"session_turns": 10}).decision == "miss"  # no think
+
+
 def test_an_open_loops_users_start_at_their_first_turn(tiny_model_dir, tmp_path):
     """Stationary users are a closed loop's: an open loop's arrivals are new users, each session whole from
     its first turn, and its level says nothing of users_start."""

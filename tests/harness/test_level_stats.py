@@ -148,3 +148,6 @@ def test_two_engine_starts_of_one_level_are_each_their_own_steady_state():
     assert len(both.steady) == len(one.steady) + len(other.steady) and both.requests == 24
     assert both.samples()["ttft"] == [20.0] * 20 and len(both.first_wave) == 4
     assert over_starts([one]) is one
+    # steady requests a second ($ per request divides by it): the median of the starts', not "no window"
+    assert both.window is None and one.requests_per_s and other.requests_per_s
+    assert both.requests_per_s == pytest.approx((one.requests_per_s + other.requests_per_s) / 2)

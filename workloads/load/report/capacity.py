@@ -197,7 +197,7 @@ def level_row(
         "output_tps_hi": tps_lo_hi[1] if tps_lo_hi else None,
         "input_tps": stats.input_tps,
         # steady requests (submitted in the window) a second: what a $ per request divides
-        "requests_per_s": len(stats.steady) / stats.window_s if stats.window_s else None,
+        "requests_per_s": stats.requests_per_s,
         "requests_per_session": _per_session(rows),
         "total_tps": stats.total_tps,
         "in_flight_share": stats.in_flight_share,

@@ -45,7 +45,11 @@ def evidence(verdict: Verdict | None) -> dict[str, Any] | None:
     if verdict.limiter:
         key = next((k for k in values if verdict.limiter.startswith(k)), key)
     key = key or next(iter(values), None)
-    flags = [name for name in ("not_offered", "overloaded", "young_users") if (verdict.flags or {}).get(name)]
+    flags = [
+        name
+        for name in ("not_offered", "overloaded", "young_users", "users_over")
+        if (verdict.flags or {}).get(name)
+    ]
     iv = verdict.intervals.get(key) if key else None
     return {
         "decision": verdict.decision,

@@ -243,14 +243,22 @@ def answer(
         how += f"; no GPU count: no capacity at {target.name} to size on"
         undecided = sorted(num(x) for x in (exact["row"].get("undecided") or []) if num(x)) if exact else []
         if undecided:
-            young = "young users" in str(exact["row"].get("limiter") or "")
-            why = " (young users: a run now starts them where a long-running population is)" if young else ""
-            run = command(env, name, {"loop": "closed"}, undecided[-1], target, also=tuple(undecided))
+            limiter = str(exact["row"].get("limiter") or "")
+            why = (
+                " (young users: a run now starts them where a long-running population is)"
+                if "young users" in limiter
+                else " (more users than planned: the load loop now keeps each user to its sessions)"
+                if "more users than planned" in limiter
+                else ""
+            )
+            run = command(
+                env, name, {"loop": "closed", "think_s": z}, undecided[-1], target, also=tuple(undecided)
+            )
             how += f"; undecided at U={', '.join(fmt.n(x) for x in undecided)}{why}: measure again: {run}"
         return _row(ask, backend, workload, target, **{"from": source, "how": how, "KV pool": pool})
     if exact is not None and not hi:  # a floor: the users a GPU holds could be more; the run that finds out
         above = 2 * per_gpu
-        run = command(env, name, {"loop": "closed"}, above, target, also=(per_gpu,))
+        run = command(env, name, {"loop": "closed", "think_s": z}, above, target, also=(per_gpu,))
         how += (
             f"; no miss measured above U={fmt.n(per_gpu)}, so the GPU count is at most: measure "
             f"U={fmt.n(per_gpu)} and U={fmt.n(above)} in one run (a bracket of its own): {run}"
