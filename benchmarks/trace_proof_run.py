@@ -49,6 +49,7 @@ SAMPLE_EVERY_S = 0.25
 
 
 def add_run_args(p: argparse.ArgumentParser) -> None:
+    """``run``'s own options: the server's, and the diagnostic replays' sampling (``--harness-sampling``)."""
     p.add_argument("--port", type=int, default=0, help="the server's port (0: a free one)")
     p.add_argument("--max-model-len", type=int, default=4096)
     p.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
