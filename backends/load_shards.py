@@ -2,7 +2,8 @@
 
 A backend with a load client (:meth:`backends.base.Backend.load_client`: an HTTP server) is not
 driven from the harness's own process: that process samples the server's ``/metrics`` (a scrape
-and parse every 0.1 s) and must not share an interpreter with the code that stamps tokens. N
+and parse about once a second: ``backends.load_level.sample_pause_s``) and must not share an
+interpreter with the code that stamps tokens. N
 client processes (``python -m llm_call_anatomy.backends.load_shards``, ``--client-procs N``) each run THE load
 loop (:func:`backends.load_loop.drive`) over their shard of the sessions, on the level's one
 origin: ``time.perf_counter()`` is ``CLOCK_MONOTONIC`` on Linux, one clock for every process of

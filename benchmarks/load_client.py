@@ -5,7 +5,7 @@ The server is :mod:`benchmarks.fake_engine` in ``--server-procs`` processes of i
 (:mod:`benchmarks.fake_engine_procs`; default: one per 128 streams of the busiest level, at most half
 the cores): in each, one step every ``--step-ms`` (default 7 ms) emits the next token of every stream
 in flight; it echoes nothing unasked and serves a realistic vLLM ``/metrics``, summed over its
-processes (which the harness scrapes every 0.1 s, as in a study). The
+processes (which the harness scrapes as in a study: ``backends.load_level.sample_pause_s``). The
 study's own path drives it: the real ``OpenAIBackend`` (started as for ``--backend openai``) and
 ``backends.load_level.run_level``, i.e. the lean client in ``--client-procs`` processes, at each
 closed-loop concurrency, with ``--prompt-tokens`` (1,024) token-id prompts and ``--tokens`` (64)

@@ -49,6 +49,7 @@ SAMPLE_EVERY_S = 0.25
 
 
 def add_run_args(p: argparse.ArgumentParser) -> None:
+    """``run``'s own options: the server's, and the diagnostic replays' sampling (``--harness-sampling``)."""
     p.add_argument("--port", type=int, default=0, help="the server's port (0: a free one)")
     p.add_argument("--max-model-len", type=int, default=4096)
     p.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
@@ -60,8 +61,10 @@ def add_run_args(p: argparse.ArgumentParser) -> None:
         nargs="*",
         default=[],
         metavar="S",
-        help="after the three replays, the harness again with its load loop's /metrics sampling every S "
-        "seconds (backends.load_level.SAMPLE_EVERY_S, 0.1 in the product), one replay per S: the cost of it",
+        help="after the three replays, the harness again with its load loop pausing S seconds after each "
+        "/metrics sample (backends.load_level.EVERY_S, instead of the product's rule: sample_pause_s), one "
+        "replay per S: the cost of it (0.1: the product's pause before the rule; 1000: one sample at the "
+        "level's start and one at its end)",
     )
 
 
@@ -216,12 +219,13 @@ def harness_argv(
 
 def sampling_python(folder: Path, every_s: float) -> Path:
     """An interpreter for ``--python openai=``: the harness's backend child (``python -m
-    llm_call_anatomy.harness.child ...``) with ``backends.load_level.SAMPLE_EVERY_S`` set to ``every_s``,
-    anything else run as it is. A diagnostic of this proof only: the product's period is not changed."""
+    llm_call_anatomy.harness.child ...``) with ``backends.load_level.EVERY_S`` set to ``every_s`` (the pause
+    after each sample, whatever the product's rule), anything else run as it is. A diagnostic of this proof
+    only: the product's rule is not changed."""
     folder.mkdir(parents=True, exist_ok=True)
     code = (
         "import runpy, sys; import llm_call_anatomy.backends.load_level as loop; "
-        "loop.SAMPLE_EVERY_S = float(sys.argv.pop(1)); "
+        "loop.EVERY_S = float(sys.argv.pop(1)); "
         "runpy.run_module('llm_call_anatomy.harness.child', run_name='__main__', alter_sys=True)"
     )
     path = folder / "python"
@@ -328,8 +332,8 @@ def run_proof(args: argparse.Namespace, model: Any, requests: list[Request]) -> 
 def scrape_cost(base: str, server_pid: int, calls: int = 50) -> dict[str, float]:
     """What one of the harness's /metrics samples costs against this server, the replays done: the client's
     CPU and wall per ``backends.openai.metrics.load_values`` call (a scrape and its parse: what the load
-    loop's sampler runs every ``SAMPLE_EVERY_S``) and the server's CPU per scrape (its process tree's, less
-    its idle rate measured for 2 s before)."""
+    loop's sampler runs, ``backends.load_level.sample_pause_s`` apart) and the server's CPU per scrape (its
+    process tree's, less its idle rate measured for 2 s before)."""
     from llm_call_anatomy.backends.openai.metrics import load_values
 
     url = base + "/metrics"

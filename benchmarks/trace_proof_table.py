@@ -47,6 +47,7 @@ SERVER_VALUES = {
 EXACT = ("requests", "failed", "input_tokens", "output_tokens", "server_input_tokens", "server_output_tokens")
 COMPARED = ("prefix_cache_hits", "ttft_p50_ms", "ttft_p90_ms", "tpot_p50_ms", "tpot_p90_ms", "added_ttft_ms")
 COMPARED += ("client_cpu_window_s",)
+EVERY_S_BEFORE = 0.1  # the load loop's pause after each /metrics sample before load_level.sample_pause_s
 
 
 def _metrics(folder: Path) -> dict[str, Any]:
@@ -104,7 +105,8 @@ def _harness(folder: Path, plan: list[dict[str, Any]]) -> dict[str, Any]:
     )
     ok = [r for r in timed if r.get("error") is None]
     (level,) = [r for r in rows if r.get("kind") == "trace" and r.get("rep") is None]
-    origin = level["extra"]["level"]["origin_perf_counter"]
+    facts = level["extra"]["level"]
+    origin = facts["origin_perf_counter"]
     ttft = [r["ttft_ms"] for r in ok]
     return {
         "requests": len(ok),
@@ -124,6 +126,7 @@ def _harness(folder: Path, plan: list[dict[str, Any]]) -> dict[str, Any]:
         "tpots_ms": [r["decode_ms_per_token"] if r.get("error") is None else None for r in timed],
         "submit_lag_p99_ms": _lag_p99([r["submit_s"] for r in timed], [r["planned_submit_s"] for r in timed]),
         "window": [origin + min(r["submit_s"] for r in timed), origin + max(r["finish_s"] for r in ok)],
+        "gauge_samples": facts.get("gauge_samples"),  # the load loop's /metrics samples (None: not recorded)
     }
 
 
@@ -313,23 +316,35 @@ def markdown(result: dict[str, Any]) -> str:
 
 def scrape_lines(result: dict[str, Any]) -> list[str]:
     """What the harness's /metrics sampling costs, measured after the replays (``meta.json``'s
-    ``scrape_cost``), and what that makes over the harness's replay window at one sample every
-    ``SAMPLE_EVERY_S`` (0.1 s) plus the sample's own wall time."""
+    ``scrape_cost``), and what that makes over the harness's replay: its level's own count of samples
+    (``gauge_samples``), or for a proof whose records do not have it (before the load loop's sampling rule,
+    ``backends.load_level.sample_pause_s``) an estimate at one sample every :data:`EVERY_S_BEFORE` plus the
+    sample's own wall time over the replay's window."""
     cost = result["meta"].get("scrape_cost")
     harness = next((r for r in result["replays"] if r["replay"] == "harness"), None)
     if not cost or not harness:
         return []
-    from llm_call_anatomy.backends.load_level import SAMPLE_EVERY_S
-
-    n = harness["window_s"] / (SAMPLE_EVERY_S + cost["wall_ms"] / 1e3)
-    return [
-        "",
+    measured = (
         f"One /metrics sample of the harness's load loop (`backends.openai.metrics.load_values`, a scrape "
         f"and its parse), {cost['calls']} against this server after the replays: "
         f"{_f(cost['client_cpu_ms'])} ms of client CPU, {_f(cost['wall_ms'])} ms wall, "
-        f"{_f(cost['server_cpu_ms'])} ms of server CPU. One every {SAMPLE_EVERY_S:g} s + its wall time over "
-        f"the harness's {_f(harness['window_s'])} s window: about {n:,.0f} samples, "
-        f"{_f(n * cost['client_cpu_ms'] / 1e3)} s of client CPU and "
+        f"{_f(cost['server_cpu_ms'])} ms of server CPU."
+    )
+    n = harness.get("gauge_samples")
+    if n is not None:
+        over = (
+            f"The harness's level took {n:,} samples (its record's `gauge_samples`, the level's first and "
+            f"last included): about"
+        )
+    else:
+        n = harness["window_s"] / (EVERY_S_BEFORE + cost["wall_ms"] / 1e3)
+        over = (
+            f"One every {EVERY_S_BEFORE:g} s + its wall time over the harness's {_f(harness['window_s'])} s "
+            f"window: about {n:,.0f} samples,"
+        )
+    return [
+        "",
+        f"{measured} {over} {_f(n * cost['client_cpu_ms'] / 1e3)} s of client CPU and "
         f"{_f(n * cost['server_cpu_ms'] / 1e3)} s of server CPU.",
     ]
 

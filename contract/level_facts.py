@@ -81,7 +81,9 @@ class LevelFacts:
     client_busy_max: float | None = None  # the busiest client's share (written with client_cpu_share)
     client_limited: bool | None = None  # the busiest client was busy past load_shards.BUSY_LIMIT
     client_failed: str | None = None  # client processes that died: the level is incomplete (--resume)
-    # -- the engine's own figures over the level (Backend.load_stats, sampled every 0.1 s) -------------------
+    # -- the engine's own figures over the level (Backend.load_stats, load_level.sample_pause_s apart) ------
+    gauge_samples: int | None = None  # Backend.load_stats reads over the level, the first and last included
+    gauge_sample_s: float | None = None  # their wall time, seconds (a server: its /metrics scrapes)
     kv_cache_usage_peak: float | None = None  # KV-cache usage at its peak (0-1)
     requests_running_peak: float | None = None  # requests the engine ran at once, at the peak
     requests_waiting_peak: float | None = None  # requests waiting in the engine's queue, at the peak

@@ -70,7 +70,8 @@ def only_families(text: str, names: Iterable[str]) -> str:
     """The lines of a ``/metrics`` text that belong to the families ``names`` (their HELP and TYPE lines and
     samples; a name matches as a prefix, so a counter's ``_total`` and ``_created`` come along, and a family
     whose name extends one of them does too, which the readers then skip). A load level samples the page
-    every 0.1 s and reads a dozen families of it: vLLM 0.26's page is ~69 KB, and parsing it whole (twice,
+    (every 0.1 s before ``backends.load_level.sample_pause_s``, about once a second since) and reads a
+    dozen families of it: vLLM 0.26's page is ~69 KB, and parsing it whole (twice,
     for the totals and the replicas) cost ~19 ms of client CPU a sample (``benchmarks/trace_proof.py``)."""
     keep = tuple(names)
     lines = []

@@ -22,6 +22,7 @@ from collections.abc import Iterator
 import pytest
 
 from benchmarks.fake_engine import start
+from llm_call_anatomy.backends import load_level
 from llm_call_anatomy.backends.base import TokenClock
 from llm_call_anatomy.backends.load_level import run_level
 from llm_call_anatomy.backends.load_loop import LoadSettings
@@ -87,6 +88,8 @@ def test_two_client_processes_merge_into_one_level(fake_url: str, server_backend
     server = facts.server_timings  # the fake server's /metrics over the level, sampled by this process
     assert server["ttft_n"] == server["e2e_n"] == 10 and server["itl_n"] == 10 * 11
     assert 0 < server["ttft_ms_p50"] <= server["ttft_ms_p99"] and server["tpot_n"] == 10
+    # its /metrics sampled at most once a second (load_level.sample_pause_s), and at the level's start and end
+    assert 2 <= facts.gauge_samples <= 3 + facts.wall_s / load_level.SERVER_EVERY_S
     assert {(o.session, o.turn) for s in outs for o in s} == {
         (k, 0) for k in range(10)
     }  # each once, none lost

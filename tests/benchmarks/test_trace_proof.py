@@ -9,6 +9,7 @@ import gzip
 import importlib.util
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -17,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from benchmarks import trace_proof, trace_proof_table
+from benchmarks import trace_proof, trace_proof_run, trace_proof_table
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "trace_proof.jsonl"
 # the fixture's window: trace seconds [0.5, 3.5), every 2nd request (6), one over 100 input tokens dropped
@@ -181,8 +182,9 @@ def bench(folder: Path, ttft_s: list[float], t0: float) -> None:
     (folder / "result.json").write_text(json.dumps(result))
 
 
-def harness(folder: Path, ttft_ms: list[float], t0: float) -> None:
-    """The harness run's records (TPOT 3..6 ms, each request 1 ms later than planned per place), gzip'd."""
+def harness(folder: Path, ttft_ms: list[float], t0: float, level: dict | None = None) -> None:
+    """The harness run's records (TPOT 3..6 ms, each request 1 ms later than planned per place), gzip'd;
+    ``level``: more of the level record's facts."""
     rows = [
         {
             "kind": "trace",
@@ -199,7 +201,9 @@ def harness(folder: Path, ttft_ms: list[float], t0: float) -> None:
         }
         for i, t in enumerate(ttft_ms)
     ]
-    rows.append({"kind": "trace", "rep": None, "extra": {"level": {"origin_perf_counter": t0}}})
+    rows.append(
+        {"kind": "trace", "rep": None, "extra": {"level": {"origin_perf_counter": t0, **(level or {})}}}
+    )
     (folder / "run").mkdir()
     text = "".join(json.dumps(r) + "\n" for r in rows)
     (folder / "run" / "records.jsonl.gz").write_bytes(gzip.compress(text.encode()))
@@ -250,6 +254,41 @@ def test_the_table_is_built_from_the_saved_results(proof_dir, capsys):
     assert "| TTFT p50 / p90 ms | 65.0 / 77.0 | 65.5 / 79.1 |" in printed
     assert "| client_cpu_window_s |" in printed and "**no: the harness's higher**" in printed
     assert json.loads((proof_dir / "proof.json").read_text())["window"]["requests"] == 4
+
+
+COST = {"calls": 50, "client_cpu_ms": 2.6, "wall_ms": 10.0, "server_cpu_ms": 7.0}
+
+
+def test_the_scrapes_cost_is_counted_from_the_harnesss_own_samples(proof_dir):
+    """A proof whose harness recorded its level's gauge samples (since load_level.sample_pause_s): the cost
+    over the replay is that count times one sample's; an older proof's (no count): the estimate at one sample
+    every 0.1 s plus its wall time over the window, as its README printed it."""
+    meta = json.loads((proof_dir / "meta.json").read_text())
+    (proof_dir / "meta.json").write_text(json.dumps({**meta, "scrape_cost": COST}))
+    older = trace_proof_table.markdown(trace_proof_table.collect(proof_dir)).splitlines()[-1]
+    assert older.endswith(
+        "One every 0.1 s + its wall time over the harness's 1.7 s window: about 15 samples, 0.0 s of client "
+        "CPU and 0.1 s of server CPU."
+    )
+    shutil.rmtree(proof_dir / "harness" / "run")
+    harness(proof_dir / "harness", [52.0, 61.0, 70.0, 83.0], 2000.0, {"gauge_samples": 80})
+    counted = trace_proof_table.markdown(trace_proof_table.collect(proof_dir)).splitlines()[-1]
+    assert counted.startswith(older[: older.index(" One every")])  # the measured cost, as before
+    assert counted.endswith(
+        "The harness's level took 80 samples (its record's `gauge_samples`, the level's first and last "
+        "included): about 0.2 s of client CPU and 0.6 s of server CPU."
+    )
+
+
+def test_the_diagnostic_interpreter_sets_the_load_loops_fixed_pause(tmp_path):
+    """``--harness-sampling S`` runs the harness's child with ``backends.load_level.EVERY_S`` = S (the
+    pause after each sample, whatever the rule) and anything else as it is."""
+    python = trace_proof_run.sampling_python(tmp_path, 0.25)
+    text = python.read_text()
+    assert "loop.EVERY_S = float(sys.argv.pop(1))" in text and "0.25" in text
+    code = "import llm_call_anatomy.backends.load_level as m; print(m.EVERY_S)"
+    out = subprocess.run([str(python), "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "None"  # not the child: the product's rule
 
 
 def test_a_request_the_bench_served_another_way_is_not_the_same_request(proof_dir):

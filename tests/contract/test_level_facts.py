@@ -61,6 +61,8 @@ def every_field() -> LevelFacts:
         "client_busy_max": 0.2,
         "client_limited": False,
         "client_failed": "client process 1 (exit 1): the level is incomplete (--resume redoes it)",
+        "gauge_samples": 62,
+        "gauge_sample_s": 0.61,
         "kv_cache_usage_peak": 0.93,
         "requests_running_peak": 12.0,
         "requests_waiting_peak": 3.0,
