@@ -8,6 +8,7 @@
     contract.slo       Target, Limit, evaluate (named latency targets: --slo, the capacity search, the report)
     contract.level_stats  a load level's steady state from its records (first wave apart, window, bootstrap)
     contract.capacity  the capacity search's bracket: the next level to measure, a target's capacity
+    contract.price     GpuPrice, parse_price: --gpu-hour-usd, one price or a range LO-HI
     contract.models    the built-in models' facts the report shares (labels, dtype bytes, configs)
     contract.registry  Registry: the one lazy name -> "module:attribute" table (backends, both kind
                        registries)

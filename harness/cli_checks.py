@@ -20,6 +20,7 @@ from llm_call_anatomy import backends
 from llm_call_anatomy.backends.load_shards import client_procs_error
 from llm_call_anatomy.contract.columns import NAME, base_of, split_column
 from llm_call_anatomy.contract.options import parse_slo
+from llm_call_anatomy.contract.price import parse_price, price_from
 from llm_call_anatomy.contract.records import RECORDS
 from llm_call_anatomy.harness import limits, secrets
 from llm_call_anatomy.harness.env import sha
@@ -232,8 +233,25 @@ def apply_slo(specs: list, slo: list[str] | None) -> tuple[list, dict | None, li
     return specs, pair, chosen
 
 
-def check_price(price: float | None) -> None:
-    if price is not None and not (price > 0 and price != float("inf")):
+def gpu_hour_usd(text: str) -> float | list[float]:
+    """``--gpu-hour-usd``'s argparse type: one number kept as the number it always was (its sign checked by
+    :func:`check_price`, one line as before), or a range ``LO-HI`` (``contract.price``) kept as env.json
+    records it, ``[LO, HI]``; any other text is argparse's error (exit 2)."""
+    try:
+        return float(text)
+    except ValueError:
+        pass
+    try:
+        return parse_price(text).recorded()
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
+
+
+def check_price(price: float | list[float] | None) -> None:
+    if isinstance(price, list):  # a range: checked as it was read (gpu_hour_usd)
+        if price_from(price) is None:
+            raise UsageError(f"--gpu-hour-usd must be a positive price range LO-HI (got {price})")
+    elif price is not None and not (price > 0 and price != float("inf")):
         raise UsageError(f"--gpu-hour-usd must be a positive price in dollars per GPU-hour (got {price:g})")
 
 

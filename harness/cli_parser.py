@@ -13,6 +13,7 @@ from pathlib import Path
 from llm_call_anatomy import backends
 from llm_call_anatomy.contract.docs import doc
 from llm_call_anatomy.harness import models, parallel_args
+from llm_call_anatomy.harness.cli_checks import gpu_hour_usd
 from llm_call_anatomy.harness.server_args import add_server_args
 from llm_call_anatomy.harness.variants import add_variant_args
 from llm_call_anatomy.harness.version import commands, version
@@ -182,11 +183,12 @@ def parser(prog: str = "compare.py") -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--gpu-hour-usd",
-        type=float,
+        type=gpu_hour_usd,
         default=None,
-        metavar="PRICE",
-        help="a GPU-hour's price: the load page gives cost per million output tokens at each capacity "
-        "point (default: none, the page shows the formula)",
+        metavar="PRICE|LO-HI",
+        help="a GPU-hour's price, or a range such as 2.5-7 (kept in env.json): the load page gives the cost "
+        "per million input and output tokens at each capacity point, at both ends of a range (default: "
+        "none, the page shows the formula)",
     )
     add_model_args(p)
     p.add_argument(

@@ -21,6 +21,7 @@ import sys
 from pathlib import Path
 
 from llm_call_anatomy.contract.files import atomic_write_text
+from llm_call_anatomy.contract.price import GpuPrice
 
 __all__ = ["build", "report_of", "write"]
 
@@ -34,7 +35,7 @@ def report_of(
     copy_gbps: float | None = None,
     merge_starts: bool = False,
     slo: dict[str, float] | None = None,
-    gpu_hour_usd: float | None = None,
+    gpu_hour_usd: GpuPrice | float | None = None,  # a number: one price (contract.price)
     targets: tuple | None = None,
     size: object = None,
 ):
@@ -71,7 +72,7 @@ def build(
     merge_starts: bool = False,
     slo: dict[str, float] | None = None,
     formats: tuple[str, ...] = ("html",),
-    gpu_hour_usd: float | None = None,
+    gpu_hour_usd: GpuPrice | float | None = None,  # a number: one price (contract.price)
     targets: tuple | None = None,
     size: object = None,
 ) -> Path:

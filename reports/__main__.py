@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 from llm_call_anatomy.contract.options import goodput_pair as pair
+from llm_call_anatomy.contract.price import GpuPrice, parse_price
 from llm_call_anatomy.contract.records import DamagedRecordError
 from llm_call_anatomy.contract.slo import parse_target, parse_targets
 from llm_call_anatomy.reports import export, gate, report_of, write
@@ -67,6 +68,14 @@ def size_ask(text: str):
     """One ``--size`` value (``reports.size_ask``): users, think time and the target to size at."""
     try:
         return parse_size(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
+
+
+def gpu_price(text: str) -> GpuPrice:
+    """One ``--gpu-hour-usd`` value (``contract.price``): a price, or a range ``LO-HI`` (both ends)."""
+    try:
+        return parse_price(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from exc
 
@@ -167,12 +176,13 @@ def main(argv: list[str] | None = None, prog: str = "python compare.py report") 
     )
     p.add_argument(
         "--gpu-hour-usd",
-        type=positive,
+        type=gpu_price,
         default=None,
-        metavar="PRICE",
-        help="a GPU-hour's price: $ per million input and output tokens (apart, and blended at the "
-        "workload's own input:output mix), $ per request and per session at each capacity point, with "
-        "intervals (default: the run's --gpu-hour-usd, else none: the page shows the formula)",
+        metavar="PRICE|LO-HI",
+        help="a GPU-hour's price, or a range such as 2.5-7 (every cost at both ends): $ per million input "
+        "and output tokens (apart, and blended at the workload's own input:output mix), $ per request and "
+        "per session at each capacity point, with intervals (default: the run's --gpu-hour-usd, else none: "
+        "the page shows the formula)",
     )
     p.add_argument(
         "--slo",

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from llm_call_anatomy.contract.price import GpuPrice, price_from
 from llm_call_anatomy.reports import kinds, roofline
 from llm_call_anatomy.reports.analysis import agreement, anatomy, caveats, claims, status, summary
 from llm_call_anatomy.reports.kvcache import block_size
@@ -69,7 +70,7 @@ def assemble(
     tflops: float | None = None,
     copy_gbps: float | None = None,
     slo: dict[str, float] | None = None,
-    gpu_hour_usd: float | None = None,
+    gpu_hour_usd: GpuPrice | float | None = None,  # a number: one price (contract.price)
     targets: tuple | None = None,
     size: object = None,
 ) -> Report:
@@ -91,7 +92,7 @@ def assemble(
         )
     blocks = {b: block_size(ds.env_of(b).get("engine") or {}) for b in ds.backends}
     sections = []
-    ctx = kinds.Context(ds, roofs, blocks, slo, gpu_hour_usd, targets, size)
+    ctx = kinds.Context(ds, roofs, blocks, slo, price_from(gpu_hour_usd), targets, size)
     attempted = df[df["skipped"].isna()]
     for name, kind in _kinds(df).items():
         report_kind = kinds.report_kind(kind) if kind else None

@@ -25,6 +25,7 @@ from typing import Any
 
 from markupsafe import Markup
 
+from llm_call_anatomy.contract.price import GpuPrice
 from llm_call_anatomy.contract.registry import Registry, discover_rooms
 
 # name -> "workloads.<name>.report:KIND", filled by rediscover() (below) from the rooms on disk
@@ -40,7 +41,7 @@ class Context:
     roofs: dict[str, Any] = field(default_factory=dict)
     blocks: dict[str, int | None] = field(default_factory=dict)  # KV block size per backend
     slo: dict[str, float] | None = None  # the report's --slo goodput pair, per request; None: the runs' own
-    gpu_hour_usd: float | None = None  # the report's --gpu-hour-usd (else the run's)
+    gpu_hour_usd: GpuPrice | None = None  # the report's --gpu-hour-usd, one price or a range (else the run's)
     # the report's --slo targets (contract.slo.Target): every column judged against them; None: each run's own
     targets: tuple | None = None
     size: Any = None  # the report's --size (reports.size_ask.SizeAsk); None: not asked

@@ -23,7 +23,8 @@ caching buys, energy and cost, from the load records (``contract.level_stats``, 
   level's whole energy: its J per 1,000 output tokens (whole level) = the GPU's energy over the whole level
   (first wave, drain and all) ÷ the output tokens of its requests that did not fail × 1000, a figure of its
   own under its own name (``energy_j_per_1k_level``), never shown as the steady one;
-  cost per million output tokens = PRICE ÷ (3600 × output tok/s) × 10⁶ with ``--gpu-hour-usd PRICE``;
+  cost per million output tokens = PRICE ÷ (3600 × output tok/s) × 10⁶ with ``--gpu-hour-usd PRICE``
+  (a range ``LO-HI``: at each end, ``cost_per_m`` and ``cost_per_m_hi``);
 - **caching**: a backend measured with its prefix cache on and off, as ratios at the same levels
   (``workloads.load.report.caching``);
 - **mix**: a digest of a level's requests (each one's prompt length and turn, so their count too):
@@ -44,6 +45,7 @@ from llm_call_anatomy.contract.level_energy import window_energy
 from llm_call_anatomy.contract.level_facts import LevelFacts
 from llm_call_anatomy.contract.level_flags import level_kind, level_name
 from llm_call_anatomy.contract.level_stats import LevelStats, level_stats, over_starts
+from llm_call_anatomy.contract.price import GpuPrice, price_from
 from llm_call_anatomy.contract.slo import DEFAULT_SPECS, Target, parse_targets, percentile
 from llm_call_anatomy.reports.analysis.status import unreached_levels
 from llm_call_anatomy.reports.stats import num
@@ -85,15 +87,9 @@ def distinct(targets: dict[str, tuple[Target, ...]]) -> tuple[Target, ...]:
     return tuple(dict.fromkeys(t for ts in targets.values() for t in ts))
 
 
-def price_of(envs: dict[str, dict]) -> float | None:
-    return next(
-        (
-            float(e["gpu_hour_usd"])
-            for e in envs.values()
-            if num(e.get("gpu_hour_usd")) and e["gpu_hour_usd"] > 0
-        ),
-        None,
-    )
+def price_of(envs: dict[str, dict]) -> GpuPrice | None:
+    """The first run's recorded ``--gpu-hour-usd`` (one price, or a range: ``contract.price``), else None."""
+    return next((p for p in (price_from(e.get("gpu_hour_usd")) for e in envs.values()) if p), None)
 
 
 def mix_of(rows: list[dict]) -> str:
@@ -256,7 +252,7 @@ def analyse(
     rows: pd.DataFrame,
     facts: dict[tuple, LevelFacts],
     targets: tuple[Target, ...] | dict[str, tuple[Target, ...]],
-    price: float | None,
+    price: GpuPrice | None,
     planned: dict[str, list[tuple[str, str, str]]] | None = None,
     skipped: dict[str, str] | None = None,
 ) -> dict[str, Any]:

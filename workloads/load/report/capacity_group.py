@@ -28,6 +28,7 @@ import pandas as pd
 from llm_call_anatomy.contract.capacity import DEFAULT_RATIO, Capacity, capacity, judge
 from llm_call_anatomy.contract.level_facts import LevelFacts
 from llm_call_anatomy.contract.level_stats import LevelStats
+from llm_call_anatomy.contract.price import GpuPrice
 from llm_call_anatomy.contract.slo import Target, Verdict
 from llm_call_anatomy.reports.stats import num
 
@@ -78,7 +79,9 @@ class CapacityGroup:
     mode: str
     loop: str  # "closed" (its levels are concurrencies) or "open" (Poisson rates)
     rate_unit: str  # an open loop's unit: "req/s", or "sessions/s" for a sessions load
-    gpu_hour_usd: float | None  # the price a cost per million tokens is worked out with (None: no cost)
+    gpu_hour_usd: (
+        GpuPrice | None
+    )  # the price (or range) a cost per million tokens is worked out at (None: no cost)
     not_run: tuple[float, ...] = ()  # planned levels of this loop with no records (the run stopped first)
     facts: dict[tuple, LevelFacts] = field(default_factory=dict)  # level key -> its level record's facts
     # level key -> {start label: (that start's steady state, that start's level facts; None: no level record)}
@@ -227,5 +230,7 @@ class CapacityGroup:
             "output_tps": tps,
             "per_user_tps": None if at is None else num(at["per_user_tps"]),
             **{k: None if at is None else num(at.get(k)) for k in ENERGY},
-            "cost_per_m": price / (3600 * tps) * 1e6 if price and tps else None,
+            # at one price or a range's low end; its high end apart (None at one price: the cell as before)
+            "cost_per_m": price.lo / (3600 * tps) * 1e6 if price and tps else None,
+            "cost_per_m_hi": price.hi / (3600 * tps) * 1e6 if price and price.is_range and tps else None,
         }

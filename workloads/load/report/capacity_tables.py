@@ -28,6 +28,7 @@ from llm_call_anatomy.workloads.load.report.capacity_cells import (
     starts_text,
     verdicts_by_level,
 )
+from llm_call_anatomy.workloads.load.report.cost import cost_cell, price_text
 from llm_call_anatomy.workloads.load.report.mix_groups import variants
 
 PRICE_FORMULA = "cost per million output tokens = PRICE ($ per GPU-hour) ÷ (3600 × output tok/s) × 10⁶"
@@ -99,7 +100,7 @@ def capacity_table(
                 fmt.n(r["output_tps"]),
                 fmt.n(r["per_user_tps"], 1),
                 *energy_cells(r, cols),
-                fmt.n(r["cost_per_m"], 3),
+                cost_cell(r),
             ]
         )
     return t
@@ -289,7 +290,7 @@ def blocks(d: dict[str, Any], backends: list[str], slots) -> list[Block]:
             )
             + PRICE_FORMULA
             + (
-                f"; PRICE = ${price:g} (--gpu-hour-usd)."
+                f"; PRICE = {price_text(price)} (--gpu-hour-usd)."
                 if price
                 else "; no --gpu-hour-usd given: the $ column is empty."
             )

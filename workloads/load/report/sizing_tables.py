@@ -13,13 +13,14 @@ from typing import Any
 
 import pandas as pd
 
+from llm_call_anatomy.contract.price import GpuPrice
 from llm_call_anatomy.reports import fmt
 from llm_call_anatomy.reports.model import Job
 from llm_call_anatomy.reports.stats import num
 from llm_call_anatomy.reports.views import Block, Table, compact, h3, p, table
 from llm_call_anatomy.workloads.load.report.capacity_cells import level_text
 from llm_call_anatomy.workloads.load.report.capacity_tables import capacity_table, differ
-from llm_call_anatomy.workloads.load.report.cost import FIGURES, OUTPUT_COST_RATIO
+from llm_call_anatomy.workloads.load.report.cost import FIGURES, OUTPUT_COST_RATIO, PRICE
 
 
 def capacity_frame(cap: dict[str, Any]) -> pd.DataFrame:
@@ -95,15 +96,23 @@ def sizing_lines(sizing: pd.DataFrame | None, ask) -> list[str]:
     return out
 
 
+def ranged(cost: pd.DataFrame | None) -> bool:
+    """Whether the cost table was priced at a range's two ends (``--gpu-hour-usd LO-HI``)."""
+    return cost is not None and PRICE in cost and cost[PRICE].nunique() > 1
+
+
 def cost_lines(cost: pd.DataFrame | None, target: str | None) -> list[str]:
-    """$ per M input and output tokens at each capacity point of ``target`` (all targets: None)."""
+    """$ per M input and output tokens at each capacity point of ``target`` (all targets: None): a line a
+    cost row, so a price range gives each point two lines, each naming its price (one price: as it was)."""
     if cost is None or cost.empty:
         return []
     rows = cost if target is None else cost[cost["target"] == target]
+    at = ranged(cost)
     out = []
     for r in rows.to_dict("records"):
+        usd = f" at ${r[PRICE]:.2f} a GPU-hour" if at else ""  # a price in cents, as contract.price writes it
         out.append(
-            f"  {r['backend']} {r['variant']} {r['loop']} at {fmt.n(r['level'])} ({r['target']}): "
+            f"  {r['backend']} {r['variant']} {r['loop']} at {fmt.n(r['level'])} ({r['target']}){usd}: "
             + ", ".join(
                 f"{name} {_range(r[f'{name}, lo'], r[name], r[f'{name}, hi'])}"
                 for name in FIGURES
@@ -146,7 +155,10 @@ def printed(section) -> list[str]:
     sized = d.get("sizing")
     target = ask.slo or (sized["target"].iloc[0] if sized is not None and len(sized) else None)
     cost = cost_lines(d.get("cost"), target)
-    return between + lines + (["  cost at its capacity points, $ [5–95 %]:", *cost] if cost else [])
+    head = "  cost at its capacity points, $ [5–95 %]" + (
+        ", at each end of the price range" if ranged(d.get("cost")) else ""
+    )
+    return between + lines + ([f"{head}:", *cost] if cost else [])
 
 
 def blocks(d: dict[str, Any]) -> list[Block]:
@@ -198,10 +210,17 @@ def blocks(d: dict[str, Any]) -> list[Block]:
                 "(input + output tok/s) × 10⁶; input and output apart split the GPU-second at an "
                 f"output:input cost ratio of {OUTPUT_COST_RATIO:g} (GKE Inference Quickstart's default); "
                 "$ per request ÷ steady requests a second, per session × its turns. [lo, hi]: the steady "
-                "output tok/s's bootstrap interval carried over.",
+                "output tok/s's bootstrap interval carried over."
+                + (
+                    f" {PRICE}: the price a row is worked out at (--gpu-hour-usd LO-HI: a row at each end)."
+                    if ranged(cost)
+                    else ""
+                ),
                 muted=True,
             ),
-            table(frame_table(cost)),
+            # one price: the page as it always was (the price is the capacity paragraph's PRICE); the exports
+            # keep the column either way, so that a sheet reads the same columns however the price was given
+            table(frame_table(cost if ranged(cost) else cost.drop(columns=[PRICE]))),
         ]
     return compact(out)
 
@@ -212,7 +231,9 @@ def frame_table(df: pd.DataFrame) -> Table:
     for r in df.to_dict("records"):
         t.add(
             [
-                (money(v) if k.startswith("$") else fmt.n(v, 1)) if isinstance(v, float) else v
+                (f"{v:.2f}" if k == PRICE else money(v) if k.startswith("$") else fmt.n(v, 1))
+                if isinstance(v, float)
+                else v
                 for k, v in r.items()
             ]
         )
@@ -255,7 +276,9 @@ def jobs(d: dict[str, Any]) -> list:
 
 
 def _price_at(cost: pd.DataFrame | None, r: dict) -> str | None:
-    """$ per M input / output tokens at the sizing row's measured capacity (its workload, target, level)."""
+    """$ per M input / output tokens at the sizing row's measured capacity (its workload, target, level): at
+    one price ``$X / $Y per M in / out``; at a range each figure's two ends and the range they are at,
+    ``$a–$b / $c–$d per M in / out at $2.50–7.00 a GPU-hour``, from the cost table's rows at each end."""
     if cost is None or cost.empty or r["from"] != "measured":
         return None
     hit = cost[
@@ -267,5 +290,12 @@ def _price_at(cost: pd.DataFrame | None, r: dict) -> str | None:
     ]
     if hit.empty:
         return None
-    c = hit.iloc[0]
-    return f"${money(c['$ per M input tok'])} / ${money(c['$ per M output tok'])} per M in / out"
+    hit = hit[hit["variant"] == hit["variant"].iloc[0]].sort_values(PRICE, kind="stable")
+    low, high = hit.iloc[0], hit.iloc[-1]
+    if not ranged(hit):
+        return f"${money(low['$ per M input tok'])} / ${money(low['$ per M output tok'])} per M in / out"
+    ends = [
+        f"${money(low[name])}–${money(high[name])}" for name in ("$ per M input tok", "$ per M output tok")
+    ]
+    price = GpuPrice(float(low[PRICE]), float(high[PRICE]))
+    return f"{ends[0]} / {ends[1]} per M in / out at {price.text()} a GPU-hour"
