@@ -14,7 +14,7 @@ with a verdict that has an interval and flags:
 - **not offered / overloaded / young users** (``contract.level_flags``): a level whose arrivals were not
   those planned is never a pass ("not offered"); a level whose queue grew through the window is a miss,
   whatever its percentiles; a closed loop of users who think that judged only their early turns is
-  undecided ("young users"), pass or miss; one that had more sessions in progress than users ("more users
+  undecided ("young users"), pass or miss; one that left more sessions open than it has users ("more users
   than planned") keeps a pass and leaves a miss undecided.
 
 The search (:func:`next_level`): upward, twice the highest level, until the first level that does not

@@ -28,9 +28,9 @@ tables show for a level (``U=256`` for users who think, where the record's case 
   so its percentiles say nothing of the population it was planned as: ``contract.capacity.judge`` leaves
   it undecided, pass or miss (a miss on young users is no steady miss either: with a prefix cache a late
   turn's prefill can be the cheaper one), unless it is overloaded.
-- **More users than planned** (closed loop of users who think): more sessions were in progress at once than
-  the level's users (:func:`users_over`). The level carried more than its users' load: a pass stands (it
-  held more), a miss is undecided (the excess may have made it), overloaded or not.
+- **More users than planned** (closed loop of users who think): more sessions were left open (started, not
+  at their last turn) than the level has users (:func:`users_over`). The level carried more than its users'
+  load: a pass stands (it held more), a miss is undecided (the excess may have made it), overloaded or not.
 """
 
 from __future__ import annotations
@@ -82,7 +82,7 @@ class LevelFlags:
     in_flight_first: float | None = None  # mean in flight over the window's first quarter (after ramp-up)
     in_flight_last: float | None = None
     young_users: str | None = None  # why the users were younger than a long-running population (None: not)
-    users_over: str | None = None  # more sessions in progress at once than the level's users (None: not)
+    users_over: str | None = None  # more sessions left open than the level's users (None: not)
     arrivals: int = 0  # requests submitted in the window
     completions: int = 0  # requests finished in the window
 
