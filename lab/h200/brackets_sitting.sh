@@ -3,7 +3,7 @@
 # the fixed shape with no shared prefix (lab/h200/brackets.yaml), one background queue (lab/h200/README.md,
 # "The brackets sitting"). The vLLM bundle only.
 #
-#   bash lab/h200/brackets_sitting.sh start 1|2|3|4|5|6|7|8 [SECONDS]  # first call (carrying .gpu/vllm/c01, .lca-commit)
+#   bash lab/h200/brackets_sitting.sh start 1|2|3|4|5|6|7|8|9 [SECONDS]  # first call (carrying .gpu/vllm/c01, .lca-commit)
 #   bash lab/h200/brackets_sitting.sh poll [S]             # later calls: wait up to S s, copy what is done to $OUT
 #
 # Session 1 (ran 2026-12-03, every run cut by its bound): start A of the closed loop (concurrency 8, 32, 128 and the
@@ -29,16 +29,19 @@
 # Sessions 7 and 8: caching off at the same levels (s-off, session 7), and the capacity search on for the chat target
 # (lab/h200/think-3-search.yaml: the undecided level again for twice the time, then a bisection) over three engine
 # starts, s-d in session 7, s-e and s-f in session 8 (780 s each).
+# Session 9: the fixed loop's first think runs (lab/h200/think-fixed.yaml: U = 512, 724 and 1,024, caching on), three
+# engine starts f-a, f-b, f-c (560 s each; c gets what the deadline leaves). A run's name starts with the GPU it ran
+# on (h200-, or h100- where the lent machine was an H100: then at U = 256, 362 and 512).
 # Session 4: sglang-server's capacity as a bracket over three engine starts (brackets.yaml, the closed loop of
 # sessions 1-2, sglang-server-a, -b, -c, 420 s each). Both bundles: SGLang borrows jsonschema from vLLM's /tmp/site
 # (install.sh); stage vLLM's parts and SGLang's (all of them: with fewer its attention falls back to triton).
 set -uo pipefail
-mode=${1:?usage: brackets_sitting.sh start 1|2|3|4|5|6|7|8 [seconds] | poll [seconds]}
+mode=${1:?usage: brackets_sitting.sh start 1|2|3|4|5|6|7|8|9 [seconds] | poll [seconds]}
 source lab/h200/queue_lib.sh  # nparts, staged, install_bundle, study, bound, sitting_*
 
-if [ "$mode" = poll ]; then sitting_poll "${2:-0}" "h200-b39-*.tgz"; exit $?; fi
-[ "$mode" = start ] && [[ ${2:-} =~ ^[12345678]$ ]] \
-  || { echo "usage: brackets_sitting.sh start 1|2|3|4|5|6|7|8 [seconds] | poll [seconds]"; exit 2; }
+if [ "$mode" = poll ]; then sitting_poll "${2:-0}" "h[0-9]*-b39-*.tgz"; exit $?; fi
+[ "$mode" = start ] && [[ ${2:-} =~ ^[1-9]$ ]] \
+  || { echo "usage: brackets_sitting.sh start 1|2|3|4|5|6|7|8|9 [seconds] | poll [seconds]"; exit 2; }
 export SESSION=$2
 sitting_start "${3:-1710}"
 
@@ -67,6 +70,14 @@ queue() {
     study "$2" "h200-b39-think3-search-$1" vllm-server --workload-file lab/h200/think-3-search.yaml \
       --python vllm-server=/tmp/py-vllm "${@:3}"
   }
+  think_fixed() {  # the fixed loop's users who think, named for the GPU (an H100 at its own levels)
+    local gpu=h200 levels=()
+    if nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1 | grep -q H100; then
+      gpu=h100 levels=(--load levels=256:362:512)
+    fi
+    study "$2" "$gpu-b39-think-f-$1" vllm-server --workload-file lab/h200/think-fixed.yaml \
+      --python vllm-server=/tmp/py-vllm "${levels[@]}" "${@:3}"
+  }
   until staged vllm && staged qwen3-8b-shape 1; do sleep 5; done
   bash lab/h200/unpack_model.sh qwen3-8b-shape > /dev/null
   install_bundle vllm; echo "== $(date -u +%T) vllm installed"
@@ -86,6 +97,8 @@ queue() {
     think3 s-off 600 --no-prefix-caching; think3_search s-d 780
   elif [ "$SESSION" = 8 ]; then
     think3_search s-e 780; think3_search s-f 780
+  elif [ "$SESSION" = 9 ]; then
+    think_fixed a 560; think_fixed b 560; think_fixed c 560
   elif [ "$SESSION" = 5 ]; then
     study 600 h200-b39-think-1024-on vllm-server --workload-file lab/h200/think-1024.yaml --python vllm-server=/tmp/py-vllm
   else

@@ -29,3 +29,32 @@ def test_prefix_break_shows_the_tokens_around_the_mismatch(tiny_model_dir):
     assert br["position"] == common_prefix_len(prev, cur) < len(prev)
     assert "<think>" in br["previous"] and "<think>" not in br["current"]
     assert br["tokens_lost"] == len(prev) - br["position"]
+
+
+def test_a_batch_renders_each_conversation_as_one_at_a_time_does(tiny_model_dir):
+    """chats_ids tokenizes a load plan's histories in one batch: the ids and the kept messages must be those
+    of chat_ids one by one (a batch that padded, or lost its order, would change every prompt)."""
+    history = [{"role": "user", "content": "hi"}]
+    conversations = [
+        history,
+        [*history, {"role": "assistant", "content": "yo"}, {"role": "user", "content": "a longer turn"}],
+        [{"role": "user", "content": "x"}],
+    ]
+    one = Renderer(AutoTokenizer.from_pretrained(tiny_model_dir))
+    many = Renderer(AutoTokenizer.from_pretrained(tiny_model_dir))
+    expected = [one.chat_ids(c) for c in conversations]
+    assert many.chats_ids(conversations) == expected
+    assert len({len(ids) for ids in expected}) == 3  # unequal lengths: padding would show
+    assert many.chats == one.chats
+    assert many.chats_ids([]) == []
+
+
+def test_the_prompt_key_is_the_hash_of_the_ids_json_text():
+    """Keys in committed plans and chat_prompts.json are sha1 of json.dumps(ids): the faster text matches."""
+    import hashlib
+    import json
+
+    from llm_call_anatomy.contract.chat import prompt_key
+
+    for ids in ([], [7], [151643, 0, 12, 99999]):
+        assert prompt_key(ids) == hashlib.sha1(json.dumps(ids).encode()).hexdigest()[:16]

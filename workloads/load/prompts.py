@@ -45,18 +45,18 @@ def user_prompts(
     limit = min(first or 10**9, spec.max_turns or 10**9)
     if spec.sessions is not None:
         requests = recorded_requests(spec.sessions[user % len(spec.sessions)], spec.system)
-        return [renderer.chat_ids(messages, spec.tools) for messages in requests[:limit]]
+        return renderer.chats_ids(requests[:limit], spec.tools)
     system, tools, turns = source or session_turns(spec)
     turns = turns[:limit]
     head = [{"role": "system", "content": system}] if system else []
     history: list[dict[str, Any]] = []
-    prompts = []
+    conversations = []
     for t, turn in enumerate(turns):
         own = f"Incident INC-{40000 + user * 37 + t}, reported by on-call user {user}:\n{turn.user}"
         history = [*history, {"role": "user", "content": own}]
-        prompts.append(renderer.chat_ids(head + history, tools))
+        conversations.append(head + history)
         history = [*history, {"role": "assistant", "content": turn.assistant}]
-    return prompts
+    return renderer.chats_ids(conversations, tools)
 
 
 def fixed_prompt(renderer: Renderer, prefix: list[int], length: int, request: int) -> list[int]:
