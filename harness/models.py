@@ -24,6 +24,8 @@ import os
 import re
 import shutil
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -115,6 +117,23 @@ def _key(*parts: object) -> str:
     ).hexdigest()[:12]
 
 
+@contextmanager
+def _no_library_bars() -> Iterator[None]:
+    """transformers' progress bars (a GGUF's conversion, the weights' load, write) off, then as they were."""
+    try:
+        from transformers.utils import logging as hf_logging
+    except ImportError:  # an install without transformers builds nothing that draws one
+        yield
+        return
+    was = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if was:
+            hf_logging.enable_progress_bar()
+
+
 def _build_once(name: str, key: str, fill) -> Path:
     final = cache_root() / f"{name}-{key}"
     if (final / "config.json").is_file():
@@ -124,7 +143,8 @@ def _build_once(name: str, key: str, fill) -> Path:
     # the first run's wait is said (issue 43): once per machine, then the folder is reused
     print(f"model '{name}': building its folder once, into {final} (later runs reuse it)", flush=True)
     try:
-        fill(tmp)
+        with _no_library_bars():  # the line above says the wait; the conversions' own bars would repeat it
+            fill(tmp)
         try:
             tmp.rename(final)
         except OSError:  # another process finished first

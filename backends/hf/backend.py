@@ -18,6 +18,7 @@ import torch
 import transformers
 from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer, DynamicCache
 from transformers.generation.streamers import BaseStreamer
+from transformers.utils import logging as hf_logging
 
 from llm_call_anatomy.backends.base import Backend, TokenClock, install_hint
 from llm_call_anatomy.contract.adapter import Capabilities, RawOutput, Request, TokenCandidate
@@ -120,6 +121,9 @@ class HFBackend(Backend):
         generation (the model's and the tokenizer's EOS) and the special tokens the attention probe counts."""
         s = self.settings
         dtype = DTYPES[s.dtype]
+        # the child's heartbeat says the load and its elapsed time: transformers' own "Loading weights" bar
+        # would print before the run's progress bar exists, through the heartbeat's line (issue 43)
+        hf_logging.disable_progress_bar()
         self.tokenizer = AutoTokenizer.from_pretrained(s.model_path)
         if s.random_weights:
             config = AutoConfig.from_pretrained(s.model_path)

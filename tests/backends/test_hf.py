@@ -223,3 +223,23 @@ def test_hf_loads_transformers_own_modules_whatever_the_version_defaults_to(monk
         assert backend.environment()["hub_kernels"].startswith("off (use_kernels=False")
     finally:
         backend.close()
+
+
+def test_hf_s_start_prints_no_bar_of_its_own(capfd, tiny_model_dir):
+    """The child's heartbeat says the load's elapsed time; transformers' "Loading weights" bar printed before
+    the run's progress bar, through the heartbeat's line (#43)."""
+    from transformers.utils import logging as hf_logging
+
+    from llm_call_anatomy.backends.hf import backend as hf
+    from llm_call_anatomy.contract.adapter import BackendSettings
+
+    hf_logging.enable_progress_bar()  # as a fresh process has them
+    backend = hf.HFBackend(BackendSettings(model_path=str(tiny_model_dir), model_label="tiny", device="cpu"))
+    try:
+        capfd.readouterr()
+        backend.start()
+        printed = capfd.readouterr()
+        assert "Loading weights" not in printed.err + printed.out
+    finally:
+        backend.close()
+        hf_logging.enable_progress_bar()

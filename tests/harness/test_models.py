@@ -70,3 +70,29 @@ def test_a_built_in_model_s_first_build_is_said_once(tmp_path, monkeypatch, caps
     said = capsys.readouterr().out
     assert said == f"model 'demo': building its folder once, into {first} (later runs reuse it)\n"
     assert models._build_once("demo", "k1", fill) == first and capsys.readouterr().out == ""
+
+
+def test_a_build_draws_no_library_bar_and_leaves_them_as_they_were(tmp_path, monkeypatch):
+    """The build's line says the wait (issue 43): transformers' own bars (a GGUF's conversion, the weights'
+    write) are off while it fills the folder, on again after, also when the fill fails."""
+    from transformers.utils import logging as hf_logging
+
+    from llm_call_anatomy.harness import models
+
+    monkeypatch.setenv("LCA_CACHE", str(tmp_path))
+    seen = []
+
+    def fill(d):
+        seen.append(hf_logging.is_progress_bar_enabled())
+        (d / "config.json").write_text("{}")
+
+    hf_logging.enable_progress_bar()
+    models._build_once("demo", "k1", fill)
+    assert seen == [False] and hf_logging.is_progress_bar_enabled()
+
+    def broken(d):
+        raise RuntimeError("no space left")
+
+    with pytest.raises(RuntimeError):
+        models._build_once("demo", "k2", broken)
+    assert hf_logging.is_progress_bar_enabled()
