@@ -61,6 +61,12 @@ def evidence(verdict: Verdict | None) -> dict[str, Any] | None:
     }
 
 
+def flags_of(verdict: Verdict | None) -> list[str]:
+    """The flags a verdict raised, by name (none where it decided nothing)."""
+    found = evidence(verdict)
+    return found["flags"] if found else []
+
+
 def rank(c: Capacity) -> tuple[float, float]:
     """How far a start's capacity goes: its last pass, then its first miss (an unbracketed top above)."""
     lo = c.value if c.value is not None else 0.0
@@ -183,6 +189,10 @@ class CapacityGroup:
             decisions={x: v.decision for x, (v, _) in sorted(judged.items()) if v.decision},
             pass_at=evidence(judged[found.value][0]) if found.value in judged else None,
             miss_at=evidence(judged[found.next_up][0]) if found.next_up in judged else None,
+            # why the chosen start's undecided levels are: the flags their verdicts raised (young_users, ...)
+            undecided_flags=sorted(
+                {f for x in found.undecided if x in judged for f in flags_of(judged[x][0])},
+            ),
             start=chosen,
             starts=[
                 {

@@ -243,12 +243,12 @@ def answer(
         how += f"; no GPU count: no capacity at {target.name} to size on"
         undecided = sorted(num(x) for x in (exact["row"].get("undecided") or []) if num(x)) if exact else []
         if undecided:
-            limiter = str(exact["row"].get("limiter") or "")
+            flags = exact["row"].get("undecided_flags") or []  # capacity_group: what the verdicts raised
             why = (
                 " (young users: a run now starts them where a long-running population is)"
-                if "young users" in limiter
+                if "young_users" in flags
                 else " (more users than planned: the load loop now keeps each user to its sessions)"
-                if "more users than planned" in limiter
+                if "users_over" in flags
                 else ""
             )
             run = command(
