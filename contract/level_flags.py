@@ -305,8 +305,14 @@ def level_name(case: object, think_s: object = None) -> str:
     the planner's case, ``C=N`` for every closed level (old runs and ``--resume`` key on it): this is
     the one place that tells the two closed loops apart by name, at display time."""
     text = str(case)
+    return closed_letter(think_s) + text[1:] if text.startswith("C=") else text
+
+
+def closed_letter(think_s: object = None) -> str:
+    """A closed loop's letter: ``U`` (users) where its users think between turns (``think_s`` > 0: fewer
+    requests in flight than users), else ``C`` (requests always in flight)."""
     think = _num(think_s)
-    return "U=" + text[2:] if think and think > 0 and text.startswith("C=") else text
+    return "U" if think and think > 0 else "C"
 
 
 def level_kind(

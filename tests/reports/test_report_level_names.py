@@ -66,6 +66,17 @@ def test_a_level_is_named_u_where_its_users_think_else_as_recorded():
     assert level_name("rate=4", 30.0) == "rate=4"  # an open loop's arrivals are new users: its own name
 
 
+def test_a_capacity_row_and_a_level_take_their_letter_from_one_rule():
+    """The capacity cells (from a row's think_s) and the level names (from a case and a think time) decide
+    U or C in one place, so a capacity cell and the level it names cannot disagree."""
+    from llm_call_anatomy.workloads.load.report.capacity_cells import level_text, row_letter
+
+    for think in (30.0, 0.0, None, float("nan")):
+        row = {"loop": "closed", "think_s": think, "mode": "sessions"}
+        assert level_text(row, 256) == level_name("C=256", think)
+        assert row_letter(row) == level_name("C=1", think)[0]
+
+
 def test_the_load_table_reads_u_for_users_who_think_and_c_for_a_closed_level(tmp_path, capsys):
     assert load_table.main([str(run_dir(tmp_path))]) == 0
     rows = [line.split(" | ")[0].lstrip("| ") for line in capsys.readouterr().out.splitlines()[2:4]]

@@ -14,14 +14,14 @@ from collections.abc import Iterable
 
 import pandas as pd
 
+from llm_call_anatomy.contract.level_flags import closed_letter
 from llm_call_anatomy.reports import fmt
 from llm_call_anatomy.workloads.load.report.capacity import known, not_run_between
 
 
-def closed_letter(r: dict) -> str:
-    """A closed loop's level letter: ``U`` (users) where its users think between turns (``think_s``: fewer
-    requests in flight than users), else ``C`` (requests always in flight)."""
-    return "U" if (r.get("think_s") or 0) > 0 else "C"
+def row_letter(r: dict) -> str:
+    """A capacity row's closed-loop letter, as every level is named (``level_flags.closed_letter``)."""
+    return closed_letter(r.get("think_s"))
 
 
 def variant_text(r: dict) -> str:
@@ -39,7 +39,7 @@ def level_text(r: dict, value: object) -> str:
     """A level of ``r``'s loop: ``C=N`` closed (``U=N`` users who think), ``N req/s`` open (``N sessions/s``
     for a sessions load's open loop: it starts sessions)."""
     if r["loop"] == "closed":
-        return f"{closed_letter(r)}={fmt.n(value)}"
+        return f"{row_letter(r)}={fmt.n(value)}"
     return f"{fmt.n(value)} {fmt.text(r.get('rate_unit')) or 'req/s'}"
 
 
@@ -172,7 +172,7 @@ def missed_word(r: dict) -> str:
 def span_text(r: dict, lo: object, hi: object) -> str:
     """A bracket's two ends in ``r``'s loop: ``C=16–20``, ``8–10 req/s``."""
     if r["loop"] == "closed":
-        return f"{closed_letter(r)}={fmt.n(lo)}–{fmt.n(hi)}"
+        return f"{row_letter(r)}={fmt.n(lo)}–{fmt.n(hi)}"
     return f"{fmt.n(lo)}–{fmt.n(hi)} {fmt.text(r.get('rate_unit')) or 'req/s'}"
 
 

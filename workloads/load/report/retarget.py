@@ -30,7 +30,7 @@ from llm_call_anatomy.contract.options import parse_pairs
 from llm_call_anatomy.contract.slo import Target
 from llm_call_anatomy.reports.stats import num
 from llm_call_anatomy.workloads.load.report import capacity
-from llm_call_anatomy.workloads.load.report.capacity_cells import closed_letter
+from llm_call_anatomy.workloads.load.report.capacity_cells import row_letter
 from llm_call_anatomy.workloads.load.report.targets import slo_of
 
 GIVEN = "given for this report (python compare.py report --slo {}): each run's own targets are not used"
@@ -123,7 +123,7 @@ def command(
         fields = {}
     fields.update({"rates": "", "levels": text} if closed else {"levels": "", "rates": text})
     fields["search_levels"] = "0"
-    suffix = f"-{closed_letter(row)}{level:g}" if closed else f"-rate{level:g}"  # U: users who think
+    suffix = f"-{row_letter(row)}{level:g}" if closed else f"-rate{level:g}"  # U: users who think
     out_dir = next((v for k, v in pairs if k == "--out" and v), None) or f"runs/{env.get('run_id', 'run')}"
     kept = [(k, v) for k, v in pairs if k not in ("--load", "--out", "--backend")]
     words = ["python", "compare.py", "--backend", backend]
