@@ -45,6 +45,9 @@ class ByteRenderer(Renderer):
     def text_ids(self, text: str) -> list[int]:
         return list(text.encode("utf-8"))
 
+    def texts_ids(self, texts: list[str]) -> list[list[int]]:
+        return [self.text_ids(t) for t in texts]
+
     def token_texts(self, ids: list[int]) -> list[str]:
         return [bytes([i]).decode("latin-1") for i in ids]
 
