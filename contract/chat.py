@@ -44,7 +44,10 @@ class Renderer:
     def chat_ids(
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
     ) -> list[int]:
-        return self.chats_ids([messages], tools)[0]
+        text = self.chat_text(messages, tools)
+        ids = self.text_ids(text)
+        self.chats[prompt_key(ids)] = {"messages": messages, "tools": tools}
+        return ids
 
     def chats_ids(
         self, conversations: list[list[dict[str, Any]]], tools: list[dict[str, Any]] | None = None
