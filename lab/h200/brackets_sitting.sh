@@ -30,7 +30,7 @@
 # (lab/h200/think-3-search.yaml: the undecided level again for twice the time, then a bisection) over three engine
 # starts, s-d in session 7, s-e and s-f in session 8 (780 s each).
 # Session 9: the fixed loop's first think runs (lab/h200/think-fixed.yaml: U = 512, 724 and 1,024, caching on), three
-# engine starts f-a, f-b, f-c (560 s each; c gets what the deadline leaves). A run's name starts with the GPU it ran
+# engine starts f-a, f-b, f-c (420 s each; c gets what the deadline leaves). A run's name starts with the GPU it ran
 # on (h200-, or h100- where the lent machine was an H100: then at U = 256, 362 and 512).
 # Session 4: sglang-server's capacity as a bracket over three engine starts (brackets.yaml, the closed loop of
 # sessions 1-2, sglang-server-a, -b, -c, 420 s each). Both bundles: SGLang borrows jsonschema from vLLM's /tmp/site
@@ -98,7 +98,7 @@ queue() {
   elif [ "$SESSION" = 8 ]; then
     think3_search s-e 780; think3_search s-f 780
   elif [ "$SESSION" = 9 ]; then
-    think_fixed a 560; think_fixed b 560; think_fixed c 560
+    think_fixed a 420; think_fixed b 420; think_fixed c 420
   elif [ "$SESSION" = 5 ]; then
     study 600 h200-b39-think-1024-on vllm-server --workload-file lab/h200/think-1024.yaml --python vllm-server=/tmp/py-vllm
   else
