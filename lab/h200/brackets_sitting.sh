@@ -29,9 +29,10 @@
 # Sessions 7 and 8: caching off at the same levels (s-off, session 7), and the capacity search on for the chat target
 # (lab/h200/think-3-search.yaml: the undecided level again for twice the time, then a bisection) over three engine
 # starts, s-d in session 7, s-e and s-f in session 8 (780 s each).
-# Session 9: the fixed loop's first think runs (lab/h200/think-fixed.yaml: U = 512, 724 and 1,024, caching on), three
-# engine starts f-a, f-b, f-c (420 s each; c gets what the deadline leaves). A run's name starts with the GPU it ran
-# on (h200-, or h100- where the lent machine was an H100: then at U = 256, 362 and 512).
+# Session 9: the fixed loop's think runs (lab/h200/think-fixed.yaml, caching on), three engine starts f-a, f-b, f-c
+# (480 s each; c gets what the deadline leaves). A run's name starts with the GPU it ran on (h200-, or h100- where
+# the lent machine was an H100, at its own levels). Ran 2026-12-07 on an H100 at U = 256, 362 and 512 (a and b: every
+# level met every target, lab/results/brackets-h100-2026-12-07); now U = 1,024-2,048 (H200), 512-1,024 (H100).
 # Session 4: sglang-server's capacity as a bracket over three engine starts (brackets.yaml, the closed loop of
 # sessions 1-2, sglang-server-a, -b, -c, 420 s each). Both bundles: SGLang borrows jsonschema from vLLM's /tmp/site
 # (install.sh); stage vLLM's parts and SGLang's (all of them: with fewer its attention falls back to triton).
@@ -73,7 +74,7 @@ queue() {
   think_fixed() {  # the fixed loop's users who think, named for the GPU (an H100 at its own levels)
     local gpu=h200 levels=()
     if nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1 | grep -q H100; then
-      gpu=h100 levels=(--load levels=256:362:512)
+      gpu=h100 levels=(--load levels=512:724:1024)
     fi
     study "$2" "$gpu-b39-think-f-$1" vllm-server --workload-file lab/h200/think-fixed.yaml \
       --python vllm-server=/tmp/py-vllm "${levels[@]}" "${@:3}"
@@ -98,7 +99,7 @@ queue() {
   elif [ "$SESSION" = 8 ]; then
     think3_search s-e 780; think3_search s-f 780
   elif [ "$SESSION" = 9 ]; then
-    think_fixed a 420; think_fixed b 420; think_fixed c 420
+    think_fixed a 480; think_fixed b 480; think_fixed c 480
   elif [ "$SESSION" = 5 ]; then
     study 600 h200-b39-think-1024-on vllm-server --workload-file lab/h200/think-1024.yaml --python vllm-server=/tmp/py-vllm
   else
