@@ -26,9 +26,11 @@
 # start where a long-running population is (users_start: stationary, the default). Session 6 ran again on 2026-12-04
 # with stationary users (think3-s-a, -s-b, -s-c: lab/results/brackets-h200-2026-12-04b, its README says what they
 # bracket); s-a and s-b were cut by their 540 s bound (their servers were slow to start), so these runs have 600 s.
-# Sessions 7 and 8: caching off at the same levels (s-off, session 7), and the capacity search on for the chat target
-# (lab/h200/think-3-search.yaml: the undecided level again for twice the time, then a bisection) over three engine
-# starts, s-d in session 7, s-e and s-f in session 8 (780 s each).
+# Session 7: caching off with the fixed loop (think-fixed.yaml with --no-prefix-caching), three engine starts off-a,
+# off-b, off-c, at U = 256, 512 and 1,024 on an H200 (128, 256 and 512 on an H100): without the cache every turn
+# prefills its whole history, and the loop's runs before its fix missed at U = 1,024 either way. Session 8 (the
+# capacity search on think-3.yaml's levels: git show 21af144:lab/h200/think-3-search.yaml) is retired: those levels
+# were set from the runs before the fix, and the fixed loop met every target at all of them on an H100 (session 9).
 # Session 9: the fixed loop's think runs (lab/h200/think-fixed.yaml, caching on), three engine starts f-a, f-b, f-c
 # (480 s each; c gets what the deadline leaves). A run's name starts with the GPU it ran on (h200-, or h100- where
 # the lent machine was an H100, at its own levels). Ran 2026-12-07 on an H100 at U = 256, 362 and 512 (a and b: every
@@ -67,17 +69,15 @@ queue() {
     study "$2" "h200-b39-think3-$1" vllm-server --workload-file lab/h200/think-3.yaml \
       --python vllm-server=/tmp/py-vllm "${@:3}"
   }
-  think3_search() {  # the same plan with the capacity search on for the chat target (each start narrows its own)
-    study "$2" "h200-b39-think3-search-$1" vllm-server --workload-file lab/h200/think-3-search.yaml \
-      --python vllm-server=/tmp/py-vllm "${@:3}"
-  }
-  think_fixed() {  # the fixed loop's users who think, named for the GPU (an H100 at its own levels)
-    local gpu=h200 levels=()
-    if nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1 | grep -q H100; then
-      gpu=h100 levels=(--load levels=512:724:1024)
-    fi
+  think_fixed() {  # the fixed loop's users who think, caching on or off ($1 off-*), named for the GPU; the levels for
+    # the GPU and the cache (H200 with the cache: the file's)
+    local gpu=h200 cache=on off=()
+    nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1 | grep -q H100 && gpu=h100
+    [[ $1 == off-* ]] && cache=off off=(--no-prefix-caching)
+    local -A at=([h200-on]="" [h100-on]=512:724:1024 [h200-off]=256:512:1024 [h100-off]=128:256:512)
+    local levels=(); [ -n "${at[$gpu-$cache]}" ] && levels=(--load "levels=${at[$gpu-$cache]}")
     study "$2" "$gpu-b39-think-f-$1" vllm-server --workload-file lab/h200/think-fixed.yaml \
-      --python vllm-server=/tmp/py-vllm "${levels[@]}" "${@:3}"
+      --python vllm-server=/tmp/py-vllm "${levels[@]}" "${off[@]}" "${@:3}"
   }
   until staged vllm && staged qwen3-8b-shape 1; do sleep 5; done
   bash lab/h200/unpack_model.sh qwen3-8b-shape > /dev/null
@@ -95,9 +95,9 @@ queue() {
   elif [ "$SESSION" = 6 ]; then
     think3 s-a 600; think3 s-b 600; think3 s-c 600  # stationary users (s-): c gets what the deadline leaves
   elif [ "$SESSION" = 7 ]; then
-    think3 s-off 600 --no-prefix-caching; think3_search s-d 780
+    think_fixed off-a 480; think_fixed off-b 480; think_fixed off-c 480
   elif [ "$SESSION" = 8 ]; then
-    think3_search s-e 780; think3_search s-f 780
+    echo "session 8 is retired (see the script's header): run session 9, then 7"
   elif [ "$SESSION" = 9 ]; then
     think_fixed a 480; think_fixed b 480; think_fixed c 480
   elif [ "$SESSION" = 5 ]; then
