@@ -110,6 +110,25 @@ def test_sessions_extend_each_users_prompt_and_share_only_the_system_prompt_acro
     assert level.steps[1].shared_prefix_tokens == common_prefix_len(first[0][0], first[0][1])
 
 
+def test_users_rendered_in_batches_get_the_prompts_each_gets_alone(renderer, write, monkeypatch):
+    """The planner renders a level's users in tokenizer batches (SessionPrompts.prefetch, in chunks): every
+    user's prompts, and the messages kept for --endpoint chat, are those rendered one user at a time, across a
+    chunk's edge and for a user asked for its first turn only before."""
+    from llm_call_anatomy.contract.chat import Renderer
+    from llm_call_anatomy.workloads.load import prompts
+
+    [spec] = read_workload_file(write("study.yaml", SESSIONS))
+    monkeypatch.setattr(prompts, "PREFETCH_USERS", 2)
+    alone, batched = Renderer(renderer.tokenizer), Renderer(renderer.tokenizer)
+    one, many = prompts.SessionPrompts(spec, alone), prompts.SessionPrompts(spec, batched)
+    many(3, 1)  # only its first turn so far: the batch renders it whole
+    many.prefetch(range(5))
+    assert all(many.complete[u] for u in range(5))  # rendered whole by the batches, before anyone asks
+    assert [many(u) for u in range(5)] == [one(u) for u in range(5)]
+    assert all(len(many(u)) == 3 for u in range(5))  # max_turns
+    assert batched.chats == alone.chats
+
+
 def test_the_builtin_load_file_holds_both_shapes_at_the_issue_defaults():
     specs = read_builtin(["load"])
     assert {s.shape for s in specs} == {"sessions", "fixed"}

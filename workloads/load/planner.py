@@ -233,6 +233,7 @@ def _session_steps(
     before the level: not sent), its next session (:func:`next_session` and above) whole."""
     steps: list[Step] = []
     base = next_session(spec) if stationary else None
+    sessions.prefetch(users, warm_turns)
     for u in users:
         prompts = sessions(u, warm_turns)
         start = stationary_start(u, len(prompts)) if base is not None and u < base else 0

@@ -8,6 +8,7 @@ Rendered once per plan (``SessionPrompts``) by the planner (``workloads/load/pla
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from llm_call_anatomy.contract.chat import Renderer, common_prefix_len
@@ -17,6 +18,7 @@ from llm_call_anatomy.workloads.spec import Turn
 from llm_call_anatomy.workloads.transcripts import recorded_requests
 
 RANDOM_SEED = 13
+PREFETCH_USERS = 128  # users whose histories one tokenizer batch holds (~1,300 prompts of the long chat)
 
 
 def session_turns(spec: LoadSpec) -> tuple[str | None, list[dict[str, Any]] | None, list[Turn]]:
@@ -42,10 +44,21 @@ def user_prompts(
 ) -> list[list[int]]:
     """One user's session: every turn's prompt (the whole history so far) as token ids (the first ``first``
     turns). With recorded sessions, user k replays session k (modulo their number: warm-up users)."""
+    conversations, tools = user_conversations(spec, user, first, source)
+    return renderer.chats_ids(conversations, tools)
+
+
+Conversation = list[dict[str, Any]]
+
+
+def user_conversations(
+    spec: LoadSpec, user: int, first: int | None = None, source=None
+) -> tuple[list[Conversation], list[dict[str, Any]] | None]:
+    """What :func:`user_prompts` renders: each turn's messages (the history so far), and the tools, before the
+    template."""
     limit = min(first or 10**9, spec.max_turns or 10**9)
     if spec.sessions is not None:
-        requests = recorded_requests(spec.sessions[user % len(spec.sessions)], spec.system)
-        return renderer.chats_ids(requests[:limit], spec.tools)
+        return recorded_requests(spec.sessions[user % len(spec.sessions)], spec.system)[:limit], spec.tools
     system, tools, turns = source or session_turns(spec)
     turns = turns[:limit]
     head = [{"role": "system", "content": system}] if system else []
@@ -56,7 +69,7 @@ def user_prompts(
         history = [*history, {"role": "user", "content": own}]
         conversations.append(head + history)
         history = [*history, {"role": "assistant", "content": turn.assistant}]
-    return renderer.chats_ids(conversations, tools)
+    return conversations, tools
 
 
 def fixed_prompt(renderer: Renderer, prefix: list[int], length: int, request: int) -> list[int]:
@@ -90,12 +103,33 @@ class SessionPrompts:
         self.source = session_turns(spec) if spec.shape == "sessions" and self.recorded is None else None
 
     def __call__(self, user: int, first: int | None = None) -> list[list[int]]:
-        key = user % self.recorded if self.recorded else user
-        have = self.cache.get(key)
-        if have is None or (len(have) < (first or 10**9) and not self.complete.get(key)):
+        key = self._key(user)
+        if self._missing(key, first):
             self.cache[key] = user_prompts(self.spec, self.renderer, key, first, self.source)
             self.complete[key] = first is None
         return self.cache[key][:first]
+
+    def prefetch(self, users: Iterable[int], first: int | None = None) -> None:
+        """Render every one of ``users``' prompts not rendered yet in one tokenizer batch (what ``self(user,
+        first)`` then returns): the tokenizer spreads a batch over the machine's cores, and a level of a
+        thousand users who each replay ten turns is ten thousand histories."""
+        keys = list(dict.fromkeys(k for k in map(self._key, users) if self._missing(k, first)))
+        for at in range(0, len(keys), PREFETCH_USERS):  # a batch's encodings are held at once: bounded
+            chunk = keys[at : at + PREFETCH_USERS]
+            rendered = [user_conversations(self.spec, k, first, self.source) for k in chunk]
+            tools = rendered[0][1]  # one spec's users share its tools
+            flat = [c for conversations, _ in rendered for c in conversations]
+            ids = iter(self.renderer.chats_ids(flat, tools))
+            for k, (conversations, _) in zip(chunk, rendered, strict=True):
+                self.cache[k] = [next(ids) for _ in conversations]
+                self.complete[k] = first is None
+
+    def _key(self, user: int) -> int:
+        return user % self.recorded if self.recorded else user
+
+    def _missing(self, key: int, first: int | None) -> bool:
+        have = self.cache.get(key)
+        return have is None or (len(have) < (first or 10**9) and not self.complete.get(key))
 
     def across(self, user: int, users: range) -> int:
         """What a prefix cache can hold for ``user``'s first request from other users': what every
