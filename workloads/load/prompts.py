@@ -103,11 +103,8 @@ class SessionPrompts:
         self.source = session_turns(spec) if spec.shape == "sessions" and self.recorded is None else None
 
     def __call__(self, user: int, first: int | None = None) -> list[list[int]]:
-        key = self._key(user)
-        if self._missing(key, first):
-            self.cache[key] = user_prompts(self.spec, self.renderer, key, first, self.source)
-            self.complete[key] = first is None
-        return self.cache[key][:first]
+        self.prefetch([user], first)  # rendered now where it is not yet (a batch of one user)
+        return self.cache[self._key(user)][:first]
 
     def prefetch(self, users: Iterable[int], first: int | None = None) -> None:
         """Render every one of ``users``' prompts not rendered yet in one tokenizer batch (what ``self(user,
