@@ -71,8 +71,7 @@ queue() {
   }
   think_fixed() {  # the fixed loop's users who think, caching on or off ($1 off-*), named for the GPU; the levels for
     # the GPU and the cache (H200 with the cache: the file's)
-    local gpu=h200 cache=on off=()
-    nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1 | grep -q H100 && gpu=h100
+    local gpu cache=on off=(); gpu=$(gpu_tag)
     [[ $1 == off-* ]] && cache=off off=(--no-prefix-caching)
     local -A at=([h200-on]="" [h100-on]=512:724:1024 [h200-off]=256:512:1024 [h100-off]=128:256:512)
     local levels=(); [ -n "${at[$gpu-$cache]}" ] && levels=(--load "levels=${at[$gpu-$cache]}")

@@ -7,6 +7,8 @@
 #   install_bundle B     install.sh B, its log in $R/logs (its tail printed when it fails)
 #   study T NAME ...     study.sh NAME ... bounded by T seconds (STUDY_TIMEOUT; less when the sitting's DEADLINE is
 #                        nearer, not started under 90 s: left_for), benchmark 1 off unless OVERHEAD=1
+#   gpu_tag              h100 where the lent GPU is an H100, else h200: a sitting's run names start with it (an H100's
+#                        runs stand apart from the H200's)
 #   from_example DIR     a committed run cut by its deadline (lab/examples/DIR, records gzip'd) put back as
 #                        /tmp/runs/NAME (records.jsonl unpacked), so that `study ... --resume` runs what it lacks;
 #                        kept as it is where /tmp/runs/NAME exists already (a queue started again on one machine)
@@ -17,6 +19,9 @@ nparts() {
 staged() {
   ls /tmp/stage-"$1"/[cm]01.done > /dev/null 2>&1 &&
     [ "$(ls /tmp/stage-"$1"/*.done 2>/dev/null | wc -l)" -ge "${2:-$(nparts "$1")}" ]
+}
+gpu_tag() {
+  if nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1 | grep -q H100; then echo h100; else echo h200; fi
 }
 from_example() {
   local name; name=$(basename "$1")
@@ -71,7 +76,7 @@ sitting_start() {
   echo "deadline $(date -u -d @"$DEADLINE" +%T)"
 }
 sitting_launch() {
-  export -f nparts staged install_bundle from_example study bound left_for bounded queue
+  export -f nparts staged install_bundle gpu_tag from_example study bound left_for bounded queue
   setsid bash -c 'echo "deadline $(date -u -d @"$DEADLINE" +%T)"; queue; touch $R/queue.done' \
     > "$R/queue.log" 2>&1 < /dev/null &
   sleep 3; tail -n 5 "$R/queue.log"

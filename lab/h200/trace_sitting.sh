@@ -30,8 +30,7 @@ sitting_start "${3:-1710}"
 
 queue() {
   replay() {  # one engine start of one column ($1: the backend, $2: the start's letter, $3: its interpreter)
-    local gpu=h200
-    nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1 | grep -q H100 && gpu=h100
+    local gpu; gpu=$(gpu_tag)
     study 560 "$gpu-t41-${1//@/-}-$2" "$1" --workload-file lab/h200/trace-conversation.yaml \
       --variants-file lab/h200/variants/fp8.yaml --python "${1%@*}=/tmp/$3" --max-model-len 32768 "${@:4}"
   }
