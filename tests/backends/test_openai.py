@@ -16,7 +16,6 @@ import json
 import threading
 import time
 from collections.abc import Iterator
-from http.server import ThreadingHTTPServer
 
 import pytest
 from prometheus_client import CollectorRegistry, Histogram, start_http_server
@@ -27,7 +26,7 @@ from llm_call_anatomy.backends.openai.metrics import FLAVORS, MetricsProbe, flav
 from llm_call_anatomy.backends.openai.server_http import root_url
 from llm_call_anatomy.backends.openai.streamed_call import RequestTimeout
 from llm_call_anatomy.contract.adapter import BackendSettings, Request
-from tests.harness.fakes import JsonHandler
+from tests.harness.fakes import FakeHTTPServer, JsonHandler
 
 pytestmark = pytest.mark.openai
 
@@ -161,8 +160,7 @@ def stub() -> Iterator[str]:
     _Stub.hang.clear()
     _Stub.release.clear()
     _Stub.seen = []
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Stub)
-    server.daemon_threads = True
+    server = FakeHTTPServer(("127.0.0.1", 0), _Stub)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     yield f"http://127.0.0.1:{server.server_port}/v1"

@@ -16,12 +16,11 @@ import os
 import sys
 import threading
 import time
-from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import NoReturn
 
 from llm_call_anatomy.backends.openai.servers import LaunchedServerBackend
-from tests.harness.fakes import JsonHandler
+from tests.harness.fakes import FakeHTTPServer, JsonHandler
 
 STEP_S = 0.03
 EXIT_CODE = 3
@@ -131,8 +130,7 @@ def main(argv: list[str]) -> None:
     _Streaming.serve = serve
     if argv[2:] == ["chunked"]:
         _Streaming.chunked, _Streaming.protocol_version = True, "HTTP/1.1"
-    server = ThreadingHTTPServer(("127.0.0.1", port), _Streaming)
-    server.daemon_threads = True
+    server = FakeHTTPServer(("127.0.0.1", port), _Streaming)
     print(f"fake server on port {port}, dies during completion {serve + 1}", flush=True)
     server.serve_forever()
 

@@ -18,6 +18,18 @@ from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+
+class FakeHTTPServer(ThreadingHTTPServer):
+    """The fake servers' HTTP server: a thread per connection, and a listen backlog that takes a closed loop's
+    whole first wave. ``socketserver``'s backlog of 5 drops the sixth simultaneous connect while the accept
+    thread is busy, and the client's kernel sends that SYN again a second later: a request in a wave of 8 then
+    reached the server a second late, C=8 met a knee at 6 and the capacity search stopped short (seen in CI
+    on a loaded machine)."""
+
+    request_queue_size = 1024
+    daemon_threads = True
+
+
 SMALL = """\
 workloads:
   - name: chat
@@ -150,8 +162,7 @@ def chat_server(models: tuple[str, ...] = ("fake-model",)) -> Iterator[tuple[str
 @contextmanager
 def serving(handler: type[BaseHTTPRequestHandler]) -> Iterator[str]:
     """``handler`` on 127.0.0.1 in a thread; yields the /v1 URL."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    server.daemon_threads = True
+    server = FakeHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:

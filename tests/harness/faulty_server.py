@@ -27,9 +27,8 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
-from http.server import ThreadingHTTPServer
 
-from tests.harness.fakes import JsonHandler
+from tests.harness.fakes import FakeHTTPServer, JsonHandler
 
 
 @dataclass
@@ -195,8 +194,7 @@ class FaultyServer:
 
     def _start(self) -> None:
         handler = type("FaultyHandler", (_Handler,), {"state": self.state})
-        self.server = ThreadingHTTPServer(("127.0.0.1", self.port), handler)
-        self.server.daemon_threads = True
+        self.server = FakeHTTPServer(("127.0.0.1", self.port), handler)
         self.port = self.server.server_port
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
         self.thread.start()
