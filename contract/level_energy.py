@@ -25,23 +25,12 @@ window); a start without a series leaves the level without a steady-window energ
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from llm_call_anatomy.contract.level_facts import LevelFacts
 from llm_call_anatomy.contract.level_stats import LevelStats
-
-
-def _num(v: Any) -> float | None:
-    if v is None or isinstance(v, bool):
-        return None
-    try:
-        x = float(v)
-    except (TypeError, ValueError):
-        return None
-    return None if math.isnan(x) else x
+from llm_call_anatomy.contract.records import num
 
 
 def energy_at(series: Sequence[Sequence[float]], t: float) -> float | None:
@@ -94,7 +83,7 @@ def window_energy(parts: Sequence[tuple[LevelStats, LevelFacts | None]]) -> Wind
         if j is None:
             return None
         joules, tokens, seconds = joules + j, tokens + len(stats.arrivals), seconds + (stats.window_s or 0.0)
-        idle = _num(facts.gpu_idle_w)
+        idle = num(facts.gpu_idle_w)
         idle_known = idle_known and idle is not None
         idle_j += (idle or 0.0) * (stats.window_s or 0.0)
     if not parts or seconds <= 0:

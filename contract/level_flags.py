@@ -40,6 +40,7 @@ from dataclasses import asdict, dataclass, replace
 
 from llm_call_anatomy.contract.arrivals import DEFAULT_PROCESS, RATE_Z, rate_z
 from llm_call_anatomy.contract.level_facts import LevelFacts
+from llm_call_anatomy.contract.records import num
 
 # A request submitted this much after its planned time shifts its TTFT by 1 % of the tightest default
 # target (chat: TTFT p90 <= 500 ms), below a level's run-to-run noise; the in-process vLLM loop of issue 39
@@ -49,16 +50,6 @@ LAG_PERCENTILE = 99.0
 OVERLOAD_SIGMAS = 3.0
 OVERLOAD_MIN = 2.0
 YOUNG_SHARE = 0.8
-
-
-def _num(v) -> float | None:
-    if v is None or isinstance(v, bool):
-        return None
-    try:
-        x = float(v)
-    except (TypeError, ValueError):
-        return None
-    return None if math.isnan(x) else x
 
 
 def _pct(xs: list[float], p: float) -> float | None:
@@ -94,7 +85,7 @@ def in_flight_steps(rows: list[dict]) -> list[tuple[float, int]]:
     """(time, requests in flight from then on), one entry per submit or finish, in time order."""
     events = []
     for r in rows:
-        s, f = _num(r.get("submit_s")), _num(r.get("finish_s"))
+        s, f = num(r.get("submit_s")), num(r.get("finish_s"))
         if s is None:
             continue
         events.append((s, 1))
@@ -140,16 +131,16 @@ def young_users(
     docstring), or None: the turns of the requests submitted in the window against (T + 1) / 2, T the level's
     planned turns a session (``session_turns``; a level recorded before it: requests planned ÷ users)."""
     facts = LevelFacts.of(facts)
-    if not concurrency or not _num(facts.think_time_s) or facts.users_start == "stationary" or window is None:
+    if not concurrency or not num(facts.think_time_s) or facts.users_start == "stationary" or window is None:
         return None
     turns = [
         t
         for r in rows
-        if (t := _num(r.get("turn")))
-        and (s := _num(r.get("submit_s"))) is not None
+        if (t := num(r.get("turn")))
+        and (s := num(r.get("submit_s"))) is not None
         and window[0] <= s <= window[1]
     ]
-    planned = _num(facts.session_turns) or (_num(facts.requests_planned) or 0) / concurrency
+    planned = num(facts.session_turns) or (num(facts.requests_planned) or 0) / concurrency
     if not turns or not planned or planned < 2:
         return None
     mean, stationary = sum(turns) / len(turns), (planned + 1) / 2
@@ -171,13 +162,13 @@ def users_over(rows: list[dict], facts: LevelFacts | dict | None, concurrency: i
     took another session and drew another think (``backends.load_loop``): the level sent more turns than
     its users would, more of them near its end."""
     facts = LevelFacts.of(facts)
-    turns = _num(facts.session_turns)
-    if not concurrency or not _num(facts.think_time_s) or not turns:
+    turns = num(facts.session_turns)
+    if not concurrency or not num(facts.think_time_s) or not turns:
         return None
     last: dict[object, float] = {}
     for r in rows:
-        if _num(r.get("submit_s")) is not None and r.get("user") is not None:
-            last[r["user"]] = max(last.get(r["user"], 0.0), _num(r.get("turn")) or 0.0)
+        if num(r.get("submit_s")) is not None and r.get("user") is not None:
+            last[r["user"]] = max(last.get(r["user"], 0.0), num(r.get("turn")) or 0.0)
     open_ = sum(t < turns for t in last.values())
     if open_ <= concurrency:
         return None
@@ -201,14 +192,14 @@ def level_flags(
     """The flags of one level from its started requests (``rows``: every one, the first wave's too) and its
     steady window; ``rate_rps``: the offered rate of an open-loop level (None: a closed loop); ``facts`` and
     ``concurrency``: a closed loop's users who think, for :func:`young_users`."""
-    started = [r for r in rows if _num(r.get("submit_s")) is not None]
+    started = [r for r in rows if num(r.get("submit_s")) is not None]
     lags = [
-        (_num(r["submit_s"]) - p) * 1e3 for r in started if (p := _num(r.get("planned_submit_s"))) is not None
+        (num(r["submit_s"]) - p) * 1e3 for r in started if (p := num(r.get("planned_submit_s"))) is not None
     ]
     lag = _pct(lags, LAG_PERCENTILE)
     why = []
     if rate_rps and len(lags) < len(started):
-        subs = sorted(_num(r["submit_s"]) for r in started)
+        subs = sorted(num(r["submit_s"]) for r in started)
         span = subs[-1] - subs[0] if subs else 0.0
         why.append(
             f"no planned submit times: {len(started)} requests over {span:.2f} s, not a sustained rate "
@@ -218,7 +209,7 @@ def level_flags(
         why.append(f"submit lag p{LAG_PERCENTILE:g} {lag:.1f} ms > {SUBMIT_LAG_MS:g} ms")
     achieved = z = None
     if rate_rps and len(started) > 1:
-        subs = sorted(_num(r["submit_s"]) for r in started)
+        subs = sorted(num(r["submit_s"]) for r in started)
         span = subs[-1] - subs[0]
         if span > 0:
             achieved = (len(subs) - 1) / span
@@ -245,15 +236,15 @@ def _overload(flags: LevelFlags, rows: list[dict], window: tuple[float, float] |
         return flags
     t0, t1 = window
     durations = sorted(
-        f - s for r in rows if (s := _num(r.get("submit_s"))) is not None and (f := _num(r.get("finish_s")))
+        f - s for r in rows if (s := num(r.get("submit_s"))) is not None and (f := num(r.get("finish_s")))
     )
     ramp = min(durations[len(durations) // 2] if durations else 0.0, (t1 - t0) / 4)
     a = t0 + ramp
     q = (t1 - a) / 4
     steps = in_flight_steps(rows)
     first, last = mean_in_flight(steps, a, a + q), mean_in_flight(steps, t1 - q, t1)
-    arrivals = sum(t0 <= _num(r["submit_s"]) <= t1 for r in rows)
-    completions = sum(t0 <= (_num(r.get("finish_s")) or -1) <= t1 for r in rows)
+    arrivals = sum(t0 <= num(r["submit_s"]) <= t1 for r in rows)
+    completions = sum(t0 <= (num(r.get("finish_s")) or -1) <= t1 for r in rows)
     out = replace(
         flags, in_flight_first=first, in_flight_last=last, arrivals=arrivals, completions=completions
     )
@@ -276,7 +267,7 @@ def population(rows: list[dict], window: tuple[float, float] | None, concurrency
     most its ``concurrency``, a user who ends a session going on to the next), requests in flight over the
     window (time-weighted mean and p90) and arrivals per second (requests submitted in it ÷ its length).
     Sessions without a user id (fixed shape) count one user a request."""
-    started = [r for r in rows if _num(r.get("submit_s")) is not None]
+    started = [r for r in rows if num(r.get("submit_s")) is not None]
     users = len(
         {r.get("user") if r.get("user") is not None else ("request", i) for i, r in enumerate(started)}
     )
@@ -294,7 +285,7 @@ def population(rows: list[dict], window: tuple[float, float] | None, concurrency
         if acc >= 0.9 * total:
             out["in_flight_p90"] = k
             break
-    out["arrivals_per_s"] = sum(t0 <= _num(r["submit_s"]) <= t1 for r in started) / (t1 - t0)
+    out["arrivals_per_s"] = sum(t0 <= num(r["submit_s"]) <= t1 for r in started) / (t1 - t0)
     return out
 
 
@@ -311,7 +302,7 @@ def level_name(case: object, think_s: object = None) -> str:
 def closed_letter(think_s: object = None) -> str:
     """A closed loop's letter: ``U`` (users) where its users think between turns (``think_s`` > 0: fewer
     requests in flight than users), else ``C`` (requests always in flight)."""
-    think = _num(think_s)
+    think = num(think_s)
     return "U" if think and think > 0 else "C"
 
 
@@ -323,13 +314,13 @@ def level_kind(
     in flight than users), ``open 8 req/s (poisson, 60 s)`` (a sustained offered rate; ``unit`` sessions/s
     for a sessions load, whose arrivals start sessions). ``facts``: the level's, or its ``extra.level``."""
     facts = LevelFacts.of(facts)
-    think = _num(facts.think_time_s)
+    think = num(facts.think_time_s)
     if concurrency:
         if think:
             return f"U={concurrency} users, think {think:g} s ({facts.think or 'exponential'})"
         return f"closed C={concurrency}"
     if rate is None:
         return "open"
-    duration = _num(facts.duration_s)
+    duration = num(facts.duration_s)
     how = ", ".join(x for x in (facts.arrival, f"{duration:g} s" if duration else "") if x)
     return f"open {rate:g} {unit}" + (f" ({how})" if how else "")

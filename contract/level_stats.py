@@ -36,24 +36,14 @@ import math
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
+from llm_call_anatomy.contract.records import num
 from llm_call_anatomy.contract.slo import percentile
 
 BLOCKS = 5
 RESAMPLES = 400
 SEED = 13
 MIN_TURNOVERS = 1.0  # a steady window lasts at least this many median requests
-
-
-def _num(v: Any) -> float | None:
-    if v is None or isinstance(v, bool):
-        return None
-    try:
-        x = float(v)
-    except (TypeError, ValueError):
-        return None
-    return None if math.isnan(x) else x
 
 
 def _failed(row: dict) -> bool:
@@ -101,7 +91,7 @@ class LevelStats:
         out: dict[str, list[float]] = {"ttft": [], "tpot": [], "e2e": [], "itl": []}
         for r in ok:
             for metric, key in (("ttft", "ttft_ms"), ("tpot", "decode_ms_per_token"), ("e2e", "e2e_ms")):
-                v = _num(r.get(key))
+                v = num(r.get(key))
                 if v is not None:
                     out[metric].append(v)
             t = r.get("token_times_s")
@@ -146,7 +136,7 @@ class LevelStats:
         t0, span = self.window[0], self.window_s
         blocks: list[list[dict]] = [[] for _ in range(BLOCKS)]
         for r in self.steady:
-            k = min(BLOCKS - 1, int((_num(r.get("submit_s")) - t0) / span * BLOCKS))
+            k = min(BLOCKS - 1, int((num(r.get("submit_s")) - t0) / span * BLOCKS))
             blocks[k].append(r)
         rng = random.Random(SEED)
         values = []
@@ -201,7 +191,7 @@ def _in_flight_share(rows: list[dict], c: int, t0: float, t1: float) -> float | 
         return None
     events = []
     for r in rows:
-        s, f = _num(r.get("submit_s")), _num(r.get("finish_s"))
+        s, f = num(r.get("submit_s")), num(r.get("finish_s"))
         if s is None or f is None or f <= t0 or s >= t1:
             continue
         events += [(max(s, t0), 1), (min(f, t1), -1)]
@@ -218,16 +208,16 @@ def _in_flight_share(rows: list[dict], c: int, t0: float, t1: float) -> float | 
 
 def level_stats(rows: list[dict], concurrency: int | None) -> LevelStats:
     """The steady state of one level from its request rows (records with a ``submit_s``)."""
-    rows = sorted((r for r in rows if _num(r.get("submit_s")) is not None), key=lambda r: _num(r["submit_s"]))
+    rows = sorted((r for r in rows if num(r.get("submit_s")) is not None), key=lambda r: num(r["submit_s"]))
     c = int(concurrency) if concurrency else None
     first = rows[:c] if c else []
     rest = rows[c:] if c else rows
     stats = LevelStats(concurrency=c, requests=len(rows), failed=0, first_wave=first)
     if not rest:  # every request was in the first wave: no steady state to speak of
         return stats
-    t0, t1 = _num(rest[0]["submit_s"]), _num(rows[-1]["submit_s"])
+    t0, t1 = num(rest[0]["submit_s"]), num(rows[-1]["submit_s"])
     if t1 <= t0:  # one request after the wave: its own submit to its finish
-        t1 = max(_num(r.get("finish_s")) or t0 for r in rest)
+        t1 = max(num(r.get("finish_s")) or t0 for r in rest)
     stats.steady, stats.window = rest, (t0, t1)
     stats.failed = stats.failed_in(rest)
     span = t1 - t0
@@ -237,7 +227,7 @@ def level_stats(rows: list[dict], concurrency: int | None) -> LevelStats:
         f - s
         for r in rows
         if not _failed(r)
-        for s, f in [(_num(r.get("submit_s")), _num(r.get("finish_s")))]
+        for s, f in [(num(r.get("submit_s")), num(r.get("finish_s")))]
         if s is not None and f is not None
     )
     turnover = durations[len(durations) // 2] if durations else None
@@ -252,5 +242,5 @@ def level_stats(rows: list[dict], concurrency: int | None) -> LevelStats:
         t for r in rows if not _failed(r) for t in (r.get("token_times_s") or []) if t0 <= t <= t1
     ]
     stats.output_tps = len(stats.arrivals) / span
-    stats.input_tps = sum(_num(r.get("prompt_tokens")) or 0 for r in rest) / span
+    stats.input_tps = sum(num(r.get("prompt_tokens")) or 0 for r in rest) / span
     return stats

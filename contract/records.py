@@ -7,10 +7,12 @@ resumed conversation repeat), the last record of a key wins. A load level is run
 record of one run of it carries its attempt (``extra.level_attempt``), and a level that was run
 again keeps only its latest attempt's records (:func:`latest_attempts`), so a redone
 ``seconds``-bounded level drops what the earlier attempt had for requests the redo did not reach.
+:func:`num` is how every reader takes a record's number (None for missing, NaN or a bool).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, fields
 from typing import Any, NamedTuple
 
@@ -193,3 +195,14 @@ def record_place(row: dict[str, Any]) -> str:
     return f"run {given('run_id') or '?'}, {what} {where}/{given('mode') or '?'} {given('case') or '?'}" + (
         f" (engine start {start})" if start else ""
     )
+
+
+def num(value: object) -> float | None:
+    """A record's number: a float, or None for missing, NaN, a bool or what does not read as one."""
+    if value is None or isinstance(value, bool):
+        return None
+    try:
+        x = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+    return None if math.isnan(x) else x

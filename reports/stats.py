@@ -14,6 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from llm_call_anatomy.contract.records import num as num  # the report's reading of a number, re-exported
+
 
 @dataclass(frozen=True)
 class Stat:
@@ -82,17 +84,6 @@ def stat_of(row: pd.Series | dict, prefix: str) -> Stat:
 
     n = get(f"{prefix}_n")
     return Stat(num("med"), num("q1"), num("q3"), None, None, 0 if n is None or n != n else int(n))
-
-
-def num(value: object) -> float | None:
-    """A float, or None for missing / NaN."""
-    if value is None or isinstance(value, bool):
-        return None
-    try:
-        f = float(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        return None
-    return None if math.isnan(f) else f
 
 
 def ratio(a: float | None, b: float | None) -> float | None:
