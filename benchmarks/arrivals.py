@@ -25,12 +25,9 @@ before the run: other processes on the host compete with the client and the fake
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import time
 from typing import Any
 
-from benchmarks.load_client import machine, pct
+from benchmarks.load_client import machine, pct, write_result
 
 
 def measure_rate(backend, rate: float, duration_s: float, args: argparse.Namespace) -> dict[str, Any]:
@@ -149,17 +146,8 @@ def main(argv: list[str] | None = None) -> int:
             f"not offered: {r['not_offered']}"
         )
     if args.out:
-        result = {
-            "benchmark": "arrivals (benchmark 7)",
-            "command": "python -m benchmarks.arrivals " + " ".join(argv or []),
-            "machine": before,
-            "load_average_after": os.getloadavg(),
-            "settings": {k: v for k, v in vars(args).items() if k != "out"},
-            "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            "rows": rows,
-        }
-        with open(args.out, "w") as f:
-            json.dump(result, f, indent=1)
+        command = "python -m benchmarks.arrivals " + " ".join(argv or [])
+        write_result(args.out, "arrivals (benchmark 7)", before, args, rows, command=command)
     return 0
 
 

@@ -79,6 +79,29 @@ def machine() -> dict[str, Any]:
     }
 
 
+def write_result(
+    path: str,
+    benchmark: str,
+    before: dict[str, Any],
+    args: argparse.Namespace,
+    rows: list[dict[str, Any]],
+    command: str | None = None,
+) -> None:
+    """A benchmark's result file (JSON): its rows, the machine before the run (:func:`machine`) and the load
+    average after, its settings (``args`` but ``--out``), the date, and the command where one is given."""
+    result = {
+        "benchmark": benchmark,
+        **({"command": command} if command is not None else {}),
+        "machine": before,
+        "load_average_after": os.getloadavg(),
+        "settings": {k: v for k, v in vars(args).items() if k != "out"},
+        "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "rows": rows,
+    }
+    with open(path, "w") as f:
+        json.dump(result, f, indent=1)
+
+
 def measure_level(backend, server, c: int, args: argparse.Namespace) -> dict[str, Any]:
     """One closed-loop level at concurrency ``c`` through the study's own load loop: about ``--seconds`` of
     requests at the server's pace, then tok/s, the client's added TTFT and ITL against the server's own send
@@ -275,16 +298,7 @@ def main(argv: list[str] | None = None) -> int:
     rows = measure(args, str(build_tiny()))
     print(table(rows))
     if args.out:
-        result = {
-            "benchmark": "load_client (benchmark 4)",
-            "machine": before,
-            "load_average_after": os.getloadavg(),
-            "settings": {k: v for k, v in vars(args).items() if k != "out"},
-            "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            "rows": rows,
-        }
-        with open(args.out, "w") as f:
-            json.dump(result, f, indent=1)
+        write_result(args.out, "load_client (benchmark 4)", before, args, rows)
     return 0
 
 
