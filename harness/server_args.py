@@ -221,6 +221,26 @@ def listing(base_url: str, api_key_env: str | None, timeout_s: float = 10.0) -> 
         return None, f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
 
 
+def check_served_name(args: argparse.Namespace, listed: list[str], url: str) -> str:
+    """Refuse a ``--served-model-name`` that the listing at ``url`` lacks; return what a refusal shows of the
+    listing (its first ten ids)."""
+    shown = ", ".join(listed[:10]) + (" ..." if len(listed) > 10 else "")
+    if args.served_model_name and args.served_model_name not in listed:
+        raise UsageError(
+            f"--served-model-name {args.served_model_name}: {url} does not list it "
+            f"(it lists: {shown or 'nothing'})"
+        )
+    return shown
+
+
+def not_listed(args: argparse.Namespace, url: str, shown: str) -> UsageError:
+    """The refusal of a ``--model`` the listing at ``url`` does not name, among several."""
+    return UsageError(
+        f"--model {args.model} is not among the models {url} lists ({shown or 'none'}): "
+        "pass --served-model-name NAME"
+    )
+
+
 def ask_server(args: argparse.Namespace, names: list[str]) -> None:
     """``--backend openai --base-url URL``: the server's ``/models`` asked first, before the tokenizer loads
     and the plan renders (seconds, not the minute a plan can take): a server that does not answer, a
@@ -236,21 +256,13 @@ def ask_server(args: argparse.Namespace, names: list[str]) -> None:
             f"--base-url {args.base_url}: the server did not answer at {url} ({why}): start it, or check "
             "the URL"
         )
-    shown = ", ".join(listed[:10]) + (" ..." if len(listed) > 10 else "")
+    shown = check_served_name(args, listed, url)
     if args.served_model_name:
-        if args.served_model_name not in listed:
-            raise UsageError(
-                f"--served-model-name {args.served_model_name}: {url} does not list it "
-                f"(it lists: {shown or 'nothing'})"
-            )
         return
     local = Path(args.model).expanduser()
     if args.model in listed or len(listed) == 1 or args.model in (TINY, SMOLLM2, SHAPE) or local.exists():
         return
-    raise UsageError(
-        f"--model {args.model} is not among the models {url} lists ({shown or 'none'}): "
-        "pass --served-model-name NAME"
-    )
+    raise not_listed(args, url, shown)
 
 
 def choose_served_model(args: argparse.Namespace, names: list[str], model_path: str) -> str | None:
@@ -262,20 +274,12 @@ def choose_served_model(args: argparse.Namespace, names: list[str], model_path: 
     listed = served_models(args.base_url, args.api_key_env)
     if listed is None:
         return args.served_model_name  # unreachable now: the openai column records why
-    shown = ", ".join(listed[:10]) + (" ..." if len(listed) > 10 else "")
+    shown = check_served_name(args, listed, f"{args.base_url}/models")
     if args.served_model_name:
-        if args.served_model_name not in listed:
-            raise UsageError(
-                f"--served-model-name {args.served_model_name}: {args.base_url}/models does not list it "
-                f"(it lists: {shown or 'nothing'})"
-            )
         return args.served_model_name
     for candidate in (args.model, model_path):
         if candidate in listed:
             return candidate
     if len(listed) == 1:
         return listed[0]
-    raise UsageError(
-        f"--model {args.model} is not among the models {args.base_url}/models lists ({shown or 'none'}): "
-        "pass --served-model-name NAME"
-    )
+    raise not_listed(args, f"{args.base_url}/models", shown)
