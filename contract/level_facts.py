@@ -8,7 +8,7 @@ and how it went, and what the planner states beside it (a replayed trace's shape
 client processes (``backends.load_loop``, ``backends.load_shards``); the engine's own figures over the level
 (``Backend.load_stats``: its ``*_total`` counters as differences, its ``*_now`` gauges as peaks), the
 server's latency histograms (``server_timings``) and the GPU's telemetry (``backends.telemetry``). The
-capacity search (``harness.load_runner``, :mod:`contract.capacity`), the load and trace reports
+capacity search (``harness.load_search``, :mod:`contract.capacity`), the load and trace reports
 (``workloads/load/report/``, ``workloads/trace/report/``) and the run's closing summary
 (``harness.run_summary``) read them.
 

@@ -16,8 +16,8 @@ built by :func:`level_facts_of`): its wall time, the requests started and not, t
 engine's own figures where it reports them. Every record of one run of the level carries its attempt
 (``extra.level_attempt``): a level run again (``--resume`` after a failed request) supersedes the earlier
 attempt's records as a whole (``contract.records.latest_attempts``). After a variant's last planned level,
-``run_search`` runs the levels the capacity search adds (``contract.capacity``); on ``--resume`` it first runs
-again every added level with failures (as the runner does a planned one).
+the capacity search (``harness.load_search``, the group runner's ``after``) runs the levels it adds, each
+through the runner as any level.
 """
 
 from __future__ import annotations
@@ -29,24 +29,14 @@ from typing import Any, Protocol
 from llm_call_anatomy.backends.base import Backend
 from llm_call_anatomy.backends.load_level import run_level
 from llm_call_anatomy.backends.load_loop import LoadSettings, Outcome
-from llm_call_anatomy.contract.capacity import (
-    DEFAULT_RATIO,
-    UNDECIDED,
-    capacity,
-    choose,
-    judge,
-    search_ceiling,
-)
 from llm_call_anatomy.contract.level_facts import LevelFacts
 from llm_call_anatomy.contract.level_flags import population
 from llm_call_anatomy.contract.level_stats import level_stats
 from llm_call_anatomy.contract.plan import Group, Plan, Step
-from llm_call_anatomy.contract.records import ATTEMPT, Record, RecordKey, record_place
-from llm_call_anatomy.contract.slo import parse_targets
-from llm_call_anatomy.harness.records import RecordWriter, read_records
+from llm_call_anatomy.contract.records import ATTEMPT, Record, RecordKey
+from llm_call_anatomy.harness.records import RecordWriter
 from llm_call_anatomy.harness.secrets import redact
 from llm_call_anatomy.harness.steps import console, output_fields, request_for
-from llm_call_anatomy.workloads.kinds import kind
 
 
 class RunnerFace(Protocol):
@@ -246,162 +236,3 @@ def level_population(records: list[Record], concurrency: int | None) -> dict:
         for r in records
     ]
     return population(rows, level_stats(rows, concurrency).window, concurrency)
-
-
-# --- the capacity search (contract.capacity) -----------------------------------------------------
-def measured_levels(
-    run_dir, backend: str, engine_start: int, workload: str, mode: str, loop: str, kind: str | None = None
-) -> dict[float, tuple[list[dict], LevelFacts | None]]:
-    """Every level of one variant and loop on disk (this attempt's and an earlier one's): level -> (its
-    request rows, its level record's facts; None: no level record, the level was cut short). ``kind``: the
-    variant's kind (None: whichever kind has load levels)."""
-    key = "load_concurrency" if loop == "closed" else "load_rate_rps"
-    other = "load_rate_rps" if loop == "closed" else "load_concurrency"
-    rows: dict[float, tuple[list, dict, list]] = {}
-    for r in read_records(run_dir):
-        if (
-            (r.get("backend"), r.get("engine_start") or 0, r.get("workload"), r.get("mode"))
-            != (backend, engine_start, workload, mode)
-            or (kind is not None and r.get("kind") != kind)
-            or r.get(key) is None
-            or r.get(other) is not None
-        ):
-            continue
-        reqs, level, records = rows.setdefault(r[key], ([], {}, []))
-        if r.get("rep") is None:
-            level.update((r.get("extra") or {}).get("level") or {})
-            records.append(r)
-        elif r.get("submit_s") is not None:
-            reqs.append(r)
-    return {x: (reqs, facts_of(level, records)) for x, (reqs, level, records) in rows.items()}
-
-
-def facts_of(level: dict, records: list[dict]) -> LevelFacts | None:
-    """A level's facts from its level records (one, but for a key read twice), the last error said kept; None
-    without any."""
-    if not records:
-        return None
-    error = next((r["error"] for r in reversed(records) if r.get("error")), None)
-    return replace(LevelFacts.from_dict(level, where=record_place(records[-1])), level_error=error)
-
-
-def has_failures(rows: list[dict], facts: LevelFacts) -> bool:
-    """A level on disk with a failed request, or whose level record says it failed (a client died)."""
-    return bool(facts.level_error) or any(r.get("error") for r in rows)
-
-
-def after_level(runner: RunnerFace, group: Group) -> int:
-    """After a level: the capacity search where the plan puts one (a variant's last planned level of a
-    loop)."""
-    return run_search(runner, group) if (group.load or {}).get("search") else 0
-
-
-def run_search(runner: RunnerFace, group: Group) -> int:
-    """After a variant's last planned level of a loop: the levels the capacity search adds, each run and
-    recorded as any level (``--resume`` finds them on disk and goes on from there). A level whose verdict is
-    undecided inside the bracket is run once more for twice the time (a new attempt of the level, with
-    ``extended``) before the search goes on. Returns how many ran."""
-    info = group.load["search"]
-    targets = parse_targets(info["targets"])
-    ratio = info.get("ratio") or DEFAULT_RATIO
-    first = group.steps[0]
-    search_groups = kind(first.kind).search_groups  # the kind cuts an added level's groups from its pool
-    # a level for a target: the kind's own judgement (a mixed traffic's class), else on every request
-    judge_level = kind(first.kind).search_judge or (lambda t, rows, facts, stats: judge(t, stats, facts))
-    if search_groups is None:
-        raise TypeError(f"kind {first.kind!r} plans a capacity search but has no search_groups")
-    pool = {g.load["pool"]: g.steps for g in runner.plan.groups if g.block == info["pool"] and g.load}
-    closed = info["loop"] == "closed"
-    # a closed loop goes no higher than the engine's own limit on requests running at once, where it is known
-    limit, limit_name = runner.backend.max_running() if closed else (None, "")
-    ceiling = search_ceiling(info["ceiling"], limit, info["loop"])
-    if limit is not None and ceiling == limit and ceiling != info["ceiling"]:
-        info = {**info, "engine_limit": limit, "engine_limit_name": limit_name}
-        console.print(
-            f"  capacity search: {first.workload}/{first.mode} up to C={limit}, the engine's {limit_name} "
-            f"(below the stated maximum, C={info['ceiling']})"
-        )
-    ordered = sorted(
-        (t for t in targets if not t.throughput_only), key=lambda t: min(lim.ms for lim in t.limits)
-    )
-    ran = 0
-    here: set[float] = set()  # levels this call ran (added or run again): never run twice
-    while True:
-        levels = measured_levels(
-            runner.writer.path.parent,
-            runner.backend.name,
-            first.engine_start,
-            first.workload,
-            first.mode,
-            info["loop"],
-            first.kind,
-        )
-        # a level is there when its level record is (not cut short)
-        levels = {x: (rows, facts) for x, (rows, facts) in levels.items() if facts is not None}
-        # an added level with failures from an earlier run (--resume) is run again, whole (a new attempt),
-        # before anything is judged: it counts among the added levels, but its failures are not its verdict
-        stale = [
-            (x, facts.searched_for)
-            for x, (rows, facts) in sorted(levels.items())
-            if facts.searched_for and x not in here and has_failures(rows, facts)
-        ]
-        added = sum(1 for _, facts in levels.values() if facts.searched_for)
-        redo, extend = None, 1
-        if stale:
-            x, name = stale[0]
-        else:
-            if added >= info["levels"]:
-                break
-            verdicts = {
-                t.name: {
-                    x: judge_level(t, rows, facts, level_stats(rows, x if closed else None))
-                    for x, (rows, facts) in levels.items()
-                }
-                for t in targets
-            }
-            redo = next(
-                (
-                    (t, x)
-                    for t in ordered
-                    for x in capacity(
-                        t,
-                        info["loop"],
-                        {x: (v, levels[x][1]) for x, v in verdicts[t.name].items()},
-                        ceiling,
-                        ratio,
-                    ).undecided
-                    if verdicts[t.name][x].decision == UNDECIDED and not levels[x][1].extended
-                ),
-                None,
-            )
-            extend = 2 if redo else 1
-            judged = {
-                t.name: {x: v.decision for x, v in vs.items() if v.decision is not None}
-                for t, vs in zip(targets, verdicts.values(), strict=True)
-            }
-            pick = redo or choose(targets, judged, closed, ceiling, set(levels), ratio)
-            if pick is None:
-                break
-            target, x = pick
-            x = int(x) if closed else x
-            name = target.name
-        console.print(
-            f"  capacity search ({name}): {first.workload}/{first.mode} at "
-            + (f"C={x}" if closed else f"rate={x:g}")
-            + (" again (it had failed requests)" if stale else "")
-            + (" again, for twice the time (undecided)" if redo else "")
-        )
-        for g in search_groups(
-            info,
-            pool.get("warmup", []),
-            pool["timed"],
-            f"{first.workload}/{first.mode}",
-            x if closed else None,
-            None if closed else x,
-            name,
-            extend,
-        ):
-            runner.run_group(g, record=not g.warmup)
-        here.add(x)
-        ran += 1
-    return ran

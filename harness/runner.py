@@ -34,7 +34,7 @@ from rich.progress import (
 from llm_call_anatomy.backends.base import Backend, Result
 from llm_call_anatomy.contract.plan import Group, Plan, Step
 from llm_call_anatomy.contract.records import Record
-from llm_call_anatomy.harness import load_runner, prompt_timing
+from llm_call_anatomy.harness import load_runner, load_search, prompt_timing
 from llm_call_anatomy.harness.heartbeat import Heartbeat
 from llm_call_anatomy.harness.library_logs import above_the_bar
 from llm_call_anatomy.harness.records import RecordWriter, done_keys, failed_keys
@@ -240,7 +240,7 @@ def steps_done(runner: Runner, group: Group) -> bool:
 GROUP_RUNNERS: dict[str, GroupRunner] = {
     "sequential": GroupRunner(run_sequential, needs="single_requests", done=steps_done),
     "concurrent": GroupRunner(
-        load_runner.run_level_group, needs="load", done=load_runner.level_done, after=load_runner.after_level
+        load_runner.run_level_group, needs="load", done=load_runner.level_done, after=load_search.after_level
     ),
 }
 

@@ -112,6 +112,7 @@ def test_the_scan_covers_the_generic_modules():
         "harness/backend_runs.py",
         "harness/runner.py",
         "harness/load_runner.py",
+        "harness/load_search.py",
         "harness/cli_checks.py",
         "workloads/reader.py",
         "workloads/__init__.py",

@@ -14,13 +14,9 @@
 # Not run yet: the runs' lengths are estimates (a server start ~2 min, ~1 min of sweep, 9 load levels of 20 s and
 # their warm-ups); each run is bounded, and a cut run is finished with --resume in the next session.
 set -uo pipefail
-mode=${1:?usage: anatomy_sitting.sh start 1|2 [seconds] | poll [seconds]}
 source lab/h200/queue_lib.sh  # nparts, staged, install_bundle, study, bound, sitting_*
 
-if [ "$mode" = poll ]; then sitting_poll "${2:-0}" "h200-a42-*.tgz"; exit $?; fi
-[ "$mode" = start ] && [[ ${2:-} =~ ^[12]$ ]] \
-  || { echo "usage: anatomy_sitting.sh start 1|2 [seconds] | poll [seconds]"; exit 2; }
-export SESSION=$2
+sitting_args anatomy_sitting.sh '1|2' "h200-a42-*.tgz" -- "$@"  # a poll ends here; a start sets SESSION
 sitting_start "${3:-1710}"
 
 queue() {

@@ -39,13 +39,9 @@
 # sessions 1-2, sglang-server-a, -b, -c, 420 s each). Both bundles: SGLang borrows jsonschema from vLLM's /tmp/site
 # (install.sh); stage vLLM's parts and SGLang's (all of them: with fewer its attention falls back to triton).
 set -uo pipefail
-mode=${1:?usage: brackets_sitting.sh start 1|2|3|4|5|6|7|8|9 [seconds] | poll [seconds]}
 source lab/h200/queue_lib.sh  # nparts, staged, install_bundle, study, bound, sitting_*
 
-if [ "$mode" = poll ]; then sitting_poll "${2:-0}" "h[0-9]*-b39-*.tgz"; exit $?; fi
-[ "$mode" = start ] && [[ ${2:-} =~ ^[1-9]$ ]] \
-  || { echo "usage: brackets_sitting.sh start 1|2|3|4|5|6|7|8|9 [seconds] | poll [seconds]"; exit 2; }
-export SESSION=$2
+sitting_args brackets_sitting.sh '1|2|3|4|5|6|7|8|9' "h[0-9]*-b39-*.tgz" -- "$@"  # a poll ends here
 sitting_start "${3:-1710}"
 
 queue() {

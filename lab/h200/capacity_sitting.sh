@@ -48,16 +48,11 @@
 # rest ~4; d est. ~18 (2.5 installs, vllm-server ~7.5 with its 145 s start, sglang-server ~7.5); what the deadline
 # cuts is resumed the same way in a later session. Results: /tmp/results/*.
 set -uo pipefail
-mode=${1:?usage: capacity_sitting.sh start a|b|c|d|e|f|g [seconds] | poll [seconds]}
 source lab/h200/queue_lib.sh  # nparts, staged, install_bundle, study, bound, sitting_*
 
-if [ "$mode" = poll ]; then sitting_poll "${2:-0}" "h200-cap-*.tgz" "h200-serve-*.tgz" "h200-starts-*.tgz" \
-  "load_client-*.json"; exit $?; fi
-session=${2:-}
-[ "$mode" = start ] && [[ $session =~ ^[abcdefg]$ ]] \
-  || { echo "usage: capacity_sitting.sh start a|b|c|d|e|f|g [seconds] | poll [seconds]"; exit 2; }
+sitting_args capacity_sitting.sh 'a|b|c|d|e|f|g' "h200-cap-*.tgz" "h200-serve-*.tgz" "h200-starts-*.tgz" \
+  "load_client-*.json" -- "$@"  # a poll ends here; a start sets SESSION
 sitting_start "${3:-1710}"
-export SESSION=$session
 
 queue() {
   # Each run's line once, as a function the sessions call (defined when the queue runs: the setsid shell gets queue()

@@ -1,5 +1,5 @@
-# What every H200 sitting queue shares (sourced by serving_sitting*.sh and capacity_sitting.sh; the queue exports the
-# functions it calls with `export -f` for its setsid shell).
+# What every H200 sitting queue shares (sourced by anatomy_, brackets_, capacity_ and trace_sitting.sh; the queue
+# exports the functions it calls with `export -f` for its setsid shell).
 #   nparts BUNDLE        how many parts BUNDLE has: c01/NPARTS (resplit.sh, vLLM) or c01/SHA256SUMS' part lines
 #                        (SGLang); 99 (never staged) when neither is there yet
 #   staged NAME [N]      true once the first part (a bundle's c01, a model's m01) and N parts (default: nparts)
@@ -39,7 +39,12 @@ study() {
   STUDY_TIMEOUT=$LEFT OVERHEAD=${OVERHEAD:-0} bash lab/h200/study.sh "${@:2}"; echo "== $(date -u +%T) $2 done"
 }
 #
-# The start and poll halves every sitting script shares (serving_sitting3.sh, capacity_sitting.sh):
+# The start and poll halves every sitting script shares (anatomy_, brackets_, capacity_ and trace_sitting.sh):
+#   sitting_args SCRIPT SESSIONS GLOB... -- ARGS...
+#                            a sitting script's own arguments (`start N [SECONDS]` | `poll [S]`): poll: sitting_poll
+#                            S GLOB... and exit with its status; start N with N one of SESSIONS (`1|2`, `a|b|c`):
+#                            SESSION=N exported (the script then sitting_start "${3:-1710}"s); no arguments: the
+#                            usage line and exit 1; anything else: the usage line and exit 2
 #   sitting_start [SECONDS]  copy the carried tree to /tmp/lca-repo (a later call's tree cannot change code under a
 #                            running queue), cd there, and set DEADLINE = now + SECONDS (default 1710: 30 device-
 #                            minutes less the machine's start and the last poll's copy). Pass less when the
@@ -65,6 +70,15 @@ bounded() {
   left_for "$1" "$2" || return 0
   local t=$LEFT; shift 2
   timeout "$t" "$@"
+}
+sitting_args() {
+  local script=$1 sessions=$2 globs=(); shift 2
+  while [ "$1" != -- ]; do globs+=("$1"); shift; done; shift
+  local usage="usage: $script start $sessions [seconds] | poll [seconds]"
+  local mode=${1:?$usage}
+  if [ "$mode" = poll ]; then sitting_poll "${2:-0}" "${globs[@]}"; exit $?; fi
+  [ "$mode" = start ] && [[ ${2:-} =~ ^($sessions)$ ]] || { echo "$usage"; exit 2; }
+  export SESSION=$2
 }
 sitting_start() {
   mkdir -p "$R/logs" /tmp/lca-repo

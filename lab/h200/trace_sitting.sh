@@ -17,13 +17,9 @@
 # Not run yet: a start's length is an estimate (a server start ~2 min, levels of 120 s and 60 s, two searched
 # levels, warm-ups: ~530 s), each run is bounded by 560 s, and a cut run's records stay whole up to its cut.
 set -uo pipefail
-mode=${1:?usage: trace_sitting.sh start 1|2|3|4 [seconds] | poll [seconds]}
 source lab/h200/queue_lib.sh  # nparts, staged, install_bundle, study, bound, sitting_*
 
-if [ "$mode" = poll ]; then sitting_poll "${2:-0}" "h[0-9]*-t41-*.tgz"; exit $?; fi
-[ "$mode" = start ] && [[ ${2:-} =~ ^[1-4]$ ]] \
-  || { echo "usage: trace_sitting.sh start 1|2|3|4 [seconds] | poll [seconds]"; exit 2; }
-export SESSION=$2
+sitting_args trace_sitting.sh '1|2|3|4' "h[0-9]*-t41-*.tgz" -- "$@"  # a poll ends here; a start sets SESSION
 mkdir -p /tmp/shared/traces && cp .gpu/traces/t01/*.jsonl.gz /tmp/shared/traces/ \
   || { echo "no trace carried: carry .gpu/traces/t01 with the first call"; exit 2; }
 sitting_start "${3:-1710}"

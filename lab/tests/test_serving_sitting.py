@@ -230,16 +230,20 @@ def _put_back_before_resumed(body: str, names: list[str]) -> None:
         assert put_back and study_at and put_back.start() < study_at.start(), name
 
 
-SITTINGS = ("capacity_sitting.sh",)  # two_gpus_sitting.sh (#25, blocked) predates the library
+SITTINGS = ("anatomy_sitting.sh", "brackets_sitting.sh", "capacity_sitting.sh", "trace_sitting.sh")
+# two_gpus_sitting.sh (#25, blocked) and serving_proof.sh predate the library
 QUEUE_LIB = ROOT / "lab" / "h200" / "queue_lib.sh"
 
 
 @pytest.mark.parametrize("script", SITTINGS)
 def test_every_queue_uses_the_one_queue_library(script: str) -> None:
-    """The helpers every sitting needs are written once (lab/h200/queue_lib.sh), not per script."""
+    """The helpers every sitting needs are written once (lab/h200/queue_lib.sh), not per script, the start
+    and poll arguments' handling too (``sitting_args``; what each script queues: test_sitting_queues.py)."""
     text = (ROOT / "lab" / "h200" / script).read_text()
     assert "source lab/h200/queue_lib.sh" in text
-    assert not re.search(r"^\s*(nparts|staged|install_bundle|study)\(\) \{", text, re.M)
+    assert not re.search(r"^\s*(nparts|staged|install_bundle|study|sitting_\w+)\(\) \{", text, re.M)
+    assert re.search(rf"^sitting_args {script} ", text, re.M)
+    assert '"$mode"' not in text and "usage:" not in text.split("sitting_args", 1)[1]
 
 
 def test_a_queue_waits_until_every_part_is_staged() -> None:

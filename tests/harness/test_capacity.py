@@ -20,7 +20,7 @@ from llm_call_anatomy.contract import capacity as cap
 from llm_call_anatomy.contract.adapter import BackendSettings, Capabilities, RawOutput, Request
 from llm_call_anatomy.contract.level_stats import level_stats
 from llm_call_anatomy.contract.slo import parse_target
-from llm_call_anatomy.harness.load_runner import measured_levels
+from llm_call_anatomy.harness.load_search import measured_levels
 from llm_call_anatomy.harness.runner import Runner
 
 UNIT_S, SATURATED_S, KNEE, LIMIT_MS = 0.010, 0.200, 12, 220

@@ -24,7 +24,7 @@ from llm_call_anatomy.contract.level_facts import LevelFacts
 from llm_call_anatomy.contract.level_stats import level_stats
 from llm_call_anatomy.contract.records import row_key
 from llm_call_anatomy.contract.slo import parse_target
-from llm_call_anatomy.harness.load_runner import measured_levels
+from llm_call_anatomy.harness.load_search import measured_levels
 from llm_call_anatomy.harness.records import read_records
 from llm_call_anatomy.workloads.load.prompts import RANDOM_SEED
 from tests.conftest import compare

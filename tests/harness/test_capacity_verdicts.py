@@ -18,7 +18,7 @@ from llm_call_anatomy.contract import capacity as cap
 from llm_call_anatomy.contract.adapter import RawOutput, Request
 from llm_call_anatomy.contract.level_stats import level_stats
 from llm_call_anatomy.contract.slo import parse_target
-from llm_call_anatomy.harness.load_runner import measured_levels
+from llm_call_anatomy.harness.load_search import measured_levels
 from tests.harness.test_capacity import Knee, plan_of, run
 
 CHAT = parse_target("chat:ttft_p90_ms=500")

@@ -15,7 +15,7 @@ import pytest
 from llm_call_anatomy.contract import capacity as cap
 from llm_call_anatomy.contract.level_stats import level_stats
 from llm_call_anatomy.contract.slo import parse_target
-from llm_call_anatomy.harness.load_runner import measured_levels
+from llm_call_anatomy.harness.load_search import measured_levels
 from llm_call_anatomy.harness.records import read_records
 from tests.conftest import compare
 from tests.harness.faulty_server import Faults, faulty_server

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from llm_call_anatomy.workloads.load.report.caching import caching_ratios
-from llm_call_anatomy.workloads.load.report.capacity_tables import caching_table
+from llm_call_anatomy.workloads.load.report.caching_tables import caching_table
 
 
 def _level(backend: str, case: str, tps: float, lo: float | None, hi: float | None, mix: str = "m") -> dict:

@@ -373,7 +373,7 @@ def test_a_cpu_runs_capacity_is_the_machines_and_says_no_gpu_energy(tmp_path):
     instead of printing NVML's error (issue 43); a GPU run keeps both."""
     from collections import defaultdict
 
-    from llm_call_anatomy.workloads.load.report.capacity_tables import blocks
+    from llm_call_anatomy.workloads.load.report.capacity_blocks import blocks
 
     why = {"gpu_telemetry": "not measured: NVML Shared Library Not Found"}
     rows = [r for c, ms in KNEE.items() for r in level("vllm", c, ms, facts=why)]

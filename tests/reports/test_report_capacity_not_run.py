@@ -108,7 +108,7 @@ def test_an_open_loop_level_not_run_reads_in_its_rate():
 
 
 def test_caching_on_against_a_cut_off_run_does_not_say_every_level_met_it(tmp_path):
-    from llm_call_anatomy.workloads.load.report.capacity_tables import caching_table
+    from llm_call_anatomy.workloads.load.report.caching_tables import caching_table
 
     on = cut_run(tmp_path, "on", ran=(1, 8, 32), plan=(1, 8, 32))
     off = cut_run(tmp_path, "off", env={"prefix_caching": False})
@@ -122,7 +122,7 @@ def test_caching_on_against_a_cut_off_run_does_not_say_every_level_met_it(tmp_pa
 def test_a_variant_the_run_never_reached_reads_not_run_in_the_table_and_the_summary(tmp_path):
     """hf-cb with caching off planned S=960 and was cut before it: no record of it. Its capacity rows say not
     run (the summary's main row names it with the backends that ran it) and no caching ratio pairs it."""
-    from llm_call_anatomy.workloads.load.report.capacity_tables import caching_table
+    from llm_call_anatomy.workloads.load.report.caching_tables import caching_table
 
     def rows(backend, mode):
         return [r for c in (1, 8) for r in level(backend, c, EASY[c], mode=mode)]

@@ -1,7 +1,7 @@
 """The levels the load kind's capacity search adds (``Kind.search_groups``), cut from the plan's pool.
 
 The planner (``workloads/load/planner.py``) puts a pool of warm-up and timed steps at the search's
-ceiling into every variant that searches; the harness's runner (``harness/load_runner.py``), having
+ceiling into every variant that searches; the harness's capacity search (``harness/load_search.py``), having
 chosen the next level (``contract.capacity``), asks the kind through the registry for that level's
 groups: a prefix of the pool's users or requests, the same ones a planned level at that load has.
 """
@@ -40,7 +40,7 @@ def search_groups(
         "searched_for": searched_for,
         "search_ceiling": info["ceiling"],
         "search_ratio": info.get("ratio"),
-        # the engine's limit on requests running at once, where the search stopped at it (harness.load_runner)
+        # the engine's limit on requests running at once, where the search stopped at it (harness.load_search)
         **(
             {
                 "search_engine_limit": info["engine_limit"],

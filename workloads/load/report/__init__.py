@@ -5,8 +5,8 @@ The figures come from ``levels`` (every level, first wave included), ``capacity`
 capacity per target, energy and cost), ``caching`` (what prefix caching buys), ``targets`` (the SLO
 targets the runs wrote, the goodput pair), ``replicas`` (tp against dp) and ``inproc_server`` (an engine
 in process beside its server, where their capacities disagree); the page is the capacity half
-(``capacity_tables``, ``capacity_cells``, ``capacity_chart``, ``capacity_summary``) followed by the
-every-request half: charts (``charts``), tables and blocks (``tables``, ``server_figures``,
+(``capacity_blocks``, ``capacity_tables``, ``capacity_cells``, ``capacity_chart``, ``capacity_summary``)
+followed by the every-request half: charts (``charts``), tables and blocks (``tables``, ``server_figures``,
 ``replicas_tables``, ``mix_groups``), caveats (``caveats``), summary rows and gate figures (``summary``).
 A deployment's questions (issue 40): which targets judge the columns and the run between a wide bracket's
 ends (``retarget``), GPUs for U users who think (``sizing``), what a GPU-hour buys (``cost``), on the page,
@@ -31,7 +31,7 @@ from llm_call_anatomy.workloads.load.report import (
     retarget,
     sizing,
 )
-from llm_call_anatomy.workloads.load.report import capacity_tables as cv
+from llm_call_anatomy.workloads.load.report import capacity_blocks as cv
 from llm_call_anatomy.workloads.load.report import levels as mu
 from llm_call_anatomy.workloads.load.report import replicas_tables as replicas_view
 from llm_call_anatomy.workloads.load.report import sizing_tables as answers

@@ -1,7 +1,7 @@
 """What prefix caching buys, as the Load section shows it: the table of tok/s on ÷ off, TTFT p50 off ÷ on and
 capacity on ÷ off per backend, variant and level (from ``caching.caching_ratios``), and the caveat of a page
-whose columns ran with the cache on and off. Used by ``capacity_tables.blocks`` and
-``capacity_tables.caveats``.
+whose columns ran with the cache on and off. Used by ``capacity_blocks.blocks`` and
+``capacity_blocks.caveats``.
 """
 
 from __future__ import annotations

@@ -167,7 +167,7 @@ def blocks(d: dict[str, Any]) -> list[Block]:
     cap = d["cap"]
     caps = cap["capacity"]
     # re-targeted (the report's own --slo): which targets, and the runs that would narrow a wide bracket; a
-    # page judged against each run's own targets says so in its capacity paragraph (capacity_tables)
+    # page judged against each run's own targets says so in its capacity paragraph (capacity_blocks)
     given = str(cap.get("targets_source", "")).startswith("given")
     out: list[Block | None] = [p(f"Targets: {cap.get('targets_source')}.", muted=True) if given else None]
     wide = [r for r in caps.to_dict("records") if r.get("between")] if given and "between" in caps else []
