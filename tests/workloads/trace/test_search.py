@@ -17,7 +17,7 @@ from llm_call_anatomy.contract import capacity as cap
 from llm_call_anatomy.contract.adapter import Request
 from llm_call_anatomy.contract.level_stats import level_stats
 from llm_call_anatomy.contract.slo import parse_target
-from llm_call_anatomy.harness.load_runner import measured_levels
+from llm_call_anatomy.harness.load_search import measured_levels
 from llm_call_anatomy.harness.records import read_records
 from llm_call_anatomy.reports import build
 from llm_call_anatomy.workloads.catalog import build_plan
