@@ -23,7 +23,9 @@ Per replay (``vllm-bench-1``, ``harness``, ``vllm-bench-2``; ``benchmarks/trace_
   to last token, interpolated from the 0.25 s samples); **server CPU s** over the same window.
 
 The ``agreement`` lines put the harness beside the two bench runs: within noise when |harness - the benches'
-mean| <= max(|bench 1 - bench 2|, 5 % of the mean) (and exactly equal for counts and tokens).
+mean| <= max(|bench 1 - bench 2|, 5 % of the mean) (and exactly equal for counts and tokens). A percentile's
+line also carries the 95 % interval of that gap over the window's requests drawn again
+(``benchmarks/trace_proof_interval.py``): whether the gap is larger than which requests the window held.
 """
 
 from __future__ import annotations
@@ -34,6 +36,8 @@ import json
 import re
 from pathlib import Path
 from typing import Any
+
+from benchmarks.trace_proof_interval import interval_cell, percentile_intervals
 
 ORDER = ("vllm-bench-1", "harness", "vllm-bench-2")  # the proof's replays; diagnostic ones follow
 NOISE_FLOOR = 0.05  # a gap within 5 % of the benches' mean is within noise even when the two agree closer
@@ -192,7 +196,7 @@ def agreement(rows: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
     h, b1, b2 = rows.get("harness"), rows.get("vllm-bench-1"), rows.get("vllm-bench-2")
     if not (h and b1 and b2):
         return []
-    out = []
+    out, intervals = [], percentile_intervals(h, b1, b2)
     for key in EXACT + COMPARED:
         x, y1, y2 = h.get(key), b1.get(key), b2.get(key)
         if x is None or y1 is None or y2 is None:
@@ -202,6 +206,7 @@ def agreement(rows: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
         ok = x == y1 == y2 if key in EXACT else abs(x - mean) <= max(spread, NOISE_FLOOR * abs(mean))
         out.append(
             {"figure": key, "harness_minus_bench_mean": x - mean, "bench_spread": spread, "within_noise": ok}
+            | ({"interval_requests_drawn_again": intervals[key]} if key in intervals else {})
         )
     return out + [_paired(h, b1, b2, figure) for figure in ("ttft", "tpot")]
 
@@ -299,8 +304,9 @@ def markdown(result: dict[str, Any]) -> str:
     if result["agreement"]:
         lines += ["", f"Harness against the benches ({result['noise_rule']}):", ""]
         lines += [
-            "| figure | harness - benches' mean | bench 1 - bench 2 (abs) | within noise |",
-            "|---|---|---|---|",
+            "| figure | harness - benches' mean | bench 1 - bench 2 (abs) | within noise "
+            "| 95% interval, requests drawn again |",
+            "|---|---|---|---|---|",
         ]
         for a in result["agreement"]:
             verdict = {True: "yes", None: "-"}.get(a["within_noise"]) or (
@@ -310,7 +316,7 @@ def markdown(result: dict[str, Any]) -> str:
             )
             digits = 2 if "tpot" in a["figure"] else 1
             gap, spread = _f(a.get("harness_minus_bench_mean"), digits), _f(a.get("bench_spread"), digits)
-            lines.append(f"| {a['figure']} | {gap} | {spread} | {verdict} |")
+            lines.append(f"| {a['figure']} | {gap} | {spread} | {verdict} | {interval_cell(a, digits)} |")
     return "\n".join([*lines, *scrape_lines(result)])
 
 

@@ -122,6 +122,27 @@ def test_the_trace_proofs_tables_are_built_from_its_saved_results(monkeypatch, r
         )
 
 
+def test_every_trace_proof_percentile_gap_is_within_its_requests_interval(monkeypatch):
+    """The claim of trace-proof-cpu-2026-12-04b's README: in every sitting of both proofs, each percentile's
+    gap between the harness and the benches has a requests-drawn-again interval that holds 0."""
+    from benchmarks import trace_proof_table
+
+    monkeypatch.chdir(ROOT)
+    folders = [
+        Path(m["folder"])
+        for readme in TRACE_PROOFS
+        for m in trace_proof_table.BLOCK.finditer((ROOT / readme).read_text(encoding="utf-8"))
+    ]
+    intervals = [
+        (str(folder), a["figure"], a["interval_requests_drawn_again"])
+        for folder in folders
+        for a in trace_proof_table.collect(folder)["agreement"]
+        if "interval_requests_drawn_again" in a
+    ]
+    assert len(intervals) == 4 * len(folders) == 20
+    assert [x for x in intervals if x[2] is None or not x[2][0] <= 0 <= x[2][1]] == []
+
+
 PRINTED = re.compile(
     r"<!-- reports_printed: (?P<args>.*?) -->\n```\n(?P<body>.*?)```\n<!-- /reports_printed -->", re.S
 )

@@ -248,6 +248,8 @@ def test_the_table_is_built_from_the_saved_results(proof_dir, capsys):
     verdicts = {a["figure"]: a["within_noise"] for a in result["agreement"]}
     assert verdicts["requests"] and verdicts["input_tokens"] and verdicts["prefix_cache_hits"]
     assert verdicts["client_cpu_window_s"] is False  # 0.34 s against 0.016 s: beyond the benches' spread
+    intervals = {a["figure"]: a.get("interval_requests_drawn_again", "none") for a in result["agreement"]}
+    assert intervals["ttft_p90_ms"] is None and intervals["requests"] == "none"  # 4 requests: too few to draw
 
     assert trace_proof_table.main([str(proof_dir), "--json", str(proof_dir / "proof.json")]) == 0
     printed = capsys.readouterr().out
