@@ -29,6 +29,7 @@ from llm_call_anatomy.harness.records import read_records
 from llm_call_anatomy.workloads.load.prompts import RANDOM_SEED
 from tests.conftest import compare
 from tests.harness.faulty_server import Faults, faulty_server
+from tests.harness.search_replay import replay_open_search
 
 pytestmark = [pytest.mark.openai, pytest.mark.slow]  # one compare.py run of 8 levels, each from 2 processes
 
@@ -114,17 +115,7 @@ def test_the_open_loop_search_adds_the_rates_its_rule_picks(run):
         if r["rep"] is None and r["kind"] == "load" and r["case"].startswith("rate=")
     ]
     assert sorted(order) == sorted(levels) and order[: len(RATES)] == list(RATES)  # planned first
-    seen = {}
-    for x in order:
-        facts = levels[x][1]
-        assert not facts.extended, "the wide margins leave no level undecided"
-        if facts.searched_for:
-            picked = cap.choose(
-                (target,), {target.name: seen}, False, facts.search_ceiling, set(seen),
-                facts.search_ratio or cap.DEFAULT_RATIO,
-            )  # fmt: skip
-            assert picked is not None and picked[1] == pytest.approx(x), (x, seen)
-        seen[x] = verdicts[x][0].decision
+    seen = replay_open_search(target, [(x, levels[x][1], verdicts[x][0].decision) for x in order])
     assert seen[RATES[1]] != cap.PASS  # 200 req/s is far past the knee
     found = cap.capacity(target, "open", verdicts)
     lo, hi, _ = cap.bracket({x: v for x, (v, _) in verdicts.items()})
