@@ -123,24 +123,30 @@ def test_the_trace_proofs_tables_are_built_from_its_saved_results(monkeypatch, r
         )
 
 
+def proof_agreements(readmes: tuple[str, ...]) -> dict[str, dict[str, dict]]:
+    """Each sitting of the proofs' READMEs (its folder, from the repository root: run with the cwd there) ->
+    its agreement lines by figure, from its saved results."""
+    from benchmarks import trace_proof_table
+
+    return {
+        m["folder"]: {a["figure"]: a for a in trace_proof_table.collect(Path(m["folder"]))["agreement"]}
+        for readme in readmes
+        for m in trace_proof_table.BLOCK.finditer((ROOT / readme).read_text(encoding="utf-8"))
+    }
+
+
 def test_every_trace_proof_percentile_gap_is_within_its_requests_interval(monkeypatch):
     """The claim of trace-proof-cpu-2026-12-04b's README: in every sitting of both proofs, each percentile's
     gap between the harness and the benches has a requests-drawn-again interval that holds 0."""
-    from benchmarks import trace_proof_table
-
     monkeypatch.chdir(ROOT)
-    folders = [
-        Path(m["folder"])
-        for readme in TRACE_PROOFS
-        for m in trace_proof_table.BLOCK.finditer((ROOT / readme).read_text(encoding="utf-8"))
-    ]
+    sittings = proof_agreements(TRACE_PROOFS)
     intervals = [
-        (str(folder), a["figure"], a["interval_requests_drawn_again"])
-        for folder in folders
-        for a in trace_proof_table.collect(folder)["agreement"]
-        if "interval_requests_drawn_again" in a
+        (folder, figure, line["interval_requests_drawn_again"])
+        for folder, lines in sittings.items()
+        for figure, line in lines.items()
+        if "interval_requests_drawn_again" in line
     ]
-    assert len(intervals) == 4 * len(folders) and len(folders) >= 6
+    assert len(intervals) == 4 * len(sittings) and len(sittings) >= 6
     assert [x for x in intervals if x[2] is None or not x[2][0] <= 0 <= x[2][1]] == []
 
 
@@ -150,8 +156,7 @@ def test_the_longer_windows_proof_says_what_its_table_shows(monkeypatch):
     from benchmarks import trace_proof_table
 
     monkeypatch.chdir(ROOT)
-    figures = trace_proof_table.collect(Path("lab/results/trace-proof-cpu-2026-12-07/a"))
-    lines = {a["figure"]: a for a in figures["agreement"]}
+    (lines,) = proof_agreements(TRACE_PROOFS[-1:]).values()
     assert all(lines[key]["within_noise"] for key in trace_proof_table.EXACT + ("prefix_cache_hits",))
     latency = [k for k in lines if k.startswith(("ttft", "tpot", "added_ttft"))]
     assert len(latency) == 7
@@ -160,19 +165,12 @@ def test_the_longer_windows_proof_says_what_its_table_shows(monkeypatch):
     cpu = lines["client_cpu_window_s"]
     assert cpu["within_noise"] is False and cpu["harness_minus_bench_mean"] > 0
 
-    def width(line: dict) -> float:
-        lo, hi = line["interval_requests_drawn_again"]
+    def ttft_p90_width(sitting: dict[str, dict]) -> float:
+        lo, hi = sitting["ttft_p90_ms"]["interval_requests_drawn_again"]
         return hi - lo
 
-    earlier = [
-        width(
-            next(a for a in trace_proof_table.collect(Path(m["folder"]))["agreement"] if a["figure"] == p90)
-        )
-        for readme in TRACE_PROOFS[:-1]
-        for m in trace_proof_table.BLOCK.finditer((ROOT / readme).read_text(encoding="utf-8"))
-        for p90 in ("ttft_p90_ms",)
-    ]
-    assert len(earlier) == 5 and width(lines["ttft_p90_ms"]) < min(earlier)
+    earlier = [ttft_p90_width(sitting) for sitting in proof_agreements(TRACE_PROOFS[:-1]).values()]
+    assert len(earlier) == 5 and ttft_p90_width(lines) < min(earlier)
 
 
 PRINTED = re.compile(
