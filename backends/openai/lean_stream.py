@@ -23,6 +23,12 @@ through :class:`LeanClient` instead:
   unread, it closes it, and the worker's next request pays a new connection
   (docs/explanation/serving-load.md: against uvicorn the end had mostly come already; it matters where it
   comes late).
+- **An idle connection is dropped before the server drops it** (``KEEPALIVE_S``, 4 s, below uvicorn's
+  ``timeout_keep_alive`` of 5 s, which vLLM's ``VLLM_HTTP_TIMEOUT_KEEP_ALIVE`` and SGLang keep). With
+  aiohttp's default (15 s) a user who thought 5-15 s could send on a connection the server was closing
+  at that instant: the request died in under a millisecond, ``Connection reset by peer`` (once in 1,315
+  requests of a 724-user level at a 30 s think, ``lab/results/brackets-h100-2026-12-07b``). Past 5 s
+  the server has closed the connection anyway, so the next request opened a new one before too.
 - **No cookie jar** (``DummyCookieJar``): no server of the study sets cookies, and the default jar's
   work per request and per response sits on the path from the response headers to the first read.
   That path matters: a request whose headers the client took in only after the server had sent its
@@ -62,6 +68,8 @@ CODEC = choose()  # orjson, msgspec or json: see json_codec.py
 
 EXTENSIONS = ("vllm", "sglang")  # servers that take token-id prompts, ignore_eos and return_token_ids
 
+
+KEEPALIVE_S = 4.0  # an idle pooled connection is closed after this, before a uvicorn server's 5 s does it
 
 DRAIN_S = 1.0  # how long the body's end may take after [DONE] before the connection is given up
 
@@ -115,9 +123,9 @@ class LeanClient:
 
     def _client(self) -> aiohttp.ClientSession:
         if self._session is None:
-            connector = aiohttp.TCPConnector(
-                limit=0, force_close=False
-            )  # no pool cap: C streams, C connections
+            connector = aiohttp.TCPConnector(  # no pool cap: C streams, C connections
+                limit=0, force_close=False, keepalive_timeout=KEEPALIVE_S
+            )
             self._session = aiohttp.ClientSession(
                 connector=connector,
                 headers={**self.spec.headers, "Content-Type": "application/json"},  # not per request

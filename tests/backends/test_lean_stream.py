@@ -293,3 +293,45 @@ def test_the_client_keeps_its_connection_when_the_body_ends_in_a_later_write(
     outputs = asyncio.run(five())
     assert [o.finish_reason for o in outputs] == ["length"] * 5
     assert len(connections) == (1 if end_after_s < lean_stream.DRAIN_S else 5)
+
+
+@pytest.mark.parametrize("idle_s", [0.0, 0.6])
+def test_an_idle_connection_is_dropped_before_the_server_drops_it(idle_s, monkeypatch) -> None:
+    """A user who thinks longer than ``KEEPALIVE_S`` (here 0.3 s) sends on a new connection, not on one a
+    server may be closing at that instant (a reset in under a millisecond, once in 1,315 requests at a
+    30 s think on the H100); one who does not think keeps its connection."""
+    from llm_call_anatomy.backends.openai import lean_stream
+
+    monkeypatch.setattr(lean_stream, "KEEPALIVE_S", 0.3)
+    connections: list[int] = []
+
+    async def two() -> list:
+        server = await _split_end_server(connections, 0.0)
+        port = server.sockets[0].getsockname()[1]
+        client = LeanClientSpec(base_url=f"http://127.0.0.1:{port}/v1", model="m").build()
+        try:
+            outs = []
+            for _ in range(2):
+                request = Request(prompt_ids=prompt(4), max_new_tokens=1)
+                outs.append(await client.stream(request, TokenClock(lambda: None)))
+                await asyncio.sleep(idle_s)
+            return outs
+        finally:
+            await client.aclose()
+            server.close()
+
+    outputs = asyncio.run(two())
+    assert [o.finish_reason for o in outputs] == ["length"] * 2
+    assert len(connections) == (2 if idle_s > lean_stream.KEEPALIVE_S else 1)
+
+
+def test_the_keep_alive_is_shorter_than_the_servers() -> None:
+    """uvicorn (vLLM's and SGLang's HTTP server) closes a connection idle for ``timeout_keep_alive``; the
+    client must give it up first."""
+    import inspect
+
+    uvicorn = pytest.importorskip("uvicorn")
+    from llm_call_anatomy.backends.openai import lean_stream
+
+    server_s = inspect.signature(uvicorn.Config).parameters["timeout_keep_alive"].default
+    assert server_s > lean_stream.KEEPALIVE_S
