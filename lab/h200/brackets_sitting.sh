@@ -28,13 +28,16 @@
 # bracket); s-a and s-b were cut by their 540 s bound (their servers were slow to start), so these runs have 600 s.
 # Session 7: caching off with the fixed loop (think-fixed.yaml with --no-prefix-caching), three engine starts off-a,
 # off-b, off-c, at U = 256, 512 and 1,024 on an H200 (128, 256 and 512 on an H100): without the cache every turn
-# prefills its whole history, and the loop's runs before its fix missed at U = 1,024 either way. Session 8 (the
-# capacity search on think-3.yaml's levels: git show 21af144:lab/h200/think-3-search.yaml) is retired: those levels
-# were set from the runs before the fix, and the fixed loop met every target at all of them on an H100 (session 9).
+# prefills its whole history, and the loop's runs before its fix missed at U = 1,024 either way. Session 8 was the
+# capacity search on think-3.yaml's levels (git show 21af144:lab/h200/think-3-search.yaml), retired unrun: those
+# levels were set from the runs before the fix. Session 8 is now sglang-server's users who think: session 9's plan
+# and levels through sglang-server, three engine starts sgl-think-f-a, -b, -c (480 s each), both bundles staged as
+# in session 4: the same requests as vllm-server's, for "which stack" (issue 40).
 # Session 9: the fixed loop's think runs (lab/h200/think-fixed.yaml, caching on), three engine starts f-a, f-b, f-c
 # (480 s each; c gets what the deadline leaves). A run's name starts with the GPU it ran on (h200-, or h100- where
 # the lent machine was an H100, at its own levels). Ran 2026-12-07 on an H100 at U = 256, 362 and 512 (a and b: every
-# level met every target, lab/results/brackets-h100-2026-12-07); now U = 1,024-2,048 (H200), 512-1,024 (H100).
+# level met every target, lab/results/brackets-h100-2026-12-07); now U = 1,024-2,048 (H200), 512-1,024 (H100): ran
+# again on an H100 the same day, three starts, a bracket (U = 512 met, 1,024 missed: brackets-h100-2026-12-07b).
 # Session 4: sglang-server's capacity as a bracket over three engine starts (brackets.yaml, the closed loop of
 # sessions 1-2, sglang-server-a, -b, -c, 420 s each). Both bundles: SGLang borrows jsonschema from vLLM's /tmp/site
 # (install.sh); stage vLLM's parts and SGLang's (all of them: with fewer its attention falls back to triton).
@@ -65,19 +68,21 @@ queue() {
     study "$2" "h200-b39-think3-$1" vllm-server --workload-file lab/h200/think-3.yaml \
       --python vllm-server=/tmp/py-vllm "${@:3}"
   }
-  think_fixed() {  # the fixed loop's users who think, caching on or off ($1 off-*), named for the GPU; the levels for
-    # the GPU and the cache (H200 with the cache: the file's)
-    local gpu cache=on off=(); gpu=$(gpu_tag)
+  think_fixed_on() {  # the fixed loop's users who think through server $1 (its python $2, its runs' tag $3), caching
+    # on or off ($4 off-*), named for the GPU; the levels for the GPU and the cache (H200 with the cache: the file's)
+    local server=$1 python=$2 tag=$3 gpu cache=on off=(); shift 3; gpu=$(gpu_tag)
     [[ $1 == off-* ]] && cache=off off=(--no-prefix-caching)
     local -A at=([h200-on]="" [h100-on]=512:724:1024 [h200-off]=256:512:1024 [h100-off]=128:256:512)
     local levels=(); [ -n "${at[$gpu-$cache]}" ] && levels=(--load "levels=${at[$gpu-$cache]}")
-    study "$2" "$gpu-b39-think-f-$1" vllm-server --workload-file lab/h200/think-fixed.yaml \
-      --python vllm-server=/tmp/py-vllm "${levels[@]}" "${off[@]}" "${@:3}"
+    study "$2" "$gpu-b39-${tag}think-f-$1" "$server" --workload-file lab/h200/think-fixed.yaml \
+      --python "$server=$python" "${levels[@]}" "${off[@]}" "${@:3}"
   }
+  think_fixed() { think_fixed_on vllm-server /tmp/py-vllm "" "$@"; }
+  sgl_think_fixed() { think_fixed_on sglang-server /tmp/py-sgl sgl- "$@"; }
   until staged vllm && staged qwen3-8b-shape 1; do sleep 5; done
   bash lab/h200/unpack_model.sh qwen3-8b-shape > /dev/null
   install_bundle vllm; echo "== $(date -u +%T) vllm installed"
-  if [ "$SESSION" = 4 ]; then
+  if [ "$SESSION" = 4 ] || [ "$SESSION" = 8 ]; then
     until staged sglang; do sleep 5; done
     install_bundle sglang; echo "== $(date -u +%T) sglang installed"
   fi
@@ -92,7 +97,7 @@ queue() {
   elif [ "$SESSION" = 7 ]; then
     think_fixed off-a 480; think_fixed off-b 480; think_fixed off-c 480
   elif [ "$SESSION" = 8 ]; then
-    echo "session 8 is retired (see the script's header): run session 9, then 7"
+    sgl_think_fixed a 480; sgl_think_fixed b 480; sgl_think_fixed c 480
   elif [ "$SESSION" = 9 ]; then
     think_fixed a 480; think_fixed b 480; think_fixed c 480
   elif [ "$SESSION" = 5 ]; then

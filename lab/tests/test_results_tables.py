@@ -53,6 +53,8 @@ BRACKETS_6S = "lab/results/brackets-h200-2026-12-04b"  # session 6 again, users 
 THINK3_S = ["h200-b39-think3-s-a", "h200-b39-think3-s-b", "h200-b39-think3-s-c"]
 BRACKETS_9 = "lab/results/brackets-h100-2026-12-07"  # session 9 on an H100: the fixed loop's first think runs
 THINK_F = ["h100-b39-think-f-a", "h100-b39-think-f-b"]
+BRACKETS_9B = "lab/results/brackets-h100-2026-12-07b"  # session 9 again, H100, twice the levels: a bracket
+THINK_F3 = ["h100-b39-think-f-a", "h100-b39-think-f-b", "h100-b39-think-f-c"]
 
 
 @pytest.mark.parametrize(
@@ -63,8 +65,9 @@ THINK_F = ["h100-b39-think-f-a", "h100-b39-think-f-b"]
         (BRACKETS_6, THINK3),
         (BRACKETS_6S, THINK3_S),
         (BRACKETS_9, THINK_F),
+        (BRACKETS_9B, THINK_F3),
     ],
-    ids=["fixed", "think", "think3", "think3-stationary", "think-fixed-h100"],
+    ids=["fixed", "think", "think3", "think3-stationary", "think-fixed-h100", "think-fixed-h100-bracket"],
 )
 def test_the_brackets_sittings_tables_are_the_commands_output(monkeypatch, capsys, base, runs):
     """Each brackets README (lab/results/brackets-h200-*) holds what each of its commands prints, after the
@@ -178,7 +181,9 @@ PRINTED = re.compile(
 )
 
 
-@pytest.mark.parametrize("readme", [f"{BRACKETS_6S}/README.md", f"{BRACKETS_9}/README.md"])
+@pytest.mark.parametrize(
+    "readme", [f"{BRACKETS_6S}/README.md", f"{BRACKETS_9}/README.md", f"{BRACKETS_9B}/README.md"]
+)
 def test_the_printed_answers_are_the_reports_output(monkeypatch, capsys, tmp_path, readme):
     """Each ``<!-- reports_printed: ARGS -->`` block (issue 40's sizing answer) holds what ``python -m
     llm_call_anatomy.reports ARGS`` prints after the page it writes: no GPU count or price in a lab README is
