@@ -144,7 +144,7 @@ def judge(
     )
     if base.met is None:
         return replace(base, flags=flags.to_dict())
-    intervals, decision = {}, PASS if base.met else MISS
+    intervals, decision, deciding = {}, PASS if base.met else MISS, None
     if not target.throughput_only:
         worst = PASS
         for lim in target.limits:
@@ -158,6 +158,7 @@ def judge(
             if v is None:
                 continue
             if v == math.inf or (iv is not None and iv[0] > lim.ms) or (iv is None and v > lim.ms):
+                deciding = deciding if worst == MISS else lim.key  # the first limit missed
                 worst = MISS
             elif (iv is not None and iv[1] > lim.ms or v > lim.ms) and worst == PASS:
                 worst = UNDECIDED
@@ -165,6 +166,7 @@ def judge(
     limiter = base.limiter
     if decision == UNDECIDED:
         key = next((k for k, iv in intervals.items() if iv is not None and iv[1] > _ms(target, k)), None)
+        deciding = key
         if key is not None:
             lo, hi = intervals[key]
             limiter = (
@@ -180,7 +182,13 @@ def judge(
         decision, limiter = UNDECIDED, "; ".join(x for x in (limiter, flags.users_over) if x)
     met = base.met and decision == PASS if decision != UNDECIDED else base.met
     return replace(
-        base, met=met, limiter=limiter, decision=decision, intervals=intervals, flags=flags.to_dict()
+        base,
+        met=met,
+        limiter=limiter,
+        decision=decision,
+        intervals=intervals,
+        flags=flags.to_dict(),
+        deciding=deciding,
     )
 
 

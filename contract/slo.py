@@ -219,6 +219,7 @@ class Verdict:
     decision: str | None = None
     intervals: dict[str, tuple[float, float] | None] = field(default_factory=dict)  # per limit key
     flags: dict = field(default_factory=dict)  # contract.level_flags.LevelFlags.to_dict()
+    deciding: str | None = None  # the key of the limit that made the level a miss or undecided (judge)
 
     @property
     def passed(self) -> bool:

@@ -348,3 +348,24 @@ def test_an_open_loops_users_start_at_their_first_turn(tiny_model_dir, tmp_path)
     assert closed.load["users_start"] == "stationary" and "users_start" not in open_.load
     users = {s.user for s in open_.steps}
     assert all([s.turn for s in open_.steps if s.user == u] == [1, 2, 3] for u in users)
+
+
+def test_a_verdict_names_the_limit_that_decided_it():
+    """TTFT well within its limit, TPOT far over it: the miss is TPOT's, and the verdict says so (the page's
+    "missed:" figure is read from it, never the first limit's); an undecided level names the limit whose
+    interval holds its bound; a pass names none."""
+    target = parse_target("mychat:ttft_p90_ms=1000,tpot_p90_ms=40")
+    slow = [row(i / 10, 0.1, i / 10 + 0.3, rate=10.0, planned=i / 10) for i in range(200)]  # TPOT 200 ms
+    v = verdict(slow, target=target)
+    assert (v.decision, v.deciding) == ("miss", "tpot_p90_ms")
+    assert v.values["ttft_p90_ms"] < 1000 and v.values["tpot_p90_ms"] > 40
+    from llm_call_anatomy.workloads.load.report.capacity_group import evidence
+
+    assert evidence(v)["limit"] == "tpot_p90_ms"  # the page's "missed:" figure
+    fast = [row(i / 10, 0.1, i / 10 + 0.12, rate=10.0, planned=i / 10) for i in range(200)]  # TPOT 20 ms
+    assert (verdict(fast, target=target).decision, verdict(fast, target=target).deciding) == ("pass", None)
+    edge = [
+        row(i / 10, 0.6 if i // 40 == 1 else 0.4, i / 10 + 0.7, rate=10.0, planned=i / 10) for i in range(200)
+    ]
+    v = verdict(edge)
+    assert (v.decision, v.deciding) == ("undecided", "ttft_p90_ms")

@@ -37,14 +37,14 @@ ENERGY = ("energy_j_per_1k_steady", "idle_w", "above_idle_share", "energy_j_per_
 
 
 def evidence(verdict: Verdict | None) -> dict[str, Any] | None:
-    """The verdict's deciding limit (the one it names as its limiter, else the first with an interval): its
-    key, measured percentile and interval, the decision, and the flags raised (by name)."""
+    """The verdict's deciding limit (the one that made it a miss or undecided, ``Verdict.deciding``, else the
+    first with an interval): its key, measured percentile and interval, the decision, and the flags raised (by
+    name)."""
     if verdict is None or verdict.decision is None:
         return None
     values = {k: v for k, v in verdict.values.items() if v is not None}
     key = next((k for k in verdict.intervals if verdict.intervals.get(k)), None)
-    if verdict.limiter:
-        key = next((k for k in values if verdict.limiter.startswith(k)), key)
+    key = verdict.deciding if verdict.deciding in values else key
     key = key or next(iter(values), None)
     flags = [
         name
