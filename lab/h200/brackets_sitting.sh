@@ -38,6 +38,8 @@
 # the lent machine was an H100, at its own levels). Ran 2026-12-07 on an H100 at U = 256, 362 and 512 (a and b: every
 # level met every target, lab/results/brackets-h100-2026-12-07); now U = 1,024-2,048 (H200), 512-1,024 (H100): ran
 # again on an H100 the same day, three starts, a bracket (U = 512 met, 1,024 missed: brackets-h100-2026-12-07b).
+# In sessions 7, 8 and 9 the first start has 560 s, the others 480: a machine's first server start compiles (vLLM
+# 172 s there, against 88-106 s for the next two), and cut start a inside its last level at 480 s.
 # Session 4: sglang-server's capacity as a bracket over three engine starts (brackets.yaml, the closed loop of
 # sessions 1-2, sglang-server-a, -b, -c, 420 s each). Both bundles: SGLang borrows jsonschema from vLLM's /tmp/site
 # (install.sh); stage vLLM's parts and SGLang's (all of them: with fewer its attention falls back to triton).
@@ -95,11 +97,11 @@ queue() {
   elif [ "$SESSION" = 6 ]; then
     think3 s-a 600; think3 s-b 600; think3 s-c 600  # stationary users (s-): c gets what the deadline leaves
   elif [ "$SESSION" = 7 ]; then
-    think_fixed off-a 480; think_fixed off-b 480; think_fixed off-c 480
+    think_fixed off-a 560; think_fixed off-b 480; think_fixed off-c 480
   elif [ "$SESSION" = 8 ]; then
-    sgl_think_fixed a 480; sgl_think_fixed b 480; sgl_think_fixed c 480
+    sgl_think_fixed a 560; sgl_think_fixed b 480; sgl_think_fixed c 480
   elif [ "$SESSION" = 9 ]; then
-    think_fixed a 480; think_fixed b 480; think_fixed c 480
+    think_fixed a 560; think_fixed b 480; think_fixed c 480
   elif [ "$SESSION" = 5 ]; then
     study 600 h200-b39-think-1024-on vllm-server --workload-file lab/h200/think-1024.yaml --python vllm-server=/tmp/py-vllm
   else

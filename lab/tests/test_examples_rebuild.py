@@ -47,6 +47,11 @@ BUILDS = {
         + ["h200-cap-vllm-server", "h200-cap-sglang-server", "../h200-serving/h200-serve-hf-server"],
         [],
     ),
+    "h100-think": (  # users who think, a bracket: three vllm-server starts on an H100 (issue 40's answer)
+        [f"../../results/brackets-h100-2026-12-07b/h100-b39-think-f-{s}" for s in "abc"],
+        ["--merge-starts", "--slo", "mychat:ttft_p90_ms=1000,tpot_p90_ms=40"]
+        + ["--size", "users=10000,think_s=30,slo=mychat", "--gpu-hour-usd", "3.5"],
+    ),
     "h200-think": (  # users who think, three vllm-server starts (issue 40's sizing answer, first screen)
         [f"../../results/brackets-h200-2026-12-04b/h200-b39-think3-s-{s}" for s in "abc"],
         ["--merge-starts", "--slo", "mychat:ttft_p90_ms=1000,tpot_p90_ms=40"]
