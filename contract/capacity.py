@@ -163,6 +163,11 @@ def judge(
             elif (iv is not None and iv[1] > lim.ms or v > lim.ms) and worst == PASS:
                 worst = UNDECIDED
         decision = worst
+        if worst == PASS:  # the limit nearest its bound: the one that would fail first
+            near = [
+                (v / lim.ms, lim.key) for lim in target.limits if (v := base.values.get(lim.key)) is not None
+            ]
+            deciding = max(near)[1] if near else None
     limiter = base.limiter
     if decision == UNDECIDED:
         key = next((k for k, iv in intervals.items() if iv is not None and iv[1] > _ms(target, k)), None)

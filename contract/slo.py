@@ -219,7 +219,9 @@ class Verdict:
     decision: str | None = None
     intervals: dict[str, tuple[float, float] | None] = field(default_factory=dict)  # per limit key
     flags: dict = field(default_factory=dict)  # contract.level_flags.LevelFlags.to_dict()
-    deciding: str | None = None  # the key of the limit that made the level a miss or undecided (judge)
+    # the key of the limit that decided it (judge): a miss's first limit missed, an undecided level's limit
+    # inside its interval, a pass's limit nearest its bound
+    deciding: str | None = None
 
     @property
     def passed(self) -> bool:

@@ -353,7 +353,7 @@ def test_an_open_loops_users_start_at_their_first_turn(tiny_model_dir, tmp_path)
 def test_a_verdict_names_the_limit_that_decided_it():
     """TTFT well within its limit, TPOT far over it: the miss is TPOT's, and the verdict says so (the page's
     "missed:" figure is read from it, never the first limit's); an undecided level names the limit whose
-    interval holds its bound; a pass names none."""
+    interval holds its bound; a pass names the limit nearest its bound (the page's "met:" figure)."""
     target = parse_target("mychat:ttft_p90_ms=1000,tpot_p90_ms=40")
     slow = [row(i / 10, 0.1, i / 10 + 0.3, rate=10.0, planned=i / 10) for i in range(200)]  # TPOT 200 ms
     v = verdict(slow, target=target)
@@ -363,7 +363,15 @@ def test_a_verdict_names_the_limit_that_decided_it():
 
     assert evidence(v)["limit"] == "tpot_p90_ms"  # the page's "missed:" figure
     fast = [row(i / 10, 0.1, i / 10 + 0.12, rate=10.0, planned=i / 10) for i in range(200)]  # TPOT 20 ms
-    assert (verdict(fast, target=target).decision, verdict(fast, target=target).deciding) == ("pass", None)
+    assert (verdict(fast, target=target).decision, verdict(fast, target=target).deciding) == (
+        "pass",
+        "tpot_p90_ms",
+    )
+    early = [row(i / 10, 0.9, i / 10 + 0.91, rate=10.0, planned=i / 10) for i in range(200)]  # TTFT 900 ms
+    assert (verdict(early, target=target).decision, verdict(early, target=target).deciding) == (
+        "pass",
+        "ttft_p90_ms",
+    )
     edge = [
         row(i / 10, 0.6 if i // 40 == 1 else 0.4, i / 10 + 0.7, rate=10.0, planned=i / 10) for i in range(200)
     ]

@@ -37,9 +37,9 @@ ENERGY = ("energy_j_per_1k_steady", "idle_w", "above_idle_share", "energy_j_per_
 
 
 def evidence(verdict: Verdict | None) -> dict[str, Any] | None:
-    """The verdict's deciding limit (the one that made it a miss or undecided, ``Verdict.deciding``, else the
-    first with an interval): its key, measured percentile and interval, the decision, and the flags raised (by
-    name)."""
+    """The verdict's deciding limit (``Verdict.deciding``: a miss's limit missed, an undecided level's limit
+    inside its interval, a pass's limit nearest its bound; else the first with an interval): its key, measured
+    percentile and interval, the decision, and the flags raised (by name)."""
     if verdict is None or verdict.decision is None:
         return None
     values = {k: v for k, v in verdict.values.items() if v is not None}
