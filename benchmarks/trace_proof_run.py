@@ -278,7 +278,7 @@ def warm_up(base: str, model: Any, max_model_len: int) -> None:
 def run_proof(args: argparse.Namespace, model: Any, requests: list[Request]) -> int:
     """Start the server, replay the window three times, stop it, write ``DIR/proof.json`` and print the
     table."""
-    from benchmarks import trace_proof_table
+    from benchmarks import trace_proof_markdown, trace_proof_table
     from llm_call_anatomy.backends.openai.process import free_port
 
     out = Path(args.out)
@@ -325,7 +325,7 @@ def run_proof(args: argparse.Namespace, model: Any, requests: list[Request]) -> 
     (out / "meta.json").write_text(json.dumps(meta, indent=1))
     result = trace_proof_table.collect(out)
     (out / "proof.json").write_text(json.dumps(result, indent=1))
-    print(trace_proof_table.markdown(result))
+    print(trace_proof_markdown.markdown(result))
     return 0
 
 

@@ -33,11 +33,11 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
-import re
 from pathlib import Path
 from typing import Any
 
-from benchmarks.trace_proof_interval import interval_cell, percentile_intervals
+from benchmarks.trace_proof_interval import percentile_intervals
+from benchmarks.trace_proof_markdown import markdown, write_block
 
 ORDER = ("vllm-bench-1", "harness", "vllm-bench-2")  # the proof's replays; diagnostic ones follow
 NOISE_FLOOR = 0.05  # a gap within 5 % of the benches' mean is within noise even when the two agree closer
@@ -51,7 +51,6 @@ SERVER_VALUES = {
 EXACT = ("requests", "failed", "input_tokens", "output_tokens", "server_input_tokens", "server_output_tokens")
 COMPARED = ("prefix_cache_hits", "ttft_p50_ms", "ttft_p90_ms", "tpot_p50_ms", "tpot_p90_ms", "added_ttft_ms")
 COMPARED += ("client_cpu_window_s",)
-EVERY_S_BEFORE = 0.1  # the load loop's pause after each /metrics sample before load_level.sample_pause_s
 
 
 def _metrics(folder: Path) -> dict[str, Any]:
@@ -254,133 +253,6 @@ def collect(folder: Path) -> dict[str, Any]:
         "noise_rule": "within noise: |harness - benches' mean| <= max(|bench 1 - bench 2|, "
         f"{NOISE_FLOOR:.0%} of the mean); counts and tokens exactly equal",
     }
-
-
-# --- Markdown ------------------------------------------------------------------------------------------
-LINES = (
-    ("requests served / failed", lambda r: f"{r['requests']} / {r['failed']}"),
-    ("the plan's requests, in order", lambda r: "yes" if r["same_requests"] else "no"),
-    ("input tokens (client / server)", lambda r: f"{r['input_tokens']:,} / {r['server_input_tokens']:,.0f}"),
-    (
-        "output tokens (client / server)",
-        lambda r: f"{r['output_tokens']:,} / {r['server_output_tokens']:,.0f}",
-    ),
-    (
-        "prefix-cache hits, tokens (share)",
-        lambda r: f"{r['prefix_cache_hits']:,.0f} ({_pct(r['prefix_cache_hit_share'])})",
-    ),
-    ("TTFT p50 / p90 ms", lambda r: f"{_f(r['ttft_p50_ms'])} / {_f(r['ttft_p90_ms'])}"),
-    ("TPOT p50 / p90 ms", lambda r: f"{_f(r['tpot_p50_ms'], 2)} / {_f(r['tpot_p90_ms'], 2)}"),
-    (
-        "TTFT mean ms: client / server's own",
-        lambda r: f"{_f(r['ttft_mean_ms'])} / {_f(r['server_ttft_mean_ms'])}",
-    ),
-    ("TTFT added by the client, ms", lambda r: _f(r["added_ttft_ms"])),
-    ("TTFT per request, median of (this - vllm-bench-1) ms", lambda r: _f(r["ttft_vs_bench_1_median_ms"])),
-    ("TPOT per request, median of (this - vllm-bench-1) ms", lambda r: _f(r["tpot_vs_bench_1_median_ms"], 2)),
-    ("submit lag p99 ms", lambda r: _f(r["submit_lag_p99_ms"])),
-    ("replay window s", lambda r: _f(r["window_s"])),
-    (
-        "client CPU s: whole process / in the window",
-        lambda r: f"{_f(r['client_cpu_s'])} / {_f(r['client_cpu_window_s'])}",
-    ),
-    ("server CPU s in the window", lambda r: _f(r["server_cpu_window_s"])),
-    ("load average at start (1 min)", lambda r: _f(r["load_average_at_start"][0], 2)),
-)
-
-
-def markdown(result: dict[str, Any]) -> str:
-    """The replays side by side (a column each), then the harness against the benches' noise."""
-    rows = result["replays"]
-    w = result["window"]
-    lines = [
-        f"Window: {w['requests']} requests, {w['input_tokens']:,} input and {w['output_tokens']:,} output "
-        f"tokens planned, arrivals over {_f(w['span_s'])} s.",
-        "",
-        "| | " + " | ".join(r["replay"] for r in rows) + " |",
-        "|---|" + "---|" * len(rows),
-    ]
-    lines += [f"| {label} | " + " | ".join(fmt(r) for r in rows) + " |" for label, fmt in LINES]
-    if result["agreement"]:
-        lines += ["", f"Harness against the benches ({result['noise_rule']}):", ""]
-        lines += [
-            "| figure | harness - benches' mean | bench 1 - bench 2 (abs) | within noise "
-            "| 95% interval, requests drawn again |",
-            "|---|---|---|---|---|",
-        ]
-        for a in result["agreement"]:
-            verdict = {True: "yes", None: "-"}.get(a["within_noise"]) or (
-                "**no: the harness's higher**"
-                if a["harness_minus_bench_mean"] > 0
-                else "no: the harness's lower"
-            )
-            digits = 2 if "tpot" in a["figure"] else 1
-            gap, spread = _f(a.get("harness_minus_bench_mean"), digits), _f(a.get("bench_spread"), digits)
-            lines.append(f"| {a['figure']} | {gap} | {spread} | {verdict} | {interval_cell(a, digits)} |")
-    return "\n".join([*lines, *scrape_lines(result)])
-
-
-def scrape_lines(result: dict[str, Any]) -> list[str]:
-    """What the harness's /metrics sampling costs, measured after the replays (``meta.json``'s
-    ``scrape_cost``), and what that makes over the harness's replay: its level's own count of samples
-    (``gauge_samples``), or for a proof whose records do not have it (before the load loop's sampling rule,
-    ``backends.load_level.sample_pause_s``) an estimate at one sample every :data:`EVERY_S_BEFORE` plus the
-    sample's own wall time over the replay's window."""
-    cost = result["meta"].get("scrape_cost")
-    harness = next((r for r in result["replays"] if r["replay"] == "harness"), None)
-    if not cost or not harness:
-        return []
-    measured = (
-        f"One /metrics sample of the harness's load loop (`backends.openai.metrics.load_values`, a scrape "
-        f"and its parse), {cost['calls']} against this server after the replays: "
-        f"{_f(cost['client_cpu_ms'])} ms of client CPU, {_f(cost['wall_ms'])} ms wall, "
-        f"{_f(cost['server_cpu_ms'])} ms of server CPU."
-    )
-    n = harness.get("gauge_samples")
-    if n is not None:
-        over = (
-            f"The harness's level took {n:,} samples (its record's `gauge_samples`, the level's first and "
-            f"last included): about"
-        )
-    else:
-        n = harness["window_s"] / (EVERY_S_BEFORE + cost["wall_ms"] / 1e3)
-        over = (
-            f"One every {EVERY_S_BEFORE:g} s + its wall time over the harness's {_f(harness['window_s'])} s "
-            f"window: about {n:,.0f} samples,"
-        )
-    return [
-        "",
-        f"{measured} {over} {_f(n * cost['client_cpu_ms'] / 1e3)} s of client CPU and "
-        f"{_f(n * cost['server_cpu_ms'] / 1e3)} s of server CPU.",
-    ]
-
-
-def _f(x: float | None, digits: int = 1) -> str:
-    return "-" if x is None else f"{x:,.{digits}f}"
-
-
-def _pct(x: float | None) -> str:
-    return "-" if x is None else f"{x:.1%}"
-
-
-BLOCK = re.compile(r"<!-- trace_proof_table: (?P<folder>\S+) -->\n.*?<!-- /trace_proof_table -->", re.S)
-
-
-def block(folder: str, table: str) -> str:
-    """A README's generated block: the folder it was built from (from the repository root), the table."""
-    return f"<!-- trace_proof_table: {folder} -->\n{table}\n<!-- /trace_proof_table -->"
-
-
-def write_block(readme: Path, folder: str, table: str) -> None:
-    """Replace ``readme``'s ``<!-- trace_proof_table: FOLDER -->`` block with the table (error: none)."""
-    text = readme.read_text(encoding="utf-8")
-    found = [m for m in BLOCK.finditer(text) if m["folder"] == folder]
-    if not found:
-        raise SystemExit(
-            f"{readme} has no <!-- trace_proof_table: {folder} --> ... <!-- /trace_proof_table --> block"
-        )
-    m = found[0]
-    readme.write_text(text[: m.start()] + block(folder, table) + text[m.end() :], encoding="utf-8")
 
 
 def main(argv: list[str] | None = None) -> int:

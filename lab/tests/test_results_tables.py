@@ -112,15 +112,15 @@ TRACE_PROOFS = (
 def test_the_trace_proofs_tables_are_built_from_its_saved_results(monkeypatch, readme):
     """Each ``<!-- trace_proof_table: FOLDER -->`` block of a trace proof's README (issue 41) is what
     ``python -m benchmarks.trace_proof_table FOLDER`` prints from the committed results."""
-    from benchmarks import trace_proof_table
+    from benchmarks import trace_proof_markdown, trace_proof_table
 
     monkeypatch.chdir(ROOT)  # the blocks' folders are paths from the repository root
     text = (ROOT / readme).read_text(encoding="utf-8")
-    blocks = list(trace_proof_table.BLOCK.finditer(text))
+    blocks = list(trace_proof_markdown.BLOCK.finditer(text))
     assert blocks, f"{readme} has no <!-- trace_proof_table: ... --> block"
     for m in blocks:
-        table = trace_proof_table.markdown(trace_proof_table.collect(Path(m["folder"])))
-        assert m.group(0) == trace_proof_table.block(m["folder"], table), (
+        table = trace_proof_markdown.markdown(trace_proof_table.collect(Path(m["folder"])))
+        assert m.group(0) == trace_proof_markdown.block(m["folder"], table), (
             f"{readme}'s table for {m['folder']} is stale: rerun python -m benchmarks.trace_proof_table "
             f"{m['folder']} --write {readme}"
         )
@@ -129,12 +129,12 @@ def test_the_trace_proofs_tables_are_built_from_its_saved_results(monkeypatch, r
 def proof_agreements(readmes: tuple[str, ...]) -> dict[str, dict[str, dict]]:
     """Each sitting of the proofs' READMEs (its folder, from the repository root: run with the cwd there) ->
     its agreement lines by figure, from its saved results."""
-    from benchmarks import trace_proof_table
+    from benchmarks import trace_proof_markdown, trace_proof_table
 
     return {
         m["folder"]: {a["figure"]: a for a in trace_proof_table.collect(Path(m["folder"]))["agreement"]}
         for readme in readmes
-        for m in trace_proof_table.BLOCK.finditer((ROOT / readme).read_text(encoding="utf-8"))
+        for m in trace_proof_markdown.BLOCK.finditer((ROOT / readme).read_text(encoding="utf-8"))
     }
 
 

