@@ -48,7 +48,7 @@ def test_a_floor_whose_next_planned_level_never_ran_says_not_run_not_met(tmp_pat
     assert list(rows.loc["agent", "not_run"]) == [128.0]
     summary = {j.job: dict(j.values) for j in report.jobs if j.job.startswith("Many users: agent")}
     assert summary["Many users: agent (lf · S=0)"]["vllm"].startswith(
-        "no miss up to C=32 (C=128 not run: the run stopped before it) · met: ttft p90 300 ms"
+        "no miss up to C=32 (C=128 not run: the run stopped before it) · met: tpot p90 20 ms"
     )
     # the status table still names the level
     assert report.status[0].missing == ["lf · S=0 C=128"]
@@ -143,7 +143,7 @@ def test_a_variant_the_run_never_reached_reads_not_run_in_the_table_and_the_summ
     )
     job = next(j for j in report.jobs if j.job == "Many users: agent (lf · S=960)")
     assert dict(job.values) == {
-        "hf-cb (on)": "≥ C=8 (every level tested met it) · met: ttft p90 150 ms [150–150] · 1 engine start",
+        "hf-cb (on)": "≥ C=8 (every level tested met it) · met: tpot p90 20 ms [20–20] · 1 engine start",
         "hf-cb (off)": "not run (the run stopped before C=1, C=8)",
     }
     assert job.verdict == "one backend: nothing to choose"
