@@ -15,6 +15,7 @@ import pytest
 
 from llm_call_anatomy.contract import capacity as cap
 from llm_call_anatomy.contract.adapter import Request
+from llm_call_anatomy.contract.level_facts import LevelFacts
 from llm_call_anatomy.contract.level_stats import level_stats
 from llm_call_anatomy.contract.slo import parse_target
 from llm_call_anatomy.harness.load_search import measured_levels
@@ -28,6 +29,7 @@ from tests.harness.search_replay import replay_open_search
 from tests.workloads.trace.stand_in import StandIn, run_trace
 
 ROWS = [[100 * i, 24, 3, [i]] for i in range(30)]
+TARGET = "knee:ttft_p90_ms=100"
 SPEC = f"""
 workloads:
   - name: tr
@@ -37,7 +39,7 @@ workloads:
     time_scales: [1, 32]
     warmup_requests: 0
     search_levels: 3
-    search_targets: ["knee:ttft_p90_ms=100"]
+    search_targets: ["{TARGET}"]
 """
 
 
@@ -51,7 +53,21 @@ class Knee(StandIn):
 @pytest.fixture(scope="module")
 def run_dir(tiny_model_dir, tmp_path_factory):
     folder = tmp_path_factory.mktemp("trace-search")
-    return run_trace(SPEC, folder, tiny_model_dir, Knee(), {"slo_targets": ["knee:ttft_p90_ms=100"]})
+    return run_trace(SPEC, folder, tiny_model_dir, Knee(), {"slo_targets": [TARGET]})
+
+
+def judged_levels(run_dir) -> list[tuple[dict, float, LevelFacts, str]]:
+    """Each time scale's level record in the order written, with its rate, its facts and its decision at
+    ``TARGET`` on the rows the search reads (``measured_levels``: a level run again, its latest attempt)."""
+    levels = [r for r in read_records(run_dir) if r["kind"] == "trace" and r.get("rep") is None]
+    first = levels[0]
+    measured = measured_levels(run_dir, "knee", 0, first["workload"], first["mode"], "open", "trace")
+    target = parse_target(TARGET)
+    out = []
+    for level in levels:
+        rows, facts = measured[rate := level["load_rate_rps"]]
+        out.append((level, rate, facts, cap.judge(target, level_stats(rows, None), facts).decision))
+    return out
 
 
 def test_the_search_adds_time_scales_each_the_traces_requests_at_their_offsets_over_k(run_dir):
@@ -77,16 +93,9 @@ def test_each_added_scale_is_the_one_the_searchs_rule_picks(run_dir):
     """Replayed in the order the levels were written, each added scale's rate is what the open-loop search
     picks from the levels judged before it, whatever the machine made of each (a loaded one may not offer
     1x on time: the search then goes below it, as it must); 32x, far past the knee, never passes."""
-    levels = [r for r in read_records(run_dir) if r["kind"] == "trace" and r.get("rep") is None]
-    first = levels[0]
-    measured = measured_levels(run_dir, "knee", 0, first["workload"], first["mode"], "open", "trace")
-    target = parse_target("knee:ttft_p90_ms=100")
-    judged = []
-    for level in levels:
-        rows, facts = measured[rate := level["load_rate_rps"]]
-        judged.append((rate, facts, cap.judge(target, level_stats(rows, None), facts).decision))
-    seen = replay_open_search(target, judged)
-    assert seen[max(seen)] != cap.PASS and [r["case"] for r in levels[:2]] == ["x1", "x32"]
+    levels = judged_levels(run_dir)
+    seen = replay_open_search(parse_target(TARGET), [(rate, facts, d) for _, rate, facts, d in levels])
+    assert seen[max(seen)] != cap.PASS and [r["case"] for r, *_ in levels[:2]] == ["x1", "x32"]
 
 
 def test_the_page_states_the_bracket_the_traffic_holds_and_the_gpus_at_1x(run_dir, tmp_path):
@@ -95,16 +104,8 @@ def test_the_page_states_the_bracket_the_traffic_holds_and_the_gpus_at_1x(run_di
     html = build([run_dir], tmp_path / "report.html").read_text(encoding="utf-8")
     assert "GPUs for the trace at 1×" in html and "holds (× the trace" in html
     (lo, hi, gpus) = re.findall(r"<td>([0-9.]+)× – ([0-9.]+)×</td>.*?<td>([^<]*)</td></tr>", html, re.S)[0]
-    levels = [r for r in read_records(run_dir) if r["kind"] == "trace" and r.get("rep") is None]
-    first = levels[0]
-    measured = measured_levels(run_dir, "knee", 0, first["workload"], first["mode"], "open", "trace")
-    target = parse_target("knee:ttft_p90_ms=100")
-    scales = {r["load_rate_rps"]: r["extra"]["level"]["trace"]["time_scale"] for r in levels}
-    decided = {
-        scales[rate]: cap.judge(target, level_stats(rows, None), facts).decision
-        for rate, (rows, facts) in measured.items()
-    }
-    passed, missed, _ = cap.bracket(decided)
+    levels = judged_levels(run_dir)
+    passed, missed, _ = cap.bracket({r["extra"]["level"]["trace"]["time_scale"]: d for r, _, _, d in levels})
     assert (f"{passed:.3g}", f"{missed:.3g}") == (lo, hi) and passed < missed <= 32
     # the bracket is no wider than the search's ratio, or its budget of three added scales ended
     assert missed / passed <= 1.25 or len(levels) == 2 + 3
