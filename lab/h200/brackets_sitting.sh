@@ -3,7 +3,8 @@
 # the fixed shape with no shared prefix (lab/h200/brackets.yaml), one background queue (lab/h200/README.md,
 # "The brackets sitting"). The vLLM bundle only.
 #
-#   bash lab/h200/brackets_sitting.sh start 1|2|3|4|5|6|7|8|9 [SECONDS]  # first call (carrying .gpu/vllm/c01, .lca-commit)
+#   bash lab/h200/brackets_sitting.sh start 1|2|3|4|5|6|7|8|9 [SECONDS [STARTS]]  # first call (carrying .gpu/vllm/c01,
+#                                                          # .lca-commit); STARTS: sessions 7-9's engine starts ('a b c')
 #   bash lab/h200/brackets_sitting.sh poll [S]             # later calls: wait up to S s, copy what is done to $OUT
 #
 # Session 1 (ran 2026-12-03, every run cut by its bound): start A of the closed loop (concurrency 8, 32, 128 and the
@@ -47,6 +48,10 @@ set -uo pipefail
 source lab/h200/queue_lib.sh  # nparts, staged, install_bundle, study, bound, sitting_*
 
 sitting_args brackets_sitting.sh '1|2|3|4|5|6|7|8|9' "h[0-9]*-b39-*.tgz" -- "$@"  # a poll ends here
+# Sessions 7, 8 and 9 run the engine starts STARTS names (default a b c), each its own run: a session with time for
+# fewer runs the rest in a later sitting (`start 8 1050 c`), and --merge-starts merges them all.
+export STARTS=${4:-a b c}
+[[ $STARTS =~ ^[a-z]( [a-z])*$ ]] || { echo "STARTS must be letters apart, e.g. 'b c': got '$STARTS'"; exit 2; }
 sitting_start "${3:-1710}"
 
 queue() {
@@ -81,6 +86,11 @@ queue() {
   }
   think_fixed() { think_fixed_on vllm-server /tmp/py-vllm "" "$@"; }
   sgl_think_fixed() { think_fixed_on sglang-server /tmp/py-sgl sgl- "$@"; }
+  each_start() {  # think function $1 once per engine start in STARTS, its runs' tag $2 (off-); the machine's first
+    # start has 560 s (its server compiles), each next 480
+    local start bound=560
+    for start in $STARTS; do "$1" "$2$start" "$bound"; bound=480; done
+  }
   until staged vllm && staged qwen3-8b-shape 1; do sleep 5; done
   bash lab/h200/unpack_model.sh qwen3-8b-shape > /dev/null
   install_bundle vllm; echo "== $(date -u +%T) vllm installed"
@@ -97,11 +107,11 @@ queue() {
   elif [ "$SESSION" = 6 ]; then
     think3 s-a 600; think3 s-b 600; think3 s-c 600  # stationary users (s-): c gets what the deadline leaves
   elif [ "$SESSION" = 7 ]; then
-    think_fixed off-a 560; think_fixed off-b 480; think_fixed off-c 480
+    each_start think_fixed off-
   elif [ "$SESSION" = 8 ]; then
-    sgl_think_fixed a 560; sgl_think_fixed b 480; sgl_think_fixed c 480
+    each_start sgl_think_fixed ''
   elif [ "$SESSION" = 9 ]; then
-    think_fixed a 560; think_fixed b 480; think_fixed c 480
+    each_start think_fixed ''
   elif [ "$SESSION" = 5 ]; then
     study 600 h200-b39-think-1024-on vllm-server --workload-file lab/h200/think-1024.yaml --python vllm-server=/tmp/py-vllm
   else

@@ -139,6 +139,9 @@ def sitting_queues(tmp: Path) -> str:
         calls += [(["start", sessions[0], "900"], "h200")]
         calls += [([], "h200"), (["start"], "h200"), (["start", "0"], "h200"), (["start", "10"], "h200")]
         calls += [(["start", "1|2"], "h200"), (["run", "1"], "h200"), (["poll"], "h200")]
+        if script == "brackets_sitting.sh":  # sessions 7-9's engine starts named: the rest of a cut sitting
+            calls += [(["start", "8", "900", "c"], "h100"), (["start", "9", "900", "b c"], "h200")]
+            calls += [(["start", "8", "900", "c,d"], "h100"), (["start", "7", "900", ""], "h100")]
         for i, (args, gpu) in enumerate(calls):
             results = tmp / f"results-{script}-{i}"
             results.mkdir()
