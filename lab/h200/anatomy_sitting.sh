@@ -11,19 +11,20 @@
 # conversation and the built-in sweep (its long context ran on 2026-12-03: lab/results/long-context-h200-2026-12-03).
 # Session 2: SGLang in process and sglang-server, the same workloads; both bundles (SGLang borrows jsonschema from
 # vLLM's /tmp/site), every SGLang part (fewer leave it on triton attention).
+# A run's name starts with the GPU it ran on (h200-, or h100- where the lent machine was an H100).
 # Not run yet: the runs' lengths are estimates (a server start ~2 min, ~1 min of sweep, 9 load levels of 20 s and
 # their warm-ups); each run is bounded, and a cut run is finished with --resume in the next session.
 set -uo pipefail
 source lab/h200/queue_lib.sh  # nparts, staged, install_bundle, study, bound, sitting_*
 
-sitting_args anatomy_sitting.sh '1|2' "h200-a42-*.tgz" -- "$@"  # a poll ends here; a start sets SESSION
+sitting_args anatomy_sitting.sh '1|2' "h[0-9]*-a42-*.tgz" -- "$@"  # a poll ends here; a start sets SESSION
 sitting_start "${3:-1710}"
 
 queue() {
   anatomy() {  # one backend's run of the sitting's workloads (bound $2 s; $3: its interpreter, py-vllm or py-sgl;
     # more arguments: --resume). study.sh names the in-process backends' interpreters, a server's is named here.
     local py=(); [[ $1 == *-server ]] && py=(--python "$1=/tmp/$3")
-    study "$2" "h200-a42-$1" "$1" --workloads conversation --workload-file lab/h200/anatomy.yaml \
+    study "$2" "$(gpu_tag)-a42-$1" "$1" --workloads conversation --workload-file lab/h200/anatomy.yaml \
       --max-model-len 32768 "${py[@]}" "${@:4}"
   }
   until staged vllm && staged qwen3-8b-shape 1; do sleep 5; done
@@ -31,7 +32,7 @@ queue() {
   install_bundle vllm; echo "== $(date -u +%T) vllm installed"
   if [ "$SESSION" = 1 ]; then
     anatomy vllm 600 py-vllm; anatomy vllm-server 600 py-vllm
-    study 300 h200-a42-hf hf --workloads conversation,sweep
+    study 300 "$(gpu_tag)-a42-hf" hf --workloads conversation,sweep
   else
     until staged sglang; do sleep 5; done
     install_bundle sglang; echo "== $(date -u +%T) sglang installed"
