@@ -85,20 +85,25 @@ def test_the_brackets_sittings_tables_are_the_commands_output(monkeypatch, capsy
     )
 
 
-def test_the_readmes_capacity_block_is_the_commands_output(monkeypatch, capsys):
-    """README.md's capacity block (between ``<!-- load_table: ARGS -->`` and ``<!-- /load_table -->``) is what
-    ``python -m llm_call_anatomy.workloads.load.report.load_table ARGS`` prints: no capacity in the README is
-    typed by hand."""
+def test_the_readmes_capacity_blocks_are_the_commands_output(monkeypatch, capsys):
+    """Each of README.md's capacity blocks (between ``<!-- load_table: ARGS -->`` and
+    ``<!-- /load_table -->``) is what ``python -m llm_call_anatomy.workloads.load.report.load_table ARGS``
+    prints: no capacity in the README is typed by hand."""
     import re
 
     from llm_call_anatomy.workloads.load.report import load_table
 
     monkeypatch.chdir(ROOT)
     text = (ROOT / "README.md").read_text(encoding="utf-8")
-    block = re.search(r"<!-- load_table: (?P<args>.*?) -->\n(?P<body>.*?)<!-- /load_table -->", text, re.S)
-    assert block, "README.md has no <!-- load_table: ... --> block"
-    assert load_table.main(shlex.split(block["args"])) == 0
-    assert block["body"] == capsys.readouterr().out, "README.md's capacity block is stale: rerun its command"
+    blocks = list(
+        re.finditer(r"<!-- load_table: (?P<args>.*?) -->\n(?P<body>.*?)<!-- /load_table -->", text, re.S)
+    )
+    assert blocks, "README.md has no <!-- load_table: ... --> block"
+    for block in blocks:
+        assert load_table.main(shlex.split(block["args"])) == 0
+        assert block["body"] == capsys.readouterr().out, (
+            f"README.md's capacity block is stale: rerun load_table {block['args']}"
+        )
 
 
 TRACE_PROOFS = (
