@@ -52,6 +52,7 @@ sitting_args brackets_sitting.sh '1|2|3|4|5|6|7|8|9' "h[0-9]*-b39-*.tgz" -- "$@"
 # fewer runs the rest in a later sitting (`start 8 1050 c`), and --merge-starts merges them all.
 export STARTS=${4:-a b c}
 [[ $STARTS =~ ^[a-z]( [a-z])*$ ]] || { echo "STARTS must be letters apart, e.g. 'b c': got '$STARTS'"; exit 2; }
+[ -z "${4:-}" ] || [[ $SESSION =~ ^[789]$ ]] || { echo "STARTS is for sessions 7, 8 and 9: got '$4'"; exit 2; }
 sitting_start "${3:-1710}"
 
 queue() {

@@ -142,6 +142,7 @@ def sitting_queues(tmp: Path) -> str:
         if script == "brackets_sitting.sh":  # sessions 7-9's engine starts named: the rest of a cut sitting
             calls += [(["start", "8", "900", "c"], "h100"), (["start", "9", "900", "b c"], "h200")]
             calls += [(["start", "8", "900", "c,d"], "h100"), (["start", "7", "900", ""], "h100")]
+            calls += [(["start", "4", "900", "a b"], "h200")]  # session 4's starts are fixed
         for i, (args, gpu) in enumerate(calls):
             results = tmp / f"results-{script}-{i}"
             results.mkdir()
