@@ -12,8 +12,9 @@
 # Session 2: SGLang in process and sglang-server, the same workloads; both bundles (SGLang borrows jsonschema from
 # vLLM's /tmp/site), every SGLang part (fewer leave it on triton attention).
 # A run's name starts with the GPU it ran on (h200-, or h100- where the lent machine was an H100).
-# Not run yet: the runs' lengths are estimates (a server start ~2 min, ~1 min of sweep, 9 load levels of 20 s and
-# their warm-ups); each run is bounded, and a cut run is finished with --resume in the next session.
+# Session 1 ran on 2026-12-07 on an H100 with 930 s (lab/results/anatomy-h100-2026-12-07): vLLM in process whole in
+# ~8 min, vllm-server cut inside load-kv-16k by the deadline, HF not started. A session has ~1,700 s for all three.
+# Run again, a session's runs are another engine start of each (their own run directories, merged by the page).
 set -uo pipefail
 source lab/h200/queue_lib.sh  # nparts, staged, install_bundle, study, bound, sitting_*
 

@@ -20,6 +20,7 @@ ROOT = Path(__file__).parents[2]
         "lab/h200-results.md",
         "lab/examples/h200-qwen3-8b-shape/README.md",
         "lab/results/long-context-h200-2026-12-03/README.md",
+        "lab/results/anatomy-h100-2026-12-07/README.md",
     ],
 )
 def test_readme_table_is_the_scripts_output(monkeypatch, readme):
