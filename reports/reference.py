@@ -23,6 +23,8 @@ CONVERSATION = {
     "tokens_ratio": 5.55,
     "ttft_full_ms": 868.0,
     "ttft_cached_ms": 642.0,
+    "floor_ms": 65.0,  # a flat ~65 ms per forward pass below roughly 500 tokens, whatever the length
+    "floor_below_tokens": 500,
 }
 SWEEP = {"N": 1024, "tps_ratio": 494.0}
 DECODE = {"ms_per_token": 64.0, "bandwidth_share": 0.16}

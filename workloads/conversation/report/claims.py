@@ -2,7 +2,8 @@
 
 The tokens computed and the summed TTFT over the conversation, full vs cached, per backend with both
 modes; and where reuse stops (a few tokens before the previous prompt's end), read from where the
-conversation's prompts break, which is the chat template's doing and so the same on every backend.
+conversation's prompts break, which is the chat template's doing and so the same on every backend; and the
+flat TTFT floor below ~500 tokens, judged on the full re-prefill turns that short.
 """
 
 from __future__ import annotations
@@ -10,13 +11,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+import numpy as np
 import pandas as pd
 
-from llm_call_anatomy.reports import fmt, reference
+from llm_call_anatomy.reports import fmt, intervals, reference
 from llm_call_anatomy.reports.analysis.claims import (
     claim,
     does_not_hold,
     holds,
+    not_decided,
     not_measurable,
     setup_specific,
 )
@@ -167,5 +170,105 @@ def reuse_stops_early(report: Report) -> Claim:
         statement,
         theirs,
         does_not_hold("the prompts here do not break just before the previous end"),
+        here,
+    )
+
+
+FLAT = 0.15  # "flat": TTFT's fitted change over the short turns' lengths within ±15 % of its median
+
+
+def _short_full_turns(report: Report, below: int) -> pd.DataFrame:
+    """The conversation's full re-prefill calls (the cache reset before each) with prompts below ``below``
+    tokens, every repeat of every engine start: what the floor's interval resamples."""
+    s = section_of(report, "conversation")
+    if s is None:
+        return pd.DataFrame()
+    df = report.ds.measured()
+    df = df[(df["workload"] == s.name) & (df["mode"] == "full")]
+    return df[df["prompt_tokens"].map(num).map(lambda n: n is not None and n < below)]
+
+
+@claim
+def ttft_floor(report: Report) -> Claim:
+    """The seed's claim of a flat ~65 ms floor below ~500 tokens: per backend, TTFT's least-squares change
+    over the conversation's full re-prefill turns shorter than that, with a bootstrap interval (strata: the
+    turns) against ±15 % of its median. The shape is the claim; its level is the stack's (setup-specific)."""
+    c = reference.CONVERSATION
+    below, level = c["floor_below_tokens"], c["floor_ms"]
+    statement = (
+        f"Below about {fmt.n(below)} tokens a call costs a flat ~{fmt.n(level)} ms, whatever the length"
+    )
+    theirs = f"≈ {fmt.n(level)} ms at every prompt below ~{fmt.n(below)} tokens"
+    rows = _short_full_turns(report, below)
+    if rows.empty:
+        return Claim(
+            SEED,
+            statement,
+            theirs,
+            not_measurable(f"no full re-prefill turn shorter than {fmt.n(below)} tokens"),
+        )
+    here, where, levels = {}, {}, []
+    for b, g in rows.groupby("backend", sort=False):
+        strata = [
+            [
+                (x, y)
+                for x, y in zip(s["prompt_tokens"].map(num), s["ttft_ms"].map(num), strict=True)
+                if x is not None and y is not None
+            ]
+            for _, s in g.groupby("prompt_tokens", sort=True)
+        ]
+        strata = [st for st in strata if st]
+        if len(strata) < 2:  # one length: a floor and a slope cannot be told apart
+            continue
+        xs, ys = (np.asarray(v, dtype=float) for v in zip(*[xy for st in strata for xy in st], strict=True))
+        change, ci = intervals.relative_change(xs, ys), intervals.bootstrap(strata, intervals.relative_change)
+        medians = [float(np.median([y for _, y in st])) for st in strata]
+        levels.append(float(np.median(ys)))
+        where[b] = intervals.against_band(ci, -FLAT, FLAT)
+        fitted = "–" if change is None else f"{round(change * 100, 1) + 0.0:+.1f} %"  # no "-0.0"
+        here[b] = (
+            f"{value_range(medians, 1, 'ms')} over N={int(xs.min())}–{int(xs.max())} ({len(strata)} turns, "
+            f"full re-prefill); fitted change {fitted} {intervals.show(ci)}"
+        )
+    if not here:
+        return Claim(
+            SEED,
+            statement,
+            theirs,
+            not_measurable(f"fewer than two turn lengths below {fmt.n(below)} tokens"),
+        )
+    test = (
+        "TTFT at the caller on the conversation's full re-prefill turns below "
+        f"{fmt.n(below)} tokens, the least-squares line's change over their lengths relative to the median, "
+        f"95 % bootstrap interval over every repeat and engine start; flat means inside ±{fmt.pct(FLAT)}"
+    )
+    out = [b for b, w in where.items() if w == intervals.OUTSIDE]
+    undecided = [b for b, w in where.items() if w in (intervals.ACROSS, None)]
+    if undecided:
+        return Claim(
+            SEED,
+            statement,
+            theirs,
+            not_decided(f"the interval crosses ±{fmt.pct(FLAT)} on {', '.join(undecided)} ({test})"),
+            here,
+        )
+    if out:
+        flat = [b for b in here if b not in out]
+        where_flat = f"; flat on {', '.join(flat)}" if flat else ""
+        return Claim(
+            SEED,
+            statement,
+            theirs,
+            does_not_hold(f"TTFT grows with the length on {', '.join(out)}{where_flat} ({test})"),
+            here,
+        )
+    return Claim(
+        SEED,
+        statement,
+        theirs,
+        setup_specific(
+            f"the floor exists on every backend ({test}); its level is the stack's: "
+            f"{value_range(levels, 1)} ms here by backend against {fmt.n(level)} ms on HF eager on an A100"
+        ),
         here,
     )
