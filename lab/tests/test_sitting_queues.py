@@ -24,7 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 H200 = ROOT / "lab" / "h200"
 EXPECTED = Path(__file__).with_name("sitting_queues.txt")
-SCRIPTS = {"anatomy_sitting.sh": "12", "brackets_sitting.sh": "123456789", "trace_sitting.sh": "1234"}
+SCRIPTS = {"anatomy_sitting.sh": "123", "brackets_sitting.sh": "123456789", "trace_sitting.sh": "1234"}
 # capacity_sitting.sh's queue waits on files only its machine writes (/tmp/sglang.installed, lab/examples
 # put back in /tmp/runs): it is not run, its launch is (the session, the deadline, its queue() as defined)
 LAUNCHED = {"capacity_sitting.sh": "abcdefg"}
