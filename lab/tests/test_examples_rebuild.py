@@ -47,6 +47,10 @@ BUILDS = {
         + ["h200-cap-vllm-server", "h200-cap-sglang-server", "../h200-serving/h200-serve-hf-server"],
         [],
     ),
+    "h100-anatomy": (  # one call taken apart, the KV cache to 32k: vLLM in process and vllm-server, one H100
+        [f"../../results/anatomy-h100-2026-12-07/h100-a42-{b}" for b in ("vllm", "vllm-server")],
+        [],
+    ),
     "h100-think": (  # users who think, a bracket: three vllm-server starts on an H100 (issue 40's answer)
         [f"../../results/brackets-h100-2026-12-07b/h100-b39-think-f-{s}" for s in "abc"],
         ["--merge-starts", "--slo", "mychat:ttft_p90_ms=1000,tpot_p90_ms=40"]
