@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -67,6 +68,37 @@ def relative_change(x: np.ndarray, y: np.ndarray) -> float | None:
     slope = np.polyfit(x, y, 1)[0]
     med = float(np.median(y))
     return float(slope * (x.max() - x.min()) / med) if med else None
+
+
+FLAT = 0.15  # "flat": a fitted change within ±15 % of the median (decode over N; TTFT below the seed's floor)
+
+
+@dataclass(frozen=True)
+class Flatness:
+    """How flat y is in x: the fitted change over the pairs (``relative_change``), its bootstrap interval over
+    the strata, and where that interval lies against ±FLAT (``against_band``)."""
+
+    xs: np.ndarray
+    ys: np.ndarray
+    change: float | None
+    interval: tuple[float, float] | None
+    where: str | None
+
+    @property
+    def fitted(self) -> str:
+        """``+3.1 %`` (never ``-0.0 %``), or ``–`` where no line was fitted."""
+        return "–" if self.change is None else f"{round(self.change * 100, 1) + 0.0:+.1f} %"
+
+
+def flatness(strata: Sequence[Sequence[tuple[float, float]]]) -> Flatness | None:
+    """The flatness of the (x, y) pairs of ``strata`` (one stratum a value of x, resampled within), or None
+    where there are no pairs."""
+    pairs = [xy for stratum in strata for xy in stratum]
+    if not pairs:
+        return None
+    xs, ys = (np.asarray(v, dtype=float) for v in zip(*pairs, strict=True))
+    interval = bootstrap(strata, relative_change)
+    return Flatness(xs, ys, relative_change(xs, ys), interval, against_band(interval, -FLAT, FLAT))
 
 
 def ratio_of_medians(x: np.ndarray, y: np.ndarray) -> float | None:

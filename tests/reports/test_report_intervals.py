@@ -87,3 +87,15 @@ def test_a_noisy_sweep_whose_extremes_swing_past_the_band_is_not_called_not_flat
     """The H200 report's case: the medians swing by more than ±15 % while the repeats overlap at every N."""
     c = flat_claim(tmp_path, lambda n, rng: 40 * rng.choice([0.8, 1.0, 1.25]))
     assert c.verdict.word != "does not hold" and "too noisy" in c.verdict.reason
+
+
+def test_flatness_reads_a_line_its_interval_and_the_band():
+    """One rule for "flat" (decode over N, TTFT below the seed's floor): a level line is inside ±15 % and
+    prints +0.0 % (never -0.0 %); a line rising by over a third of its median is outside; no pairs: None."""
+    level = [[(n, 25.0 + r / 100) for r in range(3)] for n in (100, 200, 400)]
+    flat = intervals.flatness(level)
+    assert flat.where == intervals.INSIDE and flat.fitted == "+0.0 %"
+    rising = [[(n, 20.0 + n / 30 + r / 100) for r in range(3)] for n in (100, 200, 400)]
+    steep = intervals.flatness(rising)
+    assert steep.where == intervals.OUTSIDE and steep.change > intervals.FLAT
+    assert intervals.flatness([[], []]) is None

@@ -174,7 +174,7 @@ def reuse_stops_early(report: Report) -> Claim:
     )
 
 
-FLAT = 0.15  # "flat": TTFT's fitted change over the short turns' lengths within ±15 % of its median
+FLAT = intervals.FLAT  # "flat": TTFT's fitted change over the short turns' lengths within ±15 % of its median
 
 
 def _short_full_turns(report: Report, below: int) -> pd.DataFrame:
@@ -218,17 +218,16 @@ def ttft_floor(report: Report) -> Claim:
             for _, s in g.groupby("prompt_tokens", sort=True)
         ]
         strata = [st for st in strata if st]
-        if len(strata) < 2:  # one length: a floor and a slope cannot be told apart
+        flat = intervals.flatness(strata) if len(strata) >= 2 else None  # one length: no slope to tell
+        if flat is None:
             continue
-        xs, ys = (np.asarray(v, dtype=float) for v in zip(*[xy for st in strata for xy in st], strict=True))
-        change, ci = intervals.relative_change(xs, ys), intervals.bootstrap(strata, intervals.relative_change)
         medians = [float(np.median([y for _, y in st])) for st in strata]
-        levels.append(float(np.median(ys)))
-        where[b] = intervals.against_band(ci, -FLAT, FLAT)
-        fitted = "–" if change is None else f"{round(change * 100, 1) + 0.0:+.1f} %"  # no "-0.0"
+        levels.append(float(np.median(flat.ys)))
+        where[b] = flat.where
         here[b] = (
-            f"{value_range(medians, 1, 'ms')} over N={int(xs.min())}–{int(xs.max())} ({len(strata)} turns, "
-            f"full re-prefill); fitted change {fitted} {intervals.show(ci)}"
+            f"{value_range(medians, 1, 'ms')} over N={int(flat.xs.min())}–{int(flat.xs.max())} "
+            f"({len(strata)} turns, full re-prefill); fitted change {flat.fitted} "
+            f"{intervals.show(flat.interval)}"
         )
     if not here:
         return Claim(

@@ -31,7 +31,8 @@ if TYPE_CHECKING:
 
 ORDER = 1  # where this module's claims stand on the page (reports.analysis.claims)
 
-FLAT = 0.15  # "flat in N": the fitted change of decode over the swept lengths within ±15 % of its median
+# "flat in N": decode's fitted change over the swept lengths within ±15 % of its median
+FLAT = intervals.FLAT
 ONE_STEP = (0.5, 2.0)  # "about one decode step": within a factor of two
 
 
@@ -74,18 +75,15 @@ def decode_flat(report: Report) -> Claim:
             _pairs(s, "prompt_tokens", "decode_ms_per_token")
             for _, s in g.groupby("prompt_tokens", sort=True)
         ]
-        pairs = [xy for st in strata for xy in st]
-        if not pairs:
+        flat = intervals.flatness(strata)
+        if flat is None:
             continue
-        xs, ys = (np.asarray(v, dtype=float) for v in zip(*pairs, strict=True))
-        change, ci = intervals.relative_change(xs, ys), intervals.bootstrap(strata, intervals.relative_change)
         d = [v for v in lengths[lengths["backend"] == b]["decode_med"].map(num) if v is not None]
-        levels.append(float(np.median(ys)))
-        where[b] = intervals.against_band(ci, -FLAT, FLAT)
-        fitted = "–" if change is None else f"{change * 100:+.1f} %"
+        levels.append(float(np.median(flat.ys)))
+        where[b] = flat.where
         here[b] = (
-            f"{value_range(d or [float(np.median(ys))], 3, 'ms/token')}; fitted change over "
-            f"N={int(xs.min())}–{int(xs.max())}: {fitted} {intervals.show(ci)}"
+            f"{value_range(d or [float(np.median(flat.ys))], 3, 'ms/token')}; fitted change over "
+            f"N={int(flat.xs.min())}–{int(flat.xs.max())}: {flat.fitted} {intervals.show(flat.interval)}"
         )
     if not here:
         return _no_sweep(statement, theirs)
