@@ -1,5 +1,6 @@
 """What the seed article's quantitative claims share (see :mod:`reports.analysis.claims`): the claims'
-source, a section of the report by kind and a range of figures as text.
+source, a section of the report by kind, a range of figures as text and the (x, y) pairs of records that the
+numeric tests resample.
 
 The claims themselves live in the kinds' rooms, one module per experiment of the article
 (``workloads/<kind>/report/claims.py``: the length sweep, the conversation's prefix reuse, JSON by
@@ -15,8 +16,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from llm_call_anatomy.reports import fmt
+from llm_call_anatomy.reports.stats import num
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from llm_call_anatomy.reports.model import Report, Section
 
 SEED = "seed article"
@@ -36,3 +40,16 @@ def value_range(values: list[float], digits: int | None = None, unit: str = "") 
         else f"{fmt.n(lo, digits)}–{fmt.n(hi, digits)}"
     )
     return f"{text} {unit}".strip()
+
+
+def record_pairs(g: pd.DataFrame, x: str, y: str) -> list[tuple[float, float]]:
+    """Each record's (x, y) where both are numbers: one stratum of a claim's bootstrap."""
+    return [
+        (num(a), num(b)) for a, b in zip(g[x], g[y], strict=True) if num(a) is not None and num(b) is not None
+    ]
+
+
+def strata_by(g: pd.DataFrame, x: str, y: str) -> list[list[tuple[float, float]]]:
+    """The records' (x, y) pairs, one stratum per value of x (ascending): what a fitted change over x is
+    bootstrapped within (``reports.intervals.flatness``)."""
+    return [record_pairs(s, x, y) for _, s in g.groupby(x, sort=True)]

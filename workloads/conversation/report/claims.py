@@ -23,7 +23,7 @@ from llm_call_anatomy.reports.analysis.claims import (
     not_measurable,
     setup_specific,
 )
-from llm_call_anatomy.reports.analysis.seed_claims import SEED, section_of, value_range
+from llm_call_anatomy.reports.analysis.seed_claims import SEED, section_of, strata_by, value_range
 from llm_call_anatomy.reports.model import Claim
 from llm_call_anatomy.reports.stats import num
 
@@ -174,9 +174,6 @@ def reuse_stops_early(report: Report) -> Claim:
     )
 
 
-FLAT = intervals.FLAT  # "flat": TTFT's fitted change over the short turns' lengths within ±15 % of its median
-
-
 def _short_full_turns(report: Report, below: int) -> pd.DataFrame:
     """The conversation's full re-prefill calls (the cache reset before each) with prompts below ``below``
     tokens, every repeat of every engine start: what the floor's interval resamples."""
@@ -209,15 +206,7 @@ def ttft_floor(report: Report) -> Claim:
         )
     here, where, levels = {}, {}, []
     for b, g in rows.groupby("backend", sort=False):
-        strata = [
-            [
-                (x, y)
-                for x, y in zip(s["prompt_tokens"].map(num), s["ttft_ms"].map(num), strict=True)
-                if x is not None and y is not None
-            ]
-            for _, s in g.groupby("prompt_tokens", sort=True)
-        ]
-        strata = [st for st in strata if st]
+        strata = [st for st in strata_by(g, "prompt_tokens", "ttft_ms") if st]
         flat = intervals.flatness(strata) if len(strata) >= 2 else None  # one length: no slope to tell
         if flat is None:
             continue
@@ -236,29 +225,30 @@ def ttft_floor(report: Report) -> Claim:
             theirs,
             not_measurable(f"fewer than two turn lengths below {fmt.n(below)} tokens"),
         )
+    band = fmt.pct(intervals.FLAT)
     test = (
         "TTFT at the caller on the conversation's full re-prefill turns below "
         f"{fmt.n(below)} tokens, the least-squares line's change over their lengths relative to the median, "
-        f"95 % bootstrap interval over every repeat and engine start; flat means inside ±{fmt.pct(FLAT)}"
+        f"95 % bootstrap interval over every repeat and engine start; flat means inside ±{band}"
     )
     out = [b for b, w in where.items() if w == intervals.OUTSIDE]
     undecided = [b for b, w in where.items() if w in (intervals.ACROSS, None)]
-    if undecided:
-        return Claim(
-            SEED,
-            statement,
-            theirs,
-            not_decided(f"the interval crosses ±{fmt.pct(FLAT)} on {', '.join(undecided)} ({test})"),
-            here,
-        )
-    if out:
-        flat = [b for b in here if b not in out]
+    if out:  # as decode's flatness: a backend clearly off decides, whatever the others' noise
+        flat = [b for b, w in where.items() if w == intervals.INSIDE]
         where_flat = f"; flat on {', '.join(flat)}" if flat else ""
         return Claim(
             SEED,
             statement,
             theirs,
             does_not_hold(f"TTFT grows with the length on {', '.join(out)}{where_flat} ({test})"),
+            here,
+        )
+    if undecided:
+        return Claim(
+            SEED,
+            statement,
+            theirs,
+            not_decided(f"the interval crosses ±{band} on {', '.join(undecided)} ({test})"),
             here,
         )
     return Claim(

@@ -22,7 +22,13 @@ from llm_call_anatomy.reports.analysis.claims import (
     not_measurable,
     setup_specific,
 )
-from llm_call_anatomy.reports.analysis.seed_claims import SEED, section_of, value_range
+from llm_call_anatomy.reports.analysis.seed_claims import (
+    SEED,
+    record_pairs,
+    section_of,
+    strata_by,
+    value_range,
+)
 from llm_call_anatomy.reports.model import Claim
 from llm_call_anatomy.reports.stats import num
 
@@ -54,12 +60,6 @@ def _sweep_rows(report: Report) -> pd.DataFrame:
     return df[df["workload"] == s.name]
 
 
-def _pairs(g: pd.DataFrame, x: str, y: str) -> list[tuple[float, float]]:
-    return [
-        (num(a), num(b)) for a, b in zip(g[x], g[y], strict=True) if num(a) is not None and num(b) is not None
-    ]
-
-
 @claim
 def decode_flat(report: Report) -> Claim:
     """The seed's claim that decode is flat in the prompt length, judged by the fitted change of decode over
@@ -71,10 +71,7 @@ def decode_flat(report: Report) -> Claim:
         return _no_sweep(statement, theirs)
     here, where, levels = {}, {}, []
     for b, g in rows.groupby("backend", sort=False):
-        strata = [
-            _pairs(s, "prompt_tokens", "decode_ms_per_token")
-            for _, s in g.groupby("prompt_tokens", sort=True)
-        ]
+        strata = strata_by(g, "prompt_tokens", "decode_ms_per_token")
         flat = intervals.flatness(strata)
         if flat is None:
             continue
@@ -177,7 +174,7 @@ def short_prefill_one_step(report: Report) -> Claim:
     for b, g in rows.groupby("backend", sort=False):
         steps, places = [], []
         for n, s in g.groupby("prompt_tokens", sort=True):
-            pairs = _pairs(s, "ttft_ms", "decode_ms_per_token")
+            pairs = record_pairs(s, "ttft_ms", "decode_ms_per_token")
             ci = intervals.bootstrap([pairs], intervals.ratio_of_medians)
             if pairs and ci is not None:
                 xs, ys = (np.asarray(v, dtype=float) for v in zip(*pairs, strict=True))
