@@ -31,16 +31,15 @@ queue() {
     study "$2" "$(gpu_tag)-a42-$1${RUN_SUFFIX:-}" "$1" --workloads conversation \
       --workload-file lab/h200/anatomy.yaml --max-model-len 32768 "${py[@]}" "${@:4}"
   }
+  hf_eager() { study 300 "$(gpu_tag)-a42-hf${RUN_SUFFIX:-}" hf --workloads conversation,sweep; }
   until staged vllm && staged qwen3-8b-shape 1; do sleep 5; done
   bash lab/h200/unpack_model.sh qwen3-8b-shape > /dev/null
   install_bundle vllm; echo "== $(date -u +%T) vllm installed"
   if [ "$SESSION" = 1 ]; then
-    anatomy vllm 600 py-vllm; anatomy vllm-server 600 py-vllm
-    study 300 "$(gpu_tag)-a42-hf" hf --workloads conversation,sweep
+    anatomy vllm 600 py-vllm; anatomy vllm-server 600 py-vllm; hf_eager
   elif [ "$SESSION" = 3 ]; then
-    RUN_SUFFIX=-b anatomy vllm-server 600 py-vllm
-    study 300 "$(gpu_tag)-a42-hf-b" hf --workloads conversation,sweep
-    RUN_SUFFIX=-b anatomy vllm 600 py-vllm
+    local RUN_SUFFIX=-b  # every run of the session: a second engine start beside session 1's
+    anatomy vllm-server 600 py-vllm; hf_eager; anatomy vllm 600 py-vllm
   else
     until staged sglang; do sleep 5; done
     install_bundle sglang; echo "== $(date -u +%T) sglang installed"
